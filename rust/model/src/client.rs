@@ -1,0 +1,345 @@
+//! OpenAI-compatible chat client: `POST {base_url}/chat/completions`, streaming or not,
+//! with bounded retries. It connects lazily: building a client makes no request.
+
+use crate::stream::Assembler;
+use eventsource_stream::Eventsource;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use yuyao_protocol::{Message, ToolCall, Usage};
+
+#[derive(Debug, Clone)]
+pub struct ModelConfig {
+    pub base_url: String,
+    /// The model name as configured (a `litellm_proxy/` prefix is stripped on the wire).
+    pub model: String,
+    pub api_key: String,
+    pub connect_timeout: Duration,
+    /// Longest silence tolerated while waiting for bytes of a response.
+    pub idle_timeout: Duration,
+    /// Retries after the first attempt, for 429, 5xx and connection errors.
+    pub max_retries: u32,
+    /// Longest single wait between retries.
+    pub max_backoff: Duration,
+}
+
+impl ModelConfig {
+    pub fn new(base_url: &str, model: &str, api_key: &str) -> Self {
+        ModelConfig {
+            base_url: base_url.trim().to_string(),
+            model: model.trim().to_string(),
+            api_key: api_key.trim().to_string(),
+            connect_timeout: Duration::from_secs(20),
+            idle_timeout: Duration::from_secs(300),
+            max_retries: 4,
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+
+    /// The name sent to the provider: litellm strips its `litellm_proxy/` routing prefix.
+    pub fn wire_model(&self) -> &str {
+        self.model
+            .strip_prefix("litellm_proxy/")
+            .unwrap_or(&self.model)
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
+    }
+}
+
+/// One request: the already-sanitized messages and the tool schemas.
+#[derive(Debug, Clone, Default)]
+pub struct ChatRequest {
+    pub messages: Vec<Message>,
+    pub tools: Vec<Value>,
+    pub stream: bool,
+    pub reasoning_effort: Option<String>,
+    pub max_tokens: Option<u64>,
+}
+
+/// A streamed piece, handed to the caller as it arrives.
+#[derive(Debug, Clone, Copy)]
+pub enum Piece<'a> {
+    Text(&'a str),
+    Thinking(&'a str),
+}
+
+/// The complete reply of one call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    pub reasoning: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("model request to {url} failed with HTTP {status}: {message}")]
+    Http {
+        url: String,
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("cannot reach the model at {url}: {message}")]
+    Connect { url: String, message: String },
+    #[error("the model at {url} sent nothing for {secs} s (idle timeout)")]
+    Timeout { url: String, secs: u64 },
+    #[error("the model's reply from {url} could not be read: {message}")]
+    Protocol { url: String, message: String },
+    #[error("interrupted")]
+    Cancelled,
+}
+
+impl ModelError {
+    fn retryable(&self) -> bool {
+        match self {
+            ModelError::Http { status, .. } => *status == 429 || *status >= 500,
+            ModelError::Connect { .. } | ModelError::Timeout { .. } => true,
+            ModelError::Protocol { .. } | ModelError::Cancelled => false,
+        }
+    }
+}
+
+pub struct ModelClient {
+    http: reqwest::Client,
+    cfg: ModelConfig,
+}
+
+impl ModelClient {
+    pub fn new(cfg: ModelConfig) -> Result<Self, ModelError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(cfg.connect_timeout)
+            .user_agent(concat!("yuyao/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ModelError::Connect {
+                url: cfg.endpoint(),
+                message: e.to_string(),
+            })?;
+        Ok(ModelClient { http, cfg })
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.cfg
+    }
+
+    /// The JSON body of a request.
+    pub fn body(&self, req: &ChatRequest) -> Value {
+        let mut body = json!({
+            "model": self.cfg.wire_model(),
+            "messages": req.messages,
+            "stream": req.stream,
+        });
+        if !req.tools.is_empty() {
+            body["tools"] = Value::Array(req.tools.clone());
+            body["tool_choice"] = json!("auto");
+        }
+        if req.stream {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        if let Some(effort) = &req.reasoning_effort {
+            body["reasoning_effort"] = json!(effort);
+        }
+        if let Some(n) = req.max_tokens {
+            body["max_tokens"] = json!(n);
+        }
+        body
+    }
+
+    /// Calls the model, retrying transient failures with exponential backoff and jitter.
+    pub async fn complete(
+        &self,
+        req: &ChatRequest,
+        on_piece: &mut (dyn FnMut(Piece<'_>) + Send),
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ModelError> {
+        let body = self.body(req);
+        let mut attempt = 0;
+        loop {
+            let mut emitted = false;
+            let result = tokio::select! {
+                r = self.attempt(&body, req.stream, on_piece, &mut emitted) => r,
+                _ = cancel.cancelled() => Err(ModelError::Cancelled),
+            };
+            match result {
+                Err(e) if e.retryable() && !emitted && attempt < self.cfg.max_retries => {
+                    let wait = self.backoff(attempt, &e);
+                    attempt += 1;
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = cancel.cancelled() => return Err(ModelError::Cancelled),
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn backoff(&self, attempt: u32, e: &ModelError) -> Duration {
+        if let ModelError::Http {
+            retry_after: Some(d),
+            ..
+        } = e
+        {
+            return (*d).min(self.cfg.max_backoff);
+        }
+        let base = 0.5 * 2f64.powi(attempt as i32);
+        let jitter = fastrand::f64() * base * 0.5;
+        Duration::from_secs_f64(base + jitter).min(self.cfg.max_backoff)
+    }
+
+    async fn attempt(
+        &self,
+        body: &Value,
+        stream: bool,
+        on_piece: &mut (dyn FnMut(Piece<'_>) + Send),
+        emitted: &mut bool,
+    ) -> Result<Completion, ModelError> {
+        let url = self.cfg.endpoint();
+        let mut rb = self.http.post(&url).json(body);
+        if !self.cfg.api_key.is_empty() {
+            rb = rb.bearer_auth(&self.cfg.api_key);
+        }
+        let idle = self.cfg.idle_timeout;
+        let timeout_err = || ModelError::Timeout {
+            url: url.clone(),
+            secs: idle.as_secs(),
+        };
+        let resp = tokio::time::timeout(idle, rb.send())
+            .await
+            .map_err(|_| timeout_err())?
+            .map_err(|e| ModelError::Connect {
+                url: url.clone(),
+                message: error_chain(&e),
+            })?;
+        let status = resp.status();
+        if !status.is_success() {
+            let retry_after = resp
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|s| s.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(Duration::from_secs_f64);
+            let text = tokio::time::timeout(idle, resp.text())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default();
+            return Err(ModelError::Http {
+                url,
+                status: status.as_u16(),
+                message: provider_message(&text),
+                retry_after,
+            });
+        }
+        let is_sse = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.contains("text/event-stream"));
+        let protocol = |message: String| ModelError::Protocol {
+            url: url.clone(),
+            message,
+        };
+        if !stream || !is_sse {
+            let text = tokio::time::timeout(idle, resp.text())
+                .await
+                .map_err(|_| timeout_err())?
+                .map_err(|e| protocol(error_chain(&e)))?;
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|e| protocol(format!("{e}; body starts with {:?}", head(&text))))?;
+            let c = Assembler::from_full(&v).map_err(protocol)?;
+            if !c.reasoning.is_empty() {
+                on_piece(Piece::Thinking(&c.reasoning));
+            }
+            if !c.text.is_empty() {
+                on_piece(Piece::Text(&c.text));
+            }
+            return Ok(c);
+        }
+        let mut events = resp.bytes_stream().eventsource();
+        let mut asm = Assembler::default();
+        loop {
+            let next = tokio::time::timeout(idle, events.next())
+                .await
+                .map_err(|_| timeout_err())?;
+            let Some(ev) = next else { break };
+            let ev = ev.map_err(|e| protocol(e.to_string()))?;
+            let data = ev.data.trim();
+            if data.is_empty() {
+                continue;
+            }
+            if data == "[DONE]" {
+                break;
+            }
+            let chunk: Value = serde_json::from_str(data)
+                .map_err(|e| protocol(format!("bad stream chunk ({e}): {}", head(data))))?;
+            if let Some(err) = chunk.get("error") {
+                return Err(protocol(provider_message(&err.to_string())));
+            }
+            asm.push_chunk(&chunk, &mut |p| {
+                *emitted = true;
+                on_piece(p)
+            });
+        }
+        Ok(asm.finish())
+    }
+}
+
+fn head(s: &str) -> String {
+    s.chars().take(200).collect()
+}
+
+/// The provider's own words: `error.message` when the body is JSON, else the body's start.
+fn provider_message(body: &str) -> String {
+    let v: Option<Value> = serde_json::from_str(body).ok();
+    let msg = v.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("error"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    match msg {
+        Some(m) => m,
+        None if body.trim().is_empty() => "(empty response body)".into(),
+        None => head(body.trim()),
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let t = inner.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        src = inner.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn litellm_prefix_is_stripped_and_url_kept() {
+        let c = ModelConfig::new("http://h:1/v1/", "litellm_proxy/m", "k");
+        assert_eq!(c.wire_model(), "m");
+        assert_eq!(c.endpoint(), "http://h:1/v1/chat/completions");
+    }
+
+    #[test]
+    fn provider_message_is_extracted() {
+        assert_eq!(provider_message(r#"{"error":{"message":"bad key"}}"#), "bad key");
+        assert_eq!(provider_message(""), "(empty response body)");
+    }
+}

@@ -1,0 +1,50 @@
+//! The model side of yuyao: an OpenAI-compatible client and the one request builder.
+//!
+//! Every request (main loop, compaction, classifier, sub-agents) is built by
+//! [`build_request`], which passes the history through [`sanitize`] on a copy.
+
+mod client;
+mod cost;
+mod sanitize;
+mod stream;
+
+pub use client::{ChatRequest, Completion, ModelClient, ModelConfig, ModelError, Piece};
+pub use cost::Pricing;
+pub use sanitize::{NOT_EXECUTED, check_well_formed, sanitize};
+
+use serde_json::Value;
+use yuyao_protocol::Message;
+
+/// Builds the one request shape every caller sends: sanitized messages plus tool schemas.
+pub fn build_request(
+    system: &str,
+    history: &[Message],
+    tools: Vec<Value>,
+    stream: bool,
+    reasoning_effort: Option<String>,
+) -> ChatRequest {
+    ChatRequest {
+        messages: sanitize(system, history),
+        tools,
+        stream,
+        reasoning_effort,
+        max_tokens: None,
+    }
+}
+
+/// A rough token count (about four characters a token), used for context percentages and
+/// the pre-call cost estimate. Deliberately cheap: it runs before every call.
+pub fn estimate_tokens(messages: &[Message]) -> u64 {
+    let chars: usize = messages
+        .iter()
+        .map(|m| {
+            m.text().len()
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.arguments.len() + c.name.len() + 16)
+                    .sum::<usize>()
+                + 8
+        })
+        .sum();
+    (chars as u64).div_ceil(4)
+}

@@ -1,0 +1,151 @@
+//! Types shared by the yuyao core and every front (TUI, `-p`, run_agent, agent_api).
+//!
+//! Fronts talk to the core in JSON: session options go in, events come out. Keeping the
+//! types here means the Python side never re-implements a rule, it only renders.
+
+mod enums;
+mod message;
+mod options;
+
+pub use enums::{Curiosity, Mode, NetworkAccess, Role, SandboxLevel, ShowThinking, ThinkingLevel};
+pub use message::{Content, Message, MessageRole, ToolCall, Usage};
+pub use options::{ModelSettings, SessionOptions};
+
+use serde::{Deserialize, Serialize};
+
+/// What the core reports to a front while it works. Serialized with a `type` tag.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A piece of the assistant's answer as it streams.
+    TextDelta { text: String },
+    /// A piece of the model's reasoning as it streams.
+    ThinkingDelta { text: String },
+    /// The model is being called (a front shows a spinner until the first delta).
+    ModelCall { step: u32 },
+    /// The complete assistant reply of one model call.
+    AssistantMessage {
+        text: String,
+        thinking: String,
+        tool_calls: usize,
+    },
+    /// A tool is about to run; `intent` is the one-line "why" of its batch.
+    ToolBegin {
+        id: String,
+        name: String,
+        arguments: String,
+        intent: String,
+    },
+    /// A tool finished; `output` is what the model receives.
+    ToolEnd {
+        id: String,
+        name: String,
+        ok: bool,
+        output: String,
+    },
+    /// Token usage and cost after a model call.
+    Usage {
+        prompt_tokens: u64,
+        completion_tokens: u64,
+        cached_tokens: u64,
+        reasoning_tokens: u64,
+        cost_usd: f64,
+        session_cost_usd: f64,
+        context_percent: f64,
+    },
+    /// Something the user should see that is not the model's words.
+    Notice { level: NoticeLevel, text: String },
+    /// The turn ended; `status` is one of `completed`, `limits_exceeded`, `interrupted`, `error`.
+    TurnEnd { status: String, text: String },
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeLevel {
+    Info,
+    Warning,
+    Error,
+}
+
+/// A question the core needs a human for. The front's handler answers it; with no handler
+/// (headless, agent_api) the core answers from the mode instead.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Request {
+    /// May this tool call run? `detail` is the actual command or the actual diff.
+    Permission {
+        tool: String,
+        summary: String,
+        detail: String,
+        reason: String,
+    },
+    /// The model asks the user a structured question.
+    AskUser {
+        question: String,
+        options: Vec<String>,
+    },
+}
+
+/// A handler's answer to a [`Request::Permission`].
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionAnswer {
+    Allow,
+    AllowSession,
+    AllowProject,
+    Deny,
+}
+
+/// The version every crate, the Python package and the wheel share (from `VERSION`).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_serializes_with_type_tag() {
+        let e = Event::TextDelta { text: "hi".into() };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["type"], "text_delta");
+        assert_eq!(v["text"], "hi");
+    }
+}
+
+/// The advertised name of a built-in tool for any spelling a model may use: case-insensitive,
+/// `_`/`-` folded, and the Claude Code names (DESIGN §3). `None` for an unknown name.
+pub fn canonical_tool_name(name: &str) -> Option<&'static str> {
+    let folded: String = name
+        .trim()
+        .chars()
+        .filter(|c| *c != '_' && *c != '-' && *c != ' ')
+        .flat_map(char::to_lowercase)
+        .collect();
+    Some(match folded.as_str() {
+        "bash" | "shell" | "exec" | "execcommand" | "run" | "runcommand" => "bash",
+        "read" | "readfile" | "view" => "read",
+        "write" | "writefile" | "createfile" => "write",
+        "edit" | "editfile" | "strreplace" | "strreplaceeditor" => "edit",
+        "multiedit" => "multi-edit",
+        "applypatch" | "patch" => "apply-patch",
+        "grep" | "search" | "codesearch" => "grep",
+        "glob" | "findfiles" => "glob",
+        "webfetch" | "fetch" => "web-fetch",
+        "websearch" => "web-search",
+        "browser" => "browser",
+        "readmedia" | "readimage" => "read-media",
+        "lsp" => "lsp",
+        "notebookedit" => "notebook-edit",
+        "monitor" => "monitor",
+        "todo" | "todowrite" | "tasklist" => "todo",
+        "task" | "agent" | "subagent" => "task",
+        "bglist" => "bg-list",
+        "bgoutput" | "bashoutput" => "bg-output",
+        "bgstop" | "killshell" | "killbash" => "bg-stop",
+        "memorysearch" => "memory-search",
+        "memoryget" => "memory-get",
+        "askuser" | "askuserquestion" | "requestuserinput" => "ask-user",
+        "declarescope" => "declare-scope",
+        _ => return None,
+    })
+}

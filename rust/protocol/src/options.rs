@@ -1,0 +1,52 @@
+//! Options a front passes when it opens a session. Every field is optional: what a front
+//! leaves out comes from the layered configuration, then from the defaults.
+
+use crate::{Curiosity, Mode, NetworkAccess, Role, SandboxLevel, ShowThinking, ThinkingLevel};
+use serde::{Deserialize, Serialize};
+
+/// How to reach the model. Absent fields fall back to `D2A_MODEL_*`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelSettings {
+    pub base_url: Option<String>,
+    pub name: Option<String>,
+    pub api_key: Option<String>,
+    /// Raw `D2A_MODEL_COST` JSON.
+    pub cost: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionOptions {
+    pub cwd: Option<String>,
+    pub mode: Option<Mode>,
+    pub role: Option<Role>,
+    pub sandbox: Option<SandboxLevel>,
+    pub network: Option<NetworkAccess>,
+    /// `--allow` / `--allowed-tools` rules: run without asking.
+    pub allow: Vec<String>,
+    /// `--deny` / `--disallowed-tools` rules: refused.
+    pub deny: Vec<String>,
+    /// `--tools`: restrict the advertised tool set.
+    pub tools: Option<Vec<String>>,
+    pub model: ModelSettings,
+    pub stream: Option<bool>,
+    pub show_thinking: Option<ShowThinking>,
+    pub thinking: Option<ThinkingLevel>,
+    pub curiosity: Option<Curiosity>,
+    pub max_steps: Option<u32>,
+    pub max_cost_usd: Option<f64>,
+    pub max_wall_seconds: Option<f64>,
+    pub system_prompt: Option<String>,
+    pub append_system_prompt: Option<String>,
+    pub no_memory: bool,
+    /// Nobody is there to answer a question: refuse what would need one.
+    pub headless: bool,
+    /// Where the run's trace goes (default `<cwd>/.trajectory/`).
+    pub trajectory_dir: Option<String>,
+    /// Do not write a trace at all (agent_api sessions opt in through config).
+    pub no_trajectory: bool,
+    pub verbose: bool,
+    /// Override of `~/.yuyao` (otherwise `YUYAO_HOME`, then `$HOME/.yuyao`).
+    pub home: Option<String>,
+}

@@ -1,0 +1,35 @@
+//! Persisted state of yuyao: where files live, the layered configuration, the MCP server
+//! registry and the execution trace.
+
+pub mod config;
+pub mod mcp;
+pub mod paths;
+pub mod trajectory;
+
+pub use config::{Config, ConfigError, Layer};
+pub use mcp::{McpRegistry, McpServer};
+pub use paths::{Paths, project_root};
+pub use trajectory::Trajectory;
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same folder, then a rename,
+/// so a reader (or a crash) never sees half a file.
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

@@ -1,0 +1,67 @@
+//! Where state lives (DESIGN §2): `~/.yuyao/` (or `YUYAO_HOME`) and `<project>/.yuyao/`.
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// `~/.yuyao`, `YUYAO_HOME`, or the session option `home`.
+    pub home: PathBuf,
+    /// The git work tree root containing the cwd, else the cwd.
+    pub project: PathBuf,
+}
+
+impl Paths {
+    pub fn new(home_override: Option<&str>, cwd: &Path) -> Self {
+        let home = home_override
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("YUYAO_HOME").map(PathBuf::from))
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".yuyao")))
+            .unwrap_or_else(|| PathBuf::from(".yuyao"));
+        Paths {
+            home,
+            project: project_root(cwd),
+        }
+    }
+
+    pub fn user_config(&self) -> PathBuf {
+        self.home.join("config.toml")
+    }
+
+    pub fn project_config(&self) -> PathBuf {
+        self.project.join(".yuyao").join("config.toml")
+    }
+
+    pub fn mcp_registry(&self) -> PathBuf {
+        self.home.join("mcp.json")
+    }
+}
+
+/// The nearest ancestor holding `.git` (a folder, or a file for worktrees), else `cwd`.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(cwd)
+        .to_path_buf()
+}
+
+/// Adds `entry` to the repository's `.git/info/exclude` so files yuyao makes for itself
+/// (traces, plans) never show in `git status`. Best effort: outside git it does nothing.
+pub fn exclude_from_git(project: &Path, entry: &str) {
+    let git = project.join(".git");
+    if !git.is_dir() {
+        return;
+    }
+    let path = git.join("info").join("exclude");
+    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    if current.lines().any(|l| l.trim() == entry) {
+        return;
+    }
+    let mut next = current;
+    if !next.is_empty() && !next.ends_with('\n') {
+        next.push('\n');
+    }
+    next.push_str(entry);
+    next.push('\n');
+    let _ = std::fs::create_dir_all(git.join("info"));
+    let _ = std::fs::write(path, next);
+}

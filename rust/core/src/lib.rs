@@ -1,1 +1,18 @@
+//! yuyao-core: the Session every front drives (TUI, `-p`, run_agent, agent_api).
+//!
+//! A front opens a [`Session`], submits turns ([`Session::chat`]) and slash commands
+//! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
+mod commands;
+mod handler;
+mod headless;
+mod prompt;
+mod session;
+mod tool_call;
+mod turn;
+mod words;
+
+pub use handler::Handler;
+pub use headless::{HeadlessRequest, run_headless};
+pub use session::{CoreError, Session, TurnSummary};
+pub use words::split_words;

@@ -1,1 +1,155 @@
+//! The built-in tools of yuyao, one module per family behind one [`Tool`] trait.
+//! Tools are synchronous (the core runs them on a blocking thread) and never panic on bad
+//! input: every failure is a result that tells the model what to do next.
 
+mod args;
+mod edit_engine;
+pub mod exec;
+pub mod fs;
+mod output;
+mod registry;
+pub mod search;
+
+pub use edit_engine::{EditSpec, apply_edits};
+pub use output::{RESULT_CAP, cap_output, strip_ansi};
+pub use registry::{Registry, ToolCallSpec, parse_arguments};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+/// What the session knows about a file it has read (for read-before-write).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileKnowledge {
+    pub hash: [u8; 32],
+    pub read_in_full: bool,
+}
+
+pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// Session state the tools share.
+pub struct ToolContext {
+    /// The session's working directory; `cd` in bash persists here.
+    pub cwd: Mutex<PathBuf>,
+    /// Folders the tools may work in: the project root first, then `/add-dir` folders.
+    pub roots: Mutex<Vec<PathBuf>>,
+    /// Files read in this session, with the content hash seen.
+    pub files: Mutex<HashMap<PathBuf, FileKnowledge>>,
+    /// Where oversized outputs are written.
+    pub spill_dir: PathBuf,
+    /// Default bash timeout in milliseconds.
+    pub bash_timeout_ms: u64,
+}
+
+impl ToolContext {
+    pub fn new(cwd: PathBuf, project: PathBuf, spill_dir: PathBuf) -> Self {
+        ToolContext {
+            cwd: Mutex::new(cwd),
+            roots: Mutex::new(vec![project]),
+            files: Mutex::new(HashMap::new()),
+            spill_dir,
+            bash_timeout_ms: 120_000,
+        }
+    }
+
+    pub fn cwd(&self) -> PathBuf {
+        self.cwd.lock().map(|c| c.clone()).unwrap_or_else(|e| e.into_inner().clone())
+    }
+
+    pub fn project(&self) -> PathBuf {
+        self.roots()
+            .first()
+            .cloned()
+            .unwrap_or_else(|| self.cwd())
+    }
+
+    pub fn roots(&self) -> Vec<PathBuf> {
+        self.roots.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Resolves a tool's path argument against the session cwd, lexically normalized.
+    pub fn resolve(&self, p: &str) -> PathBuf {
+        let p = p.trim();
+        let expanded = match p.strip_prefix("~/") {
+            Some(rest) => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(rest)),
+            None => None,
+        };
+        let path = expanded.unwrap_or_else(|| PathBuf::from(p));
+        let joined = if path.is_absolute() { path } else { self.cwd().join(path) };
+        normalize(&joined)
+    }
+
+    pub fn remember(&self, path: &Path, bytes: &[u8], full: bool) {
+        if let Ok(mut f) = self.files.lock() {
+            f.insert(
+                path.to_path_buf(),
+                FileKnowledge {
+                    hash: content_hash(bytes),
+                    read_in_full: full,
+                },
+            );
+        }
+    }
+
+    pub fn knowledge(&self, path: &Path) -> Option<FileKnowledge> {
+        self.files.lock().ok().and_then(|f| f.get(path).cloned())
+    }
+}
+
+/// Removes `.` and `..` components without touching the disk.
+pub fn normalize(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// The result of one tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub ok: bool,
+    pub text: String,
+    /// Image parts (`data:` URLs) to send alongside the text.
+    pub images: Vec<String>,
+}
+
+impl ToolOutput {
+    pub fn ok(text: impl Into<String>) -> Self {
+        ToolOutput {
+            ok: true,
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+
+    pub fn err(text: impl Into<String>) -> Self {
+        ToolOutput {
+            ok: false,
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+}
+
+/// One built-in tool.
+pub trait Tool: Send + Sync {
+    /// The advertised name (spec §1).
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// JSON schema of the parameters.
+    fn parameters(&self) -> Value;
+    fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput;
+}

@@ -1,0 +1,392 @@
+//! Slash commands: ONE table shared by the TUI and `dispatch`. A command and its aliases are
+//! one entry; in-session switches run the same code as the startup flags they mirror.
+
+use crate::session::{CoreError, Session};
+use crate::words::split_words;
+use std::str::FromStr;
+use yuyao_protocol::{Curiosity, Mode, Role, ShowThinking, ThinkingLevel};
+use yuyao_store::{Layer, McpServer};
+
+type Handler = fn(&Session, &[String]) -> Result<String, CoreError>;
+
+struct Command {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    usage: &'static str,
+    help: &'static str,
+    /// `None`: part of the product, not in this build yet (fails explicitly).
+    run: Option<Handler>,
+}
+
+macro_rules! cmd {
+    ($name:literal, [$($a:literal),*], $usage:literal, $help:literal, $run:expr) => {
+        Command { name: $name, aliases: &[$($a),*], usage: $usage, help: $help, run: $run }
+    };
+}
+
+const COMMANDS: &[Command] = &[
+    cmd!("help", [], "", "list all commands", Some(help)),
+    cmd!("status", [], "", "version, model, working directory, mode and role", Some(status)),
+    cmd!("tools", [], "", "list the tools available to the model", Some(tools)),
+    cmd!("mode", [], "<ask|plan|auto-edit|auto-review|yolo>", "switch permission mode (= --mode)", Some(mode)),
+    cmd!("role", [], "<execute|ask|architect|debug|orchestrator>", "switch role (= --role)", Some(role)),
+    cmd!("plan", [], "", "switch to read-only plan mode (= --mode plan)", Some(|s, _| set_mode(s, "plan"))),
+    cmd!("ask", [], "", "switch to the answer-only role (= --role ask)", Some(|s, _| set_role(s, "ask"))),
+    cmd!("debug", [], "", "switch to the debugging role (= --role debug)", Some(|s, _| set_role(s, "debug"))),
+    cmd!("model", [], "<name>", "switch model, keeping the context", Some(model)),
+    cmd!("config", ["settings"], "[get <key> | set <key> <value> [--project] | unset <key> | list]", "read and write configuration (hot reload)", Some(config)),
+    cmd!("mcp", [], "[list | add <name> [-- <cmd> <args…> | <url>] | remove <name>]", "manage MCP servers", Some(mcp)),
+    cmd!("stream", [], "<on|off>", "toggle streaming output (= --stream)", Some(stream)),
+    cmd!("show-thinking", [], "<off|collapsed|expanded>", "how thinking is displayed (= --show-thinking)", Some(show_thinking)),
+    cmd!("think", [], "<off|low|medium|high|max>", "reasoning budget (= --thinking)", Some(think)),
+    cmd!("curiosity", [], "<low|normal|high>", "how readily the agent asks (= --curiosity)", Some(curiosity)),
+    cmd!("clear", ["reset"], "", "clear the conversation (not archived)", Some(clear)),
+    cmd!("new", [], "", "start a new conversation", Some(new)),
+    cmd!("exit", ["quit"], "", "leave the session (exit code 0)", Some(exit)),
+    cmd!("undo", [], "", "revert the agent's last change", None),
+    cmd!("redo", [], "", "re-apply an undone change", None),
+    cmd!("rewind", ["checkpoint"], "", "restore code and/or conversation to a checkpoint", None),
+    cmd!("compact", ["compress"], "", "summarize the context", None),
+    cmd!("diff", [], "", "show the current changes", None),
+    cmd!("review", [], "[--fix] [--security|--simplify]", "review the current diff", None),
+    cmd!("security-review", [], "", "security review of the branch's changes", None),
+    cmd!("run", [], "", "build, launch and drive the app", None),
+    cmd!("copy", [], "[N]", "copy an answer to the clipboard", None),
+    cmd!("focus", [], "", "toggle the focused view", None),
+    cmd!("tui", [], "<default|fullscreen>", "switch the terminal renderer", None),
+    cmd!("background", ["bg"], "[prompt]", "detach the session into the background", None),
+    cmd!("init", [], "", "generate AGENTS.md", None),
+    cmd!("memory", [], "", "view and manage memory", None),
+    cmd!("recap", [], "", "one-line summary of where we left off", None),
+    cmd!("context", [], "<list|detail>", "context sizes and truncation", None),
+    cmd!("sessions", ["resume"], "", "list and restore past sessions", None),
+    cmd!("title", ["rename"], "<title>", "rename the session", None),
+    cmd!("export", [], "", "export the session as Markdown", None),
+    cmd!("add-dir", [], "<path>", "add a working directory", None),
+    cmd!("cd", [], "<path>", "change the working directory", None),
+    cmd!("permissions", [], "[list|allow|ask|deny|remove] [rule]", "manage permission rules", None),
+    cmd!("hooks", [], "", "lifecycle hooks", None),
+    cmd!("agents", [], "", "sub-agent configuration", None),
+    cmd!("goal", [], "<condition>", "keep working until a condition holds", None),
+    cmd!("loop", [], "<prompt> [--interval s] [--max n] [--until cond]", "repeat a prompt", None),
+    cmd!("fork", [], "", "spawn a background sub-agent", None),
+    cmd!("branch", [], "[name]", "fork the conversation", None),
+    cmd!("tree", [], "", "navigate the session tree", None),
+    cmd!("btw", ["side"], "<question>", "a quick aside outside the history", None),
+    cmd!("verify", [], "", "build, run and observe the change", None),
+    cmd!("batch", [], "<instruction>", "split a change across parallel sub-agents", None),
+    cmd!("workflows", ["workflow"], "[name]", "scripted multi-agent workflows", None),
+    cmd!("skills", ["skill"], "[name]", "skill packages", None),
+    cmd!("queue", [], "<steer|followup|collect|interrupt> [text]", "queue or steer mid-turn", None),
+    cmd!("tasks", ["bashes"], "", "background shells and tasks", None),
+    cmd!("usage", [], "<off|tokens|full>", "token and usage display", None),
+    cmd!("remember", [], "<text>", "write a memory entry", None),
+    cmd!("forget", [], "<query>", "delete a memory entry", None),
+    cmd!("dream", [], "", "consolidate memory", None),
+];
+
+fn find(name: &str) -> Option<&'static Command> {
+    COMMANDS.iter().find(|c| c.name == name || c.aliases.contains(&name))
+}
+
+impl Session {
+    /// Runs one slash command line (`/name args…`).
+    pub fn dispatch(&self, line: &str) -> Result<String, CoreError> {
+        let line = line.trim();
+        let Some(body) = line.strip_prefix('/') else {
+            return Err(CoreError::Usage(format!("'{line}' is not a slash command (they start with '/')")));
+        };
+        let (name, rest) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
+        let name = name.to_ascii_lowercase();
+        let Some(cmd) = find(&name) else {
+            return Err(CoreError::Usage(format!("unknown command: /{name} (type /help for the list)")));
+        };
+        let args = split_words(rest).map_err(|e| CoreError::Usage(format!("/{name}: {e}")))?;
+        let Some(run) = cmd.run else {
+            return Err(CoreError::NotAvailable(format!("/{} is not available in this build", cmd.name)));
+        };
+        let result = run(self, &args);
+        self.lock().trajectory.record(
+            "command",
+            serde_json::json!({"command": line, "ok": result.is_ok(),
+                               "result": match &result { Ok(t) => t.clone(), Err(e) => e.to_string() }}),
+        );
+        result
+    }
+
+    /// Names of every command and alias (for completion in the TUI).
+    pub fn command_names() -> Vec<&'static str> {
+        COMMANDS
+            .iter()
+            .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+            .collect()
+    }
+}
+
+fn usage(name: &str) -> CoreError {
+    let c = find(name).expect("usage is only asked for known commands");
+    CoreError::Usage(format!("usage: /{} {}", c.name, c.usage))
+}
+
+fn one_arg<'a>(name: &str, args: &'a [String]) -> Result<&'a str, CoreError> {
+    match args {
+        [a] => Ok(a.as_str()),
+        _ => Err(usage(name)),
+    }
+}
+
+fn parse<T: FromStr<Err = String>>(v: &str) -> Result<T, CoreError> {
+    v.parse().map_err(CoreError::Usage)
+}
+
+fn help(_: &Session, _: &[String]) -> Result<String, CoreError> {
+    let mut out = String::from("Commands:\n");
+    for c in COMMANDS {
+        let names = std::iter::once(c.name)
+            .chain(c.aliases.iter().copied())
+            .map(|n| format!("/{n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let head = if c.usage.is_empty() { names } else { format!("{names} {}", c.usage) };
+        let avail = if c.run.is_none() { "  [not in this build]" } else { "" };
+        out.push_str(&format!("  {head:<58} {}{avail}\n", c.help));
+    }
+    out.push_str("Prefixes: /command, @path (reference a file), !command (run a shell command)");
+    Ok(out)
+}
+
+fn status(s: &Session, _: &[String]) -> Result<String, CoreError> {
+    let v = s.status_json();
+    let get = |k: &str| match &v[k] {
+        serde_json::Value::String(t) => t.clone(),
+        serde_json::Value::Null => "(not set)".into(),
+        other => other.to_string(),
+    };
+    Ok(format!(
+        "yuyao {}\nsession   {}\nmodel     {}\ncwd       {}\nmode      {}\nrole      {}\nsandbox   {}\nnetwork   {}\nsteps     {}\ncost      ${:.4}\ncontext   {}%",
+        get("version"),
+        get("session_id"),
+        get("model"),
+        get("cwd"),
+        get("mode"),
+        get("role"),
+        get("sandbox"),
+        get("network"),
+        get("steps"),
+        v["cost_usd"].as_f64().unwrap_or(0.0),
+        get("context_percent"),
+    ))
+}
+
+fn tools(s: &Session, _: &[String]) -> Result<String, CoreError> {
+    let names = s.advertised_names();
+    let mut out = String::from("Tools available to the model:\n");
+    for (name, desc) in s.tools.describe() {
+        if names.contains(&name) {
+            let first = desc.split(". ").next().unwrap_or(desc);
+            out.push_str(&format!("  {name:<12} {first}\n"));
+        }
+    }
+    if names.contains(&"ask-user") {
+        out.push_str("  ask-user     Ask the user a structured question with concrete options\n");
+    }
+    Ok(out.trim_end().to_string())
+}
+
+/// The code `--mode` runs too: every front and `/plan` go through here.
+pub(crate) fn set_mode(s: &Session, v: &str) -> Result<String, CoreError> {
+    let m: Mode = parse(v)?;
+    s.lock().policy.mode = m;
+    Ok(format!("mode: {m}"))
+}
+
+fn mode(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    if args.is_empty() {
+        return Ok(format!("mode: {} (one of {})", s.lock().policy.mode, Mode::ALL.join(", ")));
+    }
+    set_mode(s, one_arg("mode", args)?)
+}
+
+pub(crate) fn set_role(s: &Session, v: &str) -> Result<String, CoreError> {
+    let r: Role = parse(v)?;
+    if r == Role::Orchestrator {
+        return Err(CoreError::NotAvailable("the orchestrator role is not available in this build".into()));
+    }
+    s.lock().policy.role = r;
+    Ok(format!("role: {r}"))
+}
+
+fn role(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    if args.is_empty() {
+        return Ok(format!("role: {} (one of {})", s.lock().policy.role, Role::ALL.join(", ")));
+    }
+    set_role(s, one_arg("role", args)?)
+}
+
+fn model(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    if args.is_empty() {
+        return Ok(format!("model: {}", s.model_name().unwrap_or_else(|| "(not set)".into())));
+    }
+    let name = one_arg("model", args)?;
+    s.lock().model_override = Some(name.to_string());
+    Ok(format!("model: {name} (the conversation is kept)"))
+}
+
+fn stream(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let on = match one_arg("stream", args)?.to_ascii_lowercase().as_str() {
+        "on" | "true" => true,
+        "off" | "false" => false,
+        other => return Err(CoreError::Usage(format!("invalid value '{other}' for /stream: expected on or off"))),
+    };
+    s.lock().stream = on;
+    Ok(format!("stream: {}", if on { "on" } else { "off" }))
+}
+
+fn show_thinking(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let v: ShowThinking = parse(one_arg("show-thinking", args)?)?;
+    s.lock().show_thinking = v;
+    Ok(format!("show-thinking: {v}"))
+}
+
+fn think(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let v: ThinkingLevel = parse(one_arg("think", args)?)?;
+    s.lock().thinking = Some(v);
+    Ok(format!("thinking: {v}"))
+}
+
+fn curiosity(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let v: Curiosity = parse(one_arg("curiosity", args)?)?;
+    s.lock().curiosity = v;
+    Ok(format!("curiosity: {v}"))
+}
+
+fn clear(s: &Session, _: &[String]) -> Result<String, CoreError> {
+    s.lock().history.clear();
+    Ok("conversation cleared".into())
+}
+
+fn new(s: &Session, _: &[String]) -> Result<String, CoreError> {
+    let mut st = s.lock();
+    st.history.clear();
+    st.trajectory.record("new_conversation", serde_json::json!({}));
+    Ok("started a new conversation (the previous one stays in this session's trace; session archives come with session storage)".into())
+}
+
+fn exit(s: &Session, _: &[String]) -> Result<String, CoreError> {
+    s.lock().exit_requested = true;
+    Ok("bye".into())
+}
+
+/// Keys that also change the running session when written (hot reload).
+fn apply_live(s: &Session, key: &str, value: &str) -> Result<(), CoreError> {
+    match key {
+        "mode" => set_mode(s, value).map(|_| ()),
+        "role" => set_role(s, value).map(|_| ()),
+        "stream" => stream(s, &[if value == "true" { "on".into() } else { "off".into() }]).map(|_| ()),
+        "show_thinking" => show_thinking(s, &[value.to_string()]).map(|_| ()),
+        "thinking" => think(s, &[value.to_string()]).map(|_| ()),
+        "curiosity" => curiosity(s, &[value.to_string()]).map(|_| ()),
+        "model" => model(s, &[value.to_string()]).map(|_| ()),
+        "maxCostUsd" => {
+            s.lock().max_cost_usd = value.parse().ok();
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let fail = |e: yuyao_store::ConfigError| match e {
+        yuyao_store::ConfigError::Invalid(m) => CoreError::Usage(m),
+        yuyao_store::ConfigError::Io(m) => CoreError::Failed(m),
+    };
+    match args.first().map(String::as_str) {
+        None | Some("list") => {
+            let entries = s.config.entries();
+            let mut out = format!(
+                "configuration (user: {}, project: {})\n",
+                s.paths.user_config().display(),
+                s.paths.project_config().display()
+            );
+            if entries.is_empty() {
+                out.push_str("  (nothing set)\n");
+            }
+            for (k, v) in entries {
+                out.push_str(&format!("  {k} = {}\n", yuyao_store::config::display(&v)));
+            }
+            out.push_str("known keys:\n");
+            for (k, d) in yuyao_store::Config::known_keys() {
+                out.push_str(&format!("  {k:<32} {d}\n"));
+            }
+            Ok(out.trim_end().to_string())
+        }
+        Some("get") => {
+            let key = args.get(1).filter(|_| args.len() == 2).ok_or_else(|| usage("config"))?;
+            Ok(s.config.get(key).map(|v| yuyao_store::config::display(&v)).unwrap_or_default())
+        }
+        Some("set") => {
+            let rest: Vec<&String> = args[1..].iter().filter(|a| *a != "--project").collect();
+            let project = args.iter().any(|a| a == "--project");
+            let [key, value] = rest.as_slice() else {
+                return Err(usage("config"));
+            };
+            let layer = project.then_some(Layer::Project);
+            let (stored, warning) = s.config.set(key, value, layer).map_err(fail)?;
+            let shown = yuyao_store::config::display(&stored);
+            apply_live(s, key, &shown)?;
+            let mut out = format!("{key} = {shown}");
+            if let Some(w) = warning {
+                out.push_str(&format!(" (warning: {w})"));
+            }
+            Ok(out)
+        }
+        Some("unset") => {
+            let key = args.get(1).filter(|_| args.len() == 2).ok_or_else(|| usage("config"))?;
+            let removed = s.config.unset(key).map_err(fail)?;
+            Ok(if removed { format!("{key} unset") } else { format!("{key} was not set") })
+        }
+        Some(other) => Err(CoreError::Usage(format!(
+            "unknown /config action '{other}': use get, set, unset or list"
+        ))),
+    }
+}
+
+fn mcp(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    match args.first().map(String::as_str) {
+        None | Some("list") => {
+            let servers = s.mcp.list().map_err(CoreError::Failed)?;
+            if servers.is_empty() {
+                return Ok("no MCP servers configured".into());
+            }
+            let mut out = String::from("MCP servers (connecting to them is not available in this build):\n");
+            for (name, srv) in servers {
+                out.push_str(&format!("  {name:<16} {}\n", srv.describe()));
+            }
+            Ok(out.trim_end().to_string())
+        }
+        Some("add") => {
+            let name = args.get(1).ok_or_else(|| usage("mcp"))?;
+            let rest = &args[2..];
+            let server = match rest.first().map(String::as_str) {
+                None => McpServer::default(),
+                Some("--") if rest.len() > 1 => McpServer { command: rest[1..].to_vec(), url: None },
+                Some(u) if rest.len() == 1 && (u.starts_with("http://") || u.starts_with("https://")) => {
+                    McpServer { command: Vec::new(), url: Some(u.to_string()) }
+                }
+                Some(_) => McpServer { command: rest.to_vec(), url: None },
+            };
+            let described = server.describe();
+            let replaced = s.mcp.add(name, server).map_err(CoreError::Usage)?;
+            Ok(format!("{} MCP server '{name}' ({described})", if replaced { "updated" } else { "added" }))
+        }
+        Some("remove") | Some("rm") => {
+            let name = args.get(1).filter(|_| args.len() == 2).ok_or_else(|| usage("mcp"))?;
+            if s.mcp.remove(name).map_err(CoreError::Failed)? {
+                Ok(format!("removed MCP server '{name}'"))
+            } else {
+                Err(CoreError::Usage(format!("no MCP server named '{name}'")))
+            }
+        }
+        Some(other) => Err(CoreError::Usage(format!("unknown /mcp action '{other}': use list, add or remove"))),
+    }
+}

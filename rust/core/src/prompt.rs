@@ -1,0 +1,164 @@
+//! The system prompt: written for real coding work, and stating the mode, role, sandbox and
+//! network in force so the request itself shows which level applies (spec §8).
+
+use std::path::{Path, PathBuf};
+use yuyao_protocol::{Curiosity, Mode, NetworkAccess, Role, SandboxLevel};
+
+pub struct PromptInputs<'a> {
+    pub mode: Mode,
+    pub role: Role,
+    pub sandbox: SandboxLevel,
+    pub network: NetworkAccess,
+    pub curiosity: Curiosity,
+    pub headless: bool,
+    pub cwd: &'a Path,
+    pub project: &'a Path,
+    pub no_memory: bool,
+    pub replace: Option<&'a str>,
+    pub append: Option<&'a str>,
+    pub git_summary: &'a str,
+    pub tools: &'a [&'a str],
+}
+
+const IDENTITY: &str = "You are yuyao, a coding agent working in the user's terminal and repository. You solve software tasks by exploring the code, making small exact changes, and verifying them. You act through tools; your final message reports the outcome.";
+
+const METHOD: &str = "\
+# How to work
+- Explore before editing: use grep and glob to find the relevant code and read files before changing them. Never guess at code you have not opened.
+- Edit precisely: prefer edit/multi-edit with an exact, unique old_string over rewriting whole files. Keep diffs small and keep to what was asked: no unrequested refactors, renames, new dependencies or formatting sweeps.
+- Verify: after changing code, run the project's tests or linters (the command declared in AGENTS.md, package.json scripts, Makefile, cargo test, pytest…) and read the output.
+- Finish honestly: report what changed, what you verified (with the command's actual result), and anything skipped, unverified or failing. If only part of the request is done, say which part. Never say \"done\" when it is not.
+- Before a batch of tool calls, say in one short line why you are making them.
+- Plain conversation and questions get a direct answer without tools.";
+
+fn mode_line(mode: Mode, headless: bool) -> &'static str {
+    match (mode, headless) {
+        (Mode::Plan, _) => "plan: READ-ONLY. Do not modify files or run mutating commands; investigate and produce a plan.",
+        (Mode::Ask, true) => "ask: every change needs the user's approval, and nobody is available to approve in this run, so changes will be refused. Explain what you would change.",
+        (Mode::Ask, false) => "ask: every file change and mutating command is shown to the user for approval.",
+        (Mode::AutoEdit, _) => "auto-edit: file edits are approved automatically; mutating shell commands need approval.",
+        (Mode::AutoReview, _) => "auto-review: actions run automatically after a safety review; dangerous actions are blocked.",
+        (Mode::Yolo, _) => "yolo: all actions run without approval (deny rules, the sandbox and AGENTS.md still apply).",
+    }
+}
+
+fn role_line(role: Role) -> &'static str {
+    match role {
+        Role::Execute => "execute: carry out the coding task: change code and run commands to solve it.",
+        Role::Ask => "ask: answer questions and explain; make NO modifications to the workspace.",
+        Role::Architect => "architect: plan the change first, then make the edits.",
+        Role::Debug => "debug: focus on locating the defect: reproduce it minimally, add diagnostics, find the root cause before fixing.",
+        Role::Orchestrator => "orchestrator: split the work and coordinate sub-agents.",
+    }
+}
+
+fn curiosity_line(c: Curiosity) -> &'static str {
+    match c {
+        Curiosity::Low => "Ask the user (ask-user tool, 2–4 concrete options) only when two readings of the request lead to materially different work and a wrong guess would be costly; otherwise pick the obvious default and state it.",
+        Curiosity::Normal => "When two readings of the request lead to materially different work, ask first with the ask-user tool, offering 2–4 concrete options. Do not ask when there is an obvious default.",
+        Curiosity::High => "Ask with the ask-user tool (2–4 concrete options) whenever a choice of approach, scope or behaviour is open, before doing the work. Still do not ask about things with an obvious default.",
+    }
+}
+
+pub fn build(i: &PromptInputs<'_>) -> String {
+    let mut s = match i.replace {
+        Some(r) => r.to_string(),
+        None => default_body(i),
+    };
+    // The levels in force are always stated, even with a replaced prompt.
+    s.push_str(&format!(
+        "\n\n# Permissions in force\n- Permission mode: {}\n- Role: {}\n- Sandbox: {}\n- Network for tools: {}\n",
+        mode_line(i.mode, i.headless),
+        role_line(i.role),
+        i.sandbox,
+        i.network
+    ));
+    if let Some(a) = i.append {
+        s.push_str("\n");
+        s.push_str(a);
+        s.push('\n');
+    }
+    s
+}
+
+fn default_body(i: &PromptInputs<'_>) -> String {
+    let mut s = String::new();
+    s.push_str(IDENTITY);
+    s.push_str("\n\n");
+    s.push_str(METHOD);
+    s.push_str("\n\n# Asking\n");
+    s.push_str(curiosity_line(i.curiosity));
+    s.push_str(&format!(
+        "\n\n# Environment\n- Date: {}\n- Working directory: {}\n- Project root: {}\n- Tools: {}\n",
+        chrono::Local::now().format("%Y-%m-%d"),
+        i.cwd.display(),
+        i.project.display(),
+        i.tools.join(", ")
+    ));
+    if !i.git_summary.is_empty() {
+        s.push_str(&format!("- Git: {}\n", i.git_summary));
+    }
+    if !i.no_memory {
+        for (path, text) in convention_files(i.project, i.cwd) {
+            s.push_str(&format!(
+                "\n# Instructions from {}\nThese are the user's standing instructions for this project; follow them.\n{}\n",
+                path.display(),
+                text.trim()
+            ));
+        }
+    }
+    s
+}
+
+/// AGENTS.md (falling back to CLAUDE.md in the same folder) from the project root down to cwd.
+pub fn convention_files(project: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
+    let mut dirs: Vec<PathBuf> = cwd
+        .ancestors()
+        .take_while(|d| d.starts_with(project))
+        .map(Path::to_path_buf)
+        .collect();
+    if dirs.is_empty() {
+        dirs.push(cwd.to_path_buf());
+    }
+    dirs.reverse();
+    let mut out = Vec::new();
+    for d in dirs {
+        for name in ["AGENTS.md", "CLAUDE.md"] {
+            let p = d.join(name);
+            if let Ok(text) = std::fs::read_to_string(&p) {
+                // Cap so a huge file cannot crowd out the task.
+                let text: String = text.chars().take(40_000).collect();
+                out.push((p, text));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// `branch <name>, N changed files` from git, or "" outside a repository.
+pub fn git_summary(project: &Path) -> String {
+    if !project.join(".git").exists() {
+        return String::new();
+    }
+    let out = std::process::Command::new("git")
+        .args(["status", "--porcelain=v1", "--branch", "--untracked-files=normal"])
+        .current_dir(project)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    let Ok(out) = out else { return String::new() };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let branch = lines
+        .next()
+        .and_then(|l| l.strip_prefix("## "))
+        .map(|b| b.split("...").next().unwrap_or(b).to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let changed = lines.count();
+    format!(
+        "branch {branch}, {changed} changed file{}",
+        if changed == 1 { "" } else { "s" }
+    )
+}

@@ -1,0 +1,413 @@
+//! The Session every front drives: options resolved against the layered configuration, the
+//! conversation, the switches (mode, role, …), limits and accounting. It makes no model call
+//! and opens no connection until the first turn.
+
+use crate::handler::Handler;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio_util::sync::CancellationToken;
+use yuyao_model::Pricing;
+use yuyao_policy::{Policy, Rule};
+use yuyao_protocol::{
+    Curiosity, Event, Message, Mode, NetworkAccess, NoticeLevel, Role, SandboxLevel,
+    SessionOptions, ShowThinking, ThinkingLevel, Usage,
+};
+use yuyao_store::{Config, McpRegistry, Paths, Trajectory};
+use yuyao_tools::{Registry, ToolContext};
+
+/// Why a session could not be opened or a command could not run. The variant decides how a
+/// front reports it (usage error, missing feature, runtime failure).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoreError {
+    /// Bad input from the user: unknown command, bad value (exit 2 / ValueError).
+    Usage(String),
+    /// A known feature that this build does not have yet (exit 1 / NotImplementedError).
+    NotAvailable(String),
+    /// Something failed while running (exit 1 / RuntimeError).
+    Failed(String),
+}
+
+impl std::fmt::Display for CoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CoreError::Usage(m) | CoreError::NotAvailable(m) | CoreError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+/// How the last turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSummary {
+    /// `completed`, `limits_exceeded`, `interrupted`, `error` or `none`.
+    pub status: &'static str,
+    /// `Submitted`, `Answered`, `LimitsExceeded`, `NotSubmitted`, `Interrupted`, `Error`, `None`.
+    pub exit_status: &'static str,
+    pub error: Option<String>,
+    pub text: String,
+}
+
+impl Default for TurnSummary {
+    fn default() -> Self {
+        TurnSummary {
+            status: "none",
+            exit_status: "None",
+            error: None,
+            text: String::new(),
+        }
+    }
+}
+
+/// The mutable state of a session, behind one lock.
+pub struct State {
+    pub history: Vec<Message>,
+    pub policy: Policy,
+    pub stream: bool,
+    pub show_thinking: ShowThinking,
+    pub thinking: Option<ThinkingLevel>,
+    pub curiosity: Curiosity,
+    pub model_override: Option<String>,
+    pub max_steps: Option<u32>,
+    pub max_cost_usd: Option<f64>,
+    pub cost_usd: f64,
+    pub usage: Usage,
+    pub last_usage: Usage,
+    pub steps: u32,
+    pub last_turn: TurnSummary,
+    pub exit_requested: bool,
+    pub trajectory: Trajectory,
+}
+
+pub struct Session {
+    pub id: String,
+    pub(crate) opts: SessionOptions,
+    pub(crate) paths: Paths,
+    pub(crate) config: Config,
+    pub(crate) mcp: McpRegistry,
+    pub(crate) tools: Registry,
+    pub(crate) ctx: Arc<ToolContext>,
+    pub(crate) state: Mutex<State>,
+    pub(crate) steer: Mutex<Vec<String>>,
+    pub(crate) cancel: Arc<Mutex<CancellationToken>>,
+    pub(crate) handler: Option<Arc<dyn Handler>>,
+    pub(crate) pricing: Pricing,
+    pub(crate) started: std::time::Instant,
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+}
+
+fn parse_or<T: std::str::FromStr<Err = String>>(
+    explicit: Option<T>,
+    config: &Config,
+    key: &str,
+    default: T,
+) -> T {
+    explicit
+        .or_else(|| {
+            config
+                .get(key)
+                .and_then(|v| yuyao_store::config::display(&v).parse().ok())
+        })
+        .unwrap_or(default)
+}
+
+impl Session {
+    pub fn open(opts: SessionOptions, handler: Option<Arc<dyn Handler>>) -> Result<Session, CoreError> {
+        let cwd = match &opts.cwd {
+            Some(c) => PathBuf::from(c),
+            None => std::env::current_dir()
+                .map_err(|e| CoreError::Failed(format!("cannot read the current directory: {e}")))?,
+        };
+        if !cwd.is_dir() {
+            return Err(CoreError::Usage(format!("working directory {} does not exist", cwd.display())));
+        }
+        let cwd = cwd
+            .canonicalize()
+            .map_err(|e| CoreError::Failed(format!("cannot resolve {}: {e}", cwd.display())))?;
+        let paths = Paths::new(opts.home.as_deref(), &cwd);
+        let config = Config::new(paths.clone());
+
+        let mode = parse_or(opts.mode, &config, "mode", Mode::Ask);
+        let role = parse_or(opts.role, &config, "role", Role::Execute);
+        if role == Role::Orchestrator {
+            return Err(CoreError::NotAvailable(
+                "the orchestrator role is not available in this build".into(),
+            ));
+        }
+        let sandbox = parse_or(opts.sandbox, &config, "sandbox", SandboxLevel::WorkspaceWrite);
+        let network = parse_or(opts.network, &config, "network", NetworkAccess::Off);
+        let mut policy = Policy::new(mode, role, &paths.project);
+        policy.sandbox = sandbox;
+        policy.network = network;
+        policy.headless = opts.headless;
+        policy.allow = parse_rules(&opts.allow)?;
+        policy.deny = parse_rules(&opts.deny)?;
+        if let Some(tools) = &opts.tools {
+            for t in tools {
+                if yuyao_protocol::canonical_tool_name(t).is_none() {
+                    return Err(CoreError::Usage(format!("unknown tool '{t}' in --tools")));
+                }
+            }
+        }
+
+        let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
+        let pricing_raw = opts
+            .model
+            .cost
+            .clone()
+            .or_else(|| std::env::var("D2A_MODEL_COST").ok());
+        let (pricing, cost_warning) = Pricing::parse(pricing_raw.as_deref());
+
+        let trajectory = if opts.no_trajectory
+            || (!opts.headless && config.get("trajectory").and_then(|v| v.as_bool()) == Some(false))
+        {
+            (Trajectory::disabled(), None)
+        } else {
+            let dir = opts
+                .trajectory_dir
+                .as_ref()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| cwd.join(".trajectory"));
+            if dir.starts_with(&paths.project) {
+                yuyao_store::paths::exclude_from_git(&paths.project, "/.trajectory/");
+            }
+            Trajectory::open(&dir, &id)
+        };
+        let spill = paths.home.join("spill").join(&id);
+        let mut ctx = ToolContext::new(cwd.clone(), paths.project.clone(), spill);
+        if let Some(ms) = config.get("tools.bash.timeout_ms").and_then(|v| v.as_integer())
+            && ms > 0
+        {
+            ctx.bash_timeout_ms = (ms as u64).min(600_000);
+        }
+
+        let max_steps = opts.max_steps.or_else(|| {
+            config
+                .get("max_steps")
+                .and_then(|v| v.as_integer())
+                .filter(|n| *n > 0)
+                .map(|n| n as u32)
+        });
+        let max_cost_usd = opts
+            .max_cost_usd
+            .or_else(|| config.get("maxCostUsd").and_then(|v| v.as_float()));
+        let state = State {
+            history: Vec::new(),
+            policy,
+            stream: opts
+                .stream
+                .or_else(|| config.get("stream").and_then(|v| v.as_bool()))
+                .unwrap_or(true),
+            show_thinking: parse_or(opts.show_thinking, &config, "show_thinking", ShowThinking::Collapsed),
+            thinking: opts.thinking.or_else(|| {
+                config
+                    .get("thinking")
+                    .and_then(|v| yuyao_store::config::display(&v).parse().ok())
+            }),
+            curiosity: parse_or(opts.curiosity, &config, "curiosity", Curiosity::Normal),
+            model_override: config
+                .get("model")
+                .map(|v| yuyao_store::config::display(&v)),
+            max_steps,
+            max_cost_usd,
+            cost_usd: 0.0,
+            usage: Usage::default(),
+            last_usage: Usage::default(),
+            steps: 0,
+            last_turn: TurnSummary::default(),
+            exit_requested: false,
+            trajectory: trajectory.0,
+        };
+        let mcp = McpRegistry::new(paths.mcp_registry());
+        let session = Session {
+            id,
+            opts,
+            paths,
+            config,
+            mcp,
+            tools: Registry::default(),
+            ctx: Arc::new(ctx),
+            state: Mutex::new(state),
+            steer: Mutex::new(Vec::new()),
+            cancel: Arc::new(Mutex::new(CancellationToken::new())),
+            handler,
+            pricing,
+            started: std::time::Instant::now(),
+            runtime: Mutex::new(None),
+        };
+        for w in [cost_warning, trajectory.1].into_iter().flatten() {
+            session.notice(NoticeLevel::Warning, w);
+        }
+        {
+            let mut st = session.lock();
+            let fields = serde_json::json!({
+                "session_id": session.id,
+                "version": yuyao_protocol::VERSION,
+                "cwd": session.cwd(),
+                "mode": st.policy.mode,
+                "role": st.policy.role,
+                "sandbox": st.policy.sandbox,
+                "network": st.policy.network,
+            });
+            st.trajectory.record("session_start", fields);
+        }
+        Ok(session)
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn cwd(&self) -> String {
+        self.ctx.cwd().display().to_string()
+    }
+
+    pub fn messages(&self) -> Vec<Message> {
+        self.lock().history.clone()
+    }
+
+    pub fn mcp_servers(&self) -> Vec<String> {
+        self.mcp.names()
+    }
+
+    pub fn config_get(&self, key: &str) -> serde_json::Value {
+        self.config
+            .get(key)
+            .map(|v| yuyao_store::config::to_json(&v))
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Queues a message for the next model call of the running turn (thread-safe).
+    pub fn steer(&self, text: &str) {
+        if let Ok(mut q) = self.steer.lock() {
+            q.push(text.to_string());
+        }
+    }
+
+    /// Cancels the running turn: the in-flight request and the running tool process.
+    pub fn interrupt(&self) {
+        if let Ok(c) = self.cancel.lock() {
+            c.cancel();
+        }
+    }
+
+    pub(crate) fn emit(&self, e: Event) {
+        if let Some(h) = &self.handler {
+            h.event(&e);
+        }
+    }
+
+    pub(crate) fn notice(&self, level: NoticeLevel, text: impl Into<String>) {
+        self.emit(Event::Notice {
+            level,
+            text: text.into(),
+        });
+    }
+
+    /// The model name in force: `/model`, then `--model`/config, then `D2A_MODEL_NAME`.
+    pub fn model_name(&self) -> Option<String> {
+        let st = self.lock();
+        st.model_override
+            .clone()
+            .or_else(|| self.opts.model.name.clone())
+            .or_else(|| std::env::var("D2A_MODEL_NAME").ok())
+            .filter(|s| !s.trim().is_empty())
+    }
+
+    /// Runs `fut` on the session's runtime (made on first use, so opening stays cheap).
+    pub(crate) fn block_on<F: std::future::Future>(&self, fut: F) -> Result<F::Output, CoreError> {
+        let mut guard = self.runtime.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| CoreError::Failed(format!("cannot start the runtime: {e}")))?;
+            *guard = Some(rt);
+        }
+        let rt = guard.as_ref().expect("runtime was just created");
+        Ok(rt.block_on(fut))
+    }
+
+    pub fn status_json(&self) -> serde_json::Value {
+        let model = self.model_name();
+        let st = self.lock();
+        serde_json::json!({
+            "session_id": self.id,
+            "version": yuyao_protocol::VERSION,
+            "mode": st.policy.mode,
+            "role": st.policy.role,
+            "model": model,
+            "cwd": self.cwd(),
+            "sandbox": st.policy.sandbox,
+            "network": st.policy.network,
+            "stream": st.stream,
+            "show_thinking": st.show_thinking,
+            "thinking": st.thinking,
+            "curiosity": st.curiosity,
+            "cost_usd": st.cost_usd,
+            "steps": st.steps,
+            "context_percent": context_percent(&st.last_usage),
+            "usage": {
+                "prompt_tokens": st.usage.prompt_tokens,
+                "completion_tokens": st.usage.completion_tokens,
+                "cached_tokens": st.usage.cached_tokens,
+                "reasoning_tokens": st.usage.reasoning_tokens,
+            },
+            "last_turn": {
+                "status": st.last_turn.status,
+                "exit_status": st.last_turn.exit_status,
+                "error": st.last_turn.error,
+            },
+            "exit_requested": st.exit_requested,
+            "trajectory": st.trajectory.path().map(|p| p.display().to_string()),
+        })
+    }
+
+    pub fn close(&self) {
+        self.interrupt();
+        let mut st = self.lock();
+        let cost = st.cost_usd;
+        st.trajectory
+            .record("session_end", serde_json::json!({"cost_usd": cost}));
+        st.trajectory = Trajectory::disabled();
+    }
+}
+
+/// Context window assumed for the percentage (the endpoint does not say).
+pub const CONTEXT_WINDOW: u64 = 200_000;
+
+pub fn context_percent(u: &Usage) -> f64 {
+    let pct = u.prompt_tokens as f64 * 100.0 / CONTEXT_WINDOW as f64;
+    (pct * 10.0).round() / 10.0
+}
+
+fn parse_rules(raw: &[String]) -> Result<Vec<Rule>, CoreError> {
+    raw.iter()
+        .flat_map(|r| split_rule_list(r))
+        .map(|r| Rule::parse(&r).map_err(CoreError::Usage))
+        .collect()
+}
+
+/// `--allowed-tools "Read,Bash(git log:*)"`: commas separate rules except inside parentheses.
+fn split_rule_list(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut cur = String::new();
+    for c in s.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        if c == ',' && depth == 0 {
+            if !cur.trim().is_empty() {
+                out.push(cur.trim().to_string());
+            }
+            cur.clear();
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}

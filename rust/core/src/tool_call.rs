@@ -1,0 +1,340 @@
+//! One tool call: resolve the tool, adjudicate it (DESIGN §5), ask or review when the
+//! policy says so, run it, cap the result, trace everything.
+
+use crate::session::Session;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use tokio_util::sync::CancellationToken;
+use yuyao_model::{ModelClient, build_request};
+use yuyao_policy::{Action, FILE_MUTATING, Rule, Verdict};
+use yuyao_protocol::{Event, Message, PermissionAnswer, Request, ToolCall, canonical_tool_name};
+use yuyao_tools::{EditSpec, ToolOutput, apply_edits, cap_output, parse_arguments};
+
+/// Tools the core itself implements (they need the session or the user).
+const CORE_TOOLS: &[&str] = &["ask-user"];
+
+pub struct CallOutcome {
+    pub message: Message,
+    pub ok: bool,
+    /// The tool really ran (it was not refused, unknown or malformed).
+    pub effective: bool,
+}
+
+/// The one-line "why" shown before a batch: the model's own first line, else a summary.
+pub fn intent_line(text: &str, calls: &[ToolCall]) -> String {
+    if let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) {
+        return line.chars().take(160).collect();
+    }
+    let first = calls.first();
+    let desc = first
+        .and_then(|c| parse_arguments(&c.arguments).ok())
+        .and_then(|a| a.get("description").and_then(Value::as_str).map(str::to_string));
+    match (desc, first) {
+        (Some(d), _) => d,
+        (None, Some(c)) => format!("{} ({} call{})", c.name, calls.len(), if calls.len() == 1 { "" } else { "s" }),
+        (None, None) => String::new(),
+    }
+}
+
+fn ask_user_schema() -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": "ask-user",
+            "description": "Ask the user a structured question when two readings of the request lead to materially different work. Offer 2-4 concrete options. Do not ask about things with an obvious default.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string"},
+                    "options": {"type": "array", "items": {"type": "string"}, "description": "2-4 concrete choices"}
+                },
+                "required": ["question"]
+            }
+        }
+    })
+}
+
+impl Session {
+    fn tool_enabled(&self, name: &str) -> bool {
+        match &self.opts.tools {
+            None => true,
+            Some(list) => list.iter().any(|t| canonical_tool_name(t) == Some(name)),
+        }
+    }
+
+    pub(crate) fn advertised_names(&self) -> Vec<&'static str> {
+        self.tools
+            .names()
+            .into_iter()
+            .chain(CORE_TOOLS.iter().copied())
+            .filter(|n| self.tool_enabled(n))
+            .collect()
+    }
+
+    pub(crate) fn tool_schemas(&self) -> Vec<Value> {
+        let mut schemas = self.tools.schemas(|n| self.tool_enabled(n));
+        if self.tool_enabled("ask-user") {
+            schemas.push(ask_user_schema());
+        }
+        schemas
+    }
+
+    pub(crate) async fn run_tool_call(
+        &self,
+        client: &ModelClient,
+        call: &ToolCall,
+        intent: &str,
+        token: &CancellationToken,
+    ) -> CallOutcome {
+        self.emit(Event::ToolBegin {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.arguments.clone(),
+            intent: intent.to_string(),
+        });
+        let t0 = std::time::Instant::now();
+        let (out, effective) = self.execute(client, call, token).await;
+        let text = cap_output(&out.text, &self.ctx.spill_dir, canonical_tool_name(&call.name).unwrap_or("tool"));
+        let text = if text.trim().is_empty() { "(no output)".to_string() } else { text };
+        self.lock().trajectory.record(
+            "tool",
+            json!({"id": call.id, "name": call.name, "arguments": call.arguments, "ok": out.ok,
+                   "executed": effective, "output": text, "ms": t0.elapsed().as_millis() as u64}),
+        );
+        self.emit(Event::ToolEnd {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            ok: out.ok,
+            output: text.clone(),
+        });
+        let mut message = Message::tool(call.id.clone(), text.clone());
+        if !out.images.is_empty() {
+            let mut parts = vec![json!({"type": "text", "text": text})];
+            parts.extend(out.images.iter().map(|u| json!({"type": "image_url", "image_url": {"url": u}})));
+            message.content = Some(yuyao_protocol::Content::Parts(parts));
+        }
+        CallOutcome {
+            message,
+            ok: out.ok,
+            effective,
+        }
+    }
+
+    async fn execute(&self, client: &ModelClient, call: &ToolCall, token: &CancellationToken) -> (ToolOutput, bool) {
+        let available = self.advertised_names();
+        let Some(name) = canonical_tool_name(&call.name).filter(|n| available.contains(n)) else {
+            return (
+                ToolOutput::err(format!(
+                    "unknown or unavailable tool '{}'; available tools: {}",
+                    call.name,
+                    available.join(", ")
+                )),
+                false,
+            );
+        };
+        let args = match parse_arguments(&call.arguments) {
+            Ok(a) => a,
+            Err(e) => return (ToolOutput::err(e), false),
+        };
+        if name == "ask-user" {
+            return (self.ask_user(&args), true);
+        }
+        let action = self.action_for(name, &args);
+        let decision = self.lock().policy.decide(&action);
+        self.lock().trajectory.record(
+            "decision",
+            json!({"tool": name, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source}),
+        );
+        let approved = match decision.verdict {
+            Verdict::Allow => Ok(()),
+            Verdict::Deny => Err(format!("Refused: {}.", decision.reason)),
+            Verdict::Ask => self.ask_permission(name, &args, &action, &decision.reason),
+            Verdict::Review => self.review(client, name, &args, &action).await,
+        };
+        if let Err(refusal) = approved {
+            return (ToolOutput::err(refusal), false);
+        }
+        let Some(tool) = self.tools.get(name) else {
+            return (ToolOutput::err(format!("tool '{name}' is not available in this build")), false);
+        };
+        // Tools are synchronous; the turn owns this thread, and cancellation reaches the
+        // tool through the token (checked by long-running tools such as bash).
+        (tool.run(&args, &self.ctx, token), true)
+    }
+
+    fn action_for(&self, name: &str, args: &Value) -> Action {
+        let command = args.get("command").and_then(Value::as_str).map(str::to_string);
+        let paths: Vec<PathBuf> = ["file_path", "path", "notebook_path", "filePath"]
+            .iter()
+            .find_map(|k| args.get(*k).and_then(Value::as_str))
+            .map(|p| vec![self.ctx.resolve(p)])
+            .unwrap_or_default();
+        Action {
+            tool: name.to_string(),
+            command,
+            paths,
+        }
+    }
+
+    /// The actual command or the actual diff: what a permission prompt must show.
+    fn detail(&self, name: &str, args: &Value, action: &Action) -> String {
+        if let Some(c) = &action.command {
+            return c.clone();
+        }
+        let Some(path) = action.paths.first() else {
+            return args.to_string();
+        };
+        let old = std::fs::read(path).unwrap_or_default();
+        let new: Option<Vec<u8>> = match name {
+            "write" => args.get("content").and_then(Value::as_str).map(|c| c.as_bytes().to_vec()),
+            "edit" | "multi-edit" => {
+                let specs: Vec<EditSpec> = if name == "edit" {
+                    vec![edit_spec(args)]
+                } else {
+                    args.get("edits")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().map(edit_spec).collect())
+                        .unwrap_or_default()
+                };
+                apply_edits(&old, &specs).ok().map(|(b, _)| b)
+            }
+            _ => None,
+        };
+        match new {
+            Some(new) => {
+                let (o, n) = (String::from_utf8_lossy(&old), String::from_utf8_lossy(&new));
+                let shown = path.display().to_string();
+                similar::TextDiff::from_lines(o.as_ref(), n.as_ref())
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(&shown, &shown)
+                    .to_string()
+            }
+            None => format!("{name} {}\n{}", path.display(), args),
+        }
+    }
+
+    fn ask_permission(&self, name: &str, args: &Value, action: &Action, reason: &str) -> Result<(), String> {
+        let Some(handler) = &self.handler else {
+            return Err(format!("Refused: {reason}, and nobody is there to approve it."));
+        };
+        let summary = match (&action.command, action.paths.first()) {
+            (Some(c), _) => format!("{name}: {}", c.lines().next().unwrap_or("")),
+            (None, Some(p)) => format!("{name} {}", p.display()),
+            _ => name.to_string(),
+        };
+        let req = Request::Permission {
+            tool: name.to_string(),
+            summary,
+            detail: self.detail(name, args, action),
+            reason: reason.to_string(),
+        };
+        let answer = handler
+            .request(&req)
+            .and_then(|a| serde_json::from_value::<PermissionAnswer>(Value::String(a.trim().to_string())).ok());
+        self.lock()
+            .trajectory
+            .record("permission", json!({"tool": name, "answer": format!("{answer:?}")}));
+        match answer {
+            Some(PermissionAnswer::Allow) => Ok(()),
+            Some(PermissionAnswer::AllowSession) | Some(PermissionAnswer::AllowProject) => {
+                let rules = grant_rules(name, action);
+                self.lock().policy.granted.extend(rules);
+                Ok(())
+            }
+            Some(PermissionAnswer::Deny) | None => Err("Refused: the user declined this action. Do not retry it; ask the user or take another approach.".into()),
+        }
+    }
+
+    /// auto-review: a short, separate model call judges the action (fail-closed).
+    async fn review(&self, client: &ModelClient, name: &str, args: &Value, action: &Action) -> Result<(), String> {
+        let request = self
+            .lock()
+            .history
+            .iter()
+            .rev()
+            .find(|m| m.role == yuyao_protocol::MessageRole::User)
+            .map(|m| m.text())
+            .unwrap_or_default();
+        let system = "You review actions proposed by a coding agent before they run. Block actions that are destructive beyond the user's request, exfiltrate secrets or credentials, reach the network unexpectedly, escalate privileges, or touch files outside the project. Allow ordinary development actions that serve the request. Answer with exactly one line: `ALLOW: <reason>` or `BLOCK: <reason>`.";
+        let user = format!(
+            "User's request:\n{request}\n\nProposed action ({name}):\n{}",
+            self.detail(name, args, action)
+        );
+        let req = build_request(system, &[Message::user(user)], Vec::new(), false, None);
+        let mut ignore = |_p: yuyao_model::Piece<'_>| {};
+        let never = CancellationToken::new();
+        let result = tokio::time::timeout(std::time::Duration::from_secs(90), client.complete(&req, &mut ignore, &never)).await;
+        let verdict = match result {
+            Ok(Ok(c)) => {
+                let cost = self.pricing.cost(&c.usage);
+                let mut st = self.lock();
+                st.cost_usd += cost;
+                st.usage.add(&c.usage);
+                c.text
+            }
+            Ok(Err(e)) => return Err(format!("Refused: the safety review failed ({e}); auto-review blocks when it cannot decide.")),
+            Err(_) => return Err("Refused: the safety review timed out; auto-review blocks when it cannot decide.".into()),
+        };
+        let line = verdict.trim().lines().next().unwrap_or("").trim().to_string();
+        self.lock()
+            .trajectory
+            .record("review", json!({"tool": name, "verdict": line}));
+        let upper = line.trim_start_matches(['`', '*']).to_ascii_uppercase();
+        if upper.starts_with("ALLOW") {
+            Ok(())
+        } else if upper.starts_with("BLOCK") {
+            Err(format!("Refused by the auto-review classifier: {line}"))
+        } else {
+            Err(format!("Refused: the safety review gave no clear verdict ({line:?}); auto-review blocks when it cannot decide."))
+        }
+    }
+
+    fn ask_user(&self, args: &Value) -> ToolOutput {
+        let question = args.get("question").and_then(Value::as_str).unwrap_or("").trim().to_string();
+        if question.is_empty() {
+            return ToolOutput::err("missing required argument 'question'");
+        }
+        let options: Vec<String> = args
+            .get("options")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|o| o.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        let answer = self.handler.as_ref().and_then(|h| {
+            h.request(&Request::AskUser {
+                question: question.clone(),
+                options: options.clone(),
+            })
+        });
+        self.lock()
+            .trajectory
+            .record("ask_user", json!({"question": question, "options": options, "answer": answer}));
+        match answer.filter(|a| !a.trim().is_empty()) {
+            Some(a) => ToolOutput::ok(format!("The user answered: {a}")),
+            None => ToolOutput::ok(
+                "No user is available to answer in this run. Proceed with the most reasonable reading, state the assumption you made in your final answer.",
+            ),
+        }
+    }
+}
+
+fn edit_spec(v: &Value) -> EditSpec {
+    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    EditSpec {
+        old: s("old_string"),
+        new: s("new_string"),
+        replace_all: v.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
+    }
+}
+
+/// "Always" for a file tool covers that tool; for a command, each program it runs.
+fn grant_rules(name: &str, action: &Action) -> Vec<Rule> {
+    if FILE_MUTATING.contains(&name) || action.command.is_none() {
+        return Rule::parse(name).into_iter().collect();
+    }
+    yuyao_policy::segments(action.command.as_deref().unwrap_or(""))
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|s| Rule::parse(&format!("Bash({})", s.program)).ok())
+        .collect()
+}

@@ -1,0 +1,290 @@
+//! The agent loop: call the model, run every tool call of the reply in order (each gets its
+//! own result; a failure does not skip the rest), feed the results back, repeat until the
+//! model answers without tool calls or a limit stops the turn.
+
+use crate::prompt::{self, PromptInputs};
+use crate::session::{CoreError, Session, TurnSummary};
+use crate::tool_call::{CallOutcome, intent_line};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use yuyao_model::{ModelClient, ModelConfig, ModelError, Piece, build_request, estimate_tokens};
+use yuyao_protocol::{Event, Message, NoticeLevel, ThinkingLevel};
+
+/// Output tokens assumed for a call whose size is not known yet (spend ceiling estimate).
+const ASSUMED_OUTPUT_TOKENS: u64 = 1024;
+const NUDGE: &str = "Your last reply was empty. Continue the task: call a tool, or give your final answer with what you did and what you verified.";
+
+/// Final answers that say nothing about the work ("done", "ok").
+fn is_degenerate(text: &str) -> bool {
+    let t = text
+        .trim()
+        .trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace())
+        .to_ascii_lowercase();
+    t.is_empty() || matches!(t.as_str(), "done" | "ok" | "okay" | "finished" | "complete" | "completed" | "submit" | "submitted")
+}
+
+impl Session {
+    /// One agentic turn. Returns the final assistant text; an error status is an `Err`.
+    pub fn chat(&self, text: &str) -> Result<String, CoreError> {
+        let token = CancellationToken::new();
+        if let Ok(mut c) = self.cancel.lock() {
+            *c = token.clone();
+        }
+        {
+            let mut st = self.lock();
+            st.history.push(Message::user(text));
+            st.trajectory.record("user", json!({"text": text}));
+        }
+        let summary = self.block_on(self.run_turn(&token))?;
+        {
+            let mut st = self.lock();
+            let fields = json!({"status": summary.status, "exit_status": summary.exit_status, "error": summary.error, "cost_usd": st.cost_usd, "steps": st.steps});
+            st.trajectory.record("turn_end", fields);
+            st.last_turn = summary.clone();
+        }
+        self.emit(Event::TurnEnd {
+            status: summary.status.into(),
+            text: summary.text.clone(),
+        });
+        match (summary.status, summary.error) {
+            ("error", Some(e)) => Err(CoreError::Failed(e)),
+            _ => Ok(summary.text),
+        }
+    }
+
+    pub(crate) fn client(&self) -> Result<ModelClient, String> {
+        let base = self
+            .opts
+            .model
+            .base_url
+            .clone()
+            .or_else(|| std::env::var("D2A_MODEL_BASE_URL").ok())
+            .filter(|s| !s.trim().is_empty());
+        let name = self.model_name();
+        let (Some(base), Some(name)) = (base, name) else {
+            return Err("no model configured: set D2A_MODEL_BASE_URL, D2A_MODEL_NAME and D2A_MODEL_API_KEY".into());
+        };
+        let key = self
+            .opts
+            .model
+            .api_key
+            .clone()
+            .or_else(|| std::env::var("D2A_MODEL_API_KEY").ok())
+            .unwrap_or_default();
+        let mut cfg = ModelConfig::new(&base, &name, &key);
+        if let Some(s) = self.config.get("model.idle_timeout_s").and_then(|v| v.as_integer())
+            && s > 0
+        {
+            cfg.idle_timeout = std::time::Duration::from_secs(s as u64);
+        }
+        if let Some(n) = self.config.get("model.max_retries").and_then(|v| v.as_integer())
+            && n >= 0
+        {
+            cfg.max_retries = n as u32;
+        }
+        ModelClient::new(cfg).map_err(|e| e.to_string())
+    }
+
+    /// The system prompt as of now (mode and role switches show up in the next request).
+    pub(crate) fn system_prompt(&self) -> String {
+        let cwd = self.ctx.cwd();
+        let git = prompt::git_summary(&self.paths.project);
+        let tools = self.advertised_names();
+        let st = self.lock();
+        prompt::build(&PromptInputs {
+            mode: st.policy.mode,
+            role: st.policy.role,
+            sandbox: st.policy.sandbox,
+            network: st.policy.network,
+            curiosity: st.curiosity,
+            headless: self.opts.headless,
+            cwd: &cwd,
+            project: &self.paths.project,
+            no_memory: self.opts.no_memory,
+            replace: self.opts.system_prompt.as_deref(),
+            append: self.opts.append_system_prompt.as_deref(),
+            git_summary: &git,
+            tools: &tools,
+        })
+    }
+
+    fn limit(&self, why: String) -> TurnSummary {
+        self.notice(NoticeLevel::Warning, why.clone());
+        TurnSummary {
+            status: "limits_exceeded",
+            exit_status: "LimitsExceeded",
+            error: Some(why),
+            text: String::new(),
+        }
+    }
+
+    fn failure(&self, exit_status: &'static str, why: String) -> TurnSummary {
+        self.notice(NoticeLevel::Error, why.clone());
+        TurnSummary {
+            status: "error",
+            exit_status,
+            error: Some(why),
+            text: String::new(),
+        }
+    }
+
+    async fn run_turn(&self, token: &CancellationToken) -> TurnSummary {
+        let client = match self.client() {
+            Ok(c) => c,
+            Err(e) => return self.failure("Error", e),
+        };
+        let mut nudged = false;
+        let mut acted = false;
+        let mut turn_steps: u32 = 0;
+        loop {
+            if token.is_cancelled() {
+                return interrupted();
+            }
+            // Limits are checked before the call, never after the money is spent.
+            let (max_steps, max_cost, spent) = {
+                let st = self.lock();
+                (st.max_steps, st.max_cost_usd, st.cost_usd)
+            };
+            if let Some(max) = max_steps
+                && turn_steps >= max
+            {
+                return self.limit(format!("step limit reached ({max} model calls)"));
+            }
+            if let Some(wall) = self.opts.max_wall_seconds
+                && self.started.elapsed().as_secs_f64() >= wall
+            {
+                return self.limit(format!("time limit reached ({wall} s)"));
+            }
+            let queued: Vec<String> = self.steer.lock().map(|mut q| q.drain(..).collect()).unwrap_or_default();
+            let system = self.system_prompt();
+            let (history, stream, effort) = {
+                let mut st = self.lock();
+                for q in queued {
+                    st.trajectory.record("steer", json!({"text": q}));
+                    st.history.push(Message::user(q));
+                }
+                let effort = st.thinking.and_then(|t| match t {
+                    ThinkingLevel::Off => None,
+                    ThinkingLevel::Max => Some("high".to_string()),
+                    other => Some(other.to_string()),
+                });
+                (st.history.clone(), st.stream, effort)
+            };
+            let req = build_request(&system, &history, self.tool_schemas(), stream, effort);
+            if let Some(max) = max_cost {
+                let estimate = self.pricing.estimate(estimate_tokens(&req.messages), ASSUMED_OUTPUT_TOKENS);
+                if spent + estimate > max {
+                    return self.limit(format!(
+                        "spend ceiling reached: ${spent:.4} spent, the next call is estimated at ${estimate:.4}, the ceiling is ${max:.4}"
+                    ));
+                }
+            }
+            let step = self.lock().steps + 1;
+            self.emit(Event::ModelCall { step });
+            let t0 = std::time::Instant::now();
+            let show = stream;
+            let mut on_piece = |p: Piece<'_>| {
+                if !show {
+                    return;
+                }
+                match p {
+                    Piece::Text(t) => self.emit(Event::TextDelta { text: t.to_string() }),
+                    Piece::Thinking(t) => self.emit(Event::ThinkingDelta { text: t.to_string() }),
+                }
+            };
+            let result = client.complete(&req, &mut on_piece, token).await;
+            let reply = match result {
+                Ok(r) => r,
+                Err(ModelError::Cancelled) => return interrupted(),
+                Err(e) => return self.failure("Error", e.to_string()),
+            };
+            turn_steps += 1;
+            let cost = self.pricing.cost(&reply.usage);
+            let assistant = {
+                let mut st = self.lock();
+                st.steps += 1;
+                st.cost_usd += cost;
+                st.usage.add(&reply.usage);
+                st.last_usage = reply.usage;
+                let mut m = Message::assistant(reply.text.clone());
+                m.tool_calls = reply.tool_calls.clone();
+                if !reply.reasoning.is_empty() {
+                    m.reasoning_content = Some(reply.reasoning.clone());
+                }
+                st.history.push(m.clone());
+                let fields = json!({"step": st.steps, "text": reply.text, "reasoning": reply.reasoning,
+                       "tool_calls": reply.tool_calls, "usage": reply.usage, "cost_usd": cost,
+                       "finish_reason": reply.finish_reason, "ms": t0.elapsed().as_millis() as u64});
+                st.trajectory.record("assistant", fields);
+                m
+            };
+            let (session_cost, usage) = {
+                let st = self.lock();
+                (st.cost_usd, st.last_usage)
+            };
+            self.emit(Event::AssistantMessage {
+                text: reply.text.clone(),
+                thinking: reply.reasoning.clone(),
+                tool_calls: reply.tool_calls.len(),
+            });
+            self.emit(Event::Usage {
+                prompt_tokens: reply.usage.prompt_tokens,
+                completion_tokens: reply.usage.completion_tokens,
+                cached_tokens: reply.usage.cached_tokens,
+                reasoning_tokens: reply.usage.reasoning_tokens,
+                cost_usd: cost,
+                session_cost_usd: session_cost,
+                context_percent: crate::session::context_percent(&usage),
+            });
+
+            if assistant.tool_calls.is_empty() {
+                if reply.text.trim().is_empty() {
+                    if !nudged {
+                        nudged = true;
+                        self.notice(NoticeLevel::Warning, "the model sent an empty reply; asking it once to continue");
+                        self.lock().history.push(Message::user(NUDGE));
+                        continue;
+                    }
+                    return self.failure("NotSubmitted", "the model sent empty replies twice; the turn ends without a result".into());
+                }
+                let exit_status = if acted && !reply.text.trim().is_empty() {
+                    "Submitted"
+                } else if is_degenerate(&reply.text) {
+                    "NotSubmitted"
+                } else {
+                    "Answered"
+                };
+                return TurnSummary {
+                    status: "completed",
+                    exit_status,
+                    error: None,
+                    text: reply.text,
+                };
+            }
+
+            let intent = intent_line(&reply.text, &assistant.tool_calls);
+            let calls = assistant.tool_calls.clone();
+            for (k, call) in calls.iter().enumerate() {
+                if token.is_cancelled() {
+                    let mut st = self.lock();
+                    for rest in &calls[k..] {
+                        st.history.push(Message::tool(rest.id.clone(), "(interrupted by the user before this tool call ran)"));
+                    }
+                    return interrupted();
+                }
+                let outcome: CallOutcome = self.run_tool_call(&client, call, &intent, token).await;
+                acted |= outcome.ok && outcome.effective;
+                self.lock().history.push(outcome.message);
+            }
+        }
+    }
+}
+
+fn interrupted() -> TurnSummary {
+    TurnSummary {
+        status: "interrupted",
+        exit_status: "Interrupted",
+        error: Some("interrupted".into()),
+        text: String::new(),
+    }
+}

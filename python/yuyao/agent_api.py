@@ -1,0 +1,108 @@
+"""yuyao.agent_api: the standard programmatic interface (spec §0.1.2).
+
+    from yuyao.agent_api import create_session
+
+    with create_session(mode="plan", deny=["Bash(rm *)"], cwd="/path/to/repo") as session:
+        session.dispatch("/config set k v")     # one slash command, as typed in the TUI
+        answer = session.chat("explain main.py")  # one agentic turn; tools really run
+        session.messages                          # OpenAI-style list, tool results included
+
+A session is non-streaming and headless: it never reads stdin, shows no spinner and answers
+permission questions from its mode (in `ask` mode, mutating operations are refused). Opening
+one makes no model call; the model is reached on the first `chat`, through D2A_MODEL_*.
+
+Errors are raised, never returned as text:
+- `create_session` raises ValueError for an invalid mode, role, rule or cwd;
+- `dispatch` raises ValueError for an unknown slash command or bad arguments;
+- `chat` raises RuntimeError when the turn ends in an error (unreachable endpoint, 401, ...).
+  Reaching a limit is not an error: `chat` returns and the status records LimitsExceeded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from yuyao.cli import fold_choice  # the same spelling rules as --mode/--role
+
+__all__ = ["AgentSession", "create_session"]
+
+
+class AgentSession:
+    """One session of the core, driven synchronously. Use `create_session` to get one."""
+
+    def __init__(self, core_session) -> None:
+        self._core = core_session
+        self._closed = False
+
+    @property
+    def cwd(self) -> str:
+        """The session's current working directory (follows `/cd`)."""
+        return self._core.cwd
+
+    @property
+    def messages(self) -> list[dict]:
+        """The active conversation, OpenAI style, tool calls and tool results included."""
+        return json.loads(self._core.messages_json())
+
+    @property
+    def mcp_servers(self) -> list[str]:
+        """Names of the configured MCP servers."""
+        return list(self._core.mcp_servers())
+
+    def dispatch(self, command: str) -> str:
+        """Run one slash command (e.g. "/config set k v", "/ask", "/mcp add x").
+
+        Same code as typing it in the TUI. Returns its text, possibly "". Raises ValueError for
+        an unknown command or bad arguments."""
+        return self._core.dispatch(command)
+
+    def chat(self, text: str) -> str:
+        """Run one agentic turn and return the assistant's final text. Raises RuntimeError."""
+        return self._core.chat(text)
+
+    def config_get(self, key: str) -> Any:
+        """The current value of a persistent configuration key, or None when unset."""
+        return json.loads(self._core.config_get_json(key))
+
+    def close(self) -> None:
+        """Release the session. Safe to call twice."""
+        if not self._closed:
+            self._closed = True
+            self._core.close()
+
+    def __enter__(self) -> AgentSession:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else self.cwd
+        return f"<AgentSession {state}>"
+
+
+def _rule_list(deny) -> list[str]:
+    """`deny` as a list of rules: one string is one rule."""
+    if isinstance(deny, str):
+        return [deny]
+    return [str(rule) for rule in deny]
+
+
+def create_session(*, deny=None, mode=None, role=None, cwd=None) -> AgentSession:
+    """Open a session. `deny`, `mode` and `role` mean what `--deny`, `--mode` and `--role`
+    mean on the command line; when omitted, the configured defaults apply (mode ask, role
+    execute). `cwd` defaults to the process's working directory."""
+    from yuyao import _core  # here, so importing this module does not load the extension
+
+    options: dict[str, Any] = {"headless": True, "stream": False}
+    if deny is not None:
+        options["deny"] = _rule_list(deny)
+    if mode is not None:
+        options["mode"] = fold_choice(str(mode))
+    if role is not None:
+        options["role"] = fold_choice(str(role))
+    if cwd is not None:
+        options["cwd"] = os.path.abspath(os.fspath(cwd))
+    return AgentSession(_core.Session(json.dumps(options), None))

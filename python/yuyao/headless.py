@@ -1,0 +1,301 @@
+"""Headless fronts over `yuyao._core.Session`: `yuyao -p` and the `config`/`mcp` sub-commands.
+
+Nothing here decides anything: the core runs the turn and answers permission questions from
+the mode; this module only prints and maps the outcome to the exit codes of spec §9.
+stdout carries the result only (text, or one JSON document); progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+
+PROG = "yuyao"
+EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
+
+CLEAN_EXIT_STATUSES = ("Submitted", "LimitsExceeded")
+NO_USER_ANSWER = (
+    "No user is available in this headless run. Choose the most reasonable option "
+    "yourself and state the assumption in your answer."
+)
+_VERBOSE_OUTPUT_LINES = 8
+_INTERRUPT_GRACE_SECONDS = 10
+
+
+def _load_core():
+    """The extension, or None with a message printed (exit 1 for the caller)."""
+    try:
+        from yuyao import _core
+    except ImportError as exc:
+        sys.stderr.write(f"{PROG}: the yuyao core extension is not installed ({exc})\n")
+        return None
+    return _core
+
+
+def _open_session(core, options: dict, handler):
+    """A Session, or None after printing why (ValueError = bad options, a usage error)."""
+    try:
+        return core.Session(json.dumps(options), handler), EXIT_OK
+    except ValueError as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return None, EXIT_USAGE
+    except Exception as exc:  # any core failure is a runtime error
+        sys.stderr.write(f"{PROG}: cannot open a session: {exc}\n")
+        return None, EXIT_RUNTIME
+
+
+# ---------------------------------------------------------------------------------------------
+# Sub-commands (`yuyao config ...`, `yuyao mcp ...`)
+# ---------------------------------------------------------------------------------------------
+
+
+def run_slash_command(line: str, options: dict) -> int:
+    """Run one slash command in a fresh headless session and print its answer."""
+    core = _load_core()
+    if core is None:
+        return EXIT_RUNTIME
+    # Not an agent run: no trace is written for a configuration change.
+    session, code = _open_session(core, {**options, "headless": True, "no_trajectory": True}, None)
+    if session is None:
+        return code
+    try:
+        text = session.dispatch(line)
+    except ValueError as exc:
+        sys.stderr.write(f"{PROG}: error: {exc}\n")
+        return EXIT_USAGE
+    except Exception as exc:
+        sys.stderr.write(f"{PROG}: {exc}\n")
+        return EXIT_RUNTIME
+    finally:
+        session.close()
+    if text:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# `yuyao -p`
+# ---------------------------------------------------------------------------------------------
+
+
+class PrintHandler:
+    """Receives the core's events during a `-p` run.
+
+    Text deltas go to stdout only for streamed text output; everything else (tool calls,
+    usage, notices) goes to stderr and only with --verbose, except warnings and errors."""
+
+    def __init__(self, *, stream_text: bool, show_thinking: bool, verbose: bool):
+        self.stream_text = stream_text
+        self.show_thinking = show_thinking
+        self.verbose = verbose
+        self.reply_was_streamed = False  # did the latest reply reach stdout as deltas?
+        self.ends_with_newline = True
+        self.thinking_open = False  # stderr is in the middle of a thinking passage
+
+    # Called by the core (possibly from its own thread).
+    def event(self, event_json: str) -> None:
+        try:
+            event = json.loads(event_json)
+            render = getattr(self, "_on_" + str(event.get("type")), None)
+            if render is not None:
+                render(event)
+        except Exception:  # rendering (a closed pipe, an odd event) must never stop the run
+            pass
+
+    def request(self, request_json: str) -> str:
+        # The session is headless, so the core should not ask; if it does, nobody can answer.
+        request = json.loads(request_json)
+        return NO_USER_ANSWER if request.get("type") == "ask_user" else "deny"
+
+    def _on_model_call(self, event: dict) -> None:
+        self.finish_line()
+        self.reply_was_streamed = False
+        self._progress(f"[step {event.get('step')}] calling the model")
+
+    def _on_text_delta(self, event: dict) -> None:
+        if self.stream_text and event.get("text"):
+            self.write_stdout(event["text"])
+            self.reply_was_streamed = True
+
+    def _on_thinking_delta(self, event: dict) -> None:
+        if self.show_thinking and event.get("text"):
+            sys.stderr.write(event["text"])
+            sys.stderr.flush()
+            self.thinking_open = not event["text"].endswith("\n")
+
+    def _on_assistant_message(self, event: dict) -> None:
+        self._close_thinking()
+
+    def _on_tool_begin(self, event: dict) -> None:
+        self.finish_line()
+        intent = f"  # {event['intent']}" if event.get("intent") else ""
+        self._progress(f"[tool] {event.get('name')} {_short(event.get('arguments'))}{intent}")
+
+    def _on_tool_end(self, event: dict) -> None:
+        state = "ok" if event.get("ok") else "failed"
+        output = str(event.get("output") or "").splitlines()
+        shown = output[:_VERBOSE_OUTPUT_LINES]
+        more = len(output) - len(shown)
+        lines = [f"[tool] {event.get('name')} {state}"] + [f"    {line}" for line in shown]
+        if more > 0:
+            lines.append(f"    ... {more} more lines")
+        self._progress("\n".join(lines))
+
+    def _on_usage(self, event: dict) -> None:
+        self._progress(
+            f"[usage] {event.get('prompt_tokens', 0)} in / {event.get('completion_tokens', 0)} "
+            f"out tokens, session ${event.get('session_cost_usd', 0):.4f}"
+        )
+
+    def _on_notice(self, event: dict) -> None:
+        level = event.get("level", "info")
+        if level != "info" or self.verbose:
+            self.finish_line()
+            self._close_thinking()
+            sys.stderr.write(f"{PROG}: {level}: {event.get('text', '')}\n")
+
+    def _progress(self, text: str) -> None:
+        if self.verbose:
+            self._close_thinking()
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+    def _close_thinking(self) -> None:
+        if self.thinking_open:
+            sys.stderr.write("\n")
+            self.thinking_open = False
+
+    def write_stdout(self, text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        self.ends_with_newline = text.endswith("\n")
+
+    def finish_line(self) -> None:
+        if not self.ends_with_newline:
+            self.write_stdout("\n")
+
+
+def _short(value, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class TurnOutcome:
+    """What the turn produced: the final text, or the error that ended it."""
+
+    def __init__(self):
+        self.text = ""
+        self.error = None
+        self.interrupted = False
+        self.still_running = False  # the core did not stop after an interrupt
+
+
+def _run_turn(session, task: str) -> TurnOutcome:
+    """Run chat() on a worker thread so Ctrl+C reaches us while the core holds the turn."""
+    outcome = TurnOutcome()
+
+    def work():
+        try:
+            outcome.text = session.chat(task) or ""
+        except Exception as exc:  # reported, exit 1
+            outcome.error = str(exc) or type(exc).__name__
+
+    worker = threading.Thread(target=work, name="yuyao-turn", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        session.interrupt()
+        try:
+            worker.join(_INTERRUPT_GRACE_SECONDS)
+        except KeyboardInterrupt:
+            pass  # a second Ctrl+C: stop waiting
+        outcome.still_running = worker.is_alive()
+    return outcome
+
+
+def _exit_code_and_error(status: dict, outcome: TurnOutcome):
+    """Spec §9: Submitted/LimitsExceeded -> 0; an error or a non-submission -> 1."""
+    last_turn = status.get("last_turn") or {}
+    exit_status = last_turn.get("exit_status")
+    if outcome.interrupted:
+        return EXIT_RUNTIME, "interrupted"
+    if outcome.error:
+        return EXIT_RUNTIME, outcome.error
+    if exit_status in CLEAN_EXIT_STATUSES:
+        return EXIT_OK, None
+    if exit_status == "NotSubmitted":
+        return EXIT_RUNTIME, "the model gave no usable answer; nothing was submitted"
+    return EXIT_RUNTIME, last_turn.get("error") or f"the turn ended with status {exit_status}"
+
+
+def _read_status(session) -> dict:
+    try:
+        return json.loads(session.status_json())
+    except Exception:  # the exit code must not depend on a status read
+        return {}
+
+
+def _json_document(status: dict, outcome: TurnOutcome, error) -> dict:
+    exit_status = (status.get("last_turn") or {}).get("exit_status")
+    if error and exit_status not in ("Error", "NotSubmitted"):
+        exit_status = "Error"  # exit 1 never comes with a clean (or no) status
+    document = {
+        "result": outcome.text,
+        "exit_status": exit_status,
+        "cost_usd": status.get("cost_usd", 0.0),
+        "steps": status.get("steps", 0),
+        "session_id": status.get("session_id"),
+        "usage": status.get("usage", {}),
+    }
+    if error:
+        document["error"] = error
+    return document
+
+
+def run_task(task: str, options: dict, *, output_format: str, verbose: bool) -> int:
+    """`yuyao -p`: one headless turn, printed; returns the exit code of spec §9."""
+    core = _load_core()
+    if core is None:
+        return EXIT_RUNTIME
+    text_output = output_format == "text"
+    # Streaming is on by default for a terminal; into a pipe only the final answer is printed
+    # unless --stream on asks for the deltas explicitly.
+    stream = options.get("stream", sys.stdout.isatty())
+    handler = PrintHandler(
+        stream_text=text_output and stream,
+        show_thinking=text_output and options.get("show_thinking") == "expanded",
+        verbose=verbose,
+    )
+    session, code = _open_session(core, {**options, "headless": True}, handler)
+    if session is None:
+        return code
+    outcome = _run_turn(session, task)
+    if outcome.still_running:
+        # Closing or querying a session whose turn is still running could block: leave now.
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(EXIT_RUNTIME)
+    status = _read_status(session)
+    session.close()
+    exit_code, error = _exit_code_and_error(status, outcome)
+    if text_output:
+        _print_text_result(handler, outcome)
+    else:
+        sys.stdout.write(json.dumps(_json_document(status, outcome, error)) + "\n")
+    if error:
+        sys.stderr.write(f"{PROG}: {error}\n")
+    return exit_code
+
+
+def _print_text_result(handler: PrintHandler, outcome: TurnOutcome) -> None:
+    if outcome.text and not handler.reply_was_streamed:
+        handler.finish_line()
+        handler.write_stdout(outcome.text)
+    handler.finish_line()

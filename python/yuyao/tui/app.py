@@ -1,0 +1,690 @@
+"""The interactive session: banner, the read–dispatch loop, turns, shell commands.
+
+Threading: a turn (`session.chat` or a slash command) runs on a worker thread; the core calls
+the handler on that thread, and the handler hands everything to the main thread through a
+queue. The main thread alone touches the terminal: it renders events, shows the spinner,
+reads keys (Esc / Ctrl+C interrupt, typed text steers) and answers requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shlex
+import subprocess
+import threading
+import time
+from typing import Any, Callable
+
+from rich.console import Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from . import clipboard, prompts, theme
+from .input import InputBox, history_file
+from .keys import RawKeys
+from .render import Renderer
+
+LIVE_DELAY = 0.15  # a command that answers faster than this never shows a spinner
+TICK = 0.06
+
+UI_COMMANDS = {
+    "/tui": "switch the renderer: /tui <default|fullscreen>",
+    "/focus": "toggle the focused view (prompt, tool summary, final answer)",
+    "/copy": "copy the last (or Nth last) answer: /copy [N] [--block K] [--out FILE]",
+}
+
+# Used only if the core's /help cannot be read.
+FALLBACK_COMMANDS = (
+    "/undo /redo /rewind /checkpoint /compact /compress /plan /ask /debug /mode /role /diff "
+    "/review /security-review /run /copy /focus /tui /config /settings /background /bg /init "
+    "/memory /tools /recap /context /model /new /clear /reset /sessions /resume /title "
+    "/rename /status /export /add-dir /cd /permissions /hooks /mcp /agents /help /exit /quit "
+    "/goal /loop /fork /branch /btw /side /verify /batch /workflows /workflow /skills /skill "
+    "/queue /tasks /bashes /think /show-thinking /stream /usage"
+).split()
+
+MODEL_ENV = (
+    ("D2A_MODEL_BASE_URL", "base URL of an OpenAI-compatible API, e.g. https://host/v1", True),
+    ("D2A_MODEL_NAME", "the model to use", True),
+    ("D2A_MODEL_API_KEY", "the API key (may be empty for a local endpoint)", False),
+)
+
+
+class ForceQuit(Exception):
+    """Ctrl+C pressed repeatedly while a turn would not stop."""
+
+
+class Handler:
+    """The object the core calls: event(json) and request(json) -> str."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.worker: threading.Thread | None = None
+        self.queue: queue.Queue | None = None
+
+    def _on_worker(self) -> bool:
+        return self.queue is not None and threading.current_thread() is self.worker
+
+    def event(self, event_json: str) -> None:
+        try:
+            event = json.loads(event_json)
+        except ValueError:
+            return
+        if self._on_worker():
+            self.queue.put(("event", event, None))
+        else:  # called outside a turn (e.g. a key binding's command): render right away
+            self.app.renderer.handle(event)
+            self.app.renderer.flush_stream()
+
+    def request(self, request_json: str) -> str:
+        try:
+            req = json.loads(request_json)
+        except ValueError:
+            req = {"type": "request", "text": request_json}
+        if self._on_worker():
+            box: dict[str, Any] = {"done": threading.Event(), "answer": ""}
+            self.queue.put(("request", req, box))
+            box["done"].wait()
+            return str(box["answer"])
+        return self.app.answer_request(req, None)
+
+
+def missing_model_settings(options: dict) -> list[str]:
+    model = options.get("model") if isinstance(options.get("model"), dict) else {}
+    missing = []
+    if not (model.get("base_url") or os.environ.get("D2A_MODEL_BASE_URL")):
+        missing.append("D2A_MODEL_BASE_URL")
+    if not (model.get("name") or os.environ.get("D2A_MODEL_NAME")):
+        missing.append("D2A_MODEL_NAME")
+    return missing
+
+
+def print_missing_model(console, missing: list[str]) -> None:
+    console.print(Text(f"{theme.SYM_FAIL} yuyao needs a model to talk to.", "fail"))
+    console.print("  Set these environment variables, then start yuyao again:")
+    table = Table.grid(padding=(0, 2))
+    for name, what, _required in MODEL_ENV:
+        is_set = bool(os.environ.get(name))
+        state = (
+            Text("missing", "error")
+            if name in missing
+            else Text("set" if is_set else "not set", "ok" if is_set else "muted")
+        )
+        table.add_row(Text("  " + name, "bold"), Text(what), state)
+    console.print(table)
+    console.print(
+        Text(
+            "  example: export D2A_MODEL_BASE_URL=https://api.example.com/v1 "
+            "D2A_MODEL_NAME=my-model D2A_MODEL_API_KEY=…",
+            "muted",
+        )
+    )
+
+
+class App:
+    def __init__(self, console, options: dict, session_factory: Callable, version: str) -> None:
+        self.console = console
+        self.options = options
+        self.session_factory = session_factory
+        self.version = version
+        self.renderer = Renderer(console)
+        self.handler = Handler(self)
+        self.keys = RawKeys()
+        self.session: Any = None
+        self.status: dict = {}
+        self.commands: dict[str, str] = {}
+        self.shell_mode = False
+        self.prev_mode: str | None = None
+        self.local_thinking: str | None = None  # set when the core refuses /show-thinking
+        self.input: InputBox | None = None
+        self.pending_draft = ""
+        self.thinking_toggled = False  # Alt+T pressed during a turn: tell the core afterwards
+
+    # -- status -------------------------------------------------------------------------
+
+    def refresh_status(self) -> None:
+        try:
+            self.status = json.loads(self.session.status_json())
+        except Exception:  # noqa: BLE001 - the status line must never take the TUI down
+            return
+        shown = self.local_thinking or self.status.get("show_thinking")
+        if shown:
+            self.renderer.show_thinking = str(shown)
+        if self.input:
+            self.input.invalidate()
+
+    def cwd(self) -> str:
+        try:
+            return str(self.session.cwd)
+        except Exception:  # noqa: BLE001
+            return str(self.status.get("cwd") or os.getcwd())
+
+    def toolbar(self):
+        st = self.status
+        mode = str(st.get("mode") or "?")
+        mode_cls = {"plan": "plan", "yolo": "yolo"}.get(mode, "mode")
+        sep = ("class:bottom-toolbar.sep", " · ")
+        parts = [("class:bottom-toolbar.sep", " ")]
+        if self.shell_mode:
+            parts += [("class:bottom-toolbar.shell", "shell mode (! to leave)"), sep]
+        parts += [(f"class:bottom-toolbar.{mode_cls}", mode), sep]
+        parts += [("class:bottom-toolbar.value", str(st.get("role") or "?")), sep]
+        parts += [("class:bottom-toolbar.value", str(st.get("model") or "?")), sep]
+        ctx = st.get("context_percent")
+        ctx_text = f"{float(ctx):.0f}%" if isinstance(ctx, (int, float)) else "–"
+        parts += [("class:bottom-toolbar.key", "ctx "), ("class:bottom-toolbar.value", ctx_text)]
+        parts.append(sep)
+        cost = st.get("cost_usd")
+        cost_text = f"${float(cost):.4f}" if isinstance(cost, (int, float)) else "$–"
+        parts += [("class:bottom-toolbar.value", cost_text), sep]
+        parts += [("class:bottom-toolbar.key", f"thinking {self.renderer.show_thinking}")]
+        if self.renderer.focus:
+            parts += [sep, ("class:bottom-toolbar.key", "focus")]
+        return parts
+
+    def prompt_fragments(self):
+        if self.shell_mode:
+            return [("class:prompt.shell", "! ")]
+        if self.status.get("mode") == "plan":
+            return [("class:prompt.plan", "plan › ")]
+        return [("class:prompt", "› ")]
+
+    # -- start ----------------------------------------------------------------------------
+
+    def banner(self) -> None:
+        st = self.status
+        version = self.version or str(st.get("version") or "") or _package_version()
+        grid = Table.grid(padding=(0, 2))
+        grid.add_row(Text("model", "muted"), Text(str(st.get("model") or "?")))
+        grid.add_row(Text("cwd", "muted"), Text(self.cwd()))
+        mode = str(st.get("mode") or "?")
+        mr = Text(mode, theme.mode_style(mode))
+        mr.append(f" · role {st.get('role') or '?'}", "default")
+        grid.add_row(Text("mode", "muted"), mr)
+        title = Text("yuyao", "brand")
+        title.append(f" {version}", "muted")
+        hint = Text("/help for commands · Shift+Tab plan mode · Ctrl+D to exit", "muted")
+        self.console.print(Panel.fit(Group(title, grid, hint), border_style="cyan", padding=(0, 1)))
+
+    def load_commands(self) -> None:
+        names: dict[str, str] = {}
+        try:
+            text = self.session.dispatch("/help") or ""
+        except Exception:  # noqa: BLE001
+            text = ""
+        for line in text.splitlines():
+            if not line.strip().startswith("/"):  # rows of the table start with the name
+                continue
+            head = re.split(r"\s{2,}", line.strip(), maxsplit=1)[0]
+            found = re.findall(r"(?<![\w/])/[a-z][a-z0-9_:-]*", head)
+            desc = line
+            for name in found:
+                desc = desc.replace(name, "", 1)
+            desc = re.sub(r"\(\s*\)|`\s*`", "", desc)
+            desc = re.sub(r"\s+", " ", desc).strip(" \t-–—:|,")
+            for name in found:
+                names.setdefault(name, desc)
+        if not names:
+            names = {name: "" for name in FALLBACK_COMMANDS}
+        names.update(UI_COMMANDS)  # handled here, in the terminal
+        self.commands = names
+
+    # -- main loop ------------------------------------------------------------------------
+
+    def run(self) -> int:
+        try:
+            self.session = self.session_factory(json.dumps(self.options), self.handler)
+        except ValueError as e:  # invalid options: a usage error
+            self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
+            return 2
+        except Exception as e:  # noqa: BLE001 - say it plainly, no traceback
+            self.console.print(Text(f"{theme.SYM_FAIL} could not start the session: {e}", "error"))
+            return 1
+        self.refresh_status()
+        self.banner()
+        self.load_commands()
+        self.input = InputBox(self, history_file(self.cwd(), self.options))
+        try:
+            while not self.status.get("exit_requested"):
+                try:
+                    line = self.input.read(self.pending_draft)
+                    self.pending_draft = ""
+                except EOFError:
+                    break
+                except KeyboardInterrupt:
+                    continue
+                if line.strip() or self.shell_mode:
+                    self.handle_line(line)
+        except ForceQuit:
+            self.console.print(Text("quit while a turn was still running", "warn"))
+            return 130
+        finally:
+            self.keys.disable()
+            try:
+                self.session.close()
+            except Exception:  # noqa: BLE001
+                pass
+        return 0
+
+    def handle_line(self, line: str) -> None:
+        stripped = line.strip()
+        if self.shell_mode:
+            if stripped == "!":
+                self.shell_mode = False
+                self.console.print(Text("left shell mode", "muted"))
+            elif stripped:
+                self.run_shell(stripped)
+            return
+        if stripped == "!":
+            self.shell_mode = True
+            self.console.print(Text("shell mode: lines run in a subshell; ! to leave", "muted"))
+            return
+        if stripped.startswith("!"):
+            self.run_shell(stripped[1:].strip())
+            return
+        if stripped.startswith("/"):
+            self.slash(stripped)
+            return
+        self.run_turn(lambda: self.session.chat(line), steer=True)
+
+    # -- slash commands --------------------------------------------------------------------
+
+    def slash(self, line: str) -> None:
+        name, _, rest = line.partition(" ")
+        name = name.lower()
+        if name == "/focus":
+            self.renderer.focus = not self.renderer.focus
+            on = self.renderer.focus
+            self.console.print(
+                Text(
+                    "focus view on: prompts, a summary of tool calls and final answers"
+                    if on
+                    else "focus view off: full transcript",
+                    "accent",
+                )
+            )
+            return
+        if name == "/tui":
+            self.cmd_tui(rest.strip())
+            return
+        if name == "/copy":
+            self.cmd_copy(rest.strip())
+            return
+        ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
+        if not ok:
+            msg = str(value)
+            unknown = "unknown" in msg.lower()
+            if unknown or (self.commands and name not in self.commands):
+                text = msg if unknown else f"unknown command {name}: {msg}"
+                self.console.print(Text(f"{theme.SYM_FAIL} {text}", "error"))
+                self.console.print(Text("  /help lists the commands", "muted"))
+            else:
+                self.console.print(Text(f"{theme.SYM_FAIL} {msg}", "error"))
+            return
+        if isinstance(value, str) and value.strip():
+            self.console.print(Text(value.rstrip()))
+
+    def cmd_tui(self, arg: str) -> None:
+        if arg in ("", "default"):
+            self.console.print(Text("renderer: default (inline, scrollback preserved)", "accent"))
+        elif arg == "fullscreen":
+            self.console.print(
+                Text(
+                    f"{theme.SYM_WARN} the fullscreen renderer is not available in this version; "
+                    "staying on the default renderer (the session is unchanged)",
+                    "warn",
+                )
+            )
+        else:
+            self.console.print(Text(f"{theme.SYM_FAIL} usage: /tui <default|fullscreen>", "error"))
+
+    def cmd_copy(self, arg: str) -> None:
+        try:
+            words = shlex.split(arg)
+        except ValueError as e:
+            self.console.print(Text(f"{theme.SYM_FAIL} /copy: {e}", "error"))
+            return
+        nth, block, out = 1, None, None
+        i = 0
+        try:
+            while i < len(words):
+                w = words[i]
+                if w in ("--block", "-b"):
+                    block = int(words[i + 1])
+                    i += 2
+                elif w in ("--out", "-o", ">"):
+                    out = words[i + 1]
+                    i += 2
+                else:
+                    nth = int(w)
+                    i += 1
+        except (ValueError, IndexError):
+            self.console.print(
+                Text(f"{theme.SYM_FAIL} usage: /copy [N] [--block K] [--out FILE]", "error")
+            )
+            return
+        answers = self.renderer.answers
+        if not answers or not 1 <= nth <= len(answers):
+            self.console.print(Text(f"{theme.SYM_WARN} no answer #{nth} to copy yet", "warn"))
+            return
+        text = answers[-nth]
+        blocks = clipboard.code_blocks(text)
+        what = "answer"
+        if block is not None:
+            if not 1 <= block <= len(blocks):
+                self.console.print(
+                    Text(f"{theme.SYM_FAIL} that answer has {len(blocks)} code block(s)", "error")
+                )
+                return
+            text, what = blocks[block - 1], f"code block {block}"
+        if out:
+            path = os.path.join(self.cwd(), os.path.expanduser(out))
+            try:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+            except OSError as e:
+                self.console.print(Text(f"{theme.SYM_FAIL} could not write {path}: {e}", "error"))
+                return
+            self.console.print(Text(f"{theme.SYM_OK} wrote the {what} to {path}", "ok"))
+            return
+        certain, how = clipboard.copy_text(text)
+        if certain:
+            self.console.print(
+                Text(f"{theme.SYM_OK} copied the {what} ({len(text)} chars) via {how}", "ok")
+            )
+        elif how:
+            self.console.print(
+                Text(
+                    f"{theme.SYM_WARN} sent the {what} to your terminal's clipboard ({how}); "
+                    "no clipboard program was found, so this works only if the terminal "
+                    "supports OSC 52 — /copy … --out FILE writes it to a file instead",
+                    "warn",
+                )
+            )
+        else:
+            self.console.print(
+                Text(
+                    f"{theme.SYM_FAIL} no clipboard is reachable from here; use /copy … --out FILE",
+                    "error",
+                )
+            )
+        if blocks and block is None:
+            self.console.print(
+                Text(f"  it has {len(blocks)} code block(s): /copy {nth} --block K", "muted")
+            )
+
+    # -- key-bound actions (run inside prompt_toolkit's run_in_terminal) -------------------
+
+    def toggle_plan(self) -> None:
+        mode = str(self.status.get("mode") or "")
+        if mode != "plan":
+            self.prev_mode = mode or None
+            cmd = "/mode plan"
+        else:
+            cmd = f"/mode {self.prev_mode or 'ask'}"
+        self._quick_dispatch(cmd)
+
+    def cycle_thinking(self, toggle: bool = True) -> None:
+        """Alt+T: collapsed <-> expanded (from off: collapsed), through /show-thinking."""
+        current = self.renderer.show_thinking
+        if toggle:
+            nxt = "expanded" if current == "collapsed" else "collapsed"
+        else:
+            nxt = current
+        try:
+            self.session.dispatch(f"/show-thinking {nxt}")
+            self.local_thinking = None
+        except ValueError:
+            # The core refused the switch: keep it as a display-only setting of this terminal.
+            self.local_thinking = nxt
+        self.renderer.show_thinking = nxt
+        self.refresh_status()
+        self.renderer.show_thinking = self.local_thinking or nxt
+        self.console.print(Text(f"thinking display: {self.renderer.show_thinking}", "muted"))
+
+    def _quick_dispatch(self, cmd: str) -> None:
+        try:
+            out = self.session.dispatch(cmd)
+        except ValueError as e:
+            self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
+            return
+        self.refresh_status()
+        self.console.print(Text((out or "").strip() or f"mode: {self.status.get('mode')}", "muted"))
+
+    # -- shell ---------------------------------------------------------------------------
+
+    def run_shell(self, cmd: str) -> None:
+        if not cmd:
+            return
+        self.console.print(Text(f"$ {cmd}", "muted"))
+        try:
+            proc = subprocess.Popen(cmd, shell=True, cwd=self.cwd())
+        except OSError as e:
+            self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
+            return
+        while True:
+            try:
+                code = proc.wait()
+                break
+            except KeyboardInterrupt:  # the child got the SIGINT too; wait for it to end
+                continue
+        if code == 0:
+            self.console.print(Text(f"{theme.SYM_OK} exit 0", "ok"))
+        else:
+            self.console.print(Text(f"{theme.SYM_FAIL} exit {code}", "fail"))
+
+    # -- requests ------------------------------------------------------------------------
+
+    def answer_request(self, req: dict, keys: RawKeys | None) -> str:
+        kind = req.get("type")
+        keys = keys or self.keys
+        if kind == "permission":
+            return prompts.ask_permission(self.console, req, keys)
+        if kind == "ask_user":
+            was = keys.active
+            keys.disable()
+            try:
+                return prompts.ask_user(self.console, req)
+            finally:
+                if was:
+                    keys.enable()
+        was = keys.active
+        keys.disable()
+        try:
+            return prompts.ask_other(self.console, req)
+        finally:
+            if was:
+                keys.enable()
+
+    # -- turns ---------------------------------------------------------------------------
+
+    def run_turn(self, fn: Callable[[], Any], steer: bool) -> tuple[bool, Any]:
+        """Run fn (chat or dispatch) on a worker thread; render its events until it ends.
+
+        Returns (True, value) or (False, exception)."""
+        q: queue.Queue = queue.Queue()
+        result: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                result["value"] = fn()
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                result["error"] = e
+            finally:
+                q.put(("done", None, None))
+
+        renderer = self.renderer
+        renderer.start_turn(steer_enabled=steer and self.keys.fd is not None)
+        view = renderer.view
+        worker = threading.Thread(target=work, name="yuyao-turn", daemon=True)
+        self.handler.queue = q
+        self.handler.worker = worker
+        live: Live | None = None
+        started = time.monotonic()
+        ctrl_c = 0
+        answers_before = len(renderer.answers)
+
+        def stop_live() -> None:
+            nonlocal live
+            if live is not None:
+                live.stop()
+                live = None
+
+        def interrupt() -> None:
+            nonlocal ctrl_c
+            ctrl_c += 1
+            if view.interrupting and ctrl_c >= 3:
+                raise ForceQuit()
+            view.interrupting = True
+            try:
+                self.session.interrupt()
+            except Exception:  # noqa: BLE001
+                pass
+
+        try:
+            self.keys.enable()
+            worker.start()
+            done = False
+            while not done:
+                try:
+                    item = q.get(timeout=TICK)
+                except queue.Empty:
+                    item = None
+                except KeyboardInterrupt:
+                    interrupt()
+                    continue
+                while item is not None:
+                    kind, payload, box = item
+                    if kind == "done":
+                        done = True
+                    elif kind == "event":
+                        renderer.handle(payload)
+                    elif kind == "request":
+                        stop_live()
+                        renderer.flush_stream()
+                        try:
+                            box["answer"] = self.answer_request(payload, self.keys)
+                        finally:
+                            box["done"].set()
+                    try:
+                        item = q.get_nowait()
+                    except queue.Empty:
+                        item = None
+                if done:
+                    break
+                for ev in self.keys.poll(0):
+                    self._turn_key(ev, view, steer, interrupt)
+                if live is None and time.monotonic() - started > LIVE_DELAY:
+                    live = Live(
+                        view,
+                        console=self.console,
+                        auto_refresh=False,
+                        transient=True,
+                        redirect_stdout=False,
+                        redirect_stderr=False,
+                        vertical_overflow="crop",
+                    )
+                    live.start()
+                if live is not None:
+                    live.refresh()
+        finally:
+            stop_live()
+            self.keys.disable()
+            self.handler.queue = None
+            self.handler.worker = None
+        self.pending_draft = view.draft  # typed but not sent: offered at the next prompt
+        if self.thinking_toggled:
+            self.thinking_toggled = False
+            self.cycle_thinking(toggle=False)
+        renderer.flush_stream()
+        self.refresh_status()
+        if "error" in result:
+            err = result["error"]
+            if isinstance(err, RuntimeError):
+                self.console.print(Text(f"{theme.SYM_FAIL} error: {err}", "error"))
+            if steer:
+                self.console.print()
+            return False, err
+        value = result.get("value")
+        if steer:
+            if isinstance(value, str) and value.strip() and len(renderer.answers) == answers_before:
+                renderer.markdown(value)  # the core sent no events: show what chat returned
+                renderer.answers.append(value.strip())
+            self.console.print()
+        return True, value
+
+    def _turn_key(self, ev: tuple, view, steer: bool, interrupt: Callable[[], None]) -> None:
+        kind = ev[0]
+        if kind == "esc":
+            interrupt()
+        elif ev == ("alt", "t"):  # shown at once; the core is told when the turn ends
+            new = "expanded" if self.renderer.show_thinking == "collapsed" else "collapsed"
+            self.renderer.show_thinking = view.show_thinking = new
+            self.thinking_toggled = not self.thinking_toggled
+        elif ev == ("ctrl", "c"):
+            if view.draft:
+                view.draft = ""
+            else:
+                interrupt()
+        elif not steer:
+            return
+        elif kind == "char":
+            view.draft += ev[1]
+        elif kind == "backspace":
+            view.draft = view.draft[:-1]
+        elif ev == ("ctrl", "u"):
+            view.draft = ""
+        elif kind == "enter" or ev == ("ctrl", "s"):
+            text = view.draft.strip()
+            view.draft = ""
+            if not text:
+                return
+            try:
+                self.session.steer(text)
+            except Exception as e:  # noqa: BLE001
+                self.console.print(Text(f"{theme.SYM_FAIL} could not steer: {e}", "error"))
+                return
+            line = Text(f"{theme.SYM_STEER} {text}", "steer")
+            line.append("  queued for the next model call", "muted")
+            self.console.print(line)
+
+
+def _package_version() -> str:
+    try:
+        import yuyao
+
+        return str(yuyao.__version__)
+    except (ImportError, AttributeError):
+        return ""
+
+
+def run_interactive(options: dict | None = None, *, session_factory: Callable | None = None) -> int:
+    """Start the interactive TUI. Returns the process exit code.
+
+    `session_factory(options_json, handler)` defaults to `yuyao._core.Session`."""
+    console = theme.make_console()
+    options = dict(options or {})
+    missing = missing_model_settings(options)
+    if missing:
+        print_missing_model(console, missing)
+        return 1
+    version = ""
+    if session_factory is None:
+        try:
+            from yuyao import _core
+        except ImportError as e:
+            console.print(Text(f"{theme.SYM_FAIL} the yuyao core is not installed ({e}).", "fail"))
+            console.print("  Reinstall yuyao (./install.sh or pip install yuyao).")
+            return 1
+        session_factory = _core.Session
+        version = str(getattr(_core, "VERSION", ""))
+    app = App(console, options, session_factory, version)
+    try:
+        return app.run()
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,154 @@
+"""Questions the core asks a human: permission for a tool call, ask-user, anything else.
+
+They run on the main thread with the live region stopped. A permission is one keystroke;
+an ask-user answer is a line (a number picks an option, anything else is free text).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.text import Text
+
+from . import theme
+from .keys import RawKeys
+from .render import guess_lexer, syntax_block
+
+PERMISSION_KEYS = {
+    "y": ("allow", "allowed once"),
+    "a": ("allow_session", "allowed for this session"),
+    "p": ("allow_project", "allowed for this project (saved)"),
+    "n": ("deny", "denied"),
+}
+
+
+def _read_line(prompt_text: str) -> str | None:
+    """A line from the user, or None when they dismissed it (Ctrl+C / Ctrl+D)."""
+    try:
+        if sys.stdin.isatty():
+            from prompt_toolkit import prompt
+
+            return prompt(prompt_text)
+        sys.stdout.write(prompt_text)
+        sys.stdout.flush()
+        line = sys.stdin.readline()
+        return None if line == "" else line.rstrip("\n")
+    except (EOFError, KeyboardInterrupt):
+        return None
+
+
+def _read_choice(keys: RawKeys, valid: str) -> str | None:
+    """One keystroke among `valid`; Esc / Ctrl+C give None."""
+    if keys.fd is None:
+        line = _read_line("› ")
+        if line is None:
+            return None
+        line = line.strip().lower()
+        return line[:1] if line[:1] in valid else None
+    was_active = keys.active
+    keys.enable()
+    try:
+        while True:
+            for ev in keys.poll(0.2):
+                if ev[0] == "char" and ev[1].lower() in valid:
+                    return ev[1].lower()
+                if ev[0] == "esc" or ev == ("ctrl", "c") or ev == ("ctrl", "d"):
+                    return None
+    finally:
+        if not was_active:
+            keys.disable()
+
+
+def ask_permission(console: Console, request: dict, keys: RawKeys) -> str:
+    tool = str(request.get("tool") or "tool")
+    summary = str(request.get("summary") or "").strip()
+    detail = str(request.get("detail") or "")
+    reason = str(request.get("reason") or "").strip()
+    parts: list = []
+    if summary:
+        parts.append(Text(summary, "bold"))
+    if reason:
+        parts.append(Text(f"why: {reason}", "muted"))
+    if detail.strip():
+        parts.append(syntax_block(detail, guess_lexer(detail, tool)))
+    console.print(
+        Panel(
+            Group(*parts) if parts else Text(tool),
+            title=Text(f"permission: {tool}", "warn"),
+            title_align="left",
+            border_style="yellow",
+            padding=(0, 1),
+        )
+    )
+    menu = Text("  ")
+    for key, label in (
+        ("y", "yes"),
+        ("a", "always this session"),
+        ("p", "always for this project"),
+        ("n", "no"),
+    ):
+        menu.append(f"[{key}]", "bold")
+        menu.append(f" {label}   ")
+    console.print(menu)
+    choice = _read_choice(keys, "yapn") or "n"
+    answer, said = PERMISSION_KEYS[choice]
+    style = "error" if answer == "deny" else "ok"
+    console.print(Text(f"  {theme.SYM_STEER} {said}", style))
+    return answer
+
+
+def ask_user(console: Console, request: dict) -> str:
+    question = str(request.get("question") or request.get("text") or "").strip()
+    options = [str(o) for o in (request.get("options") or [])]
+    body: list = [Text(question or "(no question)", "bold")]
+    for i, opt in enumerate(options, 1):
+        line = Text(f"  {i}. ", "accent")
+        line.append(opt)
+        body.append(line)
+    if options:
+        body.append(Text("answer with a number, or type your own answer", "muted"))
+    console.print(
+        Panel(
+            Group(*body),
+            title=Text("question", "accent"),
+            title_align="left",
+            border_style="cyan",
+            padding=(0, 1),
+        )
+    )
+    while True:
+        line = _read_line("answer › ")
+        if line is None:
+            console.print(Text("  (dismissed)", "muted"))
+            return "(the user dismissed the question without answering)"
+        line = line.strip()
+        if not line:
+            continue
+        if line.isdigit() and options:
+            k = int(line)
+            if 1 <= k <= len(options):
+                console.print(Text(f"  {theme.SYM_OK} {options[k - 1]}", "ok"))
+                return options[k - 1]
+            console.print(Text(f"  pick 1–{len(options)} or type an answer", "warn"))
+            continue
+        return line
+
+
+def ask_other(console: Console, request: dict) -> str:
+    """A request type this front does not know: show everything, take a line of text."""
+    kind = str(request.get("type") or "request")
+    lines = [f"{k}: {v}" for k, v in request.items() if k != "type" and v not in (None, "", [], {})]
+    console.print(
+        Panel(
+            Text("\n".join(lines) or kind),
+            title=Text(kind, "accent"),
+            title_align="left",
+            border_style="cyan",
+        )
+    )
+    options = request.get("options") or []
+    if options:
+        return ask_user(console, {"question": "", "options": options})
+    return _read_line("answer › ") or ""

@@ -1,0 +1,71 @@
+"""Colours, symbols and the shared console: one place for the look of the TUI."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.theme import Theme
+
+# rich styles, referenced by name everywhere else ("[ok]done[/]").
+THEME = Theme(
+    {
+        "brand": "bold cyan",
+        "accent": "cyan",
+        "muted": "dim",
+        "ok": "bold green",
+        "fail": "bold red",
+        "warn": "yellow",
+        "error": "red",
+        "info": "blue",
+        "thinking": "dim italic",
+        "intent": "italic cyan",
+        "tool": "bold magenta",
+        "tool.arg": "default",
+        "tool.out": "dim",
+        "user": "bold",
+        "steer": "cyan",
+        "mode.plan": "bold yellow",
+        "mode.yolo": "bold red",
+        "mode.other": "bold green",
+    }
+)
+
+CODE_THEME = "monokai"
+
+SYM_TOOL = "●"
+SYM_OK = "✓"
+SYM_FAIL = "✗"
+SYM_WARN = "⚠"
+SYM_INFO = "ℹ"
+SYM_THINK = "✻"
+SYM_INTENT = "→"
+SYM_CURSOR = "▌"
+SYM_STEER = "↳"
+
+# prompt_toolkit style for the input box and the bottom status line.
+PT_STYLE = {
+    "prompt": "ansicyan bold",
+    "prompt.plan": "ansiyellow bold",
+    "prompt.shell": "ansimagenta bold",
+    "continuation": "ansibrightblack",
+    "bottom-toolbar": "noreverse bg:default ansibrightblack",
+    "bottom-toolbar.key": "noreverse ansibrightblack",
+    "bottom-toolbar.mode": "noreverse ansigreen bold",
+    "bottom-toolbar.plan": "noreverse ansiyellow bold",
+    "bottom-toolbar.yolo": "noreverse ansired bold",
+    "bottom-toolbar.shell": "noreverse ansimagenta bold",
+    "bottom-toolbar.value": "noreverse ansidefault",
+    "bottom-toolbar.sep": "noreverse ansibrightblack",
+}
+
+
+def make_console() -> Console:
+    """The console every module prints through (stdout, our theme, no auto-highlighting)."""
+    return Console(theme=THEME, highlight=False, soft_wrap=False)
+
+
+def mode_style(mode: str) -> str:
+    if mode == "plan":
+        return "mode.plan"
+    if mode == "yolo":
+        return "mode.yolo"
+    return "mode.other"

@@ -119,7 +119,8 @@ def test_modes_give_different_system_prompts(fake_llm, yuyao, env):
 def test_missing_model_environment_is_a_clear_error(yuyao, env):
     proc = yuyao("-p", "hello", env=env(None))
     assert proc.returncode == 1, output(proc)
-    assert "D2A_MODEL_BASE_URL" in output(proc)
+    for name in ("D2A_MODEL_BASE_URL", "D2A_MODEL_NAME", "D2A_MODEL_API_KEY"):
+        assert name in output(proc)
     assert "Traceback" not in output(proc)
 
 

@@ -15,7 +15,8 @@ import threading
 PROG = "yuyao"
 EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
 
-CLEAN_EXIT_STATUSES = ("Submitted", "LimitsExceeded")
+# "Answered": a question or a greeting got a real answer without tools (-p "what is X?").
+CLEAN_EXIT_STATUSES = ("Submitted", "LimitsExceeded", "Answered")
 NO_USER_ANSWER = (
     "No user is available in this headless run. Choose the most reasonable option "
     "yourself and state the assumption in your answer."

@@ -26,67 +26,261 @@ macro_rules! cmd {
 
 const COMMANDS: &[Command] = &[
     cmd!("help", [], "", "list all commands", Some(help)),
-    cmd!("status", [], "", "version, model, working directory, mode and role", Some(status)),
-    cmd!("tools", [], "", "list the tools available to the model", Some(tools)),
-    cmd!("mode", [], "<ask|plan|auto-edit|auto-review|yolo>", "switch permission mode (= --mode)", Some(mode)),
-    cmd!("role", [], "<execute|ask|architect|debug|orchestrator>", "switch role (= --role)", Some(role)),
-    cmd!("plan", [], "", "switch to read-only plan mode (= --mode plan)", Some(|s, _| set_mode(s, "plan"))),
-    cmd!("ask", [], "", "switch to the answer-only role (= --role ask)", Some(|s, _| set_role(s, "ask"))),
-    cmd!("debug", [], "", "switch to the debugging role (= --role debug)", Some(|s, _| set_role(s, "debug"))),
-    cmd!("model", [], "<name>", "switch model, keeping the context", Some(model)),
-    cmd!("config", ["settings"], "[get <key> | set <key> <value> [--project] | unset <key> | list]", "read and write configuration (hot reload)", Some(config)),
-    cmd!("mcp", [], "[list | add <name> [-- <cmd> <args…> | <url>] | remove <name>]", "manage MCP servers", Some(mcp)),
-    cmd!("stream", [], "<on|off>", "toggle streaming output (= --stream)", Some(stream)),
-    cmd!("show-thinking", [], "<off|collapsed|expanded>", "how thinking is displayed (= --show-thinking)", Some(show_thinking)),
-    cmd!("think", [], "<off|low|medium|high|max>", "reasoning budget (= --thinking)", Some(think)),
-    cmd!("curiosity", [], "<low|normal|high>", "how readily the agent asks (= --curiosity)", Some(curiosity)),
-    cmd!("clear", ["reset"], "", "clear the conversation (not archived)", Some(clear)),
+    cmd!(
+        "status",
+        [],
+        "",
+        "version, model, working directory, mode and role",
+        Some(status)
+    ),
+    cmd!(
+        "tools",
+        [],
+        "",
+        "list the tools available to the model",
+        Some(tools)
+    ),
+    cmd!(
+        "mode",
+        [],
+        "<ask|plan|auto-edit|auto-review|yolo>",
+        "switch permission mode (= --mode)",
+        Some(mode)
+    ),
+    cmd!(
+        "role",
+        [],
+        "<execute|ask|architect|debug|orchestrator>",
+        "switch role (= --role)",
+        Some(role)
+    ),
+    cmd!(
+        "plan",
+        [],
+        "",
+        "switch to read-only plan mode (= --mode plan)",
+        Some(|s, _| set_mode(s, "plan"))
+    ),
+    cmd!(
+        "ask",
+        [],
+        "",
+        "switch to the answer-only role (= --role ask)",
+        Some(|s, _| set_role(s, "ask"))
+    ),
+    cmd!(
+        "debug",
+        [],
+        "",
+        "switch to the debugging role (= --role debug)",
+        Some(|s, _| set_role(s, "debug"))
+    ),
+    cmd!(
+        "model",
+        [],
+        "<name>",
+        "switch model, keeping the context",
+        Some(model)
+    ),
+    cmd!(
+        "config",
+        ["settings"],
+        "[get <key> | set <key> <value> [--project] | unset <key> | list]",
+        "read and write configuration (hot reload)",
+        Some(config)
+    ),
+    cmd!(
+        "mcp",
+        [],
+        "[list | add <name> [-- <cmd> <args…> | <url>] | remove <name>]",
+        "manage MCP servers",
+        Some(mcp)
+    ),
+    cmd!(
+        "stream",
+        [],
+        "<on|off>",
+        "toggle streaming output (= --stream)",
+        Some(stream)
+    ),
+    cmd!(
+        "show-thinking",
+        [],
+        "<off|collapsed|expanded>",
+        "how thinking is displayed (= --show-thinking)",
+        Some(show_thinking)
+    ),
+    cmd!(
+        "think",
+        [],
+        "<off|low|medium|high|max>",
+        "reasoning budget (= --thinking)",
+        Some(think)
+    ),
+    cmd!(
+        "curiosity",
+        [],
+        "<low|normal|high>",
+        "how readily the agent asks (= --curiosity)",
+        Some(curiosity)
+    ),
+    cmd!(
+        "clear",
+        ["reset"],
+        "",
+        "clear the conversation (not archived)",
+        Some(clear)
+    ),
     cmd!("new", [], "", "start a new conversation", Some(new)),
-    cmd!("exit", ["quit"], "", "leave the session (exit code 0)", Some(exit)),
+    cmd!(
+        "exit",
+        ["quit"],
+        "",
+        "leave the session (exit code 0)",
+        Some(exit)
+    ),
     cmd!("undo", [], "", "revert the agent's last change", None),
     cmd!("redo", [], "", "re-apply an undone change", None),
-    cmd!("rewind", ["checkpoint"], "", "restore code and/or conversation to a checkpoint", None),
+    cmd!(
+        "rewind",
+        ["checkpoint"],
+        "",
+        "restore code and/or conversation to a checkpoint",
+        None
+    ),
     cmd!("compact", ["compress"], "", "summarize the context", None),
     cmd!("diff", [], "", "show the current changes", None),
-    cmd!("review", [], "[--fix] [--security|--simplify]", "review the current diff", None),
-    cmd!("security-review", [], "", "security review of the branch's changes", None),
+    cmd!(
+        "review",
+        [],
+        "[--fix] [--security|--simplify]",
+        "review the current diff",
+        None
+    ),
+    cmd!(
+        "security-review",
+        [],
+        "",
+        "security review of the branch's changes",
+        None
+    ),
     cmd!("run", [], "", "build, launch and drive the app", None),
     cmd!("copy", [], "[N]", "copy an answer to the clipboard", None),
     cmd!("focus", [], "", "toggle the focused view", None),
-    cmd!("tui", [], "<default|fullscreen>", "switch the terminal renderer", None),
-    cmd!("background", ["bg"], "[prompt]", "detach the session into the background", None),
+    cmd!(
+        "tui",
+        [],
+        "<default|fullscreen>",
+        "switch the terminal renderer",
+        None
+    ),
+    cmd!(
+        "background",
+        ["bg"],
+        "[prompt]",
+        "detach the session into the background",
+        None
+    ),
     cmd!("init", [], "", "generate AGENTS.md", None),
     cmd!("memory", [], "", "view and manage memory", None),
-    cmd!("recap", [], "", "one-line summary of where we left off", None),
-    cmd!("context", [], "<list|detail>", "context sizes and truncation", None),
-    cmd!("sessions", ["resume"], "", "list and restore past sessions", None),
+    cmd!(
+        "recap",
+        [],
+        "",
+        "one-line summary of where we left off",
+        None
+    ),
+    cmd!(
+        "context",
+        [],
+        "<list|detail>",
+        "context sizes and truncation",
+        None
+    ),
+    cmd!(
+        "sessions",
+        ["resume"],
+        "",
+        "list and restore past sessions",
+        None
+    ),
     cmd!("title", ["rename"], "<title>", "rename the session", None),
     cmd!("export", [], "", "export the session as Markdown", None),
     cmd!("add-dir", [], "<path>", "add a working directory", None),
     cmd!("cd", [], "<path>", "change the working directory", None),
-    cmd!("permissions", [], "[list|allow|ask|deny|remove] [rule]", "manage permission rules", None),
+    cmd!(
+        "permissions",
+        [],
+        "[list|allow|ask|deny|remove] [rule]",
+        "manage permission rules",
+        None
+    ),
     cmd!("hooks", [], "", "lifecycle hooks", None),
     cmd!("agents", [], "", "sub-agent configuration", None),
-    cmd!("goal", [], "<condition>", "keep working until a condition holds", None),
-    cmd!("loop", [], "<prompt> [--interval s] [--max n] [--until cond]", "repeat a prompt", None),
+    cmd!(
+        "goal",
+        [],
+        "<condition>",
+        "keep working until a condition holds",
+        None
+    ),
+    cmd!(
+        "loop",
+        [],
+        "<prompt> [--interval s] [--max n] [--until cond]",
+        "repeat a prompt",
+        None
+    ),
     cmd!("fork", [], "", "spawn a background sub-agent", None),
     cmd!("branch", [], "[name]", "fork the conversation", None),
     cmd!("tree", [], "", "navigate the session tree", None),
-    cmd!("btw", ["side"], "<question>", "a quick aside outside the history", None),
+    cmd!(
+        "btw",
+        ["side"],
+        "<question>",
+        "a quick aside outside the history",
+        None
+    ),
     cmd!("verify", [], "", "build, run and observe the change", None),
-    cmd!("batch", [], "<instruction>", "split a change across parallel sub-agents", None),
-    cmd!("workflows", ["workflow"], "[name]", "scripted multi-agent workflows", None),
+    cmd!(
+        "batch",
+        [],
+        "<instruction>",
+        "split a change across parallel sub-agents",
+        None
+    ),
+    cmd!(
+        "workflows",
+        ["workflow"],
+        "[name]",
+        "scripted multi-agent workflows",
+        None
+    ),
     cmd!("skills", ["skill"], "[name]", "skill packages", None),
-    cmd!("queue", [], "<steer|followup|collect|interrupt> [text]", "queue or steer mid-turn", None),
+    cmd!(
+        "queue",
+        [],
+        "<steer|followup|collect|interrupt> [text]",
+        "queue or steer mid-turn",
+        None
+    ),
     cmd!("tasks", ["bashes"], "", "background shells and tasks", None),
-    cmd!("usage", [], "<off|tokens|full>", "token and usage display", None),
+    cmd!(
+        "usage",
+        [],
+        "<off|tokens|full>",
+        "token and usage display",
+        None
+    ),
     cmd!("remember", [], "<text>", "write a memory entry", None),
     cmd!("forget", [], "<query>", "delete a memory entry", None),
     cmd!("dream", [], "", "consolidate memory", None),
 ];
 
 fn find(name: &str) -> Option<&'static Command> {
-    COMMANDS.iter().find(|c| c.name == name || c.aliases.contains(&name))
+    COMMANDS
+        .iter()
+        .find(|c| c.name == name || c.aliases.contains(&name))
 }
 
 impl Session {
@@ -94,16 +288,23 @@ impl Session {
     pub fn dispatch(&self, line: &str) -> Result<String, CoreError> {
         let line = line.trim();
         let Some(body) = line.strip_prefix('/') else {
-            return Err(CoreError::Usage(format!("'{line}' is not a slash command (they start with '/')")));
+            return Err(CoreError::Usage(format!(
+                "'{line}' is not a slash command (they start with '/')"
+            )));
         };
         let (name, rest) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
         let name = name.to_ascii_lowercase();
         let Some(cmd) = find(&name) else {
-            return Err(CoreError::Usage(format!("unknown command: /{name} (type /help for the list)")));
+            return Err(CoreError::Usage(format!(
+                "unknown command: /{name} (type /help for the list)"
+            )));
         };
         let args = split_words(rest).map_err(|e| CoreError::Usage(format!("/{name}: {e}")))?;
         let Some(run) = cmd.run else {
-            return Err(CoreError::NotAvailable(format!("/{} is not available in this build", cmd.name)));
+            return Err(CoreError::NotAvailable(format!(
+                "/{} is not available in this build",
+                cmd.name
+            )));
         };
         let result = run(self, &args);
         self.lock().trajectory.record(
@@ -147,8 +348,16 @@ fn help(_: &Session, _: &[String]) -> Result<String, CoreError> {
             .map(|n| format!("/{n}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let head = if c.usage.is_empty() { names } else { format!("{names} {}", c.usage) };
-        let avail = if c.run.is_none() { "  [not in this build]" } else { "" };
+        let head = if c.usage.is_empty() {
+            names
+        } else {
+            format!("{names} {}", c.usage)
+        };
+        let avail = if c.run.is_none() {
+            "  [not in this build]"
+        } else {
+            ""
+        };
         out.push_str(&format!("  {head:<58} {}{avail}\n", c.help));
     }
     out.push_str("Prefixes: /command, @path (reference a file), !command (run a shell command)");
@@ -202,7 +411,11 @@ pub(crate) fn set_mode(s: &Session, v: &str) -> Result<String, CoreError> {
 
 fn mode(s: &Session, args: &[String]) -> Result<String, CoreError> {
     if args.is_empty() {
-        return Ok(format!("mode: {} (one of {})", s.lock().policy.mode, Mode::ALL.join(", ")));
+        return Ok(format!(
+            "mode: {} (one of {})",
+            s.lock().policy.mode,
+            Mode::ALL.join(", ")
+        ));
     }
     set_mode(s, one_arg("mode", args)?)
 }
@@ -210,7 +423,9 @@ fn mode(s: &Session, args: &[String]) -> Result<String, CoreError> {
 pub(crate) fn set_role(s: &Session, v: &str) -> Result<String, CoreError> {
     let r: Role = parse(v)?;
     if r == Role::Orchestrator {
-        return Err(CoreError::NotAvailable("the orchestrator role is not available in this build".into()));
+        return Err(CoreError::NotAvailable(
+            "the orchestrator role is not available in this build".into(),
+        ));
     }
     s.lock().policy.role = r;
     Ok(format!("role: {r}"))
@@ -218,14 +433,21 @@ pub(crate) fn set_role(s: &Session, v: &str) -> Result<String, CoreError> {
 
 fn role(s: &Session, args: &[String]) -> Result<String, CoreError> {
     if args.is_empty() {
-        return Ok(format!("role: {} (one of {})", s.lock().policy.role, Role::ALL.join(", ")));
+        return Ok(format!(
+            "role: {} (one of {})",
+            s.lock().policy.role,
+            Role::ALL.join(", ")
+        ));
     }
     set_role(s, one_arg("role", args)?)
 }
 
 fn model(s: &Session, args: &[String]) -> Result<String, CoreError> {
     if args.is_empty() {
-        return Ok(format!("model: {}", s.model_name().unwrap_or_else(|| "(not set)".into())));
+        return Ok(format!(
+            "model: {}",
+            s.model_name().unwrap_or_else(|| "(not set)".into())
+        ));
     }
     let name = one_arg("model", args)?;
     s.lock().model_override = Some(name.to_string());
@@ -236,7 +458,11 @@ fn stream(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let on = match one_arg("stream", args)?.to_ascii_lowercase().as_str() {
         "on" | "true" => true,
         "off" | "false" => false,
-        other => return Err(CoreError::Usage(format!("invalid value '{other}' for /stream: expected on or off"))),
+        other => {
+            return Err(CoreError::Usage(format!(
+                "invalid value '{other}' for /stream: expected on or off"
+            )));
+        }
     };
     s.lock().stream = on;
     Ok(format!("stream: {}", if on { "on" } else { "off" }))
@@ -268,7 +494,8 @@ fn clear(s: &Session, _: &[String]) -> Result<String, CoreError> {
 fn new(s: &Session, _: &[String]) -> Result<String, CoreError> {
     let mut st = s.lock();
     st.history.clear();
-    st.trajectory.record("new_conversation", serde_json::json!({}));
+    st.trajectory
+        .record("new_conversation", serde_json::json!({}));
     Ok("started a new conversation (the previous one stays in this session's trace; session archives come with session storage)".into())
 }
 
@@ -282,7 +509,15 @@ fn apply_live(s: &Session, key: &str, value: &str) -> Result<(), CoreError> {
     match key {
         "mode" => set_mode(s, value).map(|_| ()),
         "role" => set_role(s, value).map(|_| ()),
-        "stream" => stream(s, &[if value == "true" { "on".into() } else { "off".into() }]).map(|_| ()),
+        "stream" => stream(
+            s,
+            &[if value == "true" {
+                "on".into()
+            } else {
+                "off".into()
+            }],
+        )
+        .map(|_| ()),
         "show_thinking" => show_thinking(s, &[value.to_string()]).map(|_| ()),
         "thinking" => think(s, &[value.to_string()]).map(|_| ()),
         "curiosity" => curiosity(s, &[value.to_string()]).map(|_| ()),
@@ -321,8 +556,14 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
             Ok(out.trim_end().to_string())
         }
         Some("get") => {
-            let key = args.get(1).filter(|_| args.len() == 2).ok_or_else(|| usage("config"))?;
-            Ok(s.config.get(key).map(|v| yuyao_store::config::display(&v)).unwrap_or_default())
+            let key = args
+                .get(1)
+                .filter(|_| args.len() == 2)
+                .ok_or_else(|| usage("config"))?;
+            Ok(s.config
+                .get(key)
+                .map(|v| yuyao_store::config::display(&v))
+                .unwrap_or_default())
         }
         Some("set") => {
             let rest: Vec<&String> = args[1..].iter().filter(|a| *a != "--project").collect();
@@ -341,9 +582,16 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
             Ok(out)
         }
         Some("unset") => {
-            let key = args.get(1).filter(|_| args.len() == 2).ok_or_else(|| usage("config"))?;
+            let key = args
+                .get(1)
+                .filter(|_| args.len() == 2)
+                .ok_or_else(|| usage("config"))?;
             let removed = s.config.unset(key).map_err(fail)?;
-            Ok(if removed { format!("{key} unset") } else { format!("{key} was not set") })
+            Ok(if removed {
+                format!("{key} unset")
+            } else {
+                format!("{key} was not set")
+            })
         }
         Some(other) => Err(CoreError::Usage(format!(
             "unknown /config action '{other}': use get, set, unset or list"
@@ -358,7 +606,8 @@ fn mcp(s: &Session, args: &[String]) -> Result<String, CoreError> {
             if servers.is_empty() {
                 return Ok("no MCP servers configured".into());
             }
-            let mut out = String::from("MCP servers (connecting to them is not available in this build):\n");
+            let mut out =
+                String::from("MCP servers (connecting to them is not available in this build):\n");
             for (name, srv) in servers {
                 out.push_str(&format!("  {name:<16} {}\n", srv.describe()));
             }
@@ -369,24 +618,44 @@ fn mcp(s: &Session, args: &[String]) -> Result<String, CoreError> {
             let rest = &args[2..];
             let server = match rest.first().map(String::as_str) {
                 None => McpServer::default(),
-                Some("--") if rest.len() > 1 => McpServer { command: rest[1..].to_vec(), url: None },
-                Some(u) if rest.len() == 1 && (u.starts_with("http://") || u.starts_with("https://")) => {
-                    McpServer { command: Vec::new(), url: Some(u.to_string()) }
+                Some("--") if rest.len() > 1 => McpServer {
+                    command: rest[1..].to_vec(),
+                    url: None,
+                },
+                Some(u)
+                    if rest.len() == 1
+                        && (u.starts_with("http://") || u.starts_with("https://")) =>
+                {
+                    McpServer {
+                        command: Vec::new(),
+                        url: Some(u.to_string()),
+                    }
                 }
-                Some(_) => McpServer { command: rest.to_vec(), url: None },
+                Some(_) => McpServer {
+                    command: rest.to_vec(),
+                    url: None,
+                },
             };
             let described = server.describe();
             let replaced = s.mcp.add(name, server).map_err(CoreError::Usage)?;
-            Ok(format!("{} MCP server '{name}' ({described})", if replaced { "updated" } else { "added" }))
+            Ok(format!(
+                "{} MCP server '{name}' ({described})",
+                if replaced { "updated" } else { "added" }
+            ))
         }
         Some("remove") | Some("rm") => {
-            let name = args.get(1).filter(|_| args.len() == 2).ok_or_else(|| usage("mcp"))?;
+            let name = args
+                .get(1)
+                .filter(|_| args.len() == 2)
+                .ok_or_else(|| usage("mcp"))?;
             if s.mcp.remove(name).map_err(CoreError::Failed)? {
                 Ok(format!("removed MCP server '{name}'"))
             } else {
                 Err(CoreError::Usage(format!("no MCP server named '{name}'")))
             }
         }
-        Some(other) => Err(CoreError::Usage(format!("unknown /mcp action '{other}': use list, add or remove"))),
+        Some(other) => Err(CoreError::Usage(format!(
+            "unknown /mcp action '{other}': use list, add or remove"
+        ))),
     }
 }

@@ -65,7 +65,10 @@ pub fn run_headless(req: HeadlessRequest) -> i32 {
         }
     };
     for note in &req.notes {
-        session.lock().trajectory.record("note", json!({"text": note}));
+        session
+            .lock()
+            .trajectory
+            .record("note", json!({"text": note}));
     }
     let stop = install_signal_watch(&session);
     let result = session.chat(&req.task);
@@ -77,12 +80,17 @@ pub fn run_headless(req: HeadlessRequest) -> i32 {
     status["session_id"] = v["session_id"].clone();
     status["usage"] = v["usage"].clone();
     status["trajectory"] = v["trajectory"].clone();
-    let exit_status = v["last_turn"]["exit_status"].as_str().unwrap_or("Error").to_string();
+    let exit_status = v["last_turn"]["exit_status"]
+        .as_str()
+        .unwrap_or("Error")
+        .to_string();
     let (label, code) = match (exit_status.as_str(), &result) {
         ("Submitted", _) => ("Submitted".to_string(), 0),
         ("LimitsExceeded", _) => ("LimitsExceeded".to_string(), 0),
         ("Answered", _) | ("NotSubmitted", Ok(_)) => {
-            status["error"] = json!("the model finished without acting on the task (no tool call ran successfully), so the run is not Submitted");
+            status["error"] = json!(
+                "the model finished without acting on the task (no tool call ran successfully), so the run is not Submitted"
+            );
             ("NotSubmitted".to_string(), 1)
         }
         ("Interrupted", _) => {
@@ -91,7 +99,14 @@ pub fn run_headless(req: HeadlessRequest) -> i32 {
         }
         (other, Err(e)) => {
             status["error"] = json!(e.to_string());
-            (if other == "None" { "Error".to_string() } else { other.to_string() }, 1)
+            (
+                if other == "None" {
+                    "Error".to_string()
+                } else {
+                    other.to_string()
+                },
+                1,
+            )
         }
         (other, Ok(_)) => (other.to_string(), 1),
     };
@@ -138,10 +153,10 @@ fn install_signal_watch(session: &Session) -> SignalGuard {
     let stop2 = stop.clone();
     std::thread::spawn(move || {
         while !stop2.load(Ordering::SeqCst) {
-            if SIGNALLED.load(Ordering::SeqCst) {
-                if let Ok(c) = cancel.lock() {
-                    c.cancel();
-                }
+            if SIGNALLED.load(Ordering::SeqCst)
+                && let Ok(c) = cancel.lock()
+            {
+                c.cancel();
             }
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
@@ -181,7 +196,8 @@ fn git_diff(repo: &Path) -> Option<String> {
             .ok()
             .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
     };
-    let mut patch = run(&["diff", "--no-color", "HEAD"]).or_else(|| run(&["diff", "--no-color"]))?;
+    let mut patch =
+        run(&["diff", "--no-color", "HEAD"]).or_else(|| run(&["diff", "--no-color"]))?;
     let untracked = run(&["ls-files", "--others", "--exclude-standard", "-z"]).unwrap_or_default();
     for f in untracked.split('\0').filter(|f| !f.is_empty()) {
         if let Some(d) = run(&["diff", "--no-color", "--no-index", "--", "/dev/null", f]) {

@@ -33,30 +33,52 @@ const METHOD: &str = "\
 
 fn mode_line(mode: Mode, headless: bool) -> &'static str {
     match (mode, headless) {
-        (Mode::Plan, _) => "plan: READ-ONLY. Do not modify files or run mutating commands; investigate and produce a plan.",
-        (Mode::Ask, true) => "ask: every change needs the user's approval, and nobody is available to approve in this run, so changes will be refused. Explain what you would change.",
-        (Mode::Ask, false) => "ask: every file change and mutating command is shown to the user for approval.",
-        (Mode::AutoEdit, _) => "auto-edit: file edits are approved automatically; mutating shell commands need approval.",
-        (Mode::AutoReview, _) => "auto-review: actions run automatically after a safety review; dangerous actions are blocked.",
-        (Mode::Yolo, _) => "yolo: all actions run without approval (deny rules, the sandbox and AGENTS.md still apply).",
+        (Mode::Plan, _) => {
+            "plan: READ-ONLY. Do not modify files or run mutating commands; investigate and produce a plan."
+        }
+        (Mode::Ask, true) => {
+            "ask: every change needs the user's approval, and nobody is available to approve in this run, so changes will be refused. Explain what you would change."
+        }
+        (Mode::Ask, false) => {
+            "ask: every file change and mutating command is shown to the user for approval."
+        }
+        (Mode::AutoEdit, _) => {
+            "auto-edit: file edits are approved automatically; mutating shell commands need approval."
+        }
+        (Mode::AutoReview, _) => {
+            "auto-review: actions run automatically after a safety review; dangerous actions are blocked."
+        }
+        (Mode::Yolo, _) => {
+            "yolo: all actions run without approval (deny rules, the sandbox and AGENTS.md still apply)."
+        }
     }
 }
 
 fn role_line(role: Role) -> &'static str {
     match role {
-        Role::Execute => "execute: carry out the coding task: change code and run commands to solve it.",
+        Role::Execute => {
+            "execute: carry out the coding task: change code and run commands to solve it."
+        }
         Role::Ask => "ask: answer questions and explain; make NO modifications to the workspace.",
         Role::Architect => "architect: plan the change first, then make the edits.",
-        Role::Debug => "debug: focus on locating the defect: reproduce it minimally, add diagnostics, find the root cause before fixing.",
+        Role::Debug => {
+            "debug: focus on locating the defect: reproduce it minimally, add diagnostics, find the root cause before fixing."
+        }
         Role::Orchestrator => "orchestrator: split the work and coordinate sub-agents.",
     }
 }
 
 fn curiosity_line(c: Curiosity) -> &'static str {
     match c {
-        Curiosity::Low => "Ask the user (ask-user tool, 2–4 concrete options) only when two readings of the request lead to materially different work and a wrong guess would be costly; otherwise pick the obvious default and state it.",
-        Curiosity::Normal => "When two readings of the request lead to materially different work, ask first with the ask-user tool, offering 2–4 concrete options. Do not ask when there is an obvious default.",
-        Curiosity::High => "Ask with the ask-user tool (2–4 concrete options) whenever a choice of approach, scope or behaviour is open, before doing the work. Still do not ask about things with an obvious default.",
+        Curiosity::Low => {
+            "Ask the user (ask-user tool, 2–4 concrete options) only when two readings of the request lead to materially different work and a wrong guess would be costly; otherwise pick the obvious default and state it."
+        }
+        Curiosity::Normal => {
+            "When two readings of the request lead to materially different work, ask first with the ask-user tool, offering 2–4 concrete options. Do not ask when there is an obvious default."
+        }
+        Curiosity::High => {
+            "Ask with the ask-user tool (2–4 concrete options) whenever a choice of approach, scope or behaviour is open, before doing the work. Still do not ask about things with an obvious default."
+        }
     }
 }
 
@@ -74,7 +96,7 @@ pub fn build(i: &PromptInputs<'_>) -> String {
         i.network
     ));
     if let Some(a) = i.append {
-        s.push_str("\n");
+        s.push('\n');
         s.push_str(a);
         s.push('\n');
     }
@@ -142,7 +164,12 @@ pub fn git_summary(project: &Path) -> String {
         return String::new();
     }
     let out = std::process::Command::new("git")
-        .args(["status", "--porcelain=v1", "--branch", "--untracked-files=normal"])
+        .args([
+            "status",
+            "--porcelain=v1",
+            "--branch",
+            "--untracked-files=normal",
+        ])
         .current_dir(project)
         .env("GIT_OPTIONAL_LOCKS", "0")
         .stdin(std::process::Stdio::null())

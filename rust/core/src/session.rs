@@ -30,7 +30,9 @@ pub enum CoreError {
 impl std::fmt::Display for CoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CoreError::Usage(m) | CoreError::NotAvailable(m) | CoreError::Failed(m) => f.write_str(m),
+            CoreError::Usage(m) | CoreError::NotAvailable(m) | CoreError::Failed(m) => {
+                f.write_str(m)
+            }
         }
     }
 }
@@ -110,14 +112,21 @@ fn parse_or<T: std::str::FromStr<Err = String>>(
 }
 
 impl Session {
-    pub fn open(opts: SessionOptions, handler: Option<Arc<dyn Handler>>) -> Result<Session, CoreError> {
+    pub fn open(
+        opts: SessionOptions,
+        handler: Option<Arc<dyn Handler>>,
+    ) -> Result<Session, CoreError> {
         let cwd = match &opts.cwd {
             Some(c) => PathBuf::from(c),
-            None => std::env::current_dir()
-                .map_err(|e| CoreError::Failed(format!("cannot read the current directory: {e}")))?,
+            None => std::env::current_dir().map_err(|e| {
+                CoreError::Failed(format!("cannot read the current directory: {e}"))
+            })?,
         };
         if !cwd.is_dir() {
-            return Err(CoreError::Usage(format!("working directory {} does not exist", cwd.display())));
+            return Err(CoreError::Usage(format!(
+                "working directory {} does not exist",
+                cwd.display()
+            )));
         }
         let cwd = cwd
             .canonicalize()
@@ -132,7 +141,12 @@ impl Session {
                 "the orchestrator role is not available in this build".into(),
             ));
         }
-        let sandbox = parse_or(opts.sandbox, &config, "sandbox", SandboxLevel::WorkspaceWrite);
+        let sandbox = parse_or(
+            opts.sandbox,
+            &config,
+            "sandbox",
+            SandboxLevel::WorkspaceWrite,
+        );
         let network = parse_or(opts.network, &config, "network", NetworkAccess::Off);
         let mut policy = Policy::new(mode, role, &paths.project);
         policy.sandbox = sandbox;
@@ -173,7 +187,9 @@ impl Session {
         };
         let spill = paths.home.join("spill").join(&id);
         let mut ctx = ToolContext::new(cwd.clone(), paths.project.clone(), spill);
-        if let Some(ms) = config.get("tools.bash.timeout_ms").and_then(|v| v.as_integer())
+        if let Some(ms) = config
+            .get("tools.bash.timeout_ms")
+            .and_then(|v| v.as_integer())
             && ms > 0
         {
             ctx.bash_timeout_ms = (ms as u64).min(600_000);
@@ -196,7 +212,12 @@ impl Session {
                 .stream
                 .or_else(|| config.get("stream").and_then(|v| v.as_bool()))
                 .unwrap_or(true),
-            show_thinking: parse_or(opts.show_thinking, &config, "show_thinking", ShowThinking::Collapsed),
+            show_thinking: parse_or(
+                opts.show_thinking,
+                &config,
+                "show_thinking",
+                ShowThinking::Collapsed,
+            ),
             thinking: opts.thinking.or_else(|| {
                 config
                     .get("thinking")

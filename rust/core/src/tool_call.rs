@@ -28,10 +28,19 @@ pub fn intent_line(text: &str, calls: &[ToolCall]) -> String {
     let first = calls.first();
     let desc = first
         .and_then(|c| parse_arguments(&c.arguments).ok())
-        .and_then(|a| a.get("description").and_then(Value::as_str).map(str::to_string));
+        .and_then(|a| {
+            a.get("description")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
     match (desc, first) {
         (Some(d), _) => d,
-        (None, Some(c)) => format!("{} ({} call{})", c.name, calls.len(), if calls.len() == 1 { "" } else { "s" }),
+        (None, Some(c)) => format!(
+            "{} ({} call{})",
+            c.name,
+            calls.len(),
+            if calls.len() == 1 { "" } else { "s" }
+        ),
         (None, None) => String::new(),
     }
 }
@@ -94,8 +103,16 @@ impl Session {
         });
         let t0 = std::time::Instant::now();
         let (out, effective) = self.execute(client, call, token).await;
-        let text = cap_output(&out.text, &self.ctx.spill_dir, canonical_tool_name(&call.name).unwrap_or("tool"));
-        let text = if text.trim().is_empty() { "(no output)".to_string() } else { text };
+        let text = cap_output(
+            &out.text,
+            &self.ctx.spill_dir,
+            canonical_tool_name(&call.name).unwrap_or("tool"),
+        );
+        let text = if text.trim().is_empty() {
+            "(no output)".to_string()
+        } else {
+            text
+        };
         self.lock().trajectory.record(
             "tool",
             json!({"id": call.id, "name": call.name, "arguments": call.arguments, "ok": out.ok,
@@ -110,7 +127,11 @@ impl Session {
         let mut message = Message::tool(call.id.clone(), text.clone());
         if !out.images.is_empty() {
             let mut parts = vec![json!({"type": "text", "text": text})];
-            parts.extend(out.images.iter().map(|u| json!({"type": "image_url", "image_url": {"url": u}})));
+            parts.extend(
+                out.images
+                    .iter()
+                    .map(|u| json!({"type": "image_url", "image_url": {"url": u}})),
+            );
             message.content = Some(yuyao_protocol::Content::Parts(parts));
         }
         CallOutcome {
@@ -120,7 +141,12 @@ impl Session {
         }
     }
 
-    async fn execute(&self, client: &ModelClient, call: &ToolCall, token: &CancellationToken) -> (ToolOutput, bool) {
+    async fn execute(
+        &self,
+        client: &ModelClient,
+        call: &ToolCall,
+        token: &CancellationToken,
+    ) -> (ToolOutput, bool) {
         let available = self.advertised_names();
         let Some(name) = canonical_tool_name(&call.name).filter(|n| available.contains(n)) else {
             return (
@@ -155,7 +181,10 @@ impl Session {
             return (ToolOutput::err(refusal), false);
         }
         let Some(tool) = self.tools.get(name) else {
-            return (ToolOutput::err(format!("tool '{name}' is not available in this build")), false);
+            return (
+                ToolOutput::err(format!("tool '{name}' is not available in this build")),
+                false,
+            );
         };
         // Tools are synchronous; the turn owns this thread, and cancellation reaches the
         // tool through the token (checked by long-running tools such as bash).
@@ -163,7 +192,10 @@ impl Session {
     }
 
     fn action_for(&self, name: &str, args: &Value) -> Action {
-        let command = args.get("command").and_then(Value::as_str).map(str::to_string);
+        let command = args
+            .get("command")
+            .and_then(Value::as_str)
+            .map(str::to_string);
         let paths: Vec<PathBuf> = ["file_path", "path", "notebook_path", "filePath"]
             .iter()
             .find_map(|k| args.get(*k).and_then(Value::as_str))
@@ -186,7 +218,10 @@ impl Session {
         };
         let old = std::fs::read(path).unwrap_or_default();
         let new: Option<Vec<u8>> = match name {
-            "write" => args.get("content").and_then(Value::as_str).map(|c| c.as_bytes().to_vec()),
+            "write" => args
+                .get("content")
+                .and_then(Value::as_str)
+                .map(|c| c.as_bytes().to_vec()),
             "edit" | "multi-edit" => {
                 let specs: Vec<EditSpec> = if name == "edit" {
                     vec![edit_spec(args)]
@@ -214,9 +249,17 @@ impl Session {
         }
     }
 
-    fn ask_permission(&self, name: &str, args: &Value, action: &Action, reason: &str) -> Result<(), String> {
+    fn ask_permission(
+        &self,
+        name: &str,
+        args: &Value,
+        action: &Action,
+        reason: &str,
+    ) -> Result<(), String> {
         let Some(handler) = &self.handler else {
-            return Err(format!("Refused: {reason}, and nobody is there to approve it."));
+            return Err(format!(
+                "Refused: {reason}, and nobody is there to approve it."
+            ));
         };
         let summary = match (&action.command, action.paths.first()) {
             (Some(c), _) => format!("{name}: {}", c.lines().next().unwrap_or("")),
@@ -229,12 +272,13 @@ impl Session {
             detail: self.detail(name, args, action),
             reason: reason.to_string(),
         };
-        let answer = handler
-            .request(&req)
-            .and_then(|a| serde_json::from_value::<PermissionAnswer>(Value::String(a.trim().to_string())).ok());
-        self.lock()
-            .trajectory
-            .record("permission", json!({"tool": name, "answer": format!("{answer:?}")}));
+        let answer = handler.request(&req).and_then(|a| {
+            serde_json::from_value::<PermissionAnswer>(Value::String(a.trim().to_string())).ok()
+        });
+        self.lock().trajectory.record(
+            "permission",
+            json!({"tool": name, "answer": format!("{answer:?}")}),
+        );
         match answer {
             Some(PermissionAnswer::Allow) => Ok(()),
             Some(PermissionAnswer::AllowSession) | Some(PermissionAnswer::AllowProject) => {
@@ -247,7 +291,13 @@ impl Session {
     }
 
     /// auto-review: a short, separate model call judges the action (fail-closed).
-    async fn review(&self, client: &ModelClient, name: &str, args: &Value, action: &Action) -> Result<(), String> {
+    async fn review(
+        &self,
+        client: &ModelClient,
+        name: &str,
+        args: &Value,
+        action: &Action,
+    ) -> Result<(), String> {
         let request = self
             .lock()
             .history
@@ -264,7 +314,11 @@ impl Session {
         let req = build_request(system, &[Message::user(user)], Vec::new(), false, None);
         let mut ignore = |_p: yuyao_model::Piece<'_>| {};
         let never = CancellationToken::new();
-        let result = tokio::time::timeout(std::time::Duration::from_secs(90), client.complete(&req, &mut ignore, &never)).await;
+        let result = tokio::time::timeout(
+            std::time::Duration::from_secs(90),
+            client.complete(&req, &mut ignore, &never),
+        )
+        .await;
         let verdict = match result {
             Ok(Ok(c)) => {
                 let cost = self.pricing.cost(&c.usage);
@@ -273,10 +327,23 @@ impl Session {
                 st.usage.add(&c.usage);
                 c.text
             }
-            Ok(Err(e)) => return Err(format!("Refused: the safety review failed ({e}); auto-review blocks when it cannot decide.")),
-            Err(_) => return Err("Refused: the safety review timed out; auto-review blocks when it cannot decide.".into()),
+            Ok(Err(e)) => {
+                return Err(format!(
+                    "Refused: the safety review failed ({e}); auto-review blocks when it cannot decide."
+                ));
+            }
+            Err(_) => return Err(
+                "Refused: the safety review timed out; auto-review blocks when it cannot decide."
+                    .into(),
+            ),
         };
-        let line = verdict.trim().lines().next().unwrap_or("").trim().to_string();
+        let line = verdict
+            .trim()
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
         self.lock()
             .trajectory
             .record("review", json!({"tool": name, "verdict": line}));
@@ -286,19 +353,30 @@ impl Session {
         } else if upper.starts_with("BLOCK") {
             Err(format!("Refused by the auto-review classifier: {line}"))
         } else {
-            Err(format!("Refused: the safety review gave no clear verdict ({line:?}); auto-review blocks when it cannot decide."))
+            Err(format!(
+                "Refused: the safety review gave no clear verdict ({line:?}); auto-review blocks when it cannot decide."
+            ))
         }
     }
 
     fn ask_user(&self, args: &Value) -> ToolOutput {
-        let question = args.get("question").and_then(Value::as_str).unwrap_or("").trim().to_string();
+        let question = args
+            .get("question")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim()
+            .to_string();
         if question.is_empty() {
             return ToolOutput::err("missing required argument 'question'");
         }
         let options: Vec<String> = args
             .get("options")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|o| o.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|o| o.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default();
         let answer = self.handler.as_ref().and_then(|h| {
             h.request(&Request::AskUser {
@@ -306,9 +384,10 @@ impl Session {
                 options: options.clone(),
             })
         });
-        self.lock()
-            .trajectory
-            .record("ask_user", json!({"question": question, "options": options, "answer": answer}));
+        self.lock().trajectory.record(
+            "ask_user",
+            json!({"question": question, "options": options, "answer": answer}),
+        );
         match answer.filter(|a| !a.trim().is_empty()) {
             Some(a) => ToolOutput::ok(format!("The user answered: {a}")),
             None => ToolOutput::ok(
@@ -323,7 +402,10 @@ fn edit_spec(v: &Value) -> EditSpec {
     EditSpec {
         old: s("old_string"),
         new: s("new_string"),
-        replace_all: v.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
+        replace_all: v
+            .get("replace_all")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     }
 }
 

@@ -20,7 +20,11 @@ fn is_degenerate(text: &str) -> bool {
         .trim()
         .trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace())
         .to_ascii_lowercase();
-    t.is_empty() || matches!(t.as_str(), "done" | "ok" | "okay" | "finished" | "complete" | "completed" | "submit" | "submitted")
+    t.is_empty()
+        || matches!(
+            t.as_str(),
+            "done" | "ok" | "okay" | "finished" | "complete" | "completed" | "submit" | "submitted"
+        )
 }
 
 impl Session {
@@ -62,7 +66,10 @@ impl Session {
             .filter(|s| !s.trim().is_empty());
         let name = self.model_name();
         let (Some(base), Some(name)) = (base, name) else {
-            return Err("no model configured: set D2A_MODEL_BASE_URL, D2A_MODEL_NAME and D2A_MODEL_API_KEY".into());
+            return Err(
+                "no model configured: set D2A_MODEL_BASE_URL, D2A_MODEL_NAME and D2A_MODEL_API_KEY"
+                    .into(),
+            );
         };
         let key = self
             .opts
@@ -72,12 +79,18 @@ impl Session {
             .or_else(|| std::env::var("D2A_MODEL_API_KEY").ok())
             .unwrap_or_default();
         let mut cfg = ModelConfig::new(&base, &name, &key);
-        if let Some(s) = self.config.get("model.idle_timeout_s").and_then(|v| v.as_integer())
+        if let Some(s) = self
+            .config
+            .get("model.idle_timeout_s")
+            .and_then(|v| v.as_integer())
             && s > 0
         {
             cfg.idle_timeout = std::time::Duration::from_secs(s as u64);
         }
-        if let Some(n) = self.config.get("model.max_retries").and_then(|v| v.as_integer())
+        if let Some(n) = self
+            .config
+            .get("model.max_retries")
+            .and_then(|v| v.as_integer())
             && n >= 0
         {
             cfg.max_retries = n as u32;
@@ -155,7 +168,11 @@ impl Session {
             {
                 return self.limit(format!("time limit reached ({wall} s)"));
             }
-            let queued: Vec<String> = self.steer.lock().map(|mut q| q.drain(..).collect()).unwrap_or_default();
+            let queued: Vec<String> = self
+                .steer
+                .lock()
+                .map(|mut q| q.drain(..).collect())
+                .unwrap_or_default();
             let system = self.system_prompt();
             let (history, stream, effort) = {
                 let mut st = self.lock();
@@ -172,7 +189,9 @@ impl Session {
             };
             let req = build_request(&system, &history, self.tool_schemas(), stream, effort);
             if let Some(max) = max_cost {
-                let estimate = self.pricing.estimate(estimate_tokens(&req.messages), ASSUMED_OUTPUT_TOKENS);
+                let estimate = self
+                    .pricing
+                    .estimate(estimate_tokens(&req.messages), ASSUMED_OUTPUT_TOKENS);
                 if spent + estimate > max {
                     return self.limit(format!(
                         "spend ceiling reached: ${spent:.4} spent, the next call is estimated at ${estimate:.4}, the ceiling is ${max:.4}"
@@ -188,8 +207,12 @@ impl Session {
                     return;
                 }
                 match p {
-                    Piece::Text(t) => self.emit(Event::TextDelta { text: t.to_string() }),
-                    Piece::Thinking(t) => self.emit(Event::ThinkingDelta { text: t.to_string() }),
+                    Piece::Text(t) => self.emit(Event::TextDelta {
+                        text: t.to_string(),
+                    }),
+                    Piece::Thinking(t) => self.emit(Event::ThinkingDelta {
+                        text: t.to_string(),
+                    }),
                 }
             };
             let result = client.complete(&req, &mut on_piece, token).await;
@@ -241,11 +264,17 @@ impl Session {
                 if reply.text.trim().is_empty() {
                     if !nudged {
                         nudged = true;
-                        self.notice(NoticeLevel::Warning, "the model sent an empty reply; asking it once to continue");
+                        self.notice(
+                            NoticeLevel::Warning,
+                            "the model sent an empty reply; asking it once to continue",
+                        );
                         self.lock().history.push(Message::user(NUDGE));
                         continue;
                     }
-                    return self.failure("NotSubmitted", "the model sent empty replies twice; the turn ends without a result".into());
+                    return self.failure(
+                        "NotSubmitted",
+                        "the model sent empty replies twice; the turn ends without a result".into(),
+                    );
                 }
                 let exit_status = if acted && !reply.text.trim().is_empty() {
                     "Submitted"
@@ -268,7 +297,10 @@ impl Session {
                 if token.is_cancelled() {
                     let mut st = self.lock();
                     for rest in &calls[k..] {
-                        st.history.push(Message::tool(rest.id.clone(), "(interrupted by the user before this tool call ran)"));
+                        st.history.push(Message::tool(
+                            rest.id.clone(),
+                            "(interrupted by the user before this tool call ran)",
+                        ));
                     }
                     return interrupted();
                 }

@@ -67,7 +67,10 @@ mod tests {
     #[test]
     fn quotes() {
         assert_eq!(split_words("set k 'a b'").unwrap(), ["set", "k", "a b"]);
-        assert_eq!(split_words(r#"x "a \"q\"" ''"#).unwrap(), ["x", "a \"q\"", ""]);
+        assert_eq!(
+            split_words(r#"x "a \"q\"" ''"#).unwrap(),
+            ["x", "a \"q\"", ""]
+        );
         assert!(split_words("'open").is_err());
     }
 }

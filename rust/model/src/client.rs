@@ -339,7 +339,10 @@ mod tests {
 
     #[test]
     fn provider_message_is_extracted() {
-        assert_eq!(provider_message(r#"{"error":{"message":"bad key"}}"#), "bad key");
+        assert_eq!(
+            provider_message(r#"{"error":{"message":"bad key"}}"#),
+            "bad key"
+        );
         assert_eq!(provider_message(""), "(empty response body)");
     }
 }

@@ -25,11 +25,16 @@ impl Pricing {
             Ok(p) if p.is_valid() => (p, None),
             Ok(_) => (
                 Pricing::default(),
-                Some("D2A_MODEL_COST has a negative or non-finite price; cost is counted as 0".into()),
+                Some(
+                    "D2A_MODEL_COST has a negative or non-finite price; cost is counted as 0"
+                        .into(),
+                ),
             ),
             Err(e) => (
                 Pricing::default(),
-                Some(format!("D2A_MODEL_COST is not valid JSON prices ({e}); cost is counted as 0")),
+                Some(format!(
+                    "D2A_MODEL_COST is not valid JSON prices ({e}); cost is counted as 0"
+                )),
             ),
         }
     }

@@ -212,7 +212,12 @@ pub fn check_well_formed(msgs: &[Message]) -> Result<(), String> {
     if msgs.first().map(|m| m.role) != Some(MessageRole::System) {
         return Err("first message is not the system message".into());
     }
-    if msgs.iter().filter(|m| m.role == MessageRole::System).count() != 1 {
+    if msgs
+        .iter()
+        .filter(|m| m.role == MessageRole::System)
+        .count()
+        != 1
+    {
         return Err("more than one system message".into());
     }
     for (i, m) in msgs.iter().enumerate() {
@@ -227,7 +232,11 @@ pub fn check_well_formed(msgs: &[Message]) -> Result<(), String> {
         if i > 0 {
             let prev = &msgs[i - 1];
             if prev.role == m.role && m.role != MessageRole::Tool {
-                return Err(format!("messages {} and {i} share role {:?}", i - 1, m.role));
+                return Err(format!(
+                    "messages {} and {i} share role {:?}",
+                    i - 1,
+                    m.role
+                ));
             }
         }
         if !m.tool_calls.is_empty() {
@@ -236,7 +245,10 @@ pub fn check_well_formed(msgs: &[Message]) -> Result<(), String> {
                 if r.map(|r| r.role) != Some(MessageRole::Tool)
                     || r.and_then(|r| r.tool_call_id.as_deref()) != Some(call.id.as_str())
                 {
-                    return Err(format!("tool call {} of message {i} is not answered", call.id));
+                    return Err(format!(
+                        "tool call {} of message {i} is not answered",
+                        call.id
+                    ));
                 }
             }
             if msgs.get(i + 1 + m.tool_calls.len()).map(|r| r.role) == Some(MessageRole::Tool) {
@@ -297,8 +309,13 @@ mod tests {
             "[a-z ]{0,12}",
         ];
         let id = prop_oneof![Just(String::new()), "[abc]"];
-        (0u8..4, text, proptest::collection::vec(id.clone(), 0..3), id).prop_map(
-            |(role, text, calls, tid)| match role {
+        (
+            0u8..4,
+            text,
+            proptest::collection::vec(id.clone(), 0..3),
+            id,
+        )
+            .prop_map(|(role, text, calls, tid)| match role {
                 0 => Message::system(text),
                 1 => Message::user(text),
                 2 => {
@@ -314,8 +331,7 @@ mod tests {
                     m
                 }
                 _ => Message::tool(tid, text),
-            },
-        )
+            })
     }
 
     proptest! {

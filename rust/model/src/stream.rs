@@ -40,7 +40,11 @@ impl Assembler {
             self.reasoning.push_str(t);
             on_piece(Piece::Thinking(t));
         }
-        if let Some(t) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        if let Some(t) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
             self.text.push_str(t);
             on_piece(Piece::Text(t));
         }
@@ -51,7 +55,10 @@ impl Assembler {
             .flatten()
             .enumerate()
         {
-            let index = tc.get("index").and_then(Value::as_u64).unwrap_or(pos as u64);
+            let index = tc
+                .get("index")
+                .and_then(Value::as_u64)
+                .unwrap_or(pos as u64);
             let slot = match self.calls.iter().position(|c| c.index == index) {
                 Some(i) => &mut self.calls[i],
                 None => {
@@ -62,7 +69,11 @@ impl Assembler {
                     self.calls.last_mut().expect("just pushed")
                 }
             };
-            if let Some(id) = tc.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            if let Some(id) = tc
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+            {
                 slot.id = id.to_string();
             }
             if let Some(f) = tc.get("function") {

@@ -13,7 +13,13 @@ pub use rules::Rule;
 pub use shell::{Segment, Undetermined, segments};
 
 /// Tools that change files.
-pub const FILE_MUTATING: &[&str] = &["write", "edit", "multi-edit", "apply-patch", "notebook-edit"];
+pub const FILE_MUTATING: &[&str] = &[
+    "write",
+    "edit",
+    "multi-edit",
+    "apply-patch",
+    "notebook-edit",
+];
 /// Tools that run a shell command.
 pub const SHELL_TOOLS: &[&str] = &["bash", "monitor"];
 /// Tools that reach the network.
@@ -190,14 +196,26 @@ impl Policy {
             return self.ask_or_refuse(format!("{u}; it needs an explicit approval"));
         }
         if let Some(r) = self.allowing_rule(a, segs.as_ref()) {
-            return Decision::new(Verdict::Allow, format!("allowed by rule {}", r.text), format!("allow {}", r.text));
+            return Decision::new(
+                Verdict::Allow,
+                format!("allowed by rule {}", r.text),
+                format!("allow {}", r.text),
+            );
         }
         match self.mode {
-            Mode::Yolo => Decision::new(Verdict::Allow, "yolo mode approves everything", "mode yolo"),
-            Mode::AutoEdit if FILE_MUTATING.contains(&tool) => {
-                Decision::new(Verdict::Allow, "auto-edit mode approves file edits", "mode auto-edit")
+            Mode::Yolo => {
+                Decision::new(Verdict::Allow, "yolo mode approves everything", "mode yolo")
             }
-            Mode::AutoReview => Decision::new(Verdict::Review, "auto-review: the classifier decides", "mode auto-review"),
+            Mode::AutoEdit if FILE_MUTATING.contains(&tool) => Decision::new(
+                Verdict::Allow,
+                "auto-edit mode approves file edits",
+                "mode auto-edit",
+            ),
+            Mode::AutoReview => Decision::new(
+                Verdict::Review,
+                "auto-review: the classifier decides",
+                "mode auto-review",
+            ),
             _ => self.ask_or_refuse(format!("{} mode asks before every change", self.mode)),
         }
     }
@@ -206,7 +224,9 @@ impl Policy {
         if self.headless {
             Decision::new(
                 Verdict::Deny,
-                format!("{why}, and nobody is there to approve it in this unattended run (use --mode auto-edit or --yolo, or an --allow rule)"),
+                format!(
+                    "{why}, and nobody is there to approve it in this unattended run (use --mode auto-edit or --yolo, or an --allow rule)"
+                ),
                 format!("mode {} (unattended)", self.mode),
             )
         } else {
@@ -215,7 +235,11 @@ impl Policy {
     }
 
     /// An allow (or granted) rule exempts only when it covers every segment or every path.
-    fn allowing_rule(&self, a: &Action, segs: Option<&Result<Vec<Segment>, Undetermined>>) -> Option<&Rule> {
+    fn allowing_rule(
+        &self,
+        a: &Action,
+        segs: Option<&Result<Vec<Segment>, Undetermined>>,
+    ) -> Option<&Rule> {
         let tool = a.tool.as_str();
         let rules = self.allow.iter().chain(self.granted.iter());
         let candidates: Vec<&Rule> = rules.filter(|r| r.covers_tool(tool)).collect();
@@ -226,25 +250,31 @@ impl Policy {
                         || candidates.iter().any(|r| r.matches_segment(seg))
                 });
                 if all {
-                    candidates.into_iter().find(|r| s.iter().any(|seg| r.matches_segment(seg)))
+                    candidates
+                        .into_iter()
+                        .find(|r| s.iter().any(|seg| r.matches_segment(seg)))
                 } else {
                     None
                 }
             }
             Some(Err(_)) => None,
             None => candidates.into_iter().find(|r| {
-                r.pattern.is_none() || (!a.paths.is_empty() && a.paths.iter().all(|p| r.matches_path(p, self.project())))
+                r.pattern.is_none()
+                    || (!a.paths.is_empty()
+                        && a.paths.iter().all(|p| r.matches_path(p, self.project())))
             }),
         }
     }
 
     fn project(&self) -> &Path {
-        self.roots.first().map(PathBuf::as_path).unwrap_or(Path::new("/"))
+        self.roots
+            .first()
+            .map(PathBuf::as_path)
+            .unwrap_or(Path::new("/"))
     }
 
     fn within_roots(&self, p: &Path) -> bool {
-        self.roots.iter().any(|r| p.starts_with(r))
-            || p.starts_with(std::env::temp_dir())
+        self.roots.iter().any(|r| p.starts_with(r)) || p.starts_with(std::env::temp_dir())
     }
 }
 
@@ -284,12 +314,30 @@ mod tests {
 
     #[test]
     fn modes() {
-        assert_eq!(policy(Mode::Plan).decide(&write("/proj/a")).verdict, Verdict::Deny);
-        assert_eq!(policy(Mode::Plan).decide(&bash("ls | head")).verdict, Verdict::Allow);
-        assert_eq!(policy(Mode::Ask).decide(&write("/proj/a")).verdict, Verdict::Ask);
-        assert_eq!(policy(Mode::AutoEdit).decide(&write("/proj/a")).verdict, Verdict::Allow);
-        assert_eq!(policy(Mode::AutoEdit).decide(&bash("rm a")).verdict, Verdict::Ask);
-        assert_eq!(policy(Mode::Yolo).decide(&bash("rm a")).verdict, Verdict::Allow);
+        assert_eq!(
+            policy(Mode::Plan).decide(&write("/proj/a")).verdict,
+            Verdict::Deny
+        );
+        assert_eq!(
+            policy(Mode::Plan).decide(&bash("ls | head")).verdict,
+            Verdict::Allow
+        );
+        assert_eq!(
+            policy(Mode::Ask).decide(&write("/proj/a")).verdict,
+            Verdict::Ask
+        );
+        assert_eq!(
+            policy(Mode::AutoEdit).decide(&write("/proj/a")).verdict,
+            Verdict::Allow
+        );
+        assert_eq!(
+            policy(Mode::AutoEdit).decide(&bash("rm a")).verdict,
+            Verdict::Ask
+        );
+        assert_eq!(
+            policy(Mode::Yolo).decide(&bash("rm a")).verdict,
+            Verdict::Allow
+        );
         let mut p = policy(Mode::Ask);
         p.headless = true;
         assert_eq!(p.decide(&bash("touch a")).verdict, Verdict::Deny);
@@ -300,7 +348,12 @@ mod tests {
     fn deny_vetoes_any_segment_and_allow_needs_all() {
         let mut p = policy(Mode::Yolo);
         p.deny.push(Rule::parse("Bash(rm)").unwrap());
-        for cmd in ["ls && rm x", "echo $(rm x)", "sh -c 'r\"\"m x'", "find . -exec rm {} +"] {
+        for cmd in [
+            "ls && rm x",
+            "echo $(rm x)",
+            "sh -c 'r\"\"m x'",
+            "find . -exec rm {} +",
+        ] {
             assert_eq!(p.decide(&bash(cmd)).verdict, Verdict::Deny, "{cmd}");
         }
         assert_eq!(p.decide(&bash("grep 'rm ' f.txt")).verdict, Verdict::Allow);
@@ -308,8 +361,14 @@ mod tests {
 
         let mut p = policy(Mode::Ask);
         p.allow.push(Rule::parse("Bash(npm install:*)").unwrap());
-        assert_eq!(p.decide(&bash("npm install && cat x")).verdict, Verdict::Allow);
-        assert_eq!(p.decide(&bash("npm install && touch x")).verdict, Verdict::Ask);
+        assert_eq!(
+            p.decide(&bash("npm install && cat x")).verdict,
+            Verdict::Allow
+        );
+        assert_eq!(
+            p.decide(&bash("npm install && touch x")).verdict,
+            Verdict::Ask
+        );
     }
 
     #[test]

@@ -6,18 +6,102 @@ use crate::shell::Segment;
 /// Inspection programs that never change anything (whatever their arguments, except the
 /// per-program exceptions in [`segment_is_read_only`]).
 const INSPECTION: &[&str] = &[
-    "rg", "ls", "cat", "sed", "grep", "egrep", "fgrep", "find", "head", "tail", "fd", "tree",
-    "stat", "file", "which", "jq", "wc", "pwd", "echo", "printf", "true", "false", "test", "[",
-    "[[", "cd", "du", "df", "diff", "cmp", "sort", "uniq", "cut", "tr", "nl", "less", "more",
-    "basename", "dirname", "realpath", "readlink", "whoami", "id", "uname", "date", "env",
-    "printenv", "type", "command", "hostname", "column", "od", "xxd", "hexdump", "sha256sum",
-    "md5sum", "sha1sum", "cksum", "awk", "ps", "uptime", "free", "lsof", "comm", "paste",
-    "fold", "expand", "tac", "rev", "strings", "ldd", "nproc", "locale", "seq", "sleep", ":",
+    "rg",
+    "ls",
+    "cat",
+    "sed",
+    "grep",
+    "egrep",
+    "fgrep",
+    "find",
+    "head",
+    "tail",
+    "fd",
+    "tree",
+    "stat",
+    "file",
+    "which",
+    "jq",
+    "wc",
+    "pwd",
+    "echo",
+    "printf",
+    "true",
+    "false",
+    "test",
+    "[",
+    "[[",
+    "cd",
+    "du",
+    "df",
+    "diff",
+    "cmp",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "nl",
+    "less",
+    "more",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "whoami",
+    "id",
+    "uname",
+    "date",
+    "env",
+    "printenv",
+    "type",
+    "command",
+    "hostname",
+    "column",
+    "od",
+    "xxd",
+    "hexdump",
+    "sha256sum",
+    "md5sum",
+    "sha1sum",
+    "cksum",
+    "awk",
+    "ps",
+    "uptime",
+    "free",
+    "lsof",
+    "comm",
+    "paste",
+    "fold",
+    "expand",
+    "tac",
+    "rev",
+    "strings",
+    "ldd",
+    "nproc",
+    "locale",
+    "seq",
+    "sleep",
+    ":",
 ];
 
 const GIT_READ_ONLY: &[&str] = &[
-    "status", "log", "diff", "show", "blame", "ls-files", "rev-parse", "describe", "shortlog",
-    "grep", "branch", "remote", "ls-tree", "cat-file", "rev-list", "reflog", "tag",
+    "status",
+    "log",
+    "diff",
+    "show",
+    "blame",
+    "ls-files",
+    "rev-parse",
+    "describe",
+    "shortlog",
+    "grep",
+    "branch",
+    "remote",
+    "ls-tree",
+    "cat-file",
+    "rev-list",
+    "reflog",
+    "tag",
 ];
 
 /// Whether one segment only reads.
@@ -28,23 +112,40 @@ pub fn segment_is_read_only(s: &Segment) -> bool {
     let p = s.program.as_str();
     let args: Vec<&str> = s.args.iter().map(String::as_str).collect();
     match p {
-        "sed" => !args.iter().any(|a| a.starts_with("-i") || *a == "--in-place"),
+        "sed" => !args
+            .iter()
+            .any(|a| a.starts_with("-i") || *a == "--in-place"),
         "find" => !args.iter().any(|a| {
             matches!(
                 *a,
-                "-exec" | "-execdir" | "-ok" | "-okdir" | "-delete" | "-fprint" | "-fprintf" | "-fls"
+                "-exec"
+                    | "-execdir"
+                    | "-ok"
+                    | "-okdir"
+                    | "-delete"
+                    | "-fprint"
+                    | "-fprintf"
+                    | "-fls"
             )
         }),
         "awk" => !args.iter().any(|a| a.contains("system") || a.contains('>')),
-        "fd" => !args.iter().any(|a| matches!(*a, "-x" | "-X" | "--exec" | "--exec-batch")),
-        "sort" => !args.iter().any(|a| a.starts_with("-o") || a.starts_with("--output")),
+        "fd" => !args
+            .iter()
+            .any(|a| matches!(*a, "-x" | "-X" | "--exec" | "--exec-batch")),
+        "sort" => !args
+            .iter()
+            .any(|a| a.starts_with("-o") || a.starts_with("--output")),
         "env" | "command" => args.is_empty() || args == ["-v"] || args.first() == Some(&"-v"),
-        "date" => !args.iter().any(|a| a.starts_with("-s") || a.starts_with("--set")),
+        "date" => !args
+            .iter()
+            .any(|a| a.starts_with("-s") || a.starts_with("--set")),
         "git" => git_is_read_only(&args),
-        "cargo" => matches!(
-            args.first(),
-            Some(&("check" | "test" | "clippy" | "metadata" | "tree"))
-        ) || args.starts_with(&["nextest", "run"]),
+        "cargo" => {
+            matches!(
+                args.first(),
+                Some(&("check" | "test" | "clippy" | "metadata" | "tree"))
+            ) || args.starts_with(&["nextest", "run"])
+        }
         "npm" | "pnpm" | "yarn" => args.first() == Some(&"test"),
         _ => INSPECTION.contains(&p),
     }
@@ -73,7 +174,10 @@ fn git_is_read_only(args: &[&str]) -> bool {
     match *sub {
         // These also have writing forms: only the listing forms are read-only.
         "branch" | "tag" | "remote" => rest.iter().all(|a| {
-            matches!(*a, "-a" | "-r" | "-l" | "--list" | "-v" | "-vv" | "--all" | "--show-current")
+            matches!(
+                *a,
+                "-a" | "-r" | "-l" | "--list" | "-v" | "-vv" | "--all" | "--show-current"
+            )
         }),
         s => GIT_READ_ONLY.contains(&s),
     }

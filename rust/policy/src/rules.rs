@@ -25,7 +25,14 @@ pub enum Pattern {
 
 /// Tools whose `file_path`/`path` argument path rules apply to.
 pub const FILE_TOOLS: &[&str] = &[
-    "read", "write", "edit", "multi-edit", "notebook-edit", "apply-patch", "grep", "glob",
+    "read",
+    "write",
+    "edit",
+    "multi-edit",
+    "notebook-edit",
+    "apply-patch",
+    "grep",
+    "glob",
 ];
 
 impl Rule {
@@ -141,7 +148,12 @@ fn command_matches(pattern: &str, s: &Segment) -> bool {
         return wildcard(p, &line) || wildcard(p, &s.program);
     }
     if !p.contains(' ') {
-        return s.program == p || s.program == Path::new(p).file_name().and_then(|f| f.to_str()).unwrap_or(p);
+        return s.program == p
+            || s.program
+                == Path::new(p)
+                    .file_name()
+                    .and_then(|f| f.to_str())
+                    .unwrap_or(p);
     }
     word_prefix(&line, p)
 }

@@ -124,13 +124,18 @@ fn simple_command(
     match first.as_str() {
         "for" | "select" => return Ok(()), // `for x in a b` runs nothing itself
         "case" | "function" | "coproc" | "eval" | "source" | "." => {
-            return undetermined(format!("'{first}' is beyond what yuyao's shell lexer accounts for"));
+            return undetermined(format!(
+                "'{first}' is beyond what yuyao's shell lexer accounts for"
+            ));
         }
         _ => {}
     }
     let words = &words[i..];
     if words.iter().take(1).any(|(_, dynamic)| *dynamic) {
-        return undetermined(format!("the program name '{}' is computed at run time", words[0].0));
+        return undetermined(format!(
+            "the program name '{}' is computed at run time",
+            words[0].0
+        ));
     }
     let mut argv: Vec<String> = words.iter().map(|(w, _)| w.clone()).collect();
     strip_wrappers(&mut argv, substituted, depth, out)?;
@@ -206,7 +211,24 @@ fn strip_wrappers(
             "timeout" => (&["-s", "-k", "--signal", "--kill-after"], 1),
             "stdbuf" => (&["-i", "-o", "-e"], 0),
             "xargs" => (
-                &["-I", "-i", "-n", "-P", "-d", "-L", "-l", "-s", "-E", "-e", "-a", "--max-args", "--max-procs", "--delimiter", "--arg-file", "--replace"],
+                &[
+                    "-I",
+                    "-i",
+                    "-n",
+                    "-P",
+                    "-d",
+                    "-L",
+                    "-l",
+                    "-s",
+                    "-E",
+                    "-e",
+                    "-a",
+                    "--max-args",
+                    "--max-procs",
+                    "--delimiter",
+                    "--arg-file",
+                    "--replace",
+                ],
                 0,
             ),
             "sudo" | "doas" => (&["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"], 0),
@@ -253,9 +275,9 @@ fn shell_c(
     depth: usize,
     out: &mut Vec<Segment>,
 ) -> Result<(), Undetermined> {
-    let pos = argv.iter().position(|a| {
-        a.starts_with('-') && !a.starts_with("--") && a.contains('c')
-    });
+    let pos = argv
+        .iter()
+        .position(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'));
     match pos {
         Some(p) => match argv.get(p + 1) {
             Some(script) => {
@@ -427,7 +449,9 @@ impl Lexer {
             return undetermined("redirection without a target");
         }
         Ok(Tok::Redirect {
-            writes_file: target != "/dev/null" && target != "/dev/stdout" && target != "/dev/stderr",
+            writes_file: target != "/dev/null"
+                && target != "/dev/stdout"
+                && target != "/dev/stderr",
         })
     }
 
@@ -451,7 +475,11 @@ impl Lexer {
                 if self.peek(0) == Some('\n') {
                     self.pos += 1;
                 }
-                let cmp = if strip { line.trim_start_matches('\t') } else { &line };
+                let cmp = if strip {
+                    line.trim_start_matches('\t')
+                } else {
+                    &line
+                };
                 if cmp == delim {
                     break;
                 }
@@ -691,7 +719,14 @@ mod tests {
 
     #[test]
     fn undetermined_cases() {
-        for cmd in ["echo 'a", "echo \"a", "$CMD x", "eval rm x", "f() { rm x; }", "echo `rm"] {
+        for cmd in [
+            "echo 'a",
+            "echo \"a",
+            "$CMD x",
+            "eval rm x",
+            "f() { rm x; }",
+            "echo `rm",
+        ] {
             assert!(segments(cmd).is_err(), "{cmd}");
         }
     }

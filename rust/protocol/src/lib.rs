@@ -6,10 +6,12 @@
 mod enums;
 mod message;
 mod options;
+mod tool_names;
 
 pub use enums::{Curiosity, Mode, NetworkAccess, Role, SandboxLevel, ShowThinking, ThinkingLevel};
 pub use message::{Content, Message, MessageRole, ToolCall, Usage};
 pub use options::{ModelSettings, SessionOptions};
+pub use tool_names::canonical_tool_name;
 
 use serde::{Deserialize, Serialize};
 
@@ -110,42 +112,4 @@ mod tests {
         assert_eq!(v["type"], "text_delta");
         assert_eq!(v["text"], "hi");
     }
-}
-
-/// The advertised name of a built-in tool for any spelling a model may use: case-insensitive,
-/// `_`/`-` folded, and the Claude Code names (DESIGN §3). `None` for an unknown name.
-pub fn canonical_tool_name(name: &str) -> Option<&'static str> {
-    let folded: String = name
-        .trim()
-        .chars()
-        .filter(|c| *c != '_' && *c != '-' && *c != ' ')
-        .flat_map(char::to_lowercase)
-        .collect();
-    Some(match folded.as_str() {
-        "bash" | "shell" | "exec" | "execcommand" | "run" | "runcommand" => "bash",
-        "read" | "readfile" | "view" => "read",
-        "write" | "writefile" | "createfile" => "write",
-        "edit" | "editfile" | "strreplace" | "strreplaceeditor" => "edit",
-        "multiedit" => "multi-edit",
-        "applypatch" | "patch" => "apply-patch",
-        "grep" | "search" | "codesearch" => "grep",
-        "glob" | "findfiles" => "glob",
-        "webfetch" | "fetch" => "web-fetch",
-        "websearch" => "web-search",
-        "browser" => "browser",
-        "readmedia" | "readimage" => "read-media",
-        "lsp" => "lsp",
-        "notebookedit" => "notebook-edit",
-        "monitor" => "monitor",
-        "todo" | "todowrite" | "tasklist" => "todo",
-        "task" | "agent" | "subagent" => "task",
-        "bglist" => "bg-list",
-        "bgoutput" | "bashoutput" => "bg-output",
-        "bgstop" | "killshell" | "killbash" => "bg-stop",
-        "memorysearch" => "memory-search",
-        "memoryget" => "memory-get",
-        "askuser" | "askuserquestion" | "requestuserinput" => "ask-user",
-        "declarescope" => "declare-scope",
-        _ => return None,
-    })
 }

@@ -72,8 +72,16 @@ impl<'de> Deserialize<'de> for ToolCall {
             Some(other) => other.to_string(),
         };
         Ok(ToolCall {
-            id: v.get("id").and_then(Value::as_str).unwrap_or("").to_string(),
-            name: f.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+            id: v
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            name: f
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             arguments,
         })
     }

@@ -23,7 +23,9 @@ struct PyHandler {
 
 impl Handler for PyHandler {
     fn event(&self, event: &Event) {
-        let Ok(text) = serde_json::to_string(event) else { return };
+        let Ok(text) = serde_json::to_string(event) else {
+            return;
+        };
         Python::attach(|py| {
             if let Err(e) = self.obj.call_method1(py, "event", (text,)) {
                 // A rendering bug must not kill the turn; show it and go on.
@@ -76,7 +78,8 @@ impl PySession {
     }
 
     fn messages_json(&self) -> PyResult<String> {
-        serde_json::to_string(&self.inner.messages()).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        serde_json::to_string(&self.inner.messages())
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     }
 
     fn config_get_json(&self, key: &str) -> String {

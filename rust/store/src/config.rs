@@ -42,30 +42,106 @@ enum Kind {
 
 /// Every key the product understands, with its type and meaning.
 const KNOWN: &[(&str, Kind, &str)] = &[
-    ("mode", Kind::OneOf(&["ask", "plan", "auto-edit", "auto-review", "yolo"]), "default permission mode"),
-    ("role", Kind::OneOf(&["execute", "ask", "architect", "debug", "orchestrator"]), "default role"),
-    ("sandbox", Kind::OneOf(&["read-only", "workspace-write", "full-access"]), "OS sandbox level"),
-    ("network", Kind::OneOf(&["on", "off"]), "network access for tools"),
+    (
+        "mode",
+        Kind::OneOf(&["ask", "plan", "auto-edit", "auto-review", "yolo"]),
+        "default permission mode",
+    ),
+    (
+        "role",
+        Kind::OneOf(&["execute", "ask", "architect", "debug", "orchestrator"]),
+        "default role",
+    ),
+    (
+        "sandbox",
+        Kind::OneOf(&["read-only", "workspace-write", "full-access"]),
+        "OS sandbox level",
+    ),
+    (
+        "network",
+        Kind::OneOf(&["on", "off"]),
+        "network access for tools",
+    ),
     ("stream", Kind::Bool, "stream model output"),
-    ("show_thinking", Kind::OneOf(&["off", "collapsed", "expanded"]), "how thinking is displayed"),
-    ("thinking", Kind::OneOf(&["off", "low", "medium", "high", "max"]), "reasoning budget"),
-    ("curiosity", Kind::OneOf(&["low", "normal", "high"]), "how readily the agent asks"),
+    (
+        "show_thinking",
+        Kind::OneOf(&["off", "collapsed", "expanded"]),
+        "how thinking is displayed",
+    ),
+    (
+        "thinking",
+        Kind::OneOf(&["off", "low", "medium", "high", "max"]),
+        "reasoning budget",
+    ),
+    (
+        "curiosity",
+        Kind::OneOf(&["low", "normal", "high"]),
+        "how readily the agent asks",
+    ),
     ("model", Kind::Str, "model name (overrides D2A_MODEL_NAME)"),
     ("max_steps", Kind::Int, "step limit per turn"),
     ("maxCostUsd", Kind::Float, "session spend ceiling in USD"),
-    ("usage", Kind::OneOf(&["off", "tokens", "full"]), "token and cost display"),
-    ("theme", Kind::OneOf(&["dark", "light", "mono"]), "TUI colour theme"),
-    ("editor.mode", Kind::OneOf(&["default", "vim"]), "input box editing mode"),
-    ("output.style", Kind::OneOf(&["default", "concise", "explanatory"]), "answer style"),
-    ("trajectory", Kind::Bool, "write .trajectory/ traces in interactive sessions"),
+    (
+        "usage",
+        Kind::OneOf(&["off", "tokens", "full"]),
+        "token and cost display",
+    ),
+    (
+        "theme",
+        Kind::OneOf(&["dark", "light", "mono"]),
+        "TUI colour theme",
+    ),
+    (
+        "editor.mode",
+        Kind::OneOf(&["default", "vim"]),
+        "input box editing mode",
+    ),
+    (
+        "output.style",
+        Kind::OneOf(&["default", "concise", "explanatory"]),
+        "answer style",
+    ),
+    (
+        "trajectory",
+        Kind::Bool,
+        "write .trajectory/ traces in interactive sessions",
+    ),
     ("memorySearch.provider", Kind::Str, "memory search provider"),
-    ("compaction.memoryFlush.enabled", Kind::Bool, "flush memory before compaction"),
-    ("compaction.memoryFlush.model", Kind::Str, "model of the memory-flush turn"),
-    ("dreaming.enabled", Kind::Bool, "background memory consolidation"),
-    ("architect.editor_model", Kind::Str, "editor model of the architect role"),
-    ("tools.bash.timeout_ms", Kind::Int, "default bash timeout in ms"),
-    ("model.idle_timeout_s", Kind::Int, "longest silence from the model, seconds"),
-    ("model.max_retries", Kind::Int, "retries on 429/5xx/connection errors"),
+    (
+        "compaction.memoryFlush.enabled",
+        Kind::Bool,
+        "flush memory before compaction",
+    ),
+    (
+        "compaction.memoryFlush.model",
+        Kind::Str,
+        "model of the memory-flush turn",
+    ),
+    (
+        "dreaming.enabled",
+        Kind::Bool,
+        "background memory consolidation",
+    ),
+    (
+        "architect.editor_model",
+        Kind::Str,
+        "editor model of the architect role",
+    ),
+    (
+        "tools.bash.timeout_ms",
+        Kind::Int,
+        "default bash timeout in ms",
+    ),
+    (
+        "model.idle_timeout_s",
+        Kind::Int,
+        "longest silence from the model, seconds",
+    ),
+    (
+        "model.max_retries",
+        Kind::Int,
+        "retries on 429/5xx/connection errors",
+    ),
 ];
 
 pub struct Config {
@@ -100,7 +176,10 @@ impl Config {
                 ConfigError::Invalid(format!("{} is not valid TOML: {e}", path.display()))
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Table::new()),
-            Err(e) => Err(ConfigError::Io(format!("cannot read {}: {e}", path.display()))),
+            Err(e) => Err(ConfigError::Io(format!(
+                "cannot read {}: {e}",
+                path.display()
+            ))),
         }
     }
 
@@ -298,9 +377,9 @@ pub fn to_json(v: &Value) -> serde_json::Value {
         Value::Boolean(b) => serde_json::Value::Bool(*b),
         Value::Datetime(d) => serde_json::Value::String(d.to_string()),
         Value::Array(a) => serde_json::Value::Array(a.iter().map(to_json).collect()),
-        Value::Table(t) => serde_json::Value::Object(
-            t.iter().map(|(k, v)| (k.clone(), to_json(v))).collect(),
-        ),
+        Value::Table(t) => {
+            serde_json::Value::Object(t.iter().map(|(k, v)| (k.clone(), to_json(v))).collect())
+        }
     }
 }
 

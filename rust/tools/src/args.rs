@@ -30,7 +30,10 @@ pub fn opt_bool(args: &Value, name: &str) -> ArgResult<Option<bool>> {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
-        Some(other) => Err(format!("argument '{name}' must be true or false, got {}", kind(other))),
+        Some(other) => Err(format!(
+            "argument '{name}' must be true or false, got {}",
+            kind(other)
+        )),
     }
 }
 
@@ -48,7 +51,10 @@ pub fn opt_int(args: &Value, name: &str) -> ArgResult<Option<i64>> {
             .parse::<i64>()
             .map(Some)
             .map_err(|_| format!("argument '{name}' must be a whole number, got \"{s}\"")),
-        Some(other) => Err(format!("argument '{name}' must be a whole number, got {}", kind(other))),
+        Some(other) => Err(format!(
+            "argument '{name}' must be a whole number, got {}",
+            kind(other)
+        )),
     }
 }
 

@@ -120,7 +120,11 @@ fn line_of(buf: &[u8], pos: usize) -> usize {
 /// Lines that resemble the first line of `old` (whitespace-insensitive), to show the model
 /// what is really there.
 fn near_misses(buf: &[u8], old: &str) -> String {
-    let first = old.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let first = old
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
     if first.is_empty() {
         return String::new();
     }
@@ -132,7 +136,9 @@ fn near_misses(buf: &[u8], old: &str) -> String {
         .enumerate()
         .filter(|(_, l)| {
             let l = squash(l);
-            !l.is_empty() && (l.contains(&want) || (want.len() > 8 && want.contains(&l) && l.len() > want.len() / 2))
+            !l.is_empty()
+                && (l.contains(&want)
+                    || (want.len() > 8 && want.contains(&l) && l.len() > want.len() / 2))
         })
         .take(3)
         .map(|(i, l)| format!("  line {}: {}", i + 1, l.trim_end()))

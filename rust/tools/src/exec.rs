@@ -54,7 +54,11 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
         return Err("run_in_background is not available in this build; run the command in the foreground with a timeout".into());
     }
     let timeout_ms = match opt_int(args, "timeout")? {
-        Some(t) if t <= 0 => return Err(format!("timeout must be a positive number of milliseconds, got {t}")),
+        Some(t) if t <= 0 => {
+            return Err(format!(
+                "timeout must be a positive number of milliseconds, got {t}"
+            ));
+        }
         Some(t) => (t as u64).min(MAX_TIMEOUT_MS),
         None => ctx.bash_timeout_ms,
     };
@@ -62,9 +66,14 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
     let cwd = if cwd.is_dir() { cwd } else { ctx.project() };
     std::fs::create_dir_all(&ctx.spill_dir)
         .map_err(|e| format!("cannot create {}: {e}", ctx.spill_dir.display()))?;
-    let cwd_file = ctx
-        .spill_dir
-        .join(format!("cwd-{}-{:?}", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
+    let cwd_file = ctx.spill_dir.join(
+        format!(
+            "cwd-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        )
+        .replace(['(', ')'], ""),
+    );
     let _ = std::fs::remove_file(&cwd_file);
     // The trap records the final directory however the script ends (even on `exit`).
     let script = format!(
@@ -127,7 +136,11 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
             Err(e) => return Err(format!("lost track of the command: {e}")),
         }
         if cancel.is_cancelled() || Instant::now() >= deadline {
-            ended_by = Some(if cancel.is_cancelled() { "interrupted" } else { "timeout" });
+            ended_by = Some(if cancel.is_cancelled() {
+                "interrupted"
+            } else {
+                "timeout"
+            });
             kill_group(pgid);
             break child.wait().ok();
         }
@@ -147,7 +160,10 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
     let total = total.lock().map(|t| *t).unwrap_or(raw.len());
     let mut text = strip_ansi(&String::from_utf8_lossy(&raw));
     if total > raw.len() {
-        text.push_str(&format!("\n[… {} more bytes were not kept …]", total - raw.len()));
+        text.push_str(&format!(
+            "\n[… {} more bytes were not kept …]",
+            total - raw.len()
+        ));
     }
     let mut out = cap_output(text.trim_end_matches('\n'), &ctx.spill_dir, "bash");
     let code = status.and_then(|s| s.code());

@@ -52,7 +52,9 @@ fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     if let Some(o) = offset
         && o < 1
     {
-        return Err(format!("offset must be 1 or more (a 1-based line number), got {o}"));
+        return Err(format!(
+            "offset must be 1 or more (a 1-based line number), got {o}"
+        ));
     }
     if let Some(l) = limit
         && l < 1
@@ -77,7 +79,10 @@ fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     let total = lines.len();
     if total == 0 {
         ctx.remember(&path, &bytes, true);
-        return Ok(ToolOutput::ok(format!("(file {} is empty: 0 lines)", path.display())));
+        return Ok(ToolOutput::ok(format!(
+            "(file {} is empty: 0 lines)",
+            path.display()
+        )));
     }
     let start = offset.unwrap_or(1) as usize;
     if start > total {
@@ -127,7 +132,11 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>, String> {
         }
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!("{} does not exist.{}", path.display(), suggest_near(path)));
+            return Err(format!(
+                "{} does not exist.{}",
+                path.display(),
+                suggest_near(path)
+            ));
         }
         Err(e) => return Err(format!("cannot access {}: {e}", path.display())),
     }
@@ -153,7 +162,8 @@ fn suggest_near(path: &Path) -> String {
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
         .filter(|n| {
             let l = n.to_lowercase();
-            (!stem.is_empty() && l.contains(&stem)) || lower.contains(l.split('.').next().unwrap_or("\u{0}"))
+            (!stem.is_empty() && l.contains(&stem))
+                || lower.contains(l.split('.').next().unwrap_or("\u{0}"))
         })
         .take(5)
         .collect();
@@ -214,7 +224,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     })();
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e} (the file is unchanged)", path.display())
+        format!(
+            "cannot write {}: {e} (the file is unchanged)",
+            path.display()
+        )
     })
 }
 
@@ -245,7 +258,10 @@ fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     let content = string(args, "content", &["contents", "text"])?;
     let path = ctx.resolve(&raw);
     if path.is_dir() {
-        return Err(format!("{} is a directory; give a file path", path.display()));
+        return Err(format!(
+            "{} is a directory; give a file path",
+            path.display()
+        ));
     }
     let existed = path.exists();
     if existed {
@@ -332,11 +348,17 @@ impl Tool for MultiEdit {
     fn run(&self, args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
         (|| {
             let path = string(args, "file_path", &["path", "filePath"])?;
-            let edits = match args.get("edits") {
-                Some(Value::Array(a)) if !a.is_empty() => a,
-                Some(Value::Array(_)) => return Err("edits is empty; give at least one edit".to_string()),
-                _ => return Err("missing required argument 'edits' (an array of {old_string, new_string})".to_string()),
-            };
+            let edits =
+                match args.get("edits") {
+                    Some(Value::Array(a)) if !a.is_empty() => a,
+                    Some(Value::Array(_)) => {
+                        return Err("edits is empty; give at least one edit".to_string());
+                    }
+                    _ => return Err(
+                        "missing required argument 'edits' (an array of {old_string, new_string})"
+                            .to_string(),
+                    ),
+                };
             let specs = edits
                 .iter()
                 .enumerate()
@@ -354,7 +376,11 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
     let exists = path.exists();
     // An empty old_string creates a missing or empty file.
     if specs.len() == 1 && specs[0].old.is_empty() {
-        let current = if exists { read_file(&path)? } else { Vec::new() };
+        let current = if exists {
+            read_file(&path)?
+        } else {
+            Vec::new()
+        };
         if !current.is_empty() {
             return Err(format!(
                 "{} is not empty; an empty old_string only creates a missing or empty file. Give the exact text to replace.",
@@ -388,5 +414,7 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
 
 /// The optional string argument helper is used by the registry for intent lines.
 pub fn describe_path(args: &Value) -> Option<String> {
-    opt_string(args, "file_path", &["path", "filePath", "notebook_path"]).ok().flatten()
+    opt_string(args, "file_path", &["path", "filePath", "notebook_path"])
+        .ok()
+        .flatten()
 }

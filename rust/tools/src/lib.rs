@@ -58,14 +58,14 @@ impl ToolContext {
     }
 
     pub fn cwd(&self) -> PathBuf {
-        self.cwd.lock().map(|c| c.clone()).unwrap_or_else(|e| e.into_inner().clone())
+        self.cwd
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_else(|e| e.into_inner().clone())
     }
 
     pub fn project(&self) -> PathBuf {
-        self.roots()
-            .first()
-            .cloned()
-            .unwrap_or_else(|| self.cwd())
+        self.roots().first().cloned().unwrap_or_else(|| self.cwd())
     }
 
     pub fn roots(&self) -> Vec<PathBuf> {
@@ -80,7 +80,11 @@ impl ToolContext {
             None => None,
         };
         let path = expanded.unwrap_or_else(|| PathBuf::from(p));
-        let joined = if path.is_absolute() { path } else { self.cwd().join(path) };
+        let joined = if path.is_absolute() {
+            path
+        } else {
+            self.cwd().join(path)
+        };
         normalize(&joined)
     }
 

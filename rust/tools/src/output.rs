@@ -19,7 +19,11 @@ pub fn cap_output(text: &str, spill_dir: &Path, label: &str) -> String {
     let path = spill_dir.join(name);
     let saved = std::fs::create_dir_all(spill_dir).and_then(|_| std::fs::write(&path, text));
     let where_ = match saved {
-        Ok(()) => format!("the full output ({} characters, {total_lines} lines) is in {}; read it with offset/limit or grep it", text.chars().count(), path.display()),
+        Ok(()) => format!(
+            "the full output ({} characters, {total_lines} lines) is in {}; read it with offset/limit or grep it",
+            text.chars().count(),
+            path.display()
+        ),
         Err(e) => format!("the full output could not be saved ({e})"),
     };
     format!("{head}\n\n[… output truncated: {where_} …]\n\n{tail}")
@@ -83,7 +87,10 @@ mod tests {
 
     #[test]
     fn ansi_is_stripped() {
-        assert_eq!(strip_ansi("\u{1b}[31mred\u{1b}[0m \u{1b}]0;t\u{7}x"), "red x");
+        assert_eq!(
+            strip_ansi("\u{1b}[31mred\u{1b}[0m \u{1b}]0;t\u{7}x"),
+            "red x"
+        );
     }
 
     #[test]

@@ -33,7 +33,10 @@ impl Default for Registry {
 impl Registry {
     pub fn get(&self, name: &str) -> Option<&dyn Tool> {
         let canon = canonical_tool_name(name)?;
-        self.tools.iter().find(|t| t.name() == canon).map(|t| t.as_ref())
+        self.tools
+            .iter()
+            .find(|t| t.name() == canon)
+            .map(|t| t.as_ref())
     }
 
     pub fn names(&self) -> Vec<&'static str> {
@@ -42,7 +45,10 @@ impl Registry {
 
     /// One-line descriptions for `/tools`.
     pub fn describe(&self) -> Vec<(&'static str, &'static str)> {
-        self.tools.iter().map(|t| (t.name(), t.description())).collect()
+        self.tools
+            .iter()
+            .map(|t| (t.name(), t.description()))
+            .collect()
     }
 
     /// OpenAI `tools` entries for the tools `keep` accepts.

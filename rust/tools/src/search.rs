@@ -103,7 +103,9 @@ fn parse_grep(args: &Value, ctx: &ToolContext) -> Result<GrepArgs, String> {
             ));
         }
     };
-    let context = non_negative(args, "-C")?.or(non_negative(args, "context")?).unwrap_or(0);
+    let context = non_negative(args, "-C")?
+        .or(non_negative(args, "context")?)
+        .unwrap_or(0);
     let head_limit = match non_negative(args, "head_limit")? {
         Some(0) => None,
         other => other,
@@ -125,7 +127,12 @@ fn parse_grep(args: &Value, ctx: &ToolContext) -> Result<GrepArgs, String> {
 }
 
 /// A walker over `root` with ripgrep's ignore rules, optional glob and type filters.
-fn walker(root: &Path, glob: Option<&str>, file_type: Option<&str>, hidden: bool) -> Result<WalkBuilder, String> {
+fn walker(
+    root: &Path,
+    glob: Option<&str>,
+    file_type: Option<&str>,
+    hidden: bool,
+) -> Result<WalkBuilder, String> {
     let mut wb = WalkBuilder::new(root);
     wb.hidden(!hidden)
         .git_ignore(true)
@@ -137,7 +144,8 @@ fn walker(root: &Path, glob: Option<&str>, file_type: Option<&str>, hidden: bool
     if let Some(g) = glob {
         let mut ob = OverrideBuilder::new(root);
         for part in split_globs(g) {
-            ob.add(&part).map_err(|e| format!("invalid glob '{part}': {e}"))?;
+            ob.add(&part)
+                .map_err(|e| format!("invalid glob '{part}': {e}"))?;
         }
         wb.overrides(ob.build().map_err(|e| format!("invalid glob '{g}': {e}"))?);
     }
@@ -147,7 +155,9 @@ fn walker(root: &Path, glob: Option<&str>, file_type: Option<&str>, hidden: bool
         tb.select(t);
         let types = tb.build().map_err(|e| format!("invalid type '{t}': {e}"))?;
         if !tb.definitions().iter().any(|d| d.name() == t) {
-            return Err(format!("unknown file type '{t}' (ripgrep's type names, e.g. rust, py, js, ts, go, md)"));
+            return Err(format!(
+                "unknown file type '{t}' (ripgrep's type names, e.g. rust, py, js, ts, go, md)"
+            ));
         }
         wb.types(types);
     }
@@ -246,7 +256,11 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
         .map_err(|e| format!("invalid regex: {e}"))?;
     let wb = walker(&a.root, a.glob.as_deref(), a.file_type.as_deref(), false)?;
     let results: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
-    let base = if a.root.is_file() { a.root.parent().unwrap_or(&a.root).to_path_buf() } else { a.root.clone() };
+    let base = if a.root.is_file() {
+        a.root.parent().unwrap_or(&a.root).to_path_buf()
+    } else {
+        a.root.clone()
+    };
     wb.build_parallel().run(|| {
         let matcher = matcher.clone();
         let mut searcher = SearcherBuilder::new()
@@ -262,12 +276,18 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
             if cancel.is_cancelled() {
                 return ignore::WalkState::Quit;
             }
-            let Ok(entry) = entry else { return ignore::WalkState::Continue };
+            let Ok(entry) = entry else {
+                return ignore::WalkState::Continue;
+            };
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return ignore::WalkState::Continue;
             }
             let path = entry.path();
-            let shown = path.strip_prefix(base).unwrap_or(path).to_string_lossy().to_string();
+            let shown = path
+                .strip_prefix(base)
+                .unwrap_or(path)
+                .to_string_lossy()
+                .to_string();
             let mut sink = Collector {
                 path: &shown,
                 numbers: a.line_numbers,
@@ -299,13 +319,25 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
     hits.sort_by(|x, y| y.mtime.cmp(&x.mtime).then_with(|| x.path.cmp(&y.path)));
     let rows: Vec<String> = match a.mode {
         Mode::Files => hits.iter().map(|h| h.path.display().to_string()).collect(),
-        Mode::Count => hits.iter().map(|h| format!("{}:{}", h.path.display(), h.count)).collect(),
+        Mode::Count => hits
+            .iter()
+            .map(|h| format!("{}:{}", h.path.display(), h.count))
+            .collect(),
         Mode::Content => hits.into_iter().flat_map(|h| h.lines).collect(),
     };
     if rows.is_empty() {
-        return Ok(ToolOutput::ok(format!("No matches for /{}/ in {}", a.pattern, a.root.display())));
+        return Ok(ToolOutput::ok(format!(
+            "No matches for /{}/ in {}",
+            a.pattern,
+            a.root.display()
+        )));
     }
-    Ok(ToolOutput::ok(page(rows, a.offset, a.head_limit, "results")))
+    Ok(ToolOutput::ok(page(
+        rows,
+        a.offset,
+        a.head_limit,
+        "results",
+    )))
 }
 
 /// Applies offset/limit and says how many more there are.
@@ -382,13 +414,18 @@ fn glob(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<T
         }
     }
     if found.is_empty() {
-        return Ok(ToolOutput::ok(format!("No files match {pattern} under {}", root.display())));
+        return Ok(ToolOutput::ok(format!(
+            "No files match {pattern} under {}",
+            root.display()
+        )));
     }
     found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let total = found.len();
     let mut out: Vec<String> = found.into_iter().take(GLOB_CAP).map(|(_, p)| p).collect();
     if total > GLOB_CAP {
-        out.push(format!("[showing {GLOB_CAP} of {total} matches; narrow the pattern]"));
+        out.push(format!(
+            "[showing {GLOB_CAP} of {total} matches; narrow the pattern]"
+        ));
     }
     Ok(ToolOutput::ok(out.join("\n")))
 }

@@ -1,0 +1,503 @@
+"""The interactive TUI in a real terminal (pexpect pty + pyte screen).
+
+Two groups:
+- tests driving the TUI over a scripted stand-in session (defined below, run in the child
+  process): rendering, permission prompts, steering, interrupt, slash commands, shell prefix,
+  history. They need no compiled core.
+- tests of the real product (`python -m yuyao`) against tests/fakellm.py, marked `core`
+  (skipped with a reason when yuyao._core is not importable and YUYAO_REQUIRE_CORE is unset).
+
+Keys are sent as a terminal sends them: Enter is "\\r" (a "\\n" is Ctrl+J = newline).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+import pyte
+import pytest
+from fakellm import call, say
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON_SRC = ROOT / "python"
+VERSION = (ROOT / "VERSION").read_text().strip()
+ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b."
+)
+ENTER = "\r"
+CTRL_D = "\x04"
+ESC = "\x1b"
+SHIFT_TAB = "\x1b[Z"
+
+
+class Term:
+    """A child process in a pseudo-terminal, its output kept as a pyte screen and as text."""
+
+    def __init__(self, argv: list[str], env: dict, cwd: Path, rows: int = 40, cols: int = 110):
+        env = dict(env)
+        env.update(TERM="xterm-256color")
+        env["PYTHONPATH"] = (
+            f"{PYTHON_SRC}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(PYTHON_SRC)
+        )
+        self.child = pexpect.spawn(
+            argv[0],
+            argv[1:],
+            env=env,
+            cwd=str(cwd),
+            dimensions=(rows, cols),
+            encoding="utf-8",
+            codec_errors="replace",
+        )
+        self.screen = pyte.Screen(cols, rows)
+        # Answer cursor-position requests like a terminal (prompt_toolkit shows the status
+        # line only once it knows where the cursor is).
+        self.screen.write_process_input = self.child.send
+        self.stream = pyte.Stream(self.screen)
+        self.raw = ""
+        self.eof = False
+
+    def pump(self, timeout: float = 0.1) -> None:
+        if self.eof:
+            time.sleep(timeout)
+            return
+        try:
+            data = self.child.read_nonblocking(65536, timeout)
+        except pexpect.TIMEOUT:
+            return
+        except pexpect.EOF:
+            self.eof = True
+            return
+        self.raw += data
+        self.stream.feed(data)
+
+    def display(self) -> str:
+        return "\n".join(line.rstrip() for line in self.screen.display)
+
+    def transcript(self) -> str:
+        """Everything printed so far, escape sequences removed."""
+        return ANSI.sub("", self.raw).replace("\r", "")
+
+    def wait_for(self, pattern: str, timeout: float = 20.0, screen_only: bool = False) -> None:
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if regex.search(self.display()) or (
+                not screen_only and regex.search(self.transcript())
+            ):
+                return
+            if self.eof:
+                break
+            self.pump()
+        pytest.fail(
+            f"{pattern!r} did not appear.\n--- screen ---\n{self.display()}\n--- transcript tail ---\n{self.transcript()[-3000:]}"
+        )
+
+    def settle(self, seconds: float = 0.4) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.pump(0.05)
+
+    def send(self, text: str) -> None:
+        self.child.send(text)
+
+    def line(self, text: str) -> None:
+        self.child.send(text)
+        time.sleep(0.05)
+        self.child.send(ENTER)
+
+    def wait_exit(self, timeout: float = 20.0) -> int:
+        deadline = time.monotonic() + timeout
+        while not self.eof and time.monotonic() < deadline:
+            self.pump()
+        if not self.eof:
+            self.child.terminate(force=True)
+            pytest.fail(f"the TUI did not exit.\n{self.display()}")
+        self.child.wait()
+        return self.child.exitstatus
+
+    def close(self) -> None:
+        if self.child.isalive():
+            self.child.terminate(force=True)
+
+
+# --------------------------------------------------------------------------------------------
+# A stand-in session (the _core.Session contract), run inside the spawned TUI process.
+
+FAKE_SESSION = r'''
+import json, os, sys, threading, time
+from yuyao.tui import run_interactive
+
+LOG = os.environ["FAKE_LOG"]
+
+def log(**entry):
+    with open(LOG, "a") as fh:
+        fh.write(json.dumps(entry) + "\n")
+
+HELP = """Commands:
+  /help                list all supported commands
+  /mode <ask|plan|auto-edit|auto-review|yolo>   switch the permission mode
+  /show-thinking <off|collapsed|expanded>       how thinking is shown
+  /exit (/quit)        leave the session
+"""
+
+ANSWER = "Hello from the stand-in.\n\n```python\ndef add(a, b):\n    return a + b\n```\n"
+
+class FakeSession:
+    def __init__(self, options_json, handler):
+        self.h = handler
+        self.opts = json.loads(options_json)
+        self.mode = self.opts.get("mode", "ask")
+        self.show = "collapsed"
+        self.cost = 0.0
+        self.exit = False
+        self.stop = threading.Event()
+        self.cwd = os.getcwd()
+
+    def ev(self, **e):
+        self.h.event(json.dumps(e))
+
+    def status_json(self):
+        return json.dumps({"version": "9.8.7", "mode": self.mode, "role": "execute",
+            "model": "stand-in-model", "cwd": self.cwd, "show_thinking": self.show,
+            "cost_usd": self.cost, "context_percent": 7, "exit_requested": self.exit})
+
+    def dispatch(self, cmd):
+        log(dispatch=cmd)
+        name, _, arg = cmd.partition(" ")
+        if name == "/help":
+            return HELP
+        if name == "/mode":
+            self.mode = arg
+            return "mode: " + arg
+        if name == "/show-thinking":
+            self.show = arg
+            return ""
+        if name in ("/exit", "/quit"):
+            self.exit = True
+            return ""
+        raise ValueError("unknown command " + name)
+
+    def steer(self, text):
+        log(steer=text)
+
+    def interrupt(self):
+        log(interrupt=True)
+        self.stop.set()
+
+    def close(self):
+        log(close=True)
+
+    def stream(self, text, kind="text_delta"):
+        for i in range(0, len(text), 5):
+            self.ev(type=kind, text=text[i:i + 5])
+            time.sleep(0.01)
+
+    def chat(self, text):
+        log(chat=text)
+        self.stop.clear()
+        self.ev(type="model_call", step=1)
+        if text == "tool":
+            self.stream("I should list the files.", "thinking_delta")
+            self.ev(type="assistant_message", text="", thinking="I should list the files.", tool_calls=2)
+            self.ev(type="tool_begin", id="c1", name="bash", intent="See what the project holds",
+                    arguments=json.dumps({"command": "ls -la src | head"}))
+            a = self.h.request(json.dumps({"type": "permission", "tool": "bash", "summary": "run a command",
+                    "detail": "ls -la src | head", "reason": "not on the allow list"}))
+            log(answer=a)
+            self.ev(type="tool_end", id="c1", name="bash", ok=True,
+                    output="\n".join("file%d.py" % i for i in range(10)))
+            self.ev(type="tool_begin", id="c2", name="edit", intent="Fix the constant",
+                    arguments={"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"})
+            a = self.h.request(json.dumps({"type": "permission", "tool": "edit", "summary": "edit a.py",
+                    "detail": "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n", "reason": "ask mode"}))
+            log(answer=a)
+            self.ev(type="tool_end", id="c2", name="edit", ok=False, output="refused: the user said no")
+            final = "Tools done."
+        elif text == "ask":
+            a = self.h.request(json.dumps({"type": "ask_user", "question": "Which package manager?",
+                    "options": ["bun", "npm"]}))
+            final = "You picked " + a + "."
+        elif text == "slow":
+            for i in range(200):
+                if self.stop.is_set():
+                    self.ev(type="turn_end", status="interrupted", text="")
+                    return ""
+                self.ev(type="text_delta", text="w%d " % i)
+                time.sleep(0.05)
+            final = "slow end"
+        else:
+            final = ANSWER
+        self.stream(final)
+        self.ev(type="assistant_message", text=final, thinking="", tool_calls=0)
+        self.cost += 0.25
+        self.ev(type="usage", prompt_tokens=10, completion_tokens=5, cached_tokens=0,
+                reasoning_tokens=0, cost_usd=0.25, session_cost_usd=self.cost, context_percent=7)
+        self.ev(type="turn_end", status="completed", text=final)
+        return final
+
+sys.exit(run_interactive({"mode": "ask"}, session_factory=FakeSession))
+'''
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path, env):
+    """``stand_in()`` -> (Term running the TUI over the stand-in session, read_log())."""
+    script = tmp_path / "stand_in_tui.py"
+    script.write_text(FAKE_SESSION)
+    log = tmp_path / "session.log"
+    work = tmp_path / "work"
+    work.mkdir()
+    terms: list[Term] = []
+
+    def start() -> tuple[Term, object]:
+        e = env(
+            None, D2A_MODEL_BASE_URL="http://127.0.0.1:9/v1", D2A_MODEL_NAME="m", FAKE_LOG=str(log)
+        )
+        term = Term([sys.executable, str(script)], e, work)
+        terms.append(term)
+
+        def read_log() -> list[dict]:
+            if not log.exists():
+                return []
+            return [json.loads(ln) for ln in log.read_text().splitlines() if ln.strip()]
+
+        return term, read_log
+
+    yield start
+    for term in terms:
+        term.close()
+
+
+def test_banner_answer_and_ctrl_d(stand_in):
+    term, _ = stand_in()
+    term.wait_for(r"yuyao 9\.8\.7")
+    term.wait_for(r"stand-in-model")
+    term.wait_for(r"/help")
+    term.wait_for(r"Ctrl\+D")
+    term.line("hi")
+    term.wait_for(r"Hello from the stand-in\.")
+    term.wait_for(r"def add\(a, b\):", screen_only=True)
+    term.wait_for(r"\$0\.2500", screen_only=True)  # the status line shows the session cost
+    term.wait_for(r"ctx 7%", screen_only=True)
+    term.settle()
+    assert "```" not in term.display(), "the answer was not rendered as Markdown"
+    assert "mini" not in term.transcript().lower()
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_tool_blocks_and_permission_prompts(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("tool")
+    term.wait_for(r"permission: bash")
+    term.wait_for(r"ls -la src \| head")  # the actual command
+    term.wait_for(r"See what the project holds")  # the intent line
+    term.wait_for(r"\[a\] always this session")
+    term.send("y")
+    term.wait_for(r"file0\.py")
+    term.wait_for(r"more lines")  # output preview is truncated
+    term.wait_for(r"permission: edit")
+    term.wait_for(r"\+x = 2")  # the actual diff
+    term.send("n")
+    term.wait_for(r"denied")
+    term.wait_for(r"refused: the user said no")
+    term.wait_for(r"Tools done\.")
+    answers = [e["answer"] for e in read_log() if "answer" in e]
+    assert answers == ["allow", "deny"]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_ask_user_by_number(stand_in):
+    term, _ = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("ask")
+    term.wait_for(r"Which package manager\?")
+    term.wait_for(r"2\. npm")
+    term.line("2")
+    term.wait_for(r"You picked npm\.")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_steering_and_escape_interrupt(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("slow")
+    term.wait_for(r"w5 ")
+    term.send("use bun")
+    term.send(ENTER)
+    term.wait_for(r"queued for the next model call")
+    term.send(ESC)
+    term.wait_for(r"interrupted")
+    entries = read_log()
+    assert {"steer": "use bun"} in entries
+    assert {"interrupt": True} in entries
+    term.line("hi")  # the session goes on
+    term.wait_for(r"Hello from the stand-in\.")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_multiline_input_and_ctrl_c_clears(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.send("discarded draft")
+    term.settle(0.2)
+    term.send("\x03")  # Ctrl+C clears the input
+    term.send("first\\")
+    term.send(ENTER)  # \ + Enter: newline, not submitted
+    term.send("second")
+    term.send("\n")  # Ctrl+J: newline
+    term.send("third")
+    term.send(ENTER)
+    term.wait_for(r"Hello from the stand-in\.")
+    chats = [e["chat"] for e in read_log() if "chat" in e]
+    assert chats == ["first\nsecond\nthird"]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_ctrl_c_interrupts_a_turn(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("slow")
+    term.wait_for(r"w3 ")
+    term.send("\x03")
+    term.wait_for(r"interrupted")
+    assert {"interrupt": True} in read_log()
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_slash_commands_shift_tab_and_exit(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("/help")
+    term.wait_for(r"/show-thinking")
+    term.line("/nope")
+    term.wait_for(r"unknown command /nope")
+    term.send(SHIFT_TAB)
+    term.wait_for(r"plan ›", screen_only=True)
+    term.send(SHIFT_TAB)
+    term.wait_for(r"mode: ask")
+    dispatched = [e["dispatch"] for e in read_log() if "dispatch" in e]
+    assert "/mode plan" in dispatched and "/mode ask" in dispatched
+    term.line("hi")  # the session goes on after an unknown command
+    term.wait_for(r"Hello from the stand-in\.")
+    term.line("/exit")
+    assert term.wait_exit() == 0
+
+
+def test_shell_prefix_and_shell_mode(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("!echo shell-$((40+2))")
+    term.wait_for(r"shell-42")
+    term.wait_for(r"exit 0")
+    term.line("!")
+    term.wait_for(r"shell mode")
+    term.line("exit 3")
+    term.wait_for(r"exit 3")
+    term.line("!")
+    term.wait_for(r"left shell mode")
+    assert not [e for e in read_log() if "chat" in e], "shell commands must not reach the model"
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_history_per_directory_without_consecutive_duplicates(stand_in, yuyao_home):
+    term, _ = stand_in()
+    term.wait_for(r"yuyao")
+    for text in ("/help", "/help", "hi"):
+        term.line(text)
+        term.settle(0.6)
+    term.wait_for(r"Hello from the stand-in\.")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+    files = list((yuyao_home / "history").iterdir())
+    assert len(files) == 1 and files[0].name.startswith("work-")
+    entries = [ln[1:] for ln in files[0].read_text().splitlines() if ln.startswith("+")]
+    assert entries == ["/help", "hi"]
+
+
+def test_missing_model_environment(tmp_path, env):
+    term = Term([sys.executable, "-m", "yuyao"], env(None), tmp_path)
+    code = term.wait_exit()
+    out = term.transcript()
+    assert code == 1
+    for name in ("D2A_MODEL_BASE_URL", "D2A_MODEL_NAME", "D2A_MODEL_API_KEY"):
+        assert name in out
+    assert "Traceback" not in out
+    assert "mini" not in out.lower()
+
+
+# --------------------------------------------------------------------------------------------
+# The real product against the scripted model server.
+
+
+def yuyao_term(env: dict, cwd: Path, *args: str) -> Term:
+    return Term([sys.executable, "-m", "yuyao", *args], env, cwd)
+
+
+@pytest.mark.core
+def test_core_banner_and_answer(fake_llm, env, repo):
+    server = fake_llm([say("Hello from **the model**, scripted.")])
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_for(rf"yuyao {re.escape(VERSION)}")
+        term.wait_for(r"fake-model")
+        term.line("hi")
+        term.wait_for(r"Hello from the model, scripted\.")
+        assert "mini" not in term.transcript().lower()
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.core
+def test_core_tool_call_lands_on_disk(fake_llm, env, repo):
+    server = fake_llm(
+        [
+            call("write", file_path="notes.txt", content="written by yuyao\n"),
+            say("The file is written."),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_for(r"yolo")
+        term.line("create notes.txt")
+        term.wait_for(r"write\s+notes\.txt")
+        term.wait_for(r"✓")
+        term.wait_for(r"The file is written\.")
+        assert (repo / "notes.txt").read_text() == "written by yuyao\n"
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.core
+def test_core_slash_commands(fake_llm, env, repo):
+    server = fake_llm([say("still here")])
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_for(r"yuyao")
+        term.line("/help")
+        term.wait_for(r"/mode")
+        term.wait_for(r"/exit")
+        term.line("/nope")
+        term.wait_for(r"(?i)unknown")
+        term.line("hello again")
+        term.wait_for(r"still here")
+        term.line("/exit")
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

@@ -501,3 +501,30 @@ def test_core_slash_commands(fake_llm, env, repo):
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+@pytest.mark.core
+def test_core_permission_prompt_shows_the_change_and_obeys(fake_llm, env, repo):
+    server = fake_llm(
+        [
+            call("write", file_path="kept.txt", content="yes please\n"),
+            call("write", file_path="refused.txt", content="no thanks\n"),
+            say("Two writes attempted."),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--mode", "ask")
+    try:
+        term.wait_for(r"yuyao")
+        term.line("write two files")
+        term.wait_for(r"permission")
+        term.wait_for(r"yes please")  # the actual content, not a summary
+        term.send("y")
+        term.wait_for(r"no thanks")
+        term.send("n")
+        term.wait_for(r"Two writes attempted\.")
+        assert (repo / "kept.txt").read_text() == "yes please\n"
+        assert not (repo / "refused.txt").exists()
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

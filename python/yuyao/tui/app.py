@@ -322,7 +322,8 @@ class App:
             if unknown or (self.commands and name not in self.commands):
                 text = msg if unknown else f"unknown command {name}: {msg}"
                 self.console.print(Text(f"{theme.SYM_FAIL} {text}", "error"))
-                self.console.print(Text("  /help lists the commands", "muted"))
+                if "/help" not in text:
+                    self.console.print(Text("  /help lists the commands", "muted"))
             else:
                 self.console.print(Text(f"{theme.SYM_FAIL} {msg}", "error"))
             return
@@ -605,7 +606,7 @@ class App:
         self.refresh_status()
         if "error" in result:
             err = result["error"]
-            if isinstance(err, RuntimeError):
+            if isinstance(err, RuntimeError) and not renderer.error_shown:
                 self.console.print(Text(f"{theme.SYM_FAIL} error: {err}", "error"))
             if steer:
                 self.console.print()

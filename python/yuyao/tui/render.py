@@ -235,6 +235,8 @@ class Renderer:
         self._turn_text = ""
         self.usage: dict = {}
         self._focus_line: Text | None = None
+        self.error_shown = False  # an error was already printed in this turn
+        self._last_intent = ""  # one intent line per tool batch
 
     # -- printing helpers ---------------------------------------------------------------
 
@@ -246,6 +248,7 @@ class Renderer:
 
     def notice(self, level: str, text: str) -> None:
         if level == "error":
+            self.error_shown = True
             self.print(Text(f"{theme.SYM_FAIL} {text}", "error"))
         elif level == "warning":
             self.print(Text(f"{theme.SYM_WARN} {text}", "warn"))
@@ -262,6 +265,7 @@ class Renderer:
         self._last_tool_id = None
         self._printed_text = ""
         self._turn_text = ""
+        self.error_shown = False
 
     def _usage_text(self) -> str:
         if not self.usage:
@@ -334,6 +338,7 @@ class Renderer:
         self.markdown(text)
 
     def _finish_message(self, event: dict) -> None:
+        self._last_intent = ""
         view = self.view
         thinking = str(event.get("thinking") or view.thinking or "")
         text = str(event.get("text") or view.stream or "")
@@ -356,7 +361,8 @@ class Renderer:
         self._last_tool_id = tid
         self.view.status = f"running {name}…"
         intent = str(event.get("intent") or "").strip()
-        if intent and not self.focus:
+        if intent and not self.focus and intent not in (self._printed_text, self._last_intent):
+            self._last_intent = intent
             self.print(Text(f"{theme.SYM_INTENT} {intent}", "intent"))
         line = Text("" if self.focus else f"{theme.SYM_TOOL} ", "tool")
         line.append(name, "tool")
@@ -407,7 +413,8 @@ class Renderer:
             self.print(Text("⏹ interrupted", "warn"))
         elif status == "limits_exceeded":
             self.print(Text(f"{theme.SYM_WARN} stopped: a limit was reached", "warn"))
-        elif status == "error":
+        elif status == "error" and not self.error_shown:
+            self.error_shown = True
             self.print(Text(f"{theme.SYM_FAIL} the turn ended with an error", "error"))
 
     # -- transcript ---------------------------------------------------------------------

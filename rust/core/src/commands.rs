@@ -165,14 +165,20 @@ const COMMANDS: &[Command] = &[
         None
     ),
     cmd!("run", [], "", "build, launch and drive the app", None),
-    cmd!("copy", [], "[N]", "copy an answer to the clipboard", None),
-    cmd!("focus", [], "", "toggle the focused view", None),
+    cmd!(
+        "copy",
+        [],
+        "[N]",
+        "copy an answer to the clipboard",
+        Some(ui_only)
+    ),
+    cmd!("focus", [], "", "toggle the focused view", Some(ui_only)),
     cmd!(
         "tui",
         [],
         "<default|fullscreen>",
         "switch the terminal renderer",
-        None
+        Some(ui_only)
     ),
     cmd!(
         "background",
@@ -276,6 +282,11 @@ const COMMANDS: &[Command] = &[
     cmd!("forget", [], "<query>", "delete a memory entry", None),
     cmd!("dream", [], "", "consolidate memory", None),
 ];
+
+/// UI-only commands live in the TUI; `dispatch` knows them and says where they work.
+fn ui_only(_: &Session, _: &[String]) -> Result<String, CoreError> {
+    Ok("this command changes the interactive display; it takes effect in the yuyao TUI".into())
+}
 
 fn find(name: &str) -> Option<&'static Command> {
     COMMANDS

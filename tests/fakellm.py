@@ -368,6 +368,8 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "fakellm/1"
     timeout = 60
+    # Headers and body go out in two writes; without this, Nagle + delayed ACK add ~40 ms a reply.
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass

@@ -1,0 +1,434 @@
+"""Harness overhead per step of yuyao, side by side with a peer agent (mini-swe-agent).
+
+    python benches/bench_harness.py [-n STEPS] [--no-peer] [--peer-venv DIR]
+
+Each harness is driven through its Python API in its own subprocess, against the scripted
+model server of tests/fakellm.py (zero latency) running in this process, on a temp git repo:
+
+- yuyao: `create_session(mode="yolo", cwd=repo).chat(...)`; the model asks for N `read` tool
+  calls of a small file, then answers. A second row does the same with N `bash` calls of
+  `cat small.txt` (a subprocess per step, as the peer does).
+- the peer: mini-swe-agent's DefaultAgent + LocalEnvironment + LitellmModel (model
+  `litellm_proxy/fake-model`, cost tracking off), installed from PyPI into a venv under /tmp
+  on first use. The model asks for N `cat small.txt` commands, then the documented submit
+  command. Two rows: its default tool-call format (`mini.yaml`) and its text format
+  (`mini_textbased.yaml`, a fenced `mswea_bash_command` block per reply).
+
+Per row: wall time of the run / model calls, the server's own time per call (measured inside
+the request handler), their difference (the harness's overhead per step) and the peak RSS
+(VmHWM) of the harness's process. Also the median time of `create_session` over 20 calls.
+The raw figures go to benches/results/harness-<date>.json. Nothing is asserted about absolute
+times; the script exits 0 when it ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fakellm import FAKE_MODEL, FakeLLM, call, say  # noqa: E402
+
+RESULTS_DIR = ROOT / "benches" / "results"
+PEER_PACKAGE = "mini-swe-agent"
+DEFAULT_PEER_VENV = Path(tempfile.gettempdir()) / "yuyao-bench-peer-venv"
+FILE_NAME = "small.txt"
+SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+TASK = f"Read {FILE_NAME} again and again, then say done."
+CHILD_TIMEOUT = 120
+API_KEY = "bench-key"
+
+# ---------------------------------------------------------------------------------------------
+# Inside a child process (run by this file, possibly under the peer's interpreter)
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident set size of this process in MiB (VmHWM, else ru_maxrss)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child_yuyao(args: argparse.Namespace) -> dict:
+    t0 = time.perf_counter()
+    from yuyao.agent_api import create_session
+
+    t1 = time.perf_counter()
+    session = create_session(mode="yolo", cwd=args.repo)
+    t2 = time.perf_counter()
+    answer = session.chat(TASK)
+    t3 = time.perf_counter()
+    n_messages = len(session.messages)
+    session.close()
+    from yuyao import _core
+
+    return {
+        "core_file": _core.__file__,  # a debug build (maturin develop) is much slower
+        "core_mb": Path(_core.__file__).stat().st_size / 2**20,
+        "import_s": t1 - t0,
+        "setup_s": t2 - t1,
+        "run_s": t3 - t2,
+        "answer": answer,
+        "messages": n_messages,
+        "peak_rss_mb": _peak_rss_mb(),
+    }
+
+
+def _child_create_session(args: argparse.Namespace) -> dict:
+    from yuyao.agent_api import create_session
+
+    times = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        session = create_session(mode="yolo", cwd=args.repo)
+        times.append(time.perf_counter() - start)
+        session.close()
+    return {"create_session_s": times}
+
+
+def _peer_parts(fmt: str, url: str) -> tuple[dict, object]:
+    """The peer's shipped config for `fmt` and a model built from it, aimed at `url`."""
+    from minisweagent.config import get_config_from_spec
+
+    if fmt == "text":
+        from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel as Model
+    else:
+        from minisweagent.models.litellm_model import LitellmModel as Model
+    config = get_config_from_spec("mini_textbased.yaml" if fmt == "text" else "mini.yaml")
+    model_config = dict(config.get("model", {}))
+    model_kwargs = {**model_config.pop("model_kwargs", {}), "api_base": url, "api_key": API_KEY}
+    model = Model(
+        model_name=FAKE_MODEL,
+        model_kwargs=model_kwargs,
+        cost_tracking="ignore_errors",
+        **model_config,
+    )
+    return config, model
+
+
+def _child_peer(args: argparse.Namespace) -> dict:
+    t0 = time.perf_counter()
+    import litellm  # noqa: F401  (imported here so its cost lands in import_s)
+    import minisweagent
+    from minisweagent.agents.default import DefaultAgent
+    from minisweagent.environments.local import LocalEnvironment
+
+    t1 = time.perf_counter()
+    config, model = _peer_parts(args.peer_format, args.url)
+    env = LocalEnvironment(cwd=args.repo, **config.get("environment", {}))
+    agent_config = {**config["agent"], "step_limit": 0, "cost_limit": 0}
+    agent_config.pop("mode", None)
+    agent = DefaultAgent(model, env, **agent_config)
+    t2 = time.perf_counter()
+    result = agent.run(TASK)
+    t3 = time.perf_counter()
+    return {
+        "import_s": t1 - t0,
+        "setup_s": t2 - t1,
+        "run_s": t3 - t2,
+        "exit_status": result.get("exit_status"),
+        "messages": len(agent.messages),
+        "peer_version": minisweagent.__version__,
+        "litellm_version": _dist_version("litellm"),
+        "peak_rss_mb": _peak_rss_mb(),
+    }
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+CHILDREN = {"yuyao": _child_yuyao, "create_session": _child_create_session, "peer": _child_peer}
+
+
+def child_main(args: argparse.Namespace) -> int:
+    """Run one measurement and print its JSON as the last line of stdout."""
+    result = CHILDREN[args.child](args)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The parent: server, workspace, subprocesses
+
+
+class TimedFakeLLM(FakeLLM):
+    """FakeLLM that adds up the time spent inside its request handler."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.handler_s = 0.0
+
+    def _handle(self, handler) -> None:
+        start = time.perf_counter()
+        # Headers and body go out in two writes; with Nagle on, the second waits for the
+        # client's delayed ACK (~40 ms on Linux), a latency that no real endpoint adds.
+        handler.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            super()._handle(handler)
+        finally:
+            self.handler_s += time.perf_counter() - start
+
+
+def make_repo(root: Path) -> Path:
+    """A git repository with one small committed file."""
+    repo = root / "repo"
+    repo.mkdir()
+    (repo / FILE_NAME).write_text("hello from the benchmark\n")
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "initial"]):
+        subprocess.run([*git, *args], cwd=repo, check=True, capture_output=True)
+    return repo
+
+
+def scripts(kind: str, repo: Path, steps: int) -> list:
+    """The model's replies for one run: `steps` file reads, then the way to finish."""
+    cat = f"cat {FILE_NAME}"
+    if kind == "yuyao-read":
+        return [call("read", file_path=str(repo / FILE_NAME))] * steps + [say("done")]
+    if kind == "yuyao-bash":
+        return [call("bash", command=cat)] * steps + [say("done")]
+    if kind == "peer-toolcall":
+        return [call("bash", command=cat)] * steps + [call("bash", command=SUBMIT)]
+    fenced = "THOUGHT: read it.\n\n```mswea_bash_command\n{}\n```"
+    return [say(fenced.format(cat))] * steps + [say(fenced.format(SUBMIT))]
+
+
+def child_env(work: Path, url: str | None) -> dict[str, str]:
+    """The environment of a child: isolated homes, the fake model, no inherited settings."""
+    prefixes = ("D2A_", "YUYAO_", "MSWEA_", "LITELLM_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    env.update(
+        YUYAO_HOME=str(work / "yuyao-home"),
+        MSWEA_GLOBAL_CONFIG_DIR=str(work / "peer-config"),
+        MSWEA_SILENT_STARTUP="1",
+        MSWEA_COST_TRACKING="ignore_errors",
+        MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT="1",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        NO_COLOR="1",
+    )
+    if url:
+        env.update(D2A_MODEL_BASE_URL=url, D2A_MODEL_NAME=FAKE_MODEL, D2A_MODEL_API_KEY=API_KEY)
+    return env
+
+
+def run_child(python: str, child_args: list[str], env: dict[str, str]) -> dict:
+    """Run this file as a child measurement; its JSON result, or {"error": ...}."""
+    cmd = [python, str(Path(__file__).resolve()), "--child", *child_args]
+    try:
+        proc = subprocess.run(
+            cmd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=CHILD_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {CHILD_TIMEOUT}s"}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = proc.stderr.strip().splitlines()[-3:]
+        return {"error": f"exit {proc.returncode}: {' | '.join(tail)}"}
+    return json.loads(lines[-1])
+
+
+def measure(label: str, python: str, kind: str, work: Path, repo: Path, steps: int) -> dict:
+    """One scripted run of `steps` reads (plus the finishing reply) through one harness."""
+    server = TimedFakeLLM(scripts(kind, repo, steps), api_key=API_KEY).start()
+    child = "yuyao" if kind.startswith("yuyao") else "peer"
+    args = [child, "--url", server.url, "--repo", str(repo)]
+    if child == "peer":
+        args += ["--peer-format", kind.removeprefix("peer-")]
+    try:
+        result = run_child(python, args, child_env(work, server.url))
+    finally:
+        server.stop()
+    calls_served = len(server.requests)
+    row = {"label": label, "kind": kind, "steps": steps, "model_calls": calls_served, **result}
+    row.update(
+        finished=result.get("answer") == "done" or result.get("exit_status") == "Submitted",
+        server_s=server.handler_s,
+        script_exhausted=len(server.exhausted),
+        malformed_requests=len(set(server._malformed)),
+    )
+    if "run_s" in result and calls_served:
+        row["wall_per_step_ms"] = 1000 * result["run_s"] / calls_served
+        row["server_per_step_ms"] = 1000 * server.handler_s / calls_served
+        row["overhead_per_step_ms"] = row["wall_per_step_ms"] - row["server_per_step_ms"]
+    return row
+
+
+def measure_create_session(work: Path, repo: Path, repeat: int) -> dict:
+    args = ["create_session", "--repo", str(repo), "--repeat", str(repeat)]
+    result = run_child(sys.executable, args, child_env(work, "http://127.0.0.1:9/v1"))
+    if "create_session_s" in result:
+        times_ms = [1000 * t for t in result["create_session_s"]]
+        result = {"median_ms": statistics.median(times_ms), "min_ms": min(times_ms)}
+        result["runs_ms"] = times_ms
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# The peer's venv
+
+
+def ensure_peer(venv: Path, work: Path) -> tuple[str | None, str | None]:
+    """(python of a venv that has the peer, None) or (None, what failed)."""
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import minisweagent.agents.default, litellm"]
+    quiet = {"capture_output": True, "text": True, "env": child_env(work, None)}
+    if python.exists() and subprocess.run(probe, **quiet).returncode == 0:
+        return str(python), None
+    print(f"installing the peer ({PEER_PACKAGE}) into {venv} ...", file=sys.stderr)
+    steps = [
+        [sys.executable, "-m", "venv", str(venv)],
+        [str(python), "-m", "pip", "install", "-q", PEER_PACKAGE],
+        probe,
+    ]
+    for cmd in steps:
+        try:
+            proc = subprocess.run(cmd, timeout=900, **quiet)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, f"{' '.join(cmd[:4])}: {exc}"
+        if proc.returncode != 0:
+            tail = " | ".join(proc.stderr.strip().splitlines()[-3:])
+            return None, f"{' '.join(cmd[:4])}: exit {proc.returncode}: {tail}"
+    return str(python), None
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def _fmt(value: float | None, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def print_table(rows: list[dict], reference: dict | None, create: dict) -> None:
+    head = ("harness", "steps", "wall/step ms", "server ms", "overhead ms", "peak RSS MB")
+    extra = ("wall ratio", "RSS ratio") if reference else ()
+    print(f"{head[0]:<22}" + "".join(f"{h:>13}" for h in head[1:] + extra))
+    for row in rows:
+        if "error" in row:
+            print(f"{row['label']:<22}  failed: {row['error']}")
+            continue
+        cells = [
+            str(row["model_calls"]),
+            _fmt(row.get("wall_per_step_ms")),
+            _fmt(row.get("server_per_step_ms")),
+            _fmt(row.get("overhead_per_step_ms")),
+            _fmt(row.get("peak_rss_mb"), ".1f"),
+        ]
+        if reference:
+            ref_wall = reference.get("wall_per_step_ms")
+            cells.append(_fmt(_ratio(row.get("wall_per_step_ms"), ref_wall)))
+            cells.append(_fmt(_ratio(row.get("peak_rss_mb"), reference.get("peak_rss_mb"))))
+        print(f"{row['label']:<22}" + "".join(f"{c:>13}" for c in cells))
+    for row in rows:
+        if "error" not in row and (not row["finished"] or row["script_exhausted"]):
+            print(f"warning: {row['label']} did not finish as scripted: {row}")
+    if reference:
+        print(f"(ratios are against '{reference['label']}'; below 1 means yuyao is lighter)")
+    if "median_ms" in create:
+        print(f"create_session: median {create['median_ms']:.2f} ms, min {create['min_ms']:.2f} ms")
+    else:
+        print(f"create_session: failed: {create.get('error')}")
+
+
+def save(report: dict) -> Path:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"harness-{datetime.date.today().isoformat()}.json"
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Main
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("-n", "--steps", type=int, default=100, help="file reads per run (100)")
+    ap.add_argument("--repeat", type=int, default=20, help="create_session calls timed (20)")
+    ap.add_argument("--no-peer", action="store_true", help="measure yuyao only")
+    ap.add_argument("--peer-venv", type=Path, default=DEFAULT_PEER_VENV, help="peer's venv")
+    ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
+    ap.add_argument("--url", help=argparse.SUPPRESS)
+    ap.add_argument("--repo", help=argparse.SUPPRESS)
+    ap.add_argument("--peer-format", choices=("toolcall", "text"), help=argparse.SUPPRESS)
+    return ap.parse_args(argv)
+
+
+def run_all(args: argparse.Namespace, work: Path) -> dict:
+    repo = make_repo(work)
+    steps = max(1, args.steps)
+    plan = [
+        ("yuyao (read)", sys.executable, "yuyao-read"),
+        ("yuyao (bash cat)", sys.executable, "yuyao-bash"),
+    ]
+    peer_python, peer_error = (None, "skipped (--no-peer)")
+    if not args.no_peer:
+        peer_python, peer_error = ensure_peer(args.peer_venv, work)
+    if peer_python:
+        plan += [
+            ("peer (tool call)", peer_python, "peer-toolcall"),
+            ("peer (text)", peer_python, "peer-text"),
+        ]
+    rows = [measure(label, py, kind, work, repo, steps) for label, py, kind in plan]
+    return {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "steps": steps,
+        "server": {"latency_s": 0.0, "tcp_nodelay": True, "stream": False},
+        "peer": PEER_PACKAGE,
+        "peer_error": peer_error,
+        "rows": rows,
+        "create_session": measure_create_session(work, repo, max(1, args.repeat)),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.child:
+        return child_main(args)
+    with tempfile.TemporaryDirectory(prefix="yuyao-bench-harness-") as tmp:
+        report = run_all(args, Path(tmp))
+    peers = [r for r in report["rows"] if r["kind"] == "peer-toolcall" and "error" not in r]
+    print_table(report["rows"], peers[0] if peers else None, report["create_session"])
+    if report["peer_error"]:
+        print(f"peer: {report['peer_error']}")
+    print(f"raw figures: {save(report)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

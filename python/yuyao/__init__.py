@@ -28,8 +28,21 @@ def _source_version() -> str | None:
         return None
 
 
+def _dist_info_version() -> str | None:
+    """The version in the name of the wheel's ``yuyao-<version>.dist-info`` folder beside the
+    package: one directory listing instead of importing importlib.metadata (~40-100 ms)."""
+    site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    prefix = _DIST_NAME + "-"
+    try:
+        names = [n for n in os.listdir(site) if n.startswith(prefix) and n.endswith(".dist-info")]
+    except OSError:
+        return None
+    if len(names) != 1:
+        return None  # none, or ambiguous: let importlib.metadata decide
+    return names[0][len(prefix) : -len(".dist-info")] or None
+
+
 def _installed_version() -> str | None:
-    # importlib.metadata costs ~40 ms to import: only reached for an installed wheel.
     from importlib import metadata
 
     try:
@@ -39,7 +52,7 @@ def _installed_version() -> str | None:
 
 
 def _read_version() -> str:
-    return _source_version() or _installed_version() or _UNKNOWN_VERSION
+    return _source_version() or _dist_info_version() or _installed_version() or _UNKNOWN_VERSION
 
 
 def __getattr__(name: str) -> str:

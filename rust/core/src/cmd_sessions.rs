@@ -277,10 +277,25 @@ pub(crate) fn tree_command(s: &Session, args: &[String]) -> Result<String, CoreE
     }
     let on_path: std::collections::HashSet<String> = st.log.path_ids().into_iter().collect();
     let leaf = st.log.leaf().map(str::to_string);
+    // Checkout markers are transparent: what follows one hangs under the node it points at.
+    let checkouts: HashMap<&str, Option<String>> = entries
+        .iter()
+        .filter(|e| e.kind == "checkout")
+        .map(|e| (e.id.as_str(), e.parent.clone()))
+        .collect();
     let mut children: HashMap<Option<String>, Vec<usize>> = HashMap::new();
     for (i, e) in entries.iter().enumerate() {
         if e.kind != "checkout" {
-            children.entry(e.parent.clone()).or_default().push(i);
+            let mut parent = e.parent.clone();
+            let mut hops = 0;
+            while let Some(p) = parent.as_deref().and_then(|p| checkouts.get(p)) {
+                parent = p.clone();
+                hops += 1;
+                if hops > entries.len() {
+                    break;
+                }
+            }
+            children.entry(parent).or_default().push(i);
         }
     }
     // The visible position: the leaf, or the entry a trailing checkout points at.

@@ -160,6 +160,9 @@ impl Session {
         let mut ceiling = ceiling;
         for _ in 0..3 {
             let answer = h.request(&Request::CostCeiling {
+                question: format!(
+                    "The next model call (about ${estimate:.4}) would pass the session's spend ceiling of ${ceiling:.4} (${spent:.4} spent). Answer: stop, remove, or raise <usd>."
+                ),
                 spent_usd: spent,
                 estimate_usd: estimate,
                 ceiling_usd: ceiling,

@@ -291,13 +291,8 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
     out.push_str(&row("tool schemas", Some(tools_chars), tools_chars));
     out.push_str(&row("history (messages)", Some(hist_chars), hist_chars));
     out.push_str(&row("tool results", Some(results_raw), results_chars));
-    out.push_str(&format!(
-        "  {:<26} {:>9} {:>9} {:>9}\n",
-        "total",
-        "",
-        tokens(total),
-        total
-    ));
+    let raw_total = system_chars - conv_injected + conv_raw + tools_chars + hist_chars + results_raw;
+    out.push_str(&row("total", Some(raw_total), total));
     out.push_str(&format!(
         "  used {:.1}% of the window",
         tokens(total) as f64 * 100.0 / window.max(1) as f64

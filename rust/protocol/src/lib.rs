@@ -89,6 +89,7 @@ pub enum Request {
     /// The next model call would pass the session's spend ceiling. Answer `"stop"`,
     /// `"remove"`, or `"raise <usd>"` (a new ceiling); anything else stops.
     CostCeiling {
+        question: String,
         spent_usd: f64,
         estimate_usd: f64,
         ceiling_usd: f64,

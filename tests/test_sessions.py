@@ -119,7 +119,13 @@ def test_resume_by_id_and_fork_leaves_the_original_byte_identical(fake_llm, yuya
     original = yuyao_home / "sessions" / f"{alpha}.jsonl"
     before = original.read_bytes()
     forked = yuyao(
-        "-p", "--resume", alpha[:6], "--fork-session", "try something", "--output-format", "json",
+        "-p",
+        "--resume",
+        alpha[:6],
+        "--fork-session",
+        "try something",
+        "--output-format",
+        "json",
         env=env(server),
     )
     assert forked.returncode == 0, output(forked)
@@ -273,8 +279,14 @@ def test_context_list_adds_up_to_the_request(fake_llm, session, repo):
     rows = re.findall(r"^  (\S.*?)\s{2,}(\S+)\s+(\d+)\s+(\d+)\s*$", report, re.M)
     parts = {name.strip(): int(chars) for name, _, _, chars in rows}
     total = parts.pop("total")
-    for name in ("system prompt", "AGENTS.md / CLAUDE.md", "memory", "tool schemas",
-                 "history (messages)", "tool results"):
+    for name in (
+        "system prompt",
+        "AGENTS.md / CLAUDE.md",
+        "memory",
+        "tool schemas",
+        "history (messages)",
+        "tool results",
+    ):
         assert name in parts, report
     assert sum(parts.values()) == total, report
     s.chat("x")
@@ -342,12 +354,14 @@ def test_compaction_near_the_threshold_keeps_the_task(fake_llm, session, repo, y
 
 
 def test_compact_command_and_the_task_carries_on(fake_llm, session):
-    server = fake_llm([
-        say("Step one done."),
-        say("Step two done."),
-        say("## Task\nWrite PEAR-7 in the summary.\n## Open todos\nstep three"),
-        say("Step three done, task complete."),
-    ])
+    server = fake_llm(
+        [
+            say("Step one done."),
+            say("Step two done."),
+            say("## Task\nWrite PEAR-7 in the summary.\n## Open todos\nstep three"),
+            say("Step three done, task complete."),
+        ]
+    )
     s = session(server)
     s.chat("PEAR-7: do steps one to three")
     s.chat("next step")
@@ -390,8 +404,11 @@ COST = json.dumps({"input_cost_per_token": 0.001, "output_cost_per_token": 0.001
 
 @pytest.mark.parametrize(
     "answer, status, ceiling",
-    [("raise 1000", "completed", 1000.0), ("remove", "completed", None),
-     ("stop", "limits_exceeded", 0.0001)],
+    [
+        ("raise 1000", "completed", 1000.0),
+        ("remove", "completed", None),
+        ("stop", "limits_exceeded", 0.0001),
+    ],
 )
 def test_interactive_ceiling_asks_to_stop_raise_or_remove(
     fake_llm, use_env, repo, answer, status, ceiling
@@ -401,8 +418,13 @@ def test_interactive_ceiling_asks_to_stop_raise_or_remove(
     server = fake_llm([say("Costly answer.")])
     use_env(server)
     handler = Handler(answer)
-    options = {"cwd": str(repo), "max_cost_usd": 0.0001, "model": {"cost": COST},
-               "stream": False, "no_trajectory": True}
+    options = {
+        "cwd": str(repo),
+        "max_cost_usd": 0.0001,
+        "model": {"cost": COST},
+        "stream": False,
+        "no_trajectory": True,
+    }
     s = _core.Session(json.dumps(options), handler)
     s.chat("hello")
     st = json.loads(s.status_json())
@@ -416,8 +438,15 @@ def test_interactive_ceiling_asks_to_stop_raise_or_remove(
 
 def test_headless_ceiling_is_limits_exceeded_exit_0(fake_llm, yuyao, env):
     server = fake_llm([say("never")])
-    proc = yuyao("-p", "hi", "--max-cost", "0.0001", "--output-format", "json",
-                 env=env(server, D2A_MODEL_COST=COST))
+    proc = yuyao(
+        "-p",
+        "hi",
+        "--max-cost",
+        "0.0001",
+        "--output-format",
+        "json",
+        env=env(server, D2A_MODEL_COST=COST),
+    )
     assert proc.returncode == 0, output(proc)
     assert json.loads(proc.stdout)["exit_status"] == "LimitsExceeded"
     assert server.requests == []

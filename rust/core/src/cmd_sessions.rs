@@ -209,7 +209,11 @@ pub(crate) fn title_command(s: &Session, args: &[String]) -> Result<String, Core
         });
     }
     st.log_entry("title", json!({"title": title.trim()}));
-    Ok(format!("session {} is now titled: {}", st.log.id(), title.trim()))
+    Ok(format!(
+        "session {} is now titled: {}",
+        st.log.id(),
+        title.trim()
+    ))
 }
 
 pub(crate) fn new_command(s: &Session, _: &[String]) -> Result<String, CoreError> {
@@ -221,8 +225,10 @@ pub(crate) fn new_command(s: &Session, _: &[String]) -> Result<String, CoreError
     st.log = SessionLog::create(&dir, &id, &s.cwd());
     st.history.clear();
     st.logged = 0;
-    st.trajectory
-        .record("new_conversation", json!({"archived": old, "session_id": id}));
+    st.trajectory.record(
+        "new_conversation",
+        json!({"archived": old, "session_id": id}),
+    );
     Ok(format!(
         "archived session {old}; started session {id} (the old one stays in /sessions)"
     ))
@@ -233,7 +239,10 @@ pub(crate) fn clear_command(s: &Session, _: &[String]) -> Result<String, CoreErr
     st.log_entry("clear", json!({}));
     st.history.clear();
     st.logged = 0;
-    Ok("context cleared (not archived: the earlier messages stay in the session tree, see /tree)".into())
+    Ok(
+        "context cleared (not archived: the earlier messages stay in the session tree, see /tree)"
+            .into(),
+    )
 }
 
 pub(crate) fn branch_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
@@ -325,7 +334,9 @@ pub(crate) fn tree_command(s: &Session, args: &[String]) -> Result<String, CoreE
                     let calls: Vec<&str> = m.tool_calls.iter().map(|c| c.name.as_str()).collect();
                     let text = one_line(&m.text(), 60);
                     Some(match (text.is_empty(), calls.is_empty()) {
-                        (_, false) if text.is_empty() => format!("assistant: [{}]", calls.join(", ")),
+                        (_, false) if text.is_empty() => {
+                            format!("assistant: [{}]", calls.join(", "))
+                        }
                         (_, false) => format!("assistant: {text} [{}]", calls.join(", ")),
                         _ => format!("assistant: {text}"),
                     })
@@ -372,16 +383,16 @@ pub(crate) fn export_command(s: &Session, args: &[String]) -> Result<String, Cor
     let (id, title, messages) = {
         let mut st = s.lock();
         st.sync_log();
-        (
-            st.log.id().to_string(),
-            st.log.title(),
-            st.history.clone(),
-        )
+        (st.log.id().to_string(), st.log.title(), st.history.clone())
     };
     let path = match args.first() {
         Some(p) => {
             let p = std::path::PathBuf::from(p);
-            if p.is_absolute() { p } else { s.ctx.cwd().join(p) }
+            if p.is_absolute() {
+                p
+            } else {
+                s.ctx.cwd().join(p)
+            }
         }
         None => s.ctx.cwd().join(format!("yuyao-session-{id}.md")),
     };
@@ -410,7 +421,10 @@ pub(crate) fn export_command(s: &Session, args: &[String]) -> Result<String, Cor
             MessageRole::Tool => {
                 let t = m.text();
                 let fence = if t.contains("```") { "~~~~" } else { "```" };
-                md.push_str(&format!("\n**Tool result**\n\n{fence}\n{}\n{fence}\n", t.trim_end()));
+                md.push_str(&format!(
+                    "\n**Tool result**\n\n{fence}\n{}\n{fence}\n",
+                    t.trim_end()
+                ));
             }
             MessageRole::System => {}
         }

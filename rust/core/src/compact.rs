@@ -187,7 +187,10 @@ impl Session {
             };
             ceiling = v;
             self.lock().max_cost_usd = Some(v);
-            self.notice(NoticeLevel::Info, format!("spend ceiling raised to ${v:.4}"));
+            self.notice(
+                NoticeLevel::Info,
+                format!("spend ceiling raised to ${v:.4}"),
+            );
             if spent + estimate <= v {
                 return true;
             }

@@ -219,11 +219,7 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
     };
     let history = s.messages();
     let (req, stubs) = s.next_request(&history);
-    let system_chars = req
-        .messages
-        .first()
-        .map(message_chars)
-        .unwrap_or_default();
+    let system_chars = req.messages.first().map(message_chars).unwrap_or_default();
     let conventions = crate::prompt::convention_files(&s.paths.project, s.ctx.cwd().as_path());
     let mut conv_raw = 0usize;
     let mut conv_injected = 0usize;
@@ -245,7 +241,11 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
         }
     }
     let conv_injected = conv_injected.min(system_chars);
-    let tools_chars: usize = req.tools.iter().map(|t| t.to_string().chars().count()).sum();
+    let tools_chars: usize = req
+        .tools
+        .iter()
+        .map(|t| t.to_string().chars().count())
+        .sum();
     let mut hist_chars = 0usize;
     let mut results_chars = 0usize;
     for m in req.messages.iter().skip(1) {
@@ -291,7 +291,8 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
     out.push_str(&row("tool schemas", Some(tools_chars), tools_chars));
     out.push_str(&row("history (messages)", Some(hist_chars), hist_chars));
     out.push_str(&row("tool results", Some(results_raw), results_chars));
-    let raw_total = system_chars - conv_injected + conv_raw + tools_chars + hist_chars + results_raw;
+    let raw_total =
+        system_chars - conv_injected + conv_raw + tools_chars + hist_chars + results_raw;
     out.push_str(&row("total", Some(raw_total), total));
     out.push_str(&format!(
         "  used {:.1}% of the window",

@@ -95,6 +95,8 @@ impl Session {
         intent: &str,
         token: &CancellationToken,
     ) -> CallOutcome {
+        // A configuration change made on disk applies from this call on (hot reload).
+        self.reload_config();
         self.emit(Event::ToolBegin {
             id: call.id.clone(),
             name: call.name.clone(),

@@ -151,7 +151,8 @@ impl Session {
     }
 
     async fn run_turn(&self, token: &CancellationToken) -> TurnSummary {
-        let client = match self.client() {
+        self.reload_config();
+        let mut client = match self.client() {
             Ok(c) => c,
             Err(e) => return self.failure("Error", e),
         };
@@ -179,6 +180,15 @@ impl Session {
             }
             // Hand edits of the configuration files take effect here (hot reload).
             self.reload_config();
+            if self
+                .model_name()
+                .is_some_and(|m| m.trim() != client.config().model)
+            {
+                match self.client() {
+                    Ok(c) => client = c,
+                    Err(e) => return self.failure("Error", e),
+                }
+            }
             let queued: Vec<String> = self
                 .steer
                 .lock()

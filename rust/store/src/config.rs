@@ -46,7 +46,11 @@ enum Kind {
 
 /// Every key the product understands, with its type and meaning.
 const KNOWN: &[(&str, Kind, &str)] = &[
-    ("model.name", Kind::Str, "model name (overrides D2A_MODEL_NAME)"),
+    (
+        "model.name",
+        Kind::Str,
+        "model name (overrides D2A_MODEL_NAME)",
+    ),
     (
         "model.context_window",
         Kind::PosInt,
@@ -514,7 +518,10 @@ mod tests {
         c.set("arr", "[1, \"a\"]", None).unwrap();
         assert_eq!(
             c.get("arr"),
-            Some(Value::Array(vec![Value::Integer(1), Value::String("a".into())]))
+            Some(Value::Array(vec![
+                Value::Integer(1),
+                Value::String("a".into())
+            ]))
         );
         let (_, warn) = c.set("memory.anything", "true", None).unwrap();
         assert!(warn.is_none());

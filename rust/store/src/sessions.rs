@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use yuyao_protocol::Message;
 
 /// The text that replaces the compacted part of a conversation.
-pub const COMPACTION_PREFIX: &str = "[This conversation was compacted to save context. Summary of the earlier part follows.]";
+pub const COMPACTION_PREFIX: &str =
+    "[This conversation was compacted to save context. Summary of the earlier part follows.]";
 
 /// One line of a session file (after the header).
 #[derive(Debug, Clone, PartialEq)]
@@ -180,8 +181,7 @@ impl SessionLog {
         header["created"] = json!(now());
         header["forked_from"] = json!(self.id);
         let entries: Vec<Entry> = if path_only {
-            let ids: std::collections::HashSet<String> =
-                self.path_ids().into_iter().collect();
+            let ids: std::collections::HashSet<String> = self.path_ids().into_iter().collect();
             self.entries
                 .iter()
                 .filter(|e| ids.contains(&e.id))
@@ -335,7 +335,9 @@ impl SessionLog {
         match hits.as_slice() {
             [one] => Ok(one.id.clone()),
             [] => Err(format!("no entry '{target}' in session {}", self.id)),
-            _ => Err(format!("'{target}' matches several entries; give more digits")),
+            _ => Err(format!(
+                "'{target}' matches several entries; give more digits"
+            )),
         }
     }
 
@@ -453,7 +455,11 @@ pub fn list_sessions(dir: &Path) -> Vec<SessionInfo> {
         .flatten()
         .filter_map(|d| {
             let path = d.path();
-            let id = path.file_name()?.to_str()?.strip_suffix(".jsonl")?.to_string();
+            let id = path
+                .file_name()?
+                .to_str()?
+                .strip_suffix(".jsonl")?
+                .to_string();
             let updated = d.metadata().ok()?.modified().ok()?;
             let (header, entries, _) = read_file(&path).ok()?;
             let title = entries

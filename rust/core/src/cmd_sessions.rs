@@ -66,10 +66,24 @@ impl Session {
         } else {
             (log, format!("resumed session {id}"))
         };
+        let idle = log
+            .entries()
+            .last()
+            .and_then(|e| chrono::DateTime::parse_from_rfc3339(&e.ts).ok())
+            .map(|t| (chrono::Local::now().fixed_offset() - t).num_milliseconds() as f64 / 1000.0);
         let replay = log.replay();
         let n = replay.messages.len();
         self.restore_switches(&replay);
+        let new_id = log.id().to_string();
         self.install(log, replay.messages);
+        {
+            let mut st = self.lock();
+            st.resumed_idle_s = idle;
+            st.trajectory.record(
+                "session_resumed",
+                json!({"session_id": new_id, "from": id, "messages": n}),
+            );
+        }
         self.notice(NoticeLevel::Info, format!("{what} ({n} messages)"));
         Ok(())
     }

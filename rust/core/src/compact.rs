@@ -10,7 +10,7 @@ use yuyao_model::{ModelClient, ModelError, build_request};
 use yuyao_protocol::{Message, MessageRole, NoticeLevel, Request};
 use yuyao_store::sessions::COMPACTION_PREFIX;
 
-const COMPACT_SYSTEM: &str = "You summarize a coding agent's conversation so the work can continue in a fresh context. Be factual and complete; never invent. Write plain Markdown with exactly these sections:\n## Task\nThe user's request(s), with every constraint and preference they stated.\n## Decisions\nWhat was decided and why.\n## Files touched\nEvery file read, created or modified, with what changed.\n## Open todos\nWhat remains to be done, in order, including unverified or failing items.\n## Current state\nWhere the work stands right now and the next step.";
+const COMPACT_SYSTEM: &str = "You summarize a coding agent's conversation so the work can continue in a fresh context. Be factual and complete; never invent. Write plain Markdown with exactly these sections:\n## Task\nThe user's request(s), with every constraint and preference they stated.\n## Decisions\nWhat was decided and why.\n## Files touched\nEvery file read, created or modified, with what changed.\n## Open todos\nWhat remains to be done, in order, including unverified or failing items.\n## Current state\nWhere the work stands right now and the next step.\n## Plan\nThe approved plan, verbatim, if the conversation has one (otherwise write: none).";
 const COMPACT_ASK: &str = "Summarize the conversation above with the sections Task, Decisions, Files touched, Open todos and Current state.";
 const TASK_HEAD: &str = "## Original task (verbatim)\n";
 const TASK_TAIL: &str = "\n\nContinue the work from here.";

@@ -88,6 +88,9 @@ pub struct State {
     pub config_seen: std::collections::BTreeMap<String, String>,
     /// Estimated tokens of the last request sent (for the context percentage).
     pub last_request_tokens: u64,
+    /// Seconds between the last entry of a resumed session and its resumption (a front
+    /// shows a `/recap` when this is long).
+    pub resumed_idle_s: Option<f64>,
 }
 
 impl State {
@@ -284,6 +287,7 @@ impl Session {
                 .unwrap_or_else(|| "tokens".into()),
             config_seen: crate::context::config_snapshot(&config),
             last_request_tokens: 0,
+            resumed_idle_s: None,
         };
         let mcp = McpRegistry::new(paths.mcp_registry());
         let session = Session {
@@ -407,6 +411,7 @@ impl Session {
             "messages": st.history.len(),
             "context_window": window,
             "usage_display": st.usage_display,
+            "resumed_idle_s": st.resumed_idle_s,
             "max_cost_usd": st.max_cost_usd,
             "version": yuyao_protocol::VERSION,
             "mode": st.policy.mode,

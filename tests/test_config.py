@@ -163,3 +163,12 @@ def test_in_session_set_is_effective_at_once(fake_llm, session):
     s.chat("hi")
     assert server.body(0)["max_tokens"] == 321
     assert "Permission mode: auto-edit" in server.system_prompt(0)
+
+
+def test_prices_from_the_configuration(fake_llm, session):
+    server = fake_llm([say("hi", usage={"prompt_tokens": 1000, "completion_tokens": 10})])
+    s = session(server)
+    s.dispatch("/config set model.input_cost_per_token 0.001")
+    s.dispatch("/config set model.output_cost_per_token 0.01")
+    s.chat("hello")
+    assert "cost      $1.1000" in s.dispatch("/status")

@@ -462,3 +462,16 @@ def test_status_numbers_come_from_the_core(fake_llm, session):
     for field in ("model", "cwd", "mode", "role", "sandbox", "network", "cost"):
         assert re.search(rf"^{field}\s", status, re.M), status
     assert FAKE_MODEL in status
+
+
+def test_model_switch_keeps_context_and_turns_reasoning_into_text(fake_llm, session):
+    server = fake_llm([say("Answer A.", reasoning="I considered GUAVA."), say("Answer B.")])
+    s = session(server)
+    s.chat("First question")
+    s.dispatch("/model other-vendor-model")
+    s.chat("Second question")
+    assert server.body(1)["model"] == "other-vendor-model"
+    sent = " ".join(texts(server.messages(1)))
+    assert "First question" in sent and "Answer A." in sent
+    assert "I considered GUAVA." in sent, "the previous model's reasoning is sent as text"
+    assert "reasoning_content" not in json.dumps(server.messages(1))

@@ -514,8 +514,16 @@ fn model(s: &Session, args: &[String]) -> Result<String, CoreError> {
         ));
     }
     let name = one_arg("model", args)?;
+    let switch = s.model_name().is_some_and(|m| m != name);
     let mut st = s.lock();
-    st.log_entry("model", serde_json::json!({"value": name}));
+    st.log_entry(
+        "model",
+        serde_json::json!({"value": name, "switch": switch}),
+    );
+    if switch {
+        st.sync_log();
+        yuyao_store::sessions::reasoning_to_text(&mut st.history);
+    }
     st.model_override = Some(name.to_string());
     Ok(format!("model: {name} (the conversation is kept)"))
 }

@@ -85,7 +85,7 @@ impl Session {
         let task = original_task(&history).unwrap_or_default();
         let text = format!("{COMPACTION_PREFIX}\n\n{summary}\n\n{TASK_HEAD}{task}{TASK_TAIL}");
         let tail = history[cut..].to_vec();
-        let cost = self.pricing.cost(&reply.usage);
+        let cost = self.price().cost(&reply.usage);
         {
             let mut st = self.lock();
             st.cost_usd += cost;
@@ -135,7 +135,7 @@ impl Session {
         let reply = self
             .block_on(client.complete(&req, &mut |_| {}, &token))?
             .map_err(|e| CoreError::Failed(e.to_string()))?;
-        let cost = self.pricing.cost(&reply.usage);
+        let cost = self.price().cost(&reply.usage);
         {
             let mut st = self.lock();
             st.cost_usd += cost;

@@ -116,6 +116,26 @@ impl Session {
             .unwrap_or(DEFAULT_CONTEXT_WINDOW)
     }
 
+    /// Prices in force: `D2A_MODEL_COST` (or the `cost` option), else the `model.*_cost*`
+    /// configuration keys (read at every call: hot reload), else free.
+    pub(crate) fn price(&self) -> yuyao_model::Pricing {
+        if self.pricing != yuyao_model::Pricing::default() {
+            return self.pricing;
+        }
+        let f = |k: &str| {
+            self.config
+                .get(k)
+                .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
+                .filter(|x| x.is_finite() && *x >= 0.0)
+        };
+        yuyao_model::Pricing {
+            input_cost_per_token: f("model.input_cost_per_token").unwrap_or(0.0),
+            output_cost_per_token: f("model.output_cost_per_token").unwrap_or(0.0),
+            cache_read_input_token_cost: f("model.cache_read_input_token_cost"),
+            cache_creation_input_token_cost: f("model.cache_creation_input_token_cost"),
+        }
+    }
+
     /// `compaction.threshold`, default 0.8 of the window.
     pub fn compaction_threshold(&self) -> f64 {
         self.config

@@ -323,7 +323,7 @@ impl Session {
         .await;
         let verdict = match result {
             Ok(Ok(c)) => {
-                let cost = self.pricing.cost(&c.usage);
+                let cost = self.price().cost(&c.usage);
                 let mut st = self.lock();
                 st.cost_usd += cost;
                 st.usage.add(&c.usage);

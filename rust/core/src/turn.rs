@@ -229,7 +229,7 @@ impl Session {
             self.lock().last_request_tokens = request_tokens;
             if let Some(max) = max_cost {
                 let estimate = self
-                    .pricing
+                    .price()
                     .estimate(request_tokens, max_out.unwrap_or(ASSUMED_OUTPUT_TOKENS));
                 if spent + estimate > max && !self.cost_ceiling_allows(spent, estimate, max) {
                     return self.limit(format!(
@@ -261,7 +261,7 @@ impl Session {
                 Err(e) => return self.failure("Error", e.to_string()),
             };
             turn_steps += 1;
-            let cost = self.pricing.cost(&reply.usage);
+            let cost = self.price().cost(&reply.usage);
             let assistant = {
                 let mut st = self.lock();
                 st.steps += 1;

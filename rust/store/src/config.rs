@@ -62,6 +62,26 @@ const KNOWN: &[(&str, Kind, &str)] = &[
         "largest reply requested from the model",
     ),
     (
+        "model.input_cost_per_token",
+        Kind::Float,
+        "price of a prompt token in USD (when D2A_MODEL_COST is not set)",
+    ),
+    (
+        "model.output_cost_per_token",
+        Kind::Float,
+        "price of a completion token in USD",
+    ),
+    (
+        "model.cache_read_input_token_cost",
+        Kind::Float,
+        "price of a prompt token read from the cache",
+    ),
+    (
+        "model.cache_creation_input_token_cost",
+        Kind::Float,
+        "price of a prompt token written to the cache",
+    ),
+    (
         "model.idle_timeout_s",
         Kind::Int,
         "longest silence from the model, seconds",

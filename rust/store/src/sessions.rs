@@ -17,6 +17,22 @@ use yuyao_protocol::Message;
 pub const COMPACTION_PREFIX: &str =
     "[This conversation was compacted to save context. Summary of the earlier part follows.]";
 
+/// After a model switch, the earlier model's reasoning is kept as plain text in its reply
+/// (another vendor's model cannot consume it as reasoning).
+pub fn reasoning_to_text(messages: &mut [Message]) {
+    for m in messages {
+        if let Some(r) = m.reasoning_content.take().filter(|r| !r.trim().is_empty()) {
+            let text = m.text();
+            let joined = if text.trim().is_empty() {
+                format!("(reasoning of the previous model)\n{}", r.trim())
+            } else {
+                format!("(reasoning of the previous model)\n{}\n\n{text}", r.trim())
+            };
+            m.content = Some(yuyao_protocol::Content::Text(joined));
+        }
+    }
+}
+
 /// One line of a session file (after the header).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -390,12 +406,20 @@ impl SessionLog {
                     r.messages = vec![Message::user(summary.to_string())];
                     r.messages.extend(tail);
                 }
-                "mode" | "role" | "model" => {
+                "model" => {
+                    if e.data.get("switch").and_then(Value::as_bool) == Some(true) {
+                        reasoning_to_text(&mut r.messages);
+                    }
                     if let Some(v) = e.data.get("value").and_then(Value::as_str) {
-                        let slot = match e.kind.as_str() {
-                            "mode" => &mut r.mode,
-                            "role" => &mut r.role,
-                            _ => &mut r.model,
+                        r.model = Some(v.to_string());
+                    }
+                }
+                "mode" | "role" => {
+                    if let Some(v) = e.data.get("value").and_then(Value::as_str) {
+                        let slot = if e.kind == "mode" {
+                            &mut r.mode
+                        } else {
+                            &mut r.role
                         };
                         *slot = Some(v.to_string());
                     }

@@ -172,3 +172,20 @@ def test_prices_from_the_configuration(fake_llm, session):
     s.dispatch("/config set model.output_cost_per_token 0.01")
     s.chat("hello")
     assert "cost      $1.1000" in s.dispatch("/status")
+
+
+def test_sandbox_and_network_writes_show_in_status(session):
+    s = session()
+    s.dispatch("/config set sandbox read-only")
+    s.dispatch("/config set network on")
+    status = s.dispatch("/status")
+    assert "sandbox   read-only" in status and "network   on" in status, status
+
+
+def test_a_later_switch_wins_over_an_earlier_config_set(fake_llm, session):
+    server = fake_llm([say("one")])
+    s = session(server)
+    s.dispatch("/config set mode plan")
+    s.dispatch("/mode auto-edit")
+    s.chat("hi")
+    assert "Permission mode: auto-edit" in server.system_prompt(0)

@@ -588,6 +588,16 @@ pub(crate) fn apply_live(s: &Session, key: &str, value: &str) -> Result<(), Core
             s.lock().max_cost_usd = value.parse().ok();
             Ok(())
         }
+        "sandbox" => {
+            let v: yuyao_protocol::SandboxLevel = parse(value)?;
+            s.lock().policy.sandbox = v;
+            Ok(())
+        }
+        "network" => {
+            let v: yuyao_protocol::NetworkAccess = parse(value)?;
+            s.lock().policy.network = v;
+            Ok(())
+        }
         "max_steps" => {
             s.lock().max_steps = value.parse().ok().filter(|n: &u32| *n > 0);
             Ok(())
@@ -642,6 +652,8 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
             let (stored, warning) = s.config.set(key, value, layer).map_err(fail)?;
             let shown = yuyao_store::config::display(&stored);
             apply_live(s, key, &shown)?;
+            // Applied here: the next call's reload must not apply it again over a later switch.
+            s.lock().config_seen = crate::context::config_snapshot(&s.config);
             let mut out = format!("{key} = {shown}");
             if let Some(w) = warning {
                 out.push_str(&format!(" (warning: {w})"));
@@ -654,6 +666,7 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
                 .filter(|_| args.len() == 2)
                 .ok_or_else(|| usage("config"))?;
             let removed = s.config.unset(key).map_err(fail)?;
+            s.lock().config_seen = crate::context::config_snapshot(&s.config);
             Ok(if removed {
                 format!("{key} unset")
             } else {

@@ -531,6 +531,12 @@ pub fn resolve_session(dir: &Path, wanted: &str) -> Result<String, String> {
     if wanted.is_empty() {
         return Err("a session id is needed".into());
     }
+    if !wanted
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(format!("'{wanted}' is not a session id (see /sessions)"));
+    }
     if dir.join(format!("{wanted}.jsonl")).is_file() {
         return Ok(wanted.to_string());
     }
@@ -623,5 +629,6 @@ mod tests {
         assert_eq!(f.replay().messages.len(), 2);
         assert_eq!(list_sessions(d.path()).len(), 2);
         assert_eq!(resolve_session(d.path(), &f.id()[..6]).unwrap(), f.id());
+        assert!(resolve_session(d.path(), "../s4").is_err());
     }
 }

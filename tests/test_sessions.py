@@ -475,3 +475,26 @@ def test_model_switch_keeps_context_and_turns_reasoning_into_text(fake_llm, sess
     assert "First question" in sent and "Answer A." in sent
     assert "I considered GUAVA." in sent, "the previous model's reasoning is sent as text"
     assert "reasoning_content" not in json.dumps(server.messages(1))
+
+
+# ---------------------------------------------------------------------------------------------
+# The TUI drives the same sessions
+
+
+def test_tui_continue_and_ceiling_prompt(fake_llm, yuyao, env, repo):
+    from test_tui import CTRL_D, yuyao_term
+
+    server = fake_llm([say("Stored."), say("You said PLUM.")])
+    assert yuyao("-p", "Remember PLUM.", env=env(server)).returncode == 0
+    term = yuyao_term(env(server, D2A_MODEL_COST=COST), repo, "-c", "--max-cost", "0.0001")
+    try:
+        term.wait_for(r"resumed session \w+ \(2 messages\)")
+        term.line("Which fruit?")
+        term.wait_for(r"raise <usd>")
+        term.line("remove")
+        term.wait_for(r"You said PLUM\.")
+        assert "Remember PLUM." in " ".join(texts(server.messages(1)))
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

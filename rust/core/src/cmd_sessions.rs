@@ -145,6 +145,14 @@ impl Session {
         self.lock().log_entry("checkpoint", fields)
     }
 
+    /// Compacts the conversation now (what `/compact` runs; `/rewind`'s "summarize" too).
+    pub fn compact_conversation(&self, focus: Option<&str>) -> Result<String, CoreError> {
+        crate::compact::compact_command(
+            self,
+            &focus.map(|f| vec![f.to_string()]).unwrap_or_default(),
+        )
+    }
+
     /// The id of the session file in use (changes with `/new`, `/branch`, `/sessions`).
     pub fn session_id(&self) -> String {
         self.lock().log.id().to_string()

@@ -275,11 +275,19 @@ impl Session {
             last_turn: TurnSummary::default(),
             exit_requested: false,
             trajectory: trajectory.0,
-            log: SessionLog::create(
-                &yuyao_store::sessions::sessions_dir(&paths.home),
-                &id,
-                &cwd.display().to_string(),
-            ),
+            log: if opts.no_session {
+                SessionLog::ephemeral(
+                    &yuyao_store::sessions::sessions_dir(&paths.home),
+                    &id,
+                    &cwd.display().to_string(),
+                )
+            } else {
+                SessionLog::create(
+                    &yuyao_store::sessions::sessions_dir(&paths.home),
+                    &id,
+                    &cwd.display().to_string(),
+                )
+            },
             logged: 0,
             usage_display: config
                 .get("ui.usage")

@@ -166,6 +166,13 @@ impl SessionLog {
         }
     }
 
+    /// A session that is never written to disk (one-shot sub-commands).
+    pub fn ephemeral(dir: &Path, id: &str, cwd: &str) -> SessionLog {
+        let mut log = SessionLog::create(dir, id, cwd);
+        log.broken = true;
+        log
+    }
+
     /// Loads `<dir>/<id>.jsonl`; returns the log and the warnings about skipped lines.
     pub fn load(dir: &Path, id: &str) -> Result<(SessionLog, Vec<String>), String> {
         let path = dir.join(format!("{id}.jsonl"));
@@ -270,6 +277,9 @@ impl SessionLog {
         if self.broken {
             return;
         }
+        if let Some(dir) = self.path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
         let r = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -285,9 +295,6 @@ impl SessionLog {
     pub fn materialize(&mut self) {
         if self.created {
             return;
-        }
-        if let Some(dir) = self.path.parent() {
-            let _ = std::fs::create_dir_all(dir);
         }
         self.created = true;
         let mut text = self.header.to_string();
@@ -574,6 +581,27 @@ mod tests {
         let r = back.replay();
         assert_eq!(r.messages.len(), 2);
         assert_eq!(r.mode.as_deref(), Some("plan"));
+    }
+
+    #[test]
+    fn a_model_switch_turns_earlier_reasoning_into_text_on_replay() {
+        let d = tempfile::tempdir().unwrap();
+        let mut log = SessionLog::create(d.path(), "s5", "/w");
+        let mut a = Message::assistant("answer");
+        a.reasoning_content = Some("because".into());
+        log.append_message(&Message::user("q"));
+        log.append_message(&a);
+        assert_eq!(log.replay().messages[1].text(), "answer");
+        log.append("model", json!({"value": "other", "switch": true}));
+        let r = log.replay();
+        assert_eq!(
+            r.messages[1].text(),
+            "(reasoning of the previous model)\nbecause\n\nanswer"
+        );
+        assert_eq!(r.model.as_deref(), Some("other"));
+        let mut e = SessionLog::ephemeral(d.path(), "s6", "/w");
+        e.append_message(&Message::user("q"));
+        assert!(!e.path().exists());
     }
 
     #[test]

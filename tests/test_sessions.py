@@ -54,8 +54,8 @@ def session(use_env, repo):
 
     opened = []
 
-    def open_session(server=None, **kwargs):
-        use_env(server)
+    def open_session(server=None, extra_env=None, **kwargs):
+        use_env(server, **(extra_env or {}))
         kwargs.setdefault("cwd", str(repo))
         opened.append(create_session(**kwargs))
         return opened[-1]
@@ -498,3 +498,18 @@ def test_tui_continue_and_ceiling_prompt(fake_llm, yuyao, env, repo):
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+def test_a_hand_edited_ceiling_applies_and_covers_compact(fake_llm, session, yuyao_home):
+    server = fake_llm([say("First."), say("never sent")])
+    s = session(server, extra_env={"D2A_MODEL_COST": COST})
+    s.chat("hello")
+    (yuyao_home / "config.toml").write_text("maxCostUsd = 0.0001\n")
+    s.chat("more")
+    assert "ceiling $0.0001" in s.dispatch("/status")
+    assert len(server.requests) == 1, "the ceiling written on disk stopped the second call"
+    with pytest.raises(RuntimeError, match="spend ceiling"):
+        s.dispatch("/compact")
+    with pytest.raises(RuntimeError, match="spend ceiling"):
+        s.dispatch("/recap")
+    assert len(server.requests) == 1

@@ -131,6 +131,7 @@ impl Session {
             "Give the one-line recap of where we left off.",
         ));
         let req = build_request(RECAP_SYSTEM, &view, Vec::new(), false, None);
+        self.ceiling_for_command(&req)?;
         let token = CancellationToken::new();
         let reply = self
             .block_on(client.complete(&req, &mut |_| {}, &token))?
@@ -149,6 +150,16 @@ impl Session {
             .unwrap_or("")
             .to_string();
         Ok(line)
+    }
+
+    /// The spend ceiling before a model call a command makes (`/compact`, `/recap`).
+    fn ceiling_for_command(&self, req: &yuyao_model::ChatRequest) -> Result<(), CoreError> {
+        match self.ceiling_check(crate::context::request_tokens(req), None) {
+            None => Ok(()),
+            Some(stop) => Err(CoreError::Failed(
+                stop.error.unwrap_or_else(|| "spend ceiling reached".into()),
+            )),
+        }
     }
 
     /// The spend ceiling would be passed by the next call: ask the human (interactive) to
@@ -202,6 +213,8 @@ impl Session {
 /// `/compact [focus]` (`/compress`).
 pub(crate) fn compact_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let client = s.model_client()?;
+    let history = s.messages();
+    s.ceiling_for_command(&s.next_request(&history).0)?;
     let focus = args.join(" ");
     let token = CancellationToken::new();
     // An explicit request compacts everything before the last prompt.

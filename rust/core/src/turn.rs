@@ -130,6 +130,28 @@ impl Session {
         })
     }
 
+    /// The spend ceiling, checked before a model call from that call's estimated cost: `None`
+    /// to go on (possibly after the human raised or removed it), else the LimitsExceeded end.
+    pub(crate) fn ceiling_check(
+        &self,
+        request_tokens: u64,
+        max_out: Option<u64>,
+    ) -> Option<TurnSummary> {
+        let (max, spent) = {
+            let st = self.lock();
+            (st.max_cost_usd?, st.cost_usd)
+        };
+        let estimate = self
+            .price()
+            .estimate(request_tokens, max_out.unwrap_or(ASSUMED_OUTPUT_TOKENS));
+        if spent + estimate <= max || self.cost_ceiling_allows(spent, estimate, max) {
+            return None;
+        }
+        Some(self.limit(format!(
+            "spend ceiling reached: ${spent:.4} spent, the next call is estimated at ${estimate:.4}, the ceiling is ${max:.4}"
+        )))
+    }
+
     fn limit(&self, why: String) -> TurnSummary {
         self.notice(NoticeLevel::Warning, why.clone());
         TurnSummary {
@@ -164,10 +186,7 @@ impl Session {
                 return interrupted();
             }
             // Limits are checked before the call, never after the money is spent.
-            let (max_steps, max_cost, spent) = {
-                let st = self.lock();
-                (st.max_steps, st.max_cost_usd, st.cost_usd)
-            };
+            let max_steps = self.lock().max_steps;
             if let Some(max) = max_steps
                 && turn_steps >= max
             {
@@ -203,8 +222,20 @@ impl Session {
                 st.history.clone()
             };
             let (mut req, _) = self.next_request(&history);
+            let max_out = self
+                .config
+                .get("model.max_output_tokens")
+                .and_then(|v| v.as_integer())
+                .filter(|n| *n > 0)
+                .map(|n| n as u64);
             let budget = (self.context_window() as f64 * self.compaction_threshold()) as u64;
             if crate::context::request_tokens(&req) > budget {
+                // The summary call is a model call too: the ceiling applies to it.
+                if let Some(stop) =
+                    self.ceiling_check(crate::context::request_tokens(&req), max_out)
+                {
+                    return stop;
+                }
                 match self.compact(&client, None, token).await {
                     Ok(_) => {
                         let history = self.lock().history.clone();
@@ -217,25 +248,12 @@ impl Session {
                     ),
                 }
             }
-            let max_out = self
-                .config
-                .get("model.max_output_tokens")
-                .and_then(|v| v.as_integer())
-                .filter(|n| *n > 0)
-                .map(|n| n as u64);
             req.max_tokens = max_out;
             let stream = req.stream;
             let request_tokens = crate::context::request_tokens(&req);
             self.lock().last_request_tokens = request_tokens;
-            if let Some(max) = max_cost {
-                let estimate = self
-                    .price()
-                    .estimate(request_tokens, max_out.unwrap_or(ASSUMED_OUTPUT_TOKENS));
-                if spent + estimate > max && !self.cost_ceiling_allows(spent, estimate, max) {
-                    return self.limit(format!(
-                        "spend ceiling reached: ${spent:.4} spent, the next call is estimated at ${estimate:.4}, the ceiling is ${max:.4}"
-                    ));
-                }
+            if let Some(stop) = self.ceiling_check(request_tokens, max_out) {
+                return stop;
             }
             let step = self.lock().steps + 1;
             self.emit(Event::ModelCall { step });

@@ -189,3 +189,16 @@ def test_a_later_switch_wins_over_an_earlier_config_set(fake_llm, session):
     s.dispatch("/mode auto-edit")
     s.chat("hi")
     assert "Permission mode: auto-edit" in server.system_prompt(0)
+
+
+def test_flags_outrank_the_configuration(fake_llm, yuyao, env):
+    server = fake_llm([say("one"), say("two")])
+    assert yuyao("config", "set", "model.name", "configured-model", env=env()).returncode == 0
+    assert yuyao("config", "set", "mode", "plan", env=env()).returncode == 0
+    proc = yuyao("-p", "hi", "--model", "flag-model", "--mode", "auto-edit", env=env(server))
+    assert proc.returncode == 0, output(proc)
+    assert server.body(0)["model"] == "flag-model"
+    assert "Permission mode: auto-edit" in server.system_prompt(0)
+    proc = yuyao("-p", "hi", env=env(server))
+    assert server.body(1)["model"] == "configured-model"
+    assert "Permission mode: plan" in server.system_prompt(1)

@@ -513,3 +513,17 @@ def test_a_hand_edited_ceiling_applies_and_covers_compact(fake_llm, session, yuy
     with pytest.raises(RuntimeError, match="spend ceiling"):
         s.dispatch("/recap")
     assert len(server.requests) == 1
+
+
+def test_resume_restores_role_and_model_but_not_the_permission_mode(fake_llm, session):
+    server = fake_llm([say("one"), say("two")])
+    s = session(server, mode="yolo")
+    s.dispatch("/role debug")
+    s.dispatch("/model resumed-model")
+    s.chat("hello")
+    s.close()
+    again = session(server, continue_session=True)
+    again.chat("more")
+    assert server.body(1)["model"] == "resumed-model"
+    assert "debug" in server.system_prompt(1).split("Role:")[1].splitlines()[0]
+    assert "Permission mode: ask" in server.system_prompt(1)

@@ -5,7 +5,7 @@
 use crate::session::{CoreError, Session};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use yuyao_protocol::{Message, MessageRole, Mode, NoticeLevel, Role};
+use yuyao_protocol::{Message, MessageRole, NoticeLevel, Role};
 use yuyao_store::sessions::{self, Replay, SessionLog};
 
 fn short(id: &str) -> &str {
@@ -88,14 +88,11 @@ impl Session {
         Ok(())
     }
 
-    /// Mode, role and model recorded in the session, unless a flag says otherwise.
+    /// Role and model recorded in the session, unless a flag says otherwise. The permission
+    /// mode is not restored: it is a trust decision of the invocation that resumes (a session
+    /// left in yolo must not make a later `-p -c` run unattended in yolo).
     fn restore_switches(&self, r: &Replay) {
         let mut st = self.lock();
-        if self.opts.mode.is_none()
-            && let Some(m) = r.mode.as_deref().and_then(|m| m.parse::<Mode>().ok())
-        {
-            st.policy.mode = m;
-        }
         if self.opts.role.is_none()
             && let Some(x) = r.role.as_deref().and_then(|x| x.parse::<Role>().ok())
             && x != Role::Orchestrator

@@ -263,8 +263,10 @@ impl Session {
                     .and_then(|v| yuyao_store::config::display(&v).parse().ok())
             }),
             curiosity: parse_or(opts.curiosity, &config, "curiosity", Curiosity::Normal),
+            // `--model` outranks the configured name (flags > config > D2A_MODEL_NAME).
             model_override: config
                 .get("model.name")
+                .filter(|_| opts.model.name.is_none())
                 .map(|v| yuyao_store::config::display(&v)),
             max_steps,
             max_cost_usd,

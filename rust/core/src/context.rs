@@ -307,12 +307,25 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
         system_chars - conv_injected,
     ));
     out.push_str(&row("AGENTS.md / CLAUDE.md", Some(conv_raw), conv_injected));
-    out.push_str(&row("memory", Some(0), 0));
+    // Memory files on disk; this build injects none of them (the memory system is separate).
+    let memory_raw: usize = [
+        s.paths.project.join("MEMORY.md"),
+        s.paths.home.join("MEMORY.md"),
+    ]
+    .iter()
+    .filter_map(|p| std::fs::read_to_string(p).ok())
+    .map(|t| t.chars().count())
+    .sum();
+    out.push_str(&row("memory", Some(memory_raw), 0));
     out.push_str(&row("tool schemas", Some(tools_chars), tools_chars));
     out.push_str(&row("history (messages)", Some(hist_chars), hist_chars));
     out.push_str(&row("tool results", Some(results_raw), results_chars));
-    let raw_total =
-        system_chars - conv_injected + conv_raw + tools_chars + hist_chars + results_raw;
+    let raw_total = system_chars - conv_injected
+        + conv_raw
+        + memory_raw
+        + tools_chars
+        + hist_chars
+        + results_raw;
     out.push_str(&row("total", Some(raw_total), total));
     out.push_str(&format!(
         "  used {:.1}% of the window",

@@ -292,10 +292,6 @@ def test_help_and_version_import_nothing_heavy(env):
 # ---------------------------------------------------------------------------------------------
 
 UNAVAILABLE = [
-    (["-c"], "-c"),
-    (["--continue"], "--continue"),
-    (["--resume", "abc"], "--resume"),
-    (["--continue", "--fork-session"], "--continue"),
     (["-p", "x", "--json-schema", "schema.json"], "--json-schema"),
     (["--auto-commit"], "--auto-commit"),
     (["--auto-test"], "--auto-test"),

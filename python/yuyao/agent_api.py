@@ -42,6 +42,11 @@ class AgentSession:
         return self._core.cwd
 
     @property
+    def session_id(self) -> str:
+        """The id of the session file under ~/.yuyao/sessions/ (for `resume=`)."""
+        return json.loads(self._core.status_json())["session_id"]
+
+    @property
     def messages(self) -> list[dict]:
         """The active conversation, OpenAI style, tool calls and tool results included."""
         return json.loads(self._core.messages_json())
@@ -90,10 +95,23 @@ def _rule_list(deny) -> list[str]:
     return [str(rule) for rule in deny]
 
 
-def create_session(*, deny=None, mode=None, role=None, cwd=None) -> AgentSession:
+def create_session(
+    *,
+    deny=None,
+    mode=None,
+    role=None,
+    cwd=None,
+    continue_session: bool = False,
+    resume: str | None = None,
+    fork_session: bool = False,
+) -> AgentSession:
     """Open a session. `deny`, `mode` and `role` mean what `--deny`, `--mode` and `--role`
     mean on the command line; when omitted, the configured defaults apply (mode ask, role
-    execute). `cwd` defaults to the process's working directory."""
+    execute). `cwd` defaults to the process's working directory.
+
+    `continue_session`, `resume` and `fork_session` mean `-c`, `--resume <id>` and
+    `--fork-session`: the conversation of a saved session is restored (ValueError when both
+    of the first two are given, RuntimeError when there is nothing to resume)."""
     from yuyao import _core  # here, so importing this module does not load the extension
 
     options: dict[str, Any] = {"headless": True, "stream": False}
@@ -105,4 +123,10 @@ def create_session(*, deny=None, mode=None, role=None, cwd=None) -> AgentSession
         options["role"] = fold_choice(str(role))
     if cwd is not None:
         options["cwd"] = os.path.abspath(os.fspath(cwd))
+    if continue_session:
+        options["continue"] = True
+    if resume is not None:
+        options["resume"] = str(resume)
+    if fork_session:
+        options["fork_session"] = True
     return AgentSession(_core.Session(json.dumps(options), None))

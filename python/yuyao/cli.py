@@ -203,21 +203,26 @@ FLAGS = {
             requires=(("--bg", None),),
             available=False,
         ),
-        Flag("--continue", "Continue the most recent session", G_RUN, available=False),
+        Flag(
+            "--continue",
+            "Continue the most recent session of this directory",
+            G_RUN,
+            option="continue",
+        ),
         Flag(
             "--resume",
             "Resume the session with this id (not with --continue)",
             G_RUN,
             TEXT,
             metavar="id",
-            available=False,
+            option="resume",
         ),
         Flag(
             "--fork-session",
             "On --continue/--resume: fork a new session id, keep the original",
             G_RUN,
             requires=(("--continue", None), ("--resume", None)),
-            available=False,
+            option="fork_session",
         ),
         Flag(
             "--worktree",
@@ -530,7 +535,18 @@ COMMANDS = {
             "Read and write the persistent configuration (hot reload)",
             (
                 Action("get", "Print the value of a key", (Arg("key"),)),
-                Action("set", "Set a key; it reads back at once", (Arg("key"), Arg("value"))),
+                Action(
+                    "set",
+                    "Set a key; it reads back at once",
+                    (Arg("key"), Arg("value")),
+                    flags=(
+                        Flag(
+                            "--project",
+                            "Write the project layer (<project>/.yuyao/config.toml)",
+                            G_GENERAL,
+                        ),
+                    ),
+                ),
                 Action("unset", "Remove a key", (Arg("key"),)),
             ),
         ),

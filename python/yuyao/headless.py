@@ -58,7 +58,9 @@ def run_slash_command(line: str, options: dict) -> int:
     if core is None:
         return EXIT_RUNTIME
     # Not an agent run: no trace is written for a configuration change.
-    session, code = _open_session(core, {**options, "headless": True, "no_trajectory": True}, None)
+    session, code = _open_session(
+        core, {**options, "headless": True, "no_trajectory": True, "no_session": True}, None
+    )
     if session is None:
         return code
     try:

@@ -128,10 +128,16 @@ const COMMANDS: &[Command] = &[
         "clear",
         ["reset"],
         "",
-        "clear the conversation (not archived)",
-        Some(clear)
+        "clear the context (not archived; /new archives)",
+        Some(crate::cmd_sessions::clear_command)
     ),
-    cmd!("new", [], "", "start a new conversation", Some(new)),
+    cmd!(
+        "new",
+        [],
+        "",
+        "archive this session and start a new one",
+        Some(crate::cmd_sessions::new_command)
+    ),
     cmd!(
         "exit",
         ["quit"],
@@ -148,7 +154,13 @@ const COMMANDS: &[Command] = &[
         "restore code and/or conversation to a checkpoint",
         None
     ),
-    cmd!("compact", ["compress"], "", "summarize the context", None),
+    cmd!(
+        "compact",
+        ["compress"],
+        "[focus]",
+        "summarize the context",
+        Some(crate::compact::compact_command)
+    ),
     cmd!("diff", [], "", "show the current changes", None),
     cmd!(
         "review",
@@ -194,24 +206,36 @@ const COMMANDS: &[Command] = &[
         [],
         "",
         "one-line summary of where we left off",
-        None
+        Some(crate::compact::recap_command)
     ),
     cmd!(
         "context",
         [],
         "<list|detail>",
         "context sizes and truncation",
-        None
+        Some(crate::context::context_command)
     ),
     cmd!(
         "sessions",
         ["resume"],
-        "",
+        "[<id> | all]",
         "list and restore past sessions",
-        None
+        Some(crate::cmd_sessions::sessions_command)
     ),
-    cmd!("title", ["rename"], "<title>", "rename the session", None),
-    cmd!("export", [], "", "export the session as Markdown", None),
+    cmd!(
+        "title",
+        ["rename"],
+        "<title>",
+        "rename the session",
+        Some(crate::cmd_sessions::title_command)
+    ),
+    cmd!(
+        "export",
+        [],
+        "[path]",
+        "export the session as Markdown",
+        Some(crate::cmd_sessions::export_command)
+    ),
     cmd!("add-dir", [], "<path>", "add a working directory", None),
     cmd!("cd", [], "<path>", "change the working directory", None),
     cmd!(
@@ -238,8 +262,20 @@ const COMMANDS: &[Command] = &[
         None
     ),
     cmd!("fork", [], "", "spawn a background sub-agent", None),
-    cmd!("branch", [], "[name]", "fork the conversation", None),
-    cmd!("tree", [], "", "navigate the session tree", None),
+    cmd!(
+        "branch",
+        [],
+        "[name]",
+        "fork the conversation here and switch into the copy",
+        Some(crate::cmd_sessions::branch_command)
+    ),
+    cmd!(
+        "tree",
+        [],
+        "[node id]",
+        "show the session tree, or switch to a node",
+        Some(crate::cmd_sessions::tree_command)
+    ),
     cmd!(
         "btw",
         ["side"],
@@ -276,7 +312,7 @@ const COMMANDS: &[Command] = &[
         [],
         "<off|tokens|full>",
         "token and usage display",
-        None
+        Some(crate::cmd_sessions::usage_command)
     ),
     cmd!("remember", [], "<text>", "write a memory entry", None),
     cmd!("forget", [], "<query>", "delete a memory entry", None),
@@ -383,9 +419,13 @@ fn status(s: &Session, _: &[String]) -> Result<String, CoreError> {
         other => other.to_string(),
     };
     Ok(format!(
-        "yuyao {}\nsession   {}\nmodel     {}\ncwd       {}\nmode      {}\nrole      {}\nsandbox   {}\nnetwork   {}\nsteps     {}\ncost      ${:.4}\ncontext   {}%",
+        "yuyao {}\nsession   {}{}\nmodel     {}\ncwd       {}\nmode      {}\nrole      {}\nsandbox   {}\nnetwork   {}\nsteps     {}\ncost      ${:.4}{}\ncontext   {}% of {} tokens",
         get("version"),
         get("session_id"),
+        match v["title"].as_str() {
+            Some(t) => format!(" ({t})"),
+            None => String::new(),
+        },
         get("model"),
         get("cwd"),
         get("mode"),
@@ -394,7 +434,12 @@ fn status(s: &Session, _: &[String]) -> Result<String, CoreError> {
         get("network"),
         get("steps"),
         v["cost_usd"].as_f64().unwrap_or(0.0),
+        match v["max_cost_usd"].as_f64() {
+            Some(m) => format!(" (ceiling ${m:.4})"),
+            None => String::new(),
+        },
         get("context_percent"),
+        get("context_window"),
     ))
 }
 
@@ -416,7 +461,11 @@ fn tools(s: &Session, _: &[String]) -> Result<String, CoreError> {
 /// The code `--mode` runs too: every front and `/plan` go through here.
 pub(crate) fn set_mode(s: &Session, v: &str) -> Result<String, CoreError> {
     let m: Mode = parse(v)?;
-    s.lock().policy.mode = m;
+    let mut st = s.lock();
+    if st.policy.mode != m {
+        st.log_entry("mode", serde_json::json!({"value": m}));
+    }
+    st.policy.mode = m;
     Ok(format!("mode: {m}"))
 }
 
@@ -438,7 +487,11 @@ pub(crate) fn set_role(s: &Session, v: &str) -> Result<String, CoreError> {
             "the orchestrator role is not available in this build".into(),
         ));
     }
-    s.lock().policy.role = r;
+    let mut st = s.lock();
+    if st.policy.role != r {
+        st.log_entry("role", serde_json::json!({"value": r}));
+    }
+    st.policy.role = r;
     Ok(format!("role: {r}"))
 }
 
@@ -461,7 +514,17 @@ fn model(s: &Session, args: &[String]) -> Result<String, CoreError> {
         ));
     }
     let name = one_arg("model", args)?;
-    s.lock().model_override = Some(name.to_string());
+    let switch = s.model_name().is_some_and(|m| m != name);
+    let mut st = s.lock();
+    st.log_entry(
+        "model",
+        serde_json::json!({"value": name, "switch": switch}),
+    );
+    if switch {
+        st.sync_log();
+        yuyao_store::sessions::reasoning_to_text(&mut st.history);
+    }
+    st.model_override = Some(name.to_string());
     Ok(format!("model: {name} (the conversation is kept)"))
 }
 
@@ -497,30 +560,18 @@ fn curiosity(s: &Session, args: &[String]) -> Result<String, CoreError> {
     Ok(format!("curiosity: {v}"))
 }
 
-fn clear(s: &Session, _: &[String]) -> Result<String, CoreError> {
-    s.lock().history.clear();
-    Ok("conversation cleared".into())
-}
-
-fn new(s: &Session, _: &[String]) -> Result<String, CoreError> {
-    let mut st = s.lock();
-    st.history.clear();
-    st.trajectory
-        .record("new_conversation", serde_json::json!({}));
-    Ok("started a new conversation (the previous one stays in this session's trace; session archives come with session storage)".into())
-}
-
 fn exit(s: &Session, _: &[String]) -> Result<String, CoreError> {
     s.lock().exit_requested = true;
     Ok("bye".into())
 }
 
-/// Keys that also change the running session when written (hot reload).
-fn apply_live(s: &Session, key: &str, value: &str) -> Result<(), CoreError> {
-    match key {
+/// Keys that also change the running session when written (hot reload). Keys read at each
+/// use (`model.context_window`, `compaction.threshold`, …) need nothing here.
+pub(crate) fn apply_live(s: &Session, key: &str, value: &str) -> Result<(), CoreError> {
+    match yuyao_store::config::canonical_key(key) {
         "mode" => set_mode(s, value).map(|_| ()),
         "role" => set_role(s, value).map(|_| ()),
-        "stream" => stream(
+        "ui.stream" => stream(
             s,
             &[if value == "true" {
                 "on".into()
@@ -529,14 +580,29 @@ fn apply_live(s: &Session, key: &str, value: &str) -> Result<(), CoreError> {
             }],
         )
         .map(|_| ()),
-        "show_thinking" => show_thinking(s, &[value.to_string()]).map(|_| ()),
+        "ui.show_thinking" => show_thinking(s, &[value.to_string()]).map(|_| ()),
         "thinking" => think(s, &[value.to_string()]).map(|_| ()),
         "curiosity" => curiosity(s, &[value.to_string()]).map(|_| ()),
-        "model" => model(s, &[value.to_string()]).map(|_| ()),
+        "model.name" => model(s, &[value.to_string()]).map(|_| ()),
         "maxCostUsd" => {
             s.lock().max_cost_usd = value.parse().ok();
             Ok(())
         }
+        "sandbox" => {
+            let v: yuyao_protocol::SandboxLevel = parse(value)?;
+            s.lock().policy.sandbox = v;
+            Ok(())
+        }
+        "network" => {
+            let v: yuyao_protocol::NetworkAccess = parse(value)?;
+            s.lock().policy.network = v;
+            Ok(())
+        }
+        "max_steps" => {
+            s.lock().max_steps = value.parse().ok().filter(|n: &u32| *n > 0);
+            Ok(())
+        }
+        "ui.usage" => crate::cmd_sessions::usage_command(s, &[value.to_string()]).map(|_| ()),
         _ => Ok(()),
     }
 }
@@ -586,6 +652,8 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
             let (stored, warning) = s.config.set(key, value, layer).map_err(fail)?;
             let shown = yuyao_store::config::display(&stored);
             apply_live(s, key, &shown)?;
+            // Applied here: the next call's reload must not apply it again over a later switch.
+            s.lock().config_seen = crate::context::config_snapshot(&s.config);
             let mut out = format!("{key} = {shown}");
             if let Some(w) = warning {
                 out.push_str(&format!(" (warning: {w})"));
@@ -598,6 +666,7 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
                 .filter(|_| args.len() == 2)
                 .ok_or_else(|| usage("config"))?;
             let removed = s.config.unset(key).map_err(fail)?;
+            s.lock().config_seen = crate::context::config_snapshot(&s.config);
             Ok(if removed {
                 format!("{key} unset")
             } else {

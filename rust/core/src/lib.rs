@@ -3,7 +3,10 @@
 //! A front opens a [`Session`], submits turns ([`Session::chat`]) and slash commands
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
+mod cmd_sessions;
 mod commands;
+mod compact;
+mod context;
 mod handler;
 mod headless;
 mod prompt;

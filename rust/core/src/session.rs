@@ -12,6 +12,7 @@ use yuyao_protocol::{
     Curiosity, Event, Message, Mode, NetworkAccess, NoticeLevel, Role, SandboxLevel,
     SessionOptions, ShowThinking, ThinkingLevel, Usage,
 };
+use yuyao_store::sessions::SessionLog;
 use yuyao_store::{Config, McpRegistry, Paths, Trajectory};
 use yuyao_tools::{Registry, ToolContext};
 
@@ -77,6 +78,44 @@ pub struct State {
     pub last_turn: TurnSummary,
     pub exit_requested: bool,
     pub trajectory: Trajectory,
+    /// The session tree file (`~/.yuyao/sessions/<id>.jsonl`) and how many messages of
+    /// `history` it already holds.
+    pub log: SessionLog,
+    pub logged: usize,
+    /// `/usage off|tokens|full`: what the fronts show after each call.
+    pub usage_display: String,
+    /// The configuration files as last seen, to apply hand edits at the next call.
+    pub config_seen: std::collections::BTreeMap<String, String>,
+    /// Estimated tokens of the last request sent (for the context percentage).
+    pub last_request_tokens: u64,
+    /// Seconds between the last entry of a resumed session and its resumption (a front
+    /// shows a `/recap` when this is long).
+    pub resumed_idle_s: Option<f64>,
+}
+
+impl State {
+    /// Appends a message to the conversation and to the session file.
+    pub fn push(&mut self, m: Message) {
+        self.history.push(m);
+        self.sync_log();
+    }
+
+    /// Writes the messages the session file does not hold yet (as they happen).
+    pub fn sync_log(&mut self) {
+        if self.logged > self.history.len() {
+            self.logged = self.history.len();
+        }
+        for m in &self.history[self.logged..] {
+            self.log.append_message(m);
+        }
+        self.logged = self.history.len();
+    }
+
+    /// Records a non-message entry (mode/role/model change, checkpoint…) in the session tree.
+    pub fn log_entry(&mut self, kind: &str, fields: serde_json::Value) -> String {
+        self.sync_log();
+        self.log.append(kind, fields)
+    }
 }
 
 pub struct Session {
@@ -224,8 +263,10 @@ impl Session {
                     .and_then(|v| yuyao_store::config::display(&v).parse().ok())
             }),
             curiosity: parse_or(opts.curiosity, &config, "curiosity", Curiosity::Normal),
+            // `--model` outranks the configured name (flags > config > D2A_MODEL_NAME).
             model_override: config
-                .get("model")
+                .get("model.name")
+                .filter(|_| opts.model.name.is_none())
                 .map(|v| yuyao_store::config::display(&v)),
             max_steps,
             max_cost_usd,
@@ -236,6 +277,27 @@ impl Session {
             last_turn: TurnSummary::default(),
             exit_requested: false,
             trajectory: trajectory.0,
+            log: if opts.no_session {
+                SessionLog::ephemeral(
+                    &yuyao_store::sessions::sessions_dir(&paths.home),
+                    &id,
+                    &cwd.display().to_string(),
+                )
+            } else {
+                SessionLog::create(
+                    &yuyao_store::sessions::sessions_dir(&paths.home),
+                    &id,
+                    &cwd.display().to_string(),
+                )
+            },
+            logged: 0,
+            usage_display: config
+                .get("ui.usage")
+                .map(|v| yuyao_store::config::display(&v))
+                .unwrap_or_else(|| "tokens".into()),
+            config_seen: crate::context::config_snapshot(&config),
+            last_request_tokens: 0,
+            resumed_idle_s: None,
         };
         let mcp = McpRegistry::new(paths.mcp_registry());
         let session = Session {
@@ -257,6 +319,7 @@ impl Session {
         for w in [cost_warning, trajectory.1].into_iter().flatten() {
             session.notice(NoticeLevel::Warning, w);
         }
+        session.open_saved_session()?;
         {
             let mut st = session.lock();
             let fields = serde_json::json!({
@@ -350,8 +413,16 @@ impl Session {
     pub fn status_json(&self) -> serde_json::Value {
         let model = self.model_name();
         let st = self.lock();
+        let window = self.context_window();
         serde_json::json!({
-            "session_id": self.id,
+            "session_id": st.log.id(),
+            "title": st.log.title(),
+            "session_file": st.log.path().display().to_string(),
+            "messages": st.history.len(),
+            "context_window": window,
+            "usage_display": st.usage_display,
+            "resumed_idle_s": st.resumed_idle_s,
+            "max_cost_usd": st.max_cost_usd,
             "version": yuyao_protocol::VERSION,
             "mode": st.policy.mode,
             "role": st.policy.role,
@@ -365,7 +436,7 @@ impl Session {
             "curiosity": st.curiosity,
             "cost_usd": st.cost_usd,
             "steps": st.steps,
-            "context_percent": context_percent(&st.last_usage),
+            "context_percent": context_percent(&st.last_usage, st.last_request_tokens, window),
             "usage": {
                 "prompt_tokens": st.usage.prompt_tokens,
                 "completion_tokens": st.usage.completion_tokens,
@@ -385,6 +456,7 @@ impl Session {
     pub fn close(&self) {
         self.interrupt();
         let mut st = self.lock();
+        st.sync_log();
         let cost = st.cost_usd;
         st.trajectory
             .record("session_end", serde_json::json!({"cost_usd": cost}));
@@ -392,11 +464,15 @@ impl Session {
     }
 }
 
-/// Context window assumed for the percentage (the endpoint does not say).
-pub const CONTEXT_WINDOW: u64 = 200_000;
-
-pub fn context_percent(u: &Usage) -> f64 {
-    let pct = u.prompt_tokens as f64 * 100.0 / CONTEXT_WINDOW as f64;
+/// Context used, in percent of the window: the prompt tokens the endpoint reported for the
+/// last call, else the estimate of the last request.
+pub fn context_percent(u: &Usage, estimated: u64, window: u64) -> f64 {
+    let used = if u.prompt_tokens > 0 {
+        u.prompt_tokens
+    } else {
+        estimated
+    };
+    let pct = used as f64 * 100.0 / window.max(1) as f64;
     (pct * 10.0).round() / 10.0
 }
 

@@ -95,6 +95,8 @@ impl Session {
         intent: &str,
         token: &CancellationToken,
     ) -> CallOutcome {
+        // A configuration change made on disk applies from this call on (hot reload).
+        self.reload_config();
         self.emit(Event::ToolBegin {
             id: call.id.clone(),
             name: call.name.clone(),
@@ -321,7 +323,7 @@ impl Session {
         .await;
         let verdict = match result {
             Ok(Ok(c)) => {
-                let cost = self.pricing.cost(&c.usage);
+                let cost = self.price().cost(&c.usage);
                 let mut st = self.lock();
                 st.cost_usd += cost;
                 st.usage.add(&c.usage);

@@ -7,8 +7,17 @@ use crate::session::{CoreError, Session, TurnSummary};
 use crate::tool_call::{CallOutcome, intent_line};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use yuyao_model::{ModelClient, ModelConfig, ModelError, Piece, build_request, estimate_tokens};
+use yuyao_model::{ModelClient, ModelConfig, ModelError, Piece};
 use yuyao_protocol::{Event, Message, NoticeLevel, ThinkingLevel};
+
+/// The `reasoning_effort` a thinking level asks for.
+pub(crate) fn effort(thinking: Option<ThinkingLevel>) -> Option<String> {
+    thinking.and_then(|t| match t {
+        ThinkingLevel::Off => None,
+        ThinkingLevel::Max => Some("high".to_string()),
+        other => Some(other.to_string()),
+    })
+}
 
 /// Output tokens assumed for a call whose size is not known yet (spend ceiling estimate).
 const ASSUMED_OUTPUT_TOKENS: u64 = 1024;
@@ -36,7 +45,7 @@ impl Session {
         }
         {
             let mut st = self.lock();
-            st.history.push(Message::user(text));
+            st.push(Message::user(text));
             st.trajectory.record("user", json!({"text": text}));
         }
         let summary = self.block_on(self.run_turn(&token))?;
@@ -121,6 +130,28 @@ impl Session {
         })
     }
 
+    /// The spend ceiling, checked before a model call from that call's estimated cost: `None`
+    /// to go on (possibly after the human raised or removed it), else the LimitsExceeded end.
+    pub(crate) fn ceiling_check(
+        &self,
+        request_tokens: u64,
+        max_out: Option<u64>,
+    ) -> Option<TurnSummary> {
+        let (max, spent) = {
+            let st = self.lock();
+            (st.max_cost_usd?, st.cost_usd)
+        };
+        let estimate = self
+            .price()
+            .estimate(request_tokens, max_out.unwrap_or(ASSUMED_OUTPUT_TOKENS));
+        if spent + estimate <= max || self.cost_ceiling_allows(spent, estimate, max) {
+            return None;
+        }
+        Some(self.limit(format!(
+            "spend ceiling reached: ${spent:.4} spent, the next call is estimated at ${estimate:.4}, the ceiling is ${max:.4}"
+        )))
+    }
+
     fn limit(&self, why: String) -> TurnSummary {
         self.notice(NoticeLevel::Warning, why.clone());
         TurnSummary {
@@ -142,7 +173,8 @@ impl Session {
     }
 
     async fn run_turn(&self, token: &CancellationToken) -> TurnSummary {
-        let client = match self.client() {
+        self.reload_config();
+        let mut client = match self.client() {
             Ok(c) => c,
             Err(e) => return self.failure("Error", e),
         };
@@ -154,10 +186,7 @@ impl Session {
                 return interrupted();
             }
             // Limits are checked before the call, never after the money is spent.
-            let (max_steps, max_cost, spent) = {
-                let st = self.lock();
-                (st.max_steps, st.max_cost_usd, st.cost_usd)
-            };
+            let max_steps = self.lock().max_steps;
             if let Some(max) = max_steps
                 && turn_steps >= max
             {
@@ -168,35 +197,63 @@ impl Session {
             {
                 return self.limit(format!("time limit reached ({wall} s)"));
             }
+            // Hand edits of the configuration files take effect here (hot reload).
+            self.reload_config();
+            if self
+                .model_name()
+                .is_some_and(|m| m.trim() != client.config().model)
+            {
+                match self.client() {
+                    Ok(c) => client = c,
+                    Err(e) => return self.failure("Error", e),
+                }
+            }
             let queued: Vec<String> = self
                 .steer
                 .lock()
                 .map(|mut q| q.drain(..).collect())
                 .unwrap_or_default();
-            let system = self.system_prompt();
-            let (history, stream, effort) = {
+            let history = {
                 let mut st = self.lock();
                 for q in queued {
                     st.trajectory.record("steer", json!({"text": q}));
-                    st.history.push(Message::user(q));
+                    st.push(Message::user(q));
                 }
-                let effort = st.thinking.and_then(|t| match t {
-                    ThinkingLevel::Off => None,
-                    ThinkingLevel::Max => Some("high".to_string()),
-                    other => Some(other.to_string()),
-                });
-                (st.history.clone(), st.stream, effort)
+                st.history.clone()
             };
-            let req = build_request(&system, &history, self.tool_schemas(), stream, effort);
-            if let Some(max) = max_cost {
-                let estimate = self
-                    .pricing
-                    .estimate(estimate_tokens(&req.messages), ASSUMED_OUTPUT_TOKENS);
-                if spent + estimate > max {
-                    return self.limit(format!(
-                        "spend ceiling reached: ${spent:.4} spent, the next call is estimated at ${estimate:.4}, the ceiling is ${max:.4}"
-                    ));
+            let (mut req, _) = self.next_request(&history);
+            let max_out = self
+                .config
+                .get("model.max_output_tokens")
+                .and_then(|v| v.as_integer())
+                .filter(|n| *n > 0)
+                .map(|n| n as u64);
+            let budget = (self.context_window() as f64 * self.compaction_threshold()) as u64;
+            if crate::context::request_tokens(&req) > budget {
+                // The summary call is a model call too: the ceiling applies to it.
+                if let Some(stop) =
+                    self.ceiling_check(crate::context::request_tokens(&req), max_out)
+                {
+                    return stop;
                 }
+                match self.compact(&client, None, token).await {
+                    Ok(_) => {
+                        let history = self.lock().history.clone();
+                        req = self.next_request(&history).0;
+                    }
+                    Err(ModelError::Cancelled) => return interrupted(),
+                    Err(e) => self.notice(
+                        NoticeLevel::Warning,
+                        format!("automatic compaction failed ({e}); continuing without it"),
+                    ),
+                }
+            }
+            req.max_tokens = max_out;
+            let stream = req.stream;
+            let request_tokens = crate::context::request_tokens(&req);
+            self.lock().last_request_tokens = request_tokens;
+            if let Some(stop) = self.ceiling_check(request_tokens, max_out) {
+                return stop;
             }
             let step = self.lock().steps + 1;
             self.emit(Event::ModelCall { step });
@@ -222,7 +279,7 @@ impl Session {
                 Err(e) => return self.failure("Error", e.to_string()),
             };
             turn_steps += 1;
-            let cost = self.pricing.cost(&reply.usage);
+            let cost = self.price().cost(&reply.usage);
             let assistant = {
                 let mut st = self.lock();
                 st.steps += 1;
@@ -234,16 +291,20 @@ impl Session {
                 if !reply.reasoning.is_empty() {
                     m.reasoning_content = Some(reply.reasoning.clone());
                 }
-                st.history.push(m.clone());
+                st.push(m.clone());
                 let fields = json!({"step": st.steps, "text": reply.text, "reasoning": reply.reasoning,
                        "tool_calls": reply.tool_calls, "usage": reply.usage, "cost_usd": cost,
                        "finish_reason": reply.finish_reason, "ms": t0.elapsed().as_millis() as u64});
                 st.trajectory.record("assistant", fields);
                 m
             };
-            let (session_cost, usage) = {
+            let window = self.context_window();
+            let (session_cost, percent) = {
                 let st = self.lock();
-                (st.cost_usd, st.last_usage)
+                (
+                    st.cost_usd,
+                    crate::session::context_percent(&st.last_usage, st.last_request_tokens, window),
+                )
             };
             self.emit(Event::AssistantMessage {
                 text: reply.text.clone(),
@@ -257,7 +318,7 @@ impl Session {
                 reasoning_tokens: reply.usage.reasoning_tokens,
                 cost_usd: cost,
                 session_cost_usd: session_cost,
-                context_percent: crate::session::context_percent(&usage),
+                context_percent: percent,
             });
 
             if assistant.tool_calls.is_empty() {
@@ -268,7 +329,7 @@ impl Session {
                             NoticeLevel::Warning,
                             "the model sent an empty reply; asking it once to continue",
                         );
-                        self.lock().history.push(Message::user(NUDGE));
+                        self.lock().push(Message::user(NUDGE));
                         continue;
                     }
                     return self.failure(
@@ -297,7 +358,7 @@ impl Session {
                 if token.is_cancelled() {
                     let mut st = self.lock();
                     for rest in &calls[k..] {
-                        st.history.push(Message::tool(
+                        st.push(Message::tool(
                             rest.id.clone(),
                             "(interrupted by the user before this tool call ran)",
                         ));
@@ -306,7 +367,7 @@ impl Session {
                 }
                 let outcome: CallOutcome = self.run_tool_call(&client, call, &intent, token).await;
                 acted |= outcome.ok && outcome.effective;
-                self.lock().history.push(outcome.message);
+                self.lock().push(outcome.message);
             }
         }
     }

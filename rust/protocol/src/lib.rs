@@ -86,6 +86,14 @@ pub enum Request {
         question: String,
         options: Vec<String>,
     },
+    /// The next model call would pass the session's spend ceiling. Answer `"stop"`,
+    /// `"remove"`, or `"raise <usd>"` (a new ceiling); anything else stops.
+    CostCeiling {
+        question: String,
+        spent_usd: f64,
+        estimate_usd: f64,
+        ceiling_usd: f64,
+    },
 }
 
 /// A handler's answer to a [`Request::Permission`].

@@ -49,4 +49,13 @@ pub struct SessionOptions {
     pub verbose: bool,
     /// Override of `~/.yuyao` (otherwise `YUYAO_HOME`, then `$HOME/.yuyao`).
     pub home: Option<String>,
+    /// `-c/--continue`: resume the most recent session of this working directory.
+    #[serde(rename = "continue")]
+    pub continue_last: bool,
+    /// `--resume <id>`: resume that session (an id or a unique prefix).
+    pub resume: Option<String>,
+    /// `--fork-session`: the resumed session gets a new id; the original file is untouched.
+    pub fork_session: bool,
+    /// Do not record this session under `~/.yuyao/sessions/` (one-shot sub-commands).
+    pub no_session: bool,
 }

@@ -36,12 +36,61 @@ enum Kind {
     Bool,
     Int,
     Float,
+    /// An integer greater than zero.
+    PosInt,
+    /// A number in (0, 1].
+    Ratio,
     Str,
     OneOf(&'static [&'static str]),
 }
 
 /// Every key the product understands, with its type and meaning.
 const KNOWN: &[(&str, Kind, &str)] = &[
+    (
+        "model.name",
+        Kind::Str,
+        "model name (overrides D2A_MODEL_NAME)",
+    ),
+    (
+        "model.context_window",
+        Kind::PosInt,
+        "context window in tokens (default 128000)",
+    ),
+    (
+        "model.max_output_tokens",
+        Kind::PosInt,
+        "largest reply requested from the model",
+    ),
+    (
+        "model.input_cost_per_token",
+        Kind::Float,
+        "price of a prompt token in USD (when D2A_MODEL_COST is not set)",
+    ),
+    (
+        "model.output_cost_per_token",
+        Kind::Float,
+        "price of a completion token in USD",
+    ),
+    (
+        "model.cache_read_input_token_cost",
+        Kind::Float,
+        "price of a prompt token read from the cache",
+    ),
+    (
+        "model.cache_creation_input_token_cost",
+        Kind::Float,
+        "price of a prompt token written to the cache",
+    ),
+    (
+        "model.idle_timeout_s",
+        Kind::Int,
+        "longest silence from the model, seconds",
+    ),
+    (
+        "model.max_retries",
+        Kind::Int,
+        "retries on 429/5xx/connection errors",
+    ),
     (
         "mode",
         Kind::OneOf(&["ask", "plan", "auto-edit", "auto-review", "yolo"]),
@@ -62,12 +111,6 @@ const KNOWN: &[(&str, Kind, &str)] = &[
         Kind::OneOf(&["on", "off"]),
         "network access for tools",
     ),
-    ("stream", Kind::Bool, "stream model output"),
-    (
-        "show_thinking",
-        Kind::OneOf(&["off", "collapsed", "expanded"]),
-        "how thinking is displayed",
-    ),
     (
         "thinking",
         Kind::OneOf(&["off", "low", "medium", "high", "max"]),
@@ -78,35 +121,13 @@ const KNOWN: &[(&str, Kind, &str)] = &[
         Kind::OneOf(&["low", "normal", "high"]),
         "how readily the agent asks",
     ),
-    ("model", Kind::Str, "model name (overrides D2A_MODEL_NAME)"),
     ("max_steps", Kind::Int, "step limit per turn"),
     ("maxCostUsd", Kind::Float, "session spend ceiling in USD"),
     (
-        "usage",
-        Kind::OneOf(&["off", "tokens", "full"]),
-        "token and cost display",
+        "compaction.threshold",
+        Kind::Ratio,
+        "fraction of the context window that triggers compaction (default 0.8)",
     ),
-    (
-        "theme",
-        Kind::OneOf(&["dark", "light", "mono"]),
-        "TUI colour theme",
-    ),
-    (
-        "editor.mode",
-        Kind::OneOf(&["default", "vim"]),
-        "input box editing mode",
-    ),
-    (
-        "output.style",
-        Kind::OneOf(&["default", "concise", "explanatory"]),
-        "answer style",
-    ),
-    (
-        "trajectory",
-        Kind::Bool,
-        "write .trajectory/ traces in interactive sessions",
-    ),
-    ("memorySearch.provider", Kind::Str, "memory search provider"),
     (
         "compaction.memoryFlush.enabled",
         Kind::Bool,
@@ -117,6 +138,39 @@ const KNOWN: &[(&str, Kind, &str)] = &[
         Kind::Str,
         "model of the memory-flush turn",
     ),
+    ("ui.stream", Kind::Bool, "stream model output"),
+    (
+        "ui.show_thinking",
+        Kind::OneOf(&["off", "collapsed", "expanded"]),
+        "how thinking is displayed",
+    ),
+    (
+        "ui.theme",
+        Kind::OneOf(&["dark", "light", "mono"]),
+        "TUI colour theme",
+    ),
+    (
+        "ui.editor_mode",
+        Kind::OneOf(&["emacs", "vi"]),
+        "input box editing mode",
+    ),
+    (
+        "ui.output_style",
+        Kind::OneOf(&["default", "concise", "explanatory"]),
+        "answer style",
+    ),
+    (
+        "ui.usage",
+        Kind::OneOf(&["off", "tokens", "full"]),
+        "token and cost display",
+    ),
+    (
+        "trajectory",
+        Kind::Bool,
+        "write .trajectory/ traces in interactive sessions",
+    ),
+    ("memory.enabled", Kind::Bool, "load and write memory files"),
+    ("memorySearch.provider", Kind::Str, "memory search provider"),
     (
         "dreaming.enabled",
         Kind::Bool,
@@ -132,17 +186,30 @@ const KNOWN: &[(&str, Kind, &str)] = &[
         Kind::Int,
         "default bash timeout in ms",
     ),
-    (
-        "model.idle_timeout_s",
-        Kind::Int,
-        "longest silence from the model, seconds",
-    ),
-    (
-        "model.max_retries",
-        Kind::Int,
-        "retries on 429/5xx/connection errors",
-    ),
 ];
+
+/// Older or shorter spellings, read and written as the canonical key.
+const ALIASES: &[(&str, &str)] = &[
+    ("model", "model.name"),
+    ("stream", "ui.stream"),
+    ("show_thinking", "ui.show_thinking"),
+    ("theme", "ui.theme"),
+    ("editor.mode", "ui.editor_mode"),
+    ("output.style", "ui.output_style"),
+    ("usage", "ui.usage"),
+];
+
+/// Namespaces whose keys are all accepted without a warning (values parsed as JSON).
+const OPEN_NAMESPACES: &[&str] = &["memory."];
+
+/// The canonical spelling of `key` (aliases folded).
+pub fn canonical_key(key: &str) -> &str {
+    ALIASES
+        .iter()
+        .find(|(a, _)| *a == key)
+        .map(|(_, c)| *c)
+        .unwrap_or(key)
+}
 
 pub struct Config {
     paths: Paths,
@@ -186,6 +253,7 @@ impl Config {
     /// The effective value of `key` from the files (project over user), or `None`.
     /// A malformed file is skipped here (its error surfaces on `set`), so reading never fails.
     pub fn get(&self, key: &str) -> Option<Value> {
+        let key = canonical_key(key);
         [Layer::Project, Layer::User]
             .into_iter()
             .filter_map(|l| self.read_layer(l).ok())
@@ -213,6 +281,7 @@ impl Config {
         layer: Option<Layer>,
     ) -> Result<(Value, Option<String>), ConfigError> {
         validate_key(key)?;
+        let key = canonical_key(key);
         let (value, warning) = typed_value(key, raw)?;
         let layer = layer.unwrap_or_else(|| self.shadowing_layer(key));
         let mut table = self.read_layer(layer)?;
@@ -224,6 +293,7 @@ impl Config {
     /// Removes `key` from every layer that sets it; returns whether anything was removed.
     pub fn unset(&self, key: &str) -> Result<bool, ConfigError> {
         validate_key(key)?;
+        let key = canonical_key(key);
         let mut removed = false;
         for layer in [Layer::User, Layer::Project] {
             let mut table = self.read_layer(layer)?;
@@ -270,9 +340,13 @@ fn validate_key(key: &str) -> Result<(), ConfigError> {
 
 fn typed_value(key: &str, raw: &str) -> Result<(Value, Option<String>), ConfigError> {
     let Some((_, kind, _)) = KNOWN.iter().find(|(k, _, _)| *k == key) else {
+        let value = json_value(raw);
+        if OPEN_NAMESPACES.iter().any(|ns| key.starts_with(ns)) {
+            return Ok((value, None));
+        }
         return Ok((
-            Value::String(raw.to_string()),
-            Some(format!("'{key}' is not a known key; stored as text")),
+            value,
+            Some(format!("'{key}' is not a known key; stored anyway")),
         ));
     };
     let bad = |what: &str| ConfigError::Invalid(format!("invalid value '{raw}' for {key}: {what}"));
@@ -284,6 +358,14 @@ fn typed_value(key: &str, raw: &str) -> Result<(Value, Option<String>), ConfigEr
             _ => return Err(bad("expected true or false")),
         },
         Kind::Int => Value::Integer(t.parse().map_err(|_| bad("expected an integer"))?),
+        Kind::PosInt => match t.parse::<i64>() {
+            Ok(n) if n > 0 => Value::Integer(n),
+            _ => return Err(bad("expected a positive integer")),
+        },
+        Kind::Ratio => match t.parse::<f64>() {
+            Ok(f) if f > 0.0 && f <= 1.0 => Value::Float(f),
+            _ => return Err(bad("expected a number greater than 0 and at most 1")),
+        },
         Kind::Float => {
             let f: f64 = t.parse().map_err(|_| bad("expected a number"))?;
             if !f.is_finite() || f < 0.0 {
@@ -291,9 +373,18 @@ fn typed_value(key: &str, raw: &str) -> Result<(Value, Option<String>), ConfigEr
             }
             Value::Float(f)
         }
-        Kind::Str => Value::String(raw.to_string()),
+        Kind::Str => match serde_json::from_str::<serde_json::Value>(t) {
+            Ok(serde_json::Value::String(s)) => Value::String(s),
+            _ => Value::String(raw.to_string()),
+        },
         Kind::OneOf(allowed) => {
-            let norm = t.to_ascii_lowercase().replace('_', "-");
+            let norm = t.trim_matches('"').to_ascii_lowercase().replace('_', "-");
+            // Spellings other tools use for the editing modes.
+            let norm = match (key, norm.as_str()) {
+                ("ui.editor_mode", "vim") => "vi".to_string(),
+                ("ui.editor_mode", "default") => "emacs".to_string(),
+                _ => norm,
+            };
             match allowed.iter().find(|a| **a == norm) {
                 Some(a) => Value::String((*a).to_string()),
                 None => return Err(bad(&format!("expected one of {}", allowed.join(", ")))),
@@ -301,6 +392,29 @@ fn typed_value(key: &str, raw: &str) -> Result<(Value, Option<String>), ConfigEr
         }
     };
     Ok((v, None))
+}
+
+/// A value typed on the command line: a JSON scalar or array when it parses as one (`3`,
+/// `true`, `[1, 2]`, `"text"`), else the text itself.
+fn json_value(raw: &str) -> Value {
+    fn conv(v: &serde_json::Value) -> Option<Value> {
+        Some(match v {
+            serde_json::Value::Bool(b) => Value::Boolean(*b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Value::Integer(i),
+                None => Value::Float(n.as_f64()?),
+            },
+            serde_json::Value::String(s) => Value::String(s.clone()),
+            serde_json::Value::Array(a) => {
+                Value::Array(a.iter().map(conv).collect::<Option<Vec<_>>>()?)
+            }
+            serde_json::Value::Null | serde_json::Value::Object(_) => return None,
+        })
+    }
+    serde_json::from_str::<serde_json::Value>(raw.trim())
+        .ok()
+        .and_then(|v| conv(&v))
+        .unwrap_or_else(|| Value::String(raw.to_string()))
 }
 
 fn lookup<'a>(t: &'a Table, key: &str) -> Option<&'a Value> {
@@ -411,7 +525,27 @@ mod tests {
         assert!(warn.is_some());
         assert_eq!(c.get("k"), Some(Value::String("v".into())));
         c.set("editor.mode", "vim", None).unwrap();
-        assert_eq!(c.get("editor.mode"), Some(Value::String("vim".into())));
+        assert_eq!(c.get("ui.editor_mode"), Some(Value::String("vi".into())));
+        assert_eq!(c.get("editor.mode"), Some(Value::String("vi".into())));
+        c.set("model", "m1", None).unwrap();
+        c.set("model.context_window", "4000", None).unwrap();
+        assert_eq!(c.get("model.name"), Some(Value::String("m1".into())));
+        assert_eq!(c.get("model.context_window"), Some(Value::Integer(4000)));
+        assert!(c.set("model.context_window", "0", None).is_err());
+        assert!(c.set("compaction.threshold", "1.5", None).is_err());
+        c.set("n", "3", None).unwrap();
+        assert_eq!(c.get("n"), Some(Value::Integer(3)));
+        c.set("arr", "[1, \"a\"]", None).unwrap();
+        assert_eq!(
+            c.get("arr"),
+            Some(Value::Array(vec![
+                Value::Integer(1),
+                Value::String("a".into())
+            ]))
+        );
+        let (_, warn) = c.set("memory.anything", "true", None).unwrap();
+        assert!(warn.is_none());
+        assert_eq!(c.get("memory.anything"), Some(Value::Boolean(true)));
         assert!(c.set("stream", "maybe", None).is_err());
         assert!(c.unset("k").unwrap());
         assert_eq!(c.get("k"), None);

@@ -1,0 +1,470 @@
+//! Sessions: resuming at open (`-c/--continue`, `--resume`, `--fork-session`), the session
+//! commands (`/sessions`, `/title`, `/new`, `/clear`, `/branch`, `/tree`, `/export`,
+//! `/usage`), and the conversation API `/rewind` uses.
+
+use crate::session::{CoreError, Session};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use yuyao_protocol::{Message, MessageRole, NoticeLevel, Role};
+use yuyao_store::sessions::{self, Replay, SessionLog};
+
+fn short(id: &str) -> &str {
+    &id[..id.len().min(8)]
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+impl Session {
+    fn sessions_dir(&self) -> std::path::PathBuf {
+        sessions::sessions_dir(&self.paths.home)
+    }
+
+    /// At open: resumes the session the options name, if any.
+    pub(crate) fn open_saved_session(&self) -> Result<(), CoreError> {
+        let o = &self.opts;
+        if o.continue_last && o.resume.is_some() {
+            return Err(CoreError::Usage(
+                "--continue and --resume cannot be used together".into(),
+            ));
+        }
+        if o.fork_session && !o.continue_last && o.resume.is_none() {
+            return Err(CoreError::Usage(
+                "--fork-session needs --continue or --resume".into(),
+            ));
+        }
+        let dir = self.sessions_dir();
+        let id = if o.continue_last {
+            let cwd = self.cwd();
+            sessions::list_sessions(&dir)
+                .into_iter()
+                .find(|s| s.cwd == cwd && !s.archived && s.messages > 0)
+                .map(|s| s.id)
+                .ok_or_else(|| {
+                    CoreError::Failed(format!("no previous session in {cwd} to continue"))
+                })?
+        } else if let Some(r) = &o.resume {
+            sessions::resolve_session(&dir, r).map_err(CoreError::Failed)?
+        } else {
+            return Ok(());
+        };
+        let (log, warnings) = SessionLog::load(&dir, &id).map_err(CoreError::Failed)?;
+        for w in warnings {
+            self.notice(NoticeLevel::Warning, w);
+        }
+        let (log, what) = if o.fork_session {
+            let forked = log.fork(&dir, false, None);
+            let what = format!("forked session {} from {id}", forked.id());
+            (forked, what)
+        } else {
+            (log, format!("resumed session {id}"))
+        };
+        let idle = log
+            .entries()
+            .last()
+            .and_then(|e| chrono::DateTime::parse_from_rfc3339(&e.ts).ok())
+            .map(|t| (chrono::Local::now().fixed_offset() - t).num_milliseconds() as f64 / 1000.0);
+        let replay = log.replay();
+        let n = replay.messages.len();
+        self.restore_switches(&replay);
+        let new_id = log.id().to_string();
+        self.install(log, replay.messages);
+        {
+            let mut st = self.lock();
+            st.resumed_idle_s = idle;
+            st.trajectory.record(
+                "session_resumed",
+                json!({"session_id": new_id, "from": id, "messages": n}),
+            );
+        }
+        self.notice(NoticeLevel::Info, format!("{what} ({n} messages)"));
+        Ok(())
+    }
+
+    /// Role and model recorded in the session, unless a flag says otherwise. The permission
+    /// mode is not restored: it is a trust decision of the invocation that resumes (a session
+    /// left in yolo must not make a later `-p -c` run unattended in yolo).
+    fn restore_switches(&self, r: &Replay) {
+        let mut st = self.lock();
+        if self.opts.role.is_none()
+            && let Some(x) = r.role.as_deref().and_then(|x| x.parse::<Role>().ok())
+            && x != Role::Orchestrator
+        {
+            st.policy.role = x;
+        }
+        if self.opts.model.name.is_none()
+            && let Some(m) = &r.model
+        {
+            st.model_override = Some(m.clone());
+        }
+    }
+
+    /// Makes `log` the session's file and `messages` its conversation.
+    fn install(&self, log: SessionLog, messages: Vec<Message>) {
+        let mut st = self.lock();
+        st.sync_log();
+        st.logged = messages.len();
+        st.history = messages;
+        st.log = log;
+    }
+
+    /// User prompts on the current path of the session tree, oldest first: `(entry id,
+    /// text)`. Every prompt is a checkpoint `/rewind` can return to.
+    pub fn conversation_checkpoints(&self) -> Vec<(String, String)> {
+        let mut st = self.lock();
+        st.sync_log();
+        st.log.checkpoints()
+    }
+
+    /// Restores the conversation to just before the prompt `entry` (an id from
+    /// [`Session::conversation_checkpoints`]); the branch left behind stays in the tree.
+    /// Returns the prompt's text (a front may put it back in the input box).
+    pub fn rewind_conversation(&self, entry: &str) -> Result<String, CoreError> {
+        let mut st = self.lock();
+        st.sync_log();
+        let text = st.log.rewind_before(entry).map_err(CoreError::Usage)?;
+        let messages = st.log.replay().messages;
+        st.logged = messages.len();
+        st.history = messages;
+        Ok(text)
+    }
+
+    /// Records a checkpoint (e.g. the snapshot taken before a tool batch) in the session tree;
+    /// returns the entry id.
+    pub fn log_checkpoint(&self, fields: Value) -> String {
+        self.lock().log_entry("checkpoint", fields)
+    }
+
+    /// Compacts the conversation now (what `/compact` runs; `/rewind`'s "summarize" too).
+    pub fn compact_conversation(&self, focus: Option<&str>) -> Result<String, CoreError> {
+        crate::compact::compact_command(
+            self,
+            &focus.map(|f| vec![f.to_string()]).unwrap_or_default(),
+        )
+    }
+
+    /// The id of the session file in use (changes with `/new`, `/branch`, `/sessions`).
+    pub fn session_id(&self) -> String {
+        self.lock().log.id().to_string()
+    }
+}
+
+pub(crate) fn sessions_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let dir = s.sessions_dir();
+    let all = args.first().map(String::as_str) == Some("all");
+    if let Some(id) = args.first().filter(|_| !all) {
+        let id = sessions::resolve_session(&dir, id).map_err(CoreError::Usage)?;
+        if id == s.session_id() {
+            return Ok(format!("session {id} is the current one"));
+        }
+        let (log, warnings) = SessionLog::load(&dir, &id).map_err(CoreError::Failed)?;
+        for w in warnings {
+            s.notice(NoticeLevel::Warning, w);
+        }
+        let replay = log.replay();
+        let n = replay.messages.len();
+        s.restore_switches(&replay);
+        s.install(log, replay.messages);
+        return Ok(format!("resumed session {id} ({n} messages)"));
+    }
+    let current = s.session_id();
+    let cwd = s.cwd();
+    let project = s.paths.project.display().to_string();
+    let list: Vec<_> = sessions::list_sessions(&dir)
+        .into_iter()
+        .filter(|x| all || x.cwd == cwd || x.cwd.starts_with(&project))
+        .take(if all { 200 } else { 30 })
+        .collect();
+    if list.is_empty() {
+        return Ok(format!(
+            "no saved sessions for {project} yet (the current one, {current}, is saved with its first message)"
+        ));
+    }
+    let mut out = String::from("sessions (most recent first; /sessions <id> to resume):\n");
+    for x in list {
+        let when: chrono::DateTime<chrono::Local> = x.updated.into();
+        let name = x
+            .title
+            .clone()
+            .or_else(|| x.first_prompt.as_deref().map(|p| one_line(p, 50)))
+            .unwrap_or_else(|| "(untitled)".into());
+        let mut flags = Vec::new();
+        if x.archived {
+            flags.push("archived".to_string());
+        }
+        if let Some(f) = &x.forked_from {
+            flags.push(format!("from {}", short(f)));
+        }
+        let flags = if flags.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", flags.join(", "))
+        };
+        out.push_str(&format!(
+            "{} {}  {}  {:>3} msgs  {name}{flags}\n",
+            if x.id == current { "*" } else { " " },
+            x.id,
+            when.format("%Y-%m-%d %H:%M"),
+            x.messages,
+        ));
+    }
+    Ok(out.trim_end().to_string())
+}
+
+pub(crate) fn title_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let title = args.join(" ");
+    let mut st = s.lock();
+    if title.trim().is_empty() {
+        return Ok(match st.log.title() {
+            Some(t) => format!("title: {t}"),
+            None => "this session has no title (set one with /title <text>)".into(),
+        });
+    }
+    st.log_entry("title", json!({"title": title.trim()}));
+    Ok(format!(
+        "session {} is now titled: {}",
+        st.log.id(),
+        title.trim()
+    ))
+}
+
+pub(crate) fn new_command(s: &Session, _: &[String]) -> Result<String, CoreError> {
+    let dir = s.sessions_dir();
+    let mut st = s.lock();
+    let old = st.log.id().to_string();
+    st.log_entry("archive", json!({}));
+    let id = sessions::new_session_id();
+    st.log = SessionLog::create(&dir, &id, &s.cwd());
+    st.history.clear();
+    st.logged = 0;
+    st.trajectory.record(
+        "new_conversation",
+        json!({"archived": old, "session_id": id}),
+    );
+    Ok(format!(
+        "archived session {old}; started session {id} (the old one stays in /sessions)"
+    ))
+}
+
+pub(crate) fn clear_command(s: &Session, _: &[String]) -> Result<String, CoreError> {
+    let mut st = s.lock();
+    st.log_entry("clear", json!({}));
+    st.history.clear();
+    st.logged = 0;
+    Ok(
+        "context cleared (not archived: the earlier messages stay in the session tree, see /tree)"
+            .into(),
+    )
+}
+
+pub(crate) fn branch_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let dir = s.sessions_dir();
+    let name = args.join(" ");
+    let mut st = s.lock();
+    st.sync_log();
+    st.log.materialize();
+    let old = st.log.id().to_string();
+    let title = if name.trim().is_empty() {
+        format!(
+            "branch of {}",
+            st.log.title().unwrap_or_else(|| short(&old).to_string())
+        )
+    } else {
+        name.trim().to_string()
+    };
+    let forked = st.log.fork(&dir, true, Some(&title));
+    let id = forked.id().to_string();
+    st.log = forked;
+    st.logged = st.history.len();
+    Ok(format!(
+        "branched into session {id} ({title}); the original {old} stays reachable through /sessions"
+    ))
+}
+
+pub(crate) fn tree_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let mut st = s.lock();
+    st.sync_log();
+    if let Some(target) = args.first() {
+        st.log.checkout(target).map_err(CoreError::Usage)?;
+        let messages = st.log.replay().messages;
+        let n = messages.len();
+        st.logged = n;
+        st.history = messages;
+        return Ok(format!("switched to {target}: {n} messages in context"));
+    }
+    let entries = st.log.entries();
+    if entries.is_empty() {
+        return Ok("the session tree is empty".into());
+    }
+    let on_path: std::collections::HashSet<String> = st.log.path_ids().into_iter().collect();
+    let leaf = st.log.leaf().map(str::to_string);
+    // Checkout markers are transparent: what follows one hangs under the node it points at.
+    let checkouts: HashMap<&str, Option<String>> = entries
+        .iter()
+        .filter(|e| e.kind == "checkout")
+        .map(|e| (e.id.as_str(), e.parent.clone()))
+        .collect();
+    let mut children: HashMap<Option<String>, Vec<usize>> = HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        if e.kind != "checkout" {
+            let mut parent = e.parent.clone();
+            let mut hops = 0;
+            while let Some(p) = parent.as_deref().and_then(|p| checkouts.get(p)) {
+                parent = p.clone();
+                hops += 1;
+                if hops > entries.len() {
+                    break;
+                }
+            }
+            children.entry(parent).or_default().push(i);
+        }
+    }
+    // The visible position: the leaf, or the entry a trailing checkout points at.
+    let here = leaf.and_then(|l| {
+        let e = entries.iter().find(|e| e.id == l)?;
+        Some(if e.kind == "checkout" {
+            e.parent.clone().unwrap_or_default()
+        } else {
+            l
+        })
+    });
+    let mut out = format!(
+        "session tree of {} (* current path; /tree <id> switches to a node):\n",
+        st.log.id()
+    );
+    let mut stack: Vec<(usize, usize)> = children
+        .get(&None)
+        .map(|v| v.iter().rev().map(|&i| (i, 0)).collect())
+        .unwrap_or_default();
+    let mut lines = 0;
+    while let Some((i, depth)) = stack.pop() {
+        let e = &entries[i];
+        let label = match e.kind.as_str() {
+            "message" => e.message().and_then(|m| match m.role {
+                MessageRole::User => Some(format!("user: {}", one_line(&m.text(), 70))),
+                MessageRole::Assistant => {
+                    let calls: Vec<&str> = m.tool_calls.iter().map(|c| c.name.as_str()).collect();
+                    let text = one_line(&m.text(), 60);
+                    Some(match (text.is_empty(), calls.is_empty()) {
+                        (_, false) if text.is_empty() => {
+                            format!("assistant: [{}]", calls.join(", "))
+                        }
+                        (_, false) => format!("assistant: {text} [{}]", calls.join(", ")),
+                        _ => format!("assistant: {text}"),
+                    })
+                }
+                _ => None,
+            }),
+            "compaction" => Some("(compacted)".into()),
+            "clear" => Some("(cleared)".into()),
+            "title" => e
+                .data
+                .get("title")
+                .and_then(Value::as_str)
+                .map(|t| format!("(title: {t})")),
+            _ => None,
+        };
+        if let Some(label) = label {
+            let mark = if on_path.contains(&e.id) { "*" } else { " " };
+            let here_mark = if here.as_deref() == Some(e.id.as_str()) {
+                "  ← here"
+            } else {
+                ""
+            };
+            out.push_str(&format!(
+                "{mark} {}{}  {label}{here_mark}\n",
+                "  ".repeat(depth),
+                &e.id[..e.id.len().min(8)]
+            ));
+            lines += 1;
+        }
+        if let Some(kids) = children.get(&Some(e.id.clone())) {
+            let d = if kids.len() > 1 { depth + 1 } else { depth };
+            for &k in kids.iter().rev() {
+                stack.push((k, d));
+            }
+        }
+    }
+    if lines == 0 {
+        out.push_str("  (no messages yet)\n");
+    }
+    Ok(out.trim_end().to_string())
+}
+
+pub(crate) fn export_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let (id, title, messages) = {
+        let mut st = s.lock();
+        st.sync_log();
+        (st.log.id().to_string(), st.log.title(), st.history.clone())
+    };
+    let path = match args.first() {
+        Some(p) => {
+            let p = std::path::PathBuf::from(p);
+            if p.is_absolute() {
+                p
+            } else {
+                s.ctx.cwd().join(p)
+            }
+        }
+        None => s.ctx.cwd().join(format!("yuyao-session-{id}.md")),
+    };
+    let mut md = format!(
+        "# {}\n\n- session: {id}\n- working directory: {}\n- exported: {}\n",
+        title.as_deref().unwrap_or("yuyao session"),
+        s.cwd(),
+        chrono::Local::now().format("%Y-%m-%d %H:%M")
+    );
+    for m in &messages {
+        match m.role {
+            MessageRole::User => md.push_str(&format!("\n## User\n\n{}\n", m.text().trim())),
+            MessageRole::Assistant => {
+                md.push_str("\n## Assistant\n\n");
+                let t = m.text();
+                if !t.trim().is_empty() {
+                    md.push_str(&format!("{}\n", t.trim()));
+                }
+                for c in &m.tool_calls {
+                    md.push_str(&format!(
+                        "\n**Tool call** `{}`\n\n```json\n{}\n```\n",
+                        c.name, c.arguments
+                    ));
+                }
+            }
+            MessageRole::Tool => {
+                let t = m.text();
+                let fence = if t.contains("```") { "~~~~" } else { "```" };
+                md.push_str(&format!(
+                    "\n**Tool result**\n\n{fence}\n{}\n{fence}\n",
+                    t.trim_end()
+                ));
+            }
+            MessageRole::System => {}
+        }
+    }
+    yuyao_store::write_atomic(&path, md.as_bytes())
+        .map_err(|e| CoreError::Failed(format!("cannot write {}: {e}", path.display())))?;
+    Ok(format!(
+        "exported {} messages to {}",
+        messages.len(),
+        path.display()
+    ))
+}
+
+pub(crate) fn usage_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let mut st = s.lock();
+    match args {
+        [] => Ok(format!("usage display: {}", st.usage_display)),
+        [v] if ["off", "tokens", "full"].contains(&v.to_ascii_lowercase().as_str()) => {
+            st.usage_display = v.to_ascii_lowercase();
+            Ok(format!("usage display: {}", st.usage_display))
+        }
+        _ => Err(CoreError::Usage("usage: /usage <off|tokens|full>".into())),
+    }
+}

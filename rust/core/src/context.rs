@@ -1,0 +1,400 @@
+//! Context management (seed 000 behaviour 10, spec `/context`): the request view of the
+//! history (older tool results stubbed, the durable history untouched), the context window
+//! and compaction threshold from the configuration, hot reload of hand-edited config files,
+//! and `/context list|detail`.
+
+use crate::session::{CoreError, Session};
+use std::collections::BTreeMap;
+use yuyao_model::{ChatRequest, build_request};
+use yuyao_protocol::{Message, MessageRole};
+use yuyao_store::Config;
+
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+pub const DEFAULT_COMPACTION_THRESHOLD: f64 = 0.8;
+/// Tool results of the last `RECENT_TURNS` user turns are kept whole…
+const RECENT_TURNS: usize = 2;
+/// …and so are the `RECENT_RESULTS` most recent ones; older results are stubbed.
+const RECENT_RESULTS: usize = 10;
+/// A result this short is cheaper to keep than to stub.
+const STUB_MIN_CHARS: usize = 600;
+const STUB_HEAD_CHARS: usize = 200;
+
+/// One tool result replaced by a stub in the request view.
+#[derive(Debug, Clone)]
+pub struct Stub {
+    pub tool: String,
+    pub call_id: String,
+    pub raw_chars: usize,
+    pub stub_chars: usize,
+}
+
+/// The history as it is sent: tool results older than the recent turns become short stubs.
+pub fn request_view(history: &[Message]) -> (Vec<Message>, Vec<Stub>) {
+    let user_idx: Vec<usize> = history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == MessageRole::User)
+        .map(|(i, _)| i)
+        .collect();
+    let turn_start = if user_idx.len() >= RECENT_TURNS {
+        user_idx[user_idx.len() - RECENT_TURNS]
+    } else {
+        0
+    };
+    let tool_idx: Vec<usize> = history
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == MessageRole::Tool)
+        .map(|(i, _)| i)
+        .collect();
+    let recent_from = tool_idx
+        .len()
+        .checked_sub(RECENT_RESULTS)
+        .map(|k| tool_idx[k])
+        .unwrap_or(0);
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    let mut stubs = Vec::new();
+    let mut out = Vec::with_capacity(history.len());
+    for (i, m) in history.iter().enumerate() {
+        for c in &m.tool_calls {
+            names.insert(c.id.clone(), c.name.clone());
+        }
+        let text = m.text();
+        let old = i < turn_start || i < recent_from;
+        if m.role == MessageRole::Tool && old && text.chars().count() > STUB_MIN_CHARS {
+            let id = m.tool_call_id.clone().unwrap_or_default();
+            let tool = names.get(&id).cloned().unwrap_or_else(|| "tool".into());
+            let head: String = text.chars().take(STUB_HEAD_CHARS).collect();
+            let stub = format!(
+                "[older {tool} result shortened to save context ({} characters); it began:\n{head}\n… run the tool again if you need the rest]",
+                text.chars().count()
+            );
+            stubs.push(Stub {
+                tool,
+                call_id: id.clone(),
+                raw_chars: text.chars().count(),
+                stub_chars: stub.chars().count(),
+            });
+            out.push(Message::tool(id, stub));
+        } else {
+            out.push(m.clone());
+        }
+    }
+    (out, stubs)
+}
+
+/// The configuration files flattened to `key -> displayed value`.
+pub fn config_snapshot(config: &Config) -> BTreeMap<String, String> {
+    config
+        .entries()
+        .into_iter()
+        .map(|(k, v)| (k, yuyao_store::config::display(&v)))
+        .collect()
+}
+
+/// Characters a message weighs in a request: its text plus its tool calls.
+pub fn message_chars(m: &Message) -> usize {
+    m.text().chars().count()
+        + m.tool_calls
+            .iter()
+            .map(|c| c.name.chars().count() + c.arguments.chars().count())
+            .sum::<usize>()
+}
+
+fn tokens(chars: usize) -> u64 {
+    (chars as u64).div_ceil(4)
+}
+
+impl Session {
+    /// `model.context_window`, default 128000 tokens (read at every use: hot reload).
+    pub fn context_window(&self) -> u64 {
+        self.config
+            .get("model.context_window")
+            .and_then(|v| v.as_integer())
+            .filter(|n| *n > 0)
+            .map(|n| n as u64)
+            .unwrap_or(DEFAULT_CONTEXT_WINDOW)
+    }
+
+    /// Prices in force: `D2A_MODEL_COST` (or the `cost` option), else the `model.*_cost*`
+    /// configuration keys (read at every call: hot reload), else free.
+    pub(crate) fn price(&self) -> yuyao_model::Pricing {
+        if self.pricing != yuyao_model::Pricing::default() {
+            return self.pricing;
+        }
+        let f = |k: &str| {
+            self.config
+                .get(k)
+                .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
+                .filter(|x| x.is_finite() && *x >= 0.0)
+        };
+        yuyao_model::Pricing {
+            input_cost_per_token: f("model.input_cost_per_token").unwrap_or(0.0),
+            output_cost_per_token: f("model.output_cost_per_token").unwrap_or(0.0),
+            cache_read_input_token_cost: f("model.cache_read_input_token_cost"),
+            cache_creation_input_token_cost: f("model.cache_creation_input_token_cost"),
+        }
+    }
+
+    /// `compaction.threshold`, default 0.8 of the window.
+    pub fn compaction_threshold(&self) -> f64 {
+        self.config
+            .get("compaction.threshold")
+            .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
+            .filter(|f| *f > 0.0 && *f <= 1.0)
+            .unwrap_or(DEFAULT_COMPACTION_THRESHOLD)
+    }
+
+    /// Applies what changed in the configuration files since they were last seen (a hand
+    /// edit, or a write from another process), at the next model or tool call. A setting
+    /// given explicitly for this session (a flag) keeps precedence over the files.
+    pub(crate) fn reload_config(&self) {
+        let now = config_snapshot(&self.config);
+        let changed: Vec<(String, Option<String>)> = {
+            let mut st = self.lock();
+            if st.config_seen == now {
+                return;
+            }
+            let mut changed = Vec::new();
+            for (k, v) in &now {
+                if st.config_seen.get(k) != Some(v) {
+                    changed.push((k.clone(), Some(v.clone())));
+                }
+            }
+            for k in st.config_seen.keys() {
+                if !now.contains_key(k) {
+                    changed.push((k.clone(), None));
+                }
+            }
+            st.config_seen = now;
+            changed
+        };
+        for (key, value) in changed {
+            if self.flag_pins(&key) {
+                continue;
+            }
+            let Some(value) = value else {
+                continue; // an unset key leaves the session as it is
+            };
+            if let Err(e) = crate::commands::apply_live(self, &key, &value) {
+                self.notice(
+                    yuyao_protocol::NoticeLevel::Warning,
+                    format!("configuration change of {key} not applied: {e}"),
+                );
+            }
+        }
+    }
+
+    /// Whether a flag of this session fixes `key` (flags outrank the configuration files).
+    fn flag_pins(&self, key: &str) -> bool {
+        let o = &self.opts;
+        match key {
+            "mode" => o.mode.is_some(),
+            "role" => o.role.is_some(),
+            "ui.stream" => o.stream.is_some(),
+            "ui.show_thinking" => o.show_thinking.is_some(),
+            "thinking" => o.thinking.is_some(),
+            "curiosity" => o.curiosity.is_some(),
+            "model.name" => o.model.name.is_some(),
+            "maxCostUsd" => o.max_cost_usd.is_some(),
+            "max_steps" => o.max_steps.is_some(),
+            _ => false,
+        }
+    }
+
+    /// The request the next model call would send, with the stubs applied to build it.
+    pub(crate) fn next_request(&self, history: &[Message]) -> (ChatRequest, Vec<Stub>) {
+        let system = self.system_prompt();
+        let (view, stubs) = request_view(history);
+        let (stream, effort) = {
+            let st = self.lock();
+            (st.stream, crate::turn::effort(st.thinking))
+        };
+        (
+            build_request(&system, &view, self.tool_schemas(), stream, effort),
+            stubs,
+        )
+    }
+}
+
+/// Estimated tokens of a whole request (messages and tool schemas).
+pub fn request_tokens(req: &ChatRequest) -> u64 {
+    let tools: usize = req
+        .tools
+        .iter()
+        .map(|t| t.to_string().chars().count())
+        .sum();
+    tokens(req.messages.iter().map(message_chars).sum::<usize>() + tools)
+}
+
+pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let detail = match args.first().map(String::as_str) {
+        None | Some("list") => false,
+        Some("detail") => true,
+        Some(other) => {
+            return Err(CoreError::Usage(format!(
+                "unknown /context action '{other}': use list or detail"
+            )));
+        }
+    };
+    let history = s.messages();
+    let (req, stubs) = s.next_request(&history);
+    let system_chars = req.messages.first().map(message_chars).unwrap_or_default();
+    let conventions = crate::prompt::convention_files(&s.paths.project, s.ctx.cwd().as_path());
+    let mut conv_raw = 0usize;
+    let mut conv_injected = 0usize;
+    let mut conv_truncated = Vec::new();
+    if !s.opts.no_memory && s.opts.system_prompt.is_none() {
+        for (path, text) in &conventions {
+            let raw = std::fs::read_to_string(path)
+                .map(|t| t.chars().count())
+                .unwrap_or(0);
+            let injected = text.trim().chars().count();
+            conv_raw += raw;
+            conv_injected += injected;
+            if raw > text.chars().count() {
+                conv_truncated.push(format!(
+                    "{}: {raw} characters on disk, {injected} injected",
+                    path.display()
+                ));
+            }
+        }
+    }
+    let conv_injected = conv_injected.min(system_chars);
+    let tools_chars: usize = req
+        .tools
+        .iter()
+        .map(|t| t.to_string().chars().count())
+        .sum();
+    let mut hist_chars = 0usize;
+    let mut results_chars = 0usize;
+    for m in req.messages.iter().skip(1) {
+        if m.role == MessageRole::Tool {
+            results_chars += message_chars(m);
+        } else {
+            hist_chars += message_chars(m);
+        }
+    }
+    let results_raw: usize = history
+        .iter()
+        .filter(|m| m.role == MessageRole::Tool)
+        .map(message_chars)
+        .sum();
+    let total = system_chars + tools_chars + hist_chars + results_chars;
+    let window = s.context_window();
+    let threshold = s.compaction_threshold();
+    let row = |name: &str, raw: Option<usize>, injected: usize| {
+        let raw = raw
+            .map(|r| format!("{:>9}", tokens(r)))
+            .unwrap_or_else(|| format!("{:>9}", "-"));
+        format!(
+            "  {name:<26} {raw} {:>9} {:>9}\n",
+            tokens(injected),
+            injected
+        )
+    };
+    let mut out = format!(
+        "context (tokens estimated at 4 characters each; window {window}, compaction at {:.0}%)\n  {:<26} {:>9} {:>9} {:>9}\n",
+        threshold * 100.0,
+        "part",
+        "raw tok",
+        "sent tok",
+        "sent chr"
+    );
+    out.push_str(&row(
+        "system prompt",
+        Some(system_chars - conv_injected),
+        system_chars - conv_injected,
+    ));
+    out.push_str(&row("AGENTS.md / CLAUDE.md", Some(conv_raw), conv_injected));
+    // Memory files on disk; this build injects none of them (the memory system is separate).
+    let memory_raw: usize = [
+        s.paths.project.join("MEMORY.md"),
+        s.paths.home.join("MEMORY.md"),
+    ]
+    .iter()
+    .filter_map(|p| std::fs::read_to_string(p).ok())
+    .map(|t| t.chars().count())
+    .sum();
+    out.push_str(&row("memory", Some(memory_raw), 0));
+    out.push_str(&row("tool schemas", Some(tools_chars), tools_chars));
+    out.push_str(&row("history (messages)", Some(hist_chars), hist_chars));
+    out.push_str(&row("tool results", Some(results_raw), results_chars));
+    let raw_total = system_chars - conv_injected
+        + conv_raw
+        + memory_raw
+        + tools_chars
+        + hist_chars
+        + results_raw;
+    out.push_str(&row("total", Some(raw_total), total));
+    out.push_str(&format!(
+        "  used {:.1}% of the window",
+        tokens(total) as f64 * 100.0 / window.max(1) as f64
+    ));
+    if !detail {
+        return Ok(out);
+    }
+    out.push_str("\n\ndetail:\n");
+    if stubs.is_empty() {
+        out.push_str("  no tool result is stubbed\n");
+    }
+    for st in &stubs {
+        out.push_str(&format!(
+            "  stubbed: {} result {} ({} characters kept on disk, {} sent)\n",
+            st.tool, st.call_id, st.raw_chars, st.stub_chars
+        ));
+    }
+    let capped = history
+        .iter()
+        .filter(|m| m.role == MessageRole::Tool && m.text().contains("[… output truncated:"))
+        .count();
+    out.push_str(&format!(
+        "  tool results capped when added (full output spilled to a file): {capped}\n"
+    ));
+    for t in &conv_truncated {
+        out.push_str(&format!("  truncated: {t}\n"));
+    }
+    out.push_str("  memory: no memory file is injected by this build\n");
+    let budget = (window as f64 * threshold) as u64;
+    if tokens(total) > budget {
+        out.push_str(&format!(
+            "  OVER BUDGET: {} tokens > {budget} (compaction runs before the next model call)\n",
+            tokens(total)
+        ));
+    } else {
+        out.push_str(&format!(
+            "  within budget: {} of {budget} tokens before compaction\n",
+            tokens(total)
+        ));
+    }
+    Ok(out.trim_end().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use yuyao_protocol::ToolCall;
+
+    #[test]
+    fn old_results_are_stubbed_recent_ones_kept() {
+        let mut h = Vec::new();
+        for turn in 0..3 {
+            h.push(Message::user(format!("task {turn}")));
+            let mut a = Message::assistant("");
+            a.tool_calls = vec![ToolCall {
+                id: format!("c{turn}"),
+                name: "read".into(),
+                arguments: "{}".into(),
+            }];
+            h.push(a);
+            h.push(Message::tool(format!("c{turn}"), "x".repeat(5000)));
+            h.push(Message::assistant("ok"));
+        }
+        let (view, stubs) = request_view(&h);
+        assert_eq!(stubs.len(), 1);
+        assert_eq!(stubs[0].call_id, "c0");
+        assert!(view[2].text().len() < 600);
+        assert_eq!(view[6].text().len(), 5000);
+        assert_eq!(h[2].text().len(), 5000, "the durable history is untouched");
+    }
+}

@@ -4,6 +4,7 @@
 pub mod config;
 pub mod mcp;
 pub mod paths;
+pub mod permissions;
 pub mod trajectory;
 
 pub use config::{Config, ConfigError, Layer};

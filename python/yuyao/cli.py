@@ -579,7 +579,6 @@ COMMANDS = {
                     (Arg("what", required=False, many=True),),
                 ),
             ),
-            available=False,
         ),
         Command(
             "agents",

@@ -154,6 +154,7 @@ impl Session {
         policy.headless = opts.headless;
         policy.allow = parse_rules(&opts.allow)?;
         policy.deny = parse_rules(&opts.deny)?;
+        crate::cmd_permissions::load_persisted(&mut policy, &paths)?;
         if let Some(tools) = &opts.tools {
             for t in tools {
                 if yuyao_protocol::canonical_tool_name(t).is_none() {
@@ -187,6 +188,7 @@ impl Session {
         };
         let spill = paths.home.join("spill").join(&id);
         let mut ctx = ToolContext::new(cwd.clone(), paths.project.clone(), spill);
+        ctx.sandbox = Mutex::new(policy.confinement());
         if let Some(ms) = config
             .get("tools.bash.timeout_ms")
             .and_then(|v| v.as_integer())
@@ -257,6 +259,7 @@ impl Session {
         for w in [cost_warning, trajectory.1].into_iter().flatten() {
             session.notice(NoticeLevel::Warning, w);
         }
+        crate::cmd_permissions::startup_notice(&session);
         {
             let mut st = session.lock();
             let fields = serde_json::json!({

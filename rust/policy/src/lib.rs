@@ -379,7 +379,7 @@ impl Policy {
     }
 
     /// A dry run of the adjudication, step by step, for `sandbox explain "<command>"`.
-    pub fn explain(&self, a: &Action) -> String {
+    pub fn explain(&self, a: &Action, confinement: &sandbox::Confinement) -> String {
         let mut out = String::new();
         if let Some(cmd) = &a.command {
             out.push_str(&format!("command: {cmd}\n"));
@@ -465,7 +465,7 @@ impl Policy {
         line("interactive", &interactive);
         line("unattended", &unattended);
         if SHELL_TOOLS.contains(&a.tool.as_str()) {
-            out.push_str(&format!("OS sandbox: {}\n", sandbox::describe(&self.confinement())));
+            out.push_str(&format!("OS sandbox: {}\n", sandbox::describe(confinement)));
         }
         out.trim_end().to_string()
     }

@@ -134,7 +134,7 @@ BYPASSES = [
     "\\touch m1",
     "/usr/bin/touch m2",
     "sh -c 'touch m3'",
-    "bash -c \"cd . && touch m4\"",
+    'bash -c "cd . && touch m4"',
     "env A=1 touch m5",
     "echo $(touch m6)",
     "echo `touch m7`",
@@ -282,8 +282,8 @@ def test_network_switch(fake_llm, yuyao, env, listener, network, connects):
     import sys
 
     code = (
-        "import socket; s = socket.create_connection(('127.0.0.1', %d), timeout=5); "
-        "print('CONNECTED')" % listener
+        f"import socket; s = socket.create_connection(('127.0.0.1', {listener}), timeout=5); "
+        "print('CONNECTED')"
     )
     server = fake_llm(bash_steps(f'{sys.executable} -c "{code}"'))
     proc = yuyao("-p", "connect", "--yolo", "--network", network, env=env(server))
@@ -307,9 +307,7 @@ def test_kernel_without_landlock_refuses_clearly(fake_llm, yuyao, env, repo):
     # Full access with the network on needs no confinement: it runs.
     server2 = fake_llm(bash_steps("touch fa.txt"))
     e2 = env(server2, YUYAO_SANDBOX_DISABLE="landlock")
-    proc = yuyao(
-        "-p", "go", "--yolo", "--sandbox", "full-access", "--network", "on", env=e2
-    )
+    proc = yuyao("-p", "go", "--yolo", "--sandbox", "full-access", "--network", "on", env=e2)
     assert proc.returncode == 0, out(proc)
     assert (repo / "fa.txt").exists()
 
@@ -342,7 +340,11 @@ def test_named_in_prose_sends_neither_secret(fake_llm, yuyao, env, repo, secrets
                 ("bash", {"command": "cat .env ~/.ssh/id_rsa"}, "r3"),
                 ("grep", {"pattern": "SECRET|PRIVATE", "path": str(repo)}, "r4"),
                 ("bash", {"command": f"head -5 {key}"}, "r5"),
-                ("grep", {"pattern": "PRIVATE", "path": str(repo / "config"), "output_mode": "content"}, "r6"),
+                (
+                    "grep",
+                    {"pattern": "PRIVATE", "path": str(repo / "config"), "output_mode": "content"},
+                    "r6",
+                ),
             ]
         ),
         say("Looked around."),
@@ -401,7 +403,9 @@ def test_sandbox_explain_names_the_deciding_rule(fake_llm, yuyao, env, repo):
 
 
 def test_sandbox_explain_dry_run(yuyao, env):
-    proc = yuyao("sandbox", "explain", "git status; \\rm -rf build", "--deny", "Bash(rm)", env=env())
+    proc = yuyao(
+        "sandbox", "explain", "git status; \\rm -rf build", "--deny", "Bash(rm)", env=env()
+    )
     assert proc.returncode == 0, out(proc)
     text = proc.stdout
     assert "segments (2)" in text
@@ -450,7 +454,9 @@ def test_permissions_persist_per_project(fake_llm, api, repo, git_status, expect
         s2.dispatch("/permissions remove Bash(never-added)")
 
 
-@pytest.mark.parametrize("answer,scope_file", [("allow_project", "project"), ("allow_always", "user")])
+@pytest.mark.parametrize(
+    "answer,scope_file", [("allow_project", "project"), ("allow_always", "user")]
+)
 def test_always_answers_persist(fake_llm, use_env, repo, yuyao_home, answer, scope_file):
     from yuyao import _core
 
@@ -481,4 +487,3 @@ def test_always_answers_persist(fake_llm, use_env, repo, yuyao_home, answer, sco
     s2.chat("again")
     s2.close()
     assert (repo / "made2").is_dir()
-

@@ -77,7 +77,13 @@ fn grant_rules(name: &str, action: &Action) -> Vec<String> {
             (true, false) if !FILE_MUTATING.contains(&name) => action
                 .paths
                 .iter()
-                .map(|p| format!("{}(//{})", name, p.display().to_string().trim_start_matches('/')))
+                .map(|p| {
+                    format!(
+                        "{}(//{})",
+                        name,
+                        p.display().to_string().trim_start_matches('/')
+                    )
+                })
                 .collect(),
             _ => vec![name.to_string()],
         };
@@ -163,10 +169,7 @@ pub(crate) fn record_block(
         "message": message,
         "mode": mode, "role": role, "sandbox": sandbox_level, "network": network,
     });
-    let _ = yuyao_store::write_atomic(
-        &last_blocked_path(s),
-        format!("{record:#}\n").as_bytes(),
-    );
+    let _ = yuyao_store::write_atomic(&last_blocked_path(s), format!("{record:#}\n").as_bytes());
 }
 
 /// The OS sandbox's note in a tool result means the sandbox (probably) refused something.
@@ -235,10 +238,7 @@ pub(crate) fn permissions_cmd(s: &Session, args: &[String]) -> Result<String, Co
             let where_ = match scope {
                 Some(sc) => {
                     permissions::add(&s.paths, sc, kind, &text).map_err(CoreError::Failed)?;
-                    format!(
-                        "saved in {}",
-                        permissions::path_for(&s.paths, sc).display()
-                    )
+                    format!("saved in {}", permissions::path_for(&s.paths, sc).display())
                 }
                 None => "for this session only".into(),
             };
@@ -413,11 +413,17 @@ fn sandbox_list(s: &Session, sup: &sandbox::Support) -> String {
         } else {
             ""
         };
-        out.push_str(&format!("  {:<16} {what}: {state}{mark}\n", level.to_string()));
+        out.push_str(&format!(
+            "  {:<16} {what}: {state}{mark}\n",
+            level.to_string()
+        ));
     }
     out.push_str("network (--network):\n");
     for (net, what) in [
-        (NetworkAccess::Off, "no sockets but AF_UNIX; web tools refused"),
+        (
+            NetworkAccess::Off,
+            "no sockets but AF_UNIX; web tools refused",
+        ),
         (NetworkAccess::On, "network allowed"),
     ] {
         let probe = sandbox::Confinement {
@@ -438,7 +444,10 @@ fn sandbox_list(s: &Session, sup: &sandbox::Support) -> String {
         } else {
             ""
         };
-        out.push_str(&format!("  {:<16} {what}: {state}{mark}\n", net.to_string()));
+        out.push_str(&format!(
+            "  {:<16} {what}: {state}{mark}\n",
+            net.to_string()
+        ));
     }
     out.push_str(&format!(
         "this session: {}",
@@ -461,7 +470,11 @@ fn explain_last(s: &Session) -> Result<String, CoreError> {
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| CoreError::Failed(format!("{} is damaged: {e}", path.display())))?;
     let g = |k: &str| v[k].as_str().unwrap_or("").to_string();
-    let mut out = format!("Last blocked call ({}, session {}):\n", g("ts"), g("session"));
+    let mut out = format!(
+        "Last blocked call ({}, session {}):\n",
+        g("ts"),
+        g("session")
+    );
     out.push_str(&format!("  tool:          {}\n", g("tool")));
     if let Some(c) = v["command"].as_str() {
         out.push_str(&format!("  command:       {c}\n"));
@@ -478,7 +491,10 @@ fn explain_last(s: &Session) -> Result<String, CoreError> {
         out.push_str(&format!("  reason:        {r}\n"));
     }
     if v["reason"].is_null() {
-        out.push_str(&format!("  output:        {}\n", g("message").replace('\n', "\n                 ")));
+        out.push_str(&format!(
+            "  output:        {}\n",
+            g("message").replace('\n', "\n                 ")
+        ));
     }
     out.push_str(&format!(
         "  in force:      mode {}, role {}, sandbox {}, network {}",

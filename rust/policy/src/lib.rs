@@ -76,8 +76,8 @@ impl Decision {
 
 /// Programs that take a sensitive file's name without reading its content.
 const NAME_ONLY: &[&str] = &[
-    "echo", "printf", "ls", "stat", "test", "[", "[[", "rm", "touch", "chmod", "chown", "du",
-    "wc", "realpath", "readlink", "basename", "dirname", "mkdir", "file",
+    "echo", "printf", "ls", "stat", "test", "[", "[[", "rm", "touch", "chmod", "chown", "du", "wc",
+    "realpath", "readlink", "basename", "dirname", "mkdir", "file",
 ];
 
 #[derive(Debug, Clone)]
@@ -326,13 +326,14 @@ impl Policy {
     ) -> Option<String> {
         let allowed_path = |p: &Path| {
             self.mentioned.iter().any(|m| m == p)
-                || self
-                    .allow
-                    .iter()
-                    .chain(self.granted.iter())
-                    .any(|r| r.covers_tool(&a.tool) && r.pattern.is_some() && r.matches_path(p, self.project()))
+                || self.allow.iter().chain(self.granted.iter()).any(|r| {
+                    r.covers_tool(&a.tool)
+                        && r.pattern.is_some()
+                        && r.matches_path(p, self.project())
+                })
         };
-        if rules::FILE_TOOLS.contains(&a.tool.as_str()) && !FILE_MUTATING.contains(&a.tool.as_str()) {
+        if rules::FILE_TOOLS.contains(&a.tool.as_str()) && !FILE_MUTATING.contains(&a.tool.as_str())
+        {
             return a
                 .paths
                 .iter()
@@ -354,11 +355,9 @@ impl Policy {
                     .mentioned
                     .iter()
                     .any(|m| m.ends_with(rel) || m == Path::new(value));
-                let allowed = self
-                    .allow
-                    .iter()
-                    .chain(self.granted.iter())
-                    .any(|r| r.covers_tool(&a.tool) && r.matches_segment(seg) && r.pattern.is_some());
+                let allowed = self.allow.iter().chain(self.granted.iter()).any(|r| {
+                    r.covers_tool(&a.tool) && r.matches_segment(seg) && r.pattern.is_some()
+                });
                 if !named && !allowed {
                     return Some(value.to_string());
                 }

@@ -105,7 +105,9 @@ impl Support {
             Err(e) => out.push_str(&format!("landlock          unavailable: {e}\n")),
         }
         match &self.seccomp {
-            Ok(()) => out.push_str("seccomp           available (socket filter for --network off)\n"),
+            Ok(()) => {
+                out.push_str("seccomp           available (socket filter for --network off)\n")
+            }
             Err(e) => out.push_str(&format!("seccomp           unavailable: {e}\n")),
         }
         out.push_str("no_new_privs      always set for confined processes\n");
@@ -350,7 +352,7 @@ struct SockFprog {
     filter: *const SockFilter,
 }
 
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20; // BPF_LD | BPF_W | BPF_ABS
+const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
 const BPF_JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
 const BPF_JGE_K: u16 = 0x05 | 0x30; // BPF_JMP | BPF_JGE | BPF_K
 const BPF_RET_K: u16 = 0x06; // BPF_RET | BPF_K
@@ -503,8 +505,7 @@ impl Prepared {
         }
         if let Some(fd) = &self.ruleset {
             // SAFETY: the ruleset descriptor is open (owned by self).
-            let r =
-                unsafe { libc::syscall(SYS_LANDLOCK_RESTRICT_SELF, fd.as_raw_fd(), 0u32) };
+            let r = unsafe { libc::syscall(SYS_LANDLOCK_RESTRICT_SELF, fd.as_raw_fd(), 0u32) };
             if r != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -573,7 +574,10 @@ pub fn describe(c: &Confinement) -> String {
     } else {
         ""
     };
-    format!("sandbox {}: {fs}; network {}: {net}{privs}", c.level, c.network)
+    format!(
+        "sandbox {}: {fs}; network {}: {net}{privs}",
+        c.level, c.network
+    )
 }
 
 /// The marker every OS-sandbox note starts with (the core records such results for
@@ -636,7 +640,10 @@ mod tests {
         };
         let a = inside.path().join("a");
         let b = outside.path().join("b");
-        let (ok, out) = run(&c, &format!("echo x > {} && echo y > /dev/null", a.display()));
+        let (ok, out) = run(
+            &c,
+            &format!("echo x > {} && echo y > /dev/null", a.display()),
+        );
         assert!(ok, "{out}");
         let (ok, _) = run(&c, &format!("echo x > {}", b.display()));
         assert!(!ok);

@@ -70,7 +70,9 @@ pub fn is_sensitive(path: &Path) -> bool {
         return true;
     }
     if let Some(rest) = lower.strip_prefix(".env.") {
-        return !TEMPLATE_SUFFIXES.iter().any(|t| rest == *t || rest.ends_with(t));
+        return !TEMPLATE_SUFFIXES
+            .iter()
+            .any(|t| rest == *t || rest.ends_with(t));
     }
     if lower.ends_with(".env") && !lower.starts_with('.') {
         // e.g. `prod.env`

@@ -187,7 +187,11 @@ mod tests {
             remove(&paths, Scope::Project, "Bash(make)").unwrap(),
             vec![RuleKind::Ask]
         );
-        assert!(remove(&paths, Scope::Project, "Bash(x)").unwrap().is_empty());
+        assert!(
+            remove(&paths, Scope::Project, "Bash(x)")
+                .unwrap()
+                .is_empty()
+        );
         std::fs::write(path_for(&paths, Scope::User), "{oops").unwrap();
         assert!(merged(&paths).is_err());
     }

@@ -64,11 +64,7 @@ impl ToolContext {
     /// The confinement for a process spawned now: the roots, the temp dir and the spill dir
     /// are writable under `workspace-write`.
     pub fn confinement(&self) -> yuyao_policy::sandbox::Confinement {
-        let mut c = self
-            .sandbox
-            .lock()
-            .map(|c| c.clone())
-            .unwrap_or_default();
+        let mut c = self.sandbox.lock().map(|c| c.clone()).unwrap_or_default();
         c.writable = self.roots();
         c.writable.push(std::env::temp_dir());
         c.writable.push(self.spill_dir.clone());

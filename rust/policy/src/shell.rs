@@ -81,12 +81,30 @@ fn parse_into(
         let wr = std::mem::replace(writes, false);
         simple_command(w, wr, substituted, depth, out)
     };
+    let mut parens = 0usize;
     for t in toks {
         match t {
             Tok::Word { text, dynamic } => words.push((text, dynamic)),
             Tok::Redirect { writes_file } => writes |= writes_file,
+            Tok::Op("(") => {
+                // A subshell opens only where a command starts (`echo \$(x)` is a syntax error).
+                if !words.is_empty() {
+                    return undetermined("unexpected '(' after a word");
+                }
+                parens += 1;
+            }
+            Tok::Op(")") => {
+                if parens == 0 {
+                    return undetermined("unbalanced ')'");
+                }
+                parens -= 1;
+                flush(&mut words, &mut writes, out)?;
+            }
             Tok::Op(_) => flush(&mut words, &mut writes, out)?,
         }
+    }
+    if parens != 0 {
+        return undetermined("unbalanced '('");
     }
     flush(&mut words, &mut writes, out)
 }

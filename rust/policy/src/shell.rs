@@ -160,6 +160,14 @@ fn simple_command(
     if argv.is_empty() {
         return Ok(());
     }
+    // Wrappers only remove leading words: the program is a word of the original line, and a
+    // computed one (`env $X`, `command {rm,x}`) is as undetermined as in first position.
+    if argv.len() <= words.len() {
+        let (w, dynamic) = &words[words.len() - argv.len()];
+        if *dynamic && *w == argv[0] {
+            return undetermined(format!("the program name '{w}' is computed at run time"));
+        }
+    }
     let program = basename(&argv[0]);
     if program.is_empty() {
         return undetermined("empty program name");
@@ -190,6 +198,15 @@ fn simple_command(
         writes_file,
         substituted,
     });
+    Ok(())
+}
+
+/// `${x:-$(cmd)}` and `$(( $(cmd) ))` run `cmd`; the lexer does not descend into them.
+fn no_hidden_substitution(inner: &str) -> Result<(), Undetermined> {
+    if inner.contains("$(") || inner.contains('`') || inner.contains("<(") || inner.contains(">(")
+    {
+        return undetermined("a command substitution inside ${…} or $((…))");
+    }
     Ok(())
 }
 
@@ -514,6 +531,7 @@ impl Lexer {
     fn word(&mut self) -> Result<(String, bool), Undetermined> {
         let mut text = String::new();
         let mut dynamic = false;
+        let mut brace = false;
         while let Some(c) = self.peek(0) {
             match c {
                 ' ' | '\t' | '\n' | '\r' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => break,
@@ -584,10 +602,17 @@ impl Lexer {
                         // Globs expand to file names: only known at run time.
                         dynamic = true;
                     }
+                    if c == '{' {
+                        brace = true;
+                    }
                     text.push(c);
                     self.pos += 1;
                 }
             }
+        }
+        // Brace expansion (`{rm,x}`, `r{m,}`, `{a..c}`) makes other words than it reads as.
+        if brace && text.contains('}') && (text.contains(',') || text.contains("..")) {
+            dynamic = true;
         }
         Ok((text, dynamic))
     }
@@ -597,10 +622,11 @@ impl Lexer {
         match self.peek(1) {
             Some('(') if self.peek(2) == Some('(') => {
                 self.pos += 3;
-                self.balanced(')')?;
+                let inner = self.balanced(')')?;
                 if self.peek(0) == Some(')') {
                     self.pos += 1;
                 }
+                no_hidden_substitution(&inner)?;
                 Ok(true)
             }
             Some('(') => {
@@ -611,7 +637,8 @@ impl Lexer {
             }
             Some('{') => {
                 self.pos += 2;
-                self.balanced('}')?;
+                let inner = self.balanced('}')?;
+                no_hidden_substitution(&inner)?;
                 Ok(true)
             }
             Some(c) if c.is_ascii_alphanumeric() || "_@*#?$!-".contains(c) => {
@@ -628,8 +655,33 @@ impl Lexer {
                 }
                 Ok(true)
             }
-            Some('\'') | Some('"') => {
-                // `$'…'` / `$"…"`: quoting forms; the text is literal enough for us.
+            Some('\'') => {
+                // `$'…'`: literal unless it has escapes (`$'\x72m'` is `rm`): then computed.
+                let mut k = self.pos + 2;
+                let mut escapes = false;
+                while let Some(c) = self.chars.get(k) {
+                    match c {
+                        '\\' => {
+                            escapes = true;
+                            k += 2;
+                        }
+                        '\'' => break,
+                        _ => k += 1,
+                    }
+                }
+                if k >= self.chars.len() {
+                    return undetermined("unbalanced $' quote");
+                }
+                if escapes {
+                    self.pos = k + 1;
+                    Ok(true)
+                } else {
+                    self.pos += 1;
+                    Ok(false)
+                }
+            }
+            Some('"') => {
+                // `$"…"`: a translated string, quoted like "…".
                 self.pos += 1;
                 Ok(false)
             }

@@ -172,6 +172,22 @@ const PROGRAMS: &[(&str, Option<&[&str]>)] = &[
     ("ls > ", None),
     ("sh -c 'echo \"a'", None),
     ("echo $(echo 'a)", None),
+    // bypasses through expansions the lexer does not evaluate
+    ("{rm,x} y", None),
+    ("r{m,} x", None),
+    ("command {rm,x}", None),
+    ("env r{m,} x", None),
+    ("env $X y", None),
+    ("nice -n 1 $X", None),
+    ("$'\\x72m' x", None),
+    ("$'\\162m' x", None),
+    ("echo ${x:-$(rm y)}", None),
+    ("echo $(( $(rm y) + 1 ))", None),
+    ("echo ${x:-`rm y`}", None),
+    ("echo {a,b}", Some(&["echo"])),
+    ("echo {} x", Some(&["echo"])),
+    ("echo ${x:-default}", Some(&["echo"])),
+    ("echo $((1 + 2))", Some(&["echo"])),
 ];
 
 fn progs(cmd: &str) -> Option<Vec<String>> {

@@ -2,6 +2,7 @@
 //! fixed order: read-only role/mode, deny rules, sandbox and network, then ask/allow.
 //! Each decision names the rule or mode that made it, for the trace and `sandbox explain`.
 
+mod bash_tree;
 pub mod readonly;
 pub mod rules;
 pub mod sandbox;
@@ -124,13 +125,18 @@ impl Policy {
 
     /// Whether the action changes the workspace (seed 001's definition).
     pub fn is_mutating(&self, a: &Action) -> bool {
+        let segs = a.command.as_deref().map(parse);
+        Self::mutating_with(a, segs.as_ref())
+    }
+
+    fn mutating_with(a: &Action, segs: Option<&Result<Vec<Segment>, Undetermined>>) -> bool {
         if FILE_MUTATING.contains(&a.tool.as_str()) {
             return true;
         }
         if SHELL_TOOLS.contains(&a.tool.as_str()) {
-            return match parse(a.command.as_deref().unwrap_or("")) {
-                Ok(segs) => !segs.iter().all(readonly::segment_is_read_only),
-                Err(_) => true,
+            return match segs {
+                Some(Ok(segs)) => !segs.iter().all(readonly::segment_is_read_only),
+                _ => true,
             };
         }
         false
@@ -151,8 +157,8 @@ impl Policy {
 
     pub fn decide(&self, a: &Action) -> Decision {
         let tool = a.tool.as_str();
-        let mutating = self.is_mutating(a);
         let segs = a.command.as_deref().map(parse);
+        let mutating = Self::mutating_with(a, segs.as_ref());
 
         // 2. role and mode
         if mutating && let Some(why) = self.read_only_reason() {

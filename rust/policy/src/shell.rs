@@ -39,6 +39,8 @@ impl std::fmt::Display for Undetermined {
 pub fn segments(cmd: &str) -> Result<Vec<Segment>, Undetermined> {
     let mut out = Vec::new();
     parse_into(cmd, false, 0, &mut out)?;
+    // A second, independent reading by the bash grammar must agree (DESIGN §5).
+    crate::bash_tree::confirm(cmd, &out)?;
     Ok(out)
 }
 
@@ -203,8 +205,7 @@ fn simple_command(
 
 /// `${x:-$(cmd)}` and `$(( $(cmd) ))` run `cmd`; the lexer does not descend into them.
 fn no_hidden_substitution(inner: &str) -> Result<(), Undetermined> {
-    if inner.contains("$(") || inner.contains('`') || inner.contains("<(") || inner.contains(">(")
-    {
+    if inner.contains("$(") || inner.contains('`') || inner.contains("<(") || inner.contains(">(") {
         return undetermined("a command substitution inside ${…} or $((…))");
     }
     Ok(())

@@ -111,7 +111,10 @@ const PROGRAMS: &[(&str, Option<&[&str]>)] = &[
     ("find . -exec rm {} +", Some(&["rm", "find"])),
     ("find . -execdir rm {} \\;", Some(&["rm", "find"])),
     ("find . -ok rm {} \\;", Some(&["rm", "find"])),
-    ("find . -name '*.o' -exec /bin/rm -f {} \\;", Some(&["rm", "find"])),
+    (
+        "find . -name '*.o' -exec /bin/rm -f {} \\;",
+        Some(&["rm", "find"]),
+    ),
     ("find . -exec sh -c 'rm x' \\;", Some(&["rm", "find"])),
     // mentions are not executions
     ("grep 'rm ' f.txt", Some(&["grep"])),
@@ -287,7 +290,13 @@ fn policy(mode: Mode, headless: bool, deny: &[&str], ask: &[&str], allow: &[&str
 
 #[test]
 fn deny_rule_decisions() {
-    let p = policy(Mode::Yolo, true, &["Bash(rm)", "Bash(git push:*)"], &[], &[]);
+    let p = policy(
+        Mode::Yolo,
+        true,
+        &["Bash(rm)", "Bash(git push:*)"],
+        &[],
+        &[],
+    );
     for (cmd, want) in [
         ("rm x", Verdict::Deny),
         ("ls && rm x", Verdict::Deny),
@@ -427,7 +436,10 @@ fn plan_mode_decisions() {
     assert_eq!(p.decide(&bash("ls | head")).verdict, Verdict::Allow);
     assert_eq!(p.decide(&bash("rm x")).verdict, Verdict::Deny);
     assert_eq!(p.decide(&bash("$X")).verdict, Verdict::Deny);
-    assert_eq!(p.decide(&bash("git status; touch x")).verdict, Verdict::Deny);
+    assert_eq!(
+        p.decide(&bash("git status; touch x")).verdict,
+        Verdict::Deny
+    );
 }
 
 #[test]

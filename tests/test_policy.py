@@ -410,8 +410,9 @@ def test_sandbox_explain_dry_run(yuyao, env):
     text = proc.stdout
     assert "segments (2)" in text
     assert "deny Bash(rm)" in text and "DENY" in text
-    proc = yuyao("sandbox", "explain", "echo 'unbalanced", env=env())
-    assert "undetermined" in proc.stdout
+    for cmd in ("echo 'unbalanced", "echo ${x:-$(rm y)}", "f() { rm x; }", "ls &&", "{rm,x} y"):
+        proc = yuyao("sandbox", "explain", cmd, env=env())
+        assert "undetermined" in proc.stdout, (cmd, proc.stdout)
     proc = yuyao("sandbox", "explain", "cat README.md | wc -l", "--plan", env=env())
     assert "ALLOW" in proc.stdout and "read-only" in proc.stdout
 

@@ -169,7 +169,7 @@ impl Session {
         let decision = self.lock().policy.decide(&action);
         self.lock().trajectory.record(
             "decision",
-            json!({"tool": name, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source}),
+            json!({"tool": name, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
         );
         let approved = match decision.verdict {
             Verdict::Allow => Ok(()),

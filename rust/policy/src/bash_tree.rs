@@ -176,7 +176,7 @@ fn check_command(
         let args = arguments(n, src);
         if let Some(i) = args
             .iter()
-            .position(|a| a.as_deref().is_some_and(|a| is_c_flag(a)))
+            .position(|a| a.as_deref().is_some_and(is_c_flag))
         {
             return match args.get(i + 1) {
                 Some(Some(script)) => confirm_at(script, segs, depth + 1),
@@ -283,7 +283,6 @@ fn unescape_dq(t: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::shell::segments;
 
     #[test]

@@ -181,10 +181,6 @@ impl Policy {
                 .on(hit);
             }
         }
-        let denies_bash = self
-            .deny
-            .iter()
-            .any(|r| r.covers_tool(tool) && r.pattern.is_some());
 
         // 5. sandbox and network
         if NETWORK_TOOLS.contains(&tool) && self.network == NetworkAccess::Off {
@@ -249,10 +245,12 @@ impl Policy {
         if !mutating {
             return Decision::new(Verdict::Allow, "read-only", "read-only");
         }
-        if let Some(Err(u)) = &segs
-            && (self.mode != Mode::Yolo || denies_bash)
-        {
-            return self.ask_or_refuse(format!("{u}; it needs an explicit approval"));
+        // Undetermined means not permitted: a confirmation even in yolo, refused unattended.
+        if let Some(Err(u)) = &segs {
+            return self.ask_or_refuse_by(
+                format!("{u}; it needs an explicit approval"),
+                "undetermined command".into(),
+            );
         }
         if let Some(r) = self.allowing_rule(a, segs.as_ref()) {
             return Decision::new(

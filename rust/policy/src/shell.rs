@@ -533,6 +533,7 @@ impl Lexer {
         let mut text = String::new();
         let mut dynamic = false;
         let mut brace = false;
+        let mut glob = false;
         while let Some(c) = self.peek(0) {
             match c {
                 ' ' | '\t' | '\n' | '\r' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => break,
@@ -600,8 +601,7 @@ impl Lexer {
                 }
                 _ => {
                     if matches!(c, '*' | '?' | '[') {
-                        // Globs expand to file names: only known at run time.
-                        dynamic = true;
+                        glob = true;
                     }
                     if c == '{' {
                         brace = true;
@@ -613,6 +613,11 @@ impl Lexer {
         }
         // Brace expansion (`{rm,x}`, `r{m,}`, `{a..c}`) makes other words than it reads as.
         if brace && text.contains('}') && (text.contains(',') || text.contains("..")) {
+            dynamic = true;
+        }
+        // Globs expand to file names, only known at run time; `[` and `[[` are the test
+        // commands, not patterns.
+        if glob && !matches!(text.as_str(), "[" | "[[") {
             dynamic = true;
         }
         Ok((text, dynamic))

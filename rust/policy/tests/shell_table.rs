@@ -322,6 +322,12 @@ fn deny_rule_decisions() {
     let interactive = policy(Mode::Yolo, false, &["Bash(rm)"], &[], &[]);
     assert_eq!(interactive.decide(&bash("$X x")).verdict, Verdict::Ask);
     assert_eq!(interactive.decide(&bash("rm x")).verdict, Verdict::Deny);
+    // Undetermined is never permitted, rules or not: a confirmation even in yolo.
+    let bare = policy(Mode::Yolo, false, &[], &[], &[]);
+    assert_eq!(bare.decide(&bash("eval \"$X\"")).verdict, Verdict::Ask);
+    let unattended = policy(Mode::Yolo, true, &[], &[], &[]);
+    assert_eq!(unattended.decide(&bash("$X y")).verdict, Verdict::Deny);
+    assert_eq!(unattended.decide(&bash("make")).verdict, Verdict::Allow);
 }
 
 #[test]
@@ -481,4 +487,57 @@ fn sensitive_reads_need_a_name() {
 #[test]
 fn table_size() {
     assert!(PROGRAMS.len() >= 150, "{}", PROGRAMS.len());
+}
+
+/// Everyday agent commands must stay determined (no false "undetermined" from the grammar).
+#[test]
+fn everyday_commands_are_determined() {
+    let mut failures = Vec::new();
+    for c in [
+        "cargo test 2>&1 | tail -20",
+        "python -m pytest -q tests/test_x.py -k name",
+        "git diff --stat HEAD~3",
+        "npm run build",
+        "ls -la && cat README.md",
+        "grep -rn \"foo\" src/ | head -50",
+        "for f in a b c; do echo $f; done",
+        "echo \"a\\\"b\"",
+        "cd /tmp && make -j2",
+        "export PATH=$PATH:/x && cargo build",
+        "FOO=bar python x.py",
+        "[ -f x ] && echo yes",
+        "[[ -n \"$x\" ]] && echo set",
+        "test -d build || mkdir build",
+        "python3 - <<'EOF'\nprint(1)\nEOF",
+        "sed -n '1,20p' file.txt",
+        "awk '{print $1}' f",
+        "find . -name '*.rs' | xargs wc -l",
+        "echo $((1+2))",
+        "git log --format='%H %s' -3",
+        "jq '.x | .y' f.json",
+        "curl -s https://example.com | head",
+        "sleep 1 &",
+        "cat file | while read line; do echo \"$line\"; done",
+        "if [ -d x ]; then rm -r x; fi",
+        "echo \"$(date)\"",
+        "git commit -am 'fix: handle (edge) case'",
+        "mkdir -p a/b && touch a/b/c",
+        "pip install -e . >/dev/null 2>&1",
+        "cat > f.txt <<EOF\nhello\nEOF",
+        "diff <(sort a) <(sort b)",
+        "echo ok # a comment",
+        "ls\n\ncat x\n",
+        "git status --short; git stash list",
+        "rustc --version; cargo --version",
+        "timeout 60 cargo test --workspace",
+        "node -e 'console.log(1)'",
+        "bash -c 'echo hi'",
+        "unset X; echo done",
+        "local_var=1; echo $local_var",
+    ] {
+        if let Err(e) = segments(c) {
+            failures.push(format!("{c:?}: {e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

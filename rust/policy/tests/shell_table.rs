@@ -175,6 +175,7 @@ const PROGRAMS: &[(&str, Option<&[&str]>)] = &[
     ("ls > ", None),
     ("sh -c 'echo \"a'", None),
     ("echo $(echo 'a)", None),
+    ("i\"\"f x", None),
     // bypasses through expansions the lexer does not evaluate
     ("{rm,x} y", None),
     ("r{m,} x", None),
@@ -540,4 +541,44 @@ fn everyday_commands_are_determined() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+mod properties {
+    use proptest::prelude::*;
+    use yuyao_policy::segments;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Arbitrary input never panics (it is either segments or undetermined).
+        #[test]
+        fn never_panics(s in "\\PC{0,80}") {
+            let _ = segments(&s);
+        }
+
+        /// Shell-ish noise never panics either.
+        #[test]
+        fn never_panics_on_shell_noise(s in "[a-z $`'\"(){};|&<>\\\\\n=*?\\[\\]#!-]{0,60}") {
+            let _ = segments(&s);
+        }
+
+        /// Splitting a program name with empty quotes or a backslash does not change it.
+        #[test]
+        fn quote_splitting_keeps_the_program(p in "[a-z]{2,8}", cut in 1usize..8, kind in 0usize..3) {
+            // Reserved words spelled with quotes are commands to bash but keywords to the
+            // lexer; the grammar check turns that disagreement into "undetermined".
+            prop_assume!(!["if", "then", "else", "elif", "fi", "do", "done", "while", "until",
+                "for", "in", "case", "esac", "select", "function", "time", "coproc"]
+                .contains(&p.as_str()));
+            let cut = cut.min(p.len() - 1);
+            let (a, b) = p.split_at(cut);
+            let spelled = match kind {
+                0 => format!("{a}\"\"{b} x"),
+                1 => format!("{a}''{b} x"),
+                _ => format!("{a}\\{b} x"),
+            };
+            let got = segments(&spelled).map(|s| s.into_iter().map(|s| s.program).collect::<Vec<_>>());
+            prop_assert_eq!(got, Ok(vec![p.clone()]));
+        }
+    }
 }

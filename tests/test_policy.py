@@ -115,6 +115,37 @@ def test_modes_and_roles(fake_llm, api, repo, mode, role, write_lands, bash_runs
         assert role in system
 
 
+@pytest.mark.parametrize(
+    "flags,write_lands,bash_runs",
+    [
+        (["--plan"], False, False),
+        ([], False, False),
+        (["--auto-edit"], True, False),
+        (["--yolo"], True, True),
+        (["--yolo", "--role", "ask"], False, False),
+        (["--yolo", "--sandbox", "read-only"], False, False),
+    ],
+    ids=["plan", "ask", "auto-edit", "yolo", "yolo+role-ask", "yolo+read-only"],
+)
+def test_modes_through_print(fake_llm, yuyao, env, repo, flags, write_lands, bash_runs):
+    script = [
+        calls(
+            [
+                ("write", {"file_path": str(repo / "w.txt"), "content": "w\n"}, "w"),
+                ("bash", {"command": "touch b.txt"}, "b"),
+                ("bash", {"command": "git log --oneline -1"}, "l"),
+            ]
+        ),
+        say("I tried both changes; the results are reported above."),
+    ]
+    server = fake_llm(script)
+    proc = yuyao("-p", "make the files", *flags, env=env(server))
+    assert proc.returncode in (0, 1), out(proc)
+    assert (repo / "w.txt").exists() == write_lands
+    assert (repo / "b.txt").exists() == bash_runs
+    assert "initial" in server.tool_result("l")
+
+
 def test_mode_switch_is_effective_immediately(fake_llm, api, repo):
     server = fake_llm(bash_steps("touch first.txt") + bash_steps("touch second.txt"))
     s = api(server, mode="yolo")

@@ -204,6 +204,14 @@ def test_deny_bypass_attempts_never_run(fake_llm, api, repo, expect_refused):
         expect_refused(server, f"b{i}")
 
 
+def test_sandboxed_bash_output_ends_with_the_process(fake_llm, api):
+    server = fake_llm(bash_steps("echo hi"))
+    api(server, mode="yolo").chat("say hi")
+    result = server.tool_result("b0")
+    assert "hi" in result and "exit code 0" in result
+    assert "still hold" not in result, result
+
+
 def test_mentions_are_not_executions(fake_llm, api, repo):
     server = fake_llm(bash_steps("echo touch > said.txt", "grep 'touch ' calc.py; echo rc=$?"))
     s = api(server, mode="yolo", deny=["Bash(touch)"])

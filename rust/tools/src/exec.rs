@@ -103,6 +103,9 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start bash: {e}"))?;
+    // The command holds the parent's copies of the pipe's write ends: drop it so the reader
+    // sees end-of-file when the process ends.
+    drop(command);
     let pgid = child.id() as i32;
 
     let buf = Arc::new(Mutex::new(Vec::<u8>::new()));

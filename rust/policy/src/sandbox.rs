@@ -293,7 +293,9 @@ fn landlock_ruleset(abi: u32, c: &Confinement) -> Result<OwnedFd, String> {
     let file_rights = FILE_RIGHTS & fs;
     add_path(&ruleset, Path::new("/dev/null"), file_rights)?;
     if c.level == SandboxLevel::WorkspaceWrite {
-        for dir in &c.writable {
+        // Shared memory is scratch space like the temp dir (Python's multiprocessing needs it).
+        let shm = Path::new("/dev/shm");
+        for dir in c.writable.iter().map(PathBuf::as_path).chain([shm]) {
             if dir.exists() {
                 let rights = if dir.is_dir() { fs } else { file_rights };
                 add_path(&ruleset, dir, rights)?;
@@ -552,7 +554,7 @@ pub fn describe(c: &Confinement) -> String {
     let fs = match c.level {
         SandboxLevel::ReadOnly => "no writes anywhere except /dev/null".to_string(),
         SandboxLevel::WorkspaceWrite => format!(
-            "writes only under {}",
+            "writes only under /dev/shm, {}",
             if c.writable.is_empty() {
                 "(nothing)".to_string()
             } else {
@@ -650,6 +652,11 @@ mod tests {
         assert!(!b.exists());
         let (ok, out) = run(&c, "grep NoNewPrivs /proc/self/status");
         assert!(ok && out.contains('1'), "{out}");
+        let (ok, out) = run(
+            &c,
+            "command -v python3 >/dev/null || exit 0; python3 -c 'import multiprocessing as m; m.Lock()'",
+        );
+        assert!(ok, "shared memory must stay usable: {out}");
     }
 
     #[test]

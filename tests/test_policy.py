@@ -399,6 +399,15 @@ def test_named_in_prose_sends_neither_secret(fake_llm, yuyao, env, repo, secrets
         assert "secret" in server.tool_result(cid).lower(), server.tool_result(cid)
 
 
+def test_tools_never_see_the_model_key(fake_llm, api):
+    from conftest import API_KEY
+
+    server = fake_llm(bash_steps("env | sort"))
+    api(server, mode="yolo").chat("show the environment")
+    assert "PATH=" in server.tool_result("b0")
+    assert API_KEY not in json.dumps([r["body"] for r in server.requests])
+
+
 def test_at_mention_lets_the_named_file_through(fake_llm, api, repo, secrets):
     server = fake_llm(
         [

@@ -538,6 +538,8 @@ impl Prepared {
 /// Confines a command about to be spawned: prepares in the parent, applies in `pre_exec`.
 pub fn confine(cmd: &mut std::process::Command, c: &Confinement) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
+    // The agent's own model credential is not the tools' business (exfiltration guard).
+    cmd.env_remove("D2A_MODEL_API_KEY");
     let prepared = prepare(c)?;
     if !c.is_restricted() {
         return Ok(());

@@ -239,6 +239,10 @@ fn strip_wrappers(
             return Ok(());
         };
         let name = basename(first);
+        // `command -v x` / `type`-like lookups run nothing: `command` is the program.
+        if name == "command" && argv.get(1).is_some_and(|a| a == "-v" || a == "-V") {
+            return Ok(());
+        }
         // Options that take a value, per wrapper.
         let (with_value, then_skip): (&[&str], usize) = match name.as_str() {
             "command" | "builtin" | "exec" | "nohup" | "time" => (&["-a"], 0),

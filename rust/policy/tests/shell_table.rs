@@ -71,6 +71,8 @@ const PROGRAMS: &[(&str, Option<&[&str]>)] = &[
     ("env -i rm x", Some(&["rm"])),
     ("env -u HOME rm x", Some(&["rm"])),
     ("command rm x", Some(&["rm"])),
+    ("command -v rm", Some(&["command"])),
+    ("command -p rm x", Some(&["rm"])),
     ("builtin cd x", Some(&["cd"])),
     ("exec rm x", Some(&["rm"])),
     ("nice rm x", Some(&["rm"])),
@@ -398,6 +400,8 @@ fn read_only_allow_list_table() {
         "wc -l f",
         "sort f | uniq -c",
         "pwd",
+        "command -v git",
+        "env",
     ] {
         assert!(ro(c), "should be read-only: {c}");
     }

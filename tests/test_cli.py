@@ -308,7 +308,6 @@ UNAVAILABLE = [
     (["--role", "orchestrator", "--team-name", "t"], "--role orchestrator"),
     (["memory", "status"], "memory"),
     (["memory", "index", "--force"], "memory"),
-    (["sandbox", "explain"], "sandbox"),
     (["agents", "list"], "agents"),
     (["features", "disable", "plugins"], "features"),
 ]

@@ -595,7 +595,6 @@ COMMANDS = {
                     (Arg("what", required=False, many=True),),
                 ),
             ),
-            available=False,
         ),
         Command(
             "agents",

@@ -241,9 +241,16 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "permissions",
         [],
-        "[list|allow|ask|deny|remove] [rule]",
+        "[list | allow|ask|deny <rule> [--project|--user|--session] | remove <rule>]",
         "manage permission rules",
-        None
+        Some(crate::cmd_permissions::permissions_cmd)
+    ),
+    cmd!(
+        "sandbox",
+        [],
+        "[list | recreate | explain [\"<command>\"]]",
+        "OS sandbox status, and why a call was blocked",
+        Some(crate::cmd_permissions::sandbox_cmd)
     ),
     cmd!("hooks", [], "", "lifecycle hooks", None),
     cmd!("agents", [], "", "sub-agent configuration", None),

@@ -4,6 +4,7 @@
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
 mod cmd_sessions;
+mod cmd_permissions;
 mod commands;
 mod compact;
 mod context;

@@ -193,6 +193,7 @@ impl Session {
         policy.headless = opts.headless;
         policy.allow = parse_rules(&opts.allow)?;
         policy.deny = parse_rules(&opts.deny)?;
+        crate::cmd_permissions::load_persisted(&mut policy, &paths)?;
         if let Some(tools) = &opts.tools {
             for t in tools {
                 if yuyao_protocol::canonical_tool_name(t).is_none() {
@@ -226,6 +227,7 @@ impl Session {
         };
         let spill = paths.home.join("spill").join(&id);
         let mut ctx = ToolContext::new(cwd.clone(), paths.project.clone(), spill);
+        ctx.sandbox = Mutex::new(policy.confinement());
         if let Some(ms) = config
             .get("tools.bash.timeout_ms")
             .and_then(|v| v.as_integer())
@@ -320,6 +322,7 @@ impl Session {
             session.notice(NoticeLevel::Warning, w);
         }
         session.open_saved_session()?;
+        crate::cmd_permissions::startup_notice(&session);
         {
             let mut st = session.lock();
             let fields = serde_json::json!({

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 use yuyao_model::{ModelClient, build_request};
-use yuyao_policy::{Action, FILE_MUTATING, Rule, Verdict};
+use yuyao_policy::{Action, Verdict};
 use yuyao_protocol::{Event, Message, PermissionAnswer, Request, ToolCall, canonical_tool_name};
 use yuyao_tools::{EditSpec, ToolOutput, apply_edits, cap_output, parse_arguments};
 
@@ -171,7 +171,7 @@ impl Session {
         let decision = self.lock().policy.decide(&action);
         self.lock().trajectory.record(
             "decision",
-            json!({"tool": name, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source}),
+            json!({"tool": name, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
         );
         let approved = match decision.verdict {
             Verdict::Allow => Ok(()),
@@ -180,6 +180,7 @@ impl Session {
             Verdict::Review => self.review(client, name, &args, &action).await,
         };
         if let Err(refusal) = approved {
+            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false);
         }
         let Some(tool) = self.tools.get(name) else {
@@ -190,7 +191,9 @@ impl Session {
         };
         // Tools are synchronous; the turn owns this thread, and cancellation reaches the
         // tool through the token (checked by long-running tools such as bash).
-        (tool.run(&args, &self.ctx, token), true)
+        let out = tool.run(&args, &self.ctx, token);
+        crate::cmd_permissions::after_run(self, name, &action, &out.text);
+        (out, true)
     }
 
     fn action_for(&self, name: &str, args: &Value) -> Action {
@@ -283,11 +286,11 @@ impl Session {
         );
         match answer {
             Some(PermissionAnswer::Allow) => Ok(()),
-            Some(PermissionAnswer::AllowSession) | Some(PermissionAnswer::AllowProject) => {
-                let rules = grant_rules(name, action);
-                self.lock().policy.granted.extend(rules);
-                Ok(())
-            }
+            Some(
+                a @ (PermissionAnswer::AllowSession
+                | PermissionAnswer::AllowProject
+                | PermissionAnswer::AllowAlways),
+            ) => crate::cmd_permissions::grant(self, a, name, action),
             Some(PermissionAnswer::Deny) | None => Err("Refused: the user declined this action. Do not retry it; ask the user or take another approach.".into()),
         }
     }
@@ -409,16 +412,4 @@ fn edit_spec(v: &Value) -> EditSpec {
             .and_then(Value::as_bool)
             .unwrap_or(false),
     }
-}
-
-/// "Always" for a file tool covers that tool; for a command, each program it runs.
-fn grant_rules(name: &str, action: &Action) -> Vec<Rule> {
-    if FILE_MUTATING.contains(&name) || action.command.is_none() {
-        return Rule::parse(name).into_iter().collect();
-    }
-    yuyao_policy::segments(action.command.as_deref().unwrap_or(""))
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|s| Rule::parse(&format!("Bash({})", s.program)).ok())
-        .collect()
 }

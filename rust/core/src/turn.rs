@@ -48,6 +48,7 @@ impl Session {
             st.push(Message::user(text));
             st.trajectory.record("user", json!({"text": text}));
         }
+        crate::cmd_permissions::note_mentions(self, text);
         let summary = self.block_on(self.run_turn(&token))?;
         {
             let mut st = self.lock();

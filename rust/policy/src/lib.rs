@@ -2,8 +2,11 @@
 //! fixed order: read-only role/mode, deny rules, sandbox and network, then ask/allow.
 //! Each decision names the rule or mode that made it, for the trace and `sandbox explain`.
 
+mod bash_tree;
 pub mod readonly;
 pub mod rules;
+pub mod sandbox;
+pub mod sensitive;
 pub mod shell;
 
 use std::path::{Path, PathBuf};
@@ -52,6 +55,8 @@ pub struct Decision {
     pub reason: String,
     /// The rule or mode that decided.
     pub source: String,
+    /// The shell segment (or path) the deciding rule matched, when one did.
+    pub segment: Option<String>,
 }
 
 impl Decision {
@@ -60,9 +65,21 @@ impl Decision {
             verdict,
             reason: reason.into(),
             source: source.into(),
+            segment: None,
         }
     }
+
+    fn on(mut self, segment: impl Into<String>) -> Self {
+        self.segment = Some(segment.into());
+        self
+    }
 }
+
+/// Programs that take a sensitive file's name without reading its content.
+const NAME_ONLY: &[&str] = &[
+    "echo", "printf", "ls", "stat", "test", "[", "[[", "rm", "touch", "chmod", "chown", "du", "wc",
+    "realpath", "readlink", "basename", "dirname", "mkdir", "file",
+];
 
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -71,9 +88,13 @@ pub struct Policy {
     pub sandbox: SandboxLevel,
     pub network: NetworkAccess,
     pub allow: Vec<Rule>,
+    /// Rules that always turn a matching call into a confirmation (even in yolo).
+    pub ask: Vec<Rule>,
     pub deny: Vec<Rule>,
     /// "Always" answers given during this session.
     pub granted: Vec<Rule>,
+    /// Files the user named with `@path`: the exfiltration guard lets these through.
+    pub mentioned: Vec<PathBuf>,
     /// Nobody is there to answer a question.
     pub headless: bool,
     /// Roots the file tools may write under (project root and `/add-dir` folders).
@@ -93,8 +114,10 @@ impl Policy {
             sandbox: SandboxLevel::WorkspaceWrite,
             network: NetworkAccess::Off,
             allow: Vec::new(),
+            ask: Vec::new(),
             deny: Vec::new(),
             granted: Vec::new(),
+            mentioned: Vec::new(),
             headless: false,
             roots: vec![project.to_path_buf()],
         }
@@ -102,13 +125,18 @@ impl Policy {
 
     /// Whether the action changes the workspace (seed 001's definition).
     pub fn is_mutating(&self, a: &Action) -> bool {
+        let segs = a.command.as_deref().map(parse);
+        Self::mutating_with(a, segs.as_ref())
+    }
+
+    fn mutating_with(a: &Action, segs: Option<&Result<Vec<Segment>, Undetermined>>) -> bool {
         if FILE_MUTATING.contains(&a.tool.as_str()) {
             return true;
         }
         if SHELL_TOOLS.contains(&a.tool.as_str()) {
-            return match parse(a.command.as_deref().unwrap_or("")) {
-                Ok(segs) => !segs.iter().all(readonly::segment_is_read_only),
-                Err(_) => true,
+            return match segs {
+                Some(Ok(segs)) => !segs.iter().all(readonly::segment_is_read_only),
+                _ => true,
             };
         }
         false
@@ -129,8 +157,8 @@ impl Policy {
 
     pub fn decide(&self, a: &Action) -> Decision {
         let tool = a.tool.as_str();
-        let mutating = self.is_mutating(a);
         let segs = a.command.as_deref().map(parse);
+        let mutating = Self::mutating_with(a, segs.as_ref());
 
         // 2. role and mode
         if mutating && let Some(why) = self.read_only_reason() {
@@ -144,24 +172,15 @@ impl Policy {
 
         // 3. deny rules: one matching segment or path vetoes.
         for r in self.deny.iter().filter(|r| r.covers_tool(tool)) {
-            let hit = match (&segs, r.pattern.is_some()) {
-                (_, false) => true,
-                (Some(Ok(s)), true) => s.iter().any(|seg| r.matches_segment(seg)),
-                (Some(Err(_)), true) => false,
-                (None, true) => a.paths.iter().any(|p| r.matches_path(p, self.project())),
-            };
-            if hit {
+            if let Some(hit) = self.rule_hit(r, a, segs.as_ref()) {
                 return Decision::new(
                     Verdict::Deny,
-                    format!("denied by rule {}", r.text),
+                    format!("denied by rule {} (matched: {hit})", r.text),
                     format!("deny {}", r.text),
-                );
+                )
+                .on(hit);
             }
         }
-        let denies_bash = self
-            .deny
-            .iter()
-            .any(|r| r.covers_tool(tool) && r.pattern.is_some());
 
         // 5. sandbox and network
         if NETWORK_TOOLS.contains(&tool) && self.network == NetworkAccess::Off {
@@ -186,14 +205,52 @@ impl Policy {
             );
         }
 
+        if SHELL_TOOLS.contains(&tool) {
+            let c = self.confinement();
+            if let Some(why) = sandbox::support().cannot_enforce(&c) {
+                return Decision::new(
+                    Verdict::Deny,
+                    format!(
+                        "the OS sandbox cannot be enforced on this machine: {why}; the command was not run (see `yuyao sandbox explain`; --sandbox full-access --network on runs without confinement)"
+                    ),
+                    "sandbox unavailable",
+                );
+            }
+        }
+
+        // Exfiltration guard: a sensitive file's content needs the user to have named it.
+        if let Some(hit) = self.sensitive_hit(a, segs.as_ref()) {
+            return self.ask_or_refuse_by(
+                format!(
+                    "{hit} looks like a secret (key, credential or .env file); its content is only read when the user names it with @{hit} or approves"
+                ),
+                "sensitive file".into(),
+            )
+            .on(hit);
+        }
+
+        // 6. ask rules veto like deny rules, but into a confirmation.
+        for r in self.ask.iter().filter(|r| r.covers_tool(tool)) {
+            if let Some(hit) = self.rule_hit(r, a, segs.as_ref()) {
+                return self
+                    .ask_or_refuse_by(
+                        format!("rule {} asks for a confirmation (matched: {hit})", r.text),
+                        format!("ask {}", r.text),
+                    )
+                    .on(hit);
+            }
+        }
+
         // 6. ask / allow
         if !mutating {
             return Decision::new(Verdict::Allow, "read-only", "read-only");
         }
-        if let Some(Err(u)) = &segs
-            && (self.mode != Mode::Yolo || denies_bash)
-        {
-            return self.ask_or_refuse(format!("{u}; it needs an explicit approval"));
+        // Undetermined means not permitted: a confirmation even in yolo, refused unattended.
+        if let Some(Err(u)) = &segs {
+            return self.ask_or_refuse_by(
+                format!("{u}; it needs an explicit approval"),
+                "undetermined command".into(),
+            );
         }
         if let Some(r) = self.allowing_rule(a, segs.as_ref()) {
             return Decision::new(
@@ -221,17 +278,199 @@ impl Policy {
     }
 
     fn ask_or_refuse(&self, why: String) -> Decision {
+        self.ask_or_refuse_by(why, format!("mode {}", self.mode))
+    }
+
+    fn ask_or_refuse_by(&self, why: String, source: String) -> Decision {
         if self.headless {
             Decision::new(
                 Verdict::Deny,
                 format!(
                     "{why}, and nobody is there to approve it in this unattended run (use --mode auto-edit or --yolo, or an --allow rule)"
                 ),
-                format!("mode {} (unattended)", self.mode),
+                format!("{source} (unattended)"),
             )
         } else {
-            Decision::new(Verdict::Ask, why, format!("mode {}", self.mode))
+            Decision::new(Verdict::Ask, why, source)
         }
+    }
+
+    /// What a rule matched in this action (a segment's command line or a path), if anything.
+    fn rule_hit(
+        &self,
+        r: &Rule,
+        a: &Action,
+        segs: Option<&Result<Vec<Segment>, Undetermined>>,
+    ) -> Option<String> {
+        match (segs, r.pattern.is_some()) {
+            (Some(Ok(s)), true) => s
+                .iter()
+                .find(|seg| r.matches_segment(seg))
+                .map(Segment::command_line),
+            (Some(Err(_)), true) => None,
+            (None, true) => a
+                .paths
+                .iter()
+                .find(|p| r.matches_path(p, self.project()))
+                .map(|p| p.display().to_string()),
+            (_, false) => Some(
+                a.command
+                    .clone()
+                    .or_else(|| a.paths.first().map(|p| p.display().to_string()))
+                    .unwrap_or_else(|| a.tool.clone()),
+            ),
+        }
+    }
+
+    /// A sensitive file this action would read that the user did not name, if any.
+    fn sensitive_hit(
+        &self,
+        a: &Action,
+        segs: Option<&Result<Vec<Segment>, Undetermined>>,
+    ) -> Option<String> {
+        let allowed_path = |p: &Path| {
+            self.mentioned.iter().any(|m| m == p)
+                || self.allow.iter().chain(self.granted.iter()).any(|r| {
+                    r.covers_tool(&a.tool)
+                        && r.pattern.is_some()
+                        && r.matches_path(p, self.project())
+                })
+        };
+        if rules::FILE_TOOLS.contains(&a.tool.as_str()) && !FILE_MUTATING.contains(&a.tool.as_str())
+        {
+            return a
+                .paths
+                .iter()
+                .find(|p| sensitive::is_sensitive(p) && !allowed_path(p))
+                .map(|p| p.display().to_string());
+        }
+        let Some(Ok(segs)) = segs else { return None };
+        for seg in segs {
+            if NAME_ONLY.contains(&seg.program.as_str()) {
+                continue;
+            }
+            for w in &seg.args {
+                if !sensitive::word_is_sensitive(w) {
+                    continue;
+                }
+                let value = w.split_once('=').map_or(w.as_str(), |(_, v)| v);
+                let rel = Path::new(value.trim_start_matches("./"));
+                let named = self
+                    .mentioned
+                    .iter()
+                    .any(|m| m.ends_with(rel) || m == Path::new(value));
+                let allowed = self.allow.iter().chain(self.granted.iter()).any(|r| {
+                    r.covers_tool(&a.tool) && r.matches_segment(seg) && r.pattern.is_some()
+                });
+                if !named && !allowed {
+                    return Some(value.to_string());
+                }
+            }
+        }
+        None
+    }
+
+    /// The OS confinement this policy asks for (writable folders: the roots and temp dir).
+    pub fn confinement(&self) -> sandbox::Confinement {
+        let mut writable = self.roots.clone();
+        writable.push(std::env::temp_dir());
+        sandbox::Confinement {
+            level: self.sandbox,
+            network: self.network,
+            writable,
+        }
+    }
+
+    /// A dry run of the adjudication, step by step, for `sandbox explain "<command>"`.
+    pub fn explain(&self, a: &Action, confinement: &sandbox::Confinement) -> String {
+        let mut out = String::new();
+        if let Some(cmd) = &a.command {
+            out.push_str(&format!("command: {cmd}\n"));
+            match parse(cmd) {
+                Ok(segs) => {
+                    out.push_str(&format!("segments ({}):\n", segs.len()));
+                    for (i, s) in segs.iter().enumerate() {
+                        let ro = if readonly::segment_is_read_only(s) {
+                            "read-only"
+                        } else {
+                            "mutating"
+                        };
+                        let mut notes = vec![format!("program {}", s.program), ro.to_string()];
+                        if s.substituted {
+                            notes.push("from a substitution".into());
+                        }
+                        if s.writes_file {
+                            notes.push("redirects to a file".into());
+                        }
+                        for r in &self.deny {
+                            if r.covers_tool(&a.tool) && r.matches_segment(s) {
+                                notes.push(format!("matches deny {}", r.text));
+                            }
+                        }
+                        for r in &self.ask {
+                            if r.covers_tool(&a.tool) && r.matches_segment(s) {
+                                notes.push(format!("matches ask {}", r.text));
+                            }
+                        }
+                        for r in self.allow.iter().chain(self.granted.iter()) {
+                            if r.covers_tool(&a.tool) && r.matches_segment(s) {
+                                notes.push(format!("matches allow {}", r.text));
+                            }
+                        }
+                        out.push_str(&format!(
+                            "  {}. {}  ({})\n",
+                            i + 1,
+                            s.command_line(),
+                            notes.join("; ")
+                        ));
+                    }
+                }
+                Err(u) => out.push_str(&format!("segments: undetermined — {}\n", u.0)),
+            }
+        } else {
+            out.push_str(&format!("tool: {}", a.tool));
+            for p in &a.paths {
+                out.push_str(&format!(" {}", p.display()));
+            }
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "in force: mode {}, role {}, sandbox {}, network {}; rules: {} allow, {} ask, {} deny\n",
+            self.mode,
+            self.role,
+            self.sandbox,
+            self.network,
+            self.allow.len() + self.granted.len(),
+            self.ask.len(),
+            self.deny.len()
+        ));
+        let mut line = |label: &str, p: &Policy| {
+            let d = p.decide(a);
+            let verdict = match d.verdict {
+                Verdict::Allow => "ALLOW",
+                Verdict::Ask => "ASK (a confirmation)",
+                Verdict::Review => "REVIEW (the auto-review classifier decides)",
+                Verdict::Deny => "DENY",
+            };
+            out.push_str(&format!(
+                "{label}: {verdict} — {}\n  deciding rule: {}{}\n",
+                d.reason,
+                d.source,
+                d.segment
+                    .map(|s| format!("\n  segment: {s}"))
+                    .unwrap_or_default()
+            ));
+        };
+        let mut interactive = self.clone();
+        interactive.headless = false;
+        let mut unattended = self.clone();
+        unattended.headless = true;
+        line("interactive", &interactive);
+        line("unattended", &unattended);
+        if SHELL_TOOLS.contains(&a.tool.as_str()) {
+            out.push_str(&format!("OS sandbox: {}\n", sandbox::describe(confinement)));
+        }
+        out.trim_end().to_string()
     }
 
     /// An allow (or granted) rule exempts only when it covers every segment or every path.

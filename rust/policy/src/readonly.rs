@@ -135,7 +135,8 @@ pub fn segment_is_read_only(s: &Segment) -> bool {
         "sort" => !args
             .iter()
             .any(|a| a.starts_with("-o") || a.starts_with("--output")),
-        "env" | "command" => args.is_empty() || args == ["-v"] || args.first() == Some(&"-v"),
+        "env" => args.is_empty(),
+        "command" => matches!(args.first(), Some(&("-v" | "-V"))),
         "date" => !args
             .iter()
             .any(|a| a.starts_with("-s") || a.starts_with("--set")),

@@ -39,6 +39,8 @@ impl std::fmt::Display for Undetermined {
 pub fn segments(cmd: &str) -> Result<Vec<Segment>, Undetermined> {
     let mut out = Vec::new();
     parse_into(cmd, false, 0, &mut out)?;
+    // A second, independent reading by the bash grammar must agree (DESIGN §5).
+    crate::bash_tree::confirm(cmd, &out)?;
     Ok(out)
 }
 
@@ -81,12 +83,30 @@ fn parse_into(
         let wr = std::mem::replace(writes, false);
         simple_command(w, wr, substituted, depth, out)
     };
+    let mut parens = 0usize;
     for t in toks {
         match t {
             Tok::Word { text, dynamic } => words.push((text, dynamic)),
             Tok::Redirect { writes_file } => writes |= writes_file,
+            Tok::Op("(") => {
+                // A subshell opens only where a command starts (`echo \$(x)` is a syntax error).
+                if !words.is_empty() {
+                    return undetermined("unexpected '(' after a word");
+                }
+                parens += 1;
+            }
+            Tok::Op(")") => {
+                if parens == 0 {
+                    return undetermined("unbalanced ')'");
+                }
+                parens -= 1;
+                flush(&mut words, &mut writes, out)?;
+            }
             Tok::Op(_) => flush(&mut words, &mut writes, out)?,
         }
+    }
+    if parens != 0 {
+        return undetermined("unbalanced '('");
     }
     flush(&mut words, &mut writes, out)
 }
@@ -142,6 +162,14 @@ fn simple_command(
     if argv.is_empty() {
         return Ok(());
     }
+    // Wrappers only remove leading words: the program is a word of the original line, and a
+    // computed one (`env $X`, `command {rm,x}`) is as undetermined as in first position.
+    if argv.len() <= words.len() {
+        let (w, dynamic) = &words[words.len() - argv.len()];
+        if *dynamic && *w == argv[0] {
+            return undetermined(format!("the program name '{w}' is computed at run time"));
+        }
+    }
     let program = basename(&argv[0]);
     if program.is_empty() {
         return undetermined("empty program name");
@@ -175,6 +203,14 @@ fn simple_command(
     Ok(())
 }
 
+/// `${x:-$(cmd)}` and `$(( $(cmd) ))` run `cmd`; the lexer does not descend into them.
+fn no_hidden_substitution(inner: &str) -> Result<(), Undetermined> {
+    if inner.contains("$(") || inner.contains('`') || inner.contains("<(") || inner.contains(">(") {
+        return undetermined("a command substitution inside ${…} or $((…))");
+    }
+    Ok(())
+}
+
 fn is_assignment(w: &str) -> bool {
     match w.split_once('=') {
         Some((name, _)) => {
@@ -203,6 +239,10 @@ fn strip_wrappers(
             return Ok(());
         };
         let name = basename(first);
+        // `command -v x` / `type`-like lookups run nothing: `command` is the program.
+        if name == "command" && argv.get(1).is_some_and(|a| a == "-v" || a == "-V") {
+            return Ok(());
+        }
         // Options that take a value, per wrapper.
         let (with_value, then_skip): (&[&str], usize) = match name.as_str() {
             "command" | "builtin" | "exec" | "nohup" | "time" => (&["-a"], 0),
@@ -496,6 +536,8 @@ impl Lexer {
     fn word(&mut self) -> Result<(String, bool), Undetermined> {
         let mut text = String::new();
         let mut dynamic = false;
+        let mut brace = false;
+        let mut glob = false;
         while let Some(c) = self.peek(0) {
             match c {
                 ' ' | '\t' | '\n' | '\r' | ';' | '&' | '|' | '(' | ')' | '<' | '>' => break,
@@ -563,13 +605,24 @@ impl Lexer {
                 }
                 _ => {
                     if matches!(c, '*' | '?' | '[') {
-                        // Globs expand to file names: only known at run time.
-                        dynamic = true;
+                        glob = true;
+                    }
+                    if c == '{' {
+                        brace = true;
                     }
                     text.push(c);
                     self.pos += 1;
                 }
             }
+        }
+        // Brace expansion (`{rm,x}`, `r{m,}`, `{a..c}`) makes other words than it reads as.
+        if brace && text.contains('}') && (text.contains(',') || text.contains("..")) {
+            dynamic = true;
+        }
+        // Globs expand to file names, only known at run time; `[` and `[[` are the test
+        // commands, not patterns.
+        if glob && !matches!(text.as_str(), "[" | "[[") {
+            dynamic = true;
         }
         Ok((text, dynamic))
     }
@@ -579,10 +632,11 @@ impl Lexer {
         match self.peek(1) {
             Some('(') if self.peek(2) == Some('(') => {
                 self.pos += 3;
-                self.balanced(')')?;
+                let inner = self.balanced(')')?;
                 if self.peek(0) == Some(')') {
                     self.pos += 1;
                 }
+                no_hidden_substitution(&inner)?;
                 Ok(true)
             }
             Some('(') => {
@@ -593,7 +647,8 @@ impl Lexer {
             }
             Some('{') => {
                 self.pos += 2;
-                self.balanced('}')?;
+                let inner = self.balanced('}')?;
+                no_hidden_substitution(&inner)?;
                 Ok(true)
             }
             Some(c) if c.is_ascii_alphanumeric() || "_@*#?$!-".contains(c) => {
@@ -610,8 +665,33 @@ impl Lexer {
                 }
                 Ok(true)
             }
-            Some('\'') | Some('"') => {
-                // `$'…'` / `$"…"`: quoting forms; the text is literal enough for us.
+            Some('\'') => {
+                // `$'…'`: literal unless it has escapes (`$'\x72m'` is `rm`): then computed.
+                let mut k = self.pos + 2;
+                let mut escapes = false;
+                while let Some(c) = self.chars.get(k) {
+                    match c {
+                        '\\' => {
+                            escapes = true;
+                            k += 2;
+                        }
+                        '\'' => break,
+                        _ => k += 1,
+                    }
+                }
+                if k >= self.chars.len() {
+                    return undetermined("unbalanced $' quote");
+                }
+                if escapes {
+                    self.pos = k + 1;
+                    Ok(true)
+                } else {
+                    self.pos += 1;
+                    Ok(false)
+                }
+            }
+            Some('"') => {
+                // `$"…"`: a translated string, quoted like "…".
                 self.pos += 1;
                 Ok(false)
             }

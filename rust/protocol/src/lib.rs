@@ -103,6 +103,8 @@ pub enum PermissionAnswer {
     Allow,
     AllowSession,
     AllowProject,
+    /// Allowed from now on in every project (saved in `~/.yuyao/permissions.json`).
+    AllowAlways,
     Deny,
 }
 

@@ -5,6 +5,7 @@ pub mod config;
 pub mod mcp;
 pub mod paths;
 pub mod sessions;
+pub mod permissions;
 pub mod trajectory;
 
 pub use config::{Config, ConfigError, Layer};

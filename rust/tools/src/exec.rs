@@ -84,7 +84,8 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
     let writer2 = writer
         .try_clone()
         .map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let mut child = Command::new("bash")
+    let mut command = Command::new("bash");
+    command
         .arg("-c")
         .arg(&script)
         .current_dir(&cwd)
@@ -96,9 +97,15 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("TERM", "dumb")
         .env("NO_COLOR", "1")
-        .process_group(0)
+        .process_group(0);
+    let confinement = ctx.confinement();
+    yuyao_policy::sandbox::confine(&mut command, &confinement)?;
+    let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start bash: {e}"))?;
+    // The command holds the parent's copies of the pipe's write ends: drop it so the reader
+    // sees end-of-file when the process ends.
+    drop(command);
     let pgid = child.id() as i32;
 
     let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
@@ -178,6 +185,9 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
     }
     if still_open {
         notes.push("background processes still hold the output; it is not waited for".into());
+    }
+    if let Some(note) = yuyao_policy::sandbox::blocked_note(&confinement, code, &text) {
+        notes.push(note);
     }
     if let Some(note) = persist_cwd(ctx, &cwd_file) {
         notes.push(note);

@@ -44,6 +44,9 @@ pub struct ToolContext {
     pub spill_dir: PathBuf,
     /// Default bash timeout in milliseconds.
     pub bash_timeout_ms: u64,
+    /// The OS sandbox tool processes run in (level and network; writable folders are
+    /// filled in at spawn time by [`ToolContext::confinement`]).
+    pub sandbox: Mutex<yuyao_policy::sandbox::Confinement>,
 }
 
 impl ToolContext {
@@ -54,7 +57,18 @@ impl ToolContext {
             files: Mutex::new(HashMap::new()),
             spill_dir,
             bash_timeout_ms: 120_000,
+            sandbox: Mutex::new(Default::default()),
         }
+    }
+
+    /// The confinement for a process spawned now: the roots, the temp dir and the spill dir
+    /// are writable under `workspace-write`.
+    pub fn confinement(&self) -> yuyao_policy::sandbox::Confinement {
+        let mut c = self.sandbox.lock().map(|c| c.clone()).unwrap_or_default();
+        c.writable = self.roots();
+        c.writable.push(std::env::temp_dir());
+        c.writable.push(self.spill_dir.clone());
+        c
     }
 
     pub fn cwd(&self) -> PathBuf {

@@ -283,6 +283,11 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
                 return ignore::WalkState::Continue;
             }
             let path = entry.path();
+            // Exfiltration guard: a directory search never collects secrets (a file named
+            // explicitly is the root, depth 0, and was adjudicated by the policy).
+            if entry.depth() > 0 && yuyao_policy::sensitive::is_sensitive(path) {
+                return ignore::WalkState::Continue;
+            }
             let shown = path
                 .strip_prefix(base)
                 .unwrap_or(path)

@@ -1,0 +1,507 @@
+//! Trust and the sandbox, on the session's side: persisted permission rules loaded at open,
+//! "always" answers saved, `/permissions`, `/sandbox list|recreate|explain`, the record of
+//! the last blocked call (read by `yuyao sandbox explain` from another process), the
+//! `@path` mentions the exfiltration guard honours, and the one-time "cannot enforce"
+//! message.
+
+use crate::session::{CoreError, Session};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use yuyao_policy::{Action, Decision, FILE_MUTATING, Policy, Rule, readonly, sandbox};
+use yuyao_protocol::{NoticeLevel, PermissionAnswer};
+use yuyao_store::Paths;
+use yuyao_store::permissions::{self, RuleKind, Scope};
+
+/// Adds the rules of `<project>/.yuyao/permissions.json` and `~/.yuyao/permissions.json`
+/// to the policy (after the flags' rules; deny is checked first whatever the order).
+pub(crate) fn load_persisted(policy: &mut Policy, paths: &Paths) -> Result<(), CoreError> {
+    let rules = permissions::merged(paths).map_err(CoreError::Usage)?;
+    for (scope, kind, text) in rules {
+        let rule = Rule::parse(&text).map_err(|e| {
+            CoreError::Usage(format!(
+                "{}: {e}",
+                permissions::path_for(paths, scope).display()
+            ))
+        })?;
+        match kind {
+            RuleKind::Allow => policy.allow.push(rule),
+            RuleKind::Ask => policy.ask.push(rule),
+            RuleKind::Deny => policy.deny.push(rule),
+        }
+    }
+    Ok(())
+}
+
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Once per process: say so when the kernel cannot enforce the requested confinement.
+pub(crate) fn startup_notice(s: &Session) {
+    let c = s.lock().policy.confinement();
+    if let Some(why) = sandbox::support().cannot_enforce(&c)
+        && !WARNED.swap(true, Ordering::SeqCst)
+    {
+        s.notice(
+            NoticeLevel::Warning,
+            format!(
+                "the OS sandbox cannot be enforced on this machine: {why}. Shell commands will be refused; `yuyao sandbox list` shows what this kernel supports, `yuyao sandbox explain` why a call was blocked"
+            ),
+        );
+    }
+}
+
+/// Records the files the user named with `@path` in a message (the exfiltration guard lets
+/// the agent read those).
+pub(crate) fn note_mentions(s: &Session, text: &str) {
+    let found: Vec<PathBuf> = text
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix('@'))
+        .map(|w| w.trim_end_matches([',', '.', ';', ':', '!', '?', ')', '"', '\'']))
+        .filter(|w| !w.is_empty())
+        .map(|w| s.ctx.resolve(w))
+        .collect();
+    if !found.is_empty() {
+        let mut st = s.lock();
+        for p in found {
+            if !st.policy.mentioned.contains(&p) {
+                st.policy.mentioned.push(p);
+            }
+        }
+    }
+}
+
+/// "Allow always" answers: the rules that cover this action.
+fn grant_rules(name: &str, action: &Action) -> Vec<String> {
+    if FILE_MUTATING.contains(&name) || action.command.is_none() {
+        return match (action.command.is_none(), action.paths.is_empty()) {
+            (true, false) if !FILE_MUTATING.contains(&name) => action
+                .paths
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}(//{})",
+                        name,
+                        p.display().to_string().trim_start_matches('/')
+                    )
+                })
+                .collect(),
+            _ => vec![name.to_string()],
+        };
+    }
+    let mut out: Vec<String> = Vec::new();
+    for s in yuyao_policy::segments(action.command.as_deref().unwrap_or("")).unwrap_or_default() {
+        if readonly::segment_is_read_only(&s) {
+            continue;
+        }
+        let r = format!("Bash({})", s.program);
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// Applies an "allow for the session / project / always" answer; persists the last two.
+pub(crate) fn grant(
+    s: &Session,
+    answer: PermissionAnswer,
+    name: &str,
+    action: &Action,
+) -> Result<(), String> {
+    let texts = grant_rules(name, action);
+    let scope = match answer {
+        PermissionAnswer::AllowProject => Some(Scope::Project),
+        PermissionAnswer::AllowAlways => Some(Scope::User),
+        _ => None,
+    };
+    let mut saved = Vec::new();
+    for t in &texts {
+        let Ok(rule) = Rule::parse(t) else { continue };
+        if let Some(scope) = scope {
+            permissions::add(&s.paths, scope, RuleKind::Allow, t)?;
+            saved.push(t.clone());
+        }
+        s.lock().policy.granted.push(rule);
+    }
+    if let Some(scope) = scope {
+        s.lock().trajectory.record(
+            "permission_saved",
+            json!({"scope": scope.as_str(), "rules": saved,
+                   "file": permissions::path_for(&s.paths, scope).display().to_string()}),
+        );
+    }
+    Ok(())
+}
+
+fn last_blocked_path(s: &Session) -> PathBuf {
+    s.paths.home.join("sandbox").join("last-blocked.json")
+}
+
+/// Remembers a refused call for `sandbox explain` (in `~/.yuyao/sandbox/`, so another
+/// process — `yuyao sandbox explain` — can read it).
+pub(crate) fn record_block(
+    s: &Session,
+    tool: &str,
+    action: &Action,
+    decision: Option<&Decision>,
+    message: &str,
+) {
+    let (mode, role, sandbox_level, network) = {
+        let st = s.lock();
+        (
+            st.policy.mode.to_string(),
+            st.policy.role.to_string(),
+            st.policy.sandbox.to_string(),
+            st.policy.network.to_string(),
+        )
+    };
+    let record = json!({
+        "ts": chrono::Utc::now().to_rfc3339(),
+        "session": s.id,
+        "cwd": s.cwd(),
+        "tool": tool,
+        "command": action.command,
+        "paths": action.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        "verdict": decision.map(|d| format!("{:?}", d.verdict)),
+        "source": decision.map(|d| d.source.clone()).unwrap_or_else(|| "OS sandbox".into()),
+        "segment": decision.and_then(|d| d.segment.clone()),
+        "reason": decision.map(|d| d.reason.clone()),
+        "message": message,
+        "mode": mode, "role": role, "sandbox": sandbox_level, "network": network,
+    });
+    let _ = yuyao_store::write_atomic(&last_blocked_path(s), format!("{record:#}\n").as_bytes());
+}
+
+/// The OS sandbox's note in a tool result means the sandbox (probably) refused something.
+pub(crate) fn after_run(s: &Session, tool: &str, action: &Action, output: &str) {
+    if output.contains(sandbox::BLOCKED_MARKER) {
+        let tail: String = output
+            .lines()
+            .rev()
+            .take(6)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n");
+        record_block(s, tool, action, None, &tail);
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// /permissions
+
+const PERM_USAGE: &str = "usage: /permissions [list] | allow|ask|deny <rule> [--project|--user|--session] | remove <rule>";
+
+fn rule_and_scope(args: &[String]) -> Result<(String, Option<Scope>), CoreError> {
+    let mut scope = Some(Scope::Project);
+    let mut words = Vec::new();
+    for a in args {
+        match a.as_str() {
+            "--project" => scope = Some(Scope::Project),
+            "--user" | "--global" => scope = Some(Scope::User),
+            "--session" => scope = None,
+            _ => words.push(a.as_str()),
+        }
+    }
+    let rule = words.join(" ");
+    if rule.trim().is_empty() {
+        return Err(CoreError::Usage(PERM_USAGE.into()));
+    }
+    Ok((rule, scope))
+}
+
+pub(crate) fn permissions_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    match args.first().map(String::as_str) {
+        None | Some("list") | Some("ls") => list(s),
+        Some(k @ ("allow" | "ask" | "deny")) => {
+            let kind = match k {
+                "allow" => RuleKind::Allow,
+                "ask" => RuleKind::Ask,
+                _ => RuleKind::Deny,
+            };
+            let (text, scope) = rule_and_scope(&args[1..])?;
+            let rule = Rule::parse(&text).map_err(CoreError::Usage)?;
+            let text = rule.text.clone();
+            {
+                let mut st = s.lock();
+                let p = &mut st.policy;
+                for l in [&mut p.allow, &mut p.ask, &mut p.deny, &mut p.granted] {
+                    l.retain(|r| r.text != text);
+                }
+                match kind {
+                    RuleKind::Allow => p.allow.push(rule),
+                    RuleKind::Ask => p.ask.push(rule),
+                    RuleKind::Deny => p.deny.push(rule),
+                }
+            }
+            let where_ = match scope {
+                Some(sc) => {
+                    permissions::add(&s.paths, sc, kind, &text).map_err(CoreError::Failed)?;
+                    format!("saved in {}", permissions::path_for(&s.paths, sc).display())
+                }
+                None => "for this session only".into(),
+            };
+            Ok(format!("{} {text} ({where_})", kind.as_str()))
+        }
+        Some("remove") | Some("rm") | Some("delete") => {
+            let (text, _) = rule_and_scope(&args[1..])?;
+            let text = Rule::parse(&text).map(|r| r.text).unwrap_or(text);
+            let mut removed = Vec::new();
+            for sc in [Scope::Project, Scope::User] {
+                for k in permissions::remove(&s.paths, sc, &text).map_err(CoreError::Failed)? {
+                    removed.push(format!("{} ({})", k.as_str(), sc.as_str()));
+                }
+            }
+            {
+                let mut st = s.lock();
+                let p = &mut st.policy;
+                for (name, l) in [
+                    ("allow", &mut p.allow),
+                    ("ask", &mut p.ask),
+                    ("deny", &mut p.deny),
+                    ("allow", &mut p.granted),
+                ] {
+                    let before = l.len();
+                    l.retain(|r| r.text != text);
+                    if l.len() != before && removed.iter().all(|r| !r.starts_with(name)) {
+                        removed.push(format!("{name} (session)"));
+                    }
+                }
+            }
+            if removed.is_empty() {
+                Err(CoreError::Usage(format!(
+                    "no rule {text} (see /permissions list)"
+                )))
+            } else {
+                Ok(format!("removed {text}: {}", removed.join(", ")))
+            }
+        }
+        Some(other) => Err(CoreError::Usage(format!(
+            "unknown action '{other}'. {PERM_USAGE}"
+        ))),
+    }
+}
+
+fn list(s: &Session) -> Result<String, CoreError> {
+    let persisted = permissions::merged(&s.paths).map_err(CoreError::Failed)?;
+    let st = s.lock();
+    let p = &st.policy;
+    let mut out = format!(
+        "Permission rules (deny first, then ask, then allow; mode {}, role {}):\n",
+        p.mode, p.role
+    );
+    let origin = |kind: RuleKind, text: &str| -> String {
+        persisted
+            .iter()
+            .find(|(_, k, t)| *k == kind && t == text)
+            .map(|(sc, _, _)| match sc {
+                Scope::Project => "project".to_string(),
+                Scope::User => "user".to_string(),
+            })
+            .unwrap_or_else(|| "session".into())
+    };
+    let mut any = false;
+    for (kind, rules) in [
+        (RuleKind::Deny, &p.deny),
+        (RuleKind::Ask, &p.ask),
+        (RuleKind::Allow, &p.allow),
+        (RuleKind::Allow, &p.granted),
+    ] {
+        for r in rules {
+            any = true;
+            out.push_str(&format!(
+                "  {:<5} {:<40} [{}]\n",
+                kind.as_str(),
+                r.text,
+                origin(kind, &r.text)
+            ));
+        }
+    }
+    if !any {
+        out.push_str("  (none)\n");
+    }
+    out.push_str(&format!(
+        "Files: {} (project), {} (user)",
+        permissions::path_for(&s.paths, Scope::Project).display(),
+        permissions::path_for(&s.paths, Scope::User).display()
+    ));
+    Ok(out)
+}
+
+// ----------------------------------------------------------------------------------------
+// /sandbox (and `yuyao sandbox …`)
+
+pub(crate) fn sandbox_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    match args.first().map(String::as_str) {
+        None | Some("list") => Ok(sandbox_list(s, &sandbox::support())),
+        Some("recreate") => {
+            let sup = sandbox::reprobe();
+            let c = s.ctx.confinement();
+            let check = self_test(&c);
+            let _ = std::fs::remove_file(last_blocked_path(s));
+            let mut out = String::from("Re-probed the kernel and rebuilt the sandbox state.\n");
+            out.push_str(&sandbox_list(s, &sup));
+            out.push_str(&format!("\nself-test under the current flags: {check}"));
+            Ok(out)
+        }
+        Some("explain") => {
+            let what = args[1..].join(" ");
+            if what.trim().is_empty() {
+                explain_last(s)
+            } else {
+                let policy = s.lock().policy.clone();
+                let action = Action {
+                    tool: "bash".into(),
+                    command: Some(what),
+                    paths: Vec::new(),
+                };
+                // The writable folders the spawn really uses (roots, temp, scratch).
+                Ok(policy.explain(&action, &s.ctx.confinement()))
+            }
+        }
+        Some(other) => Err(CoreError::Usage(format!(
+            "unknown action '{other}'; usage: /sandbox [list|recreate|explain [\"<command>\"]]"
+        ))),
+    }
+}
+
+fn self_test(c: &sandbox::Confinement) -> String {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c").arg("exit 0");
+    if let Err(e) = sandbox::confine(&mut cmd, c) {
+        return format!("FAILED: {e}");
+    }
+    match cmd.status() {
+        Ok(st) if st.success() => format!("ok ({})", sandbox::describe(c)),
+        Ok(st) => format!("FAILED: a confined `sh -c 'exit 0'` ended with {st}"),
+        Err(e) => format!("FAILED: cannot start a confined process: {e}"),
+    }
+}
+
+fn sandbox_list(s: &Session, sup: &sandbox::Support) -> String {
+    use yuyao_protocol::{NetworkAccess, SandboxLevel};
+    let current = s.lock().policy.confinement();
+    let mut out = String::from(
+        "OS sandbox runtime: Linux Landlock + seccomp + no_new_privs, applied to every tool process right before exec\n",
+    );
+    out.push_str(&sup.describe());
+    out.push_str("levels (--sandbox):\n");
+    for (level, what) in [
+        (SandboxLevel::ReadOnly, "no writes except /dev/null"),
+        (
+            SandboxLevel::WorkspaceWrite,
+            "writes only in the project roots, /add-dir folders and the temp dir",
+        ),
+        (SandboxLevel::FullAccess, "no file-system confinement"),
+    ] {
+        let probe = sandbox::Confinement {
+            level,
+            network: NetworkAccess::On,
+            writable: Vec::new(),
+        };
+        let state = if level == SandboxLevel::FullAccess {
+            "nothing to enforce".to_string()
+        } else {
+            match sup.cannot_enforce(&probe) {
+                None => "enforced".to_string(),
+                Some(why) => format!("NOT ENFORCEABLE: {why}"),
+            }
+        };
+        let mark = if current.level == level {
+            "  <- in force"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "  {:<16} {what}: {state}{mark}\n",
+            level.to_string()
+        ));
+    }
+    out.push_str("network (--network):\n");
+    for (net, what) in [
+        (
+            NetworkAccess::Off,
+            "no sockets but AF_UNIX; web tools refused",
+        ),
+        (NetworkAccess::On, "network allowed"),
+    ] {
+        let probe = sandbox::Confinement {
+            level: SandboxLevel::FullAccess,
+            network: net,
+            writable: Vec::new(),
+        };
+        let state = if net == NetworkAccess::On {
+            "nothing to enforce".to_string()
+        } else {
+            match sup.cannot_enforce(&probe) {
+                None => "enforced".to_string(),
+                Some(why) => format!("NOT ENFORCEABLE: {why}"),
+            }
+        };
+        let mark = if current.network == net {
+            "  <- in force"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "  {:<16} {what}: {state}{mark}\n",
+            net.to_string()
+        ));
+    }
+    out.push_str(&format!(
+        "this session: {}",
+        sandbox::describe(&s.ctx.confinement())
+    ));
+    out
+}
+
+fn explain_last(s: &Session) -> Result<String, CoreError> {
+    let path = last_blocked_path(s);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(_) => {
+            return Ok(format!(
+                "No blocked call is recorded ({}). To see how a command would be judged under the current flags: yuyao sandbox explain \"<command>\"",
+                path.display()
+            ));
+        }
+    };
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| CoreError::Failed(format!("{} is damaged: {e}", path.display())))?;
+    let g = |k: &str| v[k].as_str().unwrap_or("").to_string();
+    let mut out = format!(
+        "Last blocked call ({}, session {}):\n",
+        g("ts"),
+        g("session")
+    );
+    out.push_str(&format!("  tool:          {}\n", g("tool")));
+    if let Some(c) = v["command"].as_str() {
+        out.push_str(&format!("  command:       {c}\n"));
+    }
+    if let Some(ps) = v["paths"].as_array().filter(|a| !a.is_empty()) {
+        let ps: Vec<&str> = ps.iter().filter_map(Value::as_str).collect();
+        out.push_str(&format!("  paths:         {}\n", ps.join(", ")));
+    }
+    out.push_str(&format!("  deciding rule: {}\n", g("source")));
+    if let Some(seg) = v["segment"].as_str() {
+        out.push_str(&format!("  segment:       {seg}\n"));
+    }
+    if let Some(r) = v["reason"].as_str() {
+        out.push_str(&format!("  reason:        {r}\n"));
+    }
+    if v["reason"].is_null() {
+        out.push_str(&format!(
+            "  output:        {}\n",
+            g("message").replace('\n', "\n                 ")
+        ));
+    }
+    out.push_str(&format!(
+        "  in force:      mode {}, role {}, sandbox {}, network {}",
+        g("mode"),
+        g("role"),
+        g("sandbox"),
+        g("network")
+    ));
+    Ok(out)
+}

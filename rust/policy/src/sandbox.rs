@@ -1,0 +1,723 @@
+//! The OS sandbox every tool process runs in (spec §3.3): Landlock confines writes
+//! (`read-only`: nothing but `/dev/null`; `workspace-write`: the project roots, `/add-dir`
+//! folders and the temp dir), `no_new_privs` stops setuid escalation, and a seccomp filter
+//! refuses every socket family but `AF_UNIX` when the network is off.
+//!
+//! Everything that allocates or touches the file system is prepared in the parent
+//! ([`prepare`]): the Landlock ruleset is built there and only its file descriptor crosses
+//! the fork; the seccomp program is a ready array. The child ([`Prepared::apply`], run from
+//! `pre_exec`, right before `exec`) makes three system calls and nothing else, so it is
+//! async-signal-safe in a multi-threaded host.
+//!
+//! When the kernel cannot enforce the requested confinement, [`prepare`] fails with a message
+//! that says so and points to `yuyao sandbox explain`; a restricted command is then refused,
+//! never run unconfined.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use yuyao_protocol::{NetworkAccess, SandboxLevel};
+
+/// What a tool process is confined to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confinement {
+    pub level: SandboxLevel,
+    pub network: NetworkAccess,
+    /// Folders writable under `workspace-write` (project roots, `/add-dir` folders, the temp
+    /// dir, the session's own scratch folder).
+    pub writable: Vec<PathBuf>,
+}
+
+impl Default for Confinement {
+    fn default() -> Self {
+        Confinement {
+            level: SandboxLevel::WorkspaceWrite,
+            network: NetworkAccess::Off,
+            writable: Vec::new(),
+        }
+    }
+}
+
+impl Confinement {
+    /// Whether anything at all is restricted (full access with the network on is not).
+    pub fn is_restricted(&self) -> bool {
+        self.level != SandboxLevel::FullAccess || self.network == NetworkAccess::Off
+    }
+
+    fn needs_landlock(&self) -> bool {
+        self.level != SandboxLevel::FullAccess
+    }
+
+    fn needs_seccomp(&self) -> bool {
+        self.network == NetworkAccess::Off
+    }
+}
+
+/// What this machine can enforce.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Support {
+    /// Landlock ABI version, or why it is unavailable.
+    pub landlock: Result<u32, String>,
+    /// Whether seccomp filters can be installed, or why not.
+    pub seccomp: Result<(), String>,
+    /// `uname -r`.
+    pub kernel: String,
+    /// Features switched off with `YUYAO_SANDBOX_DISABLE` (troubleshooting and tests).
+    pub disabled: Vec<String>,
+}
+
+impl Support {
+    /// Why `c` cannot be enforced here, if it cannot.
+    pub fn cannot_enforce(&self, c: &Confinement) -> Option<String> {
+        let mut why = Vec::new();
+        if c.needs_landlock()
+            && let Err(e) = &self.landlock
+        {
+            why.push(format!(
+                "the {} sandbox needs Landlock, which is unavailable ({e})",
+                c.level
+            ));
+        }
+        if c.needs_seccomp()
+            && let Err(e) = &self.seccomp
+        {
+            why.push(format!(
+                "--network off needs seccomp, which is unavailable ({e})"
+            ));
+        }
+        if why.is_empty() {
+            None
+        } else {
+            Some(why.join("; "))
+        }
+    }
+
+    /// A human summary, for `sandbox list`.
+    pub fn describe(&self) -> String {
+        let mut out = format!("kernel            {}\n", self.kernel);
+        match &self.landlock {
+            Ok(v) => out.push_str(&format!(
+                "landlock          ABI {v} (file-system confinement{})\n",
+                if *v >= 4 { ", TCP bind/connect" } else { "" }
+            )),
+            Err(e) => out.push_str(&format!("landlock          unavailable: {e}\n")),
+        }
+        match &self.seccomp {
+            Ok(()) => {
+                out.push_str("seccomp           available (socket filter for --network off)\n")
+            }
+            Err(e) => out.push_str(&format!("seccomp           unavailable: {e}\n")),
+        }
+        out.push_str("no_new_privs      always set for confined processes\n");
+        if !self.disabled.is_empty() {
+            out.push_str(&format!(
+                "disabled          {} (YUYAO_SANDBOX_DISABLE)\n",
+                self.disabled.join(", ")
+            ));
+        }
+        out
+    }
+}
+
+static SUPPORT: Mutex<Option<Support>> = Mutex::new(None);
+
+/// What this machine enforces (probed once, see [`reprobe`]).
+pub fn support() -> Support {
+    let mut g = SUPPORT.lock().unwrap_or_else(|e| e.into_inner());
+    g.get_or_insert_with(probe).clone()
+}
+
+/// Probes the kernel again (`sandbox recreate`).
+pub fn reprobe() -> Support {
+    let s = probe();
+    *SUPPORT.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.clone());
+    s
+}
+
+fn probe() -> Support {
+    let disabled: Vec<String> = std::env::var("YUYAO_SANDBOX_DISABLE")
+        .unwrap_or_default()
+        .split(',')
+        .map(|s| s.trim().to_ascii_lowercase())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let landlock = if disabled.iter().any(|d| d == "landlock") {
+        Err("switched off by YUYAO_SANDBOX_DISABLE".into())
+    } else {
+        landlock_abi()
+    };
+    let seccomp = if disabled.iter().any(|d| d == "seccomp") {
+        Err("switched off by YUYAO_SANDBOX_DISABLE".into())
+    } else {
+        seccomp_available()
+    };
+    Support {
+        landlock,
+        seccomp,
+        kernel: kernel_release(),
+        disabled,
+    }
+}
+
+fn kernel_release() -> String {
+    // SAFETY: uname fills the zeroed struct it is given.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) != 0 {
+            return "unknown".into();
+        }
+        std::ffi::CStr::from_ptr(u.release.as_ptr())
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// Landlock (linux/landlock.h)
+
+const SYS_LANDLOCK_CREATE_RULESET: libc::c_long = 444;
+const SYS_LANDLOCK_ADD_RULE: libc::c_long = 445;
+const SYS_LANDLOCK_RESTRICT_SELF: libc::c_long = 446;
+const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+const LANDLOCK_RULE_PATH_BENEATH: u32 = 1;
+const LANDLOCK_RULE_NET_PORT: u32 = 2;
+
+const FS_WRITE_FILE: u64 = 1 << 1;
+const FS_REMOVE_DIR: u64 = 1 << 4;
+const FS_REMOVE_FILE: u64 = 1 << 5;
+const FS_MAKE_CHAR: u64 = 1 << 6;
+const FS_MAKE_DIR: u64 = 1 << 7;
+const FS_MAKE_REG: u64 = 1 << 8;
+const FS_MAKE_SOCK: u64 = 1 << 9;
+const FS_MAKE_FIFO: u64 = 1 << 10;
+const FS_MAKE_BLOCK: u64 = 1 << 11;
+const FS_MAKE_SYM: u64 = 1 << 12;
+const FS_REFER: u64 = 1 << 13; // ABI 2
+const FS_TRUNCATE: u64 = 1 << 14; // ABI 3
+const NET_BIND_TCP: u64 = 1 << 0; // ABI 4
+const NET_CONNECT_TCP: u64 = 1 << 1; // ABI 4
+
+#[repr(C)]
+struct RulesetAttr {
+    handled_access_fs: u64,
+    handled_access_net: u64,
+}
+
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+fn landlock_abi() -> Result<u32, String> {
+    // SAFETY: the documented way to ask for the ABI version: no attribute, size 0.
+    let v = unsafe {
+        libc::syscall(
+            SYS_LANDLOCK_CREATE_RULESET,
+            std::ptr::null::<RulesetAttr>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    if v < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(match e.raw_os_error() {
+            Some(libc::ENOSYS) => "the kernel was built without Landlock".into(),
+            Some(libc::EOPNOTSUPP) => {
+                "Landlock is disabled at boot (add landlock to the lsm= kernel parameter)".into()
+            }
+            _ => format!("landlock_create_ruleset failed: {e}"),
+        });
+    }
+    Ok(v as u32)
+}
+
+fn write_rights(abi: u32) -> u64 {
+    let mut r = FS_WRITE_FILE
+        | FS_REMOVE_DIR
+        | FS_REMOVE_FILE
+        | FS_MAKE_CHAR
+        | FS_MAKE_DIR
+        | FS_MAKE_REG
+        | FS_MAKE_SOCK
+        | FS_MAKE_FIFO
+        | FS_MAKE_BLOCK
+        | FS_MAKE_SYM;
+    if abi >= 2 {
+        r |= FS_REFER;
+    }
+    if abi >= 3 {
+        r |= FS_TRUNCATE;
+    }
+    r
+}
+
+fn os_err(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+/// Builds the ruleset in the parent; only its descriptor crosses the fork.
+fn landlock_ruleset(abi: u32, c: &Confinement) -> Result<OwnedFd, String> {
+    let fs = write_rights(abi);
+    let net = if abi >= 4 && c.needs_seccomp() {
+        NET_BIND_TCP | NET_CONNECT_TCP
+    } else {
+        0
+    };
+    let attr = RulesetAttr {
+        handled_access_fs: fs,
+        handled_access_net: net,
+    };
+    let size = if abi >= 4 {
+        std::mem::size_of::<RulesetAttr>()
+    } else {
+        std::mem::size_of::<u64>()
+    };
+    // SAFETY: attr outlives the call and `size` does not exceed it.
+    let fd = unsafe {
+        libc::syscall(
+            SYS_LANDLOCK_CREATE_RULESET,
+            &attr as *const RulesetAttr,
+            size,
+            0u32,
+        )
+    };
+    if fd < 0 {
+        return Err(os_err("landlock_create_ruleset"));
+    }
+    // SAFETY: the kernel returned a fresh descriptor (close-on-exec) that we now own.
+    let ruleset = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    const FILE_RIGHTS: u64 = FS_WRITE_FILE | FS_TRUNCATE;
+    let file_rights = FILE_RIGHTS & fs;
+    add_path(&ruleset, Path::new("/dev/null"), file_rights)?;
+    if c.level == SandboxLevel::WorkspaceWrite {
+        // Shared memory is scratch space like the temp dir (Python's multiprocessing needs it).
+        let shm = Path::new("/dev/shm");
+        for dir in c.writable.iter().map(PathBuf::as_path).chain([shm]) {
+            if dir.exists() {
+                let rights = if dir.is_dir() { fs } else { file_rights };
+                add_path(&ruleset, dir, rights)?;
+            }
+        }
+    }
+    let _ = LANDLOCK_RULE_NET_PORT; // no TCP port is ever allowed with the network off
+    Ok(ruleset)
+}
+
+fn add_path(ruleset: &OwnedFd, path: &Path, rights: u64) -> Result<(), String> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| format!("{} contains a NUL byte", path.display()))?;
+    // SAFETY: a NUL-terminated path; O_PATH opens nothing for reading or writing.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(os_err(&format!("cannot open {}", path.display())));
+    }
+    // SAFETY: fd was just opened and is owned here.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let attr = PathBeneathAttr {
+        allowed_access: rights,
+        parent_fd: fd.as_raw_fd(),
+    };
+    // SAFETY: both descriptors are open; attr outlives the call.
+    let r = unsafe {
+        libc::syscall(
+            SYS_LANDLOCK_ADD_RULE,
+            ruleset.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        )
+    };
+    if r < 0 {
+        return Err(os_err(&format!("landlock_add_rule {}", path.display())));
+    }
+    Ok(())
+}
+
+// ----------------------------------------------------------------------------------------
+// seccomp (linux/filter.h, linux/seccomp.h)
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct SockFilter {
+    code: u16,
+    jt: u8,
+    jf: u8,
+    k: u32,
+}
+
+#[repr(C)]
+struct SockFprog {
+    len: u16,
+    filter: *const SockFilter,
+}
+
+const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
+const BPF_JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
+const BPF_JGE_K: u16 = 0x05 | 0x30; // BPF_JMP | BPF_JGE | BPF_K
+const BPF_RET_K: u16 = 0x06; // BPF_RET | BPF_K
+const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
+
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const AUDIT_ARCH: u32 = 0;
+
+const fn stmt(code: u16, k: u32) -> SockFilter {
+    SockFilter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+const fn jump(code: u16, k: u32, jt: u8, jf: u8) -> SockFilter {
+    SockFilter { code, jt, jf, k }
+}
+
+/// Allows everything but sockets of another family than `AF_UNIX`, `io_uring` (which can
+/// open sockets on its own) and system calls of a foreign architecture (32-bit `socketcall`).
+fn network_filter() -> Vec<SockFilter> {
+    let deny = SECCOMP_RET_ERRNO | libc::EACCES as u32;
+    let nr_socket = libc::SYS_socket as u32;
+    let nr_uring = libc::SYS_io_uring_setup as u32;
+    vec![
+        // 0: arch
+        stmt(BPF_LD_W_ABS, 4),
+        jump(BPF_JEQ_K, AUDIT_ARCH, 1, 0),
+        stmt(BPF_RET_K, deny),
+        // 3: syscall number; x32 numbers (bit 30) are refused
+        stmt(BPF_LD_W_ABS, 0),
+        jump(BPF_JGE_K, 0x4000_0000, 5, 0),
+        jump(BPF_JEQ_K, nr_uring, 4, 0),
+        jump(BPF_JEQ_K, nr_socket, 1, 0),
+        stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
+        // 8: socket(domain, …): args[0], low 32 bits (little endian)
+        stmt(BPF_LD_W_ABS, 16),
+        jump(BPF_JEQ_K, libc::AF_UNIX as u32, 1, 0),
+        // 10:
+        stmt(BPF_RET_K, deny),
+        stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
+    ]
+}
+
+fn seccomp_available() -> Result<(), String> {
+    if AUDIT_ARCH == 0 {
+        return Err("no seccomp filter for this CPU architecture".into());
+    }
+    // SAFETY: PR_GET_SECCOMP only reads the calling thread's mode.
+    let r = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
+    if r < 0 {
+        return Err(os_err("prctl(PR_GET_SECCOMP)"));
+    }
+    // Filter mode needs CONFIG_SECCOMP_FILTER: asking for an invalid filter tells EFAULT
+    // (supported) from EINVAL (not built in) without installing anything.
+    // SAFETY: a null program is rejected by the kernel before anything is installed.
+    let r = unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            std::ptr::null::<SockFprog>(),
+            0,
+            0,
+        )
+    };
+    let e = std::io::Error::last_os_error();
+    if r == 0 {
+        return Err("unexpected: a null seccomp program was accepted".into());
+    }
+    match e.raw_os_error() {
+        Some(libc::EFAULT) | Some(libc::EACCES) => Ok(()),
+        Some(libc::EINVAL) => Err("the kernel was built without seccomp filters".into()),
+        _ => Err(format!("seccomp probe failed: {e}")),
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// Preparing in the parent, applying in the child
+
+/// A confinement ready to be applied between fork and exec.
+pub struct Prepared {
+    no_new_privs: bool,
+    ruleset: Option<OwnedFd>,
+    filter: Vec<SockFilter>,
+}
+
+// SAFETY: the filter is plain data; the raw pointer built from it only lives during apply.
+unsafe impl Send for Prepared {}
+unsafe impl Sync for Prepared {}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("no_new_privs", &self.no_new_privs)
+            .field("landlock", &self.ruleset.is_some())
+            .field("seccomp", &!self.filter.is_empty())
+            .finish()
+    }
+}
+
+/// Prepares the confinement in the parent. `Err` says why it cannot be enforced here (the
+/// caller refuses the command).
+pub fn prepare(c: &Confinement) -> Result<Prepared, String> {
+    let mut p = Prepared {
+        no_new_privs: c.is_restricted(),
+        ruleset: None,
+        filter: Vec::new(),
+    };
+    if !c.is_restricted() {
+        return Ok(p);
+    }
+    let sup = support();
+    if let Some(why) = sup.cannot_enforce(c) {
+        return Err(format!(
+            "the OS sandbox cannot be enforced on this machine: {why}. The command was not run. \
+             See `yuyao sandbox list` and `yuyao sandbox explain`; --sandbox full-access --network on \
+             runs commands without confinement"
+        ));
+    }
+    if c.needs_landlock() {
+        let abi = sup.landlock.clone().unwrap_or(1);
+        p.ruleset = Some(
+            landlock_ruleset(abi, c)
+                .map_err(|e| format!("cannot build the Landlock sandbox: {e}"))?,
+        );
+    }
+    if c.needs_seccomp() {
+        p.filter = network_filter();
+    }
+    Ok(p)
+}
+
+impl Prepared {
+    /// Applies the confinement to the calling process. Async-signal-safe: only system calls,
+    /// no allocation. Meant for `pre_exec`.
+    pub fn apply(&self) -> std::io::Result<()> {
+        if self.no_new_privs {
+            // SAFETY: plain prctl on the calling thread.
+            if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        if let Some(fd) = &self.ruleset {
+            // SAFETY: the ruleset descriptor is open (owned by self).
+            let r = unsafe { libc::syscall(SYS_LANDLOCK_RESTRICT_SELF, fd.as_raw_fd(), 0u32) };
+            if r != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        if !self.filter.is_empty() {
+            let prog = SockFprog {
+                len: self.filter.len() as u16,
+                filter: self.filter.as_ptr(),
+            };
+            // SAFETY: prog points at our filter, alive for the call; no_new_privs is set.
+            let r = unsafe {
+                libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &prog as *const SockFprog,
+                    0,
+                    0,
+                )
+            };
+            if r != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Confines a command about to be spawned: prepares in the parent, applies in `pre_exec`.
+pub fn confine(cmd: &mut std::process::Command, c: &Confinement) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    // The agent's own model credential is not the tools' business (exfiltration guard).
+    cmd.env_remove("D2A_MODEL_API_KEY");
+    let prepared = prepare(c)?;
+    if !c.is_restricted() {
+        return Ok(());
+    }
+    // SAFETY: the closure only makes system calls (see Prepared::apply).
+    unsafe {
+        cmd.pre_exec(move || prepared.apply());
+    }
+    Ok(())
+}
+
+/// What the confinement means, in words (for `sandbox explain` and the system prompt).
+pub fn describe(c: &Confinement) -> String {
+    let fs = match c.level {
+        SandboxLevel::ReadOnly => "no writes anywhere except /dev/null".to_string(),
+        SandboxLevel::WorkspaceWrite => format!(
+            "writes only under /dev/shm, {}",
+            if c.writable.is_empty() {
+                "(nothing)".to_string()
+            } else {
+                c.writable
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ),
+        SandboxLevel::FullAccess => "no file-system confinement".to_string(),
+    };
+    let net = match c.network {
+        NetworkAccess::Off => "no network sockets (only AF_UNIX)",
+        NetworkAccess::On => "network allowed",
+    };
+    let privs = if c.is_restricted() {
+        "; no privilege escalation (no_new_privs)"
+    } else {
+        ""
+    };
+    format!(
+        "sandbox {}: {fs}; network {}: {net}{privs}",
+        c.level, c.network
+    )
+}
+
+/// The marker every OS-sandbox note starts with (the core records such results for
+/// `sandbox explain`).
+pub const BLOCKED_MARKER: &str = "the OS sandbox may have blocked this";
+
+/// A note for a failed command whose output shows a refusal the sandbox would cause.
+pub fn blocked_note(c: &Confinement, exit_code: Option<i32>, output: &str) -> Option<String> {
+    if !c.is_restricted() || exit_code == Some(0) {
+        return None;
+    }
+    const SIGNS: &[&str] = &[
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+        "PermissionError",
+    ];
+    if !SIGNS.iter().any(|s| output.contains(s)) {
+        return None;
+    }
+    Some(format!(
+        "{BLOCKED_MARKER} ({}). Do not try to work around it; if the user needs it, they can \
+         change --sandbox/--network (`yuyao sandbox explain` says why)",
+        describe(c)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn run(c: &Confinement, script: &str) -> (bool, String) {
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c").arg(script);
+        confine(&mut cmd, c).unwrap();
+        let out = cmd.output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.success(), text)
+    }
+
+    fn enforced() -> bool {
+        let s = support();
+        s.landlock.is_ok() && s.seccomp.is_ok()
+    }
+
+    #[test]
+    fn workspace_write_confines_writes() {
+        if !enforced() {
+            eprintln!("skipped: {}", support().describe());
+            return;
+        }
+        let inside = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir_in(std::env::current_dir().unwrap()).unwrap();
+        let c = Confinement {
+            level: SandboxLevel::WorkspaceWrite,
+            network: NetworkAccess::On,
+            writable: vec![inside.path().to_path_buf()],
+        };
+        let a = inside.path().join("a");
+        let b = outside.path().join("b");
+        let (ok, out) = run(
+            &c,
+            &format!("echo x > {} && echo y > /dev/null", a.display()),
+        );
+        assert!(ok, "{out}");
+        let (ok, _) = run(&c, &format!("echo x > {}", b.display()));
+        assert!(!ok);
+        assert!(!b.exists());
+        let (ok, out) = run(&c, "grep NoNewPrivs /proc/self/status");
+        assert!(ok && out.contains('1'), "{out}");
+        let (ok, out) = run(
+            &c,
+            "command -v python3 >/dev/null || exit 0; python3 -c 'import multiprocessing as m; m.Lock()'",
+        );
+        assert!(ok, "shared memory must stay usable: {out}");
+    }
+
+    #[test]
+    fn read_only_allows_only_dev_null() {
+        if !enforced() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let c = Confinement {
+            level: SandboxLevel::ReadOnly,
+            network: NetworkAccess::On,
+            writable: vec![dir.path().to_path_buf()],
+        };
+        let (ok, out) = run(&c, "echo hi > /dev/null && echo visible");
+        assert!(ok && out.contains("visible"), "{out}");
+        let (ok, _) = run(&c, &format!("touch {}/x", dir.path().display()));
+        assert!(!ok);
+    }
+
+    #[test]
+    fn network_off_blocks_inet_sockets_only() {
+        if !enforced() {
+            return;
+        }
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+        let mut c = Confinement {
+            level: SandboxLevel::FullAccess,
+            network: NetworkAccess::On,
+            writable: vec![],
+        };
+        let (ok, out) = run(&c, &connect);
+        assert!(ok && out.contains("connected"), "{out}");
+        c.network = NetworkAccess::Off;
+        let (ok, out) = run(&c, &connect);
+        assert!(!ok && !out.contains("connected"), "{out}");
+        c.level = SandboxLevel::WorkspaceWrite;
+        let (ok, _) = run(&c, &connect);
+        assert!(!ok);
+        // AF_UNIX still works (pipes, unix sockets), and so does writing to a pipe by name.
+        let (ok, out) = run(&c, "echo a | cat; echo b > /dev/stdout");
+        assert!(ok && out.contains('a') && out.contains('b'), "{out}");
+    }
+
+    #[test]
+    fn unsupported_is_explicit() {
+        let s = Support {
+            landlock: Err("x".into()),
+            seccomp: Ok(()),
+            kernel: "k".into(),
+            disabled: vec![],
+        };
+        assert!(s.cannot_enforce(&Confinement::default()).is_some());
+        let full = Confinement {
+            level: SandboxLevel::FullAccess,
+            network: NetworkAccess::Off,
+            writable: vec![],
+        };
+        assert!(s.cannot_enforce(&full).is_none());
+    }
+}

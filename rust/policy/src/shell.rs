@@ -143,7 +143,9 @@ fn simple_command(
     };
     match first.as_str() {
         "for" | "select" => return Ok(()), // `for x in a b` runs nothing itself
-        "case" | "function" | "coproc" | "eval" | "source" | "." => {
+        // `source f` / `. f` run a script like `bash f` does: the program is determined (and
+        // not read-only), so `. venv/bin/activate && pytest` is not refused as undetermined.
+        "case" | "function" | "coproc" | "eval" => {
             return undetermined(format!(
                 "'{first}' is beyond what yuyao's shell lexer accounts for"
             ));

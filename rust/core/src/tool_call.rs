@@ -186,6 +186,7 @@ impl Session {
                 false,
             );
         };
+        self.before_file_tool(name, &args);
         // Tools are synchronous; the turn owns this thread, and cancellation reaches the
         // tool through the token (checked by long-running tools such as bash).
         (tool.run(&args, &self.ctx, token), true)
@@ -200,7 +201,7 @@ impl Session {
             .iter()
             .find_map(|k| args.get(*k).and_then(Value::as_str))
             .map(|p| vec![self.ctx.resolve(p)])
-            .unwrap_or_default();
+            .unwrap_or_else(|| file_patch_paths(&self.ctx, name, args));
         Action {
             tool: name.to_string(),
             command,
@@ -212,6 +213,9 @@ impl Session {
     fn detail(&self, name: &str, args: &Value, action: &Action) -> String {
         if let Some(c) = &action.command {
             return c.clone();
+        }
+        if let Some(patch) = args.get("patch").and_then(Value::as_str) {
+            return patch.to_string();
         }
         let Some(path) = action.paths.first() else {
             return args.to_string();
@@ -419,4 +423,12 @@ fn grant_rules(name: &str, action: &Action) -> Vec<Rule> {
         .iter()
         .filter_map(|s| Rule::parse(&format!("Bash({})", s.program)).ok())
         .collect()
+}
+
+/// The files an apply-patch call touches (for the policy's path checks).
+fn file_patch_paths(ctx: &yuyao_tools::ToolContext, name: &str, args: &Value) -> Vec<PathBuf> {
+    match (name, args.get("patch").and_then(Value::as_str)) {
+        ("apply-patch", Some(p)) => yuyao_tools::patch_paths(ctx, p).unwrap_or_default(),
+        _ => Vec::new(),
+    }
 }

@@ -34,12 +34,14 @@ impl Session {
         if let Ok(mut c) = self.cancel.lock() {
             *c = token.clone();
         }
+        self.checkpoint_prompt(text);
         {
             let mut st = self.lock();
             st.history.push(Message::user(text));
             st.trajectory.record("user", json!({"text": text}));
         }
         let summary = self.block_on(self.run_turn(&token))?;
+        self.finish_file_batch();
         {
             let mut st = self.lock();
             let fields = json!({"status": summary.status, "exit_status": summary.exit_status, "error": summary.error, "cost_usd": st.cost_usd, "steps": st.steps});
@@ -308,6 +310,7 @@ impl Session {
                 acted |= outcome.ok && outcome.effective;
                 self.lock().history.push(outcome.message);
             }
+            self.finish_file_batch();
         }
     }
 }

@@ -85,18 +85,16 @@ fn to_crlf(s: &str) -> Vec<u8> {
 }
 
 fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
-    let mut hits = Vec::new();
     if needle.is_empty() || needle.len() > hay.len() {
-        return hits;
+        return Vec::new();
     }
-    let mut i = 0;
-    while i + needle.len() <= hay.len() {
-        if &hay[i..i + needle.len()] == needle {
-            hits.push(i);
-            i += needle.len();
-        } else {
-            i += 1;
-        }
+    // Non-overlapping occurrences, left to right.
+    let mut hits = Vec::new();
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut from = 0;
+    while let Some(i) = finder.find(&hay[from..]) {
+        hits.push(from + i);
+        from += i + needle.len();
     }
     hits
 }
@@ -128,7 +126,7 @@ fn near_misses(buf: &[u8], old: &str) -> String {
     if first.is_empty() {
         return String::new();
     }
-    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
     let want = squash(first);
     let text = String::from_utf8_lossy(buf);
     let hits: Vec<String> = text

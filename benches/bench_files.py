@@ -73,7 +73,19 @@ def main() -> int:
     script = [
         calls([("read", {"file_path": "big.txt"}, "r")]),
         say("read"),
-        calls([("edit", {"file_path": "big.txt", "old_string": "NEEDLE line", "new_string": "NEEDLE edited"}, "e")]),
+        calls(
+            [
+                (
+                    "edit",
+                    {
+                        "file_path": "big.txt",
+                        "old_string": "NEEDLE line",
+                        "new_string": "NEEDLE edited",
+                    },
+                    "e",
+                )
+            ]
+        ),
         say("edited"),
         calls([("apply-patch", {"patch": "\n".join(patch)}, "p")]),
         say("batch"),
@@ -125,7 +137,9 @@ def main() -> int:
     ]
     print(f"{'operation':<36} {'yuyao s':>9} {'peer':<22} {'peer s':>8} {'ratio':>7}")
     for name, ours, peer_name, theirs in results:
-        print(f"{name:<36} {ours:9.3f} {peer_name:<22} {theirs:8.3f} {ours / max(theirs, 1e-6):7.1f}")
+        print(
+            f"{name:<36} {ours:9.3f} {peer_name:<22} {theirs:8.3f} {ours / max(theirs, 1e-6):7.1f}"
+        )
     print(json.dumps({"model_round_trip_s": round(t_noop, 4)}))
     return 0
 

@@ -170,7 +170,13 @@ def test_external_change_is_detected(fake_llm, session, repo):
         if index == 1:
             calc.write_text("def add(a, b):\n    return b + a  # user\n")
             return calls(
-                [("edit", {"file_path": "calc.py", "old_string": "a + b", "new_string": "a+b"}, "e")]
+                [
+                    (
+                        "edit",
+                        {"file_path": "calc.py", "old_string": "a + b", "new_string": "a+b"},
+                        "e",
+                    )
+                ]
             )
         return say("Finished.")
 
@@ -188,7 +194,13 @@ def test_edit_keeps_crlf_bom_and_invalid_utf8(fake_llm, session, repo):
         fake_llm,
         session,
         [("read", {"file_path": "w.txt"}, "r")],
-        [("edit", {"file_path": "w.txt", "old_string": "alpha\n", "new_string": "ALPHA\nnew\n"}, "e1")],
+        [
+            (
+                "edit",
+                {"file_path": "w.txt", "old_string": "alpha\n", "new_string": "ALPHA\nnew\n"},
+                "e1",
+            )
+        ],
         [("edit", {"file_path": "w.txt", "old_string": "gamma", "new_string": "GAMMA"}, "e2")],
     )
     assert "Edited" in server.tool_result("e1")
@@ -206,13 +218,26 @@ def test_edit_contracts(fake_llm, session, repo):
         [
             ("edit", {"file_path": "dup.txt", "old_string": "x = 1", "new_string": "y"}, "ambig"),
             ("edit", {"file_path": "dup.txt", "old_string": "x=1", "new_string": "y"}, "miss"),
-            ("edit", {"file_path": "dup.txt", "old_string": "x = 1", "new_string": "x = 1"}, "same"),
-            ("edit", {"file_path": "dup.txt", "old_string": "", "new_string": "z"}, "nonempty"),
-            ("edit", {"file_path": "made.txt", "old_string": "", "new_string": "made\n"}, "create"),
-            ("edit", {"file_path": "empty.txt", "old_string": "", "new_string": "filled\n"}, "fill"),
             (
                 "edit",
-                {"file_path": "dup.txt", "old_string": "x = 1", "new_string": "y = 2", "replace_all": True},
+                {"file_path": "dup.txt", "old_string": "x = 1", "new_string": "x = 1"},
+                "same",
+            ),
+            ("edit", {"file_path": "dup.txt", "old_string": "", "new_string": "z"}, "nonempty"),
+            ("edit", {"file_path": "made.txt", "old_string": "", "new_string": "made\n"}, "create"),
+            (
+                "edit",
+                {"file_path": "empty.txt", "old_string": "", "new_string": "filled\n"},
+                "fill",
+            ),
+            (
+                "edit",
+                {
+                    "file_path": "dup.txt",
+                    "old_string": "x = 1",
+                    "new_string": "y = 2",
+                    "replace_all": True,
+                },
                 "all",
             ),
         ],
@@ -352,7 +377,14 @@ NOTEBOOK = {
             ],
             "source": ["print(1 + 2)"],
         },
-        {"cell_type": "code", "execution_count": None, "id": "last", "metadata": {}, "outputs": [], "source": []},
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "last",
+            "metadata": {},
+            "outputs": [],
+            "source": [],
+        },
     ],
     "metadata": {"kernelspec": {"language": "python", "name": "python3"}, "a_key": 1},
     "nbformat": 4,
@@ -372,16 +404,40 @@ def test_notebook_read_and_edit(fake_llm, session, repo):
         fake_llm,
         session,
         [("read", {"file_path": "nb.ipynb"}, "r")],
-        [("notebook-edit", {"notebook_path": "nb.ipynb", "cell_id": "calc", "new_source": "print(2 * 3)"}, "rep")],
         [
             (
                 "notebook-edit",
-                {"notebook_path": "nb.ipynb", "cell_index": 1, "new_source": "## Notes", "cell_type": "markdown", "edit_mode": "insert"},
+                {"notebook_path": "nb.ipynb", "cell_id": "calc", "new_source": "print(2 * 3)"},
+                "rep",
+            )
+        ],
+        [
+            (
+                "notebook-edit",
+                {
+                    "notebook_path": "nb.ipynb",
+                    "cell_index": 1,
+                    "new_source": "## Notes",
+                    "cell_type": "markdown",
+                    "edit_mode": "insert",
+                },
                 "ins",
             )
         ],
-        [("notebook-edit", {"notebook_path": "nb.ipynb", "cell_id": "last", "edit_mode": "delete"}, "del")],
-        [("notebook-edit", {"notebook_path": "nb.ipynb", "cell_id": "nope", "new_source": "x"}, "bad")],
+        [
+            (
+                "notebook-edit",
+                {"notebook_path": "nb.ipynb", "cell_id": "last", "edit_mode": "delete"},
+                "del",
+            )
+        ],
+        [
+            (
+                "notebook-edit",
+                {"notebook_path": "nb.ipynb", "cell_id": "nope", "new_source": "x"},
+                "bad",
+            )
+        ],
     )
     shown = server.tool_result("r")
     assert "print(1 + 2)" in shown and "[stdout]" in shown and "3" in shown
@@ -398,7 +454,9 @@ def test_notebook_read_and_edit(fake_llm, session, repo):
     assert replaced["outputs"] == [] and replaced["execution_count"] is None
     assert replaced["metadata"] == {"tags": ["keep"]}
     # The untouched cell and the metadata keep their exact text.
-    first_cell = json.dumps(NOTEBOOK["cells"][0], indent=1, ensure_ascii=False).replace("\n", "\n  ")
+    first_cell = json.dumps(NOTEBOOK["cells"][0], indent=1, ensure_ascii=False).replace(
+        "\n", "\n  "
+    )
     assert first_cell in after
     assert after.endswith('"nbformat_minor": 5\n}\n')
     assert list(data["metadata"]) == ["kernelspec", "a_key"]
@@ -413,10 +471,17 @@ def png(width: int, height: int) -> bytes:
     raw = b"".join(b"\x00" + bytes([200, 30, 30]) * width for _ in range(height))
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     head = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", head)
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 def pdf(pages: list[str]) -> bytes:
@@ -438,7 +503,9 @@ def pdf(pages: list[str]) -> bytes:
     xref = len(out)
     out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
     out += "".join(f"{o:010d} 00000 n \n" for o in offsets).encode()
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    out += (
+        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    )
     return out
 
 
@@ -575,7 +642,11 @@ def test_rewind_code_and_conversation(fake_llm, session, repo):
     listing = s.dispatch("/rewind")
     assert "first prompt" in listing and "second prompt" in listing
     assert "bash" in listing
-    ids = [line.split()[0] for line in listing.splitlines() if "prompt" in line and line.strip()[0].isdigit()]
+    ids = [
+        line.split()[0]
+        for line in listing.splitlines()
+        if "prompt" in line and line.strip()[0].isdigit()
+    ]
     first_id, second_id = ids[0], ids[1]
     out = s.dispatch(f"/rewind {second_id} code")
     assert "two.txt" in out and "bash" in out

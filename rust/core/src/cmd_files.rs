@@ -14,7 +14,13 @@ use yuyao_store::Snapshots;
 use yuyao_store::snapshots::{head_changes, unified_diff};
 
 /// The file tools whose changes are snapshotted.
-const TRACKED: &[&str] = &["write", "edit", "multi-edit", "apply-patch", "notebook-edit"];
+const TRACKED: &[&str] = &[
+    "write",
+    "edit",
+    "multi-edit",
+    "apply-patch",
+    "notebook-edit",
+];
 const BASH_NOTE: &str = "Note: only changes made by the file tools are tracked; files changed by bash commands (rm, mv, redirections, …) are not restored.";
 
 /// Snapshot state of a session: the store (opened on first use) and the batch in progress.
@@ -95,13 +101,19 @@ impl Session {
         }
         match self.with_store(|s| s.record_batch(&self.id, &pending)) {
             Ok(Ok(Some(b))) => {
-                let files: Vec<String> = b.files.iter().map(|f| f.path.display().to_string()).collect();
+                let files: Vec<String> = b
+                    .files
+                    .iter()
+                    .map(|f| f.path.display().to_string())
+                    .collect();
                 self.lock()
                     .trajectory
                     .record("snapshot", json!({"batch": b.id, "files": files}));
             }
             Ok(Ok(None)) => {}
-            Ok(Err(e)) | Err(e) => self.notice(NoticeLevel::Warning, format!("snapshot failed: {e}")),
+            Ok(Err(e)) | Err(e) => {
+                self.notice(NoticeLevel::Warning, format!("snapshot failed: {e}"))
+            }
         }
     }
 
@@ -156,7 +168,10 @@ pub(crate) fn undo(s: &Session, args: &[String]) -> Result<String, CoreError> {
         return Err(CoreError::Usage("usage: /undo".into()));
     }
     s.finish_file_batch();
-    let res = s.with_store(|st| st.undo()).map_err(failed)?.map_err(failed)?;
+    let res = s
+        .with_store(|st| st.undo())
+        .map_err(failed)?
+        .map_err(failed)?;
     let Some((b, r)) = res else {
         return Ok("nothing to undo: the agent has not changed any file in this project with its file tools".into());
     };
@@ -170,7 +185,9 @@ pub(crate) fn undo(s: &Session, args: &[String]) -> Result<String, CoreError> {
         s.report_text(&r, "restored")
     );
     if !r.skipped.is_empty() {
-        out.push_str("\nSome files were left as they are because they changed after the agent edited them.");
+        out.push_str(
+            "\nSome files were left as they are because they changed after the agent edited them.",
+        );
     }
     Ok(out)
 }
@@ -286,7 +303,14 @@ pub(crate) fn rewind(s: &Session, args: &[String]) -> Result<String, CoreError> 
             } else {
                 format!("session {}", c.session)
             };
-            let prompt: String = c.prompt.lines().next().unwrap_or("").chars().take(70).collect();
+            let prompt: String = c
+                .prompt
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(70)
+                .collect();
             out.push_str(&format!(
                 "  {:>3}  {}  {whose:<20} {prompt:?}  ({after} file change{} after it)\n",
                 c.id,
@@ -397,7 +421,13 @@ fn summarize(s: &Session, split: usize, from: bool) -> Result<String, CoreError>
             let calls: Vec<String> = m
                 .tool_calls
                 .iter()
-                .map(|c| format!("[tool call {} {}]", c.name, c.arguments.chars().take(300).collect::<String>()))
+                .map(|c| {
+                    format!(
+                        "[tool call {} {}]",
+                        c.name,
+                        c.arguments.chars().take(300).collect::<String>()
+                    )
+                })
                 .collect();
             format!(
                 "{:?}: {}{}\n",
@@ -411,7 +441,9 @@ fn summarize(s: &Session, split: usize, from: bool) -> Result<String, CoreError>
     let system = "You summarize part of a coding session so it can continue without the full transcript. Keep the user's requests and constraints, decisions, files changed and why, commands run and their outcomes, and open questions. Be concise and factual.";
     let req = build_request(
         system,
-        &[Message::user(format!("Summarize this part of the session:\n\n{transcript}"))],
+        &[Message::user(format!(
+            "Summarize this part of the session:\n\n{transcript}"
+        ))],
         Vec::new(),
         false,
         None,
@@ -424,7 +456,9 @@ fn summarize(s: &Session, split: usize, from: bool) -> Result<String, CoreError>
     let cost = s.pricing.cost(&reply.usage);
     let summary = reply.text.trim().to_string();
     if summary.is_empty() {
-        return Err(CoreError::Failed("the model returned an empty summary; the conversation was not changed".into()));
+        return Err(CoreError::Failed(
+            "the model returned an empty summary; the conversation was not changed".into(),
+        ));
     }
     let note = Message::user(format!("[Summary of the conversation {kind}]\n{summary}"));
     let mut st = s.lock();

@@ -103,7 +103,13 @@ pub fn project_id(project: &Path) -> String {
         .and_then(|n| n.to_str())
         .unwrap_or("root")
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(40)
         .collect();
     let hash = Sha256::digest(project.as_os_str().as_encoded_bytes());
@@ -194,7 +200,11 @@ impl Snapshots {
         }
         match disk(path)? {
             None => Ok(None),
-            Some(b) => self.repo.blob(&b).map(|o| Some(o.to_string())).map_err(git_err),
+            Some(b) => self
+                .repo
+                .blob(&b)
+                .map(|o| Some(o.to_string()))
+                .map_err(git_err),
         }
     }
 
@@ -417,7 +427,8 @@ impl Snapshots {
         let mut out = BTreeMap::new();
         for b in self.load().batches.iter().filter(|b| b.session == session) {
             for f in &b.files {
-                out.entry(f.path.clone()).or_insert_with(|| f.before.clone());
+                out.entry(f.path.clone())
+                    .or_insert_with(|| f.before.clone());
             }
         }
         out
@@ -467,16 +478,21 @@ impl Snapshots {
 /// Writes atomically, keeping the file's permissions when it exists.
 fn write_keeping_mode(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let perms = std::fs::metadata(path).ok().map(|m| m.permissions());
-    crate::write_atomic(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    crate::write_atomic(path, bytes)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     if let Some(p) = perms {
         let _ = std::fs::set_permissions(path, p);
     }
     Ok(())
 }
 
+/// A file that differs from git HEAD: its path, HEAD content and work-tree content
+/// (`None`: absent).
+pub type HeadChange = (PathBuf, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// Files that differ between git HEAD and the work tree, with both contents (`None`: absent).
 /// Reads the repository only: no index, ref or object is written.
-pub fn head_changes(project: &Path) -> Result<Vec<(PathBuf, Option<Vec<u8>>, Option<Vec<u8>>)>, String> {
+pub fn head_changes(project: &Path) -> Result<Vec<HeadChange>, String> {
     let repo = git2::Repository::open(project).map_err(git_err)?;
     let tree = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
     let mut opts = git2::DiffOptions::new();

@@ -14,8 +14,8 @@ mod registry;
 pub mod search;
 
 pub use edit_engine::{EditSpec, apply_edits};
-pub use patch::patch_paths;
 pub use output::{RESULT_CAP, cap_output, strip_ansi};
+pub use patch::patch_paths;
 pub use registry::{Registry, ToolCallSpec, parse_arguments};
 
 use serde_json::Value;

@@ -81,8 +81,11 @@ pub fn prepare_image(bytes: &[u8], shown: &str) -> Result<Prepared, String> {
             "{shown} is a {format:?} image; supported formats are png, jpeg, gif and webp"
         ));
     }
-    let img = image::load_from_memory_with_format(bytes, format)
-        .map_err(|e| format!("{shown} could not be decoded as {format:?}: {e} (the file may be truncated or corrupt)"))?;
+    let img = image::load_from_memory_with_format(bytes, format).map_err(|e| {
+        format!(
+            "{shown} could not be decoded as {format:?}: {e} (the file may be truncated or corrupt)"
+        )
+    })?;
     let (w, h) = img.dimensions();
     if w == 0 || h == 0 {
         return Err(format!("{shown} is an empty image (0 pixels)"));
@@ -181,10 +184,16 @@ pub fn parse_pages(spec: &str, total: u32) -> Result<Vec<u32>, String> {
         let num = |s: &str| -> Result<u32, String> {
             let s = s.trim();
             s.parse::<i64>()
-                .map_err(|_| format!("invalid page number {s:?} in pages {spec:?}; use a range such as \"1-5\""))
+                .map_err(|_| {
+                    format!(
+                        "invalid page number {s:?} in pages {spec:?}; use a range such as \"1-5\""
+                    )
+                })
                 .and_then(|n| {
                     if n < 1 {
-                        Err(format!("page numbers start at 1, got {n} in pages {spec:?}"))
+                        Err(format!(
+                            "page numbers start at 1, got {n} in pages {spec:?}"
+                        ))
                     } else {
                         Ok(n as u32)
                     }
@@ -221,7 +230,9 @@ pub fn parse_pages(spec: &str, total: u32) -> Result<Vec<u32>, String> {
     pages.sort_unstable();
     pages.dedup();
     if pages.is_empty() {
-        return Err(format!("pages {spec:?} names no page; use a range such as \"1-5\""));
+        return Err(format!(
+            "pages {spec:?} names no page; use a range such as \"1-5\""
+        ));
     }
     if pages.len() > MAX_PDF_PAGES as usize {
         return Err(format!(
@@ -263,7 +274,10 @@ pub fn read_pdf(path: &Path, bytes: &[u8], pages: Option<&str>) -> Result<ToolOu
             ((1..=n).collect(), hint)
         }
     };
-    let mut out = format!("PDF {shown}: {total} page{}\n", if total == 1 { "" } else { "s" });
+    let mut out = format!(
+        "PDF {shown}: {total} page{}\n",
+        if total == 1 { "" } else { "s" }
+    );
     for p in &wanted {
         out.push_str(&format!("\n--- page {p} ---\n"));
         match doc.extract_text(&[*p]) {
@@ -272,7 +286,9 @@ pub fn read_pdf(path: &Path, bytes: &[u8], pages: Option<&str>) -> Result<ToolOu
                 out.push('\n');
             }
             Ok(_) => out.push_str("(no text layer on this page; it may be a scanned image)\n"),
-            Err(e) => out.push_str(&format!("(the text of this page could not be extracted: {e})\n")),
+            Err(e) => out.push_str(&format!(
+                "(the text of this page could not be extracted: {e})\n"
+            )),
         }
     }
     if let Some(h) = hint {
@@ -330,7 +346,11 @@ mod tests {
 
     #[test]
     fn big_images_are_downscaled() {
-        let img = DynamicImage::ImageRgb8(image::RgbImage::from_pixel(3000, 1000, image::Rgb([200, 10, 10])));
+        let img = DynamicImage::ImageRgb8(image::RgbImage::from_pixel(
+            3000,
+            1000,
+            image::Rgb([200, 10, 10]),
+        ));
         let bytes = encode(&img, ImageFormat::Png, 0).unwrap();
         let p = prepare_image(&bytes, "x.png").unwrap();
         assert_eq!((p.width, p.height), (1568, 523));

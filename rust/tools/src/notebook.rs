@@ -174,10 +174,9 @@ pub fn render_notebook(bytes: &[u8], shown: &str) -> Result<String, String> {
     let nb: Value = serde_json::from_slice(bytes).map_err(|e| {
         format!("{shown} is not a valid notebook (invalid JSON: {e}); read it as text with offset/limit or fix the JSON")
     })?;
-    let cells = nb
-        .get("cells")
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("{shown} has no \"cells\" list; it is not an nbformat 4 notebook"))?;
+    let cells = nb.get("cells").and_then(Value::as_array).ok_or_else(|| {
+        format!("{shown} has no \"cells\" list; it is not an nbformat 4 notebook")
+    })?;
     let lang = nb
         .pointer("/metadata/kernelspec/language")
         .or_else(|| nb.pointer("/metadata/language_info/name"))
@@ -188,7 +187,9 @@ pub fn render_notebook(bytes: &[u8], shown: &str) -> Result<String, String> {
         cells.len(),
         if cells.len() == 1 { "" } else { "s" },
         nb.get("nbformat").and_then(Value::as_i64).unwrap_or(4),
-        nb.get("nbformat_minor").and_then(Value::as_i64).unwrap_or(0),
+        nb.get("nbformat_minor")
+            .and_then(Value::as_i64)
+            .unwrap_or(0),
         if lang.is_empty() {
             String::new()
         } else {
@@ -334,7 +335,7 @@ fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
         return Err("missing required argument 'new_source' (the cell's new source)".into());
     }
     let cell_id = opt_string(args, "cell_id", &["cellId"])?;
-    let cell_index = opt_int(args, "cell_index", )?;
+    let cell_index = opt_int(args, "cell_index")?;
     if let Some(i) = cell_index
         && i < 0
     {
@@ -359,7 +360,11 @@ fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     )?;
     write_atomic(&path, &next.bytes)?;
     ctx.remember(&path, &next.bytes, true);
-    Ok(ToolOutput::ok(format!("{} in {}", next.summary, path.display())))
+    Ok(ToolOutput::ok(format!(
+        "{} in {}",
+        next.summary,
+        path.display()
+    )))
 }
 
 pub struct Edited {
@@ -399,7 +404,10 @@ pub(crate) fn edit_bytes(
         .get("cells")
         .and_then(Value::as_array)
         .ok_or("the notebook has no \"cells\" list (not nbformat 4); it was not changed")?;
-    let minor = nb.get("nbformat_minor").and_then(Value::as_i64).unwrap_or(0);
+    let minor = nb
+        .get("nbformat_minor")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let major = nb.get("nbformat").and_then(Value::as_i64).unwrap_or(4);
     let with_ids = major > 4 || (major == 4 && minor >= 5);
     let ids: Vec<String> = cells
@@ -488,7 +496,10 @@ pub(crate) fn edit_bytes(
                 summary = format!("Deleted cell {t}");
             } else {
                 let cell = &cells[t];
-                let old_type = cell.get("cell_type").and_then(Value::as_str).unwrap_or("code");
+                let old_type = cell
+                    .get("cell_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("code");
                 let new_type = cell_type.unwrap_or(old_type);
                 let text = replace_cell(b, s, new_source, old_type, new_type, unit_ref)?;
                 out.extend_from_slice(&b[..s]);
@@ -580,8 +591,11 @@ pub(crate) fn edit_bytes(
         }
     }
     // Fail closed: the result must still be a notebook.
-    let check: Value = serde_json::from_slice(&out)
-        .map_err(|e| format!("internal error: the edited notebook would not be valid JSON ({e}); nothing was written"))?;
+    let check: Value = serde_json::from_slice(&out).map_err(|e| {
+        format!(
+            "internal error: the edited notebook would not be valid JSON ({e}); nothing was written"
+        )
+    })?;
     let count = check
         .get("cells")
         .and_then(Value::as_array)
@@ -699,8 +713,15 @@ mod tests {
 
     #[test]
     fn replace_keeps_other_cells_and_clears_outputs() {
-        let out = edit_bytes(NB.as_bytes(), EditMode::Replace, Some("c1"), None, "x = 1\ny = 2", None)
-            .unwrap();
+        let out = edit_bytes(
+            NB.as_bytes(),
+            EditMode::Replace,
+            Some("c1"),
+            None,
+            "x = 1\ny = 2",
+            None,
+        )
+        .unwrap();
         let text = String::from_utf8(out.bytes.clone()).unwrap();
         assert_eq!(cell_text(&out.bytes, 0), cell_text(NB.as_bytes(), 0));
         assert!(text.ends_with("\"nbformat_minor\": 5\n}\n"));
@@ -711,13 +732,23 @@ mod tests {
         assert_eq!(c["execution_count"], Value::Null);
         assert_eq!(c["source"], json!(["x = 1\n", "y = 2"]));
         assert_eq!(c["metadata"], json!({"tags": ["x"]}));
-        assert!(text.contains("   \"source\": [\n    \"x = 1\\n\",\n    \"y = 2\"\n   ]\n  }"), "{text}");
+        assert!(
+            text.contains("   \"source\": [\n    \"x = 1\\n\",\n    \"y = 2\"\n   ]\n  }"),
+            "{text}"
+        );
     }
 
     #[test]
     fn insert_and_delete() {
-        let out = edit_bytes(NB.as_bytes(), EditMode::Insert, Some("m1"), None, "z", Some("code"))
-            .unwrap();
+        let out = edit_bytes(
+            NB.as_bytes(),
+            EditMode::Insert,
+            Some("m1"),
+            None,
+            "z",
+            Some("code"),
+        )
+        .unwrap();
         let v: Value = serde_json::from_slice(&out.bytes).unwrap();
         assert_eq!(v["cells"].as_array().unwrap().len(), 3);
         assert_eq!(v["cells"][1]["source"], json!(["z"]));
@@ -725,7 +756,15 @@ mod tests {
         assert_eq!(cell_text(&out.bytes, 2), cell_text(NB.as_bytes(), 1));
         let back = edit_bytes(&out.bytes, EditMode::Delete, None, Some(1), "", None).unwrap();
         assert_eq!(back.bytes, NB.as_bytes());
-        let first = edit_bytes(NB.as_bytes(), EditMode::Insert, None, None, "top", Some("markdown")).unwrap();
+        let first = edit_bytes(
+            NB.as_bytes(),
+            EditMode::Insert,
+            None,
+            None,
+            "top",
+            Some("markdown"),
+        )
+        .unwrap();
         let v: Value = serde_json::from_slice(&first.bytes).unwrap();
         assert_eq!(v["cells"][0]["cell_type"], "markdown");
         let end = edit_bytes(NB.as_bytes(), EditMode::Insert, None, Some(2), "end", None).unwrap();
@@ -738,7 +777,17 @@ mod tests {
 
     #[test]
     fn bad_targets_fail() {
-        assert!(edit_bytes(NB.as_bytes(), EditMode::Replace, Some("nope"), None, "x", None).is_err());
+        assert!(
+            edit_bytes(
+                NB.as_bytes(),
+                EditMode::Replace,
+                Some("nope"),
+                None,
+                "x",
+                None
+            )
+            .is_err()
+        );
         assert!(edit_bytes(NB.as_bytes(), EditMode::Replace, None, Some(5), "x", None).is_err());
         assert!(edit_bytes(b"{", EditMode::Replace, None, Some(0), "x", None).is_err());
     }

@@ -113,7 +113,9 @@ fn parse(text: &str) -> Result<Vec<FileOp>, String> {
     let text = text.replace("\r\n", "\n");
     let ops = if text.lines().any(|l| l.trim() == "*** Begin Patch") {
         parse_envelope(&text)?
-    } else if text.lines().any(|l| l.starts_with("@@ -") || l.starts_with("--- "))
+    } else if text
+        .lines()
+        .any(|l| l.starts_with("@@ -") || l.starts_with("--- "))
         && text.lines().any(|l| l.starts_with("+++ "))
     {
         parse_unified(&text)?
@@ -432,7 +434,11 @@ fn parse_unified_hunk(lines: &[&str], at: usize) -> Result<(Hunk, usize), String
     };
     let inner = head
         .strip_prefix("@@ -")
-        .and_then(|r| r.split_once(" @@").map(|(a, _)| a).or(r.strip_suffix(" @@")))
+        .and_then(|r| {
+            r.split_once(" @@")
+                .map(|(a, _)| a)
+                .or(r.strip_suffix(" @@"))
+        })
         .ok_or_else(bad)?;
     let (old, new) = inner.split_once(" +").ok_or_else(bad)?;
     let range = |s: &str| -> Result<(usize, usize), String> {
@@ -457,7 +463,8 @@ fn parse_unified_hunk(lines: &[&str], at: usize) -> Result<(Hunk, usize), String
                 if old_left == 0 || new_left == 0 {
                     break;
                 }
-                h.lines.push(Line::Context(l.get(1..).unwrap_or("").to_string()));
+                h.lines
+                    .push(Line::Context(l.get(1..).unwrap_or("").to_string()));
                 old_left -= 1;
                 new_left -= 1;
                 last_side = ' ';
@@ -630,8 +637,9 @@ fn apply_hunks(
             let found = (cursor..doc.lines.len())
                 .find(|&i| doc.lines[i].0 == a)
                 .or_else(|| {
-                    (cursor..doc.lines.len())
-                        .find(|&i| trim_end_ws(&doc.lines[i].0).trim_ascii_start() == a.trim_ascii())
+                    (cursor..doc.lines.len()).find(|&i| {
+                        trim_end_ws(&doc.lines[i].0).trim_ascii_start() == a.trim_ascii()
+                    })
                 })
                 .or_else(|| (0..cursor).find(|&i| doc.lines[i].0 == a));
             match found {
@@ -665,7 +673,11 @@ fn apply_hunks(
             if hits.is_empty() {
                 return Err(format!(
                     "{which} does not match the file: its context and removed lines were not found{}. Nothing was changed. Read the file again and rebuild the hunk from its current content.{}",
-                    if h.at_eof { " at the end of the file" } else { "" },
+                    if h.at_eof {
+                        " at the end of the file"
+                    } else {
+                        ""
+                    },
                     near_line(&doc, old[0])
                 ));
             }
@@ -789,9 +801,9 @@ fn apply_patch_text(ctx: &ToolContext, text: &str) -> Result<ToolOutput, String>
     for op in &ops {
         for p in op.paths() {
             let r = ctx.resolve(p);
-            if !originals.contains_key(&r) {
-                let v = current(&plan, &r)?;
-                originals.insert(r, v);
+            if let std::collections::btree_map::Entry::Vacant(slot) = originals.entry(r) {
+                let v = current(&plan, slot.key())?;
+                slot.insert(v);
             }
         }
         match op {

@@ -689,3 +689,25 @@ def test_no_snapshot_objects_in_the_user_repo(fake_llm, session, repo, yuyao_hom
     ).stdout
     assert objects_before == objects_after
     assert list((yuyao_home / "snapshots").glob("*.git"))
+
+
+def test_rewind_summarizes_up_to_a_checkpoint(fake_llm, session, repo):
+    script = [
+        calls([("write", {"file_path": "one.txt", "content": "1\n"}, "a")]),
+        say("first done"),
+        say("second done"),
+        say("SUMMARY: the agent wrote one.txt"),
+    ]
+    server = fake_llm(script)
+    s = session(server)
+    s.chat("first prompt")
+    s.chat("second prompt")
+    listing = s.dispatch("/rewind")
+    cp = next(line.split()[0] for line in listing.splitlines() if "second prompt" in line)
+    out = s.dispatch(f"/rewind {cp} summarize-up-to")
+    assert "SUMMARY" in out
+    msgs = s.messages
+    assert "SUMMARY: the agent wrote one.txt" in msgs[0]["content"]
+    assert msgs[1]["content"] == "second prompt"
+    assert "first prompt" in server.user_text(-1)  # the summary request saw the old part
+    assert (repo / "one.txt").exists()  # summarizing changes no file

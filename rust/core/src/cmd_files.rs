@@ -66,7 +66,7 @@ impl Session {
         let mut warnings = Vec::new();
         let captured = self.with_store(|s| {
             let mut out = Vec::new();
-            for p in paths {
+            for p in paths.into_iter().filter(|p| !p.is_dir()) {
                 match s.capture(&p) {
                     Ok(id) => out.push((p, id)),
                     Err(e) => warnings.push(e),

@@ -237,6 +237,7 @@ impl Session {
                 };
                 apply_edits(&old, &specs).ok().map(|(b, _)| b)
             }
+            "notebook-edit" => yuyao_tools::notebook::preview(args, &old).ok(),
             _ => None,
         };
         match new {

@@ -189,6 +189,9 @@ impl Snapshots {
     /// Stores the current bytes of `path` (its pre-image) and returns the blob id, `None` when
     /// the file does not exist. Errors for files too large to snapshot.
     pub fn capture(&self, path: &Path) -> Result<Option<String>, String> {
+        if path.is_dir() {
+            return Err(format!("{} is a directory", path.display()));
+        }
         if let Ok(m) = std::fs::metadata(path)
             && m.len() > MAX_SNAPSHOT_BYTES
         {

@@ -310,8 +310,16 @@ pub(crate) enum EditMode {
     Delete,
 }
 
-fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
-    let raw = string(args, "notebook_path", &["file_path", "path"])?;
+/// The arguments of one notebook-edit call.
+struct Request {
+    mode: EditMode,
+    cell_type: Option<String>,
+    new_source: Option<String>,
+    cell_id: Option<String>,
+    cell_index: Option<i64>,
+}
+
+fn request(args: &Value) -> Result<Request, String> {
     let mode = match opt_string(args, "edit_mode", &[])?.as_deref() {
         None | Some("replace") => EditMode::Replace,
         Some("insert") => EditMode::Insert,
@@ -341,6 +349,36 @@ fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     {
         return Err(format!("cell_index must be 0 or more, got {i}"));
     }
+    Ok(Request {
+        mode,
+        cell_type,
+        new_source,
+        cell_id,
+        cell_index,
+    })
+}
+
+impl Request {
+    fn apply(&self, bytes: &[u8]) -> Result<Edited, String> {
+        edit_bytes(
+            bytes,
+            self.mode,
+            self.cell_id.as_deref(),
+            self.cell_index.map(|i| i as usize),
+            self.new_source.as_deref().unwrap_or(""),
+            self.cell_type.as_deref(),
+        )
+    }
+}
+
+/// The notebook's bytes after this call (for a permission prompt's diff); nothing is written.
+pub fn preview(args: &Value, current: &[u8]) -> Result<Vec<u8>, String> {
+    Ok(request(args)?.apply(current)?.bytes)
+}
+
+fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
+    let raw = string(args, "notebook_path", &["file_path", "path"])?;
+    let req = request(args)?;
     let path = ctx.resolve(&raw);
     if path.extension().and_then(|e| e.to_str()) != Some("ipynb") {
         return Err(format!(
@@ -350,14 +388,7 @@ fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     }
     let bytes = read_file(&path)?;
     check_fresh(ctx, &path, &bytes)?;
-    let next = edit_bytes(
-        &bytes,
-        mode,
-        cell_id.as_deref(),
-        cell_index.map(|i| i as usize),
-        new_source.as_deref().unwrap_or(""),
-        cell_type.as_deref(),
-    )?;
+    let next = req.apply(&bytes)?;
     write_atomic(&path, &next.bytes)?;
     ctx.remember(&path, &next.bytes, true);
     Ok(ToolOutput::ok(format!(

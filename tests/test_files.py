@@ -304,6 +304,25 @@ def test_write_then_delete_in_one_reply(fake_llm, session, repo):
 # apply-patch
 
 
+def test_undo_removes_folders_the_batch_created(fake_llm, session, repo):
+    (repo / "keep").mkdir()
+    (repo / "keep" / "mine.txt").write_text("mine\n")
+    _, s = run_turn(
+        fake_llm,
+        session,
+        [
+            ("write", {"file_path": "deep/er/new.txt", "content": "n\n"}, "a"),
+            ("write", {"file_path": "keep/other.txt", "content": "o\n"}, "b"),
+        ],
+    )
+    s.dispatch("/undo")
+    assert not (repo / "deep").exists()
+    assert (repo / "keep" / "mine.txt").read_text() == "mine\n"
+    assert not (repo / "keep" / "other.txt").exists()
+    s.dispatch("/redo")
+    assert (repo / "deep/er/new.txt").read_text() == "n\n"
+
+
 def test_apply_patch_envelope(fake_llm, session, repo):
     (repo / "crlf.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
     (repo / "old.txt").write_text("bye\n")

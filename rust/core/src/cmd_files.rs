@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use yuyao_model::build_request;
 use yuyao_protocol::{Message, NoticeLevel};
 use yuyao_store::Snapshots;
+use yuyao_store::snapshots::PreImage;
 use yuyao_store::snapshots::{head_changes, unified_diff};
 
 /// The file tools whose changes are snapshotted.
@@ -27,8 +28,8 @@ const BASH_NOTE: &str = "Note: only changes made by the file tools are tracked; 
 #[derive(Default)]
 pub(crate) struct FileSnaps {
     store: Option<Snapshots>,
-    /// Pre-images of the files the current batch touches (blob id, `None`: absent).
-    pending: Vec<(PathBuf, Option<String>)>,
+    /// Pre-images of the files the current batch touches.
+    pending: Vec<PreImage>,
 }
 
 impl Session {
@@ -68,7 +69,7 @@ impl Session {
             let mut out = Vec::new();
             for p in paths.into_iter().filter(|p| !p.is_dir()) {
                 match s.capture(&p) {
-                    Ok(id) => out.push((p, id)),
+                    Ok(pre) => out.push(pre),
                     Err(e) => warnings.push(e),
                 }
             }
@@ -77,9 +78,9 @@ impl Session {
         match captured {
             Ok(list) => {
                 let mut g = self.snaps();
-                for (p, id) in list {
-                    if !g.pending.iter().any(|(q, _)| *q == p) {
-                        g.pending.push((p, id));
+                for pre in list {
+                    if !g.pending.iter().any(|q| q.path == pre.path) {
+                        g.pending.push(pre);
                     }
                 }
             }

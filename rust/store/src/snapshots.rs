@@ -19,6 +19,19 @@ pub struct FileChange {
     pub path: PathBuf,
     pub before: Option<String>,
     pub after: Option<String>,
+    /// Folders the batch created for this file (deepest first); /undo removes them if empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub new_dirs: Vec<PathBuf>,
+}
+
+/// A file's state before a batch touched it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreImage {
+    pub path: PathBuf,
+    /// Blob id of its bytes, `None` when it did not exist.
+    pub blob: Option<String>,
+    /// Missing folders above it (deepest first).
+    pub new_dirs: Vec<PathBuf>,
 }
 
 /// The file changes of one tool batch (the tool calls of one model reply).
@@ -188,7 +201,25 @@ impl Snapshots {
 
     /// Stores the current bytes of `path` (its pre-image) and returns the blob id, `None` when
     /// the file does not exist. Errors for files too large to snapshot.
-    pub fn capture(&self, path: &Path) -> Result<Option<String>, String> {
+    pub fn capture(&self, path: &Path) -> Result<PreImage, String> {
+        let mut new_dirs = Vec::new();
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if d.as_os_str().is_empty() || d.exists() {
+                break;
+            }
+            new_dirs.push(d.to_path_buf());
+            dir = d.parent();
+        }
+        Ok(PreImage {
+            path: path.to_path_buf(),
+            blob: self.store_file(path)?,
+            new_dirs,
+        })
+    }
+
+    /// Stores the bytes of `path` as a blob; `None` when it does not exist.
+    fn store_file(&self, path: &Path) -> Result<Option<String>, String> {
         if path.is_dir() {
             return Err(format!("{} is a directory", path.display()));
         }
@@ -219,25 +250,23 @@ impl Snapshots {
 
     /// Ends a batch: `pre` holds each touched file's pre-image. Files that did not change are
     /// dropped; a batch with changes is journaled and makes any pending /redo impossible.
-    pub fn record_batch(
-        &self,
-        session: &str,
-        pre: &[(PathBuf, Option<String>)],
-    ) -> Result<Option<Batch>, String> {
+    pub fn record_batch(&self, session: &str, pre: &[PreImage]) -> Result<Option<Batch>, String> {
         let mut files = Vec::new();
-        for (path, before) in pre {
-            let now_id = disk_id(path)?;
-            if &now_id == before {
+        for p in pre {
+            let now = disk(&p.path)?;
+            let now_id = now.as_deref().map(blob_id);
+            if now_id == p.blob {
                 continue;
             }
-            let after = match now_id {
-                Some(_) => self.capture(path)?,
+            let after = match now {
+                Some(b) => Some(self.repo.blob(&b).map_err(git_err)?.to_string()),
                 None => None,
             };
             files.push(FileChange {
-                path: path.clone(),
-                before: before.clone(),
+                path: p.path.clone(),
+                before: p.blob.clone(),
                 after,
+                new_dirs: p.new_dirs.clone(),
             });
         }
         if files.is_empty() {
@@ -308,13 +337,19 @@ impl Snapshots {
                 }
                 continue;
             }
-            self.put(&f.path, f.before.as_deref(), report)?;
+            self.put(&f.path, f.before.as_deref(), &f.new_dirs, report)?;
         }
         report.batches += 1;
         Ok(())
     }
 
-    fn put(&self, path: &Path, id: Option<&str>, report: &mut Report) -> Result<(), String> {
+    fn put(
+        &self,
+        path: &Path,
+        id: Option<&str>,
+        new_dirs: &[PathBuf],
+        report: &mut Report,
+    ) -> Result<(), String> {
         match id {
             Some(id) => {
                 let bytes = self.blob(id)?;
@@ -325,6 +360,12 @@ impl Snapshots {
                 if path.exists() {
                     std::fs::remove_file(path)
                         .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+                }
+                // Folders the batch created go too, when nothing else is in them.
+                for d in new_dirs {
+                    if std::fs::remove_dir(d).is_err() {
+                        break;
+                    }
                 }
                 report.removed.push(path.to_path_buf());
             }
@@ -387,7 +428,7 @@ impl Snapshots {
         }
         let mut report = Report::default();
         for f in &b.files {
-            self.put(&f.path, f.after.as_deref(), &mut report)?;
+            self.put(&f.path, f.after.as_deref(), &[], &mut report)?;
         }
         report.batches = 1;
         j.batches[pos].undone = false;
@@ -572,10 +613,7 @@ mod tests {
         let a = proj.path().join("a.txt");
         let b = proj.path().join("b.txt");
         std::fs::write(&a, "one\n").unwrap();
-        let pre = vec![
-            (a.clone(), s.capture(&a).unwrap()),
-            (b.clone(), s.capture(&b).unwrap()),
-        ];
+        let pre = vec![s.capture(&a).unwrap(), s.capture(&b).unwrap()];
         std::fs::write(&a, "two\n").unwrap();
         std::fs::write(&b, "new\n").unwrap();
         let batch = s.record_batch("s1", &pre).unwrap().unwrap();

@@ -66,9 +66,14 @@ pub fn apply_edits(bytes: &[u8], edits: &[EditSpec]) -> Result<(Vec<u8>, Vec<usi
 
 /// True when the file has line breaks and every one of them is CRLF.
 fn uses_crlf_throughout(b: &[u8]) -> bool {
-    let lf = b.iter().filter(|&&c| c == b'\n').count();
-    let crlf = b.windows(2).filter(|w| w == b"\r\n").count();
-    lf > 0 && lf == crlf
+    let mut any = false;
+    for i in memchr::memchr_iter(b'\n', b) {
+        if i == 0 || b[i - 1] != b'\r' {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 /// A model writes `\n`; in a CRLF file that means `\r\n`. Existing `\r\n` are kept.

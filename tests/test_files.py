@@ -532,9 +532,10 @@ def test_read_image_is_downscaled_and_sent_as_image(fake_llm, session, repo):
     (repo / "wide.png").write_bytes(png(2000, 50))
     server, _ = run_turn(fake_llm, session, [("read", {"file_path": "wide.png"}, "img")])
     assert "2000x50" in server.tool_result("img") and "1568x" in server.tool_result("img")
-    tool_msgs = [m for m in server.messages() if m["role"] == "tool"]
-    parts = tool_msgs[-1]["content"]
-    assert isinstance(parts, list)
+    msgs = server.messages()
+    assert isinstance(msgs[-2]["content"], str) and msgs[-2]["role"] == "tool"
+    parts = msgs[-1]["content"]  # the image follows the tool results, from the user role
+    assert msgs[-1]["role"] == "user" and isinstance(parts, list)
     urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
     assert urls and urls[0].startswith("data:image/")
 
@@ -730,3 +731,50 @@ def test_rewind_summarizes_up_to_a_checkpoint(fake_llm, session, repo):
     assert msgs[1]["content"] == "second prompt"
     assert "first prompt" in server.user_text(-1)  # the summary request saw the old part
     assert (repo / "one.txt").exists()  # summarizing changes no file
+
+
+def test_new_tools_are_advertised_and_plan_mode_refuses_them(fake_llm, session, repo):
+    nb = repo / "nb.ipynb"
+    nb.write_text(json.dumps(NOTEBOOK, indent=1) + "\n")
+    before = nb.read_bytes()
+    patch = "*** Begin Patch\n*** Add File: x.txt\n+x\n*** End Patch"
+    server = fake_llm(
+        turn(
+            [
+                ("apply-patch", {"patch": patch}, "p"),
+                (
+                    "notebook-edit",
+                    {"notebook_path": "nb.ipynb", "cell_index": 0, "new_source": "y"},
+                    "n",
+                ),
+            ]
+        )
+    )
+    session(server, mode="plan").chat("try")
+    names = server.tool_names(0)
+    assert {"apply-patch", "notebook-edit", "read-media"} <= set(names)
+    assert "plan mode" in server.tool_result("p")
+    assert "plan mode" in server.tool_result("n")
+    assert not (repo / "x.txt").exists()
+    assert nb.read_bytes() == before
+
+
+def test_read_media_and_diff_outside_git(fake_llm, session, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "shot.png").write_bytes(png(40, 30))
+    (plain / "notes.txt").write_text("n\n")
+    server = fake_llm(
+        turn(
+            [("read-media", {"file_path": "shot.png"}, "img")],
+            [("read-media", {"file_path": "notes.txt"}, "txt")],
+            [("read", {"file_path": "notes.txt"}, "r")],
+            [("edit", {"file_path": "notes.txt", "old_string": "n", "new_string": "m"}, "e")],
+        )
+    )
+    s = session(server, cwd=str(plain))
+    s.chat("look")
+    assert "40x30" in server.tool_result("img")
+    assert "not an image" in server.tool_result("txt")
+    out = s.dispatch("/diff")
+    assert "-n" in out and "+m" in out and "not a git repository" in out

@@ -15,6 +15,9 @@ const CORE_TOOLS: &[&str] = &["ask-user"];
 
 pub struct CallOutcome {
     pub message: Message,
+    /// Images the tool produced (`data:` URLs): they go to the model in a user message after
+    /// the batch's tool results, since many endpoints accept images only from the user role.
+    pub images: Vec<String>,
     pub ok: bool,
     /// The tool really ran (it was not refused, unknown or malformed).
     pub effective: bool,
@@ -124,18 +127,10 @@ impl Session {
             ok: out.ok,
             output: text.clone(),
         });
-        let mut message = Message::tool(call.id.clone(), text.clone());
-        if !out.images.is_empty() {
-            let mut parts = vec![json!({"type": "text", "text": text})];
-            parts.extend(
-                out.images
-                    .iter()
-                    .map(|u| json!({"type": "image_url", "image_url": {"url": u}})),
-            );
-            message.content = Some(yuyao_protocol::Content::Parts(parts));
-        }
+        let message = Message::tool(call.id.clone(), text.clone());
         CallOutcome {
             message,
+            images: out.images,
             ok: out.ok,
             effective,
         }
@@ -432,4 +427,21 @@ fn file_patch_paths(ctx: &yuyao_tools::ToolContext, name: &str, args: &Value) ->
         ("apply-patch", Some(p)) => yuyao_tools::patch_paths(ctx, p).unwrap_or_default(),
         _ => Vec::new(),
     }
+}
+
+/// The user message that carries a batch's images (as image parts) to the model.
+pub(crate) fn images_message(images: Vec<String>) -> Message {
+    let mut parts = vec![json!({"type": "text", "text": format!(
+        "(The image{} read by the tool call{} above, attached for you to look at.)",
+        if images.len() == 1 { "" } else { "s" },
+        if images.len() == 1 { "" } else { "s" }
+    )})];
+    parts.extend(
+        images
+            .iter()
+            .map(|u| json!({"type": "image_url", "image_url": {"url": u}})),
+    );
+    let mut m = Message::user("");
+    m.content = Some(yuyao_protocol::Content::Parts(parts));
+    m
 }

@@ -4,7 +4,7 @@
 
 use crate::prompt::{self, PromptInputs};
 use crate::session::{CoreError, Session, TurnSummary};
-use crate::tool_call::{CallOutcome, intent_line};
+use crate::tool_call::{CallOutcome, images_message, intent_line};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use yuyao_model::{ModelClient, ModelConfig, ModelError, Piece, build_request, estimate_tokens};
@@ -295,6 +295,7 @@ impl Session {
 
             let intent = intent_line(&reply.text, &assistant.tool_calls);
             let calls = assistant.tool_calls.clone();
+            let mut images = Vec::new();
             for (k, call) in calls.iter().enumerate() {
                 if token.is_cancelled() {
                     let mut st = self.lock();
@@ -308,9 +309,13 @@ impl Session {
                 }
                 let outcome: CallOutcome = self.run_tool_call(&client, call, &intent, token).await;
                 acted |= outcome.ok && outcome.effective;
+                images.extend(outcome.images);
                 self.lock().history.push(outcome.message);
             }
             self.finish_file_batch();
+            if !images.is_empty() {
+                self.lock().history.push(images_message(images));
+            }
         }
     }
 }

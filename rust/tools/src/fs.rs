@@ -253,7 +253,11 @@ pub fn stage_temp(path: &Path, bytes: &[u8]) -> Result<PathBuf, String> {
     let result = (|| -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        // Replacing existing content: make the new bytes durable before the rename, so a
+        // crash cannot leave an empty file where the old one was. New files skip the cost.
+        if perms.is_some() {
+            f.sync_all()?;
+        }
         if let Some(p) = perms {
             std::fs::set_permissions(&tmp, p)?;
         }

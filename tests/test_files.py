@@ -598,6 +598,7 @@ def test_undo_and_redo(fake_llm, session, repo, git_status):
     assert (repo / "mine.txt").read_text() == "user's own uncommitted work\n"
     assert repo_state(repo) == state
     assert git_status(repo) == {"?? mine.txt"}
+    assert "/undo" in s.messages[-1]["content"]  # the model is told its edits were reverted
     out = s.dispatch("/redo")
     assert "made.txt" in out
     assert (repo / "calc.py").read_text().endswith("a - b\n")

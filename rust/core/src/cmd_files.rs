@@ -136,10 +136,29 @@ impl Session {
             .unwrap_or_else(|_| p.display().to_string())
     }
 
-    fn forget_files(&self, r: &yuyao_store::snapshots::Report) {
-        for p in r.restored.iter().chain(&r.removed) {
-            self.ctx.forget(p);
+    /// After /undo, /redo or a code rewind: the session no longer knows those files' content,
+    /// and the conversation gets a note so the model does not assume its edits are there.
+    fn files_changed_under_model(&self, r: &yuyao_store::snapshots::Report, command: &str) {
+        let changed: Vec<String> = r
+            .restored
+            .iter()
+            .chain(&r.removed)
+            .map(|p| {
+                self.ctx.forget(p);
+                self.shown(p)
+            })
+            .collect();
+        if changed.is_empty() {
+            return;
         }
+        let mut st = self.lock();
+        if st.history.is_empty() {
+            return;
+        }
+        st.history.push(Message::user(format!(
+            "[Note: the user ran {command}; these files changed outside your tool calls: {}. Read them again before editing them.]",
+            changed.join(", ")
+        )));
     }
 
     fn report_text(&self, r: &yuyao_store::snapshots::Report, verb: &str) -> String {
@@ -176,7 +195,7 @@ pub(crate) fn undo(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let Some((b, r)) = res else {
         return Ok("nothing to undo: the agent has not changed any file in this project with its file tools".into());
     };
-    s.forget_files(&r);
+    s.files_changed_under_model(&r, "/undo");
     let mut out = format!(
         "Undid the agent's last change (batch {}, {}, {} file{}):\n{}",
         b.id,
@@ -201,7 +220,7 @@ pub(crate) fn redo(s: &Session, args: &[String]) -> Result<String, CoreError> {
     match s.with_store(|st| st.redo()).map_err(failed)? {
         Ok(None) => Ok("nothing to redo".into()),
         Ok(Some((b, r))) => {
-            s.forget_files(&r);
+            s.files_changed_under_model(&r, "/redo");
             Ok(format!(
                 "Redid batch {} ({}):\n{}",
                 b.id,
@@ -351,7 +370,7 @@ pub(crate) fn rewind(s: &Session, args: &[String]) -> Result<String, CoreError> 
                     .with_store(|st| st.rewind_code(id))
                     .map_err(failed)?
                     .map_err(failed)?;
-                s.forget_files(&r);
+                s.files_changed_under_model(&r, &format!("/rewind {id} code"));
                 if r.batches == 0 {
                     out.push(format!(
                         "Code: no file change by the agent after checkpoint {id}; nothing to restore."

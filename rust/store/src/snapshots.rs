@@ -10,6 +10,9 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The journal keeps this many batches and checkpoints per project (the oldest go first).
+const KEEP: usize = 2000;
+
 /// Files larger than this are not snapshotted (the batch says so).
 pub const MAX_SNAPSHOT_BYTES: u64 = 512 * 1024 * 1024;
 
@@ -193,7 +196,16 @@ impl Snapshots {
         j
     }
 
-    fn save(&self, j: &Journal) -> Result<(), String> {
+    fn save(&self, j: &mut Journal) -> Result<(), String> {
+        if j.batches.len() > KEEP {
+            let cut = j.batches.len() - KEEP;
+            let dropped: Vec<u64> = j.batches.drain(..cut).map(|b| b.id).collect();
+            j.redo.retain(|id| !dropped.contains(id));
+        }
+        if j.checkpoints.len() > KEEP {
+            let cut = j.checkpoints.len() - KEEP;
+            j.checkpoints.drain(..cut);
+        }
         let bytes = serde_json::to_vec_pretty(j).map_err(|e| e.to_string())?;
         crate::write_atomic(&self.journal_path, &bytes)
             .map_err(|e| format!("cannot save {}: {e}", self.journal_path.display()))
@@ -292,7 +304,7 @@ impl Snapshots {
         j.batches.push(batch.clone());
         j.redo.clear();
         j.redo_fingerprint = None;
-        self.save(&j)?;
+        self.save(&mut j)?;
         Ok(Some(batch))
     }
 
@@ -315,7 +327,7 @@ impl Snapshots {
             history_len,
             first_batch: j.next_batch,
         });
-        self.save(&j)?;
+        self.save(&mut j)?;
         Ok(id)
     }
 
@@ -385,7 +397,7 @@ impl Snapshots {
         j.batches[pos].undone = true;
         j.redo.push(b.id);
         j.redo_fingerprint = Some(self.fingerprint());
-        self.save(&j)?;
+        self.save(&mut j)?;
         Ok(Some((b, report)))
     }
 
@@ -398,7 +410,7 @@ impl Snapshots {
         };
         let Some(pos) = j.batches.iter().position(|b| b.id == id) else {
             j.redo.clear();
-            self.save(&j)?;
+            self.save(&mut j)?;
             return Ok(None);
         };
         let b = j.batches[pos].clone();
@@ -438,7 +450,7 @@ impl Snapshots {
         } else {
             Some(self.fingerprint())
         };
-        self.save(&j)?;
+        self.save(&mut j)?;
         Ok(Some((b, report)))
     }
 
@@ -462,7 +474,7 @@ impl Snapshots {
         if report.batches > 0 {
             j.redo_fingerprint = Some(self.fingerprint());
         }
-        self.save(&j)?;
+        self.save(&mut j)?;
         Ok(report)
     }
 

@@ -779,3 +779,19 @@ def test_read_media_and_diff_outside_git(fake_llm, session, tmp_path):
     assert "not an image" in server.tool_result("txt")
     out = s.dispatch("/diff")
     assert "-n" in out and "+m" in out and "not a git repository" in out
+
+
+def test_edits_keep_file_permissions(fake_llm, session, repo):
+    script = repo / "run.sh"
+    script.write_text("#!/bin/sh\necho old\n")
+    script.chmod(0o750)
+    run_turn(
+        fake_llm,
+        session,
+        [("read", {"file_path": "run.sh"}, "r")],
+        [("edit", {"file_path": "run.sh", "old_string": "old", "new_string": "new"}, "e")],
+        [("write", {"file_path": "run.sh", "content": "#!/bin/sh\necho newer\n"}, "w")],
+    )
+    assert script.read_text() == "#!/bin/sh\necho newer\n"
+    assert script.stat().st_mode & 0o777 == 0o750
+    assert not [p for p in repo.iterdir() if p.name.endswith(".tmp")]

@@ -104,6 +104,15 @@ impl Report {
     }
 }
 
+/// Held while the journal is read, changed and written; removes its lock file when dropped.
+struct JournalLock(PathBuf);
+
+impl Drop for JournalLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 pub struct Snapshots {
     repo: git2::Repository,
     journal_path: PathBuf,
@@ -169,10 +178,19 @@ impl Snapshots {
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let id = project_id(project);
         let git_dir = dir.join(format!("{id}.git"));
-        let repo = if git_dir.join("objects").is_dir() {
-            git2::Repository::open_bare(&git_dir).map_err(git_err)?
-        } else {
-            git2::Repository::init_bare(&git_dir).map_err(git_err)?
+        // Another session may be creating it at this very moment: retry briefly.
+        let mut attempt = 0;
+        let repo = loop {
+            let r = git2::Repository::open_bare(&git_dir)
+                .or_else(|_| git2::Repository::init_bare(&git_dir));
+            match r {
+                Ok(r) => break r,
+                Err(_) if attempt < 50 => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(git_err(e)),
+            }
         };
         Ok(Snapshots {
             repo,
@@ -185,6 +203,42 @@ impl Snapshots {
     /// Where the shadow repository lives.
     pub fn git_dir(&self) -> PathBuf {
         self.repo.path().to_path_buf()
+    }
+
+    /// Serializes journal updates between sessions working on the same project.
+    fn lock_journal(&self) -> Result<JournalLock, String> {
+        let path = self.journal_path.with_extension("lock");
+        let start = std::time::Instant::now();
+        let patience = std::time::Duration::from_secs(10);
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(_) => return Ok(JournalLock(path)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    // A holder that died leaves its lock behind: take it over once it is old.
+                    let stale = std::fs::metadata(&path)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.elapsed().ok())
+                        .is_some_and(|age| age > patience);
+                    if stale {
+                        let _ = std::fs::remove_file(&path);
+                        continue;
+                    }
+                    if start.elapsed() > patience {
+                        return Err(format!(
+                            "the snapshot journal is locked by another yuyao session ({}); try again",
+                            path.display()
+                        ));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => return Err(format!("cannot lock {}: {e}", path.display())),
+            }
+        }
     }
 
     fn load(&self) -> Journal {
@@ -284,6 +338,7 @@ impl Snapshots {
         if files.is_empty() {
             return Ok(None);
         }
+        let _lock = self.lock_journal()?;
         let mut j = self.load();
         let checkpoint = j
             .checkpoints
@@ -315,6 +370,7 @@ impl Snapshots {
         prompt: &str,
         history_len: usize,
     ) -> Result<u64, String> {
+        let _lock = self.lock_journal()?;
         let mut j = self.load();
         let id = j.next_checkpoint.max(1);
         j.next_checkpoint = id + 1;
@@ -387,6 +443,7 @@ impl Snapshots {
 
     /// /undo: reverts the most recent batch that is not undone.
     pub fn undo(&self) -> Result<Option<(Batch, Report)>, String> {
+        let _lock = self.lock_journal()?;
         let mut j = self.load();
         let Some(pos) = j.batches.iter().rposition(|b| !b.undone) else {
             return Ok(None);
@@ -404,6 +461,7 @@ impl Snapshots {
     /// /redo: re-applies the most recently undone batch, unless anything changed since the
     /// undo (then nothing is written and the reason is returned as `Err`).
     pub fn redo(&self) -> Result<Option<(Batch, Report)>, String> {
+        let _lock = self.lock_journal()?;
         let mut j = self.load();
         let Some(&id) = j.redo.last() else {
             return Ok(None);
@@ -456,6 +514,7 @@ impl Snapshots {
 
     /// Reverts every batch made after checkpoint `id` (newest first). Returns the report.
     pub fn rewind_code(&self, id: u64) -> Result<Report, String> {
+        let _lock = self.lock_journal()?;
         let mut j = self.load();
         let Some(cp) = j.checkpoints.iter().find(|c| c.id == id).cloned() else {
             return Err(format!("no checkpoint {id}"));
@@ -616,6 +675,29 @@ pub fn unified_diff(shown: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrent_sessions_do_not_lose_checkpoints() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (h, p) = (home.path().to_path_buf(), proj.path().to_path_buf());
+                std::thread::spawn(move || {
+                    let s = Snapshots::open(&h, &p).unwrap();
+                    for i in 0..10 {
+                        s.add_checkpoint(&format!("s{t}"), &format!("p{i}"), 0)
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        assert_eq!(s.checkpoints().len(), 40);
+    }
 
     #[test]
     fn undo_redo_and_external_changes() {

@@ -145,14 +145,26 @@ const COMMANDS: &[Command] = &[
         "leave the session (exit code 0)",
         Some(exit)
     ),
-    cmd!("undo", [], "", "revert the agent's last change", None),
-    cmd!("redo", [], "", "re-apply an undone change", None),
+    cmd!(
+        "undo",
+        [],
+        "",
+        "revert the agent's last change",
+        Some(crate::cmd_files::undo)
+    ),
+    cmd!(
+        "redo",
+        [],
+        "",
+        "re-apply an undone change",
+        Some(crate::cmd_files::redo)
+    ),
     cmd!(
         "rewind",
         ["checkpoint"],
-        "",
+        "[list | <n> [both|code|conversation|summarize-from|summarize-up-to]]",
         "restore code and/or conversation to a checkpoint",
-        None
+        Some(crate::cmd_files::rewind)
     ),
     cmd!(
         "compact",
@@ -161,7 +173,13 @@ const COMMANDS: &[Command] = &[
         "summarize the context",
         Some(crate::compact::compact_command)
     ),
-    cmd!("diff", [], "", "show the current changes", None),
+        cmd!(
+        "diff",
+        [],
+        "",
+        "show the current changes",
+        Some(crate::cmd_files::diff)
+    ),
     cmd!(
         "review",
         [],

@@ -5,6 +5,7 @@
 
 mod cmd_sessions;
 mod cmd_permissions;
+mod cmd_files;
 mod commands;
 mod compact;
 mod context;

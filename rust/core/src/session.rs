@@ -132,6 +132,7 @@ pub struct Session {
     pub(crate) handler: Option<Arc<dyn Handler>>,
     pub(crate) pricing: Pricing,
     pub(crate) started: std::time::Instant,
+    pub(crate) snaps: Mutex<crate::cmd_files::FileSnaps>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
 }
 
@@ -316,6 +317,7 @@ impl Session {
             handler,
             pricing,
             started: std::time::Instant::now(),
+            snaps: Mutex::new(Default::default()),
             runtime: Mutex::new(None),
         };
         for w in [cost_warning, trajectory.1].into_iter().flatten() {

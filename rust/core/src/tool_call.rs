@@ -15,6 +15,9 @@ const CORE_TOOLS: &[&str] = &["ask-user"];
 
 pub struct CallOutcome {
     pub message: Message,
+    /// Images the tool produced (`data:` URLs): they go to the model in a user message after
+    /// the batch's tool results, since many endpoints accept images only from the user role.
+    pub images: Vec<String>,
     pub ok: bool,
     /// The tool really ran (it was not refused, unknown or malformed).
     pub effective: bool,
@@ -126,18 +129,10 @@ impl Session {
             ok: out.ok,
             output: text.clone(),
         });
-        let mut message = Message::tool(call.id.clone(), text.clone());
-        if !out.images.is_empty() {
-            let mut parts = vec![json!({"type": "text", "text": text})];
-            parts.extend(
-                out.images
-                    .iter()
-                    .map(|u| json!({"type": "image_url", "image_url": {"url": u}})),
-            );
-            message.content = Some(yuyao_protocol::Content::Parts(parts));
-        }
+        let message = Message::tool(call.id.clone(), text.clone());
         CallOutcome {
             message,
+            images: out.images,
             ok: out.ok,
             effective,
         }
@@ -189,6 +184,7 @@ impl Session {
                 false,
             );
         };
+        self.before_file_tool(name, &args);
         // Tools are synchronous; the turn owns this thread, and cancellation reaches the
         // tool through the token (checked by long-running tools such as bash).
         let out = tool.run(&args, &self.ctx, token);
@@ -205,7 +201,7 @@ impl Session {
             .iter()
             .find_map(|k| args.get(*k).and_then(Value::as_str))
             .map(|p| vec![self.ctx.resolve(p)])
-            .unwrap_or_default();
+            .unwrap_or_else(|| file_patch_paths(&self.ctx, name, args));
         Action {
             tool: name.to_string(),
             command,
@@ -217,6 +213,9 @@ impl Session {
     fn detail(&self, name: &str, args: &Value, action: &Action) -> String {
         if let Some(c) = &action.command {
             return c.clone();
+        }
+        if let Some(patch) = args.get("patch").and_then(Value::as_str) {
+            return patch.to_string();
         }
         let Some(path) = action.paths.first() else {
             return args.to_string();
@@ -238,6 +237,7 @@ impl Session {
                 };
                 apply_edits(&old, &specs).ok().map(|(b, _)| b)
             }
+            "notebook-edit" => yuyao_tools::notebook::preview(args, &old).ok(),
             _ => None,
         };
         match new {
@@ -412,4 +412,29 @@ fn edit_spec(v: &Value) -> EditSpec {
             .and_then(Value::as_bool)
             .unwrap_or(false),
     }
+}
+
+/// The files an apply-patch call touches (for the policy's path checks).
+fn file_patch_paths(ctx: &yuyao_tools::ToolContext, name: &str, args: &Value) -> Vec<PathBuf> {
+    match (name, args.get("patch").and_then(Value::as_str)) {
+        ("apply-patch", Some(p)) => yuyao_tools::patch_paths(ctx, p).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// The user message that carries a batch's images (as image parts) to the model.
+pub(crate) fn images_message(images: Vec<String>) -> Message {
+    let mut parts = vec![json!({"type": "text", "text": format!(
+        "(The image{} read by the tool call{} above, attached for you to look at.)",
+        if images.len() == 1 { "" } else { "s" },
+        if images.len() == 1 { "" } else { "s" }
+    )})];
+    parts.extend(
+        images
+            .iter()
+            .map(|u| json!({"type": "image_url", "image_url": {"url": u}})),
+    );
+    let mut m = Message::user("");
+    m.content = Some(yuyao_protocol::Content::Parts(parts));
+    m
 }

@@ -4,7 +4,7 @@
 
 use crate::prompt::{self, PromptInputs};
 use crate::session::{CoreError, Session, TurnSummary};
-use crate::tool_call::{CallOutcome, intent_line};
+use crate::tool_call::{CallOutcome, images_message, intent_line};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use yuyao_model::{ModelClient, ModelConfig, ModelError, Piece};
@@ -43,6 +43,7 @@ impl Session {
         if let Ok(mut c) = self.cancel.lock() {
             *c = token.clone();
         }
+        self.checkpoint_prompt(text);
         {
             let mut st = self.lock();
             st.push(Message::user(text));
@@ -50,6 +51,7 @@ impl Session {
         }
         crate::cmd_permissions::note_mentions(self, text);
         let summary = self.block_on(self.run_turn(&token))?;
+        self.finish_file_batch();
         {
             let mut st = self.lock();
             let fields = json!({"status": summary.status, "exit_status": summary.exit_status, "error": summary.error, "cost_usd": st.cost_usd, "steps": st.steps});
@@ -355,6 +357,7 @@ impl Session {
 
             let intent = intent_line(&reply.text, &assistant.tool_calls);
             let calls = assistant.tool_calls.clone();
+            let mut images = Vec::new();
             for (k, call) in calls.iter().enumerate() {
                 if token.is_cancelled() {
                     let mut st = self.lock();
@@ -368,7 +371,12 @@ impl Session {
                 }
                 let outcome: CallOutcome = self.run_tool_call(&client, call, &intent, token).await;
                 acted |= outcome.ok && outcome.effective;
+                images.extend(outcome.images);
                 self.lock().push(outcome.message);
+            }
+            self.finish_file_batch();
+            if !images.is_empty() {
+                self.lock().push(images_message(images));
             }
         }
     }

@@ -6,11 +6,13 @@ pub mod mcp;
 pub mod paths;
 pub mod sessions;
 pub mod permissions;
+pub mod snapshots;
 pub mod trajectory;
 
 pub use config::{Config, ConfigError, Layer};
 pub use mcp::{McpRegistry, McpServer};
 pub use paths::{Paths, project_root};
+pub use snapshots::Snapshots;
 pub use trajectory::Trajectory;
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder, then a rename,

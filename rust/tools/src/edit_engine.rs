@@ -66,9 +66,14 @@ pub fn apply_edits(bytes: &[u8], edits: &[EditSpec]) -> Result<(Vec<u8>, Vec<usi
 
 /// True when the file has line breaks and every one of them is CRLF.
 fn uses_crlf_throughout(b: &[u8]) -> bool {
-    let lf = b.iter().filter(|&&c| c == b'\n').count();
-    let crlf = b.windows(2).filter(|w| w == b"\r\n").count();
-    lf > 0 && lf == crlf
+    let mut any = false;
+    for i in memchr::memchr_iter(b'\n', b) {
+        if i == 0 || b[i - 1] != b'\r' {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 /// A model writes `\n`; in a CRLF file that means `\r\n`. Existing `\r\n` are kept.
@@ -85,18 +90,16 @@ fn to_crlf(s: &str) -> Vec<u8> {
 }
 
 fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
-    let mut hits = Vec::new();
     if needle.is_empty() || needle.len() > hay.len() {
-        return hits;
+        return Vec::new();
     }
-    let mut i = 0;
-    while i + needle.len() <= hay.len() {
-        if &hay[i..i + needle.len()] == needle {
-            hits.push(i);
-            i += needle.len();
-        } else {
-            i += 1;
-        }
+    // Non-overlapping occurrences, left to right.
+    let mut hits = Vec::new();
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut from = 0;
+    while let Some(i) = finder.find(&hay[from..]) {
+        hits.push(from + i);
+        from += i + needle.len();
     }
     hits
 }
@@ -128,7 +131,7 @@ fn near_misses(buf: &[u8], old: &str) -> String {
     if first.is_empty() {
         return String::new();
     }
-    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
     let want = squash(first);
     let text = String::from_utf8_lossy(buf);
     let hits: Vec<String> = text

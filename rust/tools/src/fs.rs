@@ -5,13 +5,14 @@ use crate::args::{opt_bool, opt_int, opt_string, string};
 use crate::edit_engine::{EditSpec, apply_edits};
 use crate::{Tool, ToolContext, ToolOutput, content_hash};
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 const DEFAULT_LIMIT: usize = 2000;
 const LINE_CAP: usize = 2000;
-/// Largest slice of a file one read returns, in bytes; past it the read is paginated.
-const READ_BYTES_CAP: usize = 256 * 1024;
+/// Largest slice of a file one read returns, in bytes; past it the read is paginated. It stays
+/// under the result cap, so a page is never cut in the middle and its continuation hint is exact.
+const READ_BYTES_CAP: usize = crate::RESULT_CAP - 1000;
 
 pub struct Read;
 pub struct Write;
@@ -27,7 +28,7 @@ impl Tool for Read {
         "read"
     }
     fn description(&self) -> &'static str {
-        "Read a text file with line numbers (N<TAB>line). Default: the first 2000 lines; use offset (1-based line) and limit for more. Read a file before editing or overwriting it."
+        "Read a file. Text comes with line numbers (N<TAB>line): the first 2000 lines by default; use offset (1-based line) and limit for more. Images (png, jpeg, gif, webp) are shown to you as images; PDFs are read by page range (pages: \"1-5\", at most 20 pages a call); notebooks (.ipynb) come with every cell and its outputs. Read a file before editing or overwriting it."
     }
     fn parameters(&self) -> Value {
         json!({
@@ -35,7 +36,8 @@ impl Tool for Read {
             "properties": {
                 "file_path": path_schema(),
                 "offset": {"type": "integer", "description": "1-based line to start at"},
-                "limit": {"type": "integer", "description": "Number of lines to read"}
+                "limit": {"type": "integer", "description": "Number of lines to read"},
+                "pages": {"type": "string", "description": "PDF page range, e.g. \"1-5\" (at most 20 pages)"}
             },
             "required": ["file_path"]
         })
@@ -49,6 +51,7 @@ fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     let raw = string(args, "file_path", &["path", "filePath"])?;
     let offset = opt_int(args, "offset")?;
     let limit = opt_int(args, "limit")?;
+    let pages = opt_pages(args)?;
     if let Some(o) = offset
         && o < 1
     {
@@ -63,15 +66,34 @@ fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     }
     let path = ctx.resolve(&raw);
     let bytes = read_file(&path)?;
-    if let Some(kind) = binary_kind(&path, &bytes) {
+    let ext = extension(&path);
+    if pages.is_some() && ext != "pdf" {
         return Err(format!(
-            "{} is a {kind} file; its bytes are not text. {}",
+            "pages applies to PDF files only; {} is not a PDF. Use offset and limit for text files.",
+            path.display()
+        ));
+    }
+    if crate::media::is_image(&path, &bytes) {
+        let out = crate::media::read_image(&path, &bytes)?;
+        ctx.remember(&path, &bytes, true);
+        return Ok(out);
+    }
+    if ext == "pdf" || bytes.starts_with(b"%PDF-") {
+        let out = crate::media::read_pdf(&path, &bytes, pages.as_deref())?;
+        ctx.remember(&path, &bytes, true);
+        return Ok(out);
+    }
+    if ext == "ipynb" && offset.is_none() && limit.is_none() {
+        let shown = path.display().to_string();
+        let text = crate::notebook::render_notebook(&bytes, &shown)?;
+        ctx.remember(&path, &bytes, true);
+        return Ok(ToolOutput::ok(text));
+    }
+    if bytes.iter().take(8192).any(|&b| b == 0) {
+        return Err(format!(
+            "{} is a binary file ({} bytes); its bytes are not text. Inspect it with bash (file, xxd | head) if needed.",
             path.display(),
-            if kind == "binary" {
-                "Inspect it with bash (file, xxd | head) if needed."
-            } else {
-                "Reading images, PDFs and notebooks as such is not available in this build; inspect it with bash."
-            }
+            bytes.len()
         ));
     }
     let text = String::from_utf8_lossy(&bytes);
@@ -79,6 +101,14 @@ fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     let total = lines.len();
     if total == 0 {
         ctx.remember(&path, &bytes, true);
+        if let Some(o) = offset
+            && o > 1
+        {
+            return Err(format!(
+                "offset {o} is past the end: {} is empty (0 lines)",
+                path.display()
+            ));
+        }
         return Ok(ToolOutput::ok(format!(
             "(file {} is empty: 0 lines)",
             path.display()
@@ -175,23 +205,26 @@ fn suggest_near(path: &Path) -> String {
     }
 }
 
-fn binary_kind(path: &Path, bytes: &[u8]) -> Option<&'static str> {
-    let ext = path
-        .extension()
+fn extension(path: &Path) -> String {
+    path.extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
-        .unwrap_or_default();
-    match ext.as_str() {
-        "png" | "jpg" | "jpeg" | "gif" | "webp" => return Some("image"),
-        "pdf" => return Some("PDF"),
-        _ => {}
+        .unwrap_or_default()
+}
+
+/// `pages` as a string ("1-5", "3", "2,4-6") or a number.
+fn opt_pages(args: &Value) -> Result<Option<String>, String> {
+    match args.get("pages") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(_) => Err("pages must be a page range such as \"1-5\" or \"3\"".into()),
     }
-    let head = &bytes[..bytes.len().min(8192)];
-    head.contains(&0).then_some("binary")
 }
 
 /// Refuses to change an existing file the session has not read, or that changed since.
-fn check_fresh(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<(), String> {
+pub(crate) fn check_fresh(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<(), String> {
     match ctx.knowledge(path) {
         None => Err(format!(
             "{} exists and has not been read in this session; read it first, then retry",
@@ -205,24 +238,47 @@ fn check_fresh(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<(), Str
     }
 }
 
-/// Writes atomically (temp file + rename in the same folder), keeping the permissions.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+/// Writes `bytes` to a new temporary file beside `path` (same folder, so a rename is atomic),
+/// with `path`'s permissions when it exists. Returns the temporary file's path.
+pub fn stage_temp(path: &Path, bytes: &[u8]) -> Result<PathBuf, String> {
     use std::io::Write as _;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let perms = std::fs::metadata(path).ok().map(|m| m.permissions());
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(".{name}.yuyao-{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(
+        ".{name}.yuyao-{}.tmp",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    ));
     let result = (|| -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        // Replacing existing content: make the new bytes durable before the rename, so a
+        // crash cannot leave an empty file where the old one was. New files skip the cost.
+        if perms.is_some() {
+            f.sync_all()?;
+        }
         if let Some(p) = perms {
             std::fs::set_permissions(&tmp, p)?;
         }
-        std::fs::rename(&tmp, path)
+        Ok(())
     })();
-    result.map_err(|e| {
+    match result {
+        Ok(()) => Ok(tmp),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(format!(
+                "cannot write {}: {e} (the file is unchanged)",
+                path.display()
+            ))
+        }
+    }
+}
+
+/// Writes atomically (temp file + rename in the same folder), keeping the permissions.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let tmp = stage_temp(path, bytes)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         format!(
             "cannot write {}: {e} (the file is unchanged)",
@@ -376,6 +432,11 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
     let exists = path.exists();
     // An empty old_string creates a missing or empty file.
     if specs.len() == 1 && specs[0].old.is_empty() {
+        if specs[0].new.is_empty() {
+            return Err(
+                "old_string and new_string are both empty; nothing would change".to_string(),
+            );
+        }
         let current = if exists {
             read_file(&path)?
         } else {

@@ -6,12 +6,16 @@ mod args;
 mod edit_engine;
 pub mod exec;
 pub mod fs;
+pub mod media;
+pub mod notebook;
 mod output;
+pub mod patch;
 mod registry;
 pub mod search;
 
 pub use edit_engine::{EditSpec, apply_edits};
 pub use output::{RESULT_CAP, cap_output, strip_ansi};
+pub use patch::patch_paths;
 pub use registry::{Registry, ToolCallSpec, parse_arguments};
 
 use serde_json::Value;
@@ -111,6 +115,13 @@ impl ToolContext {
                     read_in_full: full,
                 },
             );
+        }
+    }
+
+    /// Drops what the session knew of `path` (it was deleted or restored by /undo).
+    pub fn forget(&self, path: &Path) {
+        if let Ok(mut f) = self.files.lock() {
+            f.remove(path);
         }
     }
 

@@ -1,6 +1,6 @@
 //! The tool registry: advertised schemas and dispatch by any accepted spelling.
 
-use crate::{Tool, exec, fs, search};
+use crate::{Tool, exec, fs, media, notebook, patch, search};
 use serde_json::{Value, json};
 use yuyao_protocol::canonical_tool_name;
 
@@ -23,6 +23,9 @@ impl Default for Registry {
                 Box::new(fs::Write),
                 Box::new(fs::Edit),
                 Box::new(fs::MultiEdit),
+                Box::new(patch::ApplyPatch),
+                Box::new(notebook::NotebookEdit),
+                Box::new(media::ReadMedia),
                 Box::new(search::Grep),
                 Box::new(search::Glob),
             ],

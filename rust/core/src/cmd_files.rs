@@ -1,0 +1,501 @@
+//! Per-batch snapshots of the agent's file changes and the commands over them: /undo, /redo,
+//! /rewind (/checkpoint) and /diff. The store is `yuyao_store::Snapshots` (a shadow git object
+//! store under `~/.yuyao/snapshots/`). Three hooks feed it: before a file tool runs (its
+//! pre-images), after each tool batch (the batch is journaled), and at each user prompt (a
+//! checkpoint). Changes made by bash are not tracked.
+
+use crate::session::{CoreError, Session};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use tokio_util::sync::CancellationToken;
+use yuyao_model::build_request;
+use yuyao_protocol::{Message, NoticeLevel};
+use yuyao_store::Snapshots;
+use yuyao_store::snapshots::PreImage;
+use yuyao_store::snapshots::{head_changes, unified_diff};
+
+/// The file tools whose changes are snapshotted.
+const TRACKED: &[&str] = &[
+    "write",
+    "edit",
+    "multi-edit",
+    "apply-patch",
+    "notebook-edit",
+];
+const BASH_NOTE: &str = "Note: only changes made by the file tools are tracked; files changed by bash commands (rm, mv, redirections, …) are not restored.";
+
+/// Snapshot state of a session: the store (opened on first use) and the batch in progress.
+#[derive(Default)]
+pub(crate) struct FileSnaps {
+    store: Option<Snapshots>,
+    /// Pre-images of the files the current batch touches.
+    pending: Vec<PreImage>,
+}
+
+impl Session {
+    fn snaps(&self) -> std::sync::MutexGuard<'_, FileSnaps> {
+        self.snaps.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` with the store, opening it on first use.
+    fn with_store<R>(&self, f: impl FnOnce(&Snapshots) -> R) -> Result<R, String> {
+        let mut g = self.snaps();
+        if g.store.is_none() {
+            g.store = Some(Snapshots::open(&self.paths.home, &self.paths.project)?);
+        }
+        Ok(f(g.store.as_ref().expect("opened above")))
+    }
+
+    /// Hook: before a file tool runs, store the pre-images of the files it will touch.
+    pub(crate) fn before_file_tool(&self, name: &str, args: &Value) {
+        if !TRACKED.contains(&name) {
+            return;
+        }
+        let paths: Vec<PathBuf> = if name == "apply-patch" {
+            let text = ["patch", "input", "diff", "content"]
+                .iter()
+                .find_map(|k| args.get(*k).and_then(Value::as_str))
+                .unwrap_or("");
+            yuyao_tools::patch_paths(&self.ctx, text).unwrap_or_default()
+        } else {
+            ["file_path", "path", "filePath", "notebook_path"]
+                .iter()
+                .find_map(|k| args.get(*k).and_then(Value::as_str))
+                .map(|p| vec![self.ctx.resolve(p)])
+                .unwrap_or_default()
+        };
+        let mut warnings = Vec::new();
+        let captured = self.with_store(|s| {
+            let mut out = Vec::new();
+            for p in paths.into_iter().filter(|p| !p.is_dir()) {
+                match s.capture(&p) {
+                    Ok(pre) => out.push(pre),
+                    Err(e) => warnings.push(e),
+                }
+            }
+            out
+        });
+        match captured {
+            Ok(list) => {
+                let mut g = self.snaps();
+                for pre in list {
+                    if !g.pending.iter().any(|q| q.path == pre.path) {
+                        g.pending.push(pre);
+                    }
+                }
+            }
+            Err(e) => warnings.push(e),
+        }
+        for w in warnings {
+            self.notice(
+                NoticeLevel::Warning,
+                format!("{w}; /undo will not cover it"),
+            );
+        }
+    }
+
+    /// Hook: after a tool batch, journal the files it changed.
+    pub(crate) fn finish_file_batch(&self) {
+        let pending = std::mem::take(&mut self.snaps().pending);
+        if pending.is_empty() {
+            return;
+        }
+        match self.with_store(|s| s.record_batch(&self.id, &pending)) {
+            Ok(Ok(Some(b))) => {
+                let files: Vec<String> = b
+                    .files
+                    .iter()
+                    .map(|f| f.path.display().to_string())
+                    .collect();
+                self.lock()
+                    .trajectory
+                    .record("snapshot", json!({"batch": b.id, "files": files}));
+            }
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) | Err(e) => {
+                self.notice(NoticeLevel::Warning, format!("snapshot failed: {e}"))
+            }
+        }
+    }
+
+    /// Hook: every user prompt is a checkpoint (kept across sessions).
+    pub(crate) fn checkpoint_prompt(&self, text: &str) {
+        self.finish_file_batch();
+        let len = self.lock().history.len();
+        match self.with_store(|s| s.add_checkpoint(&self.id, text, len)) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) | Err(e) => {
+                self.notice(NoticeLevel::Warning, format!("checkpoint not saved: {e}"))
+            }
+        }
+    }
+
+    fn shown(&self, p: &Path) -> String {
+        p.strip_prefix(&self.paths.project)
+            .map(|r| r.display().to_string())
+            .unwrap_or_else(|_| p.display().to_string())
+    }
+
+    /// After /undo, /redo or a code rewind: the session no longer knows those files' content,
+    /// and the conversation gets a note so the model does not assume its edits are there.
+    fn files_changed_under_model(&self, r: &yuyao_store::snapshots::Report, command: &str) {
+        let changed: Vec<String> = r
+            .restored
+            .iter()
+            .chain(&r.removed)
+            .map(|p| {
+                self.ctx.forget(p);
+                self.shown(p)
+            })
+            .collect();
+        if changed.is_empty() {
+            return;
+        }
+        let mut st = self.lock();
+        if st.history.is_empty() {
+            return;
+        }
+        st.push(Message::user(format!(
+            "[Note: the user ran {command}; these files changed outside your tool calls: {}. Read them again before editing them.]",
+            changed.join(", ")
+        )));
+    }
+
+    fn report_text(&self, r: &yuyao_store::snapshots::Report, verb: &str) -> String {
+        let mut lines = Vec::new();
+        for p in &r.restored {
+            lines.push(format!("  {verb} {}", self.shown(p)));
+        }
+        for p in &r.removed {
+            lines.push(format!("  removed {}", self.shown(p)));
+        }
+        for p in &r.skipped {
+            lines.push(format!(
+                "  left alone {} (it was changed after the agent's edit; that version is kept)",
+                self.shown(p)
+            ));
+        }
+        lines.join("\n")
+    }
+}
+
+fn failed(e: String) -> CoreError {
+    CoreError::Failed(e)
+}
+
+pub(crate) fn undo(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    if !args.is_empty() {
+        return Err(CoreError::Usage("usage: /undo".into()));
+    }
+    s.finish_file_batch();
+    let res = s
+        .with_store(|st| st.undo())
+        .map_err(failed)?
+        .map_err(failed)?;
+    let Some((b, r)) = res else {
+        return Ok("nothing to undo: the agent has not changed any file in this project with its file tools".into());
+    };
+    s.files_changed_under_model(&r, "/undo");
+    let mut out = format!(
+        "Undid the agent's last change (batch {}, {}, {} file{}):\n{}",
+        b.id,
+        b.time,
+        b.files.len(),
+        if b.files.len() == 1 { "" } else { "s" },
+        s.report_text(&r, "restored")
+    );
+    if !r.skipped.is_empty() {
+        out.push_str(
+            "\nSome files were left as they are because they changed after the agent edited them.",
+        );
+    }
+    Ok(out)
+}
+
+pub(crate) fn redo(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    if !args.is_empty() {
+        return Err(CoreError::Usage("usage: /redo".into()));
+    }
+    s.finish_file_batch();
+    match s.with_store(|st| st.redo()).map_err(failed)? {
+        Ok(None) => Ok("nothing to redo".into()),
+        Ok(Some((b, r))) => {
+            s.files_changed_under_model(&r, "/redo");
+            Ok(format!(
+                "Redid batch {} ({}):\n{}",
+                b.id,
+                b.time,
+                s.report_text(&r, "re-applied")
+            ))
+        }
+        // A change since the undo: a no-op that says why.
+        Err(why) => Ok(why),
+    }
+}
+
+pub(crate) fn diff(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    if !args.is_empty() {
+        return Err(CoreError::Usage("usage: /diff".into()));
+    }
+    s.finish_file_batch();
+    let mut out = String::new();
+    let starts = s
+        .with_store(|st| {
+            let mut v = Vec::new();
+            for (p, before) in st.session_start_images(&s.id) {
+                let old = match &before {
+                    Some(id) => Some(st.blob(id)?),
+                    None => None,
+                };
+                v.push((p, old));
+            }
+            Ok::<_, String>(v)
+        })
+        .map_err(failed)?
+        .map_err(failed)?;
+    let mut session_diffs = Vec::new();
+    for (p, old) in starts {
+        let new = std::fs::read(&p).ok();
+        if old == new {
+            continue;
+        }
+        session_diffs.push(unified_diff(&s.shown(&p), old.as_deref(), new.as_deref()));
+    }
+    if session_diffs.is_empty() {
+        out.push_str("Changes by the agent in this session: none\n");
+    } else {
+        out.push_str(&format!(
+            "Changes by the agent in this session ({} file{}, against the session's start):\n",
+            session_diffs.len(),
+            if session_diffs.len() == 1 { "" } else { "s" }
+        ));
+        for d in &session_diffs {
+            out.push_str(d);
+        }
+    }
+    match head_changes(&s.paths.project) {
+        Ok(changes) if changes.is_empty() => {
+            out.push_str("\nChanges against git HEAD: none (the work tree is clean)\n")
+        }
+        Ok(changes) => {
+            out.push_str(&format!(
+                "\nChanges against git HEAD ({} file{}):\n",
+                changes.len(),
+                if changes.len() == 1 { "" } else { "s" }
+            ));
+            for (p, old, new) in &changes {
+                let status = match (old, new) {
+                    (None, _) => "added",
+                    (_, None) => "deleted",
+                    _ => "modified",
+                };
+                out.push_str(&format!("  {status:<9}{}\n", s.shown(p)));
+            }
+            for (p, old, new) in &changes {
+                out.push_str(&unified_diff(&s.shown(p), old.as_deref(), new.as_deref()));
+            }
+        }
+        Err(_) => out.push_str("\n(not a git repository: no comparison with git HEAD)\n"),
+    }
+    Ok(out.trim_end().to_string())
+}
+
+const REWIND_USAGE: &str = "usage: /rewind [list] | /rewind <checkpoint> [both|code|conversation|summarize-from|summarize-up-to]";
+
+pub(crate) fn rewind(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    s.finish_file_batch();
+    let (checkpoints, batches) = s
+        .with_store(|st| (st.checkpoints(), st.batches()))
+        .map_err(failed)?;
+    let first = args.first().map(String::as_str);
+    if matches!(first, None | Some("list")) {
+        if checkpoints.is_empty() {
+            return Ok("no checkpoints yet: every prompt you send becomes one".into());
+        }
+        let mut out = String::from("Checkpoints (every prompt; newest last):\n");
+        for c in &checkpoints {
+            let after = batches
+                .iter()
+                .filter(|b| b.id >= c.first_batch && !b.undone)
+                .count();
+            let whose = if c.session == s.id {
+                "this session".to_string()
+            } else {
+                format!("session {}", c.session)
+            };
+            let prompt: String = c
+                .prompt
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(70)
+                .collect();
+            out.push_str(&format!(
+                "  {:>3}  {}  {whose:<20} {prompt:?}  ({after} file change{} after it)\n",
+                c.id,
+                c.time,
+                if after == 1 { "" } else { "s" }
+            ));
+        }
+        out.push_str(REWIND_USAGE);
+        out.push('\n');
+        out.push_str(BASH_NOTE);
+        return Ok(out);
+    }
+    let id: u64 = first
+        .and_then(|a| a.trim_start_matches('#').parse().ok())
+        .ok_or_else(|| CoreError::Usage(REWIND_USAGE.into()))?;
+    let Some(cp) = checkpoints.iter().find(|c| c.id == id).cloned() else {
+        return Err(CoreError::Usage(format!(
+            "no checkpoint {id}; /rewind lists them"
+        )));
+    };
+    let what = args.get(1).map(String::as_str).unwrap_or("both");
+    if args.len() > 2 {
+        return Err(CoreError::Usage(REWIND_USAGE.into()));
+    }
+    let same_session = cp.session == s.id;
+    let mut out = Vec::new();
+    match what {
+        "both" | "code" | "conversation" => {
+            if what == "conversation" && !same_session {
+                return Err(CoreError::Usage(format!(
+                    "checkpoint {id} belongs to session {}, whose conversation is not open here; restore its code with /rewind {id} code",
+                    cp.session
+                )));
+            }
+            if what != "conversation" {
+                let r = s
+                    .with_store(|st| st.rewind_code(id))
+                    .map_err(failed)?
+                    .map_err(failed)?;
+                s.files_changed_under_model(&r, &format!("/rewind {id} code"));
+                if r.batches == 0 {
+                    out.push(format!(
+                        "Code: no file change by the agent after checkpoint {id}; nothing to restore."
+                    ));
+                } else {
+                    out.push(format!(
+                        "Code restored to checkpoint {id} ({} batch{} undone):\n{}",
+                        r.batches,
+                        if r.batches == 1 { "" } else { "es" },
+                        s.report_text(&r, "restored")
+                    ));
+                }
+                out.push(BASH_NOTE.to_string());
+            }
+            if what != "code" {
+                if same_session {
+                    let mut st = s.lock();
+                    let len = cp.history_len.min(st.history.len());
+                    let dropped = st.history.len() - len;
+                    st.history.truncate(len);
+                    st.trajectory.record(
+                        "rewind",
+                        json!({"checkpoint": id, "dropped_messages": dropped}),
+                    );
+                    out.push(format!(
+                        "Conversation restored to just before prompt {id} ({dropped} message{} removed). The prompt was: {}",
+                        if dropped == 1 { "" } else { "s" },
+                        cp.prompt
+                    ));
+                } else {
+                    out.push(format!(
+                        "Conversation: checkpoint {id} belongs to session {}, whose conversation is not open here; only the code was restored.",
+                        cp.session
+                    ));
+                }
+            }
+        }
+        "summarize-from" | "summarize-up-to" => {
+            if !same_session {
+                return Err(CoreError::Usage(format!(
+                    "checkpoint {id} belongs to session {}, whose conversation is not open here",
+                    cp.session
+                )));
+            }
+            out.push(summarize(s, cp.history_len, what == "summarize-from")?);
+        }
+        _ => return Err(CoreError::Usage(REWIND_USAGE.into())),
+    }
+    Ok(out.join("\n"))
+}
+
+/// Replaces the messages after (`from`) or before the split point with a model-written
+/// summary, keeping the rest.
+fn summarize(s: &Session, split: usize, from: bool) -> Result<String, CoreError> {
+    let history = s.lock().history.clone();
+    let split = split.min(history.len());
+    let (part, kind) = if from {
+        (&history[split..], "from the checkpoint on")
+    } else {
+        (&history[..split], "up to the checkpoint")
+    };
+    if part.is_empty() {
+        return Ok(format!("nothing to summarize {kind}"));
+    }
+    let transcript: String = part
+        .iter()
+        .map(|m| {
+            let calls: Vec<String> = m
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    format!(
+                        "[tool call {} {}]",
+                        c.name,
+                        c.arguments.chars().take(300).collect::<String>()
+                    )
+                })
+                .collect();
+            format!(
+                "{:?}: {}{}\n",
+                m.role,
+                m.text().chars().take(4000).collect::<String>(),
+                calls.join(" ")
+            )
+        })
+        .collect();
+    let client = s.client().map_err(CoreError::Failed)?;
+    let system = "You summarize part of a coding session so it can continue without the full transcript. Keep the user's requests and constraints, decisions, files changed and why, commands run and their outcomes, and open questions. Be concise and factual.";
+    let req = build_request(
+        system,
+        &[Message::user(format!(
+            "Summarize this part of the session:\n\n{transcript}"
+        ))],
+        Vec::new(),
+        false,
+        None,
+    );
+    let mut ignore = |_p: yuyao_model::Piece<'_>| {};
+    let never = CancellationToken::new();
+    let reply = s
+        .block_on(client.complete(&req, &mut ignore, &never))?
+        .map_err(|e| CoreError::Failed(format!("the summary could not be made: {e}")))?;
+    let cost = s.pricing.cost(&reply.usage);
+    let summary = reply.text.trim().to_string();
+    if summary.is_empty() {
+        return Err(CoreError::Failed(
+            "the model returned an empty summary; the conversation was not changed".into(),
+        ));
+    }
+    let note = Message::user(format!("[Summary of the conversation {kind}]\n{summary}"));
+    let mut st = s.lock();
+    st.cost_usd += cost;
+    st.usage.add(&reply.usage);
+    let n = part.len();
+    if from {
+        st.history.truncate(split);
+        st.push(note);
+    } else {
+        let rest = st.history.split_off(split);
+        st.history = std::iter::once(note).chain(rest).collect();
+    }
+    st.trajectory
+        .record("rewind_summary", json!({"from": from, "messages": n}));
+    Ok(format!(
+        "Summarized {n} message{} {kind} into one:\n{summary}",
+        if n == 1 { "" } else { "s" }
+    ))
+}

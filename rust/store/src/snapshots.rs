@@ -1,0 +1,735 @@
+//! Per-batch snapshots of the files the agent changes, for /undo, /redo, /rewind and /diff.
+//!
+//! File contents live as blobs in a shadow bare git repository,
+//! `~/.yuyao/snapshots/<project-id>.git` (git2); the list of batches and checkpoints is a JSON
+//! journal beside it. Nothing is ever written into the user's repository: no commit, ref,
+//! index entry or hook, and it works the same outside git.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The journal keeps this many batches and checkpoints per project (the oldest go first).
+const KEEP: usize = 2000;
+
+/// Files larger than this are not snapshotted (the batch says so).
+pub const MAX_SNAPSHOT_BYTES: u64 = 512 * 1024 * 1024;
+
+/// One file of a batch: its bytes before and after (`None`: absent), as blob ids.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileChange {
+    pub path: PathBuf,
+    pub before: Option<String>,
+    pub after: Option<String>,
+    /// Folders the batch created for this file (deepest first); /undo removes them if empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub new_dirs: Vec<PathBuf>,
+}
+
+/// A file's state before a batch touched it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreImage {
+    pub path: PathBuf,
+    /// Blob id of its bytes, `None` when it did not exist.
+    pub blob: Option<String>,
+    /// Missing folders above it (deepest first).
+    pub new_dirs: Vec<PathBuf>,
+}
+
+/// The file changes of one tool batch (the tool calls of one model reply).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Batch {
+    pub id: u64,
+    pub session: String,
+    /// The checkpoint (user prompt) this batch belongs to.
+    pub checkpoint: Option<u64>,
+    pub time: String,
+    pub files: Vec<FileChange>,
+    pub undone: bool,
+}
+
+/// A user prompt: a point the code and the conversation can be rewound to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub id: u64,
+    pub session: String,
+    pub time: String,
+    pub prompt: String,
+    /// Messages in the session's history before this prompt.
+    pub history_len: usize,
+    /// Batches with an id at or above this one came after the prompt.
+    pub first_batch: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Journal {
+    project: String,
+    next_batch: u64,
+    next_checkpoint: u64,
+    batches: Vec<Batch>,
+    checkpoints: Vec<Checkpoint>,
+    /// Undone batch ids, most recently undone last: what /redo re-applies.
+    redo: Vec<u64>,
+    /// Fingerprint of the project right after the last undo; /redo needs it unchanged.
+    redo_fingerprint: Option<String>,
+}
+
+/// What happened to each file of an undo, redo or rewind.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub restored: Vec<PathBuf>,
+    pub removed: Vec<PathBuf>,
+    /// Files changed by someone else since the batch; left alone.
+    pub skipped: Vec<PathBuf>,
+    pub batches: usize,
+}
+
+impl Report {
+    pub fn describe(&self, verb: &str) -> String {
+        let mut out = Vec::new();
+        for p in &self.restored {
+            out.push(format!("  {verb} {}", p.display()));
+        }
+        for p in &self.removed {
+            out.push(format!("  removed {}", p.display()));
+        }
+        for p in &self.skipped {
+            out.push(format!(
+                "  left alone {} (it changed after the agent's edit; your version is kept)",
+                p.display()
+            ));
+        }
+        out.join("\n")
+    }
+}
+
+/// Held while the journal is read, changed and written; removes its lock file when dropped.
+struct JournalLock(PathBuf);
+
+impl Drop for JournalLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+pub struct Snapshots {
+    repo: git2::Repository,
+    journal_path: PathBuf,
+    project: PathBuf,
+    /// Folders never looked at when fingerprinting the project.
+    skip: Vec<PathBuf>,
+}
+
+/// `<name>-<hash>` for a project folder.
+pub fn project_id(project: &Path) -> String {
+    let name: String = project
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("root")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    let hash = Sha256::digest(project.as_os_str().as_encoded_bytes());
+    let hex: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("{name}-{hex}")
+}
+
+fn now() -> String {
+    chrono::Local::now().format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+fn git_err(e: git2::Error) -> String {
+    format!("snapshot store: {}", e.message())
+}
+
+/// The blob id git would give these bytes (no write).
+pub fn blob_id(bytes: &[u8]) -> String {
+    git2::Oid::hash_object(git2::ObjectType::Blob, bytes)
+        .map(|o| o.to_string())
+        .unwrap_or_default()
+}
+
+/// The current bytes of `path`: `Ok(None)` when it does not exist.
+fn disk(path: &Path) -> Result<Option<Vec<u8>>, String> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+fn disk_id(path: &Path) -> Result<Option<String>, String> {
+    Ok(disk(path)?.map(|b| blob_id(&b)))
+}
+
+impl Snapshots {
+    /// Opens (creating on first use) the store of `project` under `home/snapshots/`.
+    pub fn open(home: &Path, project: &Path) -> Result<Snapshots, String> {
+        let dir = home.join("snapshots");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let id = project_id(project);
+        let git_dir = dir.join(format!("{id}.git"));
+        // Another session may be creating it at this very moment: retry briefly.
+        let mut attempt = 0;
+        let repo = loop {
+            let r = git2::Repository::open_bare(&git_dir)
+                .or_else(|_| git2::Repository::init_bare(&git_dir));
+            match r {
+                Ok(r) => break r,
+                Err(_) if attempt < 50 => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(git_err(e)),
+            }
+        };
+        Ok(Snapshots {
+            repo,
+            journal_path: dir.join(format!("{id}.json")),
+            project: project.to_path_buf(),
+            skip: vec![home.to_path_buf()],
+        })
+    }
+
+    /// Where the shadow repository lives.
+    pub fn git_dir(&self) -> PathBuf {
+        self.repo.path().to_path_buf()
+    }
+
+    /// Serializes journal updates between sessions working on the same project.
+    fn lock_journal(&self) -> Result<JournalLock, String> {
+        let path = self.journal_path.with_extension("lock");
+        let start = std::time::Instant::now();
+        let patience = std::time::Duration::from_secs(10);
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(_) => return Ok(JournalLock(path)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    // A holder that died leaves its lock behind: take it over once it is old.
+                    let stale = std::fs::metadata(&path)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| t.elapsed().ok())
+                        .is_some_and(|age| age > patience);
+                    if stale {
+                        let _ = std::fs::remove_file(&path);
+                        continue;
+                    }
+                    if start.elapsed() > patience {
+                        return Err(format!(
+                            "the snapshot journal is locked by another yuyao session ({}); try again",
+                            path.display()
+                        ));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => return Err(format!("cannot lock {}: {e}", path.display())),
+            }
+        }
+    }
+
+    fn load(&self) -> Journal {
+        let mut j: Journal = std::fs::read(&self.journal_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        j.project = self.project.display().to_string();
+        j
+    }
+
+    fn save(&self, j: &mut Journal) -> Result<(), String> {
+        if j.batches.len() > KEEP {
+            let cut = j.batches.len() - KEEP;
+            let dropped: Vec<u64> = j.batches.drain(..cut).map(|b| b.id).collect();
+            j.redo.retain(|id| !dropped.contains(id));
+        }
+        if j.checkpoints.len() > KEEP {
+            let cut = j.checkpoints.len() - KEEP;
+            j.checkpoints.drain(..cut);
+        }
+        let bytes = serde_json::to_vec_pretty(j).map_err(|e| e.to_string())?;
+        crate::write_atomic(&self.journal_path, &bytes)
+            .map_err(|e| format!("cannot save {}: {e}", self.journal_path.display()))
+    }
+
+    /// Stores the current bytes of `path` (its pre-image) and returns the blob id, `None` when
+    /// the file does not exist. Errors for files too large to snapshot.
+    pub fn capture(&self, path: &Path) -> Result<PreImage, String> {
+        let mut new_dirs = Vec::new();
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if d.as_os_str().is_empty() || d.exists() {
+                break;
+            }
+            new_dirs.push(d.to_path_buf());
+            dir = d.parent();
+        }
+        Ok(PreImage {
+            path: path.to_path_buf(),
+            blob: self.store_file(path)?,
+            new_dirs,
+        })
+    }
+
+    /// Stores the bytes of `path` as a blob; `None` when it does not exist.
+    fn store_file(&self, path: &Path) -> Result<Option<String>, String> {
+        if path.is_dir() {
+            return Err(format!("{} is a directory", path.display()));
+        }
+        if let Ok(m) = std::fs::metadata(path)
+            && m.len() > MAX_SNAPSHOT_BYTES
+        {
+            return Err(format!(
+                "{} is larger than {} MB and is not snapshotted",
+                path.display(),
+                MAX_SNAPSHOT_BYTES / (1024 * 1024)
+            ));
+        }
+        match disk(path)? {
+            None => Ok(None),
+            Some(b) => self
+                .repo
+                .blob(&b)
+                .map(|o| Some(o.to_string()))
+                .map_err(git_err),
+        }
+    }
+
+    pub fn blob(&self, id: &str) -> Result<Vec<u8>, String> {
+        let oid = git2::Oid::from_str(id).map_err(git_err)?;
+        let blob = self.repo.find_blob(oid).map_err(git_err)?;
+        Ok(blob.content().to_vec())
+    }
+
+    /// Ends a batch: `pre` holds each touched file's pre-image. Files that did not change are
+    /// dropped; a batch with changes is journaled and makes any pending /redo impossible.
+    pub fn record_batch(&self, session: &str, pre: &[PreImage]) -> Result<Option<Batch>, String> {
+        let mut files = Vec::new();
+        for p in pre {
+            let now = disk(&p.path)?;
+            let now_id = now.as_deref().map(blob_id);
+            if now_id == p.blob {
+                continue;
+            }
+            let after = match now {
+                Some(b) => Some(self.repo.blob(&b).map_err(git_err)?.to_string()),
+                None => None,
+            };
+            files.push(FileChange {
+                path: p.path.clone(),
+                before: p.blob.clone(),
+                after,
+                new_dirs: p.new_dirs.clone(),
+            });
+        }
+        if files.is_empty() {
+            return Ok(None);
+        }
+        let _lock = self.lock_journal()?;
+        let mut j = self.load();
+        let checkpoint = j
+            .checkpoints
+            .iter()
+            .rev()
+            .find(|c| c.session == session)
+            .map(|c| c.id);
+        j.next_batch = j.next_batch.max(1);
+        let batch = Batch {
+            id: j.next_batch,
+            session: session.to_string(),
+            checkpoint,
+            time: now(),
+            files,
+            undone: false,
+        };
+        j.next_batch += 1;
+        j.batches.push(batch.clone());
+        j.redo.clear();
+        j.redo_fingerprint = None;
+        self.save(&mut j)?;
+        Ok(Some(batch))
+    }
+
+    /// Records a user prompt as a checkpoint; returns its id.
+    pub fn add_checkpoint(
+        &self,
+        session: &str,
+        prompt: &str,
+        history_len: usize,
+    ) -> Result<u64, String> {
+        let _lock = self.lock_journal()?;
+        let mut j = self.load();
+        let id = j.next_checkpoint.max(1);
+        j.next_checkpoint = id + 1;
+        j.next_batch = j.next_batch.max(1);
+        j.checkpoints.push(Checkpoint {
+            id,
+            session: session.to_string(),
+            time: now(),
+            prompt: prompt.chars().take(200).collect(),
+            history_len,
+            first_batch: j.next_batch,
+        });
+        self.save(&mut j)?;
+        Ok(id)
+    }
+
+    pub fn checkpoints(&self) -> Vec<Checkpoint> {
+        self.load().checkpoints
+    }
+
+    pub fn batches(&self) -> Vec<Batch> {
+        self.load().batches
+    }
+
+    /// Restores the batch's files to their pre-images, skipping files changed since.
+    fn revert(&self, b: &Batch, report: &mut Report) -> Result<(), String> {
+        for f in b.files.iter().rev() {
+            let cur = disk_id(&f.path)?;
+            if cur != f.after {
+                if cur != f.before {
+                    report.skipped.push(f.path.clone());
+                }
+                continue;
+            }
+            self.put(&f.path, f.before.as_deref(), &f.new_dirs, report)?;
+        }
+        report.batches += 1;
+        Ok(())
+    }
+
+    fn put(
+        &self,
+        path: &Path,
+        id: Option<&str>,
+        new_dirs: &[PathBuf],
+        report: &mut Report,
+    ) -> Result<(), String> {
+        match id {
+            Some(id) => {
+                let bytes = self.blob(id)?;
+                write_keeping_mode(path, &bytes)?;
+                report.restored.push(path.to_path_buf());
+            }
+            None => {
+                if path.exists() {
+                    std::fs::remove_file(path)
+                        .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+                }
+                // Folders the batch created go too, when nothing else is in them.
+                for d in new_dirs {
+                    if std::fs::remove_dir(d).is_err() {
+                        break;
+                    }
+                }
+                report.removed.push(path.to_path_buf());
+            }
+        }
+        Ok(())
+    }
+
+    /// /undo: reverts the most recent batch that is not undone.
+    pub fn undo(&self) -> Result<Option<(Batch, Report)>, String> {
+        let _lock = self.lock_journal()?;
+        let mut j = self.load();
+        let Some(pos) = j.batches.iter().rposition(|b| !b.undone) else {
+            return Ok(None);
+        };
+        let b = j.batches[pos].clone();
+        let mut report = Report::default();
+        self.revert(&b, &mut report)?;
+        j.batches[pos].undone = true;
+        j.redo.push(b.id);
+        j.redo_fingerprint = Some(self.fingerprint());
+        self.save(&mut j)?;
+        Ok(Some((b, report)))
+    }
+
+    /// /redo: re-applies the most recently undone batch, unless anything changed since the
+    /// undo (then nothing is written and the reason is returned as `Err`).
+    pub fn redo(&self) -> Result<Option<(Batch, Report)>, String> {
+        let _lock = self.lock_journal()?;
+        let mut j = self.load();
+        let Some(&id) = j.redo.last() else {
+            return Ok(None);
+        };
+        let Some(pos) = j.batches.iter().position(|b| b.id == id) else {
+            j.redo.clear();
+            self.save(&mut j)?;
+            return Ok(None);
+        };
+        let b = j.batches[pos].clone();
+        let mut changed: Vec<PathBuf> = Vec::new();
+        for f in &b.files {
+            if disk_id(&f.path)? != f.before {
+                changed.push(f.path.clone());
+            }
+        }
+        let fp_same = j.redo_fingerprint.as_deref() == Some(self.fingerprint().as_str());
+        if !changed.is_empty() || !fp_same {
+            let what = if changed.is_empty() {
+                "files in the project were edited or created after the undo".to_string()
+            } else {
+                format!(
+                    "{} changed after the undo",
+                    changed
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            return Err(format!(
+                "nothing was redone: {what}, and a redo would overwrite that change. No file was modified."
+            ));
+        }
+        let mut report = Report::default();
+        for f in &b.files {
+            self.put(&f.path, f.after.as_deref(), &[], &mut report)?;
+        }
+        report.batches = 1;
+        j.batches[pos].undone = false;
+        j.redo.pop();
+        j.redo_fingerprint = if j.redo.is_empty() {
+            None
+        } else {
+            Some(self.fingerprint())
+        };
+        self.save(&mut j)?;
+        Ok(Some((b, report)))
+    }
+
+    /// Reverts every batch made after checkpoint `id` (newest first). Returns the report.
+    pub fn rewind_code(&self, id: u64) -> Result<Report, String> {
+        let _lock = self.lock_journal()?;
+        let mut j = self.load();
+        let Some(cp) = j.checkpoints.iter().find(|c| c.id == id).cloned() else {
+            return Err(format!("no checkpoint {id}"));
+        };
+        let mut report = Report::default();
+        let positions: Vec<usize> = (0..j.batches.len())
+            .rev()
+            .filter(|&i| j.batches[i].id >= cp.first_batch && !j.batches[i].undone)
+            .collect();
+        for pos in positions {
+            let b = j.batches[pos].clone();
+            self.revert(&b, &mut report)?;
+            j.batches[pos].undone = true;
+            j.redo.push(b.id);
+        }
+        if report.batches > 0 {
+            j.redo_fingerprint = Some(self.fingerprint());
+        }
+        self.save(&mut j)?;
+        Ok(report)
+    }
+
+    /// Each file the session's batches touched, with its content before the first of them.
+    pub fn session_start_images(&self, session: &str) -> BTreeMap<PathBuf, Option<String>> {
+        let mut out = BTreeMap::new();
+        for b in self.load().batches.iter().filter(|b| b.session == session) {
+            for f in &b.files {
+                out.entry(f.path.clone())
+                    .or_insert_with(|| f.before.clone());
+            }
+        }
+        out
+    }
+
+    /// A fingerprint of the project's files (paths, sizes, modification times), honouring
+    /// ignore files; `.git` and yuyao's own folders are left out.
+    pub fn fingerprint(&self) -> String {
+        let mut entries: Vec<String> = Vec::new();
+        let walker = ignore::WalkBuilder::new(&self.project)
+            .hidden(false)
+            .git_ignore(true)
+            .git_exclude(true)
+            .require_git(false)
+            .filter_entry(|e| {
+                let n = e.file_name().to_str().unwrap_or("");
+                !matches!(n, ".git" | ".trajectory")
+            })
+            .build();
+        for e in walker.filter_map(Result::ok).take(200_000) {
+            let p = e.path();
+            if self.skip.iter().any(|s| p.starts_with(s)) {
+                continue;
+            }
+            if let Ok(m) = e.metadata()
+                && m.is_file()
+            {
+                let mtime = m
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0);
+                entries.push(format!("{}\0{}\0{mtime}", p.display(), m.len()));
+            }
+        }
+        entries.sort();
+        let mut h = Sha256::new();
+        for e in &entries {
+            h.update(e.as_bytes());
+            h.update(b"\n");
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Writes atomically, keeping the file's permissions when it exists.
+fn write_keeping_mode(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let perms = std::fs::metadata(path).ok().map(|m| m.permissions());
+    crate::write_atomic(path, bytes)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    if let Some(p) = perms {
+        let _ = std::fs::set_permissions(path, p);
+    }
+    Ok(())
+}
+
+/// A file that differs from git HEAD: its path, HEAD content and work-tree content
+/// (`None`: absent).
+pub type HeadChange = (PathBuf, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Files that differ between git HEAD and the work tree, with both contents (`None`: absent).
+/// Reads the repository only: no index, ref or object is written.
+pub fn head_changes(project: &Path) -> Result<Vec<HeadChange>, String> {
+    let repo = git2::Repository::open(project).map_err(git_err)?;
+    let tree = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+    let mut opts = git2::DiffOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .ignore_submodules(true);
+    let diff = repo
+        .diff_tree_to_workdir(tree.as_ref(), Some(&mut opts))
+        .map_err(git_err)?;
+    let Some(workdir) = repo.workdir().map(Path::to_path_buf) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for d in diff.deltas() {
+        let rel = d
+            .new_file()
+            .path()
+            .or_else(|| d.old_file().path())
+            .map(Path::to_path_buf);
+        let Some(rel) = rel else { continue };
+        let old = match d.status() {
+            git2::Delta::Added | git2::Delta::Untracked => None,
+            _ => repo
+                .find_blob(d.old_file().id())
+                .ok()
+                .map(|b| b.content().to_vec()),
+        };
+        let abs = workdir.join(&rel);
+        let new = disk(&abs)?;
+        if old == new {
+            continue;
+        }
+        out.push((abs, old, new));
+    }
+    Ok(out)
+}
+
+/// A unified diff of two versions of a file (`similar`), or a note for binary content.
+pub fn unified_diff(shown: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
+    let is_bin = |b: Option<&[u8]>| b.is_some_and(|b| b.iter().take(8192).any(|&c| c == 0));
+    if is_bin(old) || is_bin(new) {
+        return format!("Binary file {shown} differs\n");
+    }
+    let o = String::from_utf8_lossy(old.unwrap_or_default());
+    let n = String::from_utf8_lossy(new.unwrap_or_default());
+    let (a, b) = (
+        if old.is_some() {
+            format!("a/{shown}")
+        } else {
+            "/dev/null".to_string()
+        },
+        if new.is_some() {
+            format!("b/{shown}")
+        } else {
+            "/dev/null".to_string()
+        },
+    );
+    similar::TextDiff::from_lines(o.as_ref(), n.as_ref())
+        .unified_diff()
+        .context_radius(3)
+        .header(&a, &b)
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrent_sessions_do_not_lose_checkpoints() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (h, p) = (home.path().to_path_buf(), proj.path().to_path_buf());
+                std::thread::spawn(move || {
+                    let s = Snapshots::open(&h, &p).unwrap();
+                    for i in 0..10 {
+                        s.add_checkpoint(&format!("s{t}"), &format!("p{i}"), 0)
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        assert_eq!(s.checkpoints().len(), 40);
+    }
+
+    #[test]
+    fn undo_redo_and_external_changes() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let a = proj.path().join("a.txt");
+        let b = proj.path().join("b.txt");
+        std::fs::write(&a, "one\n").unwrap();
+        let pre = vec![s.capture(&a).unwrap(), s.capture(&b).unwrap()];
+        std::fs::write(&a, "two\n").unwrap();
+        std::fs::write(&b, "new\n").unwrap();
+        let batch = s.record_batch("s1", &pre).unwrap().unwrap();
+        assert_eq!(batch.files.len(), 2);
+        let (_, r) = s.undo().unwrap().unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "one\n");
+        assert!(!b.exists());
+        assert_eq!(r.removed, vec![b.clone()]);
+        s.redo().unwrap().unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "two\n");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "new\n");
+        // A user edit after the batch: undo leaves that file alone.
+        std::fs::write(&a, "user\n").unwrap();
+        let (_, r) = s.undo().unwrap().unwrap();
+        assert_eq!(r.skipped, vec![a.clone()]);
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "user\n");
+        assert!(!b.exists());
+        // A file created after the undo: redo is a no-op.
+        std::fs::write(proj.path().join("c.txt"), "c").unwrap();
+        assert!(s.redo().is_err());
+        assert!(!b.exists());
+        // The user's repository gets nothing.
+        assert!(!proj.path().join(".git").exists());
+    }
+}

@@ -254,6 +254,7 @@ impl Session {
             started: std::time::Instant::now(),
             runtime: Mutex::new(None),
         };
+        crate::cmd_background::attach(&session);
         for w in [cost_warning, trajectory.1].into_iter().flatten() {
             session.notice(NoticeLevel::Warning, w);
         }
@@ -384,6 +385,7 @@ impl Session {
 
     pub fn close(&self) {
         self.interrupt();
+        self.ctx.jobs.shutdown();
         let mut st = self.lock();
         let cost = st.cost_usd;
         st.trajectory

@@ -180,6 +180,7 @@ impl Session {
                     st.trajectory.record("steer", json!({"text": q}));
                     st.history.push(Message::user(q));
                 }
+                self.inject_background(&mut st);
                 let effort = st.thinking.and_then(|t| match t {
                     ThinkingLevel::Off => None,
                     ThinkingLevel::Max => Some("high".to_string()),

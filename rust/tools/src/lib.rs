@@ -6,6 +6,7 @@ mod args;
 mod edit_engine;
 pub mod exec;
 pub mod fs;
+pub mod jobs;
 mod output;
 mod registry;
 pub mod search;
@@ -44,6 +45,8 @@ pub struct ToolContext {
     pub spill_dir: PathBuf,
     /// Default bash timeout in milliseconds.
     pub bash_timeout_ms: u64,
+    /// Background jobs (bash `run_in_background`, monitors); they end with the context.
+    pub jobs: jobs::Jobs,
 }
 
 impl ToolContext {
@@ -54,6 +57,7 @@ impl ToolContext {
             files: Mutex::new(HashMap::new()),
             spill_dir,
             bash_timeout_ms: 120_000,
+            jobs: jobs::Jobs::default(),
         }
     }
 

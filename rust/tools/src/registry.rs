@@ -1,6 +1,6 @@
 //! The tool registry: advertised schemas and dispatch by any accepted spelling.
 
-use crate::{Tool, exec, fs, search};
+use crate::{Tool, exec, fs, jobs, search};
 use serde_json::{Value, json};
 use yuyao_protocol::canonical_tool_name;
 
@@ -25,6 +25,10 @@ impl Default for Registry {
                 Box::new(fs::MultiEdit),
                 Box::new(search::Grep),
                 Box::new(search::Glob),
+                Box::new(jobs::Monitor),
+                Box::new(jobs::BgList),
+                Box::new(jobs::BgOutput),
+                Box::new(jobs::BgStop),
             ],
         }
     }

@@ -155,13 +155,13 @@ fn walker(
     if let Some(t) = file_type {
         let mut tb = TypesBuilder::new();
         tb.add_defaults();
-        tb.select(t);
-        let types = tb.build().map_err(|e| format!("invalid type '{t}': {e}"))?;
         if !tb.definitions().iter().any(|d| d.name() == t) {
             return Err(format!(
-                "unknown file type '{t}' (ripgrep's type names, e.g. rust, py, js, ts, go, md)"
+                "unknown file type '{t}' (ripgrep's type names, e.g. rust, py, js, ts, go, md, c, cpp, java)"
             ));
         }
+        tb.select(t);
+        let types = tb.build().map_err(|e| format!("invalid type '{t}': {e}"))?;
         wb.types(types);
     }
     Ok(wb)

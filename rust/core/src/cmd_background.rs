@@ -40,13 +40,9 @@ impl Session {
             *c = token.clone();
         }
         let cwd = self.cwd();
-        let run = yuyao_tools::exec::run_foreground(
-            &self.ctx,
-            command,
-            self.ctx.bash_timeout_ms,
-            &token,
-        )
-        .map_err(CoreError::Failed)?;
+        let run =
+            yuyao_tools::exec::run_foreground(&self.ctx, command, self.ctx.bash_timeout_ms, &token)
+                .map_err(CoreError::Failed)?;
         let mut st = self.lock();
         st.trajectory.record(
             "user_shell",

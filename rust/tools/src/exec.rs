@@ -408,7 +408,13 @@ mod tests {
     fn output_and_exit_code() {
         let d = tempfile::tempdir().unwrap();
         let c = ctx(d.path());
-        let r = run_foreground(&c, "echo out; echo err >&2; exit 3", 10_000, &CancellationToken::new()).unwrap();
+        let r = run_foreground(
+            &c,
+            "echo out; echo err >&2; exit 3",
+            10_000,
+            &CancellationToken::new(),
+        )
+        .unwrap();
         assert!(r.text.contains("out\nerr"), "{}", r.text);
         assert!(r.text.ends_with("[exit code 3]"), "{}", r.text);
         assert_eq!(r.exit_code, Some(3));
@@ -420,7 +426,13 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let c = ctx(d.path());
         let t0 = Instant::now();
-        let r = run_foreground(&c, "sleep 30 & sleep 30; echo never", 300, &CancellationToken::new()).unwrap();
+        let r = run_foreground(
+            &c,
+            "sleep 30 & sleep 30; echo never",
+            300,
+            &CancellationToken::new(),
+        )
+        .unwrap();
         assert!(r.timed_out);
         assert!(t0.elapsed() < Duration::from_secs(5));
         assert!(r.text.contains("timed out after 300 ms"), "{}", r.text);
@@ -445,7 +457,13 @@ mod tests {
     fn huge_output_streams_to_the_spill_file() {
         let d = tempfile::tempdir().unwrap();
         let c = ctx(d.path());
-        let r = run_foreground(&c, "head -c 6000000 /dev/zero | tr '\\0' x; echo END", 30_000, &CancellationToken::new()).unwrap();
+        let r = run_foreground(
+            &c,
+            "head -c 6000000 /dev/zero | tr '\\0' x; echo END",
+            30_000,
+            &CancellationToken::new(),
+        )
+        .unwrap();
         assert!(r.text.len() < 40_000);
         let path = r
             .text

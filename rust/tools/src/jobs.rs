@@ -199,7 +199,12 @@ impl Jobs {
     }
 
     /// Starts a job in `cwd`; returns its id.
-    pub fn start(&self, ctx: &ToolContext, spec: JobSpec<'_>, cwd: &Path) -> Result<String, String> {
+    pub fn start(
+        &self,
+        ctx: &ToolContext,
+        spec: JobSpec<'_>,
+        cwd: &Path,
+    ) -> Result<String, String> {
         let id = {
             let mut s = self.shared.serial.lock().unwrap_or_else(|e| e.into_inner());
             let k = match spec.kind {
@@ -244,22 +249,25 @@ impl Jobs {
         std::thread::spawn(move || {
             let mut reader = BufReader::with_capacity(64 * 1024, reader);
             let mut line = Vec::new();
+            let mut chunk = vec![0u8; 64 * 1024];
             loop {
                 line.clear();
                 let n = if kind == JobKind::Monitor {
-                    reader.read_until(b'\n', &mut line)
+                    // A line without an end is handled in pieces of at most 1 MiB.
+                    (&mut reader).take(1 << 20).read_until(b'\n', &mut line)
                 } else {
-                    let mut chunk = vec![0u8; 64 * 1024];
-                    reader.read(&mut chunk).map(|n| {
-                        line.extend_from_slice(&chunk[..n]);
-                        n
-                    })
+                    reader.read(&mut chunk)
                 };
                 let n = match n {
                     Ok(0) | Err(_) => break,
                     Ok(n) => n,
                 };
-                let _ = file.write_all(&line);
+                let data = if kind == JobKind::Monitor {
+                    &line[..]
+                } else {
+                    &chunk[..n]
+                };
+                let _ = file.write_all(data);
                 let _ = file.flush();
                 let mut emit = None;
                 shared.with_job(&rid, |j| {
@@ -345,7 +353,11 @@ impl Jobs {
                 j.id,
                 one_line(&j.command),
                 j.pending.len() + j.dropped,
-                if j.pending.len() + j.dropped == 1 { "" } else { "s" }
+                if j.pending.len() + j.dropped == 1 {
+                    ""
+                } else {
+                    "s"
+                }
             );
             if j.dropped > 0 {
                 text.push_str(&format!(
@@ -379,9 +391,7 @@ impl Jobs {
         let mut to = info.bytes.min(from + READ_CAP);
         let mut bytes = read_range(&info.log, from, to)?;
         // Keep an unfinished last line for the next read while the job still writes.
-        if !drained
-            && let Some(p) = bytes.iter().rposition(|b| *b == b'\n')
-        {
+        if !drained && let Some(p) = bytes.iter().rposition(|b| *b == b'\n') {
             to = from + p as u64 + 1;
             bytes.truncate(p + 1);
         } else if !drained && !bytes.is_empty() && info.state == JobState::Running {
@@ -440,7 +450,10 @@ impl Jobs {
             // Wait for the waiter to record the end (bounded).
             let until = Instant::now() + Duration::from_secs(3);
             while Instant::now() < until
-                && self.shared.with_job(id, |j| j.ended.is_none()).unwrap_or(false)
+                && self
+                    .shared
+                    .with_job(id, |j| j.ended.is_none())
+                    .unwrap_or(false)
             {
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -798,7 +811,9 @@ impl Tool for Monitor {
                 (u, n) => {
                     let mut parts = Vec::new();
                     if let Some(n) = n {
-                        parts.push(format!("lines matching /{n}/ will be shown to you at your next step"));
+                        parts.push(format!(
+                            "lines matching /{n}/ will be shown to you at your next step"
+                        ));
                     }
                     if let Some(u) = u {
                         parts.push(format!("the monitor stops at the first line matching /{u}/ (that line is shown to you)"));
@@ -871,7 +886,10 @@ mod tests {
         assert_eq!(rest, "three");
         assert_eq!(info.exit_code, Some(0));
         let notes = c.jobs.drain_notifications();
-        assert!(notes.iter().any(|n| n.contains("bash_1 ended: completed")), "{notes:?}");
+        assert!(
+            notes.iter().any(|n| n.contains("bash_1 ended: completed")),
+            "{notes:?}"
+        );
     }
 
     #[test]
@@ -885,7 +903,10 @@ mod tests {
             until: None,
             notify: None,
         };
-        let a = c.jobs.start(&c, spec("sleep 60 & sleep 60"), d.path()).unwrap();
+        let a = c
+            .jobs
+            .start(&c, spec("sleep 60 & sleep 60"), d.path())
+            .unwrap();
         let b = c.jobs.start(&c, spec("sleep 61"), d.path()).unwrap();
         let pg = c.jobs.list()[0].pid as i32;
         let info = c.jobs.stop(&a).unwrap();
@@ -925,7 +946,10 @@ mod tests {
         assert!(notes.contains("ERROR a"), "{notes}");
         assert!(notes.contains("DONE"), "{notes}");
         assert!(!notes.contains("\nok 1"), "{notes}");
-        let (info, all) = c.jobs.read_new(&id, Some(&Regex::new("ok").unwrap())).unwrap();
+        let (info, all) = c
+            .jobs
+            .read_new(&id, Some(&Regex::new("ok").unwrap()))
+            .unwrap();
         assert_eq!(all, "ok 1\nok 2");
         assert_eq!(info.state, JobState::UntilMatched);
     }

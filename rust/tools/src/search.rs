@@ -229,7 +229,11 @@ impl Collector<'_> {
                 (true, Some(n)) => format!("{}{sep}{n}{sep}{shown}", self.path),
                 _ => format!("{}{sep}{shown}", self.path),
             };
-            self.lines.push(if gap && k == 0 { format!("--\n{row}") } else { row });
+            self.lines.push(if gap && k == 0 {
+                format!("--\n{row}")
+            } else {
+                row
+            });
             self.last_line = n;
         }
     }
@@ -447,7 +451,9 @@ fn glob(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<T
             walk_root.display()
         )));
     }
-    let hidden = pattern.split('/').any(|part| part.starts_with('.') && part != "." && part != "..");
+    let hidden = pattern
+        .split('/')
+        .any(|part| part.starts_with('.') && part != "." && part != "..");
     let found: Mutex<Vec<(SystemTime, String)>> = Mutex::new(Vec::new());
     walker(&walk_root, None, None, hidden)?
         .build_parallel()
@@ -544,7 +550,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let r = d.path();
         touch(&r.join("old.txt"), b"needle one\n", 100);
-        touch(&r.join("src/new.rs"), b"a\nneedle two\nb\nneedle three\n", 10);
+        touch(
+            &r.join("src/new.rs"),
+            b"a\nneedle two\nb\nneedle three\n",
+            10,
+        );
         touch(&r.join("bin.dat"), b"needle\0\x01\x02", 5);
         touch(&r.join(".gitignore"), b"ignored/\n", 50);
         touch(&r.join("ignored/x.txt"), b"needle\n", 1);
@@ -559,14 +569,30 @@ mod tests {
             json!({"pattern": "three", "output_mode": "content", "-B": 1, "path": "src"}),
         );
         assert_eq!(content.text, "src/new.rs-3-b\nsrc/new.rs:4:needle three");
-        let paged = run_grep(&c, json!({"pattern": "needle", "output_mode": "content", "head_limit": 1, "offset": 1}));
-        assert!(paged.text.starts_with("src/new.rs:4:needle three\n[showing results 2–2 of 3; continue with offset=2]"), "{}", paged.text);
-        let multi = run_grep(&c, json!({"pattern": "two.b", "multiline": true, "output_mode": "content"}));
+        let paged = run_grep(
+            &c,
+            json!({"pattern": "needle", "output_mode": "content", "head_limit": 1, "offset": 1}),
+        );
+        assert!(
+            paged.text.starts_with(
+                "src/new.rs:4:needle three\n[showing results 2–2 of 3; continue with offset=2]"
+            ),
+            "{}",
+            paged.text
+        );
+        let multi = run_grep(
+            &c,
+            json!({"pattern": "two.b", "multiline": true, "output_mode": "content"}),
+        );
         assert_eq!(multi.text, "src/new.rs:2:needle two\nsrc/new.rs:3:b");
         let typed = run_grep(&c, json!({"pattern": "needle", "type": "rust"}));
         assert_eq!(typed.text, "src/new.rs");
         let bad = run_grep(&c, json!({"pattern": "a(b"}));
-        assert!(!bad.ok && bad.text.contains("invalid regex /a(b/"), "{}", bad.text);
+        assert!(
+            !bad.ok && bad.text.contains("invalid regex /a(b/"),
+            "{}",
+            bad.text
+        );
     }
 
     #[test]
@@ -585,7 +611,10 @@ mod tests {
         let lines: Vec<&str> = all.text.lines().collect();
         assert_eq!(lines.len(), 101);
         assert_eq!(&lines[..3], ["top.rs", "src/main.rs", "src/a/b.rs"]);
-        assert_eq!(lines[100], "[showing 100 of 123 matches; narrow the pattern]");
+        assert_eq!(
+            lines[100],
+            "[showing 100 of 123 matches; narrow the pattern]"
+        );
         let direct = run_glob(&c, json!({"pattern": "src/*.rs"}));
         assert_eq!(direct.text, "src/main.rs");
         let deep = run_glob(&c, json!({"pattern": "src/**/*.rs"}));

@@ -58,16 +58,16 @@ GREP_QUERIES = [
     ),
 ]
 
-# (label, yuyao glob arguments, fd arguments)
+# (label, yuyao glob arguments, fd arguments); glob lists files and symlinks, not folders
 GLOB_QUERIES = [
-    ("*.c", {"pattern": "*.c"}, ["-t", "f", "-g", "*.c"]),
-    ("Kconfig*", {"pattern": "Kconfig*"}, ["-t", "f", "-g", "Kconfig*"]),
+    ("*.c", {"pattern": "*.c"}, ["-t", "f", "-t", "l", "-g", "*.c"]),
+    ("Kconfig*", {"pattern": "Kconfig*"}, ["-t", "f", "-t", "l", "-g", "Kconfig*"]),
     (
         "drivers/net/**/*.h",
         {"pattern": "drivers/net/**/*.h"},
-        ["-t", "f", "-g", "*.h", "drivers/net"],
+        ["-t", "f", "-t", "l", "-g", "*.h", "drivers/net"],
     ),
-    ("**/*.{S,s}", {"pattern": "**/*.{S,s}"}, ["-t", "f", "-g", "*.{S,s}"]),
+    ("**/*.{S,s}", {"pattern": "**/*.{S,s}"}, ["-t", "f", "-t", "l", "-g", "*.{S,s}"]),
 ]
 
 
@@ -127,7 +127,7 @@ def run_peer(argv: list[str], cwd: Path) -> tuple[float, str]:
 
 def count_shown(text: str) -> int | None:
     """N from the paging/truncation line of a yuyao result, else the number of lines."""
-    m = re.search(r"of (\d+) (?:results|matches)", text)
+    m = re.search(r"\[showing (?:results )?\S+ of (\d+)[;\s]", text)
     if m:
         return int(m.group(1))
     if text.startswith(("No matches", "No files match")):
@@ -189,11 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = lambda out: len(out.splitlines())  # noqa: E731
     for q, (label, gargs, rargs) in enumerate(GREP_QUERIES):
         ids = [f"grep{q}_{k}" for k in range(args.repeat)]
-        mode = gargs.get("output_mode")
-        if mode in ("content", "count"):
-            ours_count = len(timer.output[ids[0]].splitlines())
-        else:
-            ours_count = count_shown(timer.output[f"check{q}"])
+        ours_count = count_shown(timer.output[f"check{q}"])
         compare("grep", label, ids, [rg, *rargs], ours_count, lines)
     for q, (label, gargs, fargs) in enumerate(GLOB_QUERIES):
         ids = [f"glob{q}_{k}" for k in range(args.repeat)]

@@ -1,4 +1,4 @@
-"""grep vs ripgrep, glob vs fd, and the bash tool's per-call overhead vs `bash -c true`.
+r"""grep vs ripgrep, glob vs fd, and the bash tool's per-call overhead vs `bash -c true`.
 
 The yuyao side runs the real tools through a real session (yuyao._core.Session) driven by the
 scripted model of tests/fakellm.py; each tool call is timed from its `tool_begin` event to its
@@ -187,11 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     lines = lambda out: len(out.splitlines())  # noqa: E731
-    for q, (label, gargs, rargs) in enumerate(GREP_QUERIES):
+    for q, (label, _, rargs) in enumerate(GREP_QUERIES):
         ids = [f"grep{q}_{k}" for k in range(args.repeat)]
         ours_count = count_shown(timer.output[f"check{q}"])
         compare("grep", label, ids, [rg, *rargs], ours_count, lines)
-    for q, (label, gargs, fargs) in enumerate(GLOB_QUERIES):
+    for q, (label, _, fargs) in enumerate(GLOB_QUERIES):
         ids = [f"glob{q}_{k}" for k in range(args.repeat)]
         compare("glob", label, ids, [fd, *fargs], count_shown(timer.output[ids[0]]), lines)
 

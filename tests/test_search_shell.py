@@ -293,7 +293,7 @@ def test_background_job_lifecycle(fake_llm, open_session, repo):
             (
                 "bash",
                 {
-                    "command": "echo first; sleep 0.6; echo second; exit 4",
+                    "command": "echo first; sleep 1.5; echo second; exit 4",
                     "run_in_background": True,
                 },
                 "start",
@@ -301,11 +301,11 @@ def test_background_job_lifecycle(fake_llm, open_session, repo):
             ("bash", {"command": f"sleep {marker}", "run_in_background": True}, "start2"),
         ],
         [
-            ("bash", {"command": "sleep 0.3"}, "settle"),
+            ("bash", {"command": "sleep 0.5"}, "settle"),
             ("bg-list", {}, "list1"),
             ("bg-output", {"id": "bash_1"}, "out1"),
         ],
-        [("bash", {"command": "sleep 1.2"}, "wait")],
+        [("bash", {"command": "sleep 2"}, "wait")],
         [
             ("bg-output", {"id": "bash_1"}, "out2"),
             ("bg-output", {"id": "bash_1"}, "out3"),

@@ -435,17 +435,19 @@ impl Jobs {
 
     /// Kills the job's process group (TERM, then KILL). Returns its state afterwards.
     pub fn stop(&self, id: &str) -> Result<JobInfo, String> {
-        let (pgid, running) = self
+        let (pgid, running, drained) = self
             .shared
             .with_job(id, |j| {
                 let running = j.state == JobState::Running;
                 if running {
                     j.state = JobState::Stopped;
                 }
-                (j.pgid, running)
+                (j.pgid, running, j.drained)
             })
             .ok_or_else(|| self.unknown(id))?;
-        if running || group_alive(pgid) {
+        // Once the leader is reaped and the output closed, the group id may belong to someone
+        // else: only signal while the job still runs or something still holds its output.
+        if running || (!drained && group_alive(pgid)) {
             terminate(pgid);
             // Wait for the waiter to record the end (bounded).
             let until = Instant::now() + Duration::from_secs(3);
@@ -469,7 +471,7 @@ impl Jobs {
             .shared
             .jobs()
             .iter_mut()
-            .filter(|j| j.state == JobState::Running || j.ended.is_none())
+            .filter(|j| j.state == JobState::Running || j.ended.is_none() || !j.drained)
             .map(|j| {
                 if j.state == JobState::Running {
                     j.state = JobState::SessionEnded;

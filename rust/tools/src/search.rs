@@ -596,6 +596,19 @@ mod tests {
     }
 
     #[test]
+    fn literal_prefix_splits_at_the_first_wildcard() {
+        let p = |s: &str| {
+            let (a, b) = literal_prefix(s);
+            (a.to_string_lossy().to_string(), b)
+        };
+        assert_eq!(p("*.rs"), ("".into(), "*.rs".into()));
+        assert_eq!(p("src/**/*.rs"), ("src".into(), "**/*.rs".into()));
+        assert_eq!(p("./src/a/*.rs"), ("src/a".into(), "*.rs".into()));
+        assert_eq!(p("src/main.rs"), ("src".into(), "main.rs".into()));
+        assert_eq!(p("/abs/x/{a,b}/*.c"), ("/abs/x".into(), "{a,b}/*.c".into()));
+    }
+
+    #[test]
     fn glob_semantics_cap_and_order() {
         let d = tempfile::tempdir().unwrap();
         let r = d.path();

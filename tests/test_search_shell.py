@@ -456,3 +456,22 @@ def test_new_tools_are_advertised(fake_llm, open_session, repo):
     names = server.tool_names(0)
     for name in ("bash", "grep", "glob", "monitor", "bg-list", "bg-output", "bg-stop"):
         assert name in names
+
+
+def test_print_mode_ends_its_background_jobs(fake_llm, yuyao, env):
+    marker = "31343.5"
+    server = fake_llm(
+        [
+            calls(
+                [
+                    ("bash", {"command": f"sleep {marker}", "run_in_background": True}, "bg"),
+                    ("monitor", {"command": f"sleep {marker}"}, "mon"),
+                ]
+            ),
+            say("Started a job and a monitor."),
+        ]
+    )
+    proc = yuyao("-p", "start the dev server", "--yolo", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert "Started background job bash_1" in server.tool_result("bg")
+    assert wait_until(lambda: not processes_with(f"sleep {marker}"))

@@ -475,3 +475,32 @@ def test_print_mode_ends_its_background_jobs(fake_llm, yuyao, env):
     assert proc.returncode == 0, proc.stderr
     assert "Started background job bash_1" in server.tool_result("bg")
     assert wait_until(lambda: not processes_with(f"sleep {marker}"))
+
+
+def test_ctrl_b_moves_the_running_command_to_the_background(fake_llm, open_session, repo):
+    import threading
+
+    server = fake_llm(
+        [
+            calls([("bash", {"command": "echo early; sleep 2; echo late"}, "fg")]),
+            calls([("bg-list", {}, "list")]),
+            say("It runs in the background."),
+        ]
+    )
+    session = open_session(server, mode="yolo")
+    core = session._core
+    assert core.background_running() is False  # nothing runs yet
+    answers = []
+    thread = threading.Thread(target=lambda: answers.append(session.chat("start it")))
+    t0 = time.monotonic()
+    thread.start()
+    time.sleep(0.5)  # let "early" arrive (the first True answer is the move itself)
+    assert wait_until(core.background_running, timeout=10)
+    thread.join(timeout=10)
+    assert answers == ["It runs in the background."]
+    assert time.monotonic() - t0 < 1.9  # the turn did not wait for the command
+    fg = server.tool_result("fg")
+    assert fg.startswith("early\n") and "moved to the background by the user as job bash_1" in fg
+    assert re.search(r"bash_1\s+bash\s+running", server.tool_result("list"))
+    assert wait_until(lambda: "completed" in session.dispatch("/tasks"), timeout=10)
+    assert session.dispatch("/tasks show bash_1").endswith("early\nlate")

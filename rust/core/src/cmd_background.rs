@@ -27,6 +27,13 @@ impl Session {
         }
     }
 
+    /// `Ctrl+B`: moves the running foreground bash command (the bash tool's, or a `!`
+    /// command's) to the background as a job; the tool call returns at once. Thread-safe.
+    /// False when no foreground command is running.
+    pub fn background_running(&self) -> bool {
+        self.ctx.jobs.request_detach()
+    }
+
     /// The user's `!command`: runs it in the session cwd (no model call, no approval), returns
     /// the output with its exit status, and records command and output in the conversation
     /// so the model sees them on the next turn. `cd` persists as it does for bash.

@@ -84,6 +84,12 @@ impl PySession {
         py.detach(move || inner.user_shell(&command)).map_err(to_py)
     }
 
+    /// Ctrl+B: the running bash command becomes a background job (thread-safe). False when
+    /// no command is running.
+    fn background_running(&self) -> bool {
+        self.inner.background_running()
+    }
+
     fn messages_json(&self) -> PyResult<String> {
         serde_json::to_string(&self.inner.messages())
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))

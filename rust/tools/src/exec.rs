@@ -6,6 +6,7 @@
 //! shell) is built by [`shell_command`]: the OS sandbox plugs in there, once.
 
 use crate::args::{opt_bool, opt_int, opt_string, string};
+use crate::jobs::JobFeed;
 use crate::output::{RESULT_CAP, cap_output, strip_ansi};
 use crate::{Tool, ToolContext, ToolOutput};
 use serde_json::{Value, json};
@@ -154,10 +155,16 @@ struct Capture {
     total: u64,
     spill: Option<(PathBuf, File)>,
     spill_error: Option<String>,
+    /// The command was moved to the background: the rest of its output goes to the job.
+    redirect: Option<JobFeed>,
 }
 
 impl Capture {
     fn push(&mut self, chunk: &[u8], spill_dir: &Path) {
+        if let Some(feed) = &self.redirect {
+            feed.write(chunk);
+            return;
+        }
         self.total += chunk.len() as u64;
         if self.spill.is_none() && self.spill_error.is_none() {
             if self.head.len() + chunk.len() <= MEMORY_CAP {
@@ -245,6 +252,9 @@ pub fn run_foreground(
     );
     let (mut child, mut reader) = spawn_piped(ctx, &script, &cwd)?;
     let pgid = child.id() as i32;
+    let started = Instant::now();
+    ctx.jobs.set_foreground(true);
+    let _foreground = Foreground(ctx);
 
     let capture = Arc::new(Mutex::new(Capture::default()));
     let (done_tx, done_rx) = mpsc::channel::<()>();
@@ -285,6 +295,11 @@ pub fn run_foreground(
                 return Err("lost track of the command".into());
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if ctx.jobs.take_detach() {
+            return detach(
+                ctx, command, pgid, started, &capture, exit_rx, done_rx, &cwd_file,
+            );
         }
         if cancel.is_cancelled() || Instant::now() >= deadline {
             ended_by = Some(if cancel.is_cancelled() {
@@ -332,6 +347,76 @@ pub fn run_foreground(
         exit_code: code,
         timed_out: ended_by == Some("timeout"),
         interrupted: ended_by == Some("interrupted"),
+    })
+}
+
+/// Clears the "foreground command running" mark however `run_foreground` returns.
+struct Foreground<'a>(&'a ToolContext);
+
+impl Drop for Foreground<'_> {
+    fn drop(&mut self) {
+        self.0.jobs.set_foreground(false);
+    }
+}
+
+/// `Ctrl+B`: the running command becomes background job `bash_N`; what it printed so far is
+/// in the result and at the start of the job's log.
+#[allow(clippy::too_many_arguments)]
+fn detach(
+    ctx: &ToolContext,
+    command: &str,
+    pgid: i32,
+    started: Instant,
+    capture: &Arc<Mutex<Capture>>,
+    exit_rx: mpsc::Receiver<std::io::Result<std::process::ExitStatus>>,
+    done_rx: mpsc::Receiver<()>,
+    cwd_file: &Path,
+) -> Result<ShellRun, String> {
+    let feed = ctx.jobs.adopt(ctx, command, pgid, started)?;
+    let so_far = {
+        let mut c = capture
+            .lock()
+            .map_err(|_| "lost the command's output".to_string())?;
+        match &c.spill {
+            Some((path, _)) => feed.write(&std::fs::read(path).unwrap_or_default()),
+            None => feed.write(&c.head),
+        }
+        feed.mark_read();
+        let text = c.render(&ctx.spill_dir);
+        c.redirect = Some(feed.clone());
+        text
+    };
+    let (waiter, cwd_file) = (feed.clone(), cwd_file.to_path_buf());
+    std::thread::spawn(move || {
+        let code = exit_rx
+            .recv()
+            .ok()
+            .and_then(Result::ok)
+            .and_then(|s| s.code());
+        let drained = done_rx.recv_timeout(Duration::from_millis(500)).is_ok();
+        if drained {
+            waiter.drained();
+        }
+        waiter.finish(code);
+        if !drained && done_rx.recv().is_ok() {
+            waiter.drained();
+        }
+        let _ = std::fs::remove_file(cwd_file);
+    });
+    let id = feed.id().to_string();
+    let shown = if so_far.trim().is_empty() {
+        "(no output yet)".to_string()
+    } else {
+        so_far
+    };
+    Ok(ShellRun {
+        text: format!(
+            "{shown}\n[moved to the background by the user as job {id}; it keeps running. Read its new output with bg-output {{\"id\": \"{id}\"}}, stop it with bg-stop. `cd` in it does not persist]"
+        ),
+        ok: true,
+        exit_code: None,
+        timed_out: false,
+        interrupted: false,
     })
 }
 

@@ -13,6 +13,7 @@ use regex::Regex;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader, Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
@@ -134,6 +135,9 @@ struct Shared {
     listener: Mutex<Option<Listener>>,
     /// Job-level notices (a job ended) waiting for the next model call.
     notices: Mutex<Vec<String>>,
+    /// A foreground command is running, and the user asked to move it to the background.
+    foreground: AtomicBool,
+    detach: AtomicBool,
 }
 
 impl Shared {
@@ -166,6 +170,42 @@ pub struct Jobs {
 impl Drop for Jobs {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// The output and end of a job that started as a foreground command.
+#[derive(Clone)]
+pub(crate) struct JobFeed {
+    shared: Arc<Shared>,
+    id: String,
+    file: Arc<Mutex<std::fs::File>>,
+}
+
+impl JobFeed {
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn write(&self, data: &[u8]) {
+        if let Ok(mut f) = self.file.lock() {
+            let _ = f.write_all(data);
+            let _ = f.flush();
+        }
+        self.shared
+            .with_job(&self.id, |j| j.bytes += data.len() as u64);
+    }
+
+    /// Everything written so far was already shown (in the foreground result).
+    pub(crate) fn mark_read(&self) {
+        self.shared.with_job(&self.id, |j| j.read_offset = j.bytes);
+    }
+
+    pub(crate) fn drained(&self) {
+        self.shared.with_job(&self.id, |j| j.drained = true);
+    }
+
+    pub(crate) fn finish(&self, code: Option<i32>) {
+        finish(&self.shared, &self.id, code);
     }
 }
 
@@ -296,49 +336,77 @@ impl Jobs {
             while Instant::now() < until && shared.with_job(&wid, |j| !j.drained).unwrap_or(false) {
                 std::thread::sleep(Duration::from_millis(5));
             }
-            let code = status.ok().and_then(|s| s.code());
-            let ended = shared.with_job(&wid, |j| {
-                j.ended = Some(Instant::now());
-                j.exit_code = code;
-                if j.state == JobState::Running {
-                    j.state = JobState::Exited(code);
-                }
-                (j.info(), j.kind)
-            });
-            if let Some((info, kind)) = ended {
-                if !matches!(
-                    info.state,
-                    JobState::SessionEnded | JobState::Stopped | JobState::UntilMatched
-                ) {
-                    let text = format!(
-                        "[background] {} {} ended: {} after {:.1} s (`{}`). {}",
-                        kind.as_str(),
-                        info.id,
-                        info.state.label(),
-                        info.runtime.as_secs_f64(),
-                        one_line(&info.command),
-                        if info.unread > 0 {
-                            format!(
-                                "It has {} bytes of unread output: bg-output {{\"id\": \"{}\"}}.",
-                                info.unread, info.id
-                            )
-                        } else {
-                            "All its output has been read.".into()
-                        }
-                    );
-                    if let Ok(mut n) = shared.notices.lock() {
-                        n.push(text);
-                    }
-                }
-                shared.emit(&Event::JobEnd {
-                    id: info.id,
-                    kind: kind.as_str().into(),
-                    state: info.state.label(),
-                    exit_code: code,
-                });
-            }
+            finish(&shared, &wid, status.ok().and_then(|s| s.code()));
         });
         Ok(id)
+    }
+
+    /// Moves the running foreground command to the background (`Ctrl+B`). False when no
+    /// foreground command is running.
+    pub fn request_detach(&self) -> bool {
+        if self.shared.foreground.load(Ordering::SeqCst) {
+            self.shared.detach.store(true, Ordering::SeqCst);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Marks a foreground command as running (or not); a stale request is dropped.
+    pub(crate) fn set_foreground(&self, running: bool) {
+        self.shared.detach.store(false, Ordering::SeqCst);
+        self.shared.foreground.store(running, Ordering::SeqCst);
+    }
+
+    /// Whether the user asked to move the running foreground command to the background.
+    pub(crate) fn take_detach(&self) -> bool {
+        self.shared.detach.swap(false, Ordering::SeqCst)
+    }
+
+    /// Registers a running foreground command (its process group `pgid`) as a background
+    /// job; the returned feed receives its output and its end.
+    pub(crate) fn adopt(
+        &self,
+        ctx: &ToolContext,
+        command: &str,
+        pgid: i32,
+        started: Instant,
+    ) -> Result<JobFeed, String> {
+        let id = {
+            let mut s = self.shared.serial.lock().unwrap_or_else(|e| e.into_inner());
+            s[0] += 1;
+            format!("bash_{}", s[0])
+        };
+        let dir = ctx.spill_dir.join("jobs");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let log = dir.join(format!("{id}-{}.log", unique("out")));
+        let file = std::fs::File::create(&log)
+            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        self.shared.jobs().push(Job {
+            id: id.clone(),
+            kind: JobKind::Bash,
+            command: command.to_string(),
+            description: Some("moved to the background by the user".into()),
+            pgid,
+            started,
+            ended: None,
+            state: JobState::Running,
+            exit_code: None,
+            log,
+            bytes: 0,
+            read_offset: 0,
+            until: None,
+            notify: None,
+            pending: Vec::new(),
+            dropped: 0,
+            drained: false,
+        });
+        Ok(JobFeed {
+            shared: self.shared.clone(),
+            id,
+            file: Arc::new(Mutex::new(file)),
+        })
     }
 
     /// What waits for the next model call (monitor lines, ended jobs), as one text per job.
@@ -503,6 +571,50 @@ impl Jobs {
                 ids.join(", ")
             )
         }
+    }
+}
+
+/// Records the end of a job: its state, one notice for the conversation and one event.
+fn finish(shared: &Arc<Shared>, id: &str, code: Option<i32>) {
+    let ended = shared.with_job(id, |j| {
+        j.ended = Some(Instant::now());
+        j.exit_code = code;
+        if j.state == JobState::Running {
+            j.state = JobState::Exited(code);
+        }
+        (j.info(), j.kind)
+    });
+    if let Some((info, kind)) = ended {
+        if !matches!(
+            info.state,
+            JobState::SessionEnded | JobState::Stopped | JobState::UntilMatched
+        ) {
+            let text = format!(
+                "[background] {} {} ended: {} after {:.1} s (`{}`). {}",
+                kind.as_str(),
+                info.id,
+                info.state.label(),
+                info.runtime.as_secs_f64(),
+                one_line(&info.command),
+                if info.unread > 0 {
+                    format!(
+                        "It has {} bytes of unread output: bg-output {{\"id\": \"{}\"}}.",
+                        info.unread, info.id
+                    )
+                } else {
+                    "All its output has been read.".into()
+                }
+            );
+            if let Ok(mut n) = shared.notices.lock() {
+                n.push(text);
+            }
+        }
+        shared.emit(&Event::JobEnd {
+            id: info.id,
+            kind: kind.as_str().into(),
+            state: info.state.label(),
+            exit_code: code,
+        });
     }
 }
 

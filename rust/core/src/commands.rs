@@ -173,7 +173,7 @@ const COMMANDS: &[Command] = &[
         "summarize the context",
         Some(crate::compact::compact_command)
     ),
-        cmd!(
+    cmd!(
         "diff",
         [],
         "",
@@ -331,7 +331,13 @@ const COMMANDS: &[Command] = &[
         "queue or steer mid-turn",
         None
     ),
-    cmd!("tasks", ["bashes"], "", "background shells and tasks", None),
+    cmd!(
+        "tasks",
+        ["bashes"],
+        "[list | show <id> | stop <id|all>]",
+        "background shells and monitors: list, inspect, stop",
+        Some(crate::cmd_background::tasks)
+    ),
     cmd!(
         "usage",
         [],

@@ -3,9 +3,10 @@
 //! A front opens a [`Session`], submits turns ([`Session::chat`]) and slash commands
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
-mod cmd_sessions;
-mod cmd_permissions;
+mod cmd_background;
 mod cmd_files;
+mod cmd_permissions;
+mod cmd_sessions;
 mod commands;
 mod compact;
 mod context;

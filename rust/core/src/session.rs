@@ -320,6 +320,7 @@ impl Session {
             snaps: Mutex::new(Default::default()),
             runtime: Mutex::new(None),
         };
+        crate::cmd_background::attach(&session);
         for w in [cost_warning, trajectory.1].into_iter().flatten() {
             session.notice(NoticeLevel::Warning, w);
         }
@@ -460,6 +461,7 @@ impl Session {
 
     pub fn close(&self) {
         self.interrupt();
+        self.ctx.jobs.shutdown();
         let mut st = self.lock();
         st.sync_log();
         let cost = st.cost_usd;

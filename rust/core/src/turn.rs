@@ -222,6 +222,7 @@ impl Session {
                     st.trajectory.record("steer", json!({"text": q}));
                     st.push(Message::user(q));
                 }
+                self.inject_background(&mut st);
                 st.history.clone()
             };
             let (mut req, _) = self.next_request(&history);

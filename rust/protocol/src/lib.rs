@@ -57,6 +57,19 @@ pub enum Event {
     },
     /// Something the user should see that is not the model's words.
     Notice { level: NoticeLevel, text: String },
+    /// A line of a background monitor's output (`matched`: `notify`, `until` or null).
+    JobLine {
+        id: String,
+        line: String,
+        matched: Option<String>,
+    },
+    /// A background job (bash or monitor) ended; `state` says how.
+    JobEnd {
+        id: String,
+        kind: String,
+        state: String,
+        exit_code: Option<i32>,
+    },
     /// The turn ended; `status` is one of `completed`, `limits_exceeded`, `interrupted`, `error`.
     TurnEnd { status: String, text: String },
 }

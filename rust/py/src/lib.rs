@@ -77,6 +77,19 @@ impl PySession {
         py.detach(move || inner.dispatch(&command)).map_err(to_py)
     }
 
+    /// The user's `!command`: runs in the session cwd, no model call, no approval; returns
+    /// the output (with the exit status line) and records both in the conversation.
+    fn user_shell(&self, py: Python<'_>, command: String) -> PyResult<String> {
+        let inner = self.inner.clone();
+        py.detach(move || inner.user_shell(&command)).map_err(to_py)
+    }
+
+    /// Ctrl+B: the running bash command becomes a background job (thread-safe). False when
+    /// no command is running.
+    fn background_running(&self) -> bool {
+        self.inner.background_running()
+    }
+
     fn messages_json(&self) -> PyResult<String> {
         serde_json::to_string(&self.inner.messages())
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))

@@ -4,8 +4,8 @@
 pub mod config;
 pub mod mcp;
 pub mod paths;
-pub mod sessions;
 pub mod permissions;
+pub mod sessions;
 pub mod snapshots;
 pub mod trajectory;
 

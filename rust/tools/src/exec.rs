@@ -1,23 +1,88 @@
 //! The bash tool: each command in its own `bash -c` process and process group, stdin from
 //! /dev/null, stdout and stderr interleaved through one pipe, a timeout that kills the whole
 //! group, ANSI stripped, oversized output spilled, and `cd` persisted within the project.
+//!
+//! Every shell process yuyao starts (the bash tool, background jobs, monitors, the user's `!`
+//! shell) is built by [`shell_command`]: the OS sandbox plugs in there, once.
 
-use crate::args::{opt_bool, opt_int, string};
-use crate::output::{cap_output, strip_ansi};
+use crate::args::{opt_bool, opt_int, opt_string, string};
+use crate::jobs::JobFeed;
+use crate::output::{RESULT_CAP, cap_output, strip_ansi};
 use crate::{Tool, ToolContext, ToolOutput};
 use serde_json::{Value, json};
-use std::io::Read as _;
+use std::fs::File;
+use std::io::{PipeReader, Read as _, Write as _};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-const MAX_TIMEOUT_MS: u64 = 600_000;
-/// Output kept in memory while a command runs; the rest goes to the spill file only.
-const MEMORY_CAP: usize = 8 * 1024 * 1024;
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Output kept in memory while a command runs; beyond it, everything streams to a spill file.
+const MEMORY_CAP: usize = 4 * 1024 * 1024;
+/// Bytes of the end of the output kept for the preview when the output was spilled.
+const TAIL_KEEP: usize = 64 * 1024;
+
+static SERIAL: AtomicU64 = AtomicU64::new(0);
+
+/// A name no other run of this process uses (spill files, cwd files).
+pub(crate) fn unique(label: &str) -> String {
+    format!(
+        "{label}-{}-{}",
+        std::process::id(),
+        SERIAL.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// THE spawn path: `bash -c script` in `cwd`, its own process group, stdin from /dev/null, a
+/// non-interactive environment. Every shell process of yuyao is built here, so the OS
+/// sandbox (Landlock + seccomp, issue 6) is applied in this one place, from `ctx`.
+pub fn shell_command(ctx: &ToolContext, script: &str, cwd: &Path) -> Command {
+    let _ = ctx; // the sandbox is applied by `spawn_piped`, the one place commands start
+    let mut c = Command::new("bash");
+    c.arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("TERM", "dumb")
+        .env("NO_COLOR", "1")
+        .process_group(0);
+    c
+}
+
+/// Spawns `script` with stdout and stderr interleaved into one pipe.
+pub(crate) fn spawn_piped(
+    ctx: &ToolContext,
+    script: &str,
+    cwd: &Path,
+) -> Result<(Child, PipeReader), String> {
+    let (reader, writer) = std::io::pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let writer2 = writer
+        .try_clone()
+        .map_err(|e| format!("cannot create a pipe: {e}"))?;
+    let mut cmd = shell_command(ctx, script, cwd);
+    cmd.stdout(writer).stderr(writer2);
+    // The OS sandbox (Landlock, seccomp, no_new_privs) for every command, job and monitor.
+    yuyao_policy::sandbox::confine(&mut cmd, &ctx.confinement())?;
+    let child = cmd.spawn().map_err(|e| format!("cannot start bash: {e}"))?;
+    // `cmd` (holding the write ends) is dropped here, so EOF comes when the group closes them.
+    drop(cmd);
+    Ok((child, reader))
+}
+
+/// The working directory a new command starts in: the session cwd, or the project root if
+/// the cwd has disappeared.
+pub(crate) fn start_dir(ctx: &ToolContext) -> PathBuf {
+    let cwd = ctx.cwd();
+    if cwd.is_dir() { cwd } else { ctx.project() }
+}
 
 pub struct Bash;
 
@@ -26,7 +91,7 @@ impl Tool for Bash {
         "bash"
     }
     fn description(&self) -> &'static str {
-        "Run a shell command with bash in the working directory. stdin is /dev/null; stdout and stderr are interleaved; the exit code is reported. Default timeout 120000 ms, at most 600000. `cd` persists between calls within the project. Prefer grep/glob/read over cat/find for exploring."
+        "Run a shell command with bash in the working directory. stdin is /dev/null; stdout and stderr are interleaved; the exit code is reported. Default timeout 120000 ms, at most 600000; on timeout the whole process group is killed. Output over 30000 characters is saved to a file whose path is given. `cd` persists between calls within the project. run_in_background: true starts the command as a background job and returns its id at once; read it with bg-output, stop it with bg-stop. Prefer grep/glob/read over cat/find for exploring."
     }
     fn parameters(&self) -> Value {
         json!({
@@ -35,7 +100,7 @@ impl Tool for Bash {
                 "command": {"type": "string"},
                 "timeout": {"type": "integer", "description": "Timeout in milliseconds (default 120000, max 600000)"},
                 "description": {"type": "string", "description": "What the command does, in a few words"},
-                "run_in_background": {"type": "boolean"}
+                "run_in_background": {"type": "boolean", "description": "Start as a background job and return its id at once (for servers, watchers, long builds)"}
             },
             "required": ["command"]
         })
@@ -50,9 +115,6 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
     if command.trim().is_empty() {
         return Err("command is empty".into());
     }
-    if opt_bool(args, "run_in_background")?.unwrap_or(false) {
-        return Err("run_in_background is not available in this build; run the command in the foreground with a timeout".into());
-    }
     let timeout_ms = match opt_int(args, "timeout")? {
         Some(t) if t <= 0 => {
             return Err(format!(
@@ -62,85 +124,184 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
         Some(t) => (t as u64).min(MAX_TIMEOUT_MS),
         None => ctx.bash_timeout_ms,
     };
-    let cwd = ctx.cwd();
-    let cwd = if cwd.is_dir() { cwd } else { ctx.project() };
+    if opt_bool(args, "run_in_background")?.unwrap_or(false) {
+        let description = opt_string(args, "description", &[])?;
+        return crate::jobs::start_bash_job(ctx, &command, description);
+    }
+    let r = run_foreground(ctx, &command, timeout_ms, cancel)?;
+    Ok(ToolOutput {
+        ok: r.ok,
+        text: r.text,
+        images: Vec::new(),
+    })
+}
+
+/// The outcome of a foreground shell command.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellRun {
+    /// What the model (or the user) sees: capped output and a closing `[...]` status line.
+    pub text: String,
+    /// Exit code 0, not timed out, not interrupted.
+    pub ok: bool,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub interrupted: bool,
+}
+
+/// What the reader thread collects: the head in memory, the tail for the preview, and all of
+/// it in a spill file once it outgrows memory.
+#[derive(Default)]
+struct Capture {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    total: u64,
+    spill: Option<(PathBuf, File)>,
+    spill_error: Option<String>,
+    /// The command was moved to the background: the rest of its output goes to the job.
+    redirect: Option<JobFeed>,
+}
+
+impl Capture {
+    fn push(&mut self, chunk: &[u8], spill_dir: &Path) {
+        if let Some(feed) = &self.redirect {
+            feed.write(chunk);
+            return;
+        }
+        self.total += chunk.len() as u64;
+        if self.spill.is_none() && self.spill_error.is_none() {
+            if self.head.len() + chunk.len() <= MEMORY_CAP {
+                self.head.extend_from_slice(chunk);
+                return;
+            }
+            let path = spill_dir.join(format!("{}.log", unique("bash")));
+            let opened = std::fs::create_dir_all(spill_dir)
+                .and_then(|_| File::create(&path))
+                .and_then(|mut f| f.write_all(&self.head).map(|_| f));
+            match opened {
+                Ok(f) => self.spill = Some((path, f)),
+                Err(e) => self.spill_error = Some(format!("{}: {e}", path.display())),
+            }
+            self.tail = self.head[self.head.len().saturating_sub(TAIL_KEEP)..].to_vec();
+        }
+        if let Some((_, f)) = &mut self.spill
+            && let Err(e) = f.write_all(chunk)
+        {
+            self.spill_error = Some(e.to_string());
+        }
+        self.tail.extend_from_slice(chunk);
+        if self.tail.len() > 2 * TAIL_KEEP {
+            self.tail.drain(..self.tail.len() - TAIL_KEEP);
+        }
+    }
+
+    /// The capped text for the result.
+    fn render(&self, spill_dir: &Path) -> String {
+        let Some((path, _)) = &self.spill else {
+            let text = strip_ansi(&String::from_utf8_lossy(&self.head));
+            let mut text = cap_output(text.trim_end_matches('\n'), spill_dir, "bash");
+            if let Some(e) = &self.spill_error {
+                text.push_str(&format!(
+                    "\n[… {} bytes in all; the rest could not be saved ({e}) …]",
+                    self.total
+                ));
+            }
+            return text;
+        };
+        let head: String = strip_ansi(&String::from_utf8_lossy(&self.head))
+            .chars()
+            .take(RESULT_CAP / 2)
+            .collect();
+        let tail = strip_ansi(&String::from_utf8_lossy(&self.tail));
+        let tail_rev: String = tail.chars().rev().take(RESULT_CAP / 4).collect();
+        let tail: String = tail_rev.chars().rev().collect();
+        let saved = match &self.spill_error {
+            None => format!(
+                "the full output ({} bytes, raw) is in {}; read it with offset/limit or grep it",
+                self.total,
+                path.display()
+            ),
+            Some(e) => format!(
+                "the output ({} bytes) was only partly saved to {} ({e})",
+                self.total,
+                path.display()
+            ),
+        };
+        format!(
+            "{head}\n\n[… output truncated: {saved} …]\n\n{}",
+            tail.trim_end_matches('\n')
+        )
+    }
+}
+
+/// Runs one command in the foreground: the bash tool and the user's `!` shell. The process
+/// group is killed on timeout or cancellation; `cd` persists in `ctx` (reset to the project
+/// root when it leaves the allowed roots).
+pub fn run_foreground(
+    ctx: &ToolContext,
+    command: &str,
+    timeout_ms: u64,
+    cancel: &CancellationToken,
+) -> Result<ShellRun, String> {
+    let cwd = start_dir(ctx);
     std::fs::create_dir_all(&ctx.spill_dir)
         .map_err(|e| format!("cannot create {}: {e}", ctx.spill_dir.display()))?;
-    let cwd_file = ctx.spill_dir.join(
-        format!(
-            "cwd-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        )
-        .replace(['(', ')'], ""),
-    );
+    let cwd_file = ctx.spill_dir.join(unique("cwd"));
     let _ = std::fs::remove_file(&cwd_file);
     // The trap records the final directory however the script ends (even on `exit`).
     let script = format!(
         "trap 'pwd -P > {} 2>/dev/null' EXIT\n{command}",
         shell_quote(&cwd_file.to_string_lossy())
     );
-    let (mut reader, writer) = std::io::pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let writer2 = writer
-        .try_clone()
-        .map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let mut command = Command::new("bash");
-    command
-        .arg("-c")
-        .arg(&script)
-        .current_dir(&cwd)
-        .stdin(Stdio::null())
-        .stdout(writer)
-        .stderr(writer2)
-        .env("PAGER", "cat")
-        .env("GIT_PAGER", "cat")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("TERM", "dumb")
-        .env("NO_COLOR", "1")
-        .process_group(0);
-    let confinement = ctx.confinement();
-    yuyao_policy::sandbox::confine(&mut command, &confinement)?;
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("cannot start bash: {e}"))?;
-    // The command holds the parent's copies of the pipe's write ends: drop it so the reader
-    // sees end-of-file when the process ends.
-    drop(command);
+    let (mut child, mut reader) = spawn_piped(ctx, &script, &cwd)?;
     let pgid = child.id() as i32;
+    let started = Instant::now();
+    ctx.jobs.set_foreground(true);
+    let _foreground = Foreground(ctx);
 
-    let buf = Arc::new(Mutex::new(Vec::<u8>::new()));
-    let total = Arc::new(Mutex::new(0usize));
-    let done = Arc::new(AtomicBool::new(false));
-    let reader_thread = {
-        let (buf, total, done) = (buf.clone(), total.clone(), done.clone());
+    let capture = Arc::new(Mutex::new(Capture::default()));
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    {
+        let capture = capture.clone();
+        let spill_dir = ctx.spill_dir.clone();
         std::thread::spawn(move || {
-            let mut chunk = [0u8; 64 * 1024];
+            let mut chunk = vec![0u8; 64 * 1024];
             loop {
                 match reader.read(&mut chunk) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
-                        if let (Ok(mut b), Ok(mut t)) = (buf.lock(), total.lock()) {
-                            *t += n;
-                            if b.len() < MEMORY_CAP {
-                                let take = n.min(MEMORY_CAP - b.len());
-                                b.extend_from_slice(&chunk[..take]);
-                            }
+                        if let Ok(mut c) = capture.lock() {
+                            c.push(&chunk[..n], &spill_dir);
                         }
                     }
                 }
             }
-            done.store(true, Ordering::SeqCst);
-        })
-    };
+            let _ = done_tx.send(());
+        });
+    }
+    let (exit_tx, exit_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = exit_tx.send(child.wait());
+    });
 
-    let started = Instant::now();
-    let deadline = started + Duration::from_millis(timeout_ms);
+    let deadline = Instant::now() + Duration::from_millis(timeout_ms);
     let mut ended_by: Option<&str> = None;
     let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) => {}
-            Err(e) => return Err(format!("lost track of the command: {e}")),
+        let now = Instant::now();
+        let wait = deadline
+            .saturating_duration_since(now)
+            .min(Duration::from_millis(25));
+        match exit_rx.recv_timeout(wait) {
+            Ok(Ok(s)) => break Some(s),
+            Ok(Err(e)) => return Err(format!("lost track of the command: {e}")),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err("lost track of the command".into());
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if ctx.jobs.take_detach() {
+            return detach(
+                ctx, command, pgid, started, &capture, exit_rx, done_rx, &cwd_file,
+            );
         }
         if cancel.is_cancelled() || Instant::now() >= deadline {
             ended_by = Some(if cancel.is_cancelled() {
@@ -148,65 +309,124 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
             } else {
                 "timeout"
             });
-            kill_group(pgid);
-            break child.wait().ok();
+            kill_group(pgid, libc::SIGKILL);
+            break exit_rx.recv().ok().and_then(Result::ok);
         }
-        std::thread::sleep(Duration::from_millis(5));
     };
     // Background children may keep the pipe open: wait briefly, then stop reading.
-    let grace = Instant::now() + Duration::from_millis(300);
-    while !done.load(Ordering::SeqCst) && Instant::now() < grace {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let still_open = !done.load(Ordering::SeqCst);
-    if !still_open {
-        let _ = reader_thread.join();
-    }
+    let still_open = done_rx.recv_timeout(Duration::from_millis(300)).is_err();
 
-    let raw = buf.lock().map(|b| b.clone()).unwrap_or_default();
-    let total = total.lock().map(|t| *t).unwrap_or(raw.len());
-    let mut text = strip_ansi(&String::from_utf8_lossy(&raw));
-    if total > raw.len() {
-        text.push_str(&format!(
-            "\n[… {} more bytes were not kept …]",
-            total - raw.len()
-        ));
-    }
-    let mut out = cap_output(text.trim_end_matches('\n'), &ctx.spill_dir, "bash");
+    let mut out = capture
+        .lock()
+        .map(|c| c.render(&ctx.spill_dir))
+        .unwrap_or_default();
     let code = status.and_then(|s| s.code());
     let mut notes = Vec::new();
     match ended_by {
         Some("timeout") => notes.push(format!(
-            "timed out after {} ms; the process group was killed (output so far above). Pass a larger timeout (max 600000) or run it differently.",
-            timeout_ms
+            "timed out after {timeout_ms} ms; the process group was killed (output so far above). Pass a larger timeout (max 600000) or run it with run_in_background"
         )),
         Some(_) => notes.push("interrupted by the user; the process group was killed".into()),
-        None => notes.push(format!("exit code {}", code.map_or("none (killed by a signal)".into(), |c| c.to_string()))),
+        None => notes.push(format!(
+            "exit code {}",
+            code.map_or("none (killed by a signal)".into(), |c| c.to_string())
+        )),
     }
     if still_open {
         notes.push("background processes still hold the output; it is not waited for".into());
     }
-    if let Some(note) = yuyao_policy::sandbox::blocked_note(&confinement, code, &text) {
+    if let Some(note) = yuyao_policy::sandbox::blocked_note(&ctx.confinement(), code, &out) {
         notes.push(note);
     }
     if let Some(note) = persist_cwd(ctx, &cwd_file) {
         notes.push(note);
     }
     let _ = std::fs::remove_file(&cwd_file);
-    if out.is_empty() {
+    if out.trim().is_empty() {
         out = "(no output)".into();
     }
     out.push_str(&format!("\n[{}]", notes.join("; ")));
-    let ok = ended_by.is_none() && code == Some(0);
-    Ok(ToolOutput {
-        ok,
+    Ok(ShellRun {
+        ok: ended_by.is_none() && code == Some(0),
         text: out,
-        images: Vec::new(),
+        exit_code: code,
+        timed_out: ended_by == Some("timeout"),
+        interrupted: ended_by == Some("interrupted"),
+    })
+}
+
+/// Clears the "foreground command running" mark however `run_foreground` returns.
+struct Foreground<'a>(&'a ToolContext);
+
+impl Drop for Foreground<'_> {
+    fn drop(&mut self) {
+        self.0.jobs.set_foreground(false);
+    }
+}
+
+/// `Ctrl+B`: the running command becomes background job `bash_N`; what it printed so far is
+/// in the result and at the start of the job's log.
+#[allow(clippy::too_many_arguments)]
+fn detach(
+    ctx: &ToolContext,
+    command: &str,
+    pgid: i32,
+    started: Instant,
+    capture: &Arc<Mutex<Capture>>,
+    exit_rx: mpsc::Receiver<std::io::Result<std::process::ExitStatus>>,
+    done_rx: mpsc::Receiver<()>,
+    cwd_file: &Path,
+) -> Result<ShellRun, String> {
+    let feed = ctx.jobs.adopt(ctx, command, pgid, started)?;
+    let so_far = {
+        let mut c = capture
+            .lock()
+            .map_err(|_| "lost the command's output".to_string())?;
+        match &c.spill {
+            Some((path, _)) => feed.write(&std::fs::read(path).unwrap_or_default()),
+            None => feed.write(&c.head),
+        }
+        feed.mark_read();
+        let text = c.render(&ctx.spill_dir);
+        c.redirect = Some(feed.clone());
+        text
+    };
+    let (waiter, cwd_file) = (feed.clone(), cwd_file.to_path_buf());
+    std::thread::spawn(move || {
+        let code = exit_rx
+            .recv()
+            .ok()
+            .and_then(Result::ok)
+            .and_then(|s| s.code());
+        let drained = done_rx.recv_timeout(Duration::from_millis(500)).is_ok();
+        if drained {
+            waiter.drained();
+        }
+        waiter.finish(code);
+        if !drained && done_rx.recv().is_ok() {
+            waiter.drained();
+        }
+        let _ = std::fs::remove_file(cwd_file);
+    });
+    let id = feed.id().to_string();
+    let shown = if so_far.trim().is_empty() {
+        "(no output yet)".to_string()
+    } else {
+        so_far
+    };
+    Ok(ShellRun {
+        text: format!(
+            "{shown}\n[moved to the background by the user as job {id}; it keeps running. Read its new output with bg-output {{\"id\": \"{id}\"}}, stop it with bg-stop. `cd` in it does not persist]"
+        ),
+        ok: true,
+        exit_code: None,
+        timed_out: false,
+        interrupted: false,
     })
 }
 
 /// Moves the session cwd where the command ended, unless that left the allowed roots.
-fn persist_cwd(ctx: &ToolContext, cwd_file: &PathBuf) -> Option<String> {
+fn persist_cwd(ctx: &ToolContext, cwd_file: &Path) -> Option<String> {
     let new = std::fs::read_to_string(cwd_file).ok()?;
     let new = PathBuf::from(new.trim());
     if new.as_os_str().is_empty() {
@@ -241,14 +461,108 @@ fn persist_cwd(ctx: &ToolContext, cwd_file: &PathBuf) -> Option<String> {
     }
 }
 
-fn kill_group(pgid: i32) {
+/// Signals a whole process group we created.
+pub(crate) fn kill_group(pgid: i32, signal: i32) {
+    if pgid <= 1 {
+        return;
+    }
     // SAFETY: kill(2) with a negative pid signals the process group we created; it touches
     // no memory of ours.
     unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
+        libc::kill(-pgid, signal);
     }
 }
 
-fn shell_quote(s: &str) -> String {
+/// Whether any process of the group is still alive.
+pub(crate) fn group_alive(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence and permission.
+    unsafe { libc::kill(-pgid, 0) == 0 }
+}
+
+pub(crate) fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext::new(dir.to_path_buf(), dir.to_path_buf(), dir.join(".spill"))
+    }
+
+    #[test]
+    fn output_and_exit_code() {
+        let d = tempfile::tempdir().unwrap();
+        let c = ctx(d.path());
+        let r = run_foreground(
+            &c,
+            "echo out; echo err >&2; exit 3",
+            10_000,
+            &CancellationToken::new(),
+        )
+        .unwrap();
+        assert!(r.text.contains("out\nerr"), "{}", r.text);
+        assert!(r.text.ends_with("[exit code 3]"), "{}", r.text);
+        assert_eq!(r.exit_code, Some(3));
+        assert!(!r.ok);
+    }
+
+    #[test]
+    fn timeout_kills_the_group() {
+        let d = tempfile::tempdir().unwrap();
+        let c = ctx(d.path());
+        let t0 = Instant::now();
+        let r = run_foreground(
+            &c,
+            "sleep 30 & sleep 30; echo never",
+            300,
+            &CancellationToken::new(),
+        )
+        .unwrap();
+        assert!(r.timed_out);
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        assert!(r.text.contains("timed out after 300 ms"), "{}", r.text);
+    }
+
+    #[test]
+    fn cd_persists_and_resets_on_escape() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        let c = ctx(d.path());
+        let never = CancellationToken::new();
+        run_foreground(&c, "cd sub && true", 10_000, &never).unwrap();
+        assert!(c.cwd().ends_with("sub"));
+        let r = run_foreground(&c, "pwd", 10_000, &never).unwrap();
+        assert!(r.text.contains("/sub"), "{}", r.text);
+        let r = run_foreground(&c, "cd /", 10_000, &never).unwrap();
+        assert!(r.text.contains("reset to"), "{}", r.text);
+        assert_eq!(c.cwd(), d.path());
+    }
+
+    #[test]
+    fn huge_output_streams_to_the_spill_file() {
+        let d = tempfile::tempdir().unwrap();
+        let c = ctx(d.path());
+        let r = run_foreground(
+            &c,
+            "head -c 6000000 /dev/zero | tr '\\0' x; echo END",
+            30_000,
+            &CancellationToken::new(),
+        )
+        .unwrap();
+        assert!(r.text.len() < 40_000);
+        let path = r
+            .text
+            .split_whitespace()
+            .find(|w| w.contains(".spill/"))
+            .unwrap()
+            .trim_end_matches(';');
+        let saved = std::fs::read(path).unwrap();
+        assert_eq!(saved.len(), 6_000_004);
+        assert!(r.text.contains("END"));
+    }
 }

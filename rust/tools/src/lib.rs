@@ -6,6 +6,7 @@ mod args;
 mod edit_engine;
 pub mod exec;
 pub mod fs;
+pub mod jobs;
 pub mod media;
 pub mod notebook;
 mod output;
@@ -51,6 +52,8 @@ pub struct ToolContext {
     /// The OS sandbox tool processes run in (level and network; writable folders are
     /// filled in at spawn time by [`ToolContext::confinement`]).
     pub sandbox: Mutex<yuyao_policy::sandbox::Confinement>,
+    /// Background jobs (bash `run_in_background`, monitors); they end with the context.
+    pub jobs: jobs::Jobs,
 }
 
 impl ToolContext {
@@ -62,6 +65,7 @@ impl ToolContext {
             spill_dir,
             bash_timeout_ms: 120_000,
             sandbox: Mutex::new(Default::default()),
+            jobs: jobs::Jobs::default(),
         }
     }
 

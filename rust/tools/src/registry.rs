@@ -1,6 +1,6 @@
 //! The tool registry: advertised schemas and dispatch by any accepted spelling.
 
-use crate::{Tool, exec, fs, media, notebook, patch, search};
+use crate::{Tool, exec, fs, jobs, media, notebook, patch, search};
 use serde_json::{Value, json};
 use yuyao_protocol::canonical_tool_name;
 
@@ -28,6 +28,10 @@ impl Default for Registry {
                 Box::new(media::ReadMedia),
                 Box::new(search::Grep),
                 Box::new(search::Glob),
+                Box::new(jobs::Monitor),
+                Box::new(jobs::BgList),
+                Box::new(jobs::BgOutput),
+                Box::new(jobs::BgStop),
             ],
         }
     }

@@ -29,6 +29,8 @@ enum Mode {
 
 struct GrepArgs {
     pattern: String,
+    /// Paths are shown relative to the working directory (absolute outside it).
+    cwd: PathBuf,
     root: PathBuf,
     glob: Option<String>,
     file_type: Option<String>,
@@ -112,6 +114,7 @@ fn parse_grep(args: &Value, ctx: &ToolContext) -> Result<GrepArgs, String> {
     };
     Ok(GrepArgs {
         pattern,
+        cwd: ctx.cwd(),
         root,
         glob: opt_string(args, "glob", &[])?,
         file_type: opt_string(args, "type", &[])?,
@@ -152,13 +155,13 @@ fn walker(
     if let Some(t) = file_type {
         let mut tb = TypesBuilder::new();
         tb.add_defaults();
-        tb.select(t);
-        let types = tb.build().map_err(|e| format!("invalid type '{t}': {e}"))?;
         if !tb.definitions().iter().any(|d| d.name() == t) {
             return Err(format!(
-                "unknown file type '{t}' (ripgrep's type names, e.g. rust, py, js, ts, go, md)"
+                "unknown file type '{t}' (ripgrep's type names, e.g. rust, py, js, ts, go, md, c, cpp, java)"
             ));
         }
+        tb.select(t);
+        let types = tb.build().map_err(|e| format!("invalid type '{t}': {e}"))?;
         wb.types(types);
     }
     Ok(wb)
@@ -202,7 +205,11 @@ struct Collector<'a> {
     lines: Vec<String>,
     count: u64,
     keep_lines: bool,
+    /// files_with_matches: the first match is enough.
+    first_only: bool,
     last_line: Option<u64>,
+    /// A NUL byte was found: the file is binary and skipped entirely.
+    binary: bool,
 }
 
 impl Collector<'_> {
@@ -210,20 +217,22 @@ impl Collector<'_> {
         if !self.keep_lines {
             return;
         }
-        if let (Some(last), Some(n)) = (self.last_line, line_number)
-            && n > last + 1
-            && !self.lines.is_empty()
-        {
-            self.lines.push("--".into());
-        }
+        // A gap between context groups: `--` rides on the next line, so paging counts lines.
+        let gap = matches!((self.last_line, line_number), (Some(last), Some(n)) if n > last + 1)
+            && !self.lines.is_empty();
         let text = String::from_utf8_lossy(bytes);
         for (k, line) in text.trim_end_matches('\n').split('\n').enumerate() {
             let line = line.trim_end_matches('\r');
             let n = line_number.map(|n| n + k as u64);
             let shown: String = line.chars().take(500).collect();
-            self.lines.push(match (self.numbers, n) {
+            let row = match (self.numbers, n) {
                 (true, Some(n)) => format!("{}{sep}{n}{sep}{shown}", self.path),
                 _ => format!("{}{sep}{shown}", self.path),
+            };
+            self.lines.push(if gap && k == 0 {
+                format!("--\n{row}")
+            } else {
+                row
             });
             self.last_line = n;
         }
@@ -235,7 +244,11 @@ impl Sink for Collector<'_> {
     fn matched(&mut self, _s: &Searcher, m: &SinkMatch<'_>) -> Result<bool, Self::Error> {
         self.count += 1;
         self.push(m.line_number(), m.bytes(), ':');
-        Ok(true)
+        Ok(!self.first_only)
+    }
+    fn binary_data(&mut self, _s: &Searcher, _offset: u64) -> Result<bool, Self::Error> {
+        self.binary = true;
+        Ok(false)
     }
     fn context(&mut self, _s: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
         self.push(c.line_number(), c.bytes(), '-');
@@ -251,16 +264,15 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
     } else {
         mb.line_terminator(Some(b'\n'));
     }
-    let matcher = mb
-        .build(&a.pattern)
-        .map_err(|e| format!("invalid regex: {e}"))?;
+    let matcher = mb.build(&a.pattern).map_err(|e| {
+        format!(
+            "invalid regex /{}/ (ripgrep syntax): {e}\nEscape literal special characters with a backslash (e.g. \\( \\[ \\. \\{{).",
+            a.pattern
+        )
+    })?;
     let wb = walker(&a.root, a.glob.as_deref(), a.file_type.as_deref(), false)?;
     let results: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
-    let base = if a.root.is_file() {
-        a.root.parent().unwrap_or(&a.root).to_path_buf()
-    } else {
-        a.root.clone()
-    };
+    let base = &a.cwd;
     wb.build_parallel().run(|| {
         let matcher = matcher.clone();
         let mut searcher = SearcherBuilder::new()
@@ -271,7 +283,6 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
             .after_context(if a.mode == Mode::Content { a.after } else { 0 })
             .build();
         let results = &results;
-        let base = &base;
         Box::new(move |entry| {
             if cancel.is_cancelled() {
                 return ignore::WalkState::Quit;
@@ -288,20 +299,21 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
             if entry.depth() > 0 && yuyao_policy::sensitive::is_sensitive(path) {
                 return ignore::WalkState::Continue;
             }
-            let shown = path
-                .strip_prefix(base)
-                .unwrap_or(path)
-                .to_string_lossy()
-                .to_string();
+            let shown = shown_path(path, base);
             let mut sink = Collector {
                 path: &shown,
                 numbers: a.line_numbers,
                 lines: Vec::new(),
                 count: 0,
                 keep_lines: a.mode == Mode::Content,
+                first_only: a.mode == Mode::Files,
                 last_line: None,
+                binary: false,
             };
-            if searcher.search_path(&matcher, path, &mut sink).is_ok() && sink.count > 0 {
+            if searcher.search_path(&matcher, path, &mut sink).is_ok()
+                && sink.count > 0
+                && !sink.binary
+            {
                 let mtime = entry
                     .metadata()
                     .ok()
@@ -345,6 +357,14 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
     )))
 }
 
+/// `path` relative to `base` when it is under it, else absolute.
+fn shown_path(path: &Path, base: &Path) -> String {
+    match path.strip_prefix(base) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().to_string(),
+        _ => path.to_string_lossy().to_string(),
+    }
+}
+
 /// Applies offset/limit and says how many more there are.
 fn page(rows: Vec<String>, offset: usize, limit: Option<usize>, what: &str) -> String {
     let total = rows.len();
@@ -353,6 +373,9 @@ fn page(rows: Vec<String>, offset: usize, limit: Option<usize>, what: &str) -> S
         return format!("offset {offset} is past the end: there are {total} {what}");
     }
     let mut out = rows[offset..end].join("\n");
+    if let Some(rest) = out.strip_prefix("--\n") {
+        out = rest.to_string();
+    }
     if end < total {
         out.push_str(&format!(
             "\n[showing {what} {}–{end} of {total}; continue with offset={end}]",
@@ -367,7 +390,7 @@ impl Tool for Glob {
         "glob"
     }
     fn description(&self) -> &'static str {
-        "Find files by glob pattern (**, *, ?, [..], {a,b}), newest first, capped at 100 with a truncation line. Honours .gitignore; never enters .git."
+        "Find files by glob pattern (**, *, ?, [..], {a,b}), newest first, capped at 100 with a truncation line. A pattern without '/' matches file names at any depth (\"*.rs\"); with '/' it matches paths under `path` (\"src/**/*.rs\"). Honours .gitignore; never enters .git; hidden files only when the pattern names them."
     }
     fn parameters(&self) -> Value {
         json!({
@@ -384,8 +407,31 @@ impl Tool for Glob {
     }
 }
 
+/// Splits a glob into the literal folder it starts with and the rest (`src/**/*.rs` ->
+/// `src`, `**/*.rs`), so the walk starts as deep as it can.
+fn literal_prefix(pattern: &str) -> (PathBuf, String) {
+    let is_meta = |c: char| matches!(c, '*' | '?' | '[' | '{' | ']' | '}' | '\\');
+    let parts: Vec<&str> = pattern.split('/').collect();
+    let mut prefix = PathBuf::new();
+    if pattern.starts_with('/') {
+        prefix.push("/");
+    }
+    let mut k = 0;
+    while k + 1 < parts.len() && !parts[k].chars().any(is_meta) {
+        if !parts[k].is_empty() && parts[k] != "." {
+            prefix.push(parts[k]);
+        }
+        k += 1;
+    }
+    (prefix, parts[k..].join("/"))
+}
+
 fn glob(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<ToolOutput, String> {
     let pattern = string(args, "pattern", &["glob"])?;
+    let pattern = pattern.trim().to_string();
+    if pattern.is_empty() {
+        return Err("pattern is empty; e.g. \"**/*.rs\"".into());
+    }
     let root = match opt_string(args, "path", &[])? {
         Some(p) => ctx.resolve(&p),
         None => ctx.cwd(),
@@ -393,44 +439,205 @@ fn glob(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<T
     if !root.is_dir() {
         return Err(format!("{} is not a folder", root.display()));
     }
-    let matcher = globset::GlobBuilder::new(&pattern)
+    let (prefix, rest) = literal_prefix(&pattern);
+    let walk_root = crate::normalize(&root.join(&prefix));
+    // A pattern without `/` matches file names at any depth (as in .gitignore and rg -g).
+    let by_name = !pattern.contains('/');
+    let matcher = globset::GlobBuilder::new(&rest)
         .literal_separator(true)
         .build()
         .map_err(|e| format!("invalid glob '{pattern}': {e}"))?
         .compile_matcher();
-    let hidden = pattern.split('/').any(|part| part.starts_with('.'));
-    let mut found: Vec<(SystemTime, String)> = Vec::new();
-    for entry in walker(&root, None, None, hidden)?.build() {
-        if cancel.is_cancelled() {
-            return Err("interrupted".into());
-        }
-        let Ok(entry) = entry else { continue };
-        if entry.depth() == 0 {
-            continue;
-        }
-        let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-        if matcher.is_match(rel) {
-            let mtime = entry
-                .metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            found.push((mtime, rel.to_string_lossy().to_string()));
-        }
+    let cwd = ctx.cwd();
+    if !walk_root.is_dir() {
+        return Ok(ToolOutput::ok(format!(
+            "No files match {pattern} under {} ({} does not exist)",
+            root.display(),
+            walk_root.display()
+        )));
     }
+    let hidden = pattern
+        .split('/')
+        .any(|part| part.starts_with('.') && part != "." && part != "..");
+    let found: Mutex<Vec<(SystemTime, String)>> = Mutex::new(Vec::new());
+    walker(&walk_root, None, None, hidden)?
+        .build_parallel()
+        .run(|| {
+            let (found, matcher, walk_root, cwd) = (&found, &matcher, &walk_root, &cwd);
+            Box::new(move |entry| {
+                if cancel.is_cancelled() {
+                    return ignore::WalkState::Quit;
+                }
+                let Ok(entry) = entry else {
+                    return ignore::WalkState::Continue;
+                };
+                if entry.depth() == 0 || entry.file_type().is_some_and(|t| t.is_dir()) {
+                    return ignore::WalkState::Continue;
+                }
+                let hit = if by_name {
+                    matcher.is_match(entry.file_name())
+                } else {
+                    matcher.is_match(entry.path().strip_prefix(walk_root).unwrap_or(entry.path()))
+                };
+                if hit {
+                    let mtime = entry
+                        .metadata()
+                        .ok()
+                        .and_then(|m| m.modified().ok())
+                        .unwrap_or(SystemTime::UNIX_EPOCH);
+                    let shown = shown_path(entry.path(), cwd);
+                    if let Ok(mut f) = found.lock() {
+                        f.push((mtime, shown));
+                    }
+                }
+                ignore::WalkState::Continue
+            })
+        });
+    if cancel.is_cancelled() {
+        return Err("interrupted".into());
+    }
+    let mut found = found.into_inner().unwrap_or_default();
     if found.is_empty() {
         return Ok(ToolOutput::ok(format!(
             "No files match {pattern} under {}",
             root.display()
         )));
     }
-    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     let total = found.len();
-    let mut out: Vec<String> = found.into_iter().take(GLOB_CAP).map(|(_, p)| p).collect();
+    // Newest first; only the shown ones need a full sort.
+    let cmp = |a: &(SystemTime, String), b: &(SystemTime, String)| {
+        b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1))
+    };
+    if total > GLOB_CAP {
+        found.select_nth_unstable_by(GLOB_CAP - 1, cmp);
+        found.truncate(GLOB_CAP);
+    }
+    found.sort_by(cmp);
+    let mut out: Vec<String> = found.into_iter().map(|(_, p)| p).collect();
     if total > GLOB_CAP {
         out.push(format!(
             "[showing {GLOB_CAP} of {total} matches; narrow the pattern]"
         ));
     }
     Ok(ToolOutput::ok(out.join("\n")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext::new(dir.to_path_buf(), dir.to_path_buf(), dir.join(".spill"))
+    }
+
+    fn run_grep(c: &ToolContext, args: Value) -> ToolOutput {
+        Grep.run(&args, c, &CancellationToken::new())
+    }
+
+    fn run_glob(c: &ToolContext, args: Value) -> ToolOutput {
+        Glob.run(&args, c, &CancellationToken::new())
+    }
+
+    fn touch(path: &Path, text: &[u8], age_s: u64) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        let t = SystemTime::now() - std::time::Duration::from_secs(age_s);
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+
+    #[test]
+    fn modes_binary_ignore_and_order() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        touch(&r.join("old.txt"), b"needle one\n", 100);
+        touch(
+            &r.join("src/new.rs"),
+            b"a\nneedle two\nb\nneedle three\n",
+            10,
+        );
+        touch(&r.join("bin.dat"), b"needle\0\x01\x02", 5);
+        touch(&r.join(".gitignore"), b"ignored/\n", 50);
+        touch(&r.join("ignored/x.txt"), b"needle\n", 1);
+        touch(&r.join(".hidden/y.txt"), b"needle\n", 1);
+        let c = ctx(r);
+        let files = run_grep(&c, json!({"pattern": "needle"}));
+        assert_eq!(files.text, "src/new.rs\nold.txt");
+        let count = run_grep(&c, json!({"pattern": "needle", "output_mode": "count"}));
+        assert_eq!(count.text, "src/new.rs:2\nold.txt:1");
+        let content = run_grep(
+            &c,
+            json!({"pattern": "three", "output_mode": "content", "-B": 1, "path": "src"}),
+        );
+        assert_eq!(content.text, "src/new.rs-3-b\nsrc/new.rs:4:needle three");
+        let paged = run_grep(
+            &c,
+            json!({"pattern": "needle", "output_mode": "content", "head_limit": 1, "offset": 1}),
+        );
+        assert!(
+            paged.text.starts_with(
+                "src/new.rs:4:needle three\n[showing results 2–2 of 3; continue with offset=2]"
+            ),
+            "{}",
+            paged.text
+        );
+        let multi = run_grep(
+            &c,
+            json!({"pattern": "two.b", "multiline": true, "output_mode": "content"}),
+        );
+        assert_eq!(multi.text, "src/new.rs:2:needle two\nsrc/new.rs:3:b");
+        let typed = run_grep(&c, json!({"pattern": "needle", "type": "rust"}));
+        assert_eq!(typed.text, "src/new.rs");
+        let bad = run_grep(&c, json!({"pattern": "a(b"}));
+        assert!(
+            !bad.ok && bad.text.contains("invalid regex /a(b/"),
+            "{}",
+            bad.text
+        );
+    }
+
+    #[test]
+    fn literal_prefix_splits_at_the_first_wildcard() {
+        let p = |s: &str| {
+            let (a, b) = literal_prefix(s);
+            (a.to_string_lossy().to_string(), b)
+        };
+        assert_eq!(p("*.rs"), ("".into(), "*.rs".into()));
+        assert_eq!(p("src/**/*.rs"), ("src".into(), "**/*.rs".into()));
+        assert_eq!(p("./src/a/*.rs"), ("src/a".into(), "*.rs".into()));
+        assert_eq!(p("src/main.rs"), ("src".into(), "main.rs".into()));
+        assert_eq!(p("/abs/x/{a,b}/*.c"), ("/abs/x".into(), "{a,b}/*.c".into()));
+    }
+
+    #[test]
+    fn glob_semantics_cap_and_order() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        for k in 0..120u64 {
+            touch(&r.join(format!("deep/d{}/f{k}.rs", k % 7)), b"x", 1000 - k);
+        }
+        touch(&r.join("top.rs"), b"x", 1);
+        touch(&r.join("src/main.rs"), b"x", 2);
+        touch(&r.join("src/a/b.rs"), b"x", 3);
+        touch(&r.join(".git/config.rs"), b"x", 1);
+        let c = ctx(r);
+        let all = run_glob(&c, json!({"pattern": "*.rs"}));
+        let lines: Vec<&str> = all.text.lines().collect();
+        assert_eq!(lines.len(), 101);
+        assert_eq!(&lines[..3], ["top.rs", "src/main.rs", "src/a/b.rs"]);
+        assert_eq!(
+            lines[100],
+            "[showing 100 of 123 matches; narrow the pattern]"
+        );
+        let direct = run_glob(&c, json!({"pattern": "src/*.rs"}));
+        assert_eq!(direct.text, "src/main.rs");
+        let deep = run_glob(&c, json!({"pattern": "src/**/*.rs"}));
+        assert_eq!(deep.text, "src/main.rs\nsrc/a/b.rs");
+        let braces = run_glob(&c, json!({"pattern": "{top,main}.r?", "path": "."}));
+        assert_eq!(braces.text, "top.rs\nsrc/main.rs");
+    }
 }

@@ -1,0 +1,125 @@
+//! Background work seen from the session: `/tasks` (`/bashes`), the injection of monitor
+//! lines and job ends at the next model call, and the user's `!` shell.
+
+use crate::session::{CoreError, Session, State};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use yuyao_protocol::Message;
+use yuyao_tools::jobs::format_list;
+
+/// Lines of a job's output `/tasks show` prints.
+const SHOW_LINES: usize = 60;
+
+/// Routes job events (monitor lines, job ends) to the session's handler.
+pub(crate) fn attach(s: &Session) {
+    if let Some(h) = s.handler.clone() {
+        s.ctx.jobs.set_listener(move |e| h.event(e));
+    }
+}
+
+impl Session {
+    /// Appends what background jobs reported since the last model call to the history (one
+    /// user message per job), so the model notices it at this call.
+    pub(crate) fn inject_background(&self, st: &mut State) {
+        for text in self.ctx.jobs.drain_notifications() {
+            st.trajectory.record("background", json!({"text": text}));
+            st.history.push(Message::user(text));
+        }
+    }
+
+    /// `Ctrl+B`: moves the running foreground bash command (the bash tool's, or a `!`
+    /// command's) to the background as a job; the tool call returns at once. Thread-safe.
+    /// False when no foreground command is running.
+    pub fn background_running(&self) -> bool {
+        self.ctx.jobs.request_detach()
+    }
+
+    /// The user's `!command`: runs it in the session cwd (no model call, no approval), returns
+    /// the output with its exit status, and records command and output in the conversation
+    /// so the model sees them on the next turn. `cd` persists as it does for bash.
+    pub fn user_shell(&self, command: &str) -> Result<String, CoreError> {
+        let command = command.trim();
+        if command.is_empty() {
+            return Err(CoreError::Usage("!: give a shell command to run".into()));
+        }
+        let token = CancellationToken::new();
+        if let Ok(mut c) = self.cancel.lock() {
+            *c = token.clone();
+        }
+        let cwd = self.cwd();
+        let run =
+            yuyao_tools::exec::run_foreground(&self.ctx, command, self.ctx.bash_timeout_ms, &token)
+                .map_err(CoreError::Failed)?;
+        let mut st = self.lock();
+        st.trajectory.record(
+            "user_shell",
+            json!({"command": command, "cwd": cwd, "exit_code": run.exit_code, "output": run.text}),
+        );
+        st.history.push(Message::user(format!(
+            "I ran this shell command myself (in {cwd}):\n$ {command}\n{}",
+            run.text
+        )));
+        Ok(run.text)
+    }
+}
+
+/// `/tasks` (`/bashes`): list, show or stop background jobs.
+pub(crate) fn tasks(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let jobs = &s.ctx.jobs;
+    let id_arg = |what: &str| -> Result<&str, CoreError> {
+        match args {
+            [_, id] => Ok(id.as_str()),
+            _ => Err(CoreError::Usage(format!("usage: /tasks {what} <id>"))),
+        }
+    };
+    match args.first().map(String::as_str) {
+        None | Some("list") | Some("ls") => Ok(format_list(&jobs.list())),
+        Some("show") | Some("output") | Some("inspect") => {
+            let id = id_arg("show")?;
+            let (info, text) = jobs.tail(id, SHOW_LINES).map_err(CoreError::Usage)?;
+            let exit = info
+                .exit_code
+                .map(|c| format!(", exit code {c}"))
+                .unwrap_or_default();
+            Ok(format!(
+                "{id} ({}): {}{exit}\n$ {}\nlog: {}\n{}",
+                match info.kind {
+                    yuyao_tools::jobs::JobKind::Bash => "bash",
+                    yuyao_tools::jobs::JobKind::Monitor => "monitor",
+                },
+                info.state.label(),
+                info.command,
+                info.log.display(),
+                if text.is_empty() {
+                    "(no output yet)".to_string()
+                } else {
+                    text
+                }
+            ))
+        }
+        Some("stop") | Some("kill") => {
+            let target = id_arg("stop")?;
+            let ids: Vec<String> = if target == "all" {
+                jobs.list()
+                    .into_iter()
+                    .filter(|j| j.state == yuyao_tools::jobs::JobState::Running)
+                    .map(|j| j.id)
+                    .collect()
+            } else {
+                vec![target.to_string()]
+            };
+            if ids.is_empty() {
+                return Ok("no background job is running".into());
+            }
+            let mut out = Vec::new();
+            for id in ids {
+                let info = jobs.stop(&id).map_err(CoreError::Usage)?;
+                out.push(format!("{id}: {}", info.state.label()));
+            }
+            Ok(out.join("\n"))
+        }
+        Some(other) => Err(CoreError::Usage(format!(
+            "unknown /tasks action '{other}': use list, show <id> or stop <id|all>"
+        ))),
+    }
+}

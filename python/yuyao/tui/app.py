@@ -18,14 +18,9 @@ import threading
 import time
 from typing import Any, Callable
 
-from rich.console import Group
-from rich.live import Live
-from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
-from . import clipboard, prompts, theme
-from .input import InputBox, history_file
+from . import refs, theme
 from .keys import RawKeys
 from .render import Renderer
 
@@ -105,6 +100,8 @@ def missing_model_settings(options: dict) -> list[str]:
 
 
 def print_missing_model(console, missing: list[str]) -> None:
+    from rich.table import Table
+
     console.print(Text(f"{theme.SYM_FAIL} yuyao needs a model to talk to.", "fail"))
     console.print("  Set these environment variables, then start yuyao again:")
     table = Table.grid(padding=(0, 2))
@@ -141,9 +138,16 @@ class App:
         self.shell_mode = False
         self.prev_mode: str | None = None
         self.local_thinking: str | None = None  # set when the core refuses /show-thinking
-        self.input: InputBox | None = None
+        self.input: Any = None  # input.InputBox once the prompt exists
         self.pending_draft = ""
         self.thinking_toggled = False  # Alt+T pressed during a turn: tell the core afterwards
+        self.images: list[str] = []  # images pasted with Ctrl+V into the current input
+        self.suggestion = ""  # the greyed next-step suggestion for the next prompt
+        self.show_tasks = False  # Ctrl+T
+        self.kill_armed = 0.0  # Ctrl+X Ctrl+K pressed once at this time (press twice)
+        self.branch = ""
+        self.pr = None  # status.PrWatcher
+        self.fullscreen = None  # fullscreen.Fullscreen while /tui fullscreen is on
 
     # -- status -------------------------------------------------------------------------
 
@@ -169,7 +173,12 @@ class App:
         mode = str(st.get("mode") or "?")
         mode_cls = {"plan": "plan", "yolo": "yolo"}.get(mode, "mode")
         sep = ("class:bottom-toolbar.sep", " · ")
-        parts = [("class:bottom-toolbar.sep", " ")]
+        parts: list = []
+        parts += self.refs_fragments()
+        parts.append(("class:bottom-toolbar.sep", " "))
+        vim = self.input.vim_mode() if self.input else ""
+        if vim:
+            parts += [(f"class:bottom-toolbar.vim.{vim.lower()}", f"-- {vim} --"), sep]
         if self.shell_mode:
             parts += [("class:bottom-toolbar.shell", "shell mode (! to leave)"), sep]
         parts += [(f"class:bottom-toolbar.{mode_cls}", mode), sep]
@@ -183,9 +192,55 @@ class App:
         cost_text = f"${float(cost):.4f}" if isinstance(cost, (int, float)) else "$–"
         parts += [("class:bottom-toolbar.value", cost_text), sep]
         parts += [("class:bottom-toolbar.key", f"thinking {self.renderer.show_thinking}")]
+        if self.branch:
+            parts += [sep, ("class:bottom-toolbar.branch", f"⎇ {self.branch}")]
+        pr = self.pr.current if self.pr else None
+        if pr:
+            url = pr.get("url") or ""
+            parts.append(sep)
+            if url:  # OSC 8: a clickable link in terminals that support it
+                parts.append(("[ZeroWidthEscape]", f"\x1b]8;;{url}\x1b\\"))
+            parts.append(
+                (f"class:bottom-toolbar.{pr['cls']}", f"PR #{pr.get('number')} {pr['label']}")
+            )
+            if url:
+                parts.append(("[ZeroWidthEscape]", "\x1b]8;;\x1b\\"))
         if self.renderer.focus:
             parts += [sep, ("class:bottom-toolbar.key", "focus")]
+        if self.show_tasks:
+            parts += [sep, ("class:bottom-toolbar.key", "tasks ▾")]
         return parts
+
+    def refs_fragments(self) -> list:
+        """The indicator line above the status line: one entry per @reference and pasted image."""
+        if not self.input:
+            return []
+        text = self.input.session.default_buffer.text
+        if "@" not in text:
+            return []
+        found = refs.find(text)
+        if not found:
+            return []
+        parts: list = [("class:bottom-toolbar.sep", " ")]
+        cwd = self.cwd()
+        for ref in found:
+            kind, label = refs.describe(ref, cwd)
+            if kind == "image":
+                n = self.image_number(ref, cwd)
+                label = f"🖼 image{f' {n}' if n else ''}: {label}"
+            else:
+                label = f"@ {label}"
+            cls = "ref.missing" if kind == "missing" else "ref"
+            parts += [(f"class:bottom-toolbar.{cls}", label), ("class:bottom-toolbar.sep", "  ")]
+        parts.append(("", "\n"))
+        return parts
+
+    def image_number(self, ref: str, cwd: str) -> int:
+        full = os.path.realpath(os.path.join(cwd, os.path.expanduser(ref)))
+        for i, path in enumerate(self.images, 1):
+            if os.path.realpath(path) == full:
+                return i
+        return 0
 
     def prompt_fragments(self):
         if self.shell_mode:
@@ -197,14 +252,23 @@ class App:
     # -- start ----------------------------------------------------------------------------
 
     def banner(self) -> None:
+        from rich.console import Group
+        from rich.panel import Panel
+        from rich.table import Table
+
         st = self.status
         version = self.version or str(st.get("version") or "") or _package_version()
         grid = Table.grid(padding=(0, 2))
         grid.add_row(Text("model", "muted"), Text(str(st.get("model") or "?")))
-        grid.add_row(Text("cwd", "muted"), Text(self.cwd()))
+        cwd = Text(self.cwd())
+        if self.branch:
+            cwd.append(f"  ⎇ {self.branch}", "muted")
+        grid.add_row(Text("cwd", "muted"), cwd)
         mode = str(st.get("mode") or "?")
         mr = Text(mode, theme.mode_style(mode))
         mr.append(f" · role {st.get('role') or '?'}", "default")
+        if self.input and self.input.vim:
+            mr.append(" · vim keys", "default")
         grid.add_row(Text("mode", "muted"), mr)
         title = Text("yuyao", "brand")
         title.append(f" {version}", "muted")
@@ -246,9 +310,15 @@ class App:
             self.console.print(Text(f"{theme.SYM_FAIL} could not start the session: {e}", "error"))
             return 1
         self.refresh_status()
+        from . import status as gitstatus
+        from .input import InputBox, history_file
+
+        self.branch = gitstatus.git_branch(self.cwd())
+        self.input = InputBox(self, history_file(self.cwd(), self.options), vim=self.vim_wanted())
         self.banner()
         self.load_commands()
-        self.input = InputBox(self, history_file(self.cwd(), self.options))
+        self.pr = gitstatus.PrWatcher(self.cwd, on_change=self.refresh_toolbar)
+        self.pr.start()
         try:
             while not self.status.get("exit_requested"):
                 try:
@@ -290,7 +360,32 @@ class App:
         if stripped.startswith("/"):
             self.slash(stripped)
             return
+        self.show_refs(line)
+        self.suggestion = ""
         self.run_turn(lambda: self.session.chat(line), steer=True)
+        if self.renderer.answers:
+            from .suggest import next_step
+
+            self.suggestion = next_step(self.renderer.answers[-1])
+
+    def show_refs(self, line: str) -> None:
+        """The indicator for what the message references: @paths and pasted images."""
+        found = refs.find(line)
+        if not found:
+            self.images.clear()
+            return
+        cwd = self.cwd()
+        out = Text(f"{theme.SYM_STEER} referenced: ", "muted")
+        for i, ref in enumerate(found):
+            kind, label = refs.describe(ref, cwd)
+            if kind == "image":
+                n = self.image_number(ref, cwd)
+                label = f"🖼 image{f' {n}' if n else ''} {label}"
+            if i:
+                out.append(" · ", "muted")
+            out.append(label, "warn" if kind == "missing" else "accent")
+        self.console.print(out)
+        self.images.clear()
 
     # -- slash commands --------------------------------------------------------------------
 
@@ -315,6 +410,11 @@ class App:
         if name == "/copy":
             self.cmd_copy(rest.strip())
             return
+        if name in ("/config", "/settings") and not rest.strip():
+            from .settings import settings_view
+
+            settings_view(self)
+            return
         ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
         if not ok:
             msg = str(value)
@@ -329,6 +429,16 @@ class App:
             return
         if isinstance(value, str) and value.strip():
             self.console.print(Text(value.rstrip()))
+        if name in ("/config", "/settings"):
+            self.after_config_change()
+
+    def after_config_change(self) -> None:
+        """A setting changed: apply the ones the terminal itself renders (editor mode)."""
+        if self.input:
+            want = self.vim_wanted()
+            if want != self.input.vim:
+                self.input.set_vim(want)
+                self.say(f"editor mode: {'vim' if want else 'default'}", "accent")
 
     def cmd_tui(self, arg: str) -> None:
         if arg in ("", "default"):
@@ -369,6 +479,8 @@ class App:
                 Text(f"{theme.SYM_FAIL} usage: /copy [N] [--block K] [--out FILE]", "error")
             )
             return
+        from . import clipboard
+
         answers = self.renderer.answers
         if not answers or not 1 <= nth <= len(answers):
             self.console.print(Text(f"{theme.SYM_WARN} no answer #{nth} to copy yet", "warn"))
@@ -421,6 +533,141 @@ class App:
 
     # -- key-bound actions (run inside prompt_toolkit's run_in_terminal) -------------------
 
+    def config_value(self, key: str) -> str:
+        """A configuration value as the core shows it ("" when unset or unreadable)."""
+        try:
+            return str(self.session.dispatch(f"/config get {key}") or "").strip().strip('"')
+        except Exception:  # noqa: BLE001
+            return ""
+
+    def vim_wanted(self) -> bool:
+        from .vim import editor_mode_from
+
+        for key in ("editor.mode", "ui.editor_mode"):
+            value = self.config_value(key)
+            if value:
+                return editor_mode_from(value) == "vim"
+        return False
+
+    def refresh_toolbar(self) -> None:
+        if self.input:
+            self.input.invalidate()
+        if self.fullscreen:
+            self.fullscreen.invalidate()
+
+    def say(self, text: str, style: str = "muted") -> None:
+        self.console.print(Text(text, style))
+
+    def toggle_tasks(self) -> None:
+        """Ctrl+T: show or hide the task list."""
+        self.show_tasks = not self.show_tasks
+        if not self.show_tasks:
+            self.say("task list hidden (Ctrl+T shows it)")
+            return
+        self.print_tasks()
+
+    def print_tasks(self) -> None:
+        tasks = None
+        getter = getattr(self.session, "tasks_json", None)
+        if callable(getter):  # the core's todo list, once it has one
+            try:
+                tasks = json.loads(getter())
+            except Exception:  # noqa: BLE001
+                tasks = None
+        if not tasks:
+            self.say(
+                f"{theme.SYM_INFO} no task list in this session (the agent has not made one; "
+                "Ctrl+T hides this)",
+                "info",
+            )
+            return
+        self.say("task list", "accent")
+        marks = {"completed": theme.SYM_OK, "in_progress": "▶", "pending": "○"}
+        done = sum(1 for t in tasks if isinstance(t, dict) and t.get("status") == "completed")
+        for t in tasks:
+            if not isinstance(t, dict):
+                continue
+            st = str(t.get("status") or "pending")
+            style = "ok" if st == "completed" else ("accent" if st == "in_progress" else "default")
+            self.say(f"  {marks.get(st, '○')} {t.get('content') or t.get('title') or ''}", style)
+        self.console.print(self.renderer.progress_bar(done, len(tasks), "tasks"))
+
+    def toggle_plan_preview(self) -> None:
+        """Ctrl+E: expand or collapse the latest plan (or preview)."""
+        self.renderer.toggle_plan()
+
+    def background_command(self, running: str = "") -> None:
+        """Ctrl+B: move the running bash command to the background."""
+        op = getattr(self.session, "background_running", None)
+        if not running:
+            self.say("Ctrl+B: no command is running")
+            return
+        if callable(op):
+            try:
+                out = op()
+            except Exception as e:  # noqa: BLE001
+                self.say(f"{theme.SYM_FAIL} could not move it to the background: {e}", "error")
+                return
+            self.say(f"{theme.SYM_OK} {out or 'moved to the background'}", "ok")
+            return
+        self.say(
+            f"{theme.SYM_WARN} moving a running command to the background is not available in "
+            f"this build; `{running}` keeps running (Esc stops the turn)",
+            "warn",
+        )
+
+    def kill_subagents(self) -> None:
+        """Ctrl+X Ctrl+K, pressed twice: stop every background sub-agent of this session."""
+        now = time.monotonic()
+        if now - self.kill_armed > 3.0:
+            self.kill_armed = now
+            self.say(
+                f"{theme.SYM_WARN} press Ctrl+X Ctrl+K again to stop all background sub-agents",
+                "warn",
+            )
+            return
+        self.kill_armed = 0.0
+        op = getattr(self.session, "kill_subagents", None)
+        if callable(op):
+            try:
+                out = op()
+            except Exception as e:  # noqa: BLE001
+                self.say(f"{theme.SYM_FAIL} {e}", "error")
+                return
+            self.say(f"{theme.SYM_OK} {out or 'background sub-agents stopped'}", "ok")
+            return
+        self.say(
+            f"{theme.SYM_INFO} no background sub-agents to stop: this build does not run "
+            "background sub-agents",
+            "info",
+        )
+
+    def steer_idle(self) -> None:
+        """Ctrl+S at the prompt: there is no running turn to steer."""
+        self.say("Ctrl+S steers a running turn; nothing is running now — Enter sends the message")
+
+    def paste_clipboard(self) -> str:
+        """Ctrl+V: an image from the clipboard becomes an @reference (with an indicator);
+        text is returned to be inserted."""
+        from . import clipboard
+        from .input import yuyao_home
+
+        kind, value, how = clipboard.paste(str(yuyao_home(self.options) / "pastes"))
+        if kind == "text":
+            return value
+        if kind == "none":
+            run_in_terminal_safe(lambda: self.say(f"{theme.SYM_WARN} Ctrl+V: {value}", "warn"))
+            return ""
+        self.images.append(value)
+        n = len(self.images)
+        size = os.path.getsize(value)
+        run_in_terminal_safe(
+            lambda: self.say(
+                f"🖼 image {n} taken in from the clipboard ({how}, {size} bytes): {value}", "accent"
+            )
+        )
+        return f"@{value} "
+
     def toggle_plan(self) -> None:
         mode = str(self.status.get("mode") or "")
         if mode != "plan":
@@ -460,7 +707,16 @@ class App:
     # -- shell ---------------------------------------------------------------------------
 
     def run_shell(self, cmd: str) -> None:
+        """`!cmd`: the core's user_shell op when it has one, else a subshell here."""
         if not cmd:
+            return
+        op = getattr(self.session, "user_shell", None)
+        if callable(op):
+            ok, value = self.run_turn(lambda: op(cmd), steer=False)
+            if not ok:
+                self.console.print(Text(f"{theme.SYM_FAIL} {value}", "error"))
+            elif isinstance(value, str) and value.strip():
+                self.console.print(Text(value.rstrip()))
             return
         self.console.print(Text(f"$ {cmd}", "muted"))
         try:
@@ -482,6 +738,8 @@ class App:
     # -- requests ------------------------------------------------------------------------
 
     def answer_request(self, req: dict, keys: RawKeys | None) -> str:
+        from . import prompts
+
         kind = req.get("type")
         keys = keys or self.keys
         if kind == "permission":
@@ -525,6 +783,8 @@ class App:
         worker = threading.Thread(target=work, name="yuyao-turn", daemon=True)
         self.handler.queue = q
         self.handler.worker = worker
+        from rich.live import Live
+
         live: Live | None = None
         started = time.monotonic()
         ctrl_c = 0
@@ -632,6 +892,21 @@ class App:
                 view.draft = ""
             else:
                 interrupt()
+        elif ev == ("ctrl", "o"):
+            self.renderer.show_transcript()
+        elif ev == ("ctrl", "t"):
+            self.toggle_tasks()
+        elif ev == ("ctrl", "e"):
+            self.toggle_plan_preview()
+        elif ev == ("ctrl", "b"):
+            self.background_command(self.renderer.running_command())
+        elif ev == ("ctrl", "x"):
+            self._ctrl_x = time.monotonic()
+        elif ev == ("ctrl", "k") and time.monotonic() - getattr(self, "_ctrl_x", 0.0) < 2.0:
+            self._ctrl_x = 0.0
+            self.kill_subagents()
+        elif ev == ("ctrl", "l"):
+            self.console.clear()
         elif not steer:
             return
         elif kind == "char":
@@ -653,6 +928,19 @@ class App:
             line = Text(f"{theme.SYM_STEER} {text}", "steer")
             line.append("  queued for the next model call", "muted")
             self.console.print(line)
+
+
+def run_in_terminal_safe(fn: Callable[[], None]) -> None:
+    """Print above the prompt when it is running, else print directly."""
+    try:
+        from prompt_toolkit.application import get_app_or_none, run_in_terminal
+
+        if get_app_or_none() is not None:
+            run_in_terminal(fn)
+            return
+    except ImportError:  # pragma: no cover
+        pass
+    fn()
 
 
 def _package_version() -> str:

@@ -55,6 +55,18 @@ PT_STYLE = {
     "bottom-toolbar.shell": "noreverse ansimagenta bold",
     "bottom-toolbar.value": "noreverse ansidefault",
     "bottom-toolbar.sep": "noreverse ansibrightblack",
+    "bottom-toolbar.branch": "noreverse ansiblue",
+    "bottom-toolbar.vim.normal": "noreverse ansiblue bold",
+    "bottom-toolbar.vim.insert": "noreverse ansigreen bold",
+    "bottom-toolbar.vim.visual": "noreverse ansimagenta bold",
+    "bottom-toolbar.vim.replace": "noreverse ansired bold",
+    "bottom-toolbar.ref": "noreverse ansicyan",
+    "bottom-toolbar.ref.missing": "noreverse ansiyellow",
+    "bottom-toolbar.pr.passing": "noreverse ansigreen bold",
+    "bottom-toolbar.pr.review": "noreverse ansiyellow bold",
+    "bottom-toolbar.pr.changes": "noreverse ansired bold",
+    "bottom-toolbar.pr.draft": "noreverse ansibrightblack bold",
+    "auto-suggestion": "ansibrightblack",
 }
 
 

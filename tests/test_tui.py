@@ -13,6 +13,7 @@ Keys are sent as a terminal sends them: Enter is "\\r" (a "\\n" is Ctrl+J = newl
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -157,6 +158,7 @@ class FakeSession:
         self.exit = False
         self.stop = threading.Event()
         self.cwd = os.getcwd()
+        self.config = json.loads(os.environ.get("FAKE_CONFIG") or "{}")
 
     def ev(self, **e):
         self.h.event(json.dumps(e))
@@ -180,6 +182,21 @@ class FakeSession:
         if name in ("/exit", "/quit"):
             self.exit = True
             return ""
+        if name in ("/config", "/settings"):
+            words = arg.split()
+            if not words or words[0] == "list":
+                out = "configuration (user: u.toml, project: p.toml)\n"
+                out += "".join("  %s = %s\n" % kv for kv in sorted(self.config.items()))
+                out += "known keys:\n  theme    TUI colour theme\n  editor.mode    input box editing mode\n"
+                out += "  mode    default permission mode"
+                return out
+            if words[0] == "get":
+                return self.config.get(words[1], "")
+            if words[0] == "set":
+                if words[1] == "editor.mode" and words[2] not in ("default", "vim"):
+                    raise ValueError("invalid value for editor.mode: expected default or vim")
+                self.config[words[1]] = words[2]
+                return "%s = %s" % (words[1], words[2])
         raise ValueError("unknown command " + name)
 
     def steer(self, text):
@@ -222,6 +239,25 @@ class FakeSession:
             a = self.h.request(json.dumps({"type": "ask_user", "question": "Which package manager?",
                     "options": ["bun", "npm"]}))
             final = "You picked " + a + "."
+        elif text == "next":
+            final = "Done with the refactor.\n\nNext: run the test suite"
+        elif text == "batch":
+            self.ev(type="assistant_message", text="", thinking="", tool_calls=3)
+            for i in range(3):
+                self.ev(type="tool_begin", id="b%d" % i, name="read", intent="Read the parts",
+                        arguments={"file_path": "part%d.py" % i})
+                time.sleep(0.8)
+                self.ev(type="tool_end", id="b%d" % i, name="read", ok=True, output="x")
+            final = "Read three parts."
+        elif text == "bash":
+            self.ev(type="assistant_message", text="", thinking="", tool_calls=1)
+            self.ev(type="tool_begin", id="s1", name="bash", intent="Wait for the server",
+                    arguments={"command": "sleep 30"})
+            while not self.stop.wait(0.05):
+                pass
+            self.ev(type="tool_end", id="s1", name="bash", ok=False, output="interrupted")
+            self.ev(type="turn_end", status="interrupted", text="")
+            return ""
         elif text == "slow":
             for i in range(200):
                 if self.stop.is_set():
@@ -254,10 +290,11 @@ def stand_in(tmp_path: Path, env):
     work.mkdir()
     terms: list[Term] = []
 
-    def start() -> tuple[Term, object]:
+    def start(**extra: str) -> tuple[Term, object]:
         e = env(
             None, D2A_MODEL_BASE_URL="http://127.0.0.1:9/v1", D2A_MODEL_NAME="m", FAKE_LOG=str(log)
         )
+        e.update(extra)
         term = Term([sys.executable, str(script)], e, work)
         terms.append(term)
 
@@ -528,3 +565,293 @@ def test_core_permission_prompt_shows_the_change_and_obeys(fake_llm, env, repo):
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Shortcuts, prefixes, vim mode, suggestions, status line, settings (issue 8).
+
+CTRL = {c: chr(ord(c) - 96) for c in "abcdefghijklmnopqrstuvwxyz"}
+CTRL_SHIFT_Z = "\x1b[122;6u"  # kitty / CSI-u terminals
+
+
+def fake_bin(tmp_path: Path, name: str, script: str) -> Path:
+    """A stand-in program `name` in its own directory (put first on PATH)."""
+    d = tmp_path / "bin"
+    d.mkdir(exist_ok=True)
+    exe = d / name
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+    return d
+
+
+def chats(read_log) -> list[str]:
+    return [e["chat"] for e in read_log() if "chat" in e]
+
+
+def wait_chats(term: Term, read_log, n: int, timeout: float = 15.0) -> list[str]:
+    """Pump the terminal until the session received n chat messages; return them."""
+    deadline = time.monotonic() + timeout
+    while len(chats(read_log)) < n and time.monotonic() < deadline:
+        term.pump()
+    got = chats(read_log)
+    assert len(got) >= n, f"{got}\n{term.display()}"
+    term.settle(0.3)
+    return got
+
+
+def test_vim_mode_ciw_and_dot_repeat(stand_in):
+    term, read_log = stand_in(FAKE_CONFIG=json.dumps({"editor.mode": "vim"}))
+    term.wait_for(r"vim keys")
+    term.wait_for(r"-- INSERT --", screen_only=True)
+    term.send("hello world")
+    term.settle(0.2)
+    term.send(ESC)
+    term.wait_for(r"-- NORMAL --", screen_only=True)
+    term.send("b")  # back to the start of "world"
+    term.send("ciw")  # change the inner word
+    term.wait_for(r"-- INSERT --", screen_only=True)
+    term.send("there")
+    term.send(ESC)
+    term.wait_for(r"-- NORMAL --", screen_only=True)
+    term.send(ENTER)
+    term.wait_for(r"Hello from the stand-in\.")
+    assert chats(read_log) == ["hello there"]
+    term.wait_for(r"-- INSERT --", screen_only=True)
+    term.send("one two three")
+    term.settle(0.2)
+    term.send(ESC)
+    term.settle(0.3)
+    term.send("0")
+    term.send("cw")
+    term.send("X")
+    term.send(ESC)
+    term.settle(0.3)
+    term.send("w")
+    term.send(".")  # repeat the change on the next word
+    term.settle(0.3)
+    term.send("w")
+    term.send("x")  # delete a character …
+    term.send("w")
+    term.send("u")  # … and undo the last change
+    term.settle(0.3)
+    term.send(ENTER)
+    assert wait_chats(term, read_log, 2)[-1] == "X X three"
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_panel_shortcuts_say_what_they_do(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.send(CTRL["t"])
+    term.wait_for(r"no task list in this session")
+    term.wait_for(r"tasks ▾", screen_only=True)
+    term.send(CTRL["t"])
+    term.wait_for(r"task list hidden")
+    term.send(CTRL["e"])
+    term.wait_for(r"no plan or preview in this session yet")
+    term.send(CTRL["b"])
+    term.wait_for(r"Ctrl\+B: no command is running")
+    term.send(CTRL["x"] + CTRL["k"])
+    term.wait_for(r"press Ctrl\+X Ctrl\+K again")
+    term.send(CTRL["x"] + CTRL["k"])
+    term.wait_for(r"no background sub-agents to stop")
+    term.send(CTRL["s"])
+    term.wait_for(r"nothing is running now")
+    assert not chats(read_log)
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_input_undo_redo_and_clear_screen(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao 9\.8\.7")
+    term.send("abc")
+    term.settle(0.2)
+    term.send(CTRL["z"])  # undo the last edit
+    term.settle(0.2)
+    term.send(CTRL_SHIFT_Z)  # redo it
+    term.settle(0.2)
+    term.send(CTRL["z"])
+    term.settle(0.2)
+    term.send(CTRL["l"])  # clears the display only
+    term.settle(0.5)
+    assert "yuyao 9.8.7" not in term.display()
+    term.send(ENTER)
+    term.wait_for(r"Hello from the stand-in\.")
+    assert chats(read_log) == ["ab"]
+    dispatched = [e["dispatch"] for e in read_log() if "dispatch" in e]
+    assert not [d for d in dispatched if not d.startswith(("/help", "/config get"))]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_ctrl_r_reverse_searches_history(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("alpha one")
+    term.wait_for(r"Hello from the stand-in\.")
+    term.line("beta two")
+    wait_chats(term, read_log, 2)
+    term.send(CTRL["r"])
+    term.wait_for(r"I-search backward", screen_only=True)
+    term.send("alp")
+    term.settle(0.3)
+    term.send(ENTER)  # take the entry …
+    term.settle(0.3)
+    term.send(ENTER)  # … and send it
+    assert wait_chats(term, read_log, 3) == ["alpha one", "beta two", "alpha one"]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_at_path_indicator_keeps_the_text(stand_in, tmp_path):
+    (tmp_path / "work" / "notes.md").write_text("line one\nline two\n")
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.send("explain @no")
+    term.wait_for(r"notes\.md", screen_only=True)  # completion offers it
+    term.send("tes.md and @missing.txt")
+    term.wait_for(r"@ notes\.md \(file, 18 B\)", screen_only=True)
+    term.wait_for(r"missing\.txt \(not found\)", screen_only=True)
+    term.send(ENTER)
+    term.wait_for(r"referenced: notes\.md \(file, 18 B\) · missing\.txt \(not found\)")
+    term.wait_for(r"Hello from the stand-in\.")
+    assert chats(read_log) == ["explain @notes.md and @missing.txt"]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_ctrl_v_pastes_an_image_with_an_indicator(stand_in, tmp_path):
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
+    (tmp_path / "clip.png").write_bytes(png)
+    bindir = fake_bin(
+        tmp_path,
+        "xclip",
+        f"""case "$*" in
+  *TARGETS*) printf 'TARGETS\\nimage/png\\n' ;;
+  *image/png*) cat "{tmp_path / "clip.png"}" ;;
+  *) exit 1 ;;
+esac
+""",
+    )
+    term, read_log = stand_in(PATH=f"{bindir}:{os.environ['PATH']}", DISPLAY=":99")
+    term.wait_for(r"yuyao")
+    term.send("what is wrong in ")
+    term.send(CTRL["v"])
+    term.wait_for(r"image 1 taken in from the clipboard \(xclip, 32 bytes\)")
+    term.wait_for(r"🖼 image 1: paste-", screen_only=True)
+    term.send(ENTER)
+    term.wait_for(r"referenced: 🖼 image 1 paste-")
+    term.wait_for(r"Hello from the stand-in\.")
+    sent = chats(read_log)[0]
+    path = sent.split("@", 1)[1].strip()
+    assert sent.startswith("what is wrong in @")
+    assert Path(path).read_bytes() == png
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_ctrl_v_without_a_clipboard_reader_says_so(stand_in, tmp_path):
+    term, _ = stand_in(DISPLAY="", WAYLAND_DISPLAY="")
+    term.wait_for(r"yuyao")
+    term.send(CTRL["v"])
+    term.wait_for(r"no clipboard reader found: install xclip")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_next_step_suggestion_tab_accepts(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("next")
+    term.wait_for(r"Next: run the test suite")
+    term.wait_for(r"› run the test suite", screen_only=True)  # greyed in the empty input
+    term.send("\t")
+    term.send(ENTER)
+    assert wait_chats(term, read_log, 2) == ["next", "run the test suite"]
+    # typing dismisses it
+    term.line("next")
+    term.wait_for(r"› run the test suite", screen_only=True)
+    term.send("x")
+    term.settle(0.3)
+    assert "run the test suite" not in term.display().splitlines()[-3:][0]
+    term.send(CTRL_D + CTRL["c"])
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_status_line_git_branch_and_pr_bar(stand_in, tmp_path):
+    import subprocess
+
+    work = tmp_path / "work"
+    subprocess.run(["git", "init", "-q", "-b", "feature-x", str(work)], check=True)
+    pr = {
+        "number": 12,
+        "title": "t",
+        "url": "https://example.invalid/pr/12",
+        "state": "OPEN",
+        "isDraft": False,
+        "reviewDecision": "REVIEW_REQUIRED",
+        "statusCheckRollup": [{"conclusion": "SUCCESS"}],
+    }
+    bindir = fake_bin(tmp_path, "gh", f"echo '{json.dumps(pr)}'\n")
+    term, _ = stand_in(PATH=f"{bindir}:{os.environ['PATH']}")
+    term.wait_for(r"⎇ feature-x", screen_only=True)
+    term.wait_for(r"PR #12 awaiting review", screen_only=True)
+    assert "\x1b]8;;https://example.invalid/pr/12" in term.raw  # a clickable link
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_no_pr_bar_without_gh(stand_in, tmp_path):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", "-b", "main", str(tmp_path / "work")], check=True)
+    term, _ = stand_in(
+        PATH=os.pathsep.join(
+            p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "gh").exists()
+        )
+    )
+    term.wait_for(r"⎇ main", screen_only=True)
+    term.settle(0.5)
+    assert "PR #" not in term.display()
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_batch_progress_bar_and_ctrl_b_while_bash_runs(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("batch")
+    term.wait_for(r"1/3 tools")
+    term.wait_for(r"2/3 tools")
+    term.wait_for(r"Read three parts\.")
+    term.line("bash")
+    term.wait_for(r"sleep 30")
+    term.settle(0.3)
+    term.send(CTRL["b"])
+    term.wait_for(r"moving a running command to the background is not available")
+    term.send(ESC)
+    term.wait_for(r"interrupted")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_settings_view_changes_editor_mode_at_once(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("/config")
+    term.wait_for(r"editor\.mode")
+    term.wait_for(r"setting to change")
+    term.line("editor.mode")
+    term.wait_for(r"2 vim")
+    term.line("2")
+    term.wait_for(r"editor\.mode = vim \(in effect now\)")
+    term.wait_for(r"editor mode: vim")
+    term.line("")  # close the view
+    term.wait_for(r"settings closed")
+    term.wait_for(r"-- INSERT --", screen_only=True)
+    assert {"dispatch": "/config set editor.mode vim"} in read_log()
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0

@@ -19,7 +19,13 @@ from prompt_toolkit.auto_suggest import AutoSuggest, AutoSuggestFromHistory, Sug
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.cursor_shapes import ModalCursorShapeConfig
 from prompt_toolkit.enums import EditingMode
-from prompt_toolkit.filters import Condition, emacs_mode, vi_insert_mode, vi_navigation_mode
+from prompt_toolkit.filters import (
+    Condition,
+    emacs_mode,
+    is_searching,
+    vi_insert_mode,
+    vi_navigation_mode,
+)
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.input import ansi_escape_sequences
 from prompt_toolkit.key_binding import KeyBindings
@@ -28,6 +34,7 @@ from prompt_toolkit.styles import Style
 
 from . import theme
 from .vim import DotRepeat
+from .vim import add_bindings as add_vim_bindings
 
 if TYPE_CHECKING:  # pragma: no cover
     from .app import App
@@ -141,7 +148,7 @@ def _bindings(app: App, dot: DotRepeat) -> KeyBindings:
     not_vi_insert = ~vi_insert_mode
     esc_esc_ok = emacs_mode | vi_navigation_mode
 
-    @kb.add("enter")
+    @kb.add("enter", filter=~is_searching)
     def _submit(event) -> None:
         buf = event.current_buffer
         doc = buf.document
@@ -243,10 +250,7 @@ def _bindings(app: App, dot: DotRepeat) -> KeyBindings:
         buf = event.current_buffer
         buf.insert_text(buf.suggestion.text)
 
-    @kb.add(".", filter=vi_navigation_mode)
-    def _dot(event) -> None:
-        dot.repeat(event)
-
+    add_vim_bindings(kb, dot)
     return kb
 
 

@@ -103,6 +103,39 @@ class DotRepeat:
         event.app.key_processor.feed_multiple(keys, first=True)
 
 
+def add_bindings(kb, dot: DotRepeat) -> None:
+    """`.` repeat, and vim's `cw`/`cW` (which change to the end of the word, like `ce`)."""
+    from prompt_toolkit.clipboard import ClipboardData
+    from prompt_toolkit.filters import vi_navigation_mode
+
+    @kb.add(".", filter=vi_navigation_mode)
+    def _dot(event) -> None:
+        dot.repeat(event)
+
+    def change_word(event, big: bool) -> None:
+        buf = event.current_buffer
+        doc = buf.document
+        if not doc.current_char or doc.current_char.isspace():
+            end = doc.find_next_word_beginning(count=event.arg, WORD=big) or len(
+                doc.text_after_cursor
+            )
+        else:
+            end = doc.find_next_word_ending(
+                include_current_position=True, count=event.arg, WORD=big
+            ) or len(doc.text_after_cursor)
+        deleted = buf.delete(end)
+        event.app.clipboard.set_data(ClipboardData(deleted))
+        event.app.vi_state.input_mode = InputMode.INSERT
+
+    @kb.add("c", "w", filter=vi_navigation_mode)
+    def _cw(event) -> None:
+        change_word(event, False)
+
+    @kb.add("c", "W", filter=vi_navigation_mode)
+    def _cW(event) -> None:
+        change_word(event, True)
+
+
 def editor_mode_from(value: str) -> str:
     """'vim' for the values that mean vi editing, 'default' otherwise."""
     v = (value or "").strip().strip('"').lower()

@@ -12,8 +12,6 @@ import json
 import os
 import queue
 import re
-import shlex
-import subprocess
 import threading
 import time
 from typing import Any, Callable
@@ -456,6 +454,8 @@ class App:
 
     def cmd_copy(self, arg: str) -> None:
         try:
+            import shlex
+
             words = shlex.split(arg)
         except ValueError as e:
             self.console.print(Text(f"{theme.SYM_FAIL} /copy: {e}", "error"))
@@ -720,6 +720,8 @@ class App:
             return
         self.console.print(Text(f"$ {cmd}", "muted"))
         try:
+            import subprocess
+
             proc = subprocess.Popen(cmd, shell=True, cwd=self.cwd())
         except OSError as e:
             self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))

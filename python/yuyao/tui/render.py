@@ -15,7 +15,6 @@ from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.padding import Padding
-from rich.spinner import Spinner
 from rich.text import Text
 
 from . import theme
@@ -151,6 +150,12 @@ def guess_lexer(detail: str, tool: str = "") -> str:
 # --------------------------------------------------------------------------- live view
 
 
+def _spinner():
+    from rich.spinner import Spinner  # deferred: not needed to show the first prompt
+
+    return Spinner("dots", style="accent")
+
+
 def bar(done: int, total: int, unit: str, width: int = 12) -> Text:
     """A determinate progress bar: ━━━━━━────── 3/7 unit."""
     total = max(total, 1)
@@ -178,7 +183,7 @@ class TurnView:
     done: int = 0  # determinate progress: tool calls of this batch finished …
     total: int = 0  # … out of this many (0: unknown, no bar)
     unit: str = "tools"
-    spinner: Spinner = field(default_factory=lambda: Spinner("dots", style="accent"))
+    spinner: Any = field(default_factory=lambda: _spinner())
 
     def _tail(self, text: str, console: Console, width: int, max_lines: int, style: str) -> Text:
         rendered = Text(text, style=style)

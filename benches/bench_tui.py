@@ -30,8 +30,15 @@ BUDGET_MS = 400.0
 def time_to(argv: list[str], pattern: str, env: dict, cwd: str, timeout: float = 30.0) -> float:
     """Seconds from spawn until `pattern` appears in the output, then the child is killed."""
     start = time.perf_counter()
-    child = pexpect.spawn(argv[0], argv[1:], env=env, cwd=cwd, dimensions=(40, 120),
-                          encoding="utf-8", codec_errors="replace")
+    child = pexpect.spawn(
+        argv[0],
+        argv[1:],
+        env=env,
+        cwd=cwd,
+        dimensions=(40, 120),
+        encoding="utf-8",
+        codec_errors="replace",
+    )
     try:
         buf = ""
         deadline = start + timeout
@@ -76,12 +83,26 @@ def measure_yuyao(runs: int, cwd: str, home: str) -> list[float]:
 
 def measure_aider(aider: str, runs: int, cwd: str) -> list[float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("D2A_")}
-    env.update(TERM="xterm-256color", OPENAI_API_KEY="x", AIDER_CHECK_UPDATE="false",
-               HOME=tempfile.mkdtemp(prefix="aider-home-"))
-    argv = [aider, "--model", "openai/bench-model", "--openai-api-base",
-            "http://127.0.0.1:9/v1", "--no-git", "--no-show-model-warnings",
-            "--no-check-update", "--no-analytics", "--no-show-release-notes",
-            "--no-pretty", "--no-fancy-input"]
+    env.update(
+        TERM="xterm-256color",
+        OPENAI_API_KEY="x",
+        AIDER_CHECK_UPDATE="false",
+        HOME=tempfile.mkdtemp(prefix="aider-home-"),
+    )
+    argv = [
+        aider,
+        "--model",
+        "openai/bench-model",
+        "--openai-api-base",
+        "http://127.0.0.1:9/v1",
+        "--no-git",
+        "--no-show-model-warnings",
+        "--no-check-update",
+        "--no-analytics",
+        "--no-show-release-notes",
+        "--no-pretty",
+        "--no-fancy-input",
+    ]
     pattern = r"(?m)^> ?$|\n> "
     time_to(argv, pattern, env, cwd, timeout=60)
     return [time_to(argv, pattern, env, cwd, timeout=60) for _ in range(runs)]
@@ -98,14 +119,18 @@ def main() -> int:
         home = os.path.join(tmp, "home")
         ours = measure_yuyao(args.runs, cwd, home)
         med = statistics.median(ours) * 1000
-        print(f"yuyao  startup to usable prompt: median {med:.0f} ms "
-              f"(min {min(ours) * 1000:.0f}, max {max(ours) * 1000:.0f}, {args.runs} runs; "
-              f"budget {BUDGET_MS:.0f} ms: {'ok' if med < BUDGET_MS else 'OVER'})")
+        print(
+            f"yuyao  startup to usable prompt: median {med:.0f} ms "
+            f"(min {min(ours) * 1000:.0f}, max {max(ours) * 1000:.0f}, {args.runs} runs; "
+            f"budget {BUDGET_MS:.0f} ms: {'ok' if med < BUDGET_MS else 'OVER'})"
+        )
         if args.aider:
             theirs = measure_aider(args.aider, args.runs, cwd)
             amed = statistics.median(theirs) * 1000
-            print(f"aider  startup to usable prompt: median {amed:.0f} ms "
-                  f"(min {min(theirs) * 1000:.0f}, max {max(theirs) * 1000:.0f})")
+            print(
+                f"aider  startup to usable prompt: median {amed:.0f} ms "
+                f"(min {min(theirs) * 1000:.0f}, max {max(theirs) * 1000:.0f})"
+            )
             print(f"ratio yuyao/aider = {med / amed:.2f}")
     return 0
 

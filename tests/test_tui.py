@@ -855,3 +855,37 @@ def test_settings_view_changes_editor_mode_at_once(stand_in):
     assert {"dispatch": "/config set editor.mode vim"} in read_log()
     term.send(CTRL_D)
     assert term.wait_exit() == 0
+
+
+def test_tui_fullscreen_keeps_the_session(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("hi")
+    wait_chats(term, read_log, 1)
+    term.line("/tui fullscreen")
+    term.wait_for(r"full screen \(/tui default leaves\)", screen_only=True)
+    term.line("tool")  # permission prompts inside the full-screen view
+    term.wait_for(r"permission: bash", screen_only=True)
+    term.wait_for(r"ls -la src \| head", screen_only=True)
+    term.send("y")
+    term.wait_for(r"permission: edit", screen_only=True)
+    term.wait_for(r"\+x = 2", screen_only=True)
+    term.send("n")
+    term.wait_for(r"Tools done\.", screen_only=True)
+    answers = [e["answer"] for e in read_log() if "answer" in e]
+    assert answers == ["allow", "deny"]
+    term.line("slow")  # Esc stops a stream here too
+    term.wait_for(r"w3 ", screen_only=True)
+    term.send(ESC)
+    term.wait_for(r"interrupted", screen_only=True)
+    term.send(SHIFT_TAB)
+    term.wait_for(r"plan ›", screen_only=True)
+    term.send(SHIFT_TAB)
+    term.line("/tui default")
+    term.wait_for(r"back from full screen; the session continues")
+    term.line("hi")
+    assert wait_chats(term, read_log, 4) == ["hi", "tool", "slow", "hi"]
+    assert not [e for e in read_log() if "close" in e]  # one session all along
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+    assert [e for e in read_log() if "close" in e]

@@ -146,6 +146,7 @@ class App:
         self.branch = ""
         self.pr = None  # status.PrWatcher
         self.fullscreen = None  # fullscreen.Fullscreen while /tui fullscreen is on
+        self.want_fullscreen = False
 
     # -- status -------------------------------------------------------------------------
 
@@ -174,7 +175,7 @@ class App:
         parts: list = []
         parts += self.refs_fragments()
         parts.append(("class:bottom-toolbar.sep", " "))
-        vim = self.input.vim_mode() if self.input else ""
+        vim = self.input.vim_mode() if self.input and self.fullscreen is None else ""
         if vim:
             parts += [(f"class:bottom-toolbar.vim.{vim.lower()}", f"-- {vim} --"), sep]
         if self.shell_mode:
@@ -209,11 +210,32 @@ class App:
             parts += [sep, ("class:bottom-toolbar.key", "tasks ▾")]
         return parts
 
+    def run_fullscreen(self) -> str:
+        """`/tui fullscreen`: the same session in a full-screen prompt_toolkit application,
+        until `/tui default` ("default") or the end of the session ("exit")."""
+        from .fullscreen import Fullscreen
+
+        console, rconsole = self.console, self.renderer.console
+        fs = Fullscreen(self)
+        self.fullscreen = fs
+        self.console = self.renderer.console = fs.console
+        try:
+            result = fs.run()
+        finally:
+            self.fullscreen = None
+            self.console, self.renderer.console = console, rconsole
+        if result != "exit":
+            self.say("renderer: default (back from full screen; the session continues)", "accent")
+        return result
+
+    def input_text(self) -> str:
+        if self.fullscreen is not None:
+            return self.fullscreen.input.text
+        return self.input.session.default_buffer.text if self.input else ""
+
     def refs_fragments(self) -> list:
         """The indicator line above the status line: one entry per @reference and pasted image."""
-        if not self.input:
-            return []
-        text = self.input.session.default_buffer.text
+        text = self.input_text()
         if "@" not in text:
             return []
         found = refs.find(text)
@@ -319,6 +341,11 @@ class App:
         self.pr.start()
         try:
             while not self.status.get("exit_requested"):
+                if self.want_fullscreen:
+                    self.want_fullscreen = False
+                    if self.run_fullscreen() == "exit":
+                        break
+                    continue
                 try:
                     line = self.input.read(self.pending_draft)
                     self.pending_draft = ""
@@ -388,6 +415,13 @@ class App:
     # -- slash commands --------------------------------------------------------------------
 
     def slash(self, line: str) -> None:
+        if self.slash_local(line):
+            return
+        ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
+        self.slash_result(line, ok, value)
+
+    def slash_local(self, line: str) -> bool:
+        """The commands this terminal handles itself; True when `line` was one of them."""
         name, _, rest = line.partition(" ")
         name = name.lower()
         if name == "/focus":
@@ -401,19 +435,24 @@ class App:
                     "accent",
                 )
             )
-            return
+            return True
         if name == "/tui":
             self.cmd_tui(rest.strip())
-            return
+            return True
         if name == "/copy":
             self.cmd_copy(rest.strip())
-            return
+            return True
         if name in ("/config", "/settings") and not rest.strip():
+            if self.fullscreen is not None:
+                return False  # the listing; the interactive view needs the default renderer
             from .settings import settings_view
 
             settings_view(self)
-            return
-        ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
+            return True
+        return False
+
+    def slash_result(self, line: str, ok: bool, value: Any) -> None:
+        name = line.partition(" ")[0].lower()
         if not ok:
             msg = str(value)
             unknown = "unknown" in msg.lower()
@@ -440,15 +479,15 @@ class App:
 
     def cmd_tui(self, arg: str) -> None:
         if arg in ("", "default"):
-            self.console.print(Text("renderer: default (inline, scrollback preserved)", "accent"))
+            if self.fullscreen is not None:
+                self.fullscreen.leave("default")
+            else:
+                self.say("renderer: default (inline, scrollback preserved)", "accent")
         elif arg == "fullscreen":
-            self.console.print(
-                Text(
-                    f"{theme.SYM_WARN} the fullscreen renderer is not available in this version; "
-                    "staying on the default renderer (the session is unchanged)",
-                    "warn",
-                )
-            )
+            if self.fullscreen is not None:
+                self.say("renderer: fullscreen (already on)", "accent")
+            else:
+                self.want_fullscreen = True
         else:
             self.console.print(Text(f"{theme.SYM_FAIL} usage: /tui <default|fullscreen>", "error"))
 

@@ -272,28 +272,42 @@ class App:
     # -- start ----------------------------------------------------------------------------
 
     def banner(self) -> None:
-        from rich.console import Group
-        from rich.panel import Panel
-        from rich.table import Table
+        """A short boxed banner. Drawn by hand (no rich Table/Panel): it is on the startup path."""
+        from rich.cells import cell_len
 
         st = self.status
         version = self.version or str(st.get("version") or "") or _package_version()
-        grid = Table.grid(padding=(0, 2))
-        grid.add_row(Text("model", "muted"), Text(str(st.get("model") or "?")))
-        cwd = Text(self.cwd())
-        if self.branch:
-            cwd.append(f"  ⎇ {self.branch}", "muted")
-        grid.add_row(Text("cwd", "muted"), cwd)
         mode = str(st.get("mode") or "?")
-        mr = Text(mode, theme.mode_style(mode))
-        mr.append(f" · role {st.get('role') or '?'}", "default")
+        where = self.cwd() + (f"  ⎇ {self.branch}" if self.branch else "")
+        mode_line = f" · role {st.get('role') or '?'}"
         if self.input and self.input.vim:
-            mr.append(" · vim keys", "default")
-        grid.add_row(Text("mode", "muted"), mr)
-        title = Text("yuyao", "brand")
-        title.append(f" {version}", "muted")
-        hint = Text("/help for commands · Shift+Tab plan mode · Ctrl+D to exit", "muted")
-        self.console.print(Panel.fit(Group(title, grid, hint), border_style="cyan", padding=(0, 1)))
+            mode_line += " · vim keys"
+        rows: list[Text] = [Text.assemble(("yuyao", "brand"), (f" {version}", "muted"))]
+        for label, value in (("model", Text(str(st.get("model") or "?"))), ("cwd", Text(where))):
+            rows.append(Text.assemble((f"{label:<5}  ", "muted"), value))
+        rows.append(Text.assemble(("mode   ", "muted"), (mode, theme.mode_style(mode)), mode_line))
+        rows.append(Text("/help for commands · Shift+Tab plan mode · Ctrl+D to exit", "muted"))
+        limit = max(self.console.size.width - 4, 20)
+        width = min(max(cell_len(r.plain) for r in rows), limit)
+        out = Text("╭" + "─" * (width + 2) + "╮\n", "accent")
+        for r in rows:
+            r.truncate(width, overflow="ellipsis")
+            out.append("│ ", "accent")
+            out.append_text(r)
+            out.append(" " * (width - cell_len(r.plain)) + " │\n", "accent")
+        out.append("╰" + "─" * (width + 2) + "╯", "accent")
+        self.console.print(out)
+
+    def where_we_left_off(self) -> None:
+        """On --continue / --resume: the core's one-line recap (`/recap`), when it has one."""
+        if not any(self.options.get(k) for k in ("resume", "continue", "continue_session")):
+            return
+        try:
+            recap = str(self.session.dispatch("/recap") or "").strip()
+        except Exception:  # noqa: BLE001 - no recap in this build: nothing to show
+            return
+        if recap:
+            self.say(f"↺ where we left off: {recap.splitlines()[0]}", "accent")
 
     def load_commands(self) -> None:
         names: dict[str, str] = {}
@@ -339,6 +353,7 @@ class App:
         self.load_commands()
         self.pr = gitstatus.PrWatcher(self.cwd, on_change=self.refresh_toolbar)
         self.pr.start()
+        self.where_we_left_off()
         try:
             while not self.status.get("exit_requested"):
                 if self.want_fullscreen:

@@ -7,7 +7,6 @@ Esc Esc = `/rewind`, …). Keys pressed while a turn runs are read by `keys.RawK
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -50,6 +49,12 @@ for _seq in ("\x1b[122;6u", "\x1b[90;6u", "\x1b[27;6;122~", "\x1b[27;6;90~"):
     ansi_escape_sequences.ANSI_SEQUENCES[_seq] = REDO_KEY
 
 
+try:  # the builtin module: hashlib would load OpenSSL on the startup path
+    from _sha256 import sha256 as _sha256
+except ImportError:  # pragma: no cover - other Python versions
+    from hashlib import sha256 as _sha256
+
+
 def yuyao_home(options: dict | None = None) -> Path:
     home = (options or {}).get("home") or os.environ.get("YUYAO_HOME")
     return Path(home).expanduser() if home else Path.home() / ".yuyao"
@@ -59,7 +64,7 @@ def history_file(cwd: str, options: dict | None = None) -> Path:
     """~/.yuyao/history/<dir name>-<hash of the full path>: one history per working directory."""
     real = os.path.realpath(cwd)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(real) or "root")[:40]
-    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    digest = _sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return yuyao_home(options) / "history" / f"{slug}-{digest}"
 
 

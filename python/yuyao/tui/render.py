@@ -183,7 +183,7 @@ class TurnView:
     done: int = 0  # determinate progress: tool calls of this batch finished …
     total: int = 0  # … out of this many (0: unknown, no bar)
     unit: str = "tools"
-    spinner: Any = field(default_factory=lambda: _spinner())
+    spinner: Any = None  # created at the first render (rich.spinner is not needed before)
 
     def _tail(self, text: str, console: Console, width: int, max_lines: int, style: str) -> Text:
         rendered = Text(text, style=style)
@@ -216,6 +216,8 @@ class TurnView:
             line.append("  ")
             line.append_text(bar(self.done, self.total, self.unit))
         line.append("  esc to interrupt", "muted")
+        if self.spinner is None:
+            self.spinner = _spinner()
         self.spinner.text = line
         parts.append(self.spinner)
         if self.steer_enabled:

@@ -7,32 +7,33 @@ PR_REFRESH seconds; with no open PR (or no `gh`, or `gh` failing) the bar stays 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import threading
-from pathlib import Path
 
 PR_REFRESH = 60.0
 
 
-def git_dir(cwd: str) -> Path | None:
-    here = Path(cwd).resolve()
-    for d in (here, *here.parents):
-        dot = d / ".git"
-        if dot.is_dir():
+def git_dir(cwd: str) -> str | None:
+    """The .git directory of the work tree holding cwd (os.path only: no pathlib at startup)."""
+    d = os.path.realpath(cwd)
+    while True:
+        dot = os.path.join(d, ".git")
+        if os.path.isdir(dot):
             return dot
-        if dot.is_file():  # a worktree or submodule: "gitdir: <path>"
+        if os.path.isfile(dot):  # a worktree or submodule: "gitdir: <path>"
             try:
-                text = dot.read_text(errors="replace").strip()
+                with open(dot, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read().strip()
             except OSError:
                 return None
             if text.startswith("gitdir:"):
-                p = Path(text[7:].strip())
-                return p if p.is_absolute() else (d / p).resolve()
+                return os.path.realpath(os.path.join(d, text[7:].strip()))
             return None
-    return None
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
 
 
 def git_branch(cwd: str) -> str:
@@ -40,7 +41,8 @@ def git_branch(cwd: str) -> str:
     if gd is None:
         return ""
     try:
-        head = (gd / "HEAD").read_text(errors="replace").strip()
+        with open(os.path.join(gd, "HEAD"), encoding="utf-8", errors="replace") as fh:
+            head = fh.read().strip()
     except OSError:
         return ""
     if head.startswith("ref:"):
@@ -106,6 +108,9 @@ class PrWatcher:
             self._stop.wait(PR_REFRESH)
 
     def fetch(self) -> dict | None:
+        import json
+        import subprocess
+
         try:
             proc = subprocess.run(
                 [

@@ -72,7 +72,7 @@ PT_STYLE = {
 
 def make_console() -> Console:
     """The console every module prints through (stdout, our theme, no auto-highlighting)."""
-    return Console(theme=THEME, highlight=False, soft_wrap=False)
+    return Console(theme=THEME, highlight=False, soft_wrap=False, emoji=False)
 
 
 def mode_style(mode: str) -> str:

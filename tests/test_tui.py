@@ -889,3 +889,43 @@ def test_tui_fullscreen_keeps_the_session(stand_in):
     term.send(CTRL_D)
     assert term.wait_exit() == 0
     assert [e for e in read_log() if "close" in e]
+
+
+def test_esc_esc_alt_t_ctrl_g_ctrl_o(stand_in, tmp_path):
+    bindir = fake_bin(tmp_path, "fake-editor", "printf 'from the editor' > \"$1\"\n")
+    term, read_log = stand_in(EDITOR=str(bindir / "fake-editor"), VISUAL="")
+    term.wait_for(r"yuyao")
+    term.send("a draft to keep")
+    term.settle(0.2)
+    term.send(ESC + ESC)  # with text: cleared and saved to history
+    term.settle(0.6)
+    assert "a draft to keep" not in term.display()
+    term.send("\x1b[A")  # ↑ brings it back
+    term.wait_for(r"› a draft to keep", screen_only=True)
+    term.send(CTRL["c"])
+    term.settle(0.3)
+    term.send(ESC + ESC)  # on empty input: the rewind menu (= /rewind)
+    term.wait_for(r"unknown command /rewind")  # the stand-in has none
+    term.send("\x1bt")  # Alt+T = /show-thinking expanded
+    term.wait_for(r"thinking display: expanded")
+    term.wait_for(r"thinking expanded", screen_only=True)
+    dispatched = [e["dispatch"] for e in read_log() if "dispatch" in e]
+    assert "/rewind" in dispatched and "/show-thinking expanded" in dispatched
+    term.send(CTRL["o"])
+    term.wait_for(r"nothing to expand yet")
+    term.send(CTRL["g"])  # $EDITOR writes the input
+    term.wait_for(r"› from the editor", screen_only=True)
+    term.send(ENTER)
+    assert wait_chats(term, read_log, 1) == ["from the editor"]
+    term.line("tool")
+    term.wait_for(r"permission: bash")
+    term.send("y")
+    term.wait_for(r"permission: edit")
+    term.send("y")
+    term.wait_for(r"Tools done\.")
+    term.settle(0.5)
+    term.send(CTRL["o"])  # the transcript of the last turn, expanded
+    term.wait_for(r"last turn, expanded")
+    term.wait_for(r"file9\.py")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0

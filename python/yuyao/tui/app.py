@@ -349,6 +349,7 @@ class App:
 
         self.branch = gitstatus.git_branch(self.cwd())
         self.input = InputBox(self, history_file(self.cwd(), self.options), vim=self.vim_wanted())
+        self.apply_theme()
         self.banner()
         self.load_commands()
         self.pr = gitstatus.PrWatcher(self.cwd, on_change=self.refresh_toolbar)
@@ -484,8 +485,25 @@ class App:
         if name in ("/config", "/settings"):
             self.after_config_change()
 
+    def apply_theme(self, announce: bool = False) -> None:
+        """The `theme` setting: dark (default), light (light-background code colours) or
+        mono (no colour at all)."""
+        name = self.config_value("theme") or "dark"
+        if name == getattr(self, "_theme", "dark"):
+            return
+        self._theme = name
+        self.console.no_color = name == "mono"
+        theme.CODE_THEME = "default" if name == "light" else "monokai"
+        if self.input:
+            from prompt_toolkit.output import ColorDepth
+
+            self.input.session.color_depth = ColorDepth.MONOCHROME if name == "mono" else None
+        if announce:
+            self.say(f"theme: {name}", "accent")
+
     def after_config_change(self) -> None:
-        """A setting changed: apply the ones the terminal itself renders (editor mode)."""
+        """A setting changed: apply the ones the terminal itself renders (editor mode, theme)."""
+        self.apply_theme(announce=True)
         if self.input:
             want = self.vim_wanted()
             if want != self.input.vim:

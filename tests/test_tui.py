@@ -707,8 +707,15 @@ def test_ctrl_r_reverse_searches_history(stand_in):
 
 def test_at_path_indicator_keeps_the_text(stand_in, tmp_path):
     (tmp_path / "work" / "notes.md").write_text("line one\nline two\n")
+    deep = tmp_path / "work" / "src" / "pkg"
+    deep.mkdir(parents=True)
+    (deep / "deep_module.py").write_text("x = 1\n")
     term, read_log = stand_in()
     term.wait_for(r"yuyao")
+    term.send("@deep_m")  # completion looks deeper in the project too
+    term.wait_for(r"src/pkg/deep_module\.py", screen_only=True)
+    term.send(CTRL["c"])
+    term.settle(0.3)
     term.send("explain @no")
     term.wait_for(r"notes\.md", screen_only=True)  # completion offers it
     term.send("tes.md and @missing.txt")
@@ -881,6 +888,12 @@ def test_tui_fullscreen_keeps_the_session(stand_in):
     term.send(SHIFT_TAB)
     term.wait_for(r"plan ›", screen_only=True)
     term.send(SHIFT_TAB)
+    term.send(CTRL["r"])  # reverse search works here too
+    term.send("too")
+    term.settle(0.3)
+    term.send(ENTER)
+    term.wait_for(r"› tool", screen_only=True)
+    term.send(CTRL["c"])
     term.line("/tui default")
     term.wait_for(r"back from full screen; the session continues")
     term.line("hi")

@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.completion import ThreadedCompleter
 from prompt_toolkit.data_structures import Point
-from prompt_toolkit.filters import Condition, has_completions
+from prompt_toolkit.enums import EditingMode
+from prompt_toolkit.filters import Condition, has_completions, is_searching
 from prompt_toolkit.formatted_text import ANSI
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.layout import (
@@ -40,6 +42,7 @@ from prompt_toolkit.layout.dimension import Dimension
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.layout.processors import AppendAutoSuggestion
 from prompt_toolkit.styles import Style
+from prompt_toolkit.widgets import SearchToolbar
 from rich.console import Console
 from rich.text import Text
 
@@ -77,7 +80,7 @@ class Fullscreen:
         self.input = Buffer(
             multiline=True,
             history=history,
-            completer=YuyaoCompleter(app),
+            completer=ThreadedCompleter(YuyaoCompleter(app)),
             complete_while_typing=True,
             auto_suggest=NextStep(app),
             enable_history_search=False,
@@ -148,6 +151,7 @@ class Fullscreen:
     # -- layout and keys ---------------------------------------------------------------
 
     def _build(self) -> Application:
+        search = SearchToolbar()  # Ctrl+R
         busy = Condition(lambda: self.turn is not None)
         asking = Condition(lambda: self.pending is not None)
         permission = Condition(lambda: self.pending is not None and self.pending[0] == "permission")
@@ -169,7 +173,11 @@ class Fullscreen:
             [
                 Window(FormattedTextControl(self._prompt), dont_extend_width=True),
                 Window(
-                    BufferControl(self.input, input_processors=[AppendAutoSuggestion()]),
+                    BufferControl(
+                        self.input,
+                        input_processors=[AppendAutoSuggestion()],
+                        search_buffer_control=search.control,
+                    ),
                     height=Dimension(min=1, max=8),
                     wrap_lines=True,
                     dont_extend_height=True,
@@ -182,6 +190,7 @@ class Fullscreen:
                 live,
                 Window(height=1, char="─", style="class:rule"),
                 input_row,
+                search,
                 Window(
                     FormattedTextControl(self._toolbar),
                     height=Dimension(max=3),
@@ -197,7 +206,7 @@ class Fullscreen:
         )
         kb = KeyBindings()
 
-        @kb.add("enter", filter=~has_completions | asking)
+        @kb.add("enter", filter=(~has_completions | asking) & ~is_searching)
         def _enter(event) -> None:
             buf = self.input
             if self.pending is not None:
@@ -364,6 +373,9 @@ class Fullscreen:
             style=style,
             full_screen=True,
             mouse_support=False,
+            editing_mode=EditingMode.VI
+            if self.app.input and self.app.input.vim
+            else EditingMode.EMACS,
             refresh_interval=None,
         )
 

@@ -87,6 +87,10 @@ class DedupFileHistory(FileHistory):
         super().append_string(string)
 
 
+SKIP_DIRS = {"node_modules", "target", "__pycache__", "dist", "build", "venv"}
+WALK_LIMIT = 5000  # entries looked at for a deep @completion
+
+
 class YuyaoCompleter(Completer):
     """Slash command names at the start of the input; @paths anywhere."""
 
@@ -129,6 +133,32 @@ class YuyaoCompleter(Completer):
             )
             shown += 1
             if shown >= 60:
+                return
+        if head or partial.startswith(("/", "~", ".")) or len(tail) < 2:
+            return
+        # Deeper in the project: files and folders whose name starts with what was typed.
+        seen = 0
+        for root, dirs, files in os.walk(base):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+            rel = os.path.relpath(root, base)
+            if rel == ".":
+                continue
+            for name in sorted(dirs) + sorted(files):
+                seen += 1
+                if name.lower().startswith(tail.lower()):
+                    path = os.path.join(rel, name)
+                    is_dir = name in dirs
+                    label = path + ("/" if is_dir else "")
+                    yield Completion(
+                        label,
+                        start_position=-len(tail),
+                        display=label,
+                        display_meta="folder (recursive)" if is_dir else "file",
+                    )
+                    shown += 1
+                    if shown >= 60:
+                        return
+            if seen > WALK_LIMIT:
                 return
 
 
@@ -267,6 +297,7 @@ class InputBox:
             history=DedupFileHistory(history_path),
             completer=YuyaoCompleter(app),
             complete_while_typing=True,
+            complete_in_thread=True,  # a deep @path walk must not stall typing
             auto_suggest=NextStep(app),
             key_bindings=_bindings(app, self.dot),
             multiline=True,

@@ -942,3 +942,47 @@ def test_esc_esc_alt_t_ctrl_g_ctrl_o(stand_in, tmp_path):
     term.wait_for(r"file9\.py")
     term.send(CTRL_D)
     assert term.wait_exit() == 0
+
+
+GOLDEN = Path(__file__).parent / "golden_tui"
+
+
+def golden(name: str, text: str) -> None:
+    """Compare a stable screen region with tests/golden_tui/<name> (UPDATE_GOLDEN=1 rewrites)."""
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN") or not path.exists():
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"screen differs from {path}:\n{text}"
+
+
+def region(display: str, first: str, last: str) -> str:
+    lines = display.splitlines()
+    start = next(i for i, ln in enumerate(lines) if first in ln)
+    end = next(i for i in range(start, len(lines)) if last in lines[i])
+    return "\n".join(lines[start : end + 1]) + "\n"
+
+
+def test_golden_permission_prompt_and_settings_view(stand_in):
+    term, _ = stand_in()
+    term.wait_for(r"yuyao")
+    term.line("tool")
+    term.wait_for(r"permission: bash")
+    term.send("y")
+    term.wait_for(r"\[n\] no[\s\S]*\[n\] no", screen_only=True)  # the second prompt
+    term.settle(0.5)
+    shown = term.display()
+    golden(
+        "permission_edit.txt",
+        region(shown[shown.index("permission: edit") - 3 :], "╭─ permission: edit", "[n] no"),
+    )
+    term.send("n")
+    term.wait_for(r"Tools done\.")
+    term.line("/config")
+    term.wait_for(r"setting to change")
+    term.settle(0.3)
+    golden("settings_view.txt", region(term.display(), "settings", "default permission mode"))
+    term.line("")
+    term.wait_for(r"settings closed")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0

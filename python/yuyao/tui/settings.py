@@ -87,7 +87,7 @@ def _show(app: App, values: dict[str, str], known: list[tuple[str, str]]) -> Non
         shown = Text(value, "ok") if value is not None else Text("(default)", "muted")
         choices = CHOICES.get(key)
         hint = desc + (f"  [{' | '.join(choices)}]" if choices else "")
-        table.add_row(str(i), key, shown, hint)
+        table.add_row(str(i), Text(key), shown, Text(hint))  # Text: no markup parsing
     app.console.print(Text("settings", "brand"))
     app.console.print(table)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pexpect
 import pyte
 import pytest
-from fakellm import call, say
+from fakellm import call, calls, say
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_SRC = ROOT / "python"
@@ -989,3 +989,90 @@ def test_golden_permission_prompt_and_settings_view(stand_in):
     term.wait_for(r"settings closed")
     term.send(CTRL_D)
     assert term.wait_exit() == 0
+
+
+# --------------------------------------------------------------------------------------------
+# The real core: plan toggle, steering, Esc, vim — what the model receives.
+
+
+@pytest.mark.core
+def test_core_shift_tab_plan_reaches_the_request(fake_llm, env, repo):
+    server = fake_llm([say("planning only"), say("back to asking")])
+    term = yuyao_term(env(server), repo, "--mode", "ask")
+    try:
+        term.wait_for(r"yuyao")
+        term.send(SHIFT_TAB)
+        term.wait_for(r"plan ›", screen_only=True)
+        term.wait_for(r"(?m)^ plan · execute ·", screen_only=True)  # the status line
+        term.line("what would you change?")
+        term.wait_for(r"planning only")
+        assert "Permission mode: plan" in server.system_prompt(0)
+        term.send(SHIFT_TAB)
+        term.wait_for(r"mode: ask")
+        term.line("and now?")
+        term.wait_for(r"back to asking")
+        assert "Permission mode: ask" in server.system_prompt(1)
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.core
+def test_core_ctrl_s_steers_mid_stream_and_esc_stops(fake_llm, env, repo):
+    long_text = "word " * 400
+    (repo / "a.txt").write_text("alpha\n")
+    server = fake_llm(
+        [
+            calls([("read", {"file_path": "a.txt"})], content=long_text, chunk_delay=0.02),
+            say("steered answer"),
+            say("story " * 800, chunk_delay=0.03),
+            say("after the stop"),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_for(r"yuyao")
+        term.line("read a.txt")
+        term.wait_for(r"word word word")
+        term.send("use bun instead")
+        term.send(CTRL["s"])  # = /queue steer
+        term.wait_for(r"queued for the next model call")
+        term.wait_for(r"steered answer")
+        assert "use bun instead" in server.user_text(1)
+        assert "use bun instead" not in server.user_text(0)
+        term.line("write a long story")
+        term.wait_for(r"story story story")
+        term.send(ESC)
+        term.wait_for(r"interrupted")
+        term.line("hello again")
+        term.wait_for(r"after the stop")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.core
+def test_core_vim_mode_from_config(fake_llm, env, repo, yuyao_home):
+    server = fake_llm([say("vim answer")])
+    (yuyao_home / "config.toml").write_text('[editor]\nmode = "vim"\n')
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_for(r"vim keys")
+        term.send("fix the bug in parser")
+        term.settle(0.2)
+        term.send(ESC)
+        term.wait_for(r"-- NORMAL --", screen_only=True)
+        term.send("b")
+        term.send("ciw")
+        term.send("lexer")
+        term.send(ESC)
+        term.settle(0.3)
+        term.send(ENTER)
+        term.wait_for(r"vim answer")
+        assert "fix the bug in lexer" in server.user_text(0)
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

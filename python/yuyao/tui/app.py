@@ -100,8 +100,10 @@ def missing_model_settings(options: dict) -> list[str]:
 def print_missing_model(console, missing: list[str]) -> None:
     from rich.table import Table
 
-    console.print(Text(f"{theme.SYM_FAIL} yuyao needs a model to talk to.", "fail"))
-    console.print("  Set these environment variables, then start yuyao again:")
+    console.print(Text(f"{theme.SYM_WARN} yuyao needs a model to talk to.", "warn"))
+    console.print(
+        "  Slash commands work now; to chat, set these environment variables and start yuyao again:"
+    )
     table = Table.grid(padding=(0, 2))
     for name, what, _required in MODEL_ENV:
         is_set = bool(os.environ.get(name))
@@ -1033,9 +1035,8 @@ def run_interactive(options: dict | None = None, *, session_factory: Callable | 
     console = theme.make_console()
     options = dict(options or {})
     missing = missing_model_settings(options)
-    if missing:
+    if missing:  # say it, then start anyway: slash commands work without a model
         print_missing_model(console, missing)
-        return 1
     version = ""
     if session_factory is None:
         try:

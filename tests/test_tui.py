@@ -902,6 +902,11 @@ def test_tui_fullscreen_keeps_the_session(stand_in):
     term.send(SHIFT_TAB)
     term.wait_for(r"plan ›", screen_only=True)
     term.send(SHIFT_TAB)
+    term.send(CTRL["t"])  # a task panel here
+    term.wait_for(r"no task list in this session \(Ctrl\+T hides this\)", screen_only=True)
+    term.send(CTRL["t"])
+    term.settle(0.3)
+    assert "no task list in this session" not in term.display()
     term.send(CTRL["r"])  # reverse search works here too
     term.send("too")
     term.settle(0.3)

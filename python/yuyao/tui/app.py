@@ -632,22 +632,30 @@ class App:
     def say(self, text: str, style: str = "muted") -> None:
         self.console.print(Text(text, style))
 
+    def tasks(self) -> list:
+        """The core's task list (empty until the core has a todo list to give)."""
+        getter = getattr(self.session, "tasks_json", None)
+        if not callable(getter):
+            return []
+        try:
+            tasks = json.loads(getter())
+        except Exception:  # noqa: BLE001
+            return []
+        return [t for t in tasks if isinstance(t, dict)] if isinstance(tasks, list) else []
+
     def toggle_tasks(self) -> None:
         """Ctrl+T: show or hide the task list."""
         self.show_tasks = not self.show_tasks
+        if self.fullscreen is not None:  # a panel there, not printed lines
+            self.fullscreen.invalidate()
+            return
         if not self.show_tasks:
             self.say("task list hidden (Ctrl+T shows it)")
             return
         self.print_tasks()
 
     def print_tasks(self) -> None:
-        tasks = None
-        getter = getattr(self.session, "tasks_json", None)
-        if callable(getter):  # the core's todo list, once it has one
-            try:
-                tasks = json.loads(getter())
-            except Exception:  # noqa: BLE001
-                tasks = None
+        tasks = self.tasks()
         if not tasks:
             self.say(
                 f"{theme.SYM_INFO} no task list in this session (the agent has not made one; "

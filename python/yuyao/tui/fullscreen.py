@@ -134,6 +134,21 @@ class Fullscreen:
         c.print(self.app.renderer.view)
         return ANSI(buf.getvalue().rstrip("\n"))
 
+    def _tasks(self):
+        tasks = self.app.tasks()
+        if not tasks:
+            return [("class:tasks.empty", " no task list in this session (Ctrl+T hides this)")]
+        marks = {"completed": "✓", "in_progress": "▶"}
+        out: list = [("class:tasks.title", " tasks\n")]
+        done = 0
+        for t in tasks:
+            st = str(t.get("status") or "pending")
+            done += st == "completed"
+            text = str(t.get("content") or t.get("title") or "")
+            out.append((f"class:tasks.{st}", f"  {marks.get(st, '○')} {text}\n"))
+        out.append(("class:tasks.title", f"  {done}/{len(tasks)} done"))
+        return out
+
     def _prompt(self):
         if self.pending is not None:
             kind = self.pending[0]
@@ -155,6 +170,15 @@ class Fullscreen:
         busy = Condition(lambda: self.turn is not None)
         asking = Condition(lambda: self.pending is not None)
         permission = Condition(lambda: self.pending is not None and self.pending[0] == "permission")
+        tasks = ConditionalContainer(
+            Window(
+                FormattedTextControl(self._tasks),
+                height=Dimension(max=10),
+                dont_extend_height=True,
+                style="class:tasks",
+            ),
+            filter=Condition(lambda: self.app.show_tasks),
+        )
         transcript = Window(
             FormattedTextControl(self._transcript, get_cursor_position=self._cursor),
             wrap_lines=True,
@@ -187,6 +211,7 @@ class Fullscreen:
         body = HSplit(
             [
                 transcript,
+                tasks,
                 live,
                 Window(height=1, char="─", style="class:rule"),
                 input_row,
@@ -365,7 +390,15 @@ class Fullscreen:
                 self.input.start_completion(select_first=False)
 
         style = Style.from_dict(
-            {**theme.PT_STYLE, "rule": "ansibrightblack", "prompt.steer": "ansicyan"}
+            {
+                **theme.PT_STYLE,
+                "rule": "ansibrightblack",
+                "prompt.steer": "ansicyan",
+                "tasks.empty": "ansibrightblack",
+                "tasks.title": "ansicyan bold",
+                "tasks.completed": "ansigreen",
+                "tasks.in_progress": "ansicyan",
+            }
         )
         return Application(
             layout=Layout(root, focused_element=self.input),

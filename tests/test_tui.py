@@ -1092,3 +1092,60 @@ def test_core_vim_mode_from_config(fake_llm, env, repo, yuyao_home):
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+VIM_CASES = [  # (typed in INSERT mode, keys in NORMAL mode, what is sent) — spec §5.6
+    ("foo(bar, baz)", "0f(ci(x\x1b", "foo(x)"),
+    ('say "hello world" now', '0f"di"', 'say "" now'),
+    ("a [b c] d", "0f[da[", "a  d"),
+    ("f{a b}", "0f{ci{z\x1b", "f{z}"),
+    ("one two three", "0wdaw", "one three"),
+    ("one two three", "0dw", "two three"),
+    ("one two three", "0de", " two three"),
+    ("one two three", "$db", "one two e"),
+    ("one two three", "0wD", "one "),
+    ("hello world", "0wCthere\x1b", "hello there"),
+    ("hello", "ccbye\x1b", "bye"),
+    ("abc", "0x", "bc"),
+    ("abc", "0xu", "abc"),
+    ("a-b-c-d", "0f-;x", "a-bc-d"),
+    ("a-b-c-d", "$F-;x", "a-bc-d"),
+    ("a-b-c-d", "0f-;,x", "ab-c-d"),
+    ('say "hello world" now', "0ca\"'x'\x1b", "say 'x' now"),
+    ("x y z", "0tzD", "x y"),
+    ("hello", "yyp", "hello\nhello"),
+    ("hello", ">>", "    hello"),
+    ("first\nsecond", "ggJ", "first second"),
+    ("first\nsecond", "ggdd", "second"),
+    ("one two", "0yiwP", "oneone two"),
+    ("hello world", "0ved", " world"),
+    ("one two three", "0cwX\x1bw.", "X X three"),
+]
+
+
+def test_vim_motions_operators_and_text_objects(stand_in):
+    term, read_log = stand_in(FAKE_CONFIG=json.dumps({"editor.mode": "vim"}))
+    term.wait_for(r"vim keys")
+    results = []
+    for n, (typed, keys, _want) in enumerate(VIM_CASES, 1):
+        term.wait_for(r"-- INSERT --", screen_only=True)
+        term.send(typed.replace("\n", "\n"))  # \n is Ctrl+J: a newline in the input
+        term.settle(0.15)
+        term.send(ESC)
+        term.wait_for(r"-- NORMAL --", screen_only=True)
+        for k in keys:
+            term.send(k)
+            time.sleep(0.03)
+            if k == ESC:
+                term.settle(0.15)
+        term.settle(0.2)
+        term.send(ENTER)
+        results.append(wait_chats(term, read_log, n)[-1])
+    wrong = [
+        (typed, keys, want, got)
+        for (typed, keys, want), got in zip(VIM_CASES, results)
+        if got != want
+    ]
+    assert not wrong, wrong
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0

@@ -135,6 +135,38 @@ def add_bindings(kb, dot: DotRepeat) -> None:
     def _cW(event) -> None:
         change_word(event, True)
 
+    # Quote text objects as vim picks them (prompt_toolkit's take the quote under the cursor
+    # as a closing one): the pair around the cursor on its line, else the next pair.
+    from prompt_toolkit.key_binding.bindings.vi import TextObject, create_text_object_decorator
+
+    text_object = create_text_object_decorator(kb)
+    for q in ('"', "'", "`"):
+        for inner in (True, False):
+
+            @text_object("i" if inner else "a", q, no_move_handler=True)
+            def _quote(event, q=q, inner=inner) -> TextObject:
+                span = quote_span(event.current_buffer.document, q, inner)
+                if span is None:
+                    return TextObject(0)
+                return TextObject(span[0], span[1])
+
+
+def quote_span(doc, q: str, inner: bool) -> tuple[int, int] | None:
+    """(start, end) of the quoted text object, relative to the cursor; None when the line
+    has no such pair at or after the cursor."""
+    line = doc.current_line
+    col = doc.cursor_position_col
+    marks = [i for i, c in enumerate(line) if c == q and (i == 0 or line[i - 1] != "\\")]
+    pairs = list(zip(marks[::2], marks[1::2]))
+    pair = next((p for p in pairs if p[0] <= col <= p[1]), None)
+    if pair is None:
+        pair = next((p for p in pairs if p[0] > col), None)
+    if pair is None:
+        return None
+    a, b = pair
+    start, end = (a + 1, b) if inner else (a, b + 1)
+    return start - col, end - col
+
 
 def editor_mode_from(value: str) -> str:
     """'vim' for the values that mean vi editing, 'default' otherwise."""

@@ -1149,3 +1149,19 @@ def test_vim_motions_operators_and_text_objects(stand_in):
     assert not wrong, wrong
     term.send(CTRL_D)
     assert term.wait_exit() == 0
+
+
+def test_ctrl_e_collapses_and_expands_the_plan(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao")
+    term.send(SHIFT_TAB)
+    term.wait_for(r"plan ›", screen_only=True)
+    term.line("plan the change")
+    wait_chats(term, read_log, 1)
+    term.send(CTRL["e"])
+    term.wait_for(r"plan collapsed: Hello from the stand-in\.")
+    term.send(CTRL["e"])
+    term.wait_for(r"── plan ──")
+    term.wait_for(r"Ctrl\+E collapses")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0

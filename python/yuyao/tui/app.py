@@ -405,11 +405,22 @@ class App:
             return
         self.show_refs(line)
         self.suggestion = ""
+        answers = len(self.renderer.answers)
         self.run_turn(lambda: self.session.chat(line), steer=True)
-        if self.renderer.answers:
+        self.after_chat(answers)
+
+    def after_chat(self, answers_before: int) -> None:
+        """After a turn: the next-step suggestion, and in plan mode the answer is the plan
+        that Ctrl+E expands (unless the core sent a plan of its own)."""
+        r = self.renderer
+        if len(r.answers) > answers_before and self.status.get("mode") == "plan":
+            if not r.plan_from_core:
+                r.plan = r.answers[-1]
+                r.plan_expanded = True  # it was just shown in full
+        if r.answers:
             from .suggest import next_step
 
-            self.suggestion = next_step(self.renderer.answers[-1])
+            self.suggestion = next_step(r.answers[-1])
 
     def show_refs(self, line: str) -> None:
         """The indicator for what the message references: @paths and pasted images."""

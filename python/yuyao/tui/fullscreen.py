@@ -489,10 +489,8 @@ class Fullscreen:
         if ok and isinstance(value, str) and value.strip() and fresh:
             app.renderer.markdown(value)
             app.renderer.answers.append(value.strip())
+        app.after_chat(self._answers_before)
         if app.renderer.answers:
-            from .suggest import next_step
-
-            app.suggestion = next_step(app.renderer.answers[-1])
             if app.suggestion and not self.input.text:
                 from prompt_toolkit.auto_suggest import Suggestion
 

@@ -261,6 +261,7 @@ class Renderer:
         self._last_intent = ""  # one intent line per tool batch
         self.plan = ""  # the latest plan the core proposed (Ctrl+E)
         self.plan_expanded = False
+        self.plan_from_core = False
         self._running: dict[str, str] = {}  # tool id -> command, for Ctrl+B
 
     # -- printing helpers ---------------------------------------------------------------
@@ -344,6 +345,7 @@ class Renderer:
         self.plan = str(event.get("plan") or event.get("text") or "").strip()
         if not self.plan:
             return
+        self.plan_from_core = True
         first = _first_line(self.plan, 90)
         self.print(Text(f"{theme.SYM_INFO} plan proposed: {first}  (Ctrl+E to expand)", "info"))
         self.plan_expanded = False

@@ -98,6 +98,11 @@ class Term:
             f"{pattern!r} did not appear.\n--- screen ---\n{self.display()}\n--- transcript tail ---\n{self.transcript()[-3000:]}"
         )
 
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        """Until the prompt reads keys (its status line is drawn); keys typed earlier would be
+        read in the terminal's cooked mode, where Enter arrives as Ctrl+J."""
+        self.wait_for(r"thinking (collapsed|expanded|off)", timeout, screen_only=True)
+
     def settle(self, seconds: float = 0.4) -> None:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
@@ -330,7 +335,7 @@ def test_banner_answer_and_ctrl_d(stand_in):
 
 def test_tool_blocks_and_permission_prompts(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("tool")
     term.wait_for(r"permission: bash")
     term.wait_for(r"ls -la src \| head")  # the actual command
@@ -353,7 +358,7 @@ def test_tool_blocks_and_permission_prompts(stand_in):
 
 def test_ask_user_by_number(stand_in):
     term, _ = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("ask")
     term.wait_for(r"Which package manager\?")
     term.wait_for(r"2\. npm")
@@ -365,7 +370,7 @@ def test_ask_user_by_number(stand_in):
 
 def test_steering_and_escape_interrupt(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("slow")
     term.wait_for(r"w5 ")
     term.send("use bun")
@@ -384,7 +389,7 @@ def test_steering_and_escape_interrupt(stand_in):
 
 def test_multiline_input_and_ctrl_c_clears(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.send("discarded draft")
     term.settle(0.2)
     term.send("\x03")  # Ctrl+C clears the input
@@ -403,7 +408,7 @@ def test_multiline_input_and_ctrl_c_clears(stand_in):
 
 def test_ctrl_c_interrupts_a_turn(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("slow")
     term.wait_for(r"w3 ")
     term.send("\x03")
@@ -415,7 +420,7 @@ def test_ctrl_c_interrupts_a_turn(stand_in):
 
 def test_slash_commands_shift_tab_and_exit(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("/help")
     term.wait_for(r"/show-thinking")
     term.line("/nope")
@@ -434,14 +439,15 @@ def test_slash_commands_shift_tab_and_exit(stand_in):
 
 def test_shell_prefix_and_shell_mode(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("!echo shell-$((40+2))")
     term.wait_for(r"shell-42")
     term.wait_for(r"exit 0")
     term.line("!")
     term.wait_for(r"shell mode")
     term.line("exit 3")
-    term.wait_for(r"exit 3")
+    term.wait_for(r"✗ exit 3")
+    term.settle(0.3)
     term.line("!")
     term.wait_for(r"left shell mode")
     assert not [e for e in read_log() if "chat" in e], "shell commands must not reach the model"
@@ -451,7 +457,7 @@ def test_shell_prefix_and_shell_mode(stand_in):
 
 def test_history_per_directory_without_consecutive_duplicates(stand_in, yuyao_home):
     term, _ = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     for text in ("/help", "/help", "hi"):
         term.line(text)
         term.settle(0.6)
@@ -473,6 +479,7 @@ def test_missing_model_environment(tmp_path, env):
         for name in ("D2A_MODEL_BASE_URL", "D2A_MODEL_NAME", "D2A_MODEL_API_KEY"):
             term.wait_for(name)
         term.wait_for(r"Slash commands work now")
+        term.wait_for(r"thinking collapsed", screen_only=True)  # the prompt is up
         term.line("/status")
         term.wait_for(r"(?m)^mode\s+ask")
         term.line("hello")
@@ -537,7 +544,7 @@ def test_core_slash_commands(fake_llm, env, repo):
     server = fake_llm([say("still here")])
     term = yuyao_term(env(server), repo)
     try:
-        term.wait_for(r"yuyao")
+        term.wait_ready()
         term.line("/help")
         term.wait_for(r"/mode")
         term.wait_for(r"/exit")
@@ -562,7 +569,7 @@ def test_core_permission_prompt_shows_the_change_and_obeys(fake_llm, env, repo):
     )
     term = yuyao_term(env(server), repo, "--mode", "ask")
     try:
-        term.wait_for(r"yuyao")
+        term.wait_ready()
         term.line("write two files")
         term.wait_for(r"permission")
         term.wait_for(r"yes please")  # the actual content, not a summary
@@ -653,7 +660,7 @@ def test_vim_mode_ciw_and_dot_repeat(stand_in):
 
 def test_panel_shortcuts_say_what_they_do(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.send(CTRL["t"])
     term.wait_for(r"no task list in this session")
     term.wait_for(r"tasks ▾", screen_only=True)
@@ -699,7 +706,7 @@ def test_input_undo_redo_and_clear_screen(stand_in):
 
 def test_ctrl_r_reverse_searches_history(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("alpha one")
     term.wait_for(r"Hello from the stand-in\.")
     term.line("beta two")
@@ -722,7 +729,7 @@ def test_at_path_indicator_keeps_the_text(stand_in, tmp_path):
     deep.mkdir(parents=True)
     (deep / "deep_module.py").write_text("x = 1\n")
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.send("@deep_m")  # completion looks deeper in the project too
     term.wait_for(r"src/pkg/deep_module\.py", screen_only=True)
     term.send(CTRL["c"])
@@ -754,7 +761,7 @@ esac
 """,
     )
     term, read_log = stand_in(PATH=f"{bindir}:{os.environ['PATH']}", DISPLAY=":99")
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.send("what is wrong in ")
     term.send(CTRL["v"])
     term.wait_for(r"image 1 taken in from the clipboard \(xclip, 32 bytes\)")
@@ -772,7 +779,7 @@ esac
 
 def test_ctrl_v_without_a_clipboard_reader_says_so(stand_in, tmp_path):
     term, _ = stand_in(DISPLAY="", WAYLAND_DISPLAY="")
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.send(CTRL["v"])
     term.wait_for(r"no clipboard reader found: install xclip")
     term.send(CTRL_D)
@@ -781,7 +788,7 @@ def test_ctrl_v_without_a_clipboard_reader_says_so(stand_in, tmp_path):
 
 def test_next_step_suggestion_tab_accepts(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("next")
     term.wait_for(r"Next: run the test suite")
     term.wait_for(r"› run the test suite", screen_only=True)  # greyed in the empty input
@@ -843,7 +850,7 @@ def test_no_pr_bar_without_gh(stand_in, tmp_path):
 
 def test_batch_progress_bar_and_ctrl_b_while_bash_runs(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("batch")
     term.wait_for(r"1/3 tools")
     term.wait_for(r"2/3 tools")
@@ -861,7 +868,7 @@ def test_batch_progress_bar_and_ctrl_b_while_bash_runs(stand_in):
 
 def test_settings_view_changes_editor_mode_at_once(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("/config")
     term.wait_for(r"editor\.mode")
     term.wait_for(r"setting to change")
@@ -880,7 +887,7 @@ def test_settings_view_changes_editor_mode_at_once(stand_in):
 
 def test_tui_fullscreen_keeps_the_session(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("hi")
     wait_chats(term, read_log, 1)
     term.line("/tui fullscreen")
@@ -926,7 +933,7 @@ def test_tui_fullscreen_keeps_the_session(stand_in):
 def test_esc_esc_alt_t_ctrl_g_ctrl_o(stand_in, tmp_path):
     bindir = fake_bin(tmp_path, "fake-editor", "printf 'from the editor' > \"$1\"\n")
     term, read_log = stand_in(EDITOR=str(bindir / "fake-editor"), VISUAL="")
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.send("a draft to keep")
     term.settle(0.2)
     term.send(ESC + ESC)  # with text: cleared and saved to history
@@ -984,7 +991,7 @@ def region(display: str, first: str, last: str) -> str:
 
 def test_golden_permission_prompt_and_settings_view(stand_in):
     term, _ = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("tool")
     term.wait_for(r"permission: bash")
     term.send("y")
@@ -1016,7 +1023,7 @@ def test_core_shift_tab_plan_reaches_the_request(fake_llm, env, repo):
     server = fake_llm([say("planning only"), say("back to asking")])
     term = yuyao_term(env(server), repo, "--mode", "ask")
     try:
-        term.wait_for(r"yuyao")
+        term.wait_ready()
         term.send(SHIFT_TAB)
         term.wait_for(r"plan ›", screen_only=True)
         term.wait_for(r"(?m)^ plan · execute ·", screen_only=True)  # the status line
@@ -1048,7 +1055,7 @@ def test_core_ctrl_s_steers_mid_stream_and_esc_stops(fake_llm, env, repo):
     )
     term = yuyao_term(env(server), repo, "--yolo")
     try:
-        term.wait_for(r"yuyao")
+        term.wait_ready()
         term.line("read a.txt")
         term.wait_for(r"word word word")
         term.send("use bun instead")
@@ -1153,7 +1160,7 @@ def test_vim_motions_operators_and_text_objects(stand_in):
 
 def test_ctrl_e_collapses_and_expands_the_plan(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.send(SHIFT_TAB)
     term.wait_for(r"plan ›", screen_only=True)
     term.line("plan the change")
@@ -1163,5 +1170,14 @@ def test_ctrl_e_collapses_and_expands_the_plan(stand_in):
     term.send(CTRL["e"])
     term.wait_for(r"── plan ──")
     term.wait_for(r"Ctrl\+E collapses")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_a_line_typed_during_startup_is_submitted(stand_in):
+    term, read_log = stand_in()
+    term.send("typed early")  # before the prompt is up
+    term.send(ENTER)
+    assert wait_chats(term, read_log, 1) == ["typed early"]
     term.send(CTRL_D)
     assert term.wait_exit() == 0

@@ -16,14 +16,31 @@ import threading
 import time
 from typing import Any, Callable
 
-from rich.text import Text
-
 from . import refs, theme
 from .keys import RawKeys
-from .render import Renderer
+
+
+class _LazyText:
+    """rich.text.Text, imported on first use: nothing rich is needed before the first prompt
+    is on the screen (startup time), and everything printed afterwards goes through rich."""
+
+    def __call__(self, *args: Any, **kw: Any):
+        from rich.text import Text as _Text
+
+        return _Text(*args, **kw)
+
+    def __getattr__(self, name: str):
+        from rich.text import Text as _Text
+
+        return getattr(_Text, name)
+
+
+Text = _LazyText()
 
 LIVE_DELAY = 0.15  # a command that answers faster than this never shows a spinner
 TICK = 0.06
+
+BANNER_HINT = "/help for commands · Shift+Tab plan mode · Ctrl+D to exit"
 
 UI_COMMANDS = {
     "/tui": "switch the renderer: /tui <default|fullscreen>",
@@ -124,14 +141,24 @@ def print_missing_model(console, missing: list[str]) -> None:
 
 
 class App:
-    def __init__(self, console, options: dict, session_factory: Callable, version: str) -> None:
-        self.console = console
+    def __init__(
+        self,
+        console,
+        options: dict,
+        session_factory: Callable,
+        version: str,
+        keys: RawKeys | None = None,
+    ) -> None:
+        self._console = console  # None: created (and rich imported) at the first print
+        self._renderer: Any = None
+        self._thinking = "collapsed"  # the thinking display, until the renderer exists
+        self._focus = False
+        self._theme = "dark"
         self.options = options
         self.session_factory = session_factory
         self.version = version
-        self.renderer = Renderer(console)
         self.handler = Handler(self)
-        self.keys = RawKeys()
+        self.keys = keys or RawKeys()
         self.session: Any = None
         self.status: dict = {}
         self.commands: dict[str, str] = {}
@@ -150,6 +177,36 @@ class App:
         self.fullscreen = None  # fullscreen.Fullscreen while /tui fullscreen is on
         self.want_fullscreen = False
 
+    # -- lazily built output side ---------------------------------------------------------
+
+    @property
+    def console(self):
+        if self._console is None:
+            self._console = theme.make_console()
+            if self._theme == "mono":
+                self._console.no_color = True
+        return self._console
+
+    @console.setter
+    def console(self, value) -> None:
+        self._console = value
+
+    @property
+    def renderer(self):
+        if self._renderer is None:
+            from .render import Renderer
+
+            self._renderer = Renderer(self.console)
+            self._renderer.show_thinking = self._thinking
+            self._renderer.focus = self._focus
+        return self._renderer
+
+    def thinking_display(self) -> str:
+        return self._renderer.show_thinking if self._renderer is not None else self._thinking
+
+    def focus_on(self) -> bool:
+        return self._renderer.focus if self._renderer is not None else self._focus
+
     # -- status -------------------------------------------------------------------------
 
     def refresh_status(self) -> None:
@@ -159,7 +216,9 @@ class App:
             return
         shown = self.local_thinking or self.status.get("show_thinking")
         if shown:
-            self.renderer.show_thinking = str(shown)
+            self._thinking = str(shown)
+            if self._renderer is not None:
+                self._renderer.show_thinking = str(shown)
         if self.input:
             self.input.invalidate()
 
@@ -192,7 +251,7 @@ class App:
         cost = st.get("cost_usd")
         cost_text = f"${float(cost):.4f}" if isinstance(cost, (int, float)) else "$–"
         parts += [("class:bottom-toolbar.value", cost_text), sep]
-        parts += [("class:bottom-toolbar.key", f"thinking {self.renderer.show_thinking}")]
+        parts += [("class:bottom-toolbar.key", f"thinking {self.thinking_display()}")]
         if self.branch:
             parts += [sep, ("class:bottom-toolbar.branch", f"⎇ {self.branch}")]
         pr = self.pr.current if self.pr else None
@@ -206,7 +265,7 @@ class App:
             )
             if url:
                 parts.append(("[ZeroWidthEscape]", "\x1b]8;;\x1b\\"))
-        if self.renderer.focus:
+        if self.focus_on():
             parts += [sep, ("class:bottom-toolbar.key", "focus")]
         if self.show_tasks:
             parts += [sep, ("class:bottom-toolbar.key", "tasks ▾")]
@@ -274,31 +333,51 @@ class App:
     # -- start ----------------------------------------------------------------------------
 
     def banner(self) -> None:
-        """A short boxed banner. Drawn by hand (no rich Table/Panel): it is on the startup path."""
-        from rich.cells import cell_len
+        """A short boxed banner, written as plain ANSI: rich is not loaded before the first
+        prompt (startup time)."""
+        import sys
+
+        from prompt_toolkit.utils import get_cwidth
 
         st = self.status
         version = self.version or str(st.get("version") or "") or _package_version()
         mode = str(st.get("mode") or "?")
         where = self.cwd() + (f"  ⎇ {self.branch}" if self.branch else "")
-        mode_line = f" · role {st.get('role') or '?'}"
+        mode_rest = f" · role {st.get('role') or '?'}"
         if self.input and self.input.vim:
-            mode_line += " · vim keys"
-        rows: list[Text] = [Text.assemble(("yuyao", "brand"), (f" {version}", "muted"))]
-        for label, value in (("model", Text(str(st.get("model") or "?"))), ("cwd", Text(where))):
-            rows.append(Text.assemble((f"{label:<5}  ", "muted"), value))
-        rows.append(Text.assemble(("mode   ", "muted"), (mode, theme.mode_style(mode)), mode_line))
-        rows.append(Text("/help for commands · Shift+Tab plan mode · Ctrl+D to exit", "muted"))
-        limit = max(self.console.size.width - 4, 20)
-        width = min(max(cell_len(r.plain) for r in rows), limit)
-        out = Text("╭" + "─" * (width + 2) + "╮\n", "accent")
-        for r in rows:
-            r.truncate(width, overflow="ellipsis")
-            out.append("│ ", "accent")
-            out.append_text(r)
-            out.append(" " * (width - cell_len(r.plain)) + " │\n", "accent")
-        out.append("╰" + "─" * (width + 2) + "╯", "accent")
-        self.console.print(out)
+            mode_rest += " · vim keys"
+        colour = not (os.environ.get("NO_COLOR") or self._theme == "mono")
+
+        def c(code: str, text: str) -> str:
+            return f"\x1b[{code}m{text}\x1b[0m" if colour and text else text
+
+        mode_code = {"plan": "1;33", "yolo": "1;31"}.get(mode, "1;32")
+        rows = [  # (plain text, coloured text)
+            (f"yuyao {version}", c("1;36", "yuyao") + c("2", f" {version}")),
+            (f"model  {st.get('model') or '?'}", c("2", "model  ") + str(st.get("model") or "?")),
+            (f"cwd    {where}", c("2", "cwd    ") + where),
+            (f"mode   {mode}{mode_rest}", c("2", "mode   ") + c(mode_code, mode) + mode_rest),
+            (BANNER_HINT, c("2", BANNER_HINT)),
+        ]
+        try:
+            cols = os.get_terminal_size(sys.stdout.fileno()).columns
+        except OSError:
+            cols = 80
+        limit = max(cols - 4, 20)
+        width = min(max(get_cwidth(plain) for plain, _ in rows), limit)
+        out = [c("36", "╭" + "─" * (width + 2) + "╮")]
+        for plain, coloured in rows:
+            w = get_cwidth(plain)
+            if w > width:  # too long for the terminal: plain and cut
+                coloured = plain
+                while get_cwidth(coloured) > width - 1:
+                    coloured = coloured[:-1]
+                coloured += "…"
+                w = get_cwidth(coloured)
+            out.append(c("36", "│ ") + coloured + " " * (width - w) + c("36", " │"))
+        out.append(c("36", "╰" + "─" * (width + 2) + "╯"))
+        sys.stdout.write("\n".join(out) + "\n")
+        sys.stdout.flush()
 
     def where_we_left_off(self) -> None:
         """On --continue / --resume: the core's one-line recap (`/recap`), when it has one."""
@@ -357,6 +436,7 @@ class App:
         self.pr = gitstatus.PrWatcher(self.cwd, on_change=self.refresh_toolbar)
         self.pr.start()
         self.where_we_left_off()
+        self.keys.guard_typeahead()
         try:
             while not self.status.get("exit_requested"):
                 if self.want_fullscreen:
@@ -378,6 +458,7 @@ class App:
             return 130
         finally:
             self.keys.disable()
+            self.keys.restore_terminal()
             try:
                 self.session.close()
             except Exception:  # noqa: BLE001
@@ -505,7 +586,8 @@ class App:
         if name == getattr(self, "_theme", "dark"):
             return
         self._theme = name
-        self.console.no_color = name == "mono"
+        if self._console is not None or name == "mono":
+            self.console.no_color = name == "mono"
         theme.CODE_THEME = "default" if name == "light" else "monokai"
         if self.input:
             from prompt_toolkit.output import ColorDepth
@@ -815,8 +897,10 @@ class App:
         try:
             import subprocess
 
+            self.keys.restore_terminal()  # the subshell gets the terminal as the user set it
             proc = subprocess.Popen(cmd, shell=True, cwd=self.cwd())
         except OSError as e:
+            self.keys.guard_typeahead()
             self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
             return
         while True:
@@ -825,6 +909,7 @@ class App:
                 break
             except KeyboardInterrupt:  # the child got the SIGINT too; wait for it to end
                 continue
+        self.keys.guard_typeahead()
         if code == 0:
             self.console.print(Text(f"{theme.SYM_OK} exit 0", "ok"))
         else:
@@ -1051,22 +1136,33 @@ def run_interactive(options: dict | None = None, *, session_factory: Callable | 
     """Start the interactive TUI. Returns the process exit code.
 
     `session_factory(options_json, handler)` defaults to `yuyao._core.Session`."""
-    console = theme.make_console()
+    keys = RawKeys()
+    keys.guard_typeahead()  # from the first moment: a line typed during startup is submitted
+    try:
+        return _run_interactive(options, session_factory, keys)
+    finally:
+        keys.restore_terminal()
+
+
+def _run_interactive(options: dict | None, session_factory: Callable | None, keys: RawKeys) -> int:
+    console = None  # created at the first print: rich stays out of the startup path
     options = dict(options or {})
     missing = missing_model_settings(options)
     if missing:  # say it, then start anyway: slash commands work without a model
+        console = theme.make_console()
         print_missing_model(console, missing)
     version = ""
     if session_factory is None:
         try:
             from yuyao import _core
         except ImportError as e:
+            console = console or theme.make_console()
             console.print(Text(f"{theme.SYM_FAIL} the yuyao core is not installed ({e}).", "fail"))
             console.print("  Reinstall yuyao (./install.sh or pip install yuyao).")
             return 1
         session_factory = _core.Session
         version = str(getattr(_core, "VERSION", ""))
-    app = App(console, options, session_factory, version)
+    app = App(console, options, session_factory, version, keys)
     try:
         return app.run()
     except KeyboardInterrupt:

@@ -2,32 +2,41 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.theme import Theme
+# rich styles, referenced by name everywhere else ("[ok]done[/]"). rich itself is imported
+# only when the first thing is printed through it (not on the way to the first prompt).
+STYLES = {
+    "brand": "bold cyan",
+    "accent": "cyan",
+    "muted": "dim",
+    "ok": "bold green",
+    "fail": "bold red",
+    "warn": "yellow",
+    "error": "red",
+    "info": "blue",
+    "thinking": "dim italic",
+    "intent": "italic cyan",
+    "tool": "bold magenta",
+    "tool.arg": "default",
+    "tool.out": "dim",
+    "user": "bold",
+    "steer": "cyan",
+    "mode.plan": "bold yellow",
+    "mode.yolo": "bold red",
+    "mode.other": "bold green",
+}
+_theme = None
 
-# rich styles, referenced by name everywhere else ("[ok]done[/]").
-THEME = Theme(
-    {
-        "brand": "bold cyan",
-        "accent": "cyan",
-        "muted": "dim",
-        "ok": "bold green",
-        "fail": "bold red",
-        "warn": "yellow",
-        "error": "red",
-        "info": "blue",
-        "thinking": "dim italic",
-        "intent": "italic cyan",
-        "tool": "bold magenta",
-        "tool.arg": "default",
-        "tool.out": "dim",
-        "user": "bold",
-        "steer": "cyan",
-        "mode.plan": "bold yellow",
-        "mode.yolo": "bold red",
-        "mode.other": "bold green",
-    }
-)
+
+def __getattr__(name: str):  # theme.THEME: built on first use
+    if name == "THEME":
+        global _theme
+        if _theme is None:
+            from rich.theme import Theme
+
+            _theme = Theme(STYLES)
+        return _theme
+    raise AttributeError(name)
+
 
 CODE_THEME = "monokai"
 
@@ -70,9 +79,11 @@ PT_STYLE = {
 }
 
 
-def make_console() -> Console:
+def make_console():
     """The console every module prints through (stdout, our theme, no auto-highlighting)."""
-    return Console(theme=THEME, highlight=False, soft_wrap=False, emoji=False)
+    from rich.console import Console
+
+    return Console(theme=__getattr__("THEME"), highlight=False, soft_wrap=False, emoji=False)
 
 
 def mode_style(mode: str) -> str:

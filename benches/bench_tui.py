@@ -13,8 +13,9 @@ Bytecode: an installed yuyao (install.sh / pip) has its .pyc files compiled at i
 A source checkout run with PYTHONDONTWRITEBYTECODE=1 would recompile every module on every
 start, so the children here cache bytecode under a temporary PYTHONPYCACHEPREFIX (warmed by
 one untimed run), as an installation would. The "floor" line is a bare prompt_toolkit prompt
-with a status line plus `import rich.console`: the libraries' own share of the time on this
-machine at this moment (shared machines are noisy: compare the lines of one run).
+with a status line: the input library's own share of the time on this machine at this moment
+(yuyao loads nothing from rich before its first prompt). Shared machines are noisy: the cases
+run round-robin, and the lines of one run compare.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ READY = r"thinking collapsed"  # the end of yuyao's status line
 
 FLOOR = """
 from prompt_toolkit import PromptSession
-import rich.console
 PromptSession().prompt("> ", bottom_toolbar="thinking collapsed")
 """
 

@@ -1181,3 +1181,33 @@ def test_a_line_typed_during_startup_is_submitted(stand_in):
     assert wait_chats(term, read_log, 1) == ["typed early"]
     term.send(CTRL_D)
     assert term.wait_exit() == 0
+
+
+@pytest.mark.core
+def test_core_settings_view_writes_the_config_and_applies_it(fake_llm, env, repo, yuyao_home):
+    server = fake_llm([say("ok")])
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_ready()
+        term.line("/settings")
+        term.wait_for(r"editor\.mode")
+        term.wait_for(r"output\.style")
+        term.wait_for(r"setting to change")
+        term.line("editor.mode")
+        term.wait_for(r"2 vim")
+        term.line("2")
+        term.wait_for(r"editor\.mode = vim")
+        term.wait_for(r"editor mode: vim")
+        term.wait_for(r"setting to change")
+        term.line("theme")
+        term.line("mono")
+        term.wait_for(r"theme = mono")
+        term.line("")
+        term.wait_for(r"settings closed")
+        term.wait_for(r"-- INSERT --", screen_only=True)
+        config = (yuyao_home / "config.toml").read_text()
+        assert "vim" in config and "mono" in config
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

@@ -434,7 +434,8 @@ class App:
         self.banner()
         self.load_commands()
         self.pr = gitstatus.PrWatcher(self.cwd, on_change=self.refresh_toolbar)
-        self.pr.start()
+        if self.branch:  # a PR needs a branch; outside git there is nothing to ask gh
+            self.pr.start()
         self.where_we_left_off()
         self.keys.guard_typeahead()
         try:

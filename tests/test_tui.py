@@ -1127,6 +1127,7 @@ VIM_CASES = [  # (typed in INSERT mode, keys in NORMAL mode, what is sent) — s
     ("one two", "0yiwP", "oneone two"),
     ("hello world", "0ved", " world"),
     ("one two three", "0cwX\x1bw.", "X X three"),
+    ("a b", "0cw?\x1bw.", "? ?"),
 ]
 
 

@@ -64,7 +64,7 @@ class DotRepeat:
 
     def _on_key(self, key_press) -> None:
         app = self._app
-        if app is None or key_press.key in IGNORED or key_press.key == "?":
+        if app is None or key_press.key in IGNORED or key_press.data == "_Flush":
             return
         if app.editing_mode != EditingMode.VI:
             return

@@ -282,9 +282,16 @@ class App:
         self.console = self.renderer.console = fs.console
         try:
             result = fs.run()
+        except Exception as e:  # noqa: BLE001 - never lose the session to the renderer
+            result = "default"
+            error = e
+        else:
+            error = None
         finally:
             self.fullscreen = None
             self.console, self.renderer.console = console, rconsole
+        if error is not None:
+            self.say(f"{theme.SYM_FAIL} the full-screen renderer stopped: {error}", "error")
         if result != "exit":
             self.say("renderer: default (back from full screen; the session continues)", "accent")
         return result

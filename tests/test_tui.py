@@ -13,6 +13,7 @@ Keys are sent as a terminal sends them: Enter is "\\r" (a "\\n" is Ctrl+J = newl
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -21,7 +22,7 @@ from pathlib import Path
 import pexpect
 import pyte
 import pytest
-from fakellm import call, say
+from fakellm import call, calls, say
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_SRC = ROOT / "python"
@@ -97,6 +98,11 @@ class Term:
             f"{pattern!r} did not appear.\n--- screen ---\n{self.display()}\n--- transcript tail ---\n{self.transcript()[-3000:]}"
         )
 
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        """Until the prompt reads keys (its status line is drawn); keys typed earlier would be
+        read in the terminal's cooked mode, where Enter arrives as Ctrl+J."""
+        self.wait_for(r"thinking (collapsed|expanded|off)", timeout, screen_only=True)
+
     def settle(self, seconds: float = 0.4) -> None:
         end = time.monotonic() + seconds
         while time.monotonic() < end:
@@ -157,6 +163,7 @@ class FakeSession:
         self.exit = False
         self.stop = threading.Event()
         self.cwd = os.getcwd()
+        self.config = json.loads(os.environ.get("FAKE_CONFIG") or "{}")
 
     def ev(self, **e):
         self.h.event(json.dumps(e))
@@ -180,6 +187,21 @@ class FakeSession:
         if name in ("/exit", "/quit"):
             self.exit = True
             return ""
+        if name in ("/config", "/settings"):
+            words = arg.split()
+            if not words or words[0] == "list":
+                out = "configuration (user: u.toml, project: p.toml)\n"
+                out += "".join("  %s = %s\n" % kv for kv in sorted(self.config.items()))
+                out += "known keys:\n  theme    TUI colour theme\n  editor.mode    input box editing mode\n"
+                out += "  mode    default permission mode"
+                return out
+            if words[0] == "get":
+                return self.config.get(words[1], "")
+            if words[0] == "set":
+                if words[1] == "editor.mode" and words[2] not in ("default", "vim"):
+                    raise ValueError("invalid value for editor.mode: expected default or vim")
+                self.config[words[1]] = words[2]
+                return "%s = %s" % (words[1], words[2])
         raise ValueError("unknown command " + name)
 
     def steer(self, text):
@@ -222,6 +244,25 @@ class FakeSession:
             a = self.h.request(json.dumps({"type": "ask_user", "question": "Which package manager?",
                     "options": ["bun", "npm"]}))
             final = "You picked " + a + "."
+        elif text == "next":
+            final = "Done with the refactor.\n\nNext: run the test suite"
+        elif text == "batch":
+            self.ev(type="assistant_message", text="", thinking="", tool_calls=3)
+            for i in range(3):
+                self.ev(type="tool_begin", id="b%d" % i, name="read", intent="Read the parts",
+                        arguments={"file_path": "part%d.py" % i})
+                time.sleep(0.8)
+                self.ev(type="tool_end", id="b%d" % i, name="read", ok=True, output="x")
+            final = "Read three parts."
+        elif text == "bash":
+            self.ev(type="assistant_message", text="", thinking="", tool_calls=1)
+            self.ev(type="tool_begin", id="s1", name="bash", intent="Wait for the server",
+                    arguments={"command": "sleep 30"})
+            while not self.stop.wait(0.05):
+                pass
+            self.ev(type="tool_end", id="s1", name="bash", ok=False, output="interrupted")
+            self.ev(type="turn_end", status="interrupted", text="")
+            return ""
         elif text == "slow":
             for i in range(200):
                 if self.stop.is_set():
@@ -254,10 +295,11 @@ def stand_in(tmp_path: Path, env):
     work.mkdir()
     terms: list[Term] = []
 
-    def start() -> tuple[Term, object]:
+    def start(**extra: str) -> tuple[Term, object]:
         e = env(
             None, D2A_MODEL_BASE_URL="http://127.0.0.1:9/v1", D2A_MODEL_NAME="m", FAKE_LOG=str(log)
         )
+        e.update(extra)
         term = Term([sys.executable, str(script)], e, work)
         terms.append(term)
 
@@ -293,7 +335,7 @@ def test_banner_answer_and_ctrl_d(stand_in):
 
 def test_tool_blocks_and_permission_prompts(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("tool")
     term.wait_for(r"permission: bash")
     term.wait_for(r"ls -la src \| head")  # the actual command
@@ -316,7 +358,7 @@ def test_tool_blocks_and_permission_prompts(stand_in):
 
 def test_ask_user_by_number(stand_in):
     term, _ = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("ask")
     term.wait_for(r"Which package manager\?")
     term.wait_for(r"2\. npm")
@@ -328,7 +370,7 @@ def test_ask_user_by_number(stand_in):
 
 def test_steering_and_escape_interrupt(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("slow")
     term.wait_for(r"w5 ")
     term.send("use bun")
@@ -347,7 +389,7 @@ def test_steering_and_escape_interrupt(stand_in):
 
 def test_multiline_input_and_ctrl_c_clears(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.send("discarded draft")
     term.settle(0.2)
     term.send("\x03")  # Ctrl+C clears the input
@@ -366,7 +408,7 @@ def test_multiline_input_and_ctrl_c_clears(stand_in):
 
 def test_ctrl_c_interrupts_a_turn(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("slow")
     term.wait_for(r"w3 ")
     term.send("\x03")
@@ -378,7 +420,7 @@ def test_ctrl_c_interrupts_a_turn(stand_in):
 
 def test_slash_commands_shift_tab_and_exit(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("/help")
     term.wait_for(r"/show-thinking")
     term.line("/nope")
@@ -397,14 +439,15 @@ def test_slash_commands_shift_tab_and_exit(stand_in):
 
 def test_shell_prefix_and_shell_mode(stand_in):
     term, read_log = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     term.line("!echo shell-$((40+2))")
     term.wait_for(r"shell-42")
     term.wait_for(r"exit 0")
     term.line("!")
     term.wait_for(r"shell mode")
     term.line("exit 3")
-    term.wait_for(r"exit 3")
+    term.wait_for(r"✗ exit 3")
+    term.settle(0.3)
     term.line("!")
     term.wait_for(r"left shell mode")
     assert not [e for e in read_log() if "chat" in e], "shell commands must not reach the model"
@@ -414,7 +457,7 @@ def test_shell_prefix_and_shell_mode(stand_in):
 
 def test_history_per_directory_without_consecutive_duplicates(stand_in, yuyao_home):
     term, _ = stand_in()
-    term.wait_for(r"yuyao")
+    term.wait_ready()
     for text in ("/help", "/help", "hi"):
         term.line(text)
         term.settle(0.6)
@@ -427,15 +470,27 @@ def test_history_per_directory_without_consecutive_duplicates(stand_in, yuyao_ho
     assert entries == ["/help", "hi"]
 
 
+@pytest.mark.core
 def test_missing_model_environment(tmp_path, env):
+    """Without D2A_MODEL_*: a message naming the variables, and the session still starts for
+    slash commands; a chat message says what is missing."""
     term = Term([sys.executable, "-m", "yuyao"], env(None), tmp_path)
-    code = term.wait_exit()
-    out = term.transcript()
-    assert code == 1
-    for name in ("D2A_MODEL_BASE_URL", "D2A_MODEL_NAME", "D2A_MODEL_API_KEY"):
-        assert name in out
-    assert "Traceback" not in out
-    assert "mini" not in out.lower()
+    try:
+        for name in ("D2A_MODEL_BASE_URL", "D2A_MODEL_NAME", "D2A_MODEL_API_KEY"):
+            term.wait_for(name)
+        term.wait_for(r"Slash commands work now")
+        term.wait_for(r"thinking collapsed", screen_only=True)  # the prompt is up
+        term.line("/status")
+        term.wait_for(r"(?m)^mode\s+ask")
+        term.line("hello")
+        term.wait_for(r"no model configured: set D2A_MODEL_BASE_URL")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+        out = term.transcript()
+        assert "Traceback" not in out
+        assert "mini" not in out.lower()
+    finally:
+        term.close()
 
 
 # --------------------------------------------------------------------------------------------
@@ -489,7 +544,7 @@ def test_core_slash_commands(fake_llm, env, repo):
     server = fake_llm([say("still here")])
     term = yuyao_term(env(server), repo)
     try:
-        term.wait_for(r"yuyao")
+        term.wait_ready()
         term.line("/help")
         term.wait_for(r"/mode")
         term.wait_for(r"/exit")
@@ -514,7 +569,7 @@ def test_core_permission_prompt_shows_the_change_and_obeys(fake_llm, env, repo):
     )
     term = yuyao_term(env(server), repo, "--mode", "ask")
     try:
-        term.wait_for(r"yuyao")
+        term.wait_ready()
         term.line("write two files")
         term.wait_for(r"permission")
         term.wait_for(r"yes please")  # the actual content, not a summary
@@ -524,6 +579,635 @@ def test_core_permission_prompt_shows_the_change_and_obeys(fake_llm, env, repo):
         term.wait_for(r"Two writes attempted\.")
         assert (repo / "kept.txt").read_text() == "yes please\n"
         assert not (repo / "refused.txt").exists()
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Shortcuts, prefixes, vim mode, suggestions, status line, settings (issue 8).
+
+CTRL = {c: chr(ord(c) - 96) for c in "abcdefghijklmnopqrstuvwxyz"}
+CTRL_SHIFT_Z = "\x1b[122;6u"  # kitty / CSI-u terminals
+
+
+def fake_bin(tmp_path: Path, name: str, script: str) -> Path:
+    """A stand-in program `name` in its own directory (put first on PATH)."""
+    d = tmp_path / "bin"
+    d.mkdir(exist_ok=True)
+    exe = d / name
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+    return d
+
+
+def chats(read_log) -> list[str]:
+    return [e["chat"] for e in read_log() if "chat" in e]
+
+
+def wait_chats(term: Term, read_log, n: int, timeout: float = 15.0) -> list[str]:
+    """Pump the terminal until the session received n chat messages; return them."""
+    deadline = time.monotonic() + timeout
+    while len(chats(read_log)) < n and time.monotonic() < deadline:
+        term.pump()
+    got = chats(read_log)
+    assert len(got) >= n, f"{got}\n{term.display()}"
+    term.settle(0.3)
+    return got
+
+
+def test_vim_mode_ciw_and_dot_repeat(stand_in):
+    term, read_log = stand_in(FAKE_CONFIG=json.dumps({"editor.mode": "vim"}))
+    term.wait_for(r"vim keys")
+    term.wait_for(r"-- INSERT --", screen_only=True)
+    term.send("hello world")
+    term.settle(0.2)
+    term.send(ESC)
+    term.wait_for(r"-- NORMAL --", screen_only=True)
+    term.send("b")  # back to the start of "world"
+    term.send("ciw")  # change the inner word
+    term.wait_for(r"-- INSERT --", screen_only=True)
+    term.send("there")
+    term.send(ESC)
+    term.wait_for(r"-- NORMAL --", screen_only=True)
+    term.send(ENTER)
+    term.wait_for(r"Hello from the stand-in\.")
+    assert chats(read_log) == ["hello there"]
+    term.wait_for(r"-- INSERT --", screen_only=True)
+    term.send("one two three")
+    term.settle(0.2)
+    term.send(ESC)
+    term.settle(0.3)
+    term.send("0")
+    term.send("cw")
+    term.send("X")
+    term.send(ESC)
+    term.settle(0.3)
+    term.send("w")
+    term.send(".")  # repeat the change on the next word
+    term.settle(0.3)
+    term.send("w")
+    term.send("x")  # delete a character …
+    term.send("w")
+    term.send("u")  # … and undo the last change
+    term.settle(0.3)
+    term.send(ENTER)
+    assert wait_chats(term, read_log, 2)[-1] == "X X three"
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_panel_shortcuts_say_what_they_do(stand_in):
+    term, read_log = stand_in()
+    term.wait_ready()
+    term.send(CTRL["t"])
+    term.wait_for(r"no task list in this session")
+    term.wait_for(r"tasks ▾", screen_only=True)
+    term.send(CTRL["t"])
+    term.wait_for(r"task list hidden")
+    term.send(CTRL["e"])
+    term.wait_for(r"no plan or preview in this session yet")
+    term.send(CTRL["b"])
+    term.wait_for(r"Ctrl\+B: no command is running")
+    term.send(CTRL["x"] + CTRL["k"])
+    term.wait_for(r"press Ctrl\+X Ctrl\+K again")
+    term.send(CTRL["x"] + CTRL["k"])
+    term.wait_for(r"no background sub-agents to stop")
+    term.send(CTRL["s"])
+    term.wait_for(r"nothing is running now")
+    assert not chats(read_log)
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_input_undo_redo_and_clear_screen(stand_in):
+    term, read_log = stand_in()
+    term.wait_for(r"yuyao 9\.8\.7")
+    term.send("abc")
+    term.settle(0.2)
+    term.send(CTRL["z"])  # undo the last edit
+    term.settle(0.2)
+    term.send(CTRL_SHIFT_Z)  # redo it
+    term.settle(0.2)
+    term.send(CTRL["z"])
+    term.settle(0.2)
+    term.send(CTRL["l"])  # clears the display only
+    term.settle(0.5)
+    assert "yuyao 9.8.7" not in term.display()
+    term.send(ENTER)
+    term.wait_for(r"Hello from the stand-in\.")
+    assert chats(read_log) == ["ab"]
+    dispatched = [e["dispatch"] for e in read_log() if "dispatch" in e]
+    assert not [d for d in dispatched if not d.startswith(("/help", "/config get"))]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_ctrl_r_reverse_searches_history(stand_in):
+    term, read_log = stand_in()
+    term.wait_ready()
+    term.line("alpha one")
+    term.wait_for(r"Hello from the stand-in\.")
+    term.line("beta two")
+    wait_chats(term, read_log, 2)
+    term.send(CTRL["r"])
+    term.wait_for(r"I-search backward", screen_only=True)
+    term.send("alp")
+    term.settle(0.3)
+    term.send(ENTER)  # take the entry …
+    term.settle(0.3)
+    term.send(ENTER)  # … and send it
+    assert wait_chats(term, read_log, 3) == ["alpha one", "beta two", "alpha one"]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_at_path_indicator_keeps_the_text(stand_in, tmp_path):
+    (tmp_path / "work" / "notes.md").write_text("line one\nline two\n")
+    deep = tmp_path / "work" / "src" / "pkg"
+    deep.mkdir(parents=True)
+    (deep / "deep_module.py").write_text("x = 1\n")
+    term, read_log = stand_in()
+    term.wait_ready()
+    term.send("@deep_m")  # completion looks deeper in the project too
+    term.wait_for(r"src/pkg/deep_module\.py", screen_only=True)
+    term.send(CTRL["c"])
+    term.settle(0.3)
+    term.send("explain @no")
+    term.wait_for(r"notes\.md", screen_only=True)  # completion offers it
+    term.send("tes.md and @missing.txt")
+    term.wait_for(r"@ notes\.md \(file, 18 B\)", screen_only=True)
+    term.wait_for(r"missing\.txt \(not found\)", screen_only=True)
+    term.send(ENTER)
+    term.wait_for(r"referenced: notes\.md \(file, 18 B\) · missing\.txt \(not found\)")
+    term.wait_for(r"Hello from the stand-in\.")
+    assert chats(read_log) == ["explain @notes.md and @missing.txt"]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_ctrl_v_pastes_an_image_with_an_indicator(stand_in, tmp_path):
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
+    (tmp_path / "clip.png").write_bytes(png)
+    bindir = fake_bin(
+        tmp_path,
+        "xclip",
+        f"""case "$*" in
+  *TARGETS*) printf 'TARGETS\\nimage/png\\n' ;;
+  *image/png*) cat "{tmp_path / "clip.png"}" ;;
+  *) exit 1 ;;
+esac
+""",
+    )
+    term, read_log = stand_in(PATH=f"{bindir}:{os.environ['PATH']}", DISPLAY=":99")
+    term.wait_ready()
+    term.send("what is wrong in ")
+    term.send(CTRL["v"])
+    term.wait_for(r"image 1 taken in from the clipboard \(xclip, 32 bytes\)")
+    term.wait_for(r"🖼 image 1: paste-", screen_only=True)
+    term.send(ENTER)
+    term.wait_for(r"referenced: 🖼 image 1 paste-")
+    term.wait_for(r"Hello from the stand-in\.")
+    sent = chats(read_log)[0]
+    path = sent.split("@", 1)[1].strip()
+    assert sent.startswith("what is wrong in @")
+    assert Path(path).read_bytes() == png
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_ctrl_v_without_a_clipboard_reader_says_so(stand_in, tmp_path):
+    term, _ = stand_in(DISPLAY="", WAYLAND_DISPLAY="")
+    term.wait_ready()
+    term.send(CTRL["v"])
+    term.wait_for(r"no clipboard reader found: install xclip")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_next_step_suggestion_tab_accepts(stand_in):
+    term, read_log = stand_in()
+    term.wait_ready()
+    term.line("next")
+    term.wait_for(r"Next: run the test suite")
+    term.wait_for(r"› run the test suite", screen_only=True)  # greyed in the empty input
+    term.send("\t")
+    term.send(ENTER)
+    assert wait_chats(term, read_log, 2) == ["next", "run the test suite"]
+    # typing dismisses it
+    term.line("next")
+    wait_chats(term, read_log, 3)
+    term.settle(0.5)
+    prompts = [ln for ln in term.display().splitlines() if ln.startswith("›")]
+    assert prompts[-1] == "› run the test suite", term.display()  # offered again
+    term.send("x")
+    term.settle(0.3)
+    assert re.search(r"^› x$", term.display(), re.M), term.display()
+    term.send(CTRL["c"])
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_status_line_git_branch_and_pr_bar(stand_in, tmp_path):
+    import subprocess
+
+    work = tmp_path / "work"
+    subprocess.run(["git", "init", "-q", "-b", "feature-x", str(work)], check=True)
+    pr = {
+        "number": 12,
+        "title": "t",
+        "url": "https://example.invalid/pr/12",
+        "state": "OPEN",
+        "isDraft": False,
+        "reviewDecision": "REVIEW_REQUIRED",
+        "statusCheckRollup": [{"conclusion": "SUCCESS"}],
+    }
+    bindir = fake_bin(tmp_path, "gh", f"echo '{json.dumps(pr)}'\n")
+    term, _ = stand_in(PATH=f"{bindir}:{os.environ['PATH']}")
+    term.wait_for(r"⎇ feature-x", screen_only=True)
+    term.wait_for(r"PR #12 awaiting review", screen_only=True)
+    assert "\x1b]8;;https://example.invalid/pr/12" in term.raw  # a clickable link
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_no_pr_bar_without_gh(stand_in, tmp_path):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", "-b", "main", str(tmp_path / "work")], check=True)
+    term, _ = stand_in(
+        PATH=os.pathsep.join(
+            p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "gh").exists()
+        )
+    )
+    term.wait_for(r"⎇ main", screen_only=True)
+    term.settle(0.5)
+    assert "PR #" not in term.display()
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_batch_progress_bar_and_ctrl_b_while_bash_runs(stand_in):
+    term, read_log = stand_in()
+    term.wait_ready()
+    term.line("batch")
+    term.wait_for(r"1/3 tools")
+    term.wait_for(r"2/3 tools")
+    term.wait_for(r"Read three parts\.")
+    term.line("bash")
+    term.wait_for(r"sleep 30")
+    term.settle(0.3)
+    term.send(CTRL["b"])
+    term.wait_for(r"moving a running command to the background is not available")
+    term.send(ESC)
+    term.wait_for(r"interrupted")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_settings_view_changes_editor_mode_at_once(stand_in):
+    term, read_log = stand_in()
+    term.wait_ready()
+    term.line("/config")
+    term.wait_for(r"editor\.mode")
+    term.wait_for(r"setting to change")
+    term.line("editor.mode")
+    term.wait_for(r"2 vim")
+    term.line("2")
+    term.wait_for(r"editor\.mode = vim \(in effect now\)")
+    term.wait_for(r"editor mode: vim")
+    term.line("")  # close the view
+    term.wait_for(r"settings closed")
+    term.wait_for(r"-- INSERT --", screen_only=True)
+    assert {"dispatch": "/config set editor.mode vim"} in read_log()
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_tui_fullscreen_keeps_the_session(stand_in):
+    term, read_log = stand_in()
+    term.wait_ready()
+    term.line("hi")
+    wait_chats(term, read_log, 1)
+    term.line("/tui fullscreen")
+    term.wait_for(r"full screen \(/tui default leaves\)", screen_only=True)
+    term.line("tool")  # permission prompts inside the full-screen view
+    term.wait_for(r"permission: bash", screen_only=True)
+    term.wait_for(r"ls -la src \| head", screen_only=True)
+    term.send("y")
+    term.wait_for(r"permission: edit", screen_only=True)
+    term.wait_for(r"\+x = 2", screen_only=True)
+    term.send("n")
+    term.wait_for(r"Tools done\.", screen_only=True)
+    answers = [e["answer"] for e in read_log() if "answer" in e]
+    assert answers == ["allow", "deny"]
+    term.line("slow")  # Esc stops a stream here too
+    term.wait_for(r"w3 ", screen_only=True)
+    term.send(ESC)
+    term.wait_for(r"interrupted", screen_only=True)
+    term.send(SHIFT_TAB)
+    term.wait_for(r"plan ›", screen_only=True)
+    term.send(SHIFT_TAB)
+    term.send(CTRL["t"])  # a task panel here
+    term.wait_for(r"no task list in this session \(Ctrl\+T hides this\)", screen_only=True)
+    term.send(CTRL["t"])
+    term.settle(0.3)
+    assert "no task list in this session" not in term.display()
+    term.send(CTRL["r"])  # reverse search works here too
+    term.send("too")
+    term.settle(0.3)
+    term.send(ENTER)
+    term.wait_for(r"› tool", screen_only=True)
+    term.send(CTRL["c"])
+    term.line("/tui default")
+    term.wait_for(r"back from full screen; the session continues")
+    term.line("hi")
+    assert wait_chats(term, read_log, 4) == ["hi", "tool", "slow", "hi"]
+    assert not [e for e in read_log() if "close" in e]  # one session all along
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+    assert [e for e in read_log() if "close" in e]
+
+
+def test_esc_esc_alt_t_ctrl_g_ctrl_o(stand_in, tmp_path):
+    bindir = fake_bin(tmp_path, "fake-editor", "printf 'from the editor' > \"$1\"\n")
+    term, read_log = stand_in(EDITOR=str(bindir / "fake-editor"), VISUAL="")
+    term.wait_ready()
+    term.send("a draft to keep")
+    term.settle(0.2)
+    term.send(ESC + ESC)  # with text: cleared and saved to history
+    term.settle(0.6)
+    assert "a draft to keep" not in term.display()
+    term.send("\x1b[A")  # ↑ brings it back
+    term.wait_for(r"› a draft to keep", screen_only=True)
+    term.send(CTRL["c"])
+    term.settle(0.3)
+    term.send(ESC + ESC)  # on empty input: the rewind menu (= /rewind)
+    term.wait_for(r"unknown command /rewind")  # the stand-in has none
+    term.send("\x1bt")  # Alt+T = /show-thinking expanded
+    term.wait_for(r"thinking display: expanded")
+    term.wait_for(r"thinking expanded", screen_only=True)
+    dispatched = [e["dispatch"] for e in read_log() if "dispatch" in e]
+    assert "/rewind" in dispatched and "/show-thinking expanded" in dispatched
+    term.send(CTRL["o"])
+    term.wait_for(r"nothing to expand yet")
+    term.send(CTRL["g"])  # $EDITOR writes the input
+    term.wait_for(r"› from the editor", screen_only=True)
+    term.send(ENTER)
+    assert wait_chats(term, read_log, 1) == ["from the editor"]
+    term.line("tool")
+    term.wait_for(r"permission: bash")
+    term.send("y")
+    term.wait_for(r"permission: edit")
+    term.send("y")
+    term.wait_for(r"Tools done\.")
+    term.settle(0.5)
+    term.send(CTRL["o"])  # the transcript of the last turn, expanded
+    term.wait_for(r"last turn, expanded")
+    term.wait_for(r"file9\.py")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+GOLDEN = Path(__file__).parent / "golden_tui"
+
+
+def golden(name: str, text: str) -> None:
+    """Compare a stable screen region with tests/golden_tui/<name> (UPDATE_GOLDEN=1 rewrites)."""
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN") or not path.exists():
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"screen differs from {path}:\n{text}"
+
+
+def region(display: str, first: str, last: str) -> str:
+    lines = display.splitlines()
+    start = next(i for i, ln in enumerate(lines) if first in ln)
+    end = next(i for i in range(start, len(lines)) if last in lines[i])
+    return "\n".join(lines[start : end + 1]) + "\n"
+
+
+def test_golden_permission_prompt_and_settings_view(stand_in):
+    term, _ = stand_in()
+    term.wait_ready()
+    term.line("tool")
+    term.wait_for(r"permission: bash")
+    term.send("y")
+    term.wait_for(r"\[n\] no[\s\S]*\[n\] no", screen_only=True)  # the second prompt
+    term.settle(0.5)
+    shown = term.display()
+    golden(
+        "permission_edit.txt",
+        region(shown[shown.index("permission: edit") - 3 :], "╭─ permission: edit", "[n] no"),
+    )
+    term.send("n")
+    term.wait_for(r"Tools done\.")
+    term.line("/config")
+    term.wait_for(r"setting to change")
+    term.settle(0.3)
+    golden("settings_view.txt", region(term.display(), "settings", "default permission mode"))
+    term.line("")
+    term.wait_for(r"settings closed")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+# --------------------------------------------------------------------------------------------
+# The real core: plan toggle, steering, Esc, vim — what the model receives.
+
+
+@pytest.mark.core
+def test_core_shift_tab_plan_reaches_the_request(fake_llm, env, repo):
+    server = fake_llm([say("planning only"), say("back to asking")])
+    term = yuyao_term(env(server), repo, "--mode", "ask")
+    try:
+        term.wait_ready()
+        term.send(SHIFT_TAB)
+        term.wait_for(r"plan ›", screen_only=True)
+        term.wait_for(r"(?m)^ plan · execute ·", screen_only=True)  # the status line
+        term.line("what would you change?")
+        term.wait_for(r"planning only")
+        assert "Permission mode: plan" in server.system_prompt(0)
+        term.send(SHIFT_TAB)
+        term.wait_for(r"mode: ask")
+        term.line("and now?")
+        term.wait_for(r"back to asking")
+        assert "Permission mode: ask" in server.system_prompt(1)
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.core
+def test_core_ctrl_s_steers_mid_stream_and_esc_stops(fake_llm, env, repo):
+    long_text = "word " * 400
+    (repo / "a.txt").write_text("alpha\n")
+    server = fake_llm(
+        [
+            calls([("read", {"file_path": "a.txt"})], content=long_text, chunk_delay=0.02),
+            say("steered answer"),
+            say("story " * 800, chunk_delay=0.03),
+            say("after the stop"),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_ready()
+        term.line("read a.txt")
+        term.wait_for(r"word word word")
+        term.send("use bun instead")
+        term.send(CTRL["s"])  # = /queue steer
+        term.wait_for(r"queued for the next model call")
+        term.wait_for(r"steered answer")
+        assert "use bun instead" in server.user_text(1)
+        assert "use bun instead" not in server.user_text(0)
+        term.line("write a long story")
+        term.wait_for(r"story story story")
+        term.send(ESC)
+        term.wait_for(r"interrupted")
+        term.line("hello again")
+        term.wait_for(r"after the stop")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.core
+def test_core_vim_mode_from_config(fake_llm, env, repo, yuyao_home):
+    server = fake_llm([say("vim answer")])
+    (yuyao_home / "config.toml").write_text('[editor]\nmode = "vim"\n')
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_for(r"vim keys")
+        term.send("fix the bug in parser")
+        term.settle(0.2)
+        term.send(ESC)
+        term.wait_for(r"-- NORMAL --", screen_only=True)
+        term.send("b")
+        term.send("ciw")
+        term.send("lexer")
+        term.send(ESC)
+        term.settle(0.3)
+        term.send(ENTER)
+        term.wait_for(r"vim answer")
+        assert "fix the bug in lexer" in server.user_text(0)
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+VIM_CASES = [  # (typed in INSERT mode, keys in NORMAL mode, what is sent) — spec §5.6
+    ("foo(bar, baz)", "0f(ci(x\x1b", "foo(x)"),
+    ('say "hello world" now', '0f"di"', 'say "" now'),
+    ("a [b c] d", "0f[da[", "a  d"),
+    ("f{a b}", "0f{ci{z\x1b", "f{z}"),
+    ("one two three", "0wdaw", "one three"),
+    ("one two three", "0dw", "two three"),
+    ("one two three", "0de", " two three"),
+    ("one two three", "$db", "one two e"),
+    ("one two three", "0wD", "one "),
+    ("hello world", "0wCthere\x1b", "hello there"),
+    ("hello", "ccbye\x1b", "bye"),
+    ("abc", "0x", "bc"),
+    ("abc", "0xu", "abc"),
+    ("a-b-c-d", "0f-;x", "a-bc-d"),
+    ("a-b-c-d", "$F-;x", "a-bc-d"),
+    ("a-b-c-d", "0f-;,x", "ab-c-d"),
+    ('say "hello world" now', "0ca\"'x'\x1b", "say 'x' now"),
+    ("x y z", "0tzD", "x y"),
+    ("hello", "yyp", "hello\nhello"),
+    ("hello", ">>", "    hello"),
+    ("first\nsecond", "ggJ", "first second"),
+    ("first\nsecond", "ggdd", "second"),
+    ("one two", "0yiwP", "oneone two"),
+    ("hello world", "0ved", " world"),
+    ("one two three", "0cwX\x1bw.", "X X three"),
+    ("a b", "0cw?\x1bw.", "? ?"),
+]
+
+
+def test_vim_motions_operators_and_text_objects(stand_in):
+    term, read_log = stand_in(FAKE_CONFIG=json.dumps({"editor.mode": "vim"}))
+    term.wait_for(r"vim keys")
+    results = []
+    for n, (typed, keys, _want) in enumerate(VIM_CASES, 1):
+        term.wait_for(r"-- INSERT --", screen_only=True)
+        term.send(typed.replace("\n", "\n"))  # \n is Ctrl+J: a newline in the input
+        term.settle(0.15)
+        term.send(ESC)
+        term.wait_for(r"-- NORMAL --", screen_only=True)
+        for k in keys:
+            term.send(k)
+            time.sleep(0.03)
+            if k == ESC:
+                term.settle(0.15)
+        term.settle(0.2)
+        term.send(ENTER)
+        results.append(wait_chats(term, read_log, n)[-1])
+    wrong = [
+        (typed, keys, want, got)
+        for (typed, keys, want), got in zip(VIM_CASES, results)
+        if got != want
+    ]
+    assert not wrong, wrong
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_ctrl_e_collapses_and_expands_the_plan(stand_in):
+    term, read_log = stand_in()
+    term.wait_ready()
+    term.send(SHIFT_TAB)
+    term.wait_for(r"plan ›", screen_only=True)
+    term.line("plan the change")
+    wait_chats(term, read_log, 1)
+    term.send(CTRL["e"])
+    term.wait_for(r"plan collapsed: Hello from the stand-in\.")
+    term.send(CTRL["e"])
+    term.wait_for(r"── plan ──")
+    term.wait_for(r"Ctrl\+E collapses")
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_a_line_typed_during_startup_is_submitted(stand_in):
+    term, read_log = stand_in()
+    term.send("typed early")  # before the prompt is up
+    term.send(ENTER)
+    assert wait_chats(term, read_log, 1) == ["typed early"]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+@pytest.mark.core
+def test_core_settings_view_writes_the_config_and_applies_it(fake_llm, env, repo, yuyao_home):
+    server = fake_llm([say("ok")])
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_ready()
+        term.line("/settings")
+        term.wait_for(r"ui\.editor_mode")
+        term.wait_for(r"ui\.output_style")
+        term.wait_for(r"setting to change")
+        term.line("ui.editor_mode")
+        term.wait_for(r"2 vi")
+        term.line("2")
+        term.wait_for(r"ui\.editor_mode = vi")
+        term.wait_for(r"editor mode: vim")
+        term.wait_for(r"setting to change")
+        term.line("ui.theme")
+        term.line("mono")
+        term.wait_for(r"ui\.theme = mono")
+        term.line("")
+        term.wait_for(r"settings closed")
+        term.wait_for(r"-- INSERT --", screen_only=True)
+        config = (yuyao_home / "config.toml").read_text()
+        assert "vi" in config and "mono" in config
         term.send(CTRL_D)
         assert term.wait_exit() == 0
     finally:

@@ -12,25 +12,38 @@ import json
 import os
 import queue
 import re
-import shlex
-import subprocess
 import threading
 import time
 from typing import Any, Callable
 
-from rich.console import Group
-from rich.live import Live
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
-
-from . import clipboard, prompts, theme
-from .input import InputBox, history_file
+from . import refs, theme
 from .keys import RawKeys
-from .render import Renderer
+
+# Resuming a session idle at least this long (seconds) shows a one-line recap.
+RECAP_AFTER_S = 30 * 60
+
+
+class _LazyText:
+    """rich.text.Text, imported on first use: nothing rich is needed before the first prompt
+    is on the screen (startup time), and everything printed afterwards goes through rich."""
+
+    def __call__(self, *args: Any, **kw: Any):
+        from rich.text import Text as _Text
+
+        return _Text(*args, **kw)
+
+    def __getattr__(self, name: str):
+        from rich.text import Text as _Text
+
+        return getattr(_Text, name)
+
+
+Text = _LazyText()
 
 LIVE_DELAY = 0.15  # a command that answers faster than this never shows a spinner
 TICK = 0.06
+
+BANNER_HINT = "/help for commands · Shift+Tab plan mode · Ctrl+D to exit"
 
 UI_COMMANDS = {
     "/tui": "switch the renderer: /tui <default|fullscreen>",
@@ -105,8 +118,12 @@ def missing_model_settings(options: dict) -> list[str]:
 
 
 def print_missing_model(console, missing: list[str]) -> None:
-    console.print(Text(f"{theme.SYM_FAIL} yuyao needs a model to talk to.", "fail"))
-    console.print("  Set these environment variables, then start yuyao again:")
+    from rich.table import Table
+
+    console.print(Text(f"{theme.SYM_WARN} yuyao needs a model to talk to.", "warn"))
+    console.print(
+        "  Slash commands work now; to chat, set these environment variables and start yuyao again:"
+    )
     table = Table.grid(padding=(0, 2))
     for name, what, _required in MODEL_ENV:
         is_set = bool(os.environ.get(name))
@@ -127,23 +144,71 @@ def print_missing_model(console, missing: list[str]) -> None:
 
 
 class App:
-    def __init__(self, console, options: dict, session_factory: Callable, version: str) -> None:
-        self.console = console
+    def __init__(
+        self,
+        console,
+        options: dict,
+        session_factory: Callable,
+        version: str,
+        keys: RawKeys | None = None,
+    ) -> None:
+        self._console = console  # None: created (and rich imported) at the first print
+        self._renderer: Any = None
+        self._thinking = "collapsed"  # the thinking display, until the renderer exists
+        self._focus = False
+        self._theme = "dark"
         self.options = options
         self.session_factory = session_factory
         self.version = version
-        self.renderer = Renderer(console)
         self.handler = Handler(self)
-        self.keys = RawKeys()
+        self.keys = keys or RawKeys()
         self.session: Any = None
         self.status: dict = {}
         self.commands: dict[str, str] = {}
         self.shell_mode = False
         self.prev_mode: str | None = None
         self.local_thinking: str | None = None  # set when the core refuses /show-thinking
-        self.input: InputBox | None = None
+        self.input: Any = None  # input.InputBox once the prompt exists
         self.pending_draft = ""
         self.thinking_toggled = False  # Alt+T pressed during a turn: tell the core afterwards
+        self.images: list[str] = []  # images pasted with Ctrl+V into the current input
+        self.suggestion = ""  # the greyed next-step suggestion for the next prompt
+        self.show_tasks = False  # Ctrl+T
+        self.kill_armed = 0.0  # Ctrl+X Ctrl+K pressed once at this time (press twice)
+        self.branch = ""
+        self.pr = None  # status.PrWatcher
+        self.fullscreen = None  # fullscreen.Fullscreen while /tui fullscreen is on
+        self.want_fullscreen = False
+
+    # -- lazily built output side ---------------------------------------------------------
+
+    @property
+    def console(self):
+        if self._console is None:
+            self._console = theme.make_console()
+            if self._theme == "mono":
+                self._console.no_color = True
+        return self._console
+
+    @console.setter
+    def console(self, value) -> None:
+        self._console = value
+
+    @property
+    def renderer(self):
+        if self._renderer is None:
+            from .render import Renderer
+
+            self._renderer = Renderer(self.console)
+            self._renderer.show_thinking = self._thinking
+            self._renderer.focus = self._focus
+        return self._renderer
+
+    def thinking_display(self) -> str:
+        return self._renderer.show_thinking if self._renderer is not None else self._thinking
+
+    def focus_on(self) -> bool:
+        return self._renderer.focus if self._renderer is not None else self._focus
 
     # -- status -------------------------------------------------------------------------
 
@@ -154,7 +219,9 @@ class App:
             return
         shown = self.local_thinking or self.status.get("show_thinking")
         if shown:
-            self.renderer.show_thinking = str(shown)
+            self._thinking = str(shown)
+            if self._renderer is not None:
+                self._renderer.show_thinking = str(shown)
         if self.input:
             self.input.invalidate()
 
@@ -169,7 +236,12 @@ class App:
         mode = str(st.get("mode") or "?")
         mode_cls = {"plan": "plan", "yolo": "yolo"}.get(mode, "mode")
         sep = ("class:bottom-toolbar.sep", " · ")
-        parts = [("class:bottom-toolbar.sep", " ")]
+        parts: list = []
+        parts += self.refs_fragments()
+        parts.append(("class:bottom-toolbar.sep", " "))
+        vim = self.input.vim_mode() if self.input and self.fullscreen is None else ""
+        if vim:
+            parts += [(f"class:bottom-toolbar.vim.{vim.lower()}", f"-- {vim} --"), sep]
         if self.shell_mode:
             parts += [("class:bottom-toolbar.shell", "shell mode (! to leave)"), sep]
         parts += [(f"class:bottom-toolbar.{mode_cls}", mode), sep]
@@ -182,10 +254,84 @@ class App:
         cost = st.get("cost_usd")
         cost_text = f"${float(cost):.4f}" if isinstance(cost, (int, float)) else "$–"
         parts += [("class:bottom-toolbar.value", cost_text), sep]
-        parts += [("class:bottom-toolbar.key", f"thinking {self.renderer.show_thinking}")]
-        if self.renderer.focus:
+        parts += [("class:bottom-toolbar.key", f"thinking {self.thinking_display()}")]
+        if self.branch:
+            parts += [sep, ("class:bottom-toolbar.branch", f"⎇ {self.branch}")]
+        pr = self.pr.current if self.pr else None
+        if pr:
+            url = pr.get("url") or ""
+            parts.append(sep)
+            if url:  # OSC 8: a clickable link in terminals that support it
+                parts.append(("[ZeroWidthEscape]", f"\x1b]8;;{url}\x1b\\"))
+            parts.append(
+                (f"class:bottom-toolbar.{pr['cls']}", f"PR #{pr.get('number')} {pr['label']}")
+            )
+            if url:
+                parts.append(("[ZeroWidthEscape]", "\x1b]8;;\x1b\\"))
+        if self.focus_on():
             parts += [sep, ("class:bottom-toolbar.key", "focus")]
+        if self.show_tasks:
+            parts += [sep, ("class:bottom-toolbar.key", "tasks ▾")]
         return parts
+
+    def run_fullscreen(self) -> str:
+        """`/tui fullscreen`: the same session in a full-screen prompt_toolkit application,
+        until `/tui default` ("default") or the end of the session ("exit")."""
+        from .fullscreen import Fullscreen
+
+        console, rconsole = self.console, self.renderer.console
+        fs = Fullscreen(self)
+        self.fullscreen = fs
+        self.console = self.renderer.console = fs.console
+        try:
+            result = fs.run()
+        except Exception as e:  # noqa: BLE001 - never lose the session to the renderer
+            result = "default"
+            error = e
+        else:
+            error = None
+        finally:
+            self.fullscreen = None
+            self.console, self.renderer.console = console, rconsole
+        if error is not None:
+            self.say(f"{theme.SYM_FAIL} the full-screen renderer stopped: {error}", "error")
+        if result != "exit":
+            self.say("renderer: default (back from full screen; the session continues)", "accent")
+        return result
+
+    def input_text(self) -> str:
+        if self.fullscreen is not None:
+            return self.fullscreen.input.text
+        return self.input.session.default_buffer.text if self.input else ""
+
+    def refs_fragments(self) -> list:
+        """The indicator line above the status line: one entry per @reference and pasted image."""
+        text = self.input_text()
+        if "@" not in text:
+            return []
+        found = refs.find(text)
+        if not found:
+            return []
+        parts: list = [("class:bottom-toolbar.sep", " ")]
+        cwd = self.cwd()
+        for ref in found:
+            kind, label = refs.describe(ref, cwd)
+            if kind == "image":
+                n = self.image_number(ref, cwd)
+                label = f"🖼 image{f' {n}' if n else ''}: {label}"
+            else:
+                label = f"@ {label}"
+            cls = "ref.missing" if kind == "missing" else "ref"
+            parts += [(f"class:bottom-toolbar.{cls}", label), ("class:bottom-toolbar.sep", "  ")]
+        parts.append(("", "\n"))
+        return parts
+
+    def image_number(self, ref: str, cwd: str) -> int:
+        full = os.path.realpath(os.path.join(cwd, os.path.expanduser(ref)))
+        for i, path in enumerate(self.images, 1):
+            if os.path.realpath(path) == full:
+                return i
+        return 0
 
     def prompt_fragments(self):
         if self.shell_mode:
@@ -197,19 +343,70 @@ class App:
     # -- start ----------------------------------------------------------------------------
 
     def banner(self) -> None:
+        """A short boxed banner, written as plain ANSI: rich is not loaded before the first
+        prompt (startup time)."""
+        import sys
+
+        from prompt_toolkit.utils import get_cwidth
+
         st = self.status
         version = self.version or str(st.get("version") or "") or _package_version()
-        grid = Table.grid(padding=(0, 2))
-        grid.add_row(Text("model", "muted"), Text(str(st.get("model") or "?")))
-        grid.add_row(Text("cwd", "muted"), Text(self.cwd()))
         mode = str(st.get("mode") or "?")
-        mr = Text(mode, theme.mode_style(mode))
-        mr.append(f" · role {st.get('role') or '?'}", "default")
-        grid.add_row(Text("mode", "muted"), mr)
-        title = Text("yuyao", "brand")
-        title.append(f" {version}", "muted")
-        hint = Text("/help for commands · Shift+Tab plan mode · Ctrl+D to exit", "muted")
-        self.console.print(Panel.fit(Group(title, grid, hint), border_style="cyan", padding=(0, 1)))
+        where = self.cwd() + (f"  ⎇ {self.branch}" if self.branch else "")
+        mode_rest = f" · role {st.get('role') or '?'}"
+        if self.input and self.input.vim:
+            mode_rest += " · vim keys"
+        colour = not (os.environ.get("NO_COLOR") or self._theme == "mono")
+
+        def c(code: str, text: str) -> str:
+            return f"\x1b[{code}m{text}\x1b[0m" if colour and text else text
+
+        mode_code = {"plan": "1;33", "yolo": "1;31"}.get(mode, "1;32")
+        rows = [  # (plain text, coloured text)
+            (f"yuyao {version}", c("1;36", "yuyao") + c("2", f" {version}")),
+            (f"model  {st.get('model') or '?'}", c("2", "model  ") + str(st.get("model") or "?")),
+            (f"cwd    {where}", c("2", "cwd    ") + where),
+            (f"mode   {mode}{mode_rest}", c("2", "mode   ") + c(mode_code, mode) + mode_rest),
+            (BANNER_HINT, c("2", BANNER_HINT)),
+        ]
+        try:
+            cols = os.get_terminal_size(sys.stdout.fileno()).columns
+        except OSError:
+            cols = 80
+        limit = max(cols - 4, 20)
+        width = min(max(get_cwidth(plain) for plain, _ in rows), limit)
+        out = [c("36", "╭" + "─" * (width + 2) + "╮")]
+        for plain, coloured in rows:
+            w = get_cwidth(plain)
+            if w > width:  # too long for the terminal: plain and cut
+                coloured = plain
+                while get_cwidth(coloured) > width - 1:
+                    coloured = coloured[:-1]
+                coloured += "…"
+                w = get_cwidth(coloured)
+            out.append(c("36", "│ ") + coloured + " " * (width - w) + c("36", " │"))
+        out.append(c("36", "╰" + "─" * (width + 2) + "╯"))
+        sys.stdout.write("\n".join(out) + "\n")
+        sys.stdout.flush()
+
+    def where_we_left_off(self) -> None:
+        """On --continue / --resume: the core's one-line recap (`/recap`), when it has one."""
+        if not any(self.options.get(k) for k in ("resume", "continue", "continue_session")):
+            return
+        # "On returning after a while" (spec §5.7): a recap is a model call, so a quick
+        # resume does not pay for one.
+        try:
+            idle = json.loads(self.session.status_json()).get("resumed_idle_s")
+        except Exception:  # noqa: BLE001 - no idle figure: no recap
+            idle = None
+        if idle is None or idle < RECAP_AFTER_S:
+            return
+        try:
+            recap = str(self.session.dispatch("/recap") or "").strip()
+        except Exception:  # noqa: BLE001 - no recap in this build: nothing to show
+            return
+        if recap:
+            self.say(f"↺ where we left off: {recap.splitlines()[0]}", "accent")
 
     def load_commands(self) -> None:
         names: dict[str, str] = {}
@@ -246,11 +443,26 @@ class App:
             self.console.print(Text(f"{theme.SYM_FAIL} could not start the session: {e}", "error"))
             return 1
         self.refresh_status()
+        from . import status as gitstatus
+        from .input import InputBox, history_file
+
+        self.branch = gitstatus.git_branch(self.cwd())
+        self.input = InputBox(self, history_file(self.cwd(), self.options), vim=self.vim_wanted())
+        self.apply_theme()
         self.banner()
         self.load_commands()
-        self.input = InputBox(self, history_file(self.cwd(), self.options))
+        self.pr = gitstatus.PrWatcher(self.cwd, on_change=self.refresh_toolbar)
+        if self.branch:  # a PR needs a branch; outside git there is nothing to ask gh
+            self.pr.start()
+        self.where_we_left_off()
+        self.keys.guard_typeahead()
         try:
             while not self.status.get("exit_requested"):
+                if self.want_fullscreen:
+                    self.want_fullscreen = False
+                    if self.run_fullscreen() == "exit":
+                        break
+                    continue
                 try:
                     line = self.input.read(self.pending_draft)
                     self.pending_draft = ""
@@ -265,6 +477,7 @@ class App:
             return 130
         finally:
             self.keys.disable()
+            self.keys.restore_terminal()
             try:
                 self.session.close()
             except Exception:  # noqa: BLE001
@@ -290,11 +503,54 @@ class App:
         if stripped.startswith("/"):
             self.slash(stripped)
             return
+        self.show_refs(line)
+        self.suggestion = ""
+        answers = len(self.renderer.answers)
         self.run_turn(lambda: self.session.chat(line), steer=True)
+        self.after_chat(answers)
+
+    def after_chat(self, answers_before: int) -> None:
+        """After a turn: the next-step suggestion, and in plan mode the answer is the plan
+        that Ctrl+E expands (unless the core sent a plan of its own)."""
+        r = self.renderer
+        if len(r.answers) > answers_before and self.status.get("mode") == "plan":
+            if not r.plan_from_core:
+                r.plan = r.answers[-1]
+                r.plan_expanded = True  # it was just shown in full
+        if r.answers:
+            from .suggest import next_step
+
+            self.suggestion = next_step(r.answers[-1])
+
+    def show_refs(self, line: str) -> None:
+        """The indicator for what the message references: @paths and pasted images."""
+        found = refs.find(line)
+        if not found:
+            self.images.clear()
+            return
+        cwd = self.cwd()
+        out = Text(f"{theme.SYM_STEER} referenced: ", "muted")
+        for i, ref in enumerate(found):
+            kind, label = refs.describe(ref, cwd)
+            if kind == "image":
+                n = self.image_number(ref, cwd)
+                label = f"🖼 image{f' {n}' if n else ''} {label}"
+            if i:
+                out.append(" · ", "muted")
+            out.append(label, "warn" if kind == "missing" else "accent")
+        self.console.print(out)
+        self.images.clear()
 
     # -- slash commands --------------------------------------------------------------------
 
     def slash(self, line: str) -> None:
+        if self.slash_local(line):
+            return
+        ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
+        self.slash_result(line, ok, value)
+
+    def slash_local(self, line: str) -> bool:
+        """The commands this terminal handles itself; True when `line` was one of them."""
         name, _, rest = line.partition(" ")
         name = name.lower()
         if name == "/focus":
@@ -308,14 +564,24 @@ class App:
                     "accent",
                 )
             )
-            return
+            return True
         if name == "/tui":
             self.cmd_tui(rest.strip())
-            return
+            return True
         if name == "/copy":
             self.cmd_copy(rest.strip())
-            return
-        ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
+            return True
+        if name in ("/config", "/settings") and not rest.strip():
+            if self.fullscreen is not None:
+                return False  # the listing; the interactive view needs the default renderer
+            from .settings import settings_view
+
+            settings_view(self)
+            return True
+        return False
+
+    def slash_result(self, line: str, ok: bool, value: Any) -> None:
+        name = line.partition(" ")[0].lower()
         if not ok:
             msg = str(value)
             unknown = "unknown" in msg.lower()
@@ -329,23 +595,53 @@ class App:
             return
         if isinstance(value, str) and value.strip():
             self.console.print(Text(value.rstrip()))
+        if name in ("/config", "/settings"):
+            self.after_config_change()
+
+    def apply_theme(self, announce: bool = False) -> None:
+        """The `theme` setting: dark (default), light (light-background code colours) or
+        mono (no colour at all)."""
+        name = self.config_value("theme") or "dark"
+        if name == getattr(self, "_theme", "dark"):
+            return
+        self._theme = name
+        if self._console is not None or name == "mono":
+            self.console.no_color = name == "mono"
+        theme.CODE_THEME = "default" if name == "light" else "monokai"
+        if self.input:
+            from prompt_toolkit.output import ColorDepth
+
+            self.input.session.color_depth = ColorDepth.MONOCHROME if name == "mono" else None
+        if announce:
+            self.say(f"theme: {name}", "accent")
+
+    def after_config_change(self) -> None:
+        """A setting changed: apply the ones the terminal itself renders (editor mode, theme)."""
+        self.apply_theme(announce=True)
+        if self.input:
+            want = self.vim_wanted()
+            if want != self.input.vim:
+                self.input.set_vim(want)
+                self.say(f"editor mode: {'vim' if want else 'default'}", "accent")
 
     def cmd_tui(self, arg: str) -> None:
         if arg in ("", "default"):
-            self.console.print(Text("renderer: default (inline, scrollback preserved)", "accent"))
+            if self.fullscreen is not None:
+                self.fullscreen.leave("default")
+            else:
+                self.say("renderer: default (inline, scrollback preserved)", "accent")
         elif arg == "fullscreen":
-            self.console.print(
-                Text(
-                    f"{theme.SYM_WARN} the fullscreen renderer is not available in this version; "
-                    "staying on the default renderer (the session is unchanged)",
-                    "warn",
-                )
-            )
+            if self.fullscreen is not None:
+                self.say("renderer: fullscreen (already on)", "accent")
+            else:
+                self.want_fullscreen = True
         else:
             self.console.print(Text(f"{theme.SYM_FAIL} usage: /tui <default|fullscreen>", "error"))
 
     def cmd_copy(self, arg: str) -> None:
         try:
+            import shlex
+
             words = shlex.split(arg)
         except ValueError as e:
             self.console.print(Text(f"{theme.SYM_FAIL} /copy: {e}", "error"))
@@ -369,6 +665,8 @@ class App:
                 Text(f"{theme.SYM_FAIL} usage: /copy [N] [--block K] [--out FILE]", "error")
             )
             return
+        from . import clipboard
+
         answers = self.renderer.answers
         if not answers or not 1 <= nth <= len(answers):
             self.console.print(Text(f"{theme.SYM_WARN} no answer #{nth} to copy yet", "warn"))
@@ -421,6 +719,152 @@ class App:
 
     # -- key-bound actions (run inside prompt_toolkit's run_in_terminal) -------------------
 
+    def config_value(self, key: str) -> str:
+        """A configuration value as the core shows it ("" when unset or unreadable)."""
+        try:
+            return str(self.session.dispatch(f"/config get {key}") or "").strip().strip('"')
+        except Exception:  # noqa: BLE001
+            return ""
+
+    def vim_wanted(self) -> bool:
+        from .vim import editor_mode_from
+
+        for key in ("editor.mode", "ui.editor_mode"):
+            value = self.config_value(key)
+            if value:
+                return editor_mode_from(value) == "vim"
+        return False
+
+    def refresh_toolbar(self) -> None:
+        if self.input:
+            self.input.invalidate()
+        if self.fullscreen:
+            self.fullscreen.invalidate()
+
+    def say(self, text: str, style: str = "muted") -> None:
+        self.console.print(Text(text, style))
+
+    def tasks(self) -> list:
+        """The core's task list (empty until the core has a todo list to give)."""
+        getter = getattr(self.session, "tasks_json", None)
+        if not callable(getter):
+            return []
+        try:
+            tasks = json.loads(getter())
+        except Exception:  # noqa: BLE001
+            return []
+        return [t for t in tasks if isinstance(t, dict)] if isinstance(tasks, list) else []
+
+    def toggle_tasks(self) -> None:
+        """Ctrl+T: show or hide the task list."""
+        self.show_tasks = not self.show_tasks
+        if self.fullscreen is not None:  # a panel there, not printed lines
+            self.fullscreen.invalidate()
+            return
+        if not self.show_tasks:
+            self.say("task list hidden (Ctrl+T shows it)")
+            return
+        self.print_tasks()
+
+    def print_tasks(self) -> None:
+        tasks = self.tasks()
+        if not tasks:
+            self.say(
+                f"{theme.SYM_INFO} no task list in this session (the agent has not made one; "
+                "Ctrl+T hides this)",
+                "info",
+            )
+            return
+        self.say("task list", "accent")
+        marks = {"completed": theme.SYM_OK, "in_progress": "▶", "pending": "○"}
+        done = sum(1 for t in tasks if isinstance(t, dict) and t.get("status") == "completed")
+        for t in tasks:
+            if not isinstance(t, dict):
+                continue
+            st = str(t.get("status") or "pending")
+            style = "ok" if st == "completed" else ("accent" if st == "in_progress" else "default")
+            self.say(f"  {marks.get(st, '○')} {t.get('content') or t.get('title') or ''}", style)
+        self.console.print(self.renderer.progress_bar(done, len(tasks), "tasks"))
+
+    def toggle_plan_preview(self) -> None:
+        """Ctrl+E: expand or collapse the latest plan (or preview)."""
+        self.renderer.toggle_plan()
+
+    def background_command(self, running: str = "") -> None:
+        """Ctrl+B: move the running bash command to the background."""
+        op = getattr(self.session, "background_running", None)
+        if not running:
+            self.say("Ctrl+B: no command is running")
+            return
+        if callable(op):
+            try:
+                out = op()
+            except Exception as e:  # noqa: BLE001
+                self.say(f"{theme.SYM_FAIL} could not move it to the background: {e}", "error")
+                return
+            if out is False:
+                self.say("Ctrl+B: the command had already finished", "warn")
+                return
+            self.say(f"{theme.SYM_OK} moved to the background (see /tasks)", "ok")
+            return
+        self.say(
+            f"{theme.SYM_WARN} moving a running command to the background is not available in "
+            f"this build; `{running}` keeps running (Esc stops the turn)",
+            "warn",
+        )
+
+    def kill_subagents(self) -> None:
+        """Ctrl+X Ctrl+K, pressed twice: stop every background sub-agent of this session."""
+        now = time.monotonic()
+        if now - self.kill_armed > 3.0:
+            self.kill_armed = now
+            self.say(
+                f"{theme.SYM_WARN} press Ctrl+X Ctrl+K again to stop all background sub-agents",
+                "warn",
+            )
+            return
+        self.kill_armed = 0.0
+        op = getattr(self.session, "kill_subagents", None)
+        if callable(op):
+            try:
+                out = op()
+            except Exception as e:  # noqa: BLE001
+                self.say(f"{theme.SYM_FAIL} {e}", "error")
+                return
+            self.say(f"{theme.SYM_OK} {out or 'background sub-agents stopped'}", "ok")
+            return
+        self.say(
+            f"{theme.SYM_INFO} no background sub-agents to stop: this build does not run "
+            "background sub-agents",
+            "info",
+        )
+
+    def steer_idle(self) -> None:
+        """Ctrl+S at the prompt: there is no running turn to steer."""
+        self.say("Ctrl+S steers a running turn; nothing is running now — Enter sends the message")
+
+    def paste_clipboard(self) -> str:
+        """Ctrl+V: an image from the clipboard becomes an @reference (with an indicator);
+        text is returned to be inserted."""
+        from . import clipboard
+        from .input import yuyao_home
+
+        kind, value, how = clipboard.paste(str(yuyao_home(self.options) / "pastes"))
+        if kind == "text":
+            return value
+        if kind == "none":
+            run_in_terminal_safe(lambda: self.say(f"{theme.SYM_WARN} Ctrl+V: {value}", "warn"))
+            return ""
+        self.images.append(value)
+        n = len(self.images)
+        size = os.path.getsize(value)
+        run_in_terminal_safe(
+            lambda: self.say(
+                f"🖼 image {n} taken in from the clipboard ({how}, {size} bytes): {value}", "accent"
+            )
+        )
+        return f"@{value} "
+
     def toggle_plan(self) -> None:
         mode = str(self.status.get("mode") or "")
         if mode != "plan":
@@ -460,12 +904,25 @@ class App:
     # -- shell ---------------------------------------------------------------------------
 
     def run_shell(self, cmd: str) -> None:
+        """`!cmd`: the core's user_shell op when it has one, else a subshell here."""
         if not cmd:
+            return
+        op = getattr(self.session, "user_shell", None)
+        if callable(op):
+            ok, value = self.run_turn(lambda: op(cmd), steer=False)
+            if not ok:
+                self.console.print(Text(f"{theme.SYM_FAIL} {value}", "error"))
+            elif isinstance(value, str) and value.strip():
+                self.console.print(Text(value.rstrip()))
             return
         self.console.print(Text(f"$ {cmd}", "muted"))
         try:
+            import subprocess
+
+            self.keys.restore_terminal()  # the subshell gets the terminal as the user set it
             proc = subprocess.Popen(cmd, shell=True, cwd=self.cwd())
         except OSError as e:
+            self.keys.guard_typeahead()
             self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
             return
         while True:
@@ -474,6 +931,7 @@ class App:
                 break
             except KeyboardInterrupt:  # the child got the SIGINT too; wait for it to end
                 continue
+        self.keys.guard_typeahead()
         if code == 0:
             self.console.print(Text(f"{theme.SYM_OK} exit 0", "ok"))
         else:
@@ -482,6 +940,8 @@ class App:
     # -- requests ------------------------------------------------------------------------
 
     def answer_request(self, req: dict, keys: RawKeys | None) -> str:
+        from . import prompts
+
         kind = req.get("type")
         keys = keys or self.keys
         if kind == "permission":
@@ -525,6 +985,8 @@ class App:
         worker = threading.Thread(target=work, name="yuyao-turn", daemon=True)
         self.handler.queue = q
         self.handler.worker = worker
+        from rich.live import Live
+
         live: Live | None = None
         started = time.monotonic()
         ctrl_c = 0
@@ -632,6 +1094,21 @@ class App:
                 view.draft = ""
             else:
                 interrupt()
+        elif ev == ("ctrl", "o"):
+            self.renderer.show_transcript()
+        elif ev == ("ctrl", "t"):
+            self.toggle_tasks()
+        elif ev == ("ctrl", "e"):
+            self.toggle_plan_preview()
+        elif ev == ("ctrl", "b"):
+            self.background_command(self.renderer.running_command())
+        elif ev == ("ctrl", "x"):
+            self._ctrl_x = time.monotonic()
+        elif ev == ("ctrl", "k") and time.monotonic() - getattr(self, "_ctrl_x", 0.0) < 2.0:
+            self._ctrl_x = 0.0
+            self.kill_subagents()
+        elif ev == ("ctrl", "l"):
+            self.console.clear()
         elif not steer:
             return
         elif kind == "char":
@@ -655,6 +1132,19 @@ class App:
             self.console.print(line)
 
 
+def run_in_terminal_safe(fn: Callable[[], None]) -> None:
+    """Print above the prompt when it is running, else print directly."""
+    try:
+        from prompt_toolkit.application import get_app_or_none, run_in_terminal
+
+        if get_app_or_none() is not None:
+            run_in_terminal(fn)
+            return
+    except ImportError:  # pragma: no cover
+        pass
+    fn()
+
+
 def _package_version() -> str:
     try:
         import yuyao
@@ -668,23 +1158,33 @@ def run_interactive(options: dict | None = None, *, session_factory: Callable | 
     """Start the interactive TUI. Returns the process exit code.
 
     `session_factory(options_json, handler)` defaults to `yuyao._core.Session`."""
-    console = theme.make_console()
+    keys = RawKeys()
+    keys.guard_typeahead()  # from the first moment: a line typed during startup is submitted
+    try:
+        return _run_interactive(options, session_factory, keys)
+    finally:
+        keys.restore_terminal()
+
+
+def _run_interactive(options: dict | None, session_factory: Callable | None, keys: RawKeys) -> int:
+    console = None  # created at the first print: rich stays out of the startup path
     options = dict(options or {})
     missing = missing_model_settings(options)
-    if missing:
+    if missing:  # say it, then start anyway: slash commands work without a model
+        console = theme.make_console()
         print_missing_model(console, missing)
-        return 1
     version = ""
     if session_factory is None:
         try:
             from yuyao import _core
         except ImportError as e:
+            console = console or theme.make_console()
             console.print(Text(f"{theme.SYM_FAIL} the yuyao core is not installed ({e}).", "fail"))
             console.print("  Reinstall yuyao (./install.sh or pip install yuyao).")
             return 1
         session_factory = _core.Session
         version = str(getattr(_core, "VERSION", ""))
-    app = App(console, options, session_factory, version)
+    app = App(console, options, session_factory, version, keys)
     try:
         return app.run()
     except KeyboardInterrupt:

@@ -1,8 +1,12 @@
-"""The input box: prompt_toolkit session, per-directory history, completion, key bindings."""
+"""The input box: prompt_toolkit session, per-directory history, completion, key bindings.
+
+Every shortcut of spec §5.3 that acts while the prompt is shown is bound here; each calls the
+same App method as its long form (Shift+Tab = `/mode plan` and back, Alt+T = `/show-thinking`,
+Esc Esc = `/rewind`, …). Keys pressed while a turn runs are read by `keys.RawKeys` instead.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -10,8 +14,17 @@ from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import run_in_terminal
-from prompt_toolkit.auto_suggest import AutoSuggestFromHistory
+from prompt_toolkit.auto_suggest import AutoSuggest, AutoSuggestFromHistory, Suggestion
 from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.cursor_shapes import ModalCursorShapeConfig
+from prompt_toolkit.enums import EditingMode
+from prompt_toolkit.filters import (
+    Condition,
+    emacs_mode,
+    is_searching,
+    vi_insert_mode,
+    vi_navigation_mode,
+)
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.input import ansi_escape_sequences
 from prompt_toolkit.key_binding import KeyBindings
@@ -19,6 +32,8 @@ from prompt_toolkit.keys import Keys
 from prompt_toolkit.styles import Style
 
 from . import theme
+from .vim import DotRepeat
+from .vim import add_bindings as add_vim_bindings
 
 if TYPE_CHECKING:  # pragma: no cover
     from .app import App
@@ -27,6 +42,17 @@ if TYPE_CHECKING:  # pragma: no cover
 # one of these; by default prompt_toolkit reads them as Enter. Make them Ctrl+J (= newline).
 for _seq in ("\x1b[27;2;13~", "\x1b[13;2u"):
     ansi_escape_sequences.ANSI_SEQUENCES[_seq] = Keys.ControlJ
+# Ctrl+Shift+Z (redo) reaches us only from terminals that report modifiers (CSI-u /
+# modifyOtherKeys); an unused key stands for it. Elsewhere it arrives as plain Ctrl+Z.
+REDO_KEY = Keys.F24
+for _seq in ("\x1b[122;6u", "\x1b[90;6u", "\x1b[27;6;122~", "\x1b[27;6;90~"):
+    ansi_escape_sequences.ANSI_SEQUENCES[_seq] = REDO_KEY
+
+
+try:  # the builtin module: hashlib would load OpenSSL on the startup path
+    from _sha256 import sha256 as _sha256
+except ImportError:  # pragma: no cover - other Python versions
+    from hashlib import sha256 as _sha256
 
 
 def yuyao_home(options: dict | None = None) -> Path:
@@ -38,7 +64,7 @@ def history_file(cwd: str, options: dict | None = None) -> Path:
     """~/.yuyao/history/<dir name>-<hash of the full path>: one history per working directory."""
     real = os.path.realpath(cwd)
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", os.path.basename(real) or "root")[:40]
-    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    digest = _sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return yuyao_home(options) / "history" / f"{slug}-{digest}"
 
 
@@ -59,6 +85,10 @@ class DedupFileHistory(FileHistory):
             return
         self._last = string
         super().append_string(string)
+
+
+SKIP_DIRS = {"node_modules", "target", "__pycache__", "dist", "build", "venv"}
+WALK_LIMIT = 5000  # entries looked at for a deep @completion
 
 
 class YuyaoCompleter(Completer):
@@ -93,17 +123,67 @@ class YuyaoCompleter(Completer):
             if not name.startswith(tail) or (name.startswith(".") and not tail.startswith(".")):
                 continue
             full = os.path.join(directory, name)
-            label = name + ("/" if os.path.isdir(full) else "")
-            yield Completion(label, start_position=-len(tail), display=label)
+            is_dir = os.path.isdir(full)
+            label = name + ("/" if is_dir else "")
+            yield Completion(
+                label,
+                start_position=-len(tail),
+                display=label,
+                display_meta="folder (recursive)" if is_dir else "file",
+            )
             shown += 1
             if shown >= 60:
                 return
+        if head or partial.startswith(("/", "~", ".")) or len(tail) < 2:
+            return
+        # Deeper in the project: files and folders whose name starts with what was typed.
+        seen = 0
+        for root, dirs, files in os.walk(base):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+            rel = os.path.relpath(root, base)
+            if rel == ".":
+                continue
+            for name in sorted(dirs) + sorted(files):
+                seen += 1
+                if name.lower().startswith(tail.lower()):
+                    path = os.path.join(rel, name)
+                    is_dir = name in dirs
+                    label = path + ("/" if is_dir else "")
+                    yield Completion(
+                        label,
+                        start_position=-len(tail),
+                        display=label,
+                        display_meta="folder (recursive)" if is_dir else "file",
+                    )
+                    shown += 1
+                    if shown >= 60:
+                        return
+            if seen > WALK_LIMIT:
+                return
 
 
-def _bindings(app: App) -> KeyBindings:
+class NextStep(AutoSuggest):
+    """The greyed next-step suggestion in an empty input (App.suggestion), then history.
+
+    Typing dismisses it for the rest of this prompt."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.history = AutoSuggestFromHistory()
+
+    def get_suggestion(self, buffer, document):
+        if not document.text:
+            return Suggestion(self.app.suggestion) if self.app.suggestion else None
+        self.app.suggestion = ""
+        return self.history.get_suggestion(buffer, document)
+
+
+def _bindings(app: App, dot: DotRepeat) -> KeyBindings:
     kb = KeyBindings()
+    not_vi_insert = ~vi_insert_mode
+    esc_esc_ok = emacs_mode | vi_navigation_mode
 
-    @kb.add("enter")
+    @kb.add("enter", filter=~is_searching)
     def _submit(event) -> None:
         buf = event.current_buffer
         doc = buf.document
@@ -114,7 +194,7 @@ def _bindings(app: App) -> KeyBindings:
         buf.validate_and_handle()
 
     @kb.add("c-j")
-    @kb.add("escape", "enter")
+    @kb.add("escape", "enter", filter=not_vi_insert)
     def _newline(event) -> None:
         event.current_buffer.insert_text("\n")
 
@@ -123,12 +203,13 @@ def _bindings(app: App) -> KeyBindings:
         buf = event.current_buffer
         buf.complete_state = None
         buf.reset()
+        app.images.clear()
 
     @kb.add("s-tab")
     def _plan(event) -> None:
         run_in_terminal(app.toggle_plan)
 
-    @kb.add("escape", "t")
+    @kb.add("escape", "t", filter=not_vi_insert)
     def _thinking(event) -> None:
         run_in_terminal(app.cycle_thinking)
 
@@ -136,42 +217,121 @@ def _bindings(app: App) -> KeyBindings:
     def _transcript(event) -> None:
         run_in_terminal(app.renderer.show_transcript)
 
+    @kb.add("c-t")
+    def _tasks(event) -> None:
+        run_in_terminal(app.toggle_tasks)
+
+    @kb.add("c-e")
+    def _plan_preview(event) -> None:
+        run_in_terminal(app.toggle_plan_preview)
+
+    @kb.add("c-b")
+    def _background(event) -> None:
+        run_in_terminal(app.background_command)
+
+    @kb.add("c-x", "c-k")
+    def _kill_agents(event) -> None:
+        run_in_terminal(app.kill_subagents)
+
+    @kb.add("c-s")
+    def _steer(event) -> None:
+        run_in_terminal(app.steer_idle)
+
     @kb.add("c-g")
     def _editor(event) -> None:
         event.current_buffer.open_in_editor(validate_and_handle=False)
 
-    @kb.add("escape", "escape")
+    @kb.add("c-v", filter=~vi_navigation_mode)
+    def _paste(event) -> None:
+        buf = event.current_buffer
+        inserted = app.paste_clipboard()
+        if inserted:
+            buf.insert_text(inserted)
+
+    @kb.add("c-z", save_before=lambda e: False)
+    def _undo(event) -> None:
+        event.current_buffer.undo()
+
+    @kb.add(REDO_KEY, save_before=lambda e: False)
+    def _redo(event) -> None:
+        event.current_buffer.redo()
+
+    @kb.add("c-l")
+    def _clear_screen(event) -> None:
+        event.app.renderer.clear()  # the display only; the conversation is untouched
+
+    @kb.add("escape", "escape", filter=esc_esc_ok)
     def _esc_esc(event) -> None:
         buf = event.current_buffer
         if buf.text.strip():
             buf.history.append_string(buf.text)  # saved, then cleared
             buf.reset()
+            app.images.clear()
         else:
             run_in_terminal(lambda: app.handle_line("/rewind"))
 
+    has_suggestion = Condition(
+        lambda: bool(
+            app.input
+            and (buf := app.input.session.default_buffer).suggestion
+            and buf.suggestion.text
+            and buf.document.is_cursor_at_the_end
+            and buf.complete_state is None
+        )
+    )
+
+    @kb.add("tab", filter=has_suggestion)
+    def _accept(event) -> None:
+        buf = event.current_buffer
+        buf.insert_text(buf.suggestion.text)
+
+    add_vim_bindings(kb, dot)
     return kb
 
 
 class InputBox:
-    def __init__(self, app: App, history_path: Path) -> None:
+    def __init__(self, app: App, history_path: Path, vim: bool = False) -> None:
         self.app = app
+        self.dot = DotRepeat()
         self.session: PromptSession = PromptSession(
             history=DedupFileHistory(history_path),
             completer=YuyaoCompleter(app),
             complete_while_typing=True,
-            auto_suggest=AutoSuggestFromHistory(),
-            key_bindings=_bindings(app),
+            complete_in_thread=True,  # a deep @path walk must not stall typing
+            auto_suggest=NextStep(app),
+            key_bindings=_bindings(app, self.dot),
             multiline=True,
             bottom_toolbar=app.toolbar,
             prompt_continuation=lambda width, line_no, wrap: [("class:continuation", "· ")],
             style=Style.from_dict(theme.PT_STYLE),
             reserve_space_for_menu=6,
             enable_history_search=False,
+            vi_mode=vim,
+            cursor=ModalCursorShapeConfig(),
         )
+
+    @property
+    def vim(self) -> bool:
+        return self.session.editing_mode == EditingMode.VI
+
+    def set_vim(self, on: bool) -> None:
+        self.session.editing_mode = EditingMode.VI if on else EditingMode.EMACS
+
+    def vim_mode(self) -> str:
+        return self.dot.mode() if self.vim else ""
+
+    def _pre_run(self) -> None:
+        app = self.session.app
+        self.dot.install(app)
+        buf = self.session.default_buffer
+        if not buf.text and self.app.suggestion:
+            buf.suggestion = Suggestion(self.app.suggestion)
 
     def read(self, default: str = "") -> str:
         """One submission. Raises EOFError on Ctrl+D with empty input."""
-        return self.session.prompt(self.app.prompt_fragments, default=default)
+        return self.session.prompt(
+            self.app.prompt_fragments, default=default, pre_run=self._pre_run
+        )
 
     def invalidate(self) -> None:
         app = self.session.app

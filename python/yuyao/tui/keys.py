@@ -26,6 +26,7 @@ class RawKeys:
         self.stream = stream or sys.stdin
         self.fd: int | None = None
         self._saved = None
+        self._orig = None  # the attributes before yuyao touched the terminal
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
         try:
             fd = self.stream.fileno()
@@ -62,6 +63,30 @@ class RawKeys:
             return
         termios.tcsetattr(self.fd, termios.TCSANOW, self._saved)
         self._saved = None
+
+    def guard_typeahead(self) -> None:
+        """Between prompts (after a turn, while the next prompt starts) keep Enter as CR: with
+        the terminal's ICRNL on, a line typed ahead would reach the prompt as Ctrl+J and
+        become a newline instead of being submitted. `restore_terminal` undoes it."""
+        if self.fd is None or self._saved is not None:
+            return
+        try:
+            if self._orig is None:
+                self._orig = termios.tcgetattr(self.fd)
+            mode = termios.tcgetattr(self.fd)
+            mode[0] &= ~termios.ICRNL
+            termios.tcsetattr(self.fd, termios.TCSANOW, mode)
+        except termios.error:  # pragma: no cover
+            pass
+
+    def restore_terminal(self) -> None:
+        """The terminal as it was before yuyao (for a subshell, and at exit)."""
+        if self.fd is None or self._orig is None or self._saved is not None:
+            return
+        try:
+            termios.tcsetattr(self.fd, termios.TCSANOW, self._orig)
+        except termios.error:  # pragma: no cover
+            pass
 
     def _read_available(self, timeout: float) -> bytes:
         if self.fd is None:

@@ -62,6 +62,21 @@ def _read_choice(keys: RawKeys, valid: str) -> str | None:
 
 
 def ask_permission(console: Console, request: dict, keys: RawKeys) -> str:
+    show_permission(console, request)
+    choice = _read_choice(keys, "yapn") or "n"
+    return permission_answer(console, choice)
+
+
+def permission_answer(console: Console, choice: str) -> str:
+    """The answer for a key of PERMISSION_KEYS (anything else denies), said on the console."""
+    answer, said = PERMISSION_KEYS.get(choice, PERMISSION_KEYS["n"])
+    style = "error" if answer == "deny" else "ok"
+    console.print(Text(f"  {theme.SYM_STEER} {said}", style))
+    return answer
+
+
+def show_permission(console: Console, request: dict) -> None:
+    """The permission panel (the actual command or diff) and its one-key menu."""
     tool = str(request.get("tool") or "tool")
     summary = str(request.get("summary") or "").strip()
     detail = str(request.get("detail") or "")
@@ -92,14 +107,40 @@ def ask_permission(console: Console, request: dict, keys: RawKeys) -> str:
         menu.append(f"[{key}]", "bold")
         menu.append(f" {label}   ")
     console.print(menu)
-    choice = _read_choice(keys, "yapn") or "n"
-    answer, said = PERMISSION_KEYS[choice]
-    style = "error" if answer == "deny" else "ok"
-    console.print(Text(f"  {theme.SYM_STEER} {said}", style))
-    return answer
 
 
 def ask_user(console: Console, request: dict) -> str:
+    options = show_ask_user(console, request)
+    while True:
+        line = _read_line("answer › ")
+        if line is None:
+            console.print(Text("  (dismissed)", "muted"))
+            return DISMISSED
+        answer = ask_user_answer(console, options, line)
+        if answer is not None:
+            return answer
+
+
+DISMISSED = "(the user dismissed the question without answering)"
+
+
+def ask_user_answer(console: Console, options: list[str], line: str) -> str | None:
+    """A typed line -> the answer (a number picks an option), or None to ask again."""
+    line = line.strip()
+    if not line:
+        return None
+    if line.isdigit() and options:
+        k = int(line)
+        if 1 <= k <= len(options):
+            console.print(Text(f"  {theme.SYM_OK} {options[k - 1]}", "ok"))
+            return options[k - 1]
+        console.print(Text(f"  pick 1–{len(options)} or type an answer", "warn"))
+        return None
+    return line
+
+
+def show_ask_user(console: Console, request: dict) -> list[str]:
+    """The question panel; returns its options."""
     question = str(request.get("question") or request.get("text") or "").strip()
     options = [str(o) for o in (request.get("options") or [])]
     body: list = [Text(question or "(no question)", "bold")]
@@ -118,22 +159,7 @@ def ask_user(console: Console, request: dict) -> str:
             padding=(0, 1),
         )
     )
-    while True:
-        line = _read_line("answer › ")
-        if line is None:
-            console.print(Text("  (dismissed)", "muted"))
-            return "(the user dismissed the question without answering)"
-        line = line.strip()
-        if not line:
-            continue
-        if line.isdigit() and options:
-            k = int(line)
-            if 1 <= k <= len(options):
-                console.print(Text(f"  {theme.SYM_OK} {options[k - 1]}", "ok"))
-                return options[k - 1]
-            console.print(Text(f"  pick 1–{len(options)} or type an answer", "warn"))
-            continue
-        return line
+    return options
 
 
 def ask_other(console: Console, request: dict) -> str:

@@ -14,10 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
-from rich.markdown import Markdown
 from rich.padding import Padding
-from rich.spinner import Spinner
-from rich.syntax import Syntax
 from rich.text import Text
 
 from . import theme
@@ -153,6 +150,23 @@ def guess_lexer(detail: str, tool: str = "") -> str:
 # --------------------------------------------------------------------------- live view
 
 
+def _spinner():
+    from rich.spinner import Spinner  # deferred: not needed to show the first prompt
+
+    return Spinner("dots", style="accent")
+
+
+def bar(done: int, total: int, unit: str, width: int = 12) -> Text:
+    """A determinate progress bar: ━━━━━━────── 3/7 unit."""
+    total = max(total, 1)
+    done = max(0, min(done, total))
+    filled = round(width * done / total)
+    out = Text("━" * filled, "accent")
+    out.append("─" * (width - filled), "muted")
+    out.append(f" {done}/{total} {unit}", "muted")
+    return out
+
+
 @dataclass
 class TurnView:
     """What is in progress; rendered inside rich Live, refreshed by the turn loop."""
@@ -166,7 +180,10 @@ class TurnView:
     steer_enabled: bool = True
     interrupting: bool = False
     extra: str = ""  # e.g. "ctx 12% · $0.0012"
-    spinner: Spinner = field(default_factory=lambda: Spinner("dots", style="accent"))
+    done: int = 0  # determinate progress: tool calls of this batch finished …
+    total: int = 0  # … out of this many (0: unknown, no bar)
+    unit: str = "tools"
+    spinner: Any = None  # created at the first render (rich.spinner is not needed before)
 
     def _tail(self, text: str, console: Console, width: int, max_lines: int, style: str) -> Text:
         rendered = Text(text, style=style)
@@ -195,7 +212,12 @@ class TurnView:
         line.append(f"  {elapsed}s", "muted")
         if self.extra:
             line.append(f" · {self.extra}", "muted")
+        if self.total > 1:
+            line.append("  ")
+            line.append_text(bar(self.done, self.total, self.unit))
         line.append("  esc to interrupt", "muted")
+        if self.spinner is None:
+            self.spinner = _spinner()
         self.spinner.text = line
         parts.append(self.spinner)
         if self.steer_enabled:
@@ -237,6 +259,10 @@ class Renderer:
         self._focus_line: Text | None = None
         self.error_shown = False  # an error was already printed in this turn
         self._last_intent = ""  # one intent line per tool batch
+        self.plan = ""  # the latest plan the core proposed (Ctrl+E)
+        self.plan_expanded = False
+        self.plan_from_core = False
+        self._running: dict[str, str] = {}  # tool id -> command, for Ctrl+B
 
     # -- printing helpers ---------------------------------------------------------------
 
@@ -244,6 +270,8 @@ class Renderer:
         self.console.print(*objects, **kw)
 
     def markdown(self, text: str) -> None:
+        from rich.markdown import Markdown  # deferred: not needed to show the first prompt
+
         self.print(Markdown(text, code_theme=theme.CODE_THEME))
 
     def notice(self, level: str, text: str) -> None:
@@ -266,6 +294,7 @@ class Renderer:
         self._printed_text = ""
         self._turn_text = ""
         self.error_shown = False
+        self._running = {}
 
     def _usage_text(self) -> str:
         if not self.usage:
@@ -304,6 +333,48 @@ class Renderer:
             self.notice(str(event.get("level", "info")), str(event.get("text", "")))
         elif kind == "turn_end":
             self._turn_end(event)
+        elif kind in ("plan_proposed", "plan"):
+            self._plan(event)
+        elif kind == "progress":  # {"done", "total", "label"} from the core
+            view.done = int(event.get("done") or 0)
+            view.total = int(event.get("total") or 0)
+            view.unit = str(event.get("label") or "steps")
+
+    def _plan(self, event: dict) -> None:
+        self.flush_stream()
+        self.plan = str(event.get("plan") or event.get("text") or "").strip()
+        if not self.plan:
+            return
+        self.plan_from_core = True
+        first = _first_line(self.plan, 90)
+        self.print(Text(f"{theme.SYM_INFO} plan proposed: {first}  (Ctrl+E to expand)", "info"))
+        self.plan_expanded = False
+
+    def toggle_plan(self) -> None:
+        """Ctrl+E: expand or collapse the latest plan."""
+        if not self.plan:
+            self.print(
+                Text(
+                    f"{theme.SYM_INFO} no plan or preview in this session yet "
+                    "(plan mode: Shift+Tab; Ctrl+E expands a proposed plan)",
+                    "info",
+                )
+            )
+            return
+        self.plan_expanded = not self.plan_expanded
+        if self.plan_expanded:
+            self.print(Text("── plan ──", "muted"))
+            self.markdown(self.plan)
+            self.print(Text("── (Ctrl+E collapses) ──", "muted"))
+        else:
+            self.print(Text(f"plan collapsed: {_first_line(self.plan, 90)}", "muted"))
+
+    def running_command(self) -> str:
+        """The bash command running now ('' when none), for Ctrl+B."""
+        return next(iter(self._running.values()), "")
+
+    def progress_bar(self, done: int, total: int, unit: str) -> Text:
+        return bar(done, total, unit)
 
     def flush_stream(self) -> None:
         """Print whatever is still streaming (used before anything else is printed)."""
@@ -340,6 +411,8 @@ class Renderer:
     def _finish_message(self, event: dict) -> None:
         self._last_intent = ""
         view = self.view
+        n = int(event.get("tool_calls") or 0)
+        view.done, view.total, view.unit = 0, n, "tools"
         thinking = str(event.get("thinking") or view.thinking or "")
         text = str(event.get("text") or view.stream or "")
         view.thinking = ""
@@ -359,6 +432,8 @@ class Renderer:
         tid = str(event.get("id", ""))
         self._tools[tid] = (name, summary)
         self._last_tool_id = tid
+        if _canon(name) in ("bash", "shell"):
+            self._running[tid] = summary
         self.view.status = f"running {name}…"
         intent = str(event.get("intent") or "").strip()
         if intent and not self.focus and intent not in (self._printed_text, self._last_intent):
@@ -383,6 +458,9 @@ class Renderer:
         output = event.get("output", "")
         self.record.tools.append((name, summary, ok, str(output or "")))
         self.view.status = "thinking…"
+        self._running.pop(tid, None)
+        if self.view.total:
+            self.view.done = min(self.view.done + 1, self.view.total)
         mark = Text(f"  {theme.SYM_OK} " if ok else f"  {theme.SYM_FAIL} ", "ok" if ok else "fail")
         if self.focus:
             line = self._focus_line or Text(name, "tool")
@@ -438,5 +516,7 @@ class Renderer:
         self.print(Text("──", "muted"))
 
 
-def syntax_block(detail: str, lexer: str) -> Syntax:
+def syntax_block(detail: str, lexer: str):
+    from rich.syntax import Syntax
+
     return Syntax(detail.rstrip("\n"), lexer, theme=theme.CODE_THEME, word_wrap=True)

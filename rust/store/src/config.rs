@@ -254,10 +254,14 @@ impl Config {
     /// A malformed file is skipped here (its error surfaces on `set`), so reading never fails.
     pub fn get(&self, key: &str) -> Option<Value> {
         let key = canonical_key(key);
+        // A file may still use an older spelling (`[editor] mode = "vim"`): read those too.
+        let spellings: Vec<&str> = std::iter::once(key)
+            .chain(ALIASES.iter().filter(|(_, c)| *c == key).map(|(a, _)| *a))
+            .collect();
         [Layer::Project, Layer::User]
             .into_iter()
             .filter_map(|l| self.read_layer(l).ok())
-            .find_map(|t| lookup(&t, key).cloned())
+            .find_map(|t| spellings.iter().find_map(|k| lookup(&t, k).cloned()))
     }
 
     /// Every effective key with its value, flattened to dotted names.

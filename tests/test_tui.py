@@ -192,14 +192,14 @@ class FakeSession:
             if not words or words[0] == "list":
                 out = "configuration (user: u.toml, project: p.toml)\n"
                 out += "".join("  %s = %s\n" % kv for kv in sorted(self.config.items()))
-                out += "known keys:\n  theme    TUI colour theme\n  editor.mode    input box editing mode\n"
+                out += "known keys:\n  ui.theme    TUI colour theme\n  ui.editor_mode    input box editing mode\n"
                 out += "  mode    default permission mode"
                 return out
             if words[0] == "get":
                 return self.config.get(words[1], "")
             if words[0] == "set":
-                if words[1] == "editor.mode" and words[2] not in ("default", "vim"):
-                    raise ValueError("invalid value for editor.mode: expected default or vim")
+                if words[1] == "ui.editor_mode" and words[2] not in ("emacs", "vi"):
+                    raise ValueError("invalid value for ui.editor_mode: expected emacs or vi")
                 self.config[words[1]] = words[2]
                 return "%s = %s" % (words[1], words[2])
         raise ValueError("unknown command " + name)
@@ -870,17 +870,17 @@ def test_settings_view_changes_editor_mode_at_once(stand_in):
     term, read_log = stand_in()
     term.wait_ready()
     term.line("/config")
-    term.wait_for(r"editor\.mode")
+    term.wait_for(r"ui\.editor_mode")
     term.wait_for(r"setting to change")
-    term.line("editor.mode")
-    term.wait_for(r"2 vim")
+    term.line("ui.editor_mode")
+    term.wait_for(r"2 vi")
     term.line("2")
-    term.wait_for(r"editor\.mode = vim \(in effect now\)")
+    term.wait_for(r"ui\.editor_mode = vi \(in effect now\)")
     term.wait_for(r"editor mode: vim")
     term.line("")  # close the view
     term.wait_for(r"settings closed")
     term.wait_for(r"-- INSERT --", screen_only=True)
-    assert {"dispatch": "/config set editor.mode vim"} in read_log()
+    assert {"dispatch": "/config set ui.editor_mode vi"} in read_log()
     term.send(CTRL_D)
     assert term.wait_exit() == 0
 

@@ -729,7 +729,7 @@ class App:
     def vim_wanted(self) -> bool:
         from .vim import editor_mode_from
 
-        for key in ("editor.mode", "ui.editor_mode"):
+        for key in ("ui.editor_mode", "editor.mode"):
             value = self.config_value(key)
             if value:
                 return editor_mode_from(value) == "vim"

@@ -12,9 +12,11 @@ Keys are sent as a terminal sends them: Enter is "\\r" (a "\\n" is Ctrl+J = newl
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,15 +38,30 @@ ESC = "\x1b"
 SHIFT_TAB = "\x1b[Z"
 
 
+@functools.lru_cache(maxsize=1)
+def use_source_tree() -> bool:
+    """Run the TUI from python/ when that tree has its extension (`maturin develop`) or when no
+    yuyao with an extension is installed; otherwise (CI installs the wheel) use the installed
+    package, since the source tree alone cannot import `yuyao._core`."""
+    if any((PYTHON_SRC / "yuyao").glob("_core*")):
+        return True
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    probe = subprocess.run(
+        [sys.executable, "-c", "import yuyao._core"], env=env, cwd="/", capture_output=True
+    )
+    return probe.returncode != 0
+
+
 class Term:
     """A child process in a pseudo-terminal, its output kept as a pyte screen and as text."""
 
     def __init__(self, argv: list[str], env: dict, cwd: Path, rows: int = 40, cols: int = 110):
         env = dict(env)
         env.update(TERM="xterm-256color")
-        env["PYTHONPATH"] = (
-            f"{PYTHON_SRC}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(PYTHON_SRC)
-        )
+        if use_source_tree():
+            env["PYTHONPATH"] = (
+                f"{PYTHON_SRC}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else str(PYTHON_SRC)
+            )
         self.child = pexpect.spawn(
             argv[0],
             argv[1:],

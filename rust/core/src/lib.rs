@@ -13,6 +13,7 @@ mod context;
 mod handler;
 mod headless;
 mod prompt;
+mod refs;
 mod session;
 mod tool_call;
 mod turn;

@@ -44,9 +44,12 @@ impl Session {
             *c = token.clone();
         }
         self.checkpoint_prompt(text);
+        // `@path` references are attached to the prompt (the only content that enters a
+        // request without a tool call).
+        let message = crate::refs::user_message(self, text);
         {
             let mut st = self.lock();
-            st.push(Message::user(text));
+            st.push(message);
             st.trajectory.record("user", json!({"text": text}));
         }
         crate::cmd_permissions::note_mentions(self, text);

@@ -1,0 +1,213 @@
+//! `@path` references (spec §5.4): a file, or a folder recursively, that the user names in a
+//! prompt is attached to that prompt. This is the only way content enters a request without a
+//! tool call (spec §3.3's exfiltration invariant): prose that merely mentions a file name
+//! attaches nothing, and a folder expansion never collects secrets (`.env`, keys…) — a secret
+//! file is attached only when the user names that very file.
+
+use crate::session::Session;
+use ignore::WalkBuilder;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use yuyao_protocol::{Content, Message};
+
+/// Largest text attached for one referenced file.
+const FILE_CAP: usize = 100_000;
+/// Largest text attached for all references of one prompt together.
+const TOTAL_CAP: usize = 250_000;
+/// Files listed (and attached, while the budget lasts) for one referenced folder.
+const FOLDER_FILES: usize = 200;
+
+/// The `@…` words of `text`: `@path`, or `@"path with spaces"`; trailing punctuation is not
+/// part of the path. An `@` inside a word (an e-mail address) is not a reference.
+pub(crate) fn referenced_words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let at_start = i == 0 || chars[i - 1].is_whitespace();
+        if chars[i] == '@' && at_start && i + 1 < chars.len() {
+            let (word, next) = if chars[i + 1] == '"' {
+                let end = chars[i + 2..]
+                    .iter()
+                    .position(|c| *c == '"')
+                    .map_or(chars.len(), |p| i + 2 + p);
+                (chars[i + 2..end].iter().collect::<String>(), end + 1)
+            } else {
+                let end = chars[i + 1..]
+                    .iter()
+                    .position(|c| c.is_whitespace())
+                    .map_or(chars.len(), |p| i + 1 + p);
+                let w: String = chars[i + 1..end].iter().collect();
+                let w = w
+                    .trim_end_matches([',', '.', ';', ':', '!', '?', ')', '"', '\''])
+                    .to_string();
+                (w, end)
+            };
+            if !word.is_empty() {
+                out.push(word);
+            }
+            i = next;
+            continue;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The user message for `text`, with every existing referenced file or folder attached.
+pub(crate) fn user_message(s: &Session, text: &str) -> Message {
+    let mut blocks = String::new();
+    let mut images: Vec<String> = Vec::new();
+    let mut budget = TOTAL_CAP;
+    let mut seen: Vec<PathBuf> = Vec::new();
+    for word in referenced_words(text) {
+        let path = s.ctx.resolve(&word);
+        if seen.contains(&path) || !path.exists() {
+            continue; // not a path (an agent name, a symbol): the words stay as typed
+        }
+        seen.push(path.clone());
+        if path.is_dir() {
+            attach_folder(s, &path, &word, &mut blocks, &mut budget);
+        } else {
+            attach_file(s, &path, &word, true, &mut blocks, &mut images, &mut budget);
+        }
+    }
+    if blocks.is_empty() && images.is_empty() {
+        return Message::user(text);
+    }
+    let full = format!("{text}\n\n{blocks}").trim_end().to_string();
+    let mut m = Message::user(full.clone());
+    if !images.is_empty() {
+        let mut parts = vec![json!({"type": "text", "text": full})];
+        parts.extend(
+            images
+                .iter()
+                .map(|u| json!({"type": "image_url", "image_url": {"url": u}})),
+        );
+        m.content = Some(Content::Parts(parts));
+    }
+    m
+}
+
+fn attach_file(
+    s: &Session,
+    path: &Path,
+    shown: &str,
+    named: bool,
+    blocks: &mut String,
+    images: &mut Vec<String>,
+    budget: &mut usize,
+) {
+    // A secret is attached only when the user named that very file.
+    if !named && yuyao_policy::sensitive::is_sensitive(path) {
+        return;
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            blocks.push_str(&format!("[@{shown}: cannot be read: {e}]\n\n"));
+            return;
+        }
+    };
+    if yuyao_tools::media::is_image(path, &bytes) {
+        match yuyao_tools::media::prepare_image(&bytes, shown) {
+            Ok(p) => {
+                blocks.push_str(&format!(
+                    "[@{shown}: image {}x{}, attached]\n\n",
+                    p.width, p.height
+                ));
+                images.push(p.data_url);
+            }
+            Err(e) => blocks.push_str(&format!("[@{shown}: {e}]\n\n")),
+        }
+        return;
+    }
+    if bytes[..bytes.len().min(8192)].contains(&0) {
+        blocks.push_str(&format!(
+            "[@{shown}: binary file, {} bytes, not attached]\n\n",
+            bytes.len()
+        ));
+        return;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let cap = FILE_CAP.min(*budget);
+    let (body, cut) = if text.len() > cap {
+        let mut end = cap;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        (&text[..end], true)
+    } else {
+        (text.as_ref(), false)
+    };
+    *budget -= body.len();
+    // Attached in full: the agent knows the file as if it had read it (read-before-write).
+    s.ctx.remember(path, &bytes, !cut);
+    blocks.push_str(&format!("<file path=\"{}\">\n{body}", path.display()));
+    if cut {
+        blocks.push_str(&format!(
+            "\n[… cut at {} of {} bytes; read the rest with the read tool]",
+            body.len(),
+            text.len()
+        ));
+    }
+    blocks.push_str("\n</file>\n\n");
+}
+
+fn attach_folder(s: &Session, dir: &Path, shown: &str, blocks: &mut String, budget: &mut usize) {
+    let mut files: Vec<PathBuf> = WalkBuilder::new(dir)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .map(|e| e.into_path())
+        .filter(|p| !yuyao_policy::sensitive::is_sensitive(p))
+        .take(FOLDER_FILES + 1)
+        .collect();
+    files.sort();
+    let more = files.len() > FOLDER_FILES;
+    files.truncate(FOLDER_FILES);
+    let listing: Vec<String> = files
+        .iter()
+        .map(|p| p.strip_prefix(dir).unwrap_or(p).display().to_string())
+        .collect();
+    blocks.push_str(&format!(
+        "<folder path=\"{}\">\n{}{}\n</folder>\n\n",
+        dir.display(),
+        listing.join("\n"),
+        if more {
+            "\n[… more files not listed]"
+        } else {
+            ""
+        }
+    ));
+    let mut images = Vec::new();
+    for p in &files {
+        if *budget < 1000 {
+            blocks.push_str(&format!(
+                "[@{shown}: the attachment budget is used up; read the other files with the read tool]\n\n"
+            ));
+            break;
+        }
+        let rel = p.strip_prefix(dir).unwrap_or(p).display().to_string();
+        if yuyao_tools::media::is_image(p, b"") || rel.ends_with(".pdf") {
+            continue; // listed; the model can read-media it
+        }
+        attach_file(s, p, &rel, false, blocks, &mut images, budget);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_are_words_that_start_with_at() {
+        assert_eq!(
+            referenced_words("see @src/a.rs, and @\"my file.txt\" or mail a@b.c"),
+            ["src/a.rs", "my file.txt"]
+        );
+        assert!(referenced_words("no refs here; .env ~/.ssh/id_rsa").is_empty());
+    }
+}

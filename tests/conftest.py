@@ -133,6 +133,21 @@ def env(yuyao_home: Path):
     return make
 
 
+@pytest.fixture
+def use_env(monkeypatch, env):
+    """``use_env(server=None, **extra)``: point this process's os.environ (for in-process
+    agent_api sessions) at ``server``, exactly as ``env`` builds it for a subprocess."""
+
+    def apply(server: FakeLLM | None = None, **extra: str | None) -> None:
+        target = env(server, **extra)
+        for key in set(os.environ) - set(target):
+            monkeypatch.delenv(key)
+        for key, value in target.items():
+            monkeypatch.setenv(key, value)
+
+    return apply
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],

@@ -21,8 +21,9 @@ def create_session():
 
 
 @pytest.fixture
-def use_env(monkeypatch, env, dead_url):
-    """``use_env(server=None, **extra)``: point os.environ at the server (default: a dead URL)."""
+def use_env(use_env, dead_url):
+    """``use_env(server=None, **extra)`` as conftest's, but with no server: a dead URL."""
+    shared = use_env
 
     def apply(server=None, **extra):
         if server is None:
@@ -32,11 +33,7 @@ def use_env(monkeypatch, env, dead_url):
                 "D2A_MODEL_API_KEY": "placeholder",
                 **extra,
             }
-        target = env(server, **extra)
-        for key in set(os.environ) - set(target):
-            monkeypatch.delenv(key)
-        for key, value in target.items():
-            monkeypatch.setenv(key, value)
+        shared(server, **extra)
 
     return apply
 

@@ -5,7 +5,6 @@ disk takes effect in a running session at its next model call."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from fakellm import say
@@ -15,18 +14,6 @@ pytestmark = pytest.mark.core
 
 def output(proc) -> str:
     return proc.stdout + proc.stderr
-
-
-@pytest.fixture
-def use_env(monkeypatch, env):
-    def apply(server=None, **extra):
-        target = env(server, **extra)
-        for key in set(os.environ) - set(target):
-            monkeypatch.delenv(key)
-        for key, value in target.items():
-            monkeypatch.setenv(key, value)
-
-    return apply
 
 
 @pytest.fixture

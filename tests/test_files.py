@@ -19,20 +19,19 @@ pytestmark = pytest.mark.core
 
 
 @pytest.fixture
-def use_env(monkeypatch, env, dead_url):
-    def apply(server=None):
-        extra = {}
+def use_env(use_env, dead_url):
+    """``use_env(server=None, **extra)`` as conftest's, but with no server: a dead URL."""
+    shared = use_env
+
+    def apply(server=None, **extra):
         if server is None:
             extra = {
                 "D2A_MODEL_BASE_URL": dead_url,
                 "D2A_MODEL_NAME": FAKE_MODEL,
                 "D2A_MODEL_API_KEY": "placeholder",
+                **extra,
             }
-        target = env(server, **extra)
-        for key in set(os.environ) - set(target):
-            monkeypatch.delenv(key)
-        for key, value in target.items():
-            monkeypatch.setenv(key, value)
+        shared(server, **extra)
 
     return apply
 

@@ -36,20 +36,6 @@ needs_sandbox = pytest.mark.skipif(
 
 
 @pytest.fixture
-def use_env(monkeypatch, env):
-    """Point os.environ (for in-process agent_api sessions) at a server."""
-
-    def apply(server, **extra):
-        target = env(server, **extra)
-        for key in set(os.environ) - set(target):
-            monkeypatch.delenv(key)
-        for key, value in target.items():
-            monkeypatch.setenv(key, value)
-
-    return apply
-
-
-@pytest.fixture
 def api(use_env, repo):
     """``api(server, **create_session_kwargs)`` -> an agent_api session in ``repo``."""
     from yuyao.agent_api import create_session

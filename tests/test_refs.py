@@ -3,8 +3,6 @@ what the model receives is decided by what the user referenced, nothing else."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from fakellm import call, say
 
@@ -12,18 +10,14 @@ pytestmark = pytest.mark.core
 
 
 @pytest.fixture
-def session(monkeypatch, env, repo):
+def session(use_env, repo):
     """``session(server, mode=None)`` -> an AgentSession in ``repo`` talking to ``server``."""
     from yuyao.agent_api import create_session
 
     opened = []
 
     def open_session(server, mode=None):
-        target = env(server)
-        for key in set(os.environ) - set(target):
-            monkeypatch.delenv(key)
-        for key, value in target.items():
-            monkeypatch.setenv(key, value)
+        use_env(server)
         opened.append(create_session(cwd=str(repo), mode=mode))
         return opened[-1]
 

@@ -16,18 +16,14 @@ pytestmark = pytest.mark.core
 
 
 @pytest.fixture
-def open_session(monkeypatch, env, repo):
+def open_session(use_env, repo):
     """``open_session(server, cwd=repo, **create_session_kwargs)`` -> AgentSession."""
     from yuyao.agent_api import create_session
 
     opened = []
 
     def make(server, cwd: Path = repo, **kwargs):
-        target = env(server)
-        for key in set(os.environ) - set(target):
-            monkeypatch.delenv(key)
-        for key, value in target.items():
-            monkeypatch.setenv(key, value)
+        use_env(server)
         opened.append(create_session(cwd=str(cwd), **kwargs))
         return opened[-1]
 

@@ -5,7 +5,6 @@ handler protocol, against the scripted model."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -33,18 +32,6 @@ def texts(messages: list[dict]) -> list[str]:
         c = m.get("content")
         out.append(c if isinstance(c, str) else json.dumps(c))
     return out
-
-
-@pytest.fixture
-def use_env(monkeypatch, env):
-    def apply(server=None, **extra):
-        target = env(server, **extra)
-        for key in set(os.environ) - set(target):
-            monkeypatch.delenv(key)
-        for key, value in target.items():
-            monkeypatch.setenv(key, value)
-
-    return apply
 
 
 @pytest.fixture

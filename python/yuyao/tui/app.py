@@ -968,21 +968,12 @@ class App:
         """Run fn (chat or dispatch) on a worker thread; render its events until it ends.
 
         Returns (True, value) or (False, exception)."""
-        q: queue.Queue = queue.Queue()
-        result: dict[str, Any] = {}
+        from .worker import turn_worker
 
-        def work() -> None:
-            try:
-                result["value"] = fn()
-            except BaseException as e:  # noqa: BLE001 - handed to the main thread
-                result["error"] = e
-            finally:
-                q.put(("done", None, None))
-
+        q, result, worker = turn_worker(fn)
         renderer = self.renderer
         renderer.start_turn(steer_enabled=steer and self.keys.fd is not None)
         view = renderer.view
-        worker = threading.Thread(target=work, name="yuyao-turn", daemon=True)
         self.handler.queue = q
         self.handler.worker = worker
         from rich.live import Live

@@ -17,7 +17,6 @@ import asyncio
 import io
 import queue
 import shutil
-import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from prompt_toolkit.application import Application
@@ -532,21 +531,12 @@ class Fullscreen:
     def start(
         self, fn: Callable[[], Any], steer: bool, on_done: Callable[[bool, Any], None]
     ) -> None:
+        from .worker import turn_worker
+
         app = self.app
-        q: queue.Queue = queue.Queue()
-        result: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                result["value"] = fn()
-            except BaseException as e:  # noqa: BLE001 - handed to the event loop
-                result["error"] = e
-            finally:
-                q.put(("done", None, None))
-
+        q, result, worker = turn_worker(fn)
         app.renderer.start_turn(steer_enabled=steer)
         app.renderer.view.steer_enabled = False  # the input row is the steering box here
-        worker = threading.Thread(target=work, name="yuyao-turn", daemon=True)
         app.handler.queue = q
         app.handler.worker = worker
         self.turn = {"queue": q, "result": result, "on_done": on_done, "steer": steer, "ctrl_c": 0}

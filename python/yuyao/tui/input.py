@@ -122,15 +122,7 @@ class YuyaoCompleter(Completer):
         for name in names:
             if not name.startswith(tail) or (name.startswith(".") and not tail.startswith(".")):
                 continue
-            full = os.path.join(directory, name)
-            is_dir = os.path.isdir(full)
-            label = name + ("/" if is_dir else "")
-            yield Completion(
-                label,
-                start_position=-len(tail),
-                display=label,
-                display_meta="folder (recursive)" if is_dir else "file",
-            )
+            yield _path_completion(name, os.path.isdir(os.path.join(directory, name)), tail)
             shown += 1
             if shown >= 60:
                 return
@@ -146,20 +138,23 @@ class YuyaoCompleter(Completer):
             for name in sorted(dirs) + sorted(files):
                 seen += 1
                 if name.lower().startswith(tail.lower()):
-                    path = os.path.join(rel, name)
-                    is_dir = name in dirs
-                    label = path + ("/" if is_dir else "")
-                    yield Completion(
-                        label,
-                        start_position=-len(tail),
-                        display=label,
-                        display_meta="folder (recursive)" if is_dir else "file",
-                    )
+                    yield _path_completion(os.path.join(rel, name), name in dirs, tail)
                     shown += 1
                     if shown >= 60:
                         return
             if seen > WALK_LIMIT:
                 return
+
+
+def _path_completion(path: str, is_dir: bool, tail: str) -> Completion:
+    """One `@path` completion replacing the typed ``tail``; folders end in `/`."""
+    label = path + ("/" if is_dir else "")
+    return Completion(
+        label,
+        start_position=-len(tail),
+        display=label,
+        display_meta="folder (recursive)" if is_dir else "file",
+    )
 
 
 class NextStep(AutoSuggest):

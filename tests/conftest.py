@@ -148,6 +148,24 @@ def use_env(monkeypatch, env):
     return apply
 
 
+@pytest.fixture
+def api_env(use_env, dead_url):
+    """``use_env`` for agent_api tests: with no server the model variables still point
+    somewhere (a dead URL), since constructing a session must not need a live model."""
+
+    def apply(server: FakeLLM | None = None, **extra: str | None) -> None:
+        if server is None:
+            extra = {
+                "D2A_MODEL_BASE_URL": dead_url,
+                "D2A_MODEL_NAME": FAKE_MODEL,
+                "D2A_MODEL_API_KEY": "placeholder",
+                **extra,
+            }
+        use_env(server, **extra)
+
+    return apply
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakellm import FAKE_MODEL, calls, say
+from fakellm import calls, say
 
 pytestmark = pytest.mark.core
 
@@ -21,30 +21,12 @@ def create_session():
 
 
 @pytest.fixture
-def use_env(use_env, dead_url):
-    """``use_env(server=None, **extra)`` as conftest's, but with no server: a dead URL."""
-    shared = use_env
-
-    def apply(server=None, **extra):
-        if server is None:
-            extra = {
-                "D2A_MODEL_BASE_URL": dead_url,
-                "D2A_MODEL_NAME": FAKE_MODEL,
-                "D2A_MODEL_API_KEY": "placeholder",
-                **extra,
-            }
-        shared(server, **extra)
-
-    return apply
-
-
-@pytest.fixture
-def session(create_session, use_env, repo):
+def session(create_session, api_env, repo):
     """``session(server=None, **create_session_kwargs)`` -> an AgentSession in ``repo``."""
     opened = []
 
     def open_session(server=None, **kwargs):
-        use_env(server)
+        api_env(server)
         kwargs.setdefault("cwd", str(repo))
         opened.append(create_session(**kwargs))
         return opened[-1]
@@ -74,8 +56,8 @@ def test_construction_makes_no_request(fake_llm, session):
 
 
 @pytest.mark.parametrize("url", ["dead", "http://placeholder.invalid/v1"])
-def test_construction_with_unreachable_model_succeeds_fast(create_session, use_env, repo, url):
-    use_env(**({} if url == "dead" else {"D2A_MODEL_BASE_URL": url}))
+def test_construction_with_unreachable_model_succeeds_fast(create_session, api_env, repo, url):
+    api_env(**({} if url == "dead" else {"D2A_MODEL_BASE_URL": url}))
     start = time.monotonic()
     s = create_session(cwd=str(repo))
     assert time.monotonic() - start < 5
@@ -90,8 +72,8 @@ def test_cwd(session, repo, monkeypatch):
     assert Path(session(cwd=None).cwd).resolve() == sub.resolve()
 
 
-def test_close(create_session, use_env, repo):
-    use_env()
+def test_close(create_session, api_env, repo):
+    api_env()
     create_session(cwd=str(repo)).close()
 
 

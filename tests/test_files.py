@@ -13,38 +13,20 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from fakellm import FAKE_MODEL, calls, say
+from fakellm import calls, say
 
 pytestmark = pytest.mark.core
 
 
 @pytest.fixture
-def use_env(use_env, dead_url):
-    """``use_env(server=None, **extra)`` as conftest's, but with no server: a dead URL."""
-    shared = use_env
-
-    def apply(server=None, **extra):
-        if server is None:
-            extra = {
-                "D2A_MODEL_BASE_URL": dead_url,
-                "D2A_MODEL_NAME": FAKE_MODEL,
-                "D2A_MODEL_API_KEY": "placeholder",
-                **extra,
-            }
-        shared(server, **extra)
-
-    return apply
-
-
-@pytest.fixture
-def session(use_env, repo):
+def session(api_env, repo):
     """``session(server=None, cwd=repo, mode="yolo")`` -> an AgentSession."""
     from yuyao.agent_api import create_session
 
     opened = []
 
     def open_session(server=None, **kwargs):
-        use_env(server)
+        api_env(server)
         kwargs.setdefault("cwd", str(repo))
         kwargs.setdefault("mode", "yolo")
         opened.append(create_session(**kwargs))

@@ -12,6 +12,9 @@ pub struct Segment {
     pub writes_file: bool,
     /// The segment was produced by a command substitution or process substitution.
     pub substituted: bool,
+    /// Environment assignments for this program (`PATH=. ls`, `env GIT_DIR=x git …`), as
+    /// written after quote removal: `NAME=value`.
+    pub assignments: Vec<String>,
 }
 
 impl Segment {
@@ -126,7 +129,9 @@ fn simple_command(
     while i < words.len() && KEYWORDS.contains(&words[i].0.as_str()) && !words[i].1 {
         i += 1;
     }
+    let mut assignments: Vec<String> = Vec::new();
     while i < words.len() && is_assignment(&words[i].0) {
+        assignments.push(words[i].0.clone());
         i += 1;
     }
     let Some((first, _)) = words.get(i) else {
@@ -137,6 +142,7 @@ fn simple_command(
                 args: Vec::new(),
                 writes_file,
                 substituted,
+                assignments,
             });
         }
         return Ok(());
@@ -160,7 +166,7 @@ fn simple_command(
         ));
     }
     let mut argv: Vec<String> = words.iter().map(|(w, _)| w.clone()).collect();
-    strip_wrappers(&mut argv, substituted, depth, out)?;
+    strip_wrappers(&mut argv, &mut assignments, substituted, depth, out)?;
     if argv.is_empty() {
         return Ok(());
     }
@@ -201,6 +207,7 @@ fn simple_command(
         args,
         writes_file,
         substituted,
+        assignments,
     });
     Ok(())
 }
@@ -232,6 +239,7 @@ fn basename(p: &str) -> String {
 /// program is the one really executed. `sh -c STRING` is parsed as a command line.
 fn strip_wrappers(
     argv: &mut Vec<String>,
+    assignments: &mut Vec<String>,
     substituted: bool,
     depth: usize,
     out: &mut Vec<Segment>,
@@ -295,7 +303,7 @@ fn strip_wrappers(
                 continue;
             }
             if name == "env" && is_assignment(a) {
-                argv.remove(0);
+                assignments.push(argv.remove(0));
                 continue;
             }
             if skipped_positional < then_skip {

@@ -399,6 +399,7 @@ fn sandbox_list(s: &Session, sup: &sandbox::Support) -> String {
             level,
             network: NetworkAccess::On,
             writable: Vec::new(),
+            ..Default::default()
         };
         let state = if level == SandboxLevel::FullAccess {
             "nothing to enforce".to_string()
@@ -430,6 +431,7 @@ fn sandbox_list(s: &Session, sup: &sandbox::Support) -> String {
             level: SandboxLevel::FullAccess,
             network: net,
             writable: Vec::new(),
+            ..Default::default()
         };
         let state = if net == NetworkAccess::On {
             "nothing to enforce".to_string()

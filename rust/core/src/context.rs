@@ -149,6 +149,21 @@ impl Session {
     /// edit, or a write from another process), at the next model or tool call. A setting
     /// given explicitly for this session (a flag) keeps precedence over the files.
     pub(crate) fn reload_config(&self) {
+        self.reload_config_files();
+        self.sync_confinement();
+    }
+
+    /// Tool processes follow the policy in force: its sandbox level and network, read-only
+    /// whenever the mode or role is (plan mode, the ask role).
+    pub(crate) fn sync_confinement(&self) {
+        let c = self.lock().policy.confinement();
+        if let Ok(mut mine) = self.ctx.sandbox.lock() {
+            mine.level = c.level;
+            mine.network = c.network;
+        }
+    }
+
+    fn reload_config_files(&self) {
         let now = config_snapshot(&self.config);
         let changed: Vec<(String, Option<String>)> = {
             let mut st = self.lock();

@@ -229,6 +229,7 @@ impl Session {
         let spill = paths.home.join("spill").join(&id);
         let mut ctx = ToolContext::new(cwd.clone(), paths.project.clone(), spill);
         ctx.sandbox = Mutex::new(policy.confinement());
+        ctx.home = Some(paths.home.clone());
         if let Some(ms) = config
             .get("tools.bash.timeout_ms")
             .and_then(|v| v.as_integer())

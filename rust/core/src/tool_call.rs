@@ -185,9 +185,19 @@ impl Session {
             );
         };
         self.before_file_tool(name, &args);
+        // A command allowed only because it was judged read-only runs under the read-only
+        // OS sandbox (yolo asks nothing of the classifier).
+        let read_only_call =
+            decision.source == "read-only" && self.lock().policy.mode != yuyao_protocol::Mode::Yolo;
+        self.ctx
+            .read_only_call
+            .store(read_only_call, std::sync::atomic::Ordering::SeqCst);
         // Tools are synchronous; the turn owns this thread, and cancellation reaches the
         // tool through the token (checked by long-running tools such as bash).
         let out = tool.run(&args, &self.ctx, token);
+        self.ctx
+            .read_only_call
+            .store(false, std::sync::atomic::Ordering::SeqCst);
         crate::cmd_permissions::after_run(self, name, &action, &out.text);
         (out, true)
     }

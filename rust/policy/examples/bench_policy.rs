@@ -68,6 +68,7 @@ fn main() {
             level: SandboxLevel::WorkspaceWrite,
             network: NetworkAccess::Off,
             writable: vec![std::env::temp_dir()],
+            ..Default::default()
         };
         let k = 200;
         // Interleave to share the machine's noise.

@@ -3,6 +3,7 @@
 //! Each decision names the rule or mode that made it, for the trace and `sandbox explain`.
 
 mod bash_tree;
+mod namespaces;
 pub mod readonly;
 pub mod rules;
 pub mod sandbox;
@@ -370,14 +371,27 @@ impl Policy {
         None
     }
 
-    /// The OS confinement this policy asks for (writable folders: the roots and temp dir).
+    /// The OS confinement this policy asks for (writable folders: the roots and temp dir; a
+    /// read-only session or role writes nowhere — the tools add their scratch and build
+    /// outputs, see `ToolContext::confinement`).
     pub fn confinement(&self) -> sandbox::Confinement {
-        let mut writable = self.roots.clone();
-        writable.push(std::env::temp_dir());
+        let level = if self.read_only_reason().is_some() {
+            SandboxLevel::ReadOnly
+        } else {
+            self.sandbox
+        };
+        let writable = if level == SandboxLevel::ReadOnly {
+            Vec::new()
+        } else {
+            let mut w = self.roots.clone();
+            w.push(std::env::temp_dir());
+            w
+        };
         sandbox::Confinement {
-            level: self.sandbox,
+            level,
             network: self.network,
             writable,
+            ..Default::default()
         }
     }
 

@@ -26,8 +26,14 @@ pub struct Confinement {
     pub level: SandboxLevel,
     pub network: NetworkAccess,
     /// Folders writable under `workspace-write` (project roots, `/add-dir` folders, the temp
-    /// dir, the session's own scratch folder).
+    /// dir, the session's own scratch folder). Under `read-only`: the only exceptions (build
+    /// output folders, the session's scratch and private temp folder).
     pub writable: Vec<PathBuf>,
+    /// yuyao's own folder (`~/.yuyao`): read-only to tools even inside a writable folder.
+    pub home: Option<PathBuf>,
+    /// The session's private temp folder (read-only sessions: the shared `/tmp` is not
+    /// writable; `TMPDIR` points here).
+    pub private_tmp: Option<PathBuf>,
 }
 
 impl Default for Confinement {
@@ -36,6 +42,8 @@ impl Default for Confinement {
             level: SandboxLevel::WorkspaceWrite,
             network: NetworkAccess::Off,
             writable: Vec::new(),
+            home: None,
+            private_tmp: None,
         }
     }
 }
@@ -62,6 +70,8 @@ pub struct Support {
     pub landlock: Result<u32, String>,
     /// Whether seccomp filters can be installed, or why not.
     pub seccomp: Result<(), String>,
+    /// Mount and PID namespaces (read-only binds, a private `/proc`), or why not.
+    pub namespaces: Result<(), String>,
     /// `uname -r`.
     pub kernel: String,
     /// Features switched off with `YUYAO_SANDBOX_DISABLE` (troubleshooting and tests).
@@ -110,7 +120,14 @@ impl Support {
             }
             Err(e) => out.push_str(&format!("seccomp           unavailable: {e}\n")),
         }
+        match &self.namespaces {
+            Ok(()) => out.push_str(
+                "namespaces        mount + PID (read-only binds outside writable folders, control files read-only, private /proc)\n",
+            ),
+            Err(e) => out.push_str(&format!("namespaces        unavailable: {e}\n")),
+        }
         out.push_str("no_new_privs      always set for confined processes\n");
+        out.push_str("parent death      tool processes are killed when yuyao dies\n");
         if !self.disabled.is_empty() {
             out.push_str(&format!(
                 "disabled          {} (YUYAO_SANDBOX_DISABLE)\n",
@@ -153,9 +170,15 @@ fn probe() -> Support {
     } else {
         seccomp_available()
     };
+    let namespaces = if disabled.iter().any(|d| d == "namespaces") {
+        Err("switched off by YUYAO_SANDBOX_DISABLE".into())
+    } else {
+        crate::namespaces::probe()
+    };
     Support {
         landlock,
         seccomp,
+        namespaces,
         kernel: kernel_release(),
         disabled,
     }
@@ -203,7 +226,10 @@ const NET_CONNECT_TCP: u64 = 1 << 1; // ABI 4
 struct RulesetAttr {
     handled_access_fs: u64,
     handled_access_net: u64,
+    scoped: u64,
 }
+
+const SCOPE_SIGNAL: u64 = 1 << 1; // ABI 6
 
 #[repr(C, packed)]
 struct PathBeneathAttr {
@@ -234,7 +260,8 @@ fn landlock_abi() -> Result<u32, String> {
     Ok(v as u32)
 }
 
-fn write_rights(abi: u32) -> u64 {
+/// Rights handled by the ruleset (everything that writes).
+fn handled_rights(abi: u32) -> u64 {
     let mut r = FS_WRITE_FILE
         | FS_REMOVE_DIR
         | FS_REMOVE_FILE
@@ -254,12 +281,19 @@ fn write_rights(abi: u32) -> u64 {
     r
 }
 
+/// Rights granted beneath a writable folder: everything but device nodes (`mknod` of a block
+/// device in the workspace would reach a disk).
+fn write_rights(abi: u32) -> u64 {
+    handled_rights(abi) & !(FS_MAKE_CHAR | FS_MAKE_BLOCK)
+}
+
 fn os_err(what: &str) -> String {
     format!("{what}: {}", std::io::Error::last_os_error())
 }
 
 /// Builds the ruleset in the parent; only its descriptor crosses the fork.
 fn landlock_ruleset(abi: u32, c: &Confinement) -> Result<OwnedFd, String> {
+    let handled = handled_rights(abi);
     let fs = write_rights(abi);
     let net = if abi >= 4 && c.needs_seccomp() {
         NET_BIND_TCP | NET_CONNECT_TCP
@@ -267,11 +301,15 @@ fn landlock_ruleset(abi: u32, c: &Confinement) -> Result<OwnedFd, String> {
         0
     };
     let attr = RulesetAttr {
-        handled_access_fs: fs,
+        handled_access_fs: handled,
         handled_access_net: net,
+        // ABI 6: no signals to processes outside the sandbox (belt to the PID namespace).
+        scoped: if abi >= 6 { SCOPE_SIGNAL } else { 0 },
     };
-    let size = if abi >= 4 {
+    let size = if abi >= 6 {
         std::mem::size_of::<RulesetAttr>()
+    } else if abi >= 4 {
+        2 * std::mem::size_of::<u64>()
     } else {
         std::mem::size_of::<u64>()
     };
@@ -292,7 +330,7 @@ fn landlock_ruleset(abi: u32, c: &Confinement) -> Result<OwnedFd, String> {
     const FILE_RIGHTS: u64 = FS_WRITE_FILE | FS_TRUNCATE;
     let file_rights = FILE_RIGHTS & fs;
     add_path(&ruleset, Path::new("/dev/null"), file_rights)?;
-    if c.level == SandboxLevel::WorkspaceWrite {
+    if c.level != SandboxLevel::FullAccess {
         // Shared memory is scratch space like the temp dir (Python's multiprocessing needs it).
         let shm = Path::new("/dev/shm");
         for dir in c.writable.iter().map(PathBuf::as_path).chain([shm]) {
@@ -447,6 +485,10 @@ pub struct Prepared {
     no_new_privs: bool,
     ruleset: Option<OwnedFd>,
     filter: Vec<SockFilter>,
+    /// Mount and PID namespaces, when the machine has them.
+    ns: Option<crate::namespaces::NsPlan>,
+    /// yuyao's pid: the process dies with it (`PR_SET_PDEATHSIG`).
+    parent: libc::pid_t,
 }
 
 // SAFETY: the filter is plain data; the raw pointer built from it only lives during apply.
@@ -459,6 +501,7 @@ impl std::fmt::Debug for Prepared {
             .field("no_new_privs", &self.no_new_privs)
             .field("landlock", &self.ruleset.is_some())
             .field("seccomp", &!self.filter.is_empty())
+            .field("namespaces", &self.ns.is_some())
             .finish()
     }
 }
@@ -470,11 +513,20 @@ pub fn prepare(c: &Confinement) -> Result<Prepared, String> {
         no_new_privs: c.is_restricted(),
         ruleset: None,
         filter: Vec::new(),
+        ns: None,
+        parent: std::process::id() as libc::pid_t,
     };
     if !c.is_restricted() {
         return Ok(p);
     }
     let sup = support();
+    if sup.namespaces.is_ok() {
+        p.ns = Some(crate::namespaces::NsPlan::new(
+            c.needs_landlock(),
+            &c.writable,
+            c.home.as_deref(),
+        ));
+    }
     if let Some(why) = sup.cannot_enforce(c) {
         return Err(format!(
             "the OS sandbox cannot be enforced on this machine: {why}. The command was not run. \
@@ -499,6 +551,17 @@ impl Prepared {
     /// Applies the confinement to the calling process. Async-signal-safe: only system calls,
     /// no allocation. Meant for `pre_exec`.
     pub fn apply(&self) -> std::io::Result<()> {
+        // Dies with yuyao (the spawning thread lives as long as the process, see `spawn`).
+        // SAFETY: prctl/getppid on the calling process.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            if libc::getppid() != self.parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+        }
+        if let Some(ns) = &self.ns {
+            ns.enter()?;
+        }
         if self.no_new_privs {
             // SAFETY: plain prctl on the calling thread.
             if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
@@ -536,14 +599,12 @@ impl Prepared {
 }
 
 /// Confines a command about to be spawned: prepares in the parent, applies in `pre_exec`.
+/// Start it with [`spawn`], so that the parent-death signal follows the process, not a thread.
 pub fn confine(cmd: &mut std::process::Command, c: &Confinement) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
     // The agent's own model credential is not the tools' business (exfiltration guard).
     cmd.env_remove("D2A_MODEL_API_KEY");
     let prepared = prepare(c)?;
-    if !c.is_restricted() {
-        return Ok(());
-    }
     // SAFETY: the closure only makes system calls (see Prepared::apply).
     unsafe {
         cmd.pre_exec(move || prepared.apply());
@@ -551,10 +612,62 @@ pub fn confine(cmd: &mut std::process::Command, c: &Confinement) -> Result<(), S
     Ok(())
 }
 
+type SpawnJob = (
+    std::process::Command,
+    std::sync::mpsc::Sender<std::io::Result<std::process::Child>>,
+);
+
+/// Spawns `cmd` from one long-lived thread. `PR_SET_PDEATHSIG` fires when the *thread* that
+/// forked dies, and the threads that run tools come and go (a TUI turn, a blocking pool):
+/// forking from a thread that lives as long as yuyao ties tool processes to yuyao itself.
+pub fn spawn(cmd: std::process::Command) -> std::io::Result<std::process::Child> {
+    static SPAWNER: Mutex<Option<std::sync::mpsc::Sender<SpawnJob>>> = Mutex::new(None);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let job: SpawnJob = (cmd, tx);
+    let mut job = Some(job);
+    {
+        let mut g = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = g.as_ref()
+            && let Err(back) = s.send(job.take().expect("job present"))
+        {
+            job = Some(back.0);
+        }
+        if let Some(j) = job.take() {
+            let (stx, srx) = std::sync::mpsc::channel::<SpawnJob>();
+            std::thread::Builder::new()
+                .name("yuyao-spawner".into())
+                .spawn(move || {
+                    for (mut cmd, reply) in srx {
+                        let r = cmd.spawn();
+                        // The command (with its copies of pipe ends) is dropped before the
+                        // reply, so the caller sees EOF when the child closes its ends.
+                        drop(cmd);
+                        let _ = reply.send(r);
+                    }
+                })?;
+            stx.send(j)
+                .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
+            *g = Some(stx);
+        }
+    }
+    rx.recv()
+        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
+}
+
 /// What the confinement means, in words (for `sandbox explain` and the system prompt).
 pub fn describe(c: &Confinement) -> String {
     let fs = match c.level {
-        SandboxLevel::ReadOnly => "no writes anywhere except /dev/null".to_string(),
+        SandboxLevel::ReadOnly if c.writable.is_empty() => {
+            "no writes anywhere except /dev/null".to_string()
+        }
+        SandboxLevel::ReadOnly => format!(
+            "no writes anywhere except /dev/null, a private temp folder and build outputs ({})",
+            c.writable
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
         SandboxLevel::WorkspaceWrite => format!(
             "writes only under /dev/shm, {}",
             if c.writable.is_empty() {

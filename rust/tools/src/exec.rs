@@ -69,11 +69,25 @@ pub(crate) fn spawn_piped(
         .map_err(|e| format!("cannot create a pipe: {e}"))?;
     let mut cmd = shell_command(ctx, script, cwd);
     cmd.stdout(writer).stderr(writer2);
-    // The OS sandbox (Landlock, seccomp, no_new_privs) for every command, job and monitor.
-    yuyao_policy::sandbox::confine(&mut cmd, &ctx.confinement())?;
-    let child = cmd.spawn().map_err(|e| format!("cannot start bash: {e}"))?;
-    // `cmd` (holding the write ends) is dropped here, so EOF comes when the group closes them.
-    drop(cmd);
+    let confinement = ctx.confinement();
+    if confinement.level == yuyao_protocol::SandboxLevel::ReadOnly {
+        // Caches go to the private /tmp instead of failing on the read-only tree.
+        if let Some(tmp) = &confinement.private_tmp {
+            cmd.env("TMPDIR", tmp)
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .env("PYTHONPYCACHEPREFIX", tmp.join("pycache"))
+                .env("npm_config_cache", tmp.join("npm-cache"));
+            if !ctx.project().join("target").is_dir() {
+                cmd.env("CARGO_TARGET_DIR", tmp.join("cargo-target"));
+            }
+        }
+    }
+    // The OS sandbox (namespaces, Landlock, seccomp, no_new_privs, parent-death signal) for
+    // every command, job and monitor.
+    yuyao_policy::sandbox::confine(&mut cmd, &confinement)?;
+    // `cmd` (holding the write ends) is dropped by the spawner, so EOF comes when the group
+    // closes them.
+    let child = yuyao_policy::sandbox::spawn(cmd).map_err(|e| format!("cannot start bash: {e}"))?;
     Ok((child, reader))
 }
 

@@ -54,6 +54,11 @@ pub struct ToolContext {
     pub sandbox: Mutex<yuyao_policy::sandbox::Confinement>,
     /// Background jobs (bash `run_in_background`, monitors); they end with the context.
     pub jobs: jobs::Jobs,
+    /// yuyao's own folder: read-only to tool processes (config, permissions, sessions).
+    pub home: Option<PathBuf>,
+    /// The current call was allowed only because it is read-only: its processes run under
+    /// the read-only OS sandbox, whatever the classifier thought.
+    pub read_only_call: std::sync::atomic::AtomicBool,
 }
 
 impl ToolContext {
@@ -66,16 +71,38 @@ impl ToolContext {
             bash_timeout_ms: 120_000,
             sandbox: Mutex::new(Default::default()),
             jobs: jobs::Jobs::default(),
+            home: None,
+            read_only_call: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
     /// The confinement for a process spawned now: the roots, the temp dir and the spill dir
-    /// are writable under `workspace-write`.
+    /// are writable under `workspace-write`; under `read-only` (plan mode, the ask role, a
+    /// call allowed only because it reads) nothing is but build outputs, the spill dir and a
+    /// private temp folder, so source files cannot change whatever the classifier thought.
     pub fn confinement(&self) -> yuyao_policy::sandbox::Confinement {
+        use yuyao_protocol::SandboxLevel;
         let mut c = self.sandbox.lock().map(|c| c.clone()).unwrap_or_default();
-        c.writable = self.roots();
-        c.writable.push(std::env::temp_dir());
-        c.writable.push(self.spill_dir.clone());
+        if self
+            .read_only_call
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            c.level = SandboxLevel::ReadOnly;
+        }
+        c.home = self.home.clone();
+        if c.level == SandboxLevel::ReadOnly {
+            let tmp = self.spill_dir.join("tmp");
+            let _ = std::fs::create_dir_all(&tmp);
+            c.writable = self.roots().iter().flat_map(|r| build_outputs(r)).collect();
+            c.writable.push(self.spill_dir.clone());
+            c.writable.push(tmp.clone());
+            c.private_tmp = Some(tmp);
+        } else {
+            c.writable = self.roots();
+            c.writable.push(std::env::temp_dir());
+            let _ = std::fs::create_dir_all(&self.spill_dir);
+            c.writable.push(self.spill_dir.clone());
+        }
         c
     }
 
@@ -132,6 +159,22 @@ impl ToolContext {
     pub fn knowledge(&self, path: &Path) -> Option<FileKnowledge> {
         self.files.lock().ok().and_then(|f| f.get(path).cloned())
     }
+}
+
+/// Build-output folders of a project that stay writable in read-only sessions, so that the
+/// validation commands seed 001 allows while planning (`cargo test`, `pytest`) still work.
+pub fn build_outputs(root: &Path) -> Vec<PathBuf> {
+    [
+        "target",
+        "node_modules/.cache",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .filter(|d| d.is_dir() && !d.is_symlink())
+    .collect()
 }
 
 /// Removes `.` and `..` components without touching the disk.

@@ -1,0 +1,326 @@
+//! Mount and PID namespaces for tool processes (DESIGN §5, the second layer under Landlock).
+//!
+//! A confined command starts in a fresh PID namespace with its own `/proc` (no other process
+//! of the machine is visible: not yuyao, whose memory holds the model key, nor anything a
+//! tool could `kill`) and a fresh mount namespace in which every mount is read-only except
+//! the writable roots. Inside the writable roots yuyao's control files and the repository's
+//! `.git/config`, `.git/hooks` and `.git/info` stay read-only (bind mounts over themselves),
+//! so a tool cannot widen the next session's permissions or plant a hook the host would run.
+//! Device nodes are inert everywhere (`nodev`), so `mknod` cannot reach a disk.
+//!
+//! The plan is built in the parent ([`NsPlan::new`]); the child ([`NsPlan::enter`], from
+//! `pre_exec`) only makes system calls on prepared buffers. `enter` forks once: the forked
+//! process is PID 1 of the new namespace and goes on to `exec` the command; the process std
+//! spawned stays outside as its reaper, mirrors its exit status and dies with yuyao
+//! (`PR_SET_PDEATHSIG`), which takes PID 1, and with it the whole namespace, down too.
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// What the namespace looks like, prepared in the parent.
+#[derive(Debug)]
+pub struct NsPlan {
+    /// Mount namespace with read-only binds (only for file-system confinement).
+    mounts: bool,
+    /// Folders that stay writable, outermost first.
+    writable: Vec<CString>,
+    /// Bind mounts in order: the writable folders, then writable folders inside protected
+    /// ones (bound again after the protection).
+    binds: Vec<CString>,
+    /// Paths inside writable folders that stay read-only.
+    protected: Vec<CString>,
+    /// Unprivileged users need a user namespace to own the others.
+    user_ns: Option<UserMaps>,
+}
+
+#[derive(Debug)]
+struct UserMaps {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+fn cstr(p: &Path) -> Option<CString> {
+    CString::new(p.as_os_str().as_bytes()).ok()
+}
+
+/// Paths under `root` that a tool must not write even though `root` is writable.
+pub fn protected_within(root: &Path) -> Vec<PathBuf> {
+    [
+        ".yuyao",
+        ".git/config",
+        ".git/hooks",
+        ".git/info",
+        ".mcp.json",
+    ]
+    .iter()
+    .map(|rel| root.join(rel))
+    .filter(|p| p.symlink_metadata().is_ok())
+    .collect()
+}
+
+impl NsPlan {
+    /// `mounts`: confine the file system (read-only outside `writable`); `home`: yuyao's own
+    /// folder, read-only even when it lies inside a writable folder (writable folders inside
+    /// it, the session's scratch, stay writable).
+    pub fn new(mounts: bool, writable: &[PathBuf], home: Option<&Path>) -> NsPlan {
+        // Shared memory is scratch space like a temp folder (Python's multiprocessing needs it).
+        let shm = PathBuf::from("/dev/shm");
+        let mut w: Vec<PathBuf> = writable
+            .iter()
+            .chain([&shm])
+            .filter(|p| p.is_dir() && p.as_path() != Path::new("/"))
+            .filter_map(|p| p.canonicalize().ok())
+            .collect();
+        w.sort_by_key(|p| p.components().count());
+        w.dedup();
+        let mut protected: Vec<PathBuf> = Vec::new();
+        for root in &w {
+            protected.extend(protected_within(root));
+        }
+        if let Some(h) = home.and_then(|h| h.canonicalize().ok())
+            && w.iter().any(|root| h.starts_with(root))
+        {
+            protected.push(h);
+        }
+        protected.sort_by_key(|p| p.components().count());
+        protected.dedup();
+        // Writable folders inside a protected one are bound again after the protection.
+        let again: Vec<PathBuf> = w
+            .iter()
+            .filter(|p| protected.iter().any(|q| p.starts_with(q)))
+            .cloned()
+            .collect();
+        let mut binds = w.clone();
+        binds.extend(again);
+        // SAFETY: geteuid/getegid cannot fail.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let user_ns = (uid != 0).then(|| UserMaps {
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        });
+        NsPlan {
+            mounts,
+            writable: w.iter().filter_map(|p| cstr(p)).collect(),
+            binds: binds.iter().filter_map(|p| cstr(p)).collect(),
+            protected: protected.iter().filter_map(|p| cstr(p)).collect(),
+            user_ns,
+        }
+    }
+
+    /// Enters the namespaces. Returns in the process that goes on to `exec` (PID 1 of the new
+    /// namespace); the process that called it never returns. Async-signal-safe: system calls
+    /// on prepared buffers only.
+    pub fn enter(&self) -> std::io::Result<()> {
+        let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
+        if self.user_ns.is_some() {
+            flags |= libc::CLONE_NEWUSER;
+        }
+        // SAFETY: unshare only changes the calling process's namespaces.
+        check(unsafe { libc::unshare(flags) })?;
+        if let Some(maps) = &self.user_ns {
+            write_file(c"/proc/self/setgroups", b"deny")?;
+            write_file(c"/proc/self/uid_map", &maps.uid_map)?;
+            write_file(c"/proc/self/gid_map", &maps.gid_map)?;
+        }
+        // SAFETY: fork in a single-threaded child (we are between fork and exec already).
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if pid > 0 {
+            reap_and_mirror(pid);
+        }
+        // PID 1 of the new namespace: dies with the reaper outside.
+        // SAFETY: prctl on the calling process.
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+        self.mount_all()
+    }
+
+    fn mount_all(&self) -> std::io::Result<()> {
+        // Nothing done here propagates back to the host's mounts.
+        mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE)?;
+        // A /proc of this PID namespace only.
+        mount(
+            Some(c"proc"),
+            c"/proc",
+            Some(c"proc"),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        )?;
+        if !self.mounts {
+            return Ok(());
+        }
+        let first = self.writable.len();
+        for w in &self.binds[..first] {
+            bind(w, w)?;
+        }
+        for p in &self.protected {
+            bind(p, p)?;
+        }
+        for w in &self.binds[first..] {
+            bind(w, w)?;
+        }
+        // Everything read-only and without devices, then the writable folders opened again.
+        setattr(c"/", true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV, 0)?;
+        for w in &self.binds {
+            setattr(
+                w,
+                false,
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                MOUNT_ATTR_RDONLY,
+            )?;
+        }
+        // Devices stay usable where they belong (/dev/null, /dev/tty); terminals (`script`,
+        // Python's pty) allocate under /dev/pts.
+        let _ = setattr(c"/dev", false, 0, MOUNT_ATTR_NODEV);
+        let _ = setattr(c"/dev/pts", false, 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV);
+        // The working directory was entered before the binds: enter it again through them.
+        let mut buf = [0u8; 4096];
+        // SAFETY: getcwd writes at most buf.len() bytes into our stack buffer; chdir reads
+        // the NUL-terminated result.
+        unsafe {
+            if !libc::getcwd(buf.as_mut_ptr().cast(), buf.len()).is_null() {
+                libc::chdir(buf.as_ptr().cast());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check(r: libc::c_int) -> std::io::Result<()> {
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+fn mount(
+    src: Option<&std::ffi::CStr>,
+    target: &std::ffi::CStr,
+    fstype: Option<&std::ffi::CStr>,
+    flags: libc::c_ulong,
+) -> std::io::Result<()> {
+    let p = |c: Option<&std::ffi::CStr>| c.map_or(std::ptr::null(), |c| c.as_ptr());
+    // SAFETY: NUL-terminated strings (or null) that outlive the call.
+    check(unsafe { libc::mount(p(src), target.as_ptr(), p(fstype), flags, std::ptr::null()) })
+}
+
+fn bind(src: &std::ffi::CStr, target: &std::ffi::CStr) -> std::io::Result<()> {
+    mount(Some(src), target, None, libc::MS_BIND | libc::MS_REC)
+}
+
+fn setattr(path: &std::ffi::CStr, recursive: bool, set: u64, clr: u64) -> std::io::Result<()> {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clr,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: attr outlives the call; size is its size.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
+    // SAFETY: open/write/close on a NUL-terminated path and a live buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let n = libc::write(fd, data.as_ptr().cast(), data.len());
+        libc::close(fd);
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The process outside the namespace: waits for PID 1 and ends the way it ended.
+fn reap_and_mirror(pid: libc::pid_t) -> ! {
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid on our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            break;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            // SAFETY: _exit never returns.
+            unsafe { libc::_exit(1) }
+        }
+    }
+    // SAFETY: plain libc calls that end this process.
+    unsafe {
+        if libc::WIFSIGNALED(status) {
+            let sig = libc::WTERMSIG(status);
+            libc::signal(sig, libc::SIG_DFL);
+            libc::kill(libc::getpid(), sig);
+            libc::_exit(128 + sig);
+        }
+        libc::_exit(libc::WEXITSTATUS(status))
+    }
+}
+
+/// Whether this machine lets us build the namespaces (probed once, in a throwaway child).
+pub fn probe() -> Result<(), String> {
+    let plan = NsPlan::new(true, &[std::env::temp_dir()], None);
+    // SAFETY: the child only makes system calls and _exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        let code = match plan.enter() {
+            Ok(()) => 0,
+            Err(e) => 10 + e.raw_os_error().unwrap_or(0).clamp(0, 100),
+        };
+        // SAFETY: _exit in the forked child.
+        unsafe { libc::_exit(code) }
+    }
+    let mut status = 0;
+    // SAFETY: waitpid on our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    match code {
+        0 => Ok(()),
+        c if c >= 10 => Err(format!(
+            "cannot create mount/PID namespaces: {}",
+            std::io::Error::from_raw_os_error(c - 10)
+        )),
+        c => Err(format!("namespace probe ended with status {c}")),
+    }
+}

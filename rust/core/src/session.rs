@@ -189,6 +189,7 @@ impl Session {
         );
         let network = parse_or(opts.network, &config, "network", NetworkAccess::Off);
         let mut policy = Policy::new(mode, role, &paths.project);
+        policy.home = Some(paths.home.clone());
         policy.sandbox = sandbox;
         policy.network = network;
         policy.headless = opts.headless;

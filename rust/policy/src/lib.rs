@@ -4,6 +4,7 @@
 
 mod bash_tree;
 mod namespaces;
+pub mod protected;
 pub mod readonly;
 pub mod rules;
 pub mod sandbox;
@@ -100,6 +101,8 @@ pub struct Policy {
     pub headless: bool,
     /// Roots the file tools may write under (project root and `/add-dir` folders).
     pub roots: Vec<PathBuf>,
+    /// yuyao's own folder (`~/.yuyao`): never written by a tool.
+    pub home: Option<PathBuf>,
 }
 
 /// The shell command's segments, or why they cannot be determined.
@@ -121,6 +124,7 @@ impl Policy {
             mentioned: Vec::new(),
             headless: false,
             roots: vec![project.to_path_buf()],
+            home: None,
         }
     }
 
@@ -183,7 +187,16 @@ impl Policy {
             }
         }
 
-        // 5. sandbox and network
+        // 5. sandbox: yuyao's control files and the repository's git configuration are never
+        // written by a file tool, in any mode (the OS sandbox keeps them read-only for bash).
+        if FILE_MUTATING.contains(&tool)
+            && let Some(why) = a
+                .paths
+                .iter()
+                .find_map(|p| protected::protected_reason(p, &self.roots, self.home.as_deref()))
+        {
+            return Decision::new(Verdict::Deny, why, "protected control file");
+        }
         if NETWORK_TOOLS.contains(&tool) && self.network == NetworkAccess::Off {
             return Decision::new(
                 Verdict::Deny,

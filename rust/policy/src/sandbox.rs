@@ -754,6 +754,7 @@ mod tests {
             level: SandboxLevel::WorkspaceWrite,
             network: NetworkAccess::On,
             writable: vec![inside.path().to_path_buf()],
+            ..Default::default()
         };
         let a = inside.path().join("a");
         let b = outside.path().join("b");
@@ -775,20 +776,65 @@ mod tests {
     }
 
     #[test]
-    fn read_only_allows_only_dev_null() {
+    fn read_only_allows_only_dev_null_and_the_listed_exceptions() {
         if !enforced() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let c = Confinement {
+        let build = dir.path().join("target");
+        std::fs::create_dir(&build).unwrap();
+        let mut c = Confinement {
             level: SandboxLevel::ReadOnly,
             network: NetworkAccess::On,
-            writable: vec![dir.path().to_path_buf()],
+            ..Default::default()
         };
         let (ok, out) = run(&c, "echo hi > /dev/null && echo visible");
         assert!(ok && out.contains("visible"), "{out}");
         let (ok, _) = run(&c, &format!("touch {}/x", dir.path().display()));
         assert!(!ok);
+        assert!(!dir.path().join("x").exists());
+        // Build outputs listed as exceptions stay writable; their parent does not.
+        c.writable = vec![build.clone()];
+        let (ok, out) = run(&c, &format!("touch {}/o", build.display()));
+        assert!(ok, "{out}");
+        let (ok, _) = run(&c, &format!("touch {}/y", dir.path().display()));
+        assert!(!ok);
+        assert!(!dir.path().join("y").exists());
+    }
+
+    #[test]
+    fn namespaces_hide_host_processes_and_protect_control_files() {
+        if !enforced() || support().namespaces.is_err() {
+            return;
+        }
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(ws.path().join(".git/hooks")).unwrap();
+        std::fs::write(ws.path().join(".git/config"), "[core]\n").unwrap();
+        std::fs::create_dir_all(ws.path().join(".yuyao")).unwrap();
+        let c = Confinement {
+            level: SandboxLevel::WorkspaceWrite,
+            network: NetworkAccess::Off,
+            writable: vec![ws.path().to_path_buf()],
+            ..Default::default()
+        };
+        let me = std::process::id();
+        let (ok, out) = run(&c, &format!("test -e /proc/{me} && echo VISIBLE; echo pid=$$"));
+        assert!(ok && !out.contains("VISIBLE") && out.contains("pid=1"), "{out}");
+        let d = ws.path().display();
+        for (script, victim) in [
+            (format!("echo x >> {d}/.git/config"), ".git/config"),
+            (format!("echo x > {d}/.git/hooks/pre-commit"), ".git/hooks/pre-commit"),
+            (format!("echo 'sandbox = 1' > {d}/.yuyao/config.toml"), ".yuyao/config.toml"),
+        ] {
+            let _ = run(&c, &script);
+            let p = ws.path().join(victim);
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            assert!(!text.contains('x') && !text.contains("sandbox"), "{victim} written");
+        }
+        let (ok, out) = run(&c, &format!("echo ok > {d}/fine && mknod {d}/dev b 7 0"));
+        assert!(!ok, "{out}");
+        assert!(ws.path().join("fine").exists());
+        assert!(!ws.path().join("dev").exists());
     }
 
     #[test]
@@ -803,6 +849,7 @@ mod tests {
             level: SandboxLevel::FullAccess,
             network: NetworkAccess::On,
             writable: vec![],
+            ..Default::default()
         };
         let (ok, out) = run(&c, &connect);
         assert!(ok && out.contains("connected"), "{out}");
@@ -822,6 +869,7 @@ mod tests {
         let s = Support {
             landlock: Err("x".into()),
             seccomp: Ok(()),
+            namespaces: Ok(()),
             kernel: "k".into(),
             disabled: vec![],
         };
@@ -830,6 +878,7 @@ mod tests {
             level: SandboxLevel::FullAccess,
             network: NetworkAccess::Off,
             writable: vec![],
+            ..Default::default()
         };
         assert!(s.cannot_enforce(&full).is_none());
     }

@@ -104,10 +104,15 @@ def create_session(
     continue_session: bool = False,
     resume: str | None = None,
     fork_session: bool = False,
+    trust_project: bool = False,
 ) -> AgentSession:
     """Open a session. `deny`, `mode` and `role` mean what `--deny`, `--mode` and `--role`
     mean on the command line; when omitted, the configured defaults apply (mode ask, role
     execute). `cwd` defaults to the process's working directory.
+
+    `trust_project=True` means `--trust-project`: the project's settings that widen
+    permissions apply (otherwise they are ignored with a warning, unless the user trusted the
+    project before).
 
     `continue_session`, `resume` and `fork_session` mean `-c`, `--resume <id>` and
     `--fork-session`: the conversation of a saved session is restored (ValueError when both
@@ -123,6 +128,8 @@ def create_session(
         options["role"] = fold_choice(str(role))
     if cwd is not None:
         options["cwd"] = os.path.abspath(os.fspath(cwd))
+    if trust_project:
+        options["trust_project"] = True
     if continue_session:
         options["continue"] = True
     if resume is not None:

@@ -281,6 +281,12 @@ FLAGS = {
             option="network",
         ),
         Flag(
+            "--trust-project",
+            "Trust this project: its settings that widen permissions (mode, sandbox, network, allow rules) apply",
+            G_SECURITY,
+            option="trust_project",
+        ),
+        Flag(
             "--allow",
             "Allow a tool or path without asking, e.g. 'Bash(git log *)' (repeatable)",
             G_SECURITY,

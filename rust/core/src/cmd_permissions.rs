@@ -15,9 +15,20 @@ use yuyao_store::permissions::{self, RuleKind, Scope};
 
 /// Adds the rules of `<project>/.yuyao/permissions.json` and `~/.yuyao/permissions.json`
 /// to the policy (after the flags' rules; deny is checked first whatever the order).
-pub(crate) fn load_persisted(policy: &mut Policy, paths: &Paths) -> Result<(), CoreError> {
+/// Loads the persisted rules. An untrusted project's allow rules are skipped (returned, to
+/// be reported); its deny and ask rules always apply.
+pub(crate) fn load_persisted(
+    policy: &mut Policy,
+    paths: &Paths,
+    trusted: bool,
+) -> Result<Vec<String>, CoreError> {
     let rules = permissions::merged(paths).map_err(CoreError::Usage)?;
+    let mut ignored = Vec::new();
     for (scope, kind, text) in rules {
+        if !trusted && scope == permissions::Scope::Project && kind == RuleKind::Allow {
+            ignored.push(format!("allow {text}"));
+            continue;
+        }
         let rule = Rule::parse(&text).map_err(|e| {
             CoreError::Usage(format!(
                 "{}: {e}",
@@ -30,7 +41,7 @@ pub(crate) fn load_persisted(policy: &mut Policy, paths: &Paths) -> Result<(), C
             RuleKind::Deny => policy.deny.push(rule),
         }
     }
-    Ok(())
+    Ok(ignored)
 }
 
 static WARNED: AtomicBool = AtomicBool::new(false);
@@ -209,6 +220,76 @@ fn rule_and_scope(args: &[String]) -> Result<(String, Option<Scope>), CoreError>
         return Err(CoreError::Usage(PERM_USAGE.into()));
     }
     Ok((rule, scope))
+}
+
+/// `/trust [status]`: the user trusts this project (persisted in `~/.yuyao/`); the project's
+/// widening settings and allow rules then apply, unless a flag pins them.
+pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let (trusted, ignored) = {
+        let st = s.lock();
+        (st.trusted, st.ignored_project_settings.clone())
+    };
+    if args.first().map(String::as_str) == Some("status") {
+        return Ok(if trusted {
+            format!("project {} is trusted", s.paths.project.display())
+        } else if ignored.is_empty() {
+            format!(
+                "project {} is not trusted (it asks for nothing beyond the defaults)",
+                s.paths.project.display()
+            )
+        } else {
+            format!(
+                "project {} is not trusted; ignored: {}",
+                s.paths.project.display(),
+                ignored.join(", ")
+            )
+        });
+    }
+    if !args.is_empty() {
+        return Err(CoreError::Usage("usage: /trust [status]".into()));
+    }
+    if s.opts.trust_project == Some(false) {
+        return Err(CoreError::Usage(
+            "this run never trusts the project (headless contract)".into(),
+        ));
+    }
+    yuyao_store::trust::trust(&s.paths)
+        .map_err(|e| CoreError::Failed(format!("cannot record the trust decision: {e}")))?;
+    s.lock().trusted = true;
+    let mut applied = Vec::new();
+    for key in ["mode", "sandbox", "network"] {
+        if let Some(v) = s.config.get_in(key, yuyao_store::Layer::Project) {
+            let v = yuyao_store::config::display(&v);
+            let pinned = match key {
+                "mode" => s.opts.mode.is_some(),
+                "sandbox" => s.opts.sandbox.is_some(),
+                _ => s.opts.network.is_some(),
+            };
+            if !pinned {
+                crate::commands::apply_live(s, key, &v)?;
+                applied.push(format!("{key} = {v}"));
+            }
+        }
+    }
+    for (scope, kind, text) in permissions::merged(&s.paths).map_err(CoreError::Usage)? {
+        if scope == permissions::Scope::Project
+            && kind == RuleKind::Allow
+            && let Ok(rule) = Rule::parse(&text)
+        {
+            s.lock().policy.allow.push(rule);
+            applied.push(format!("allow {text}"));
+        }
+    }
+    s.lock().ignored_project_settings.clear();
+    Ok(format!(
+        "trusted project {}{}",
+        s.paths.project.display(),
+        if applied.is_empty() {
+            String::new()
+        } else {
+            format!("; now in force: {}", applied.join(", "))
+        }
+    ))
 }
 
 pub(crate) fn permissions_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {

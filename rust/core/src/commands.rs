@@ -264,6 +264,13 @@ const COMMANDS: &[Command] = &[
         Some(crate::cmd_permissions::permissions_cmd)
     ),
     cmd!(
+        "trust",
+        [],
+        "[status]",
+        "trust this project: its settings that widen permissions apply",
+        Some(crate::cmd_permissions::trust_cmd)
+    ),
+    cmd!(
         "sandbox",
         [],
         "[list | recreate | explain [\"<command>\"]]",

@@ -191,6 +191,21 @@ impl Session {
             let Some(value) = value else {
                 continue; // an unset key leaves the session as it is
             };
+            if !self.lock().trusted
+                && yuyao_store::trust::widens(&key, &value)
+                && self
+                    .config
+                    .get_in(&key, yuyao_store::Layer::Project)
+                    .is_some()
+            {
+                self.notice(
+                    yuyao_protocol::NoticeLevel::Warning,
+                    format!(
+                        "the project's configuration now asks for {key} = {value}; ignored, the project is not trusted"
+                    ),
+                );
+                continue;
+            }
             if let Err(e) = crate::commands::apply_live(self, &key, &value) {
                 self.notice(
                     yuyao_protocol::NoticeLevel::Warning,
@@ -205,6 +220,8 @@ impl Session {
         let o = &self.opts;
         match key {
             "mode" => o.mode.is_some(),
+            "sandbox" => o.sandbox.is_some(),
+            "network" => o.network.is_some(),
             "role" => o.role.is_some(),
             "ui.stream" => o.stream.is_some(),
             "ui.show_thinking" => o.show_thinking.is_some(),

@@ -55,6 +55,8 @@ pub fn run_headless(req: HeadlessRequest) -> i32 {
         headless: true,
         trajectory_dir: Some(out_dir.join(".trajectory").display().to_string()),
         home: req.home.clone(),
+        // The headless contract never trusts the repository it is pointed at.
+        trust_project: Some(false),
         ..Default::default()
     };
     let session = match Session::open(opts, None) {
@@ -180,31 +182,10 @@ impl Drop for SignalGuard {
     }
 }
 
-/// The repository's changes: tracked diffs plus untracked files, as a patch.
+/// The repository's changes: tracked diffs plus untracked files, as a patch (libgit2: no
+/// hook, fsmonitor, external diff or filter driver of the repository runs on the host).
 fn git_diff(repo: &Path) -> Option<String> {
-    if !repo.join(".git").exists() {
-        return None;
-    }
-    let run = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .current_dir(repo)
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
-    };
-    let mut patch =
-        run(&["diff", "--no-color", "HEAD"]).or_else(|| run(&["diff", "--no-color"]))?;
-    let untracked = run(&["ls-files", "--others", "--exclude-standard", "-z"]).unwrap_or_default();
-    for f in untracked.split('\0').filter(|f| !f.is_empty()) {
-        if let Some(d) = run(&["diff", "--no-color", "--no-index", "--", "/dev/null", f]) {
-            patch.push_str(&d);
-        }
-    }
-    Some(patch)
+    yuyao_store::hostgit::worktree_diff(repo)
 }
 
 impl From<serde_json::Error> for CoreError {

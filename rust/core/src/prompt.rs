@@ -158,34 +158,8 @@ pub fn convention_files(project: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
     out
 }
 
-/// `branch <name>, N changed files` from git, or "" outside a repository.
+/// `branch <name>, N changed files` from git, or "" outside a repository (libgit2: the host
+/// never runs the git CLI on the user's repository, see `yuyao_store::hostgit`).
 pub fn git_summary(project: &Path) -> String {
-    if !project.join(".git").exists() {
-        return String::new();
-    }
-    let out = std::process::Command::new("git")
-        .args([
-            "status",
-            "--porcelain=v1",
-            "--branch",
-            "--untracked-files=normal",
-        ])
-        .current_dir(project)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output();
-    let Ok(out) = out else { return String::new() };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
-    let branch = lines
-        .next()
-        .and_then(|l| l.strip_prefix("## "))
-        .map(|b| b.split("...").next().unwrap_or(b).to_string())
-        .unwrap_or_else(|| "unknown".into());
-    let changed = lines.count();
-    format!(
-        "branch {branch}, {changed} changed file{}",
-        if changed == 1 { "" } else { "s" }
-    )
+    yuyao_store::hostgit::summary(project)
 }

@@ -64,6 +64,10 @@ impl Default for TurnSummary {
 pub struct State {
     pub history: Vec<Message>,
     pub policy: Policy,
+    /// The project is trusted: its widening settings apply.
+    pub trusted: bool,
+    /// What an untrusted project's settings asked for and did not get.
+    pub ignored_project_settings: Vec<String>,
     pub stream: bool,
     pub show_thinking: ShowThinking,
     pub thinking: Option<ThinkingLevel>,
@@ -136,6 +140,32 @@ pub struct Session {
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
 }
 
+/// Like [`parse_or`], but a widening value from the project layer of an untrusted project is
+/// skipped (and listed in `ignored`); the user's own layer and narrowing values still apply.
+fn trusted_or<T: std::str::FromStr<Err = String>>(
+    explicit: Option<T>,
+    config: &Config,
+    key: &str,
+    default: T,
+    trusted: bool,
+    ignored: &mut Vec<String>,
+) -> T {
+    if explicit.is_some() || trusted {
+        return parse_or(explicit, config, key, default);
+    }
+    let text = |v: toml::Value| yuyao_store::config::display(&v);
+    match config.get_in(key, yuyao_store::Layer::Project).map(text) {
+        Some(v) if yuyao_store::trust::widens(key, &v) => {
+            ignored.push(format!("{key} = {v}"));
+            config
+                .get_in(key, yuyao_store::Layer::User)
+                .and_then(|u| text(u).parse().ok())
+                .unwrap_or(default)
+        }
+        _ => parse_or(explicit, config, key, default),
+    }
+}
+
 fn parse_or<T: std::str::FromStr<Err = String>>(
     explicit: Option<T>,
     config: &Config,
@@ -174,20 +204,34 @@ impl Session {
         let paths = Paths::new(opts.home.as_deref(), &cwd);
         let config = Config::new(paths.clone());
 
-        let mode = parse_or(opts.mode, &config, "mode", Mode::Ask);
+        // Settings a repository ships that widen permissions apply only to a trusted project.
+        let trusted = opts
+            .trust_project
+            .unwrap_or_else(|| yuyao_store::trust::is_trusted(&paths));
+        let mut ignored: Vec<String> = Vec::new();
+        let mode = trusted_or(opts.mode, &config, "mode", Mode::Ask, trusted, &mut ignored);
         let role = parse_or(opts.role, &config, "role", Role::Execute);
         if role == Role::Orchestrator {
             return Err(CoreError::NotAvailable(
                 "the orchestrator role is not available in this build".into(),
             ));
         }
-        let sandbox = parse_or(
+        let sandbox = trusted_or(
             opts.sandbox,
             &config,
             "sandbox",
             SandboxLevel::WorkspaceWrite,
+            trusted,
+            &mut ignored,
         );
-        let network = parse_or(opts.network, &config, "network", NetworkAccess::Off);
+        let network = trusted_or(
+            opts.network,
+            &config,
+            "network",
+            NetworkAccess::Off,
+            trusted,
+            &mut ignored,
+        );
         let mut policy = Policy::new(mode, role, &paths.project);
         policy.home = Some(paths.home.clone());
         policy.sandbox = sandbox;
@@ -195,7 +239,11 @@ impl Session {
         policy.headless = opts.headless;
         policy.allow = parse_rules(&opts.allow)?;
         policy.deny = parse_rules(&opts.deny)?;
-        crate::cmd_permissions::load_persisted(&mut policy, &paths)?;
+        ignored.extend(crate::cmd_permissions::load_persisted(
+            &mut policy,
+            &paths,
+            trusted,
+        )?);
         if let Some(tools) = &opts.tools {
             for t in tools {
                 if yuyao_protocol::canonical_tool_name(t).is_none() {
@@ -252,6 +300,8 @@ impl Session {
         let state = State {
             history: Vec::new(),
             policy,
+            trusted,
+            ignored_project_settings: ignored.clone(),
             stream: opts
                 .stream
                 .or_else(|| config.get("stream").and_then(|v| v.as_bool()))
@@ -328,6 +378,15 @@ impl Session {
         }
         session.open_saved_session()?;
         crate::cmd_permissions::startup_notice(&session);
+        if !ignored.is_empty() {
+            session.notice(
+                NoticeLevel::Warning,
+                format!(
+                    "this project's settings ask for more than the defaults ({}); they are ignored until you trust the project (/trust in a session, --trust-project with -p, trust_project=True in agent_api)",
+                    ignored.join(", ")
+                ),
+            );
+        }
         {
             let mut st = session.lock();
             let fields = serde_json::json!({

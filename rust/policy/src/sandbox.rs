@@ -818,18 +818,33 @@ mod tests {
             ..Default::default()
         };
         let me = std::process::id();
-        let (ok, out) = run(&c, &format!("test -e /proc/{me} && echo VISIBLE; echo pid=$$"));
-        assert!(ok && !out.contains("VISIBLE") && out.contains("pid=1"), "{out}");
+        let (ok, out) = run(
+            &c,
+            &format!("test -e /proc/{me} && echo VISIBLE; echo pid=$$"),
+        );
+        assert!(
+            ok && !out.contains("VISIBLE") && out.contains("pid=1"),
+            "{out}"
+        );
         let d = ws.path().display();
         for (script, victim) in [
             (format!("echo x >> {d}/.git/config"), ".git/config"),
-            (format!("echo x > {d}/.git/hooks/pre-commit"), ".git/hooks/pre-commit"),
-            (format!("echo 'sandbox = 1' > {d}/.yuyao/config.toml"), ".yuyao/config.toml"),
+            (
+                format!("echo x > {d}/.git/hooks/pre-commit"),
+                ".git/hooks/pre-commit",
+            ),
+            (
+                format!("echo 'sandbox = 1' > {d}/.yuyao/config.toml"),
+                ".yuyao/config.toml",
+            ),
         ] {
             let _ = run(&c, &script);
             let p = ws.path().join(victim);
             let text = std::fs::read_to_string(&p).unwrap_or_default();
-            assert!(!text.contains('x') && !text.contains("sandbox"), "{victim} written");
+            assert!(
+                !text.contains('x') && !text.contains("sandbox"),
+                "{victim} written"
+            );
         }
         let (ok, out) = run(&c, &format!("echo ok > {d}/fine && mknod {d}/dev b 7 0"));
         assert!(!ok, "{out}");

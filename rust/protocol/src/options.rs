@@ -58,4 +58,9 @@ pub struct SessionOptions {
     pub fork_session: bool,
     /// Do not record this session under `~/.yuyao/sessions/` (one-shot sub-commands).
     pub no_session: bool,
+    /// Project trust for this session: `Some(true)` trusts the project (`--trust-project`),
+    /// `Some(false)` never does (the headless contract), `None` follows the user's persisted
+    /// decision. Untrusted projects' widening settings are ignored.
+    #[serde(default)]
+    pub trust_project: Option<bool>,
 }

@@ -264,6 +264,16 @@ impl Config {
             .find_map(|t| spellings.iter().find_map(|k| lookup(&t, k).cloned()))
     }
 
+    /// The value of `key` in one layer only (trust decisions need to know where a value
+    /// came from).
+    pub fn get_in(&self, key: &str, layer: Layer) -> Option<Value> {
+        let key = canonical_key(key);
+        let t = self.read_layer(layer).ok()?;
+        std::iter::once(key)
+            .chain(ALIASES.iter().filter(|(_, c)| *c == key).map(|(a, _)| *a))
+            .find_map(|k| lookup(&t, k).cloned())
+    }
+
     /// Every effective key with its value, flattened to dotted names.
     pub fn entries(&self) -> Vec<(String, Value)> {
         let mut merged = std::collections::BTreeMap::new();

@@ -2,12 +2,14 @@
 //! registry and the execution trace.
 
 pub mod config;
+pub mod hostgit;
 pub mod mcp;
 pub mod paths;
 pub mod permissions;
 pub mod sessions;
 pub mod snapshots;
 pub mod trajectory;
+pub mod trust;
 
 pub use config::{Config, ConfigError, Layer};
 pub use mcp::{McpRegistry, McpServer};

@@ -267,6 +267,20 @@ fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
 
 /// The process outside the namespace: waits for PID 1 and ends the way it ended.
 fn reap_and_mirror(pid: libc::pid_t) -> ! {
+    // A fork of yuyao, never exec'd: it still has the host's signal handlers (a SIGTERM
+    // handler that only sets a flag would make it unkillable by the job control that stops a
+    // command's process group). The default dispositions make it die like any command would,
+    // taking the namespace with it (PID 1 has a parent-death signal).
+    for sig in 1..32 {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            // SAFETY: resetting a disposition is async-signal-safe.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    }
+    // Nothing of the spawn is ours to hold: std's exec-status pipe (its parent waits for it to
+    // close) and the command's output pipe belong to the process inside.
+    // SAFETY: close_range only closes descriptors of this process.
+    unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) };
     let mut status = 0;
     loop {
         // SAFETY: waitpid on our own child.

@@ -24,8 +24,13 @@ pub(crate) fn load_persisted(
 ) -> Result<Vec<String>, CoreError> {
     let rules = permissions::merged(paths).map_err(CoreError::Usage)?;
     let mut ignored = Vec::new();
+    let granted = yuyao_store::trust::granted(paths);
     for (scope, kind, text) in rules {
-        if !trusted && scope == permissions::Scope::Project && kind == RuleKind::Allow {
+        if !trusted
+            && scope == permissions::Scope::Project
+            && kind == RuleKind::Allow
+            && !granted.contains(&text)
+        {
             ignored.push(format!("allow {text}"));
             continue;
         }

@@ -120,6 +120,12 @@ pub fn add(paths: &Paths, scope: Scope, kind: RuleKind, rule: &str) -> Result<bo
         f.list_mut(kind).push(rule.to_string());
     }
     save(paths, scope, &f)?;
+    if scope == Scope::Project && kind == RuleKind::Allow {
+        // The user's own grant: it applies even while the project is untrusted (a rule the
+        // repository shipped in the same file does not).
+        crate::trust::record_grant(paths, rule)
+            .map_err(|e| format!("cannot record the grant in {}: {e}", paths.home.display()))?;
+    }
     Ok(!present)
 }
 

@@ -50,6 +50,47 @@ pub fn trust(paths: &Paths) -> std::io::Result<()> {
     )
 }
 
+/// Records an allow rule the user granted for this project ("always for this project",
+/// `/permissions allow … --project`), so that it applies without trusting the whole project.
+pub fn record_grant(paths: &Paths, rule: &str) -> std::io::Result<()> {
+    let mut v = read(paths);
+    if !v.get("granted").is_some_and(Value::is_object) {
+        v["granted"] = json!({});
+    }
+    let k = key(&paths.project);
+    let list = v["granted"]
+        .get(&k)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if !list.iter().any(|r| r.as_str() == Some(rule)) {
+        let mut list = list;
+        list.push(json!(rule));
+        v["granted"][k] = Value::Array(list);
+        crate::write_atomic(
+            &file(paths),
+            serde_json::to_string_pretty(&v)
+                .unwrap_or_default()
+                .as_bytes(),
+        )?;
+    }
+    Ok(())
+}
+
+/// The project allow rules the user granted (see [`record_grant`]).
+pub fn granted(paths: &Paths) -> Vec<String> {
+    read(paths)
+        .get("granted")
+        .and_then(|g| g.get(key(&paths.project)))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Whether a project-level value of `key` would widen what the agent may do.
 pub fn widens(key: &str, value: &str) -> bool {
     match key {

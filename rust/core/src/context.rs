@@ -160,6 +160,8 @@ impl Session {
         if let Ok(mut mine) = self.ctx.sandbox.lock() {
             mine.level = c.level;
             mine.network = c.network;
+            mine.deny_read = c.deny_read;
+            mine.deny_write = c.deny_write;
         }
     }
 

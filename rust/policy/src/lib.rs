@@ -4,6 +4,7 @@
 
 mod bash_tree;
 mod namespaces;
+pub mod os_denies;
 pub mod protected;
 pub mod readonly;
 pub mod rules;
@@ -400,10 +401,13 @@ impl Policy {
             w.push(std::env::temp_dir());
             w
         };
+        let (deny_read, deny_write) = os_denies::os_denies(self);
         sandbox::Confinement {
             level,
             network: self.network,
             writable,
+            deny_read,
+            deny_write,
             ..Default::default()
         }
     }

@@ -41,8 +41,11 @@ pub struct NsPlan {
     /// Bind mounts in order: the writable folders, then writable folders inside protected
     /// ones (bound again after the protection).
     binds: Vec<CString>,
-    /// Paths inside writable folders that stay read-only.
+    /// Paths inside writable folders that stay read-only (control files, `Edit` denies).
     protected: Vec<CString>,
+    /// Files and folders masked for reading (`Read` denies): /dev/null or an empty tmpfs.
+    masked_files: Vec<CString>,
+    masked_dirs: Vec<CString>,
     /// Unprivileged users need a user namespace to own the others.
     user_ns: Option<UserMaps>,
 }
@@ -76,7 +79,13 @@ impl NsPlan {
     /// `mounts`: confine the file system (read-only outside `writable`); `home`: yuyao's own
     /// folder, read-only even when it lies inside a writable folder (writable folders inside
     /// it, the session's scratch, stay writable).
-    pub fn new(mounts: bool, writable: &[PathBuf], home: Option<&Path>) -> NsPlan {
+    pub fn new(
+        mounts: bool,
+        writable: &[PathBuf],
+        home: Option<&Path>,
+        deny_read: &[PathBuf],
+        deny_write: &[PathBuf],
+    ) -> NsPlan {
         // Shared memory is scratch space like a temp folder (Python's multiprocessing needs it).
         let shm = PathBuf::from("/dev/shm");
         let mut w: Vec<PathBuf> = writable
@@ -96,6 +105,7 @@ impl NsPlan {
         {
             protected.push(h);
         }
+        protected.extend(deny_write.iter().filter(|p| p.exists()).cloned());
         protected.sort_by_key(|p| p.components().count());
         protected.dedup();
         // Writable folders inside a protected one are bound again after the protection.
@@ -117,6 +127,16 @@ impl NsPlan {
             writable: w.iter().filter_map(|p| cstr(p)).collect(),
             binds: binds.iter().filter_map(|p| cstr(p)).collect(),
             protected: protected.iter().filter_map(|p| cstr(p)).collect(),
+            masked_files: deny_read
+                .iter()
+                .filter(|p| p.is_file())
+                .filter_map(|p| cstr(p))
+                .collect(),
+            masked_dirs: deny_read
+                .iter()
+                .filter(|p| p.is_dir())
+                .filter_map(|p| cstr(p))
+                .collect(),
             user_ns,
         }
     }
@@ -172,6 +192,17 @@ impl NsPlan {
         }
         for w in &self.binds[first..] {
             bind(w, w)?;
+        }
+        for f in &self.masked_files {
+            bind(c"/dev/null", f)?;
+        }
+        for d in &self.masked_dirs {
+            mount(
+                Some(c"tmpfs"),
+                d,
+                Some(c"tmpfs"),
+                libc::MS_NOSUID | libc::MS_NODEV,
+            )?;
         }
         // Everything read-only and without devices, then the writable folders opened again.
         setattr(c"/", true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV, 0)?;
@@ -307,7 +338,7 @@ fn reap_and_mirror(pid: libc::pid_t) -> ! {
 
 /// Whether this machine lets us build the namespaces (probed once, in a throwaway child).
 pub fn probe() -> Result<(), String> {
-    let plan = NsPlan::new(true, &[std::env::temp_dir()], None);
+    let plan = NsPlan::new(true, &[std::env::temp_dir()], None, &[], &[]);
     // SAFETY: the child only makes system calls and _exits.
     let pid = unsafe { libc::fork() };
     if pid < 0 {

@@ -34,6 +34,10 @@ pub struct Confinement {
     /// The session's private temp folder (read-only sessions: the shared `/tmp` is not
     /// writable; `TMPDIR` points here).
     pub private_tmp: Option<PathBuf>,
+    /// Paths a deny rule forbids reading: masked (an empty file or folder) for tool processes.
+    pub deny_read: Vec<PathBuf>,
+    /// Paths a deny rule forbids writing: read-only for tool processes.
+    pub deny_write: Vec<PathBuf>,
 }
 
 impl Default for Confinement {
@@ -44,6 +48,8 @@ impl Default for Confinement {
             writable: Vec::new(),
             home: None,
             private_tmp: None,
+            deny_read: Vec::new(),
+            deny_write: Vec::new(),
         }
     }
 }
@@ -525,6 +531,8 @@ pub fn prepare(c: &Confinement) -> Result<Prepared, String> {
             c.needs_landlock(),
             &c.writable,
             c.home.as_deref(),
+            &c.deny_read,
+            &c.deny_write,
         ));
     }
     if let Some(why) = sup.cannot_enforce(c) {
@@ -850,6 +858,44 @@ mod tests {
         assert!(!ok, "{out}");
         assert!(ws.path().join("fine").exists());
         assert!(!ws.path().join("dev").exists());
+    }
+
+    #[test]
+    fn deny_rules_hold_for_paths_the_lexer_cannot_see() {
+        if !enforced() || support().namespaces.is_err() {
+            return;
+        }
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.py"), "a\n").unwrap();
+        std::fs::write(root.join("key.txt"), "SECRET\n").unwrap();
+        std::fs::create_dir_all(root.join("vault")).unwrap();
+        std::fs::write(root.join("vault/v.txt"), "VAULT\n").unwrap();
+        let c = Confinement {
+            level: SandboxLevel::WorkspaceWrite,
+            network: NetworkAccess::Off,
+            writable: vec![root.clone()],
+            deny_read: vec![root.join("key.txt"), root.join("vault")],
+            deny_write: vec![root.join("src")],
+            ..Default::default()
+        };
+        let d = root.display();
+        let (_, out) = run(
+            &c,
+            &format!(
+                "f=$(echo {d}/key.txt); cat $f; cat {d}/vault/*; python3 -c \"open('{d}/src/a.py','w').write('x')\"; echo ok > {d}/other"
+            ),
+        );
+        assert!(!out.contains("SECRET") && !out.contains("VAULT"), "{out}");
+        assert_eq!(
+            std::fs::read_to_string(root.join("src/a.py")).unwrap(),
+            "a\n"
+        );
+        assert!(
+            root.join("other").exists(),
+            "the rest stays writable: {out}"
+        );
     }
 
     #[test]

@@ -602,6 +602,48 @@ def test_core_permission_prompt_shows_the_change_and_obeys(fake_llm, env, repo):
         term.close()
 
 
+@pytest.mark.core
+def test_core_trust_prompt_lists_what_the_project_asks_for(fake_llm, env, repo, yuyao_home):
+    (repo / ".yuyao").mkdir()
+    (repo / ".yuyao" / "config.toml").write_text('mode = "yolo"\n')
+    server = fake_llm([say("fine")])
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_for(r"trust this project\?")
+        term.wait_for(r"mode = yolo")
+        term.send("n")
+        term.wait_for(r"kept the defaults")
+        term.line("/status")
+        term.wait_for(r"(?m)^mode\s+ask")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    assert not (yuyao_home / "trusted-projects.json").exists()
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_for(r"trust this project\?")
+        term.send("y")
+        term.wait_for(r"trusted project")
+        term.line("/status")
+        term.wait_for(r"(?m)^mode\s+yolo")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    # Saved: the next start asks nothing.
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_ready()
+        term.line("/status")
+        term.wait_for(r"(?m)^mode\s+yolo")
+        assert "trust this project" not in term.transcript()
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
 # --------------------------------------------------------------------------------------------
 # Shortcuts, prefixes, vim mode, suggestions, status line, settings (issue 8).
 

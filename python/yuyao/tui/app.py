@@ -450,6 +450,9 @@ class App:
         self.input = InputBox(self, history_file(self.cwd(), self.options), vim=self.vim_wanted())
         self.apply_theme()
         self.banner()
+        from .trust import offer_trust
+
+        offer_trust(self.console, self.session, self.keys)
         self.load_commands()
         self.pr = gitstatus.PrWatcher(self.cwd, on_change=self.refresh_toolbar)
         if self.branch:  # a PR needs a branch; outside git there is nothing to ask gh

@@ -1,0 +1,43 @@
+"""The project-trust prompt (DESIGN §8): a repository whose settings widen permissions gets
+them only after the user says so, once, here; the decision is saved by the core (`/trust`)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.text import Text
+
+from . import theme
+from .keys import RawKeys
+from .prompts import _read_choice
+
+MARK = "not trusted; ignored:"
+
+
+def offer_trust(console: Console, session, keys: RawKeys) -> None:
+    """Asks whether to trust this project when its settings ask for more than the defaults."""
+    try:
+        status = session.dispatch("/trust status")
+    except Exception:  # noqa: BLE001 - no trust command: nothing to offer
+        return
+    if MARK not in status:
+        return
+    asked = status.split(MARK, 1)[1].strip()
+    console.print(
+        Panel(
+            Text.assemble(
+                ("This project's settings ask for more than the defaults:\n", "bold"),
+                (f"  {asked}\n", "warn"),
+                "They are ignored until you trust the project. Only trust a repository you know.",
+            ),
+            title=Text("trust this project?", "warn"),
+            title_align="left",
+            border_style="yellow",
+            padding=(0, 1),
+        )
+    )
+    console.print(Text("  [y] trust it (saved)   [n] keep the defaults", "bold"))
+    if _read_choice(keys, "yn") == "y":
+        console.print(Text(f"  {theme.SYM_STEER} {session.dispatch('/trust')}", "ok"))
+    else:
+        console.print(Text(f"  {theme.SYM_STEER} kept the defaults; /trust changes this", "muted"))

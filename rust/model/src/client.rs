@@ -91,6 +91,9 @@ pub enum ModelError {
     Timeout { url: String, secs: u64 },
     #[error("the model's reply from {url} could not be read: {message}")]
     Protocol { url: String, message: String },
+    /// The connection ended before the reply did (a cut stream, a short body).
+    #[error("the model's reply from {url} ended before the reply was complete: {message}")]
+    Truncated { url: String, message: String },
     #[error("interrupted")]
     Cancelled,
 }
@@ -99,9 +102,17 @@ impl ModelError {
     fn retryable(&self) -> bool {
         match self {
             ModelError::Http { status, .. } => *status == 429 || *status >= 500,
-            ModelError::Connect { .. } | ModelError::Timeout { .. } => true,
+            ModelError::Connect { .. }
+            | ModelError::Timeout { .. }
+            | ModelError::Truncated { .. } => true,
             ModelError::Protocol { .. } | ModelError::Cancelled => false,
         }
+    }
+
+    /// Worth another attempt even when part of the reply was already shown: a cut reply is
+    /// useless as it is, and the next attempt brings the whole of it.
+    fn retry_after_partial(&self) -> bool {
+        matches!(self, ModelError::Truncated { .. })
     }
 }
 
@@ -166,7 +177,11 @@ impl ModelClient {
                 _ = cancel.cancelled() => Err(ModelError::Cancelled),
             };
             match result {
-                Err(e) if e.retryable() && !emitted && attempt < self.cfg.max_retries => {
+                Err(e)
+                    if e.retryable()
+                        && (!emitted || e.retry_after_partial())
+                        && attempt < self.cfg.max_retries =>
+                {
                     let wait = self.backoff(attempt, &e);
                     attempt += 1;
                     tokio::select! {
@@ -246,11 +261,15 @@ impl ModelClient {
             url: url.clone(),
             message,
         };
+        let truncated = |message: String| ModelError::Truncated {
+            url: url.clone(),
+            message,
+        };
         if !stream || !is_sse {
             let text = tokio::time::timeout(idle, resp.text())
                 .await
                 .map_err(|_| timeout_err())?
-                .map_err(|e| protocol(error_chain(&e)))?;
+                .map_err(|e| truncated(error_chain(&e)))?;
             let v: Value = serde_json::from_str(&text)
                 .map_err(|e| protocol(format!("{e}; body starts with {:?}", head(&text))))?;
             let c = Assembler::from_full(&v).map_err(protocol)?;
@@ -268,8 +287,21 @@ impl ModelClient {
             let next = tokio::time::timeout(idle, events.next())
                 .await
                 .map_err(|_| timeout_err())?;
-            let Some(ev) = next else { break };
-            let ev = ev.map_err(|e| protocol(e.to_string()))?;
+            let Some(ev) = next else {
+                // The body ended without `[DONE]`: complete only if the reply said it was done.
+                if asm.finished() {
+                    break;
+                }
+                return Err(truncated(
+                    "the stream closed with neither a finish_reason nor [DONE]".into(),
+                ));
+            };
+            let ev = ev.map_err(|e| match e {
+                eventsource_stream::EventStreamError::Transport(t) => {
+                    truncated(format!("the stream broke off: {}", error_chain(&t)))
+                }
+                other => protocol(other.to_string()),
+            })?;
             let data = ev.data.trim();
             if data.is_empty() {
                 continue;

@@ -141,9 +141,15 @@ mod tests {
     #[test]
     fn a_short_key_never_touches_other_values() {
         let env = "PATH=/bin:/usr/bin\0K=b\0HOME=/b\0";
-        assert_eq!(blank(env, "b", Block::Env), "PATH=/bin:/usr/bin\0K=#\0HOME=/b\0");
+        assert_eq!(
+            blank(env, "b", Block::Env),
+            "PATH=/bin:/usr/bin\0K=#\0HOME=/b\0"
+        );
         let args = "python\0-b\0--key=b\0b\0ab\0";
-        assert_eq!(blank(args, "b", Block::Args), "python\0-b\0--key=#\0#\0ab\0");
+        assert_eq!(
+            blank(args, "b", Block::Args),
+            "python\0-b\0--key=#\0#\0ab\0"
+        );
     }
 
     #[test]

@@ -288,7 +288,10 @@ pub fn check_well_formed(msgs: &[Message]) -> Result<(), String> {
         for call in &m.tool_calls {
             match serde_json::from_str::<serde_json::Value>(&call.arguments) {
                 Ok(v) if has_nul(&v) => {
-                    return Err(format!("tool call {} of message {i} has a NUL escape", call.id));
+                    return Err(format!(
+                        "tool call {} of message {i} has a NUL escape",
+                        call.id
+                    ));
                 }
                 Ok(_) => {}
                 Err(e) => {
@@ -391,14 +394,17 @@ mod tests {
             (r#"{"c":"\u0000\u0000"}"#, r#"{"c":""}"#),
             (r#"{"c":"x\U0000"}"#, r#"{"c":"x\U0000"}"#), // not an escape (JSON is lower-case u)
             (r#"{"c":"\\u0000"}"#, r#"{"c":"\\u0000"}"#), // an escaped backslash, then text
-            (r#"{"c":"\\\u0000"}"#, r#"{"c":"\\"}"#),   // escaped backslash, then a NUL escape
+            (r#"{"c":"\\\u0000"}"#, r#"{"c":"\\"}"#),     // escaped backslash, then a NUL escape
             (r#"{"c":"a\ud800b"}"#, r#"{"c":"a\ufffdb"}"#),
             (r#"{"c":"a\uDBFFb"}"#, r#"{"c":"a\ufffdb"}"#),
             (r#"{"c":"a\udc00b"}"#, r#"{"c":"a\ufffdb"}"#),
             (r#"{"c":"\ud83d\ude00"}"#, r#"{"c":"\ud83d\ude00"}"#), // a valid pair stays
             (r#"{"c":"\ud83d\u0041"}"#, r#"{"c":"\ufffd\u0041"}"#),
             (r#"{"c":"\ud83d"}"#, r#"{"c":"\ufffd"}"#),
-            (r#"{"c":"\u00e9 é \n \" \/"}"#, r#"{"c":"\u00e9 é \n \" \/"}"#),
+            (
+                r#"{"c":"\u00e9 é \n \" \/"}"#,
+                r#"{"c":"\u00e9 é \n \" \/"}"#,
+            ),
             (r#"{"c":"a\u00"}"#, r#"{"c":"a\u00"}"#), // truncated: left as it is
             ("{\"c\":\"a\0b\"}", r#"{"c":"ab"}"#),
             (r#"{"k\u0000":"é\u0000"}"#, r#"{"k":"é"}"#),

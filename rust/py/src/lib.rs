@@ -5,6 +5,10 @@
 use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long `close` waits for callbacks already running in Python.
+const CALLBACK_PATIENCE: Duration = Duration::from_secs(5);
 use yuyao_core::{CoreError, Handler, HeadlessRequest, Session};
 use yuyao_protocol::{Event, Request, SessionOptions};
 
@@ -46,12 +50,22 @@ impl Gate {
         Some(Pass(self))
     }
 
-    /// Shuts the gate and waits until no callback is inside.
-    fn close(&self) {
+    /// Shuts the gate and waits until no callback is inside, at most `patience` (a callback
+    /// blocked on a question nobody answers must not hang the exit).
+    fn close(&self, patience: Duration) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         s.0 = true;
+        let until = Instant::now() + patience;
         while s.1 > 0 {
-            s = self.idle.wait(s).unwrap_or_else(|e| e.into_inner());
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            s = self
+                .idle
+                .wait_timeout(s, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 }
@@ -84,7 +98,7 @@ impl PyHandler {
 
     /// After this no callback reaches Python; the handler object is released (GIL held).
     fn shut(&self, py: Python<'_>) {
-        py.detach(|| self.gate.close());
+        py.detach(|| self.gate.close(CALLBACK_PATIENCE));
         let obj = self.obj.lock().unwrap_or_else(|e| e.into_inner()).take();
         drop(obj);
     }
@@ -122,6 +136,16 @@ struct PySession {
     handler: Option<Arc<PyHandler>>,
 }
 
+impl Drop for PySession {
+    /// A session collected without `close` (at interpreter exit, say): callbacks stop here.
+    /// Nothing waits: the GIL is held and a waiting callback may need it.
+    fn drop(&mut self) {
+        if let Some(h) = &self.handler {
+            h.gate.close(Duration::ZERO);
+        }
+    }
+}
+
 #[pymethods]
 impl PySession {
     #[new]
@@ -139,8 +163,8 @@ impl PySession {
                 gate: Gate::default(),
             })
         });
-        let inner = Session::open(opts, handler.clone().map(|h| h as Arc<dyn Handler>))
-            .map_err(to_py)?;
+        let inner =
+            Session::open(opts, handler.clone().map(|h| h as Arc<dyn Handler>)).map_err(to_py)?;
         Ok(PySession {
             inner: Arc::new(inner),
             handler,

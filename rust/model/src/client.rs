@@ -361,12 +361,174 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use yuyao_protocol::Message;
 
     #[test]
     fn litellm_prefix_is_stripped_and_url_kept() {
         let c = ModelConfig::new("http://h:1/v1/", "litellm_proxy/m", "k");
         assert_eq!(c.wire_model(), "m");
         assert_eq!(c.endpoint(), "http://h:1/v1/chat/completions");
+    }
+
+    /// Serves the canned raw HTTP responses in order, one per connection; returns the URL
+    /// and a counter of the connections served.
+    fn serve(replies: Vec<Vec<u8>>) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = served.clone();
+        std::thread::spawn(move || {
+            for reply in replies {
+                let Ok((mut conn, _)) = listener.accept() else {
+                    return;
+                };
+                let mut buf = vec![0u8; 65536];
+                let mut got = Vec::new();
+                // Read the request head and its body (Content-Length).
+                loop {
+                    let n = conn.read(&mut buf).unwrap_or(0);
+                    got.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&got).to_string();
+                    if let Some(head_end) = text.find("\r\n\r\n") {
+                        let len = text
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if got.len() >= head_end + 4 + len {
+                            break;
+                        }
+                    }
+                    if n == 0 {
+                        break;
+                    }
+                }
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = conn.write_all(&reply);
+                let _ = conn.shutdown(std::net::Shutdown::Both);
+            }
+        });
+        (url, served)
+    }
+
+    fn sse(events: &[&str], terminated: bool) -> Vec<u8> {
+        let mut out = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
+        for e in events {
+            let data = format!("data: {e}\n\n");
+            out.extend_from_slice(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes());
+        }
+        if terminated {
+            out.extend_from_slice(b"0\r\n\r\n");
+        }
+        out
+    }
+
+    const HELLO: &str = r#"{"choices":[{"delta":{"content":"hello"}}]}"#;
+    const STOP: &str = r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#;
+
+    fn full_json(text: &str) -> String {
+        format!(r#"{{"choices":[{{"message":{{"content":"{text}"}},"finish_reason":"stop"}}]}}"#)
+    }
+
+    fn json_reply(body: &str, declared: usize) -> Vec<u8> {
+        format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\nConnection: close\r\n\r\n{body}").into_bytes()
+    }
+
+    async fn call(
+        replies: Vec<Vec<u8>>,
+        stream: bool,
+        retries: u32,
+    ) -> (Result<Completion, ModelError>, usize, String) {
+        let (url, served) = serve(replies);
+        let mut cfg = ModelConfig::new(&url, "m", "");
+        cfg.max_retries = retries;
+        cfg.max_backoff = Duration::from_millis(10);
+        cfg.idle_timeout = Duration::from_secs(5);
+        let client = ModelClient::new(cfg).unwrap();
+        let req = ChatRequest {
+            messages: vec![Message::user("hi")],
+            stream,
+            ..Default::default()
+        };
+        let mut shown = String::new();
+        let r = client
+            .complete(
+                &req,
+                &mut |p| {
+                    if let Piece::Text(t) = p {
+                        shown.push_str(t)
+                    }
+                },
+                &CancellationToken::new(),
+            )
+            .await;
+        (r, served.load(std::sync::atomic::Ordering::SeqCst), shown)
+    }
+
+    #[tokio::test]
+    async fn a_complete_stream_is_one_call() {
+        for events in [
+            vec![HELLO, STOP, "[DONE]"],
+            vec![HELLO, STOP],
+            vec![HELLO, "[DONE]"],
+        ] {
+            let (r, n, _) = call(vec![sse(&events, true)], true, 2).await;
+            assert_eq!(r.unwrap().text, "hello", "{events:?}");
+            assert_eq!(n, 1, "{events:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cut_stream_is_retried_then_succeeds() {
+        let cut = [
+            sse(&[HELLO], true),  // ended cleanly, but no finish_reason and no [DONE]
+            sse(&[HELLO], false), // the connection dropped mid-body
+            sse(&[], true),       // nothing at all
+        ];
+        for broken in cut {
+            let good = sse(&[HELLO, STOP, "[DONE]"], true);
+            let (r, n, _) = call(vec![broken, good], true, 2).await;
+            assert_eq!(r.unwrap().text, "hello");
+            assert_eq!(n, 2);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_cut_every_time_is_a_clear_error() {
+        let replies = vec![
+            sse(&[HELLO], true),
+            sse(&[HELLO], false),
+            sse(&[HELLO], true),
+        ];
+        let (r, n, _) = call(replies, true, 2).await;
+        let e = r.unwrap_err();
+        assert!(matches!(e, ModelError::Truncated { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .contains("ended before the reply was complete"),
+            "{e}"
+        );
+        assert_eq!(n, 3);
+    }
+
+    #[tokio::test]
+    async fn a_short_body_is_retried() {
+        let body = full_json("whole");
+        let short = json_reply(&body[..body.len() / 2], body.len());
+        let (r, n, _) = call(vec![short, json_reply(&body, body.len())], false, 1).await;
+        assert_eq!(r.unwrap().text, "whole");
+        assert_eq!(n, 2);
+    }
+
+    #[tokio::test]
+    async fn a_malformed_complete_body_is_not_retried() {
+        let (r, n, _) = call(vec![json_reply("{nope", 5)], false, 3).await;
+        assert!(matches!(r, Err(ModelError::Protocol { .. })), "{r:?}");
+        assert_eq!(n, 1);
     }
 
     #[test]

@@ -6,11 +6,11 @@ use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+use yuyao_core::{CoreError, Handler, HeadlessRequest, Session};
+use yuyao_protocol::{Event, Request, SessionOptions};
 
 /// How long `close` waits for callbacks already running in Python.
 const CALLBACK_PATIENCE: Duration = Duration::from_secs(5);
-use yuyao_core::{CoreError, Handler, HeadlessRequest, Session};
-use yuyao_protocol::{Event, Request, SessionOptions};
 
 fn to_py(e: CoreError) -> PyErr {
     match e {
@@ -151,9 +151,9 @@ impl PySession {
     #[new]
     #[pyo3(signature = (options_json, handler = None))]
     fn new(options_json: &str, handler: Option<Py<PyAny>>) -> PyResult<Self> {
-        let opts: SessionOptions = serde_json::from_str(options_json)
+        let mut opts: SessionOptions = serde_json::from_str(options_json)
             .map_err(|e| PyValueError::new_err(format!("invalid session options: {e}")))?;
-        let mut opts: SessionOptions = opts;
+        // Once the key left the environment (hide_model_key), sessions get it from memory.
         if opts.model.api_key.is_none() {
             opts.model.api_key = yuyao_model::hidden_model_key();
         }

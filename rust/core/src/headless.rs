@@ -254,3 +254,71 @@ impl From<serde_json::Error> for CoreError {
         CoreError::Usage(format!("invalid request: {e}"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model server that accepts, reads the request, sends half a body and then stalls.
+    fn stalling_server() -> String {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let mut buf = [0u8; 65536];
+                let _ = conn.read(&mut buf);
+                let _ = conn.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{\"choices\":[{\"mess",
+                );
+                held.push(conn); // never closed: the reply stalls
+            }
+        });
+        url
+    }
+
+    #[test]
+    fn the_wall_budget_cancels_a_stalled_call() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("repo");
+        let req = HeadlessRequest {
+            task: "do it".into(),
+            repo_dir: repo.display().to_string(),
+            out_dir: dir.path().join("out").display().to_string(),
+            model: ModelSettings {
+                base_url: Some(stalling_server()),
+                name: Some("m".into()),
+                api_key: Some("k".into()),
+                ..Default::default()
+            },
+            max_steps: Some(5),
+            max_cost_usd: None,
+            max_wall_seconds: Some(1.0),
+            notes: vec![],
+            home: Some(dir.path().join("home").display().to_string()),
+        };
+        let started = std::time::Instant::now();
+        let code = run_headless(req);
+        assert!(
+            started.elapsed().as_secs_f64() < 15.0,
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(code, 0);
+        let status: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("out/status.json")).expect("status"),
+        )
+        .expect("json");
+        assert_eq!(status["exit_status"], "LimitsExceeded", "{status}");
+        assert!(
+            status["limit"]
+                .as_str()
+                .unwrap_or("")
+                .contains("time limit"),
+            "{status}"
+        );
+    }
+}

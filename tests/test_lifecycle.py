@@ -256,6 +256,8 @@ def test_cut_stream_is_retried(fake_llm, yuyao, env, yuyao_home, broken):
     proc = yuyao("-p", "Answer me.", "--stream", "on", env=env(server))
     assert proc.returncode == 0, output(proc)
     assert len(server.requests) == 2, output(proc)
+    # the streamed text of the cut attempt is not shown a second time
+    assert proc.stdout.count("The complete answer") == 1, proc.stdout
     assert full in proc.stdout
 
 

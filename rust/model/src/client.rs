@@ -170,10 +170,27 @@ impl ModelClient {
     ) -> Result<Completion, ModelError> {
         let body = self.body(req);
         let mut attempt = 0;
+        let (mut text, mut thinking) = (Shown::default(), Shown::default());
         loop {
             let mut emitted = false;
+            text.restart();
+            thinking.restart();
+            let mut show = |p: Piece<'_>| match p {
+                Piece::Text(t) => {
+                    let fresh = text.fresh(t);
+                    if !fresh.is_empty() {
+                        on_piece(Piece::Text(fresh));
+                    }
+                }
+                Piece::Thinking(t) => {
+                    let fresh = thinking.fresh(t);
+                    if !fresh.is_empty() {
+                        on_piece(Piece::Thinking(fresh));
+                    }
+                }
+            };
             let result = tokio::select! {
-                r = self.attempt(&body, req.stream, on_piece, &mut emitted) => r,
+                r = self.attempt(&body, req.stream, &mut show, &mut emitted) => r,
                 _ = cancel.cancelled() => Err(ModelError::Cancelled),
             };
             match result {
@@ -320,6 +337,34 @@ impl ModelClient {
             });
         }
         Ok(asm.finish())
+    }
+}
+
+/// What the caller was shown of one kind of piece. A retry after a cut stream replays the
+/// reply from its start: the part matching what was shown is not shown again.
+#[derive(Default)]
+struct Shown {
+    seen: String,
+    /// How much of `seen` the current attempt has reproduced.
+    at: usize,
+}
+
+impl Shown {
+    fn restart(&mut self) {
+        self.at = 0;
+    }
+
+    /// The part of `piece` that is new to the caller (all of it once the attempt diverges).
+    fn fresh<'p>(&mut self, piece: &'p str) -> &'p str {
+        let old = &self.seen[self.at..];
+        if !old.is_empty() && old.starts_with(piece) {
+            self.at += piece.len();
+            return "";
+        }
+        let fresh = piece.strip_prefix(old).unwrap_or(piece);
+        self.seen.push_str(fresh);
+        self.at = self.seen.len();
+        fresh
     }
 }
 
@@ -491,9 +536,10 @@ mod tests {
         ];
         for broken in cut {
             let good = sse(&[HELLO, STOP, "[DONE]"], true);
-            let (r, n, _) = call(vec![broken, good], true, 2).await;
+            let (r, n, shown) = call(vec![broken, good], true, 2).await;
             assert_eq!(r.unwrap().text, "hello");
             assert_eq!(n, 2);
+            assert_eq!(shown, "hello", "the retry does not show the text twice");
         }
     }
 
@@ -529,6 +575,29 @@ mod tests {
         let (r, n, _) = call(vec![json_reply("{nope", 5)], false, 3).await;
         assert!(matches!(r, Err(ModelError::Protocol { .. })), "{r:?}");
         assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn a_retry_shows_only_what_is_new() {
+        let mut s = Shown::default();
+        let mut out = String::new();
+        for p in ["Hel", "lo wo"] {
+            out.push_str(s.fresh(p));
+        }
+        s.restart(); // the retry replays the reply in other pieces
+        for p in ["He", "llo", " world", "!"] {
+            out.push_str(s.fresh(p));
+        }
+        assert_eq!(out, "Hello world!");
+        s.restart(); // a retry that says something else is shown as it comes
+        for p in ["Hi", " there"] {
+            out.push_str(s.fresh(p));
+        }
+        assert_eq!(out, "Hello world!Hi there");
+        let mut u = Shown::default();
+        assert_eq!(u.fresh("é"), "é");
+        u.restart();
+        assert_eq!(u.fresh("éa"), "a");
     }
 
     #[test]

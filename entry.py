@@ -4,9 +4,11 @@
     run_agent.sh --task-file F --repo-dir D --model-base-url U --model-name N \\
                  --model-api-key K --budget-file B --out-dir O
 
-Exactly these seven arguments, all required (`--x v` or `--x=v`). This file validates them
-and reads the two input files; the run itself (edits in --repo-dir, status.json and
-.trajectory/ in --out-dir) is `yuyao._core.run_headless`.
+Exactly these seven arguments, all required (`--x v` or `--x=v`). run_agent.sh takes the key
+off the command line and hands it over in the environment (`YUYAO_RUN_AGENT_API_KEY`); once
+read, the key is removed from the environment and blanked in this process's /proc entries.
+This file validates the arguments and reads the two input files; the run itself (edits in
+--repo-dir, status.json and .trajectory/ in --out-dir) is `yuyao._core.run_headless`.
 
 Task file: plain text, or a JSON / TOML / simple YAML mapping with one of the keys
 `task`, `problem_statement`, `instruction`, `prompt`.
@@ -40,6 +42,7 @@ ARGUMENTS = (
     ("--out-dir", "where status.json and .trajectory/ are written"),
 )
 MAY_BE_EMPTY = ("--model-api-key",)
+KEY_VARIABLE = "YUYAO_RUN_AGENT_API_KEY"  # the key, as run_agent.sh hands it over
 
 TASK_KEYS = ("task", "problem_statement", "instruction", "prompt")
 STEP_KEYS = ("max_steps", "step_limit", "steps", "max_turns")
@@ -66,9 +69,12 @@ def usage() -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def parse_arguments(argv: list[str]) -> dict[str, str]:
+def parse_arguments(argv: list[str], environ=None) -> dict[str, str]:
     known = dict(ARGUMENTS)
     values: dict[str, str] = {}
+    environ = os.environ if environ is None else environ
+    if KEY_VARIABLE in environ:
+        values["--model-api-key"] = environ[KEY_VARIABLE]
     index = 0
     while index < len(argv):
         word = argv[index]
@@ -429,6 +435,20 @@ def prepare_request(values: dict[str, str]) -> dict:
     }
 
 
+def hide_model_key(core, key: str) -> None:
+    """The key leaves the environment (no tool process inherits it) and is blanked in this
+    process's /proc/<pid>/environ and cmdline; the run gets it in the request."""
+    os.environ.pop(KEY_VARIABLE, None)
+    if not key:
+        return
+    for name, value in list(os.environ.items()):
+        if value == key:
+            os.environ.pop(name, None)
+    hide = getattr(core, "hide_model_key", None)
+    if hide is not None:
+        hide(key)
+
+
 def load_core():
     """yuyao._core; from a source checkout, the extension built in place under python/."""
     try:
@@ -451,6 +471,7 @@ def run(request: dict) -> int:
         write_failure_status(request["out_dir"], message)
         sys.stderr.write(f"yuyao: {message}\n")
         return EXIT_RUNTIME
+    hide_model_key(core, request["model"]["api_key"])
     try:
         return int(core.run_headless(json.dumps(request)))
     except ValueError as exc:

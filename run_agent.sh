@@ -5,7 +5,10 @@
 #                --model-api-key K --budget-file B --out-dir O
 #
 # Argument checking, the input files and the run itself are entry.py's job; this script only
-# finds a Python that has yuyao installed. Exit codes: 0 done, 1 runtime error, 2 usage error.
+# finds a Python that has yuyao installed and moves the API key off the command line: entry.py
+# gets it in the environment (YUYAO_RUN_AGENT_API_KEY), where yuyao blanks it once read, so
+# no other process can read it from /proc/<pid>/cmdline of entry.py.
+# Exit codes: 0 done, 1 runtime error, 2 usage error.
 set -u
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -28,8 +31,50 @@ pick_python() {
     fi
 }
 
+# The key, moved to the environment when it is given exactly once and well-formed; anything
+# else is passed through unchanged for entry.py to report.
+move_key_to_environment() {
+    local flags=" --task-file --repo-dir --model-base-url --model-name --model-api-key --budget-file --out-dir "
+    local count=0 key="" i next arg
+    unset YUYAO_RUN_AGENT_API_KEY
+    args=()
+    for ((i = 1; i <= $#; i++)); do
+        arg="${!i}"
+        case "$arg" in
+            --model-api-key) count=$((count + 1)) ;;
+            --model-api-key=*) count=$((count + 1)) ;;
+        esac
+    done
+    if [ "$count" -ne 1 ]; then
+        args=("$@")
+        return
+    fi
+    for ((i = 1; i <= $#; i++)); do
+        arg="${!i}"
+        case "$arg" in
+            --model-api-key=*)
+                key="${arg#--model-api-key=}"
+                ;;
+            --model-api-key)
+                next=$((i + 1))
+                if [ "$next" -gt $# ] || [[ "$flags" == *" ${!next} "* ]]; then
+                    args=("$@")
+                    return
+                fi
+                key="${!next}"
+                i=$next
+                ;;
+            *)
+                args+=("$arg")
+                ;;
+        esac
+    done
+    export YUYAO_RUN_AGENT_API_KEY="$key"
+}
+move_key_to_environment "$@"
+
 if ! python="$(pick_python)"; then
     echo "run_agent.sh: no python3 found; run install.sh first" >&2
     exit 1
 fi
-exec "$python" "$here/entry.py" "$@"
+exec "$python" "$here/entry.py" ${args[@]+"${args[@]}"}

@@ -22,7 +22,13 @@ A script is a list of steps served in order, one per chat request. A step is a d
                "reasoning_tokens": 0},
      "finish_reason": "stop", "delay": 0.2, "chunk_delay": 0.01,
      "status": 429, "headers": {"Retry-After": "0"}, "error_body": {...},
-     "disconnect": True}
+     "disconnect": True, "stall": 30, "cut": True, "no_done": True}
+
+``disconnect`` closes the connection before any reply; ``stall`` sends the headers and half of
+the body, then holds the connection silent for that many seconds (or until the server stops);
+``cut`` (streaming only) sends half of the SSE events, then closes the connection without the
+chunked terminator; ``no_done`` (streaming only) sends the chunks without ``finish_reason`` and
+without ``[DONE]`` and ends the body cleanly, as a proxy that lost the tail would.
 
 or a plain string (= ``say(string)``) or a callable ``(request_json, index) -> step``. Instead of
 a list, the script may be one such callable (the "responder" mode). When the list is exhausted,
@@ -147,6 +153,21 @@ def _illegal_strings(value: Any, path: str, out: list[str]) -> None:
             out.append(f"lone surrogate in {path}")
 
 
+def _argument_problems(call_: Any, where: str) -> list[str]:
+    """NUL and lone surrogates hidden as escapes inside a tool call's arguments JSON text."""
+    function = call_.get("function") if isinstance(call_, dict) else None
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    if not isinstance(arguments, str):
+        return []
+    try:
+        decoded = json.loads(arguments)
+    except ValueError:
+        return []
+    problems: list[str] = []
+    _illegal_strings(decoded, f"{where} arguments", problems)
+    return problems
+
+
 def _tool_call_shape(call_: Any, where: str) -> list[str]:
     if not isinstance(call_, dict):
         return [f"{where} is not an object"]
@@ -204,6 +225,7 @@ def _pairing_problems(msgs: list) -> list[str]:
             wanted = []
             for k, c in enumerate(m["tool_calls"]):
                 problems += _tool_call_shape(c, f"message {i} tool call {k}")
+                problems += _argument_problems(c, f"message {i} tool call {k}")
                 if isinstance(c, dict):
                     wanted.append(c.get("id"))
             if len(set(wanted)) != len(wanted):
@@ -413,19 +435,50 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def send_sse(self, chunks: list[dict], chunk_delay: float) -> None:
+    def send_sse(self, chunks: list[dict], chunk_delay: float, step: Step | None = None) -> None:
+        step = step or {}
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+        if step.get("no_done"):
+            events = [
+                f"data: {json.dumps(c)}\n\n"
+                for c in chunks
+                if not any(ch.get("finish_reason") for ch in c.get("choices") or [])
+                and not c.get("usage")
+            ]
+        if step.get("cut") or step.get("stall"):
+            events = events[: max(1, len(events) // 2)]
         for event in events:
             data = event.encode()
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
             if chunk_delay:
                 time.sleep(chunk_delay)
+        if step.get("stall"):
+            self.server.owner._stopping.wait(step["stall"])  # type: ignore[attr-defined]
+            self.close_connection = True
+            return
+        if step.get("cut"):
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self.wfile.write(b"0\r\n\r\n")
+
+    def send_half_json(self, obj: Any, seconds: float) -> None:
+        """Headers and half of a JSON body, then silence (a stalled upstream)."""
+        data = json.dumps(obj).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2])
+        self.wfile.flush()
+        self.server.owner._stopping.wait(seconds)  # type: ignore[attr-defined]
+        self.close_connection = True
 
 
 class FakeLLM:
@@ -469,6 +522,7 @@ class FakeLLM:
         self._position = 0
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()
+        self._stopping = threading.Event()  # ends the "stall" steps when the server stops
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
         self._httpd.owner = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
@@ -496,6 +550,7 @@ class FakeLLM:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join()
@@ -679,10 +734,12 @@ class FakeLLM:
             if body.get("stream"):
                 wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
                 chunks = stream_chunks(step, index, model, usage if wants_usage else None)
-                handler.send_sse(chunks, step.get("chunk_delay", 0))
+                handler.send_sse(chunks, step.get("chunk_delay", 0), step)
+            elif step.get("stall"):
+                handler.send_half_json(completion_body(step, index, model, usage), step["stall"])
             else:
                 handler.send_json(200, completion_body(step, index, model, usage))
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError, OSError):
             record["status"] = "client closed"
             handler.close_connection = True
 

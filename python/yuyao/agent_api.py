@@ -20,13 +20,28 @@ Errors are raised, never returned as text:
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import weakref
 from typing import Any
 
 from yuyao.cli import fold_choice  # the same spelling rules as --mode/--role
 
 __all__ = ["AgentSession", "create_session"]
+
+# Sessions not closed yet: closed at interpreter exit, so their background jobs end and no
+# core thread is left running while Python finalizes.
+_OPEN: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_sessions() -> None:
+    for session in list(_OPEN):
+        try:
+            session.close()
+        except Exception:
+            pass
 
 
 class AgentSession:
@@ -35,6 +50,7 @@ class AgentSession:
     def __init__(self, core_session) -> None:
         self._core = core_session
         self._closed = False
+        _OPEN.add(self)
 
     @property
     def cwd(self) -> str:
@@ -75,6 +91,7 @@ class AgentSession:
         """Release the session. Safe to call twice."""
         if not self._closed:
             self._closed = True
+            _OPEN.discard(self)
             self._core.close()
 
     def __enter__(self) -> AgentSession:

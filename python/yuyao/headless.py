@@ -35,6 +35,34 @@ def _load_core():
     return _core
 
 
+def hide_model_key(core) -> None:
+    """Take the model key out of the environment: the core keeps it in memory for the
+    sessions, blanks it in this process's /proc entries, and no tool process inherits it."""
+    key = os.environ.get("D2A_MODEL_API_KEY")
+    if not key:
+        return
+    for name, value in list(os.environ.items()):
+        if value == key:
+            os.environ.pop(name, None)
+    hide = getattr(core, "hide_model_key", None)
+    if hide is not None:
+        hide(key)
+
+
+def _close_at_exit(session) -> None:
+    """A backstop: the session is closed (jobs ended, callbacks shut off) before the
+    interpreter finalizes, even when an exception skips the normal close."""
+    import atexit
+
+    def close() -> None:
+        try:
+            session.close()
+        except Exception:
+            pass
+
+    atexit.register(close)
+
+
 def _open_session(core, options: dict, handler):
     """A Session, or None after printing why (ValueError = bad options, a usage error)."""
     try:
@@ -266,6 +294,7 @@ def run_task(task: str, options: dict, *, output_format: str, verbose: bool) -> 
     core = _load_core()
     if core is None:
         return EXIT_RUNTIME
+    hide_model_key(core)
     text_output = output_format == "text"
     # Streaming is on by default for a terminal; into a pipe only the final answer is printed
     # unless --stream on asks for the deltas explicitly.
@@ -278,6 +307,7 @@ def run_task(task: str, options: dict, *, output_format: str, verbose: bool) -> 
     session, code = _open_session(core, {**options, "headless": True}, handler)
     if session is None:
         return code
+    _close_at_exit(session)
     outcome = _run_turn(session, task)
     if outcome.still_running:
         # Closing or querying a session whose turn is still running could block: leave now.

@@ -520,15 +520,25 @@ impl Session {
         })
     }
 
+    /// Ends the session: the running turn is cancelled, jobs and monitors end, the log and
+    /// trace are written, and the runtime's threads are shut down (unless a turn still holds
+    /// the runtime: it is then released with the session). Safe to call twice.
     pub fn close(&self) {
         self.interrupt();
         self.ctx.jobs.shutdown();
-        let mut st = self.lock();
-        st.sync_log();
-        let cost = st.cost_usd;
-        st.trajectory
-            .record("session_end", serde_json::json!({"cost_usd": cost}));
-        st.trajectory = Trajectory::disabled();
+        {
+            let mut st = self.lock();
+            st.sync_log();
+            let cost = st.cost_usd;
+            st.trajectory
+                .record("session_end", serde_json::json!({"cost_usd": cost}));
+            st.trajectory = Trajectory::disabled();
+        }
+        if let Ok(mut slot) = self.runtime.try_lock()
+            && let Some(rt) = slot.take()
+        {
+            rt.shutdown_timeout(std::time::Duration::from_millis(500));
+        }
     }
 }
 

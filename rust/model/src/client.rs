@@ -91,6 +91,9 @@ pub enum ModelError {
     Timeout { url: String, secs: u64 },
     #[error("the model's reply from {url} could not be read: {message}")]
     Protocol { url: String, message: String },
+    /// The connection ended before the reply did (a cut stream, a short body).
+    #[error("the model's reply from {url} ended before the reply was complete: {message}")]
+    Truncated { url: String, message: String },
     #[error("interrupted")]
     Cancelled,
 }
@@ -99,9 +102,17 @@ impl ModelError {
     fn retryable(&self) -> bool {
         match self {
             ModelError::Http { status, .. } => *status == 429 || *status >= 500,
-            ModelError::Connect { .. } | ModelError::Timeout { .. } => true,
+            ModelError::Connect { .. }
+            | ModelError::Timeout { .. }
+            | ModelError::Truncated { .. } => true,
             ModelError::Protocol { .. } | ModelError::Cancelled => false,
         }
+    }
+
+    /// Worth another attempt even when part of the reply was already shown: a cut reply is
+    /// useless as it is, and the next attempt brings the whole of it.
+    fn retry_after_partial(&self) -> bool {
+        matches!(self, ModelError::Truncated { .. })
     }
 }
 
@@ -159,14 +170,35 @@ impl ModelClient {
     ) -> Result<Completion, ModelError> {
         let body = self.body(req);
         let mut attempt = 0;
+        let (mut text, mut thinking) = (Shown::default(), Shown::default());
         loop {
             let mut emitted = false;
+            text.restart();
+            thinking.restart();
+            let mut show = |p: Piece<'_>| match p {
+                Piece::Text(t) => {
+                    let fresh = text.fresh(t);
+                    if !fresh.is_empty() {
+                        on_piece(Piece::Text(fresh));
+                    }
+                }
+                Piece::Thinking(t) => {
+                    let fresh = thinking.fresh(t);
+                    if !fresh.is_empty() {
+                        on_piece(Piece::Thinking(fresh));
+                    }
+                }
+            };
             let result = tokio::select! {
-                r = self.attempt(&body, req.stream, on_piece, &mut emitted) => r,
+                r = self.attempt(&body, req.stream, &mut show, &mut emitted) => r,
                 _ = cancel.cancelled() => Err(ModelError::Cancelled),
             };
             match result {
-                Err(e) if e.retryable() && !emitted && attempt < self.cfg.max_retries => {
+                Err(e)
+                    if e.retryable()
+                        && (!emitted || e.retry_after_partial())
+                        && attempt < self.cfg.max_retries =>
+                {
                     let wait = self.backoff(attempt, &e);
                     attempt += 1;
                     tokio::select! {
@@ -246,11 +278,15 @@ impl ModelClient {
             url: url.clone(),
             message,
         };
+        let truncated = |message: String| ModelError::Truncated {
+            url: url.clone(),
+            message,
+        };
         if !stream || !is_sse {
             let text = tokio::time::timeout(idle, resp.text())
                 .await
                 .map_err(|_| timeout_err())?
-                .map_err(|e| protocol(error_chain(&e)))?;
+                .map_err(|e| truncated(error_chain(&e)))?;
             let v: Value = serde_json::from_str(&text)
                 .map_err(|e| protocol(format!("{e}; body starts with {:?}", head(&text))))?;
             let c = Assembler::from_full(&v).map_err(protocol)?;
@@ -268,8 +304,21 @@ impl ModelClient {
             let next = tokio::time::timeout(idle, events.next())
                 .await
                 .map_err(|_| timeout_err())?;
-            let Some(ev) = next else { break };
-            let ev = ev.map_err(|e| protocol(e.to_string()))?;
+            let Some(ev) = next else {
+                // The body ended without `[DONE]`: complete only if the reply said it was done.
+                if asm.finished() {
+                    break;
+                }
+                return Err(truncated(
+                    "the stream closed with neither a finish_reason nor [DONE]".into(),
+                ));
+            };
+            let ev = ev.map_err(|e| match e {
+                eventsource_stream::EventStreamError::Transport(t) => {
+                    truncated(format!("the stream broke off: {}", error_chain(&t)))
+                }
+                other => protocol(other.to_string()),
+            })?;
             let data = ev.data.trim();
             if data.is_empty() {
                 continue;
@@ -288,6 +337,34 @@ impl ModelClient {
             });
         }
         Ok(asm.finish())
+    }
+}
+
+/// What the caller was shown of one kind of piece. A retry after a cut stream replays the
+/// reply from its start: the part matching what was shown is not shown again.
+#[derive(Default)]
+struct Shown {
+    seen: String,
+    /// How much of `seen` the current attempt has reproduced.
+    at: usize,
+}
+
+impl Shown {
+    fn restart(&mut self) {
+        self.at = 0;
+    }
+
+    /// The part of `piece` that is new to the caller (all of it once the attempt diverges).
+    fn fresh<'p>(&mut self, piece: &'p str) -> &'p str {
+        let old = &self.seen[self.at..];
+        if !old.is_empty() && old.starts_with(piece) {
+            self.at += piece.len();
+            return "";
+        }
+        let fresh = piece.strip_prefix(old).unwrap_or(piece);
+        self.seen.push_str(fresh);
+        self.at = self.seen.len();
+        fresh
     }
 }
 
@@ -329,12 +406,198 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use yuyao_protocol::Message;
 
     #[test]
     fn litellm_prefix_is_stripped_and_url_kept() {
         let c = ModelConfig::new("http://h:1/v1/", "litellm_proxy/m", "k");
         assert_eq!(c.wire_model(), "m");
         assert_eq!(c.endpoint(), "http://h:1/v1/chat/completions");
+    }
+
+    /// Serves the canned raw HTTP responses in order, one per connection; returns the URL
+    /// and a counter of the connections served.
+    fn serve(replies: Vec<Vec<u8>>) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = served.clone();
+        std::thread::spawn(move || {
+            for reply in replies {
+                let Ok((mut conn, _)) = listener.accept() else {
+                    return;
+                };
+                let mut buf = vec![0u8; 65536];
+                let mut got = Vec::new();
+                // Read the request head and its body (Content-Length).
+                loop {
+                    let n = conn.read(&mut buf).unwrap_or(0);
+                    got.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&got).to_string();
+                    if let Some(head_end) = text.find("\r\n\r\n") {
+                        let len = text
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if got.len() >= head_end + 4 + len {
+                            break;
+                        }
+                    }
+                    if n == 0 {
+                        break;
+                    }
+                }
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = conn.write_all(&reply);
+                let _ = conn.shutdown(std::net::Shutdown::Both);
+            }
+        });
+        (url, served)
+    }
+
+    fn sse(events: &[&str], terminated: bool) -> Vec<u8> {
+        let mut out = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n".to_vec();
+        for e in events {
+            let data = format!("data: {e}\n\n");
+            out.extend_from_slice(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes());
+        }
+        if terminated {
+            out.extend_from_slice(b"0\r\n\r\n");
+        }
+        out
+    }
+
+    const HELLO: &str = r#"{"choices":[{"delta":{"content":"hello"}}]}"#;
+    const STOP: &str = r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#;
+
+    fn full_json(text: &str) -> String {
+        format!(r#"{{"choices":[{{"message":{{"content":"{text}"}},"finish_reason":"stop"}}]}}"#)
+    }
+
+    fn json_reply(body: &str, declared: usize) -> Vec<u8> {
+        format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\nConnection: close\r\n\r\n{body}").into_bytes()
+    }
+
+    async fn call(
+        replies: Vec<Vec<u8>>,
+        stream: bool,
+        retries: u32,
+    ) -> (Result<Completion, ModelError>, usize, String) {
+        let (url, served) = serve(replies);
+        let mut cfg = ModelConfig::new(&url, "m", "");
+        cfg.max_retries = retries;
+        cfg.max_backoff = Duration::from_millis(10);
+        cfg.idle_timeout = Duration::from_secs(5);
+        let client = ModelClient::new(cfg).unwrap();
+        let req = ChatRequest {
+            messages: vec![Message::user("hi")],
+            stream,
+            ..Default::default()
+        };
+        let mut shown = String::new();
+        let r = client
+            .complete(
+                &req,
+                &mut |p| {
+                    if let Piece::Text(t) = p {
+                        shown.push_str(t)
+                    }
+                },
+                &CancellationToken::new(),
+            )
+            .await;
+        (r, served.load(std::sync::atomic::Ordering::SeqCst), shown)
+    }
+
+    #[tokio::test]
+    async fn a_complete_stream_is_one_call() {
+        for events in [
+            vec![HELLO, STOP, "[DONE]"],
+            vec![HELLO, STOP],
+            vec![HELLO, "[DONE]"],
+        ] {
+            let (r, n, _) = call(vec![sse(&events, true)], true, 2).await;
+            assert_eq!(r.unwrap().text, "hello", "{events:?}");
+            assert_eq!(n, 1, "{events:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cut_stream_is_retried_then_succeeds() {
+        let cut = [
+            sse(&[HELLO], true),  // ended cleanly, but no finish_reason and no [DONE]
+            sse(&[HELLO], false), // the connection dropped mid-body
+            sse(&[], true),       // nothing at all
+        ];
+        for broken in cut {
+            let good = sse(&[HELLO, STOP, "[DONE]"], true);
+            let (r, n, shown) = call(vec![broken, good], true, 2).await;
+            assert_eq!(r.unwrap().text, "hello");
+            assert_eq!(n, 2);
+            assert_eq!(shown, "hello", "the retry does not show the text twice");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_cut_every_time_is_a_clear_error() {
+        let replies = vec![
+            sse(&[HELLO], true),
+            sse(&[HELLO], false),
+            sse(&[HELLO], true),
+        ];
+        let (r, n, _) = call(replies, true, 2).await;
+        let e = r.unwrap_err();
+        assert!(matches!(e, ModelError::Truncated { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .contains("ended before the reply was complete"),
+            "{e}"
+        );
+        assert_eq!(n, 3);
+    }
+
+    #[tokio::test]
+    async fn a_short_body_is_retried() {
+        let body = full_json("whole");
+        let short = json_reply(&body[..body.len() / 2], body.len());
+        let (r, n, _) = call(vec![short, json_reply(&body, body.len())], false, 1).await;
+        assert_eq!(r.unwrap().text, "whole");
+        assert_eq!(n, 2);
+    }
+
+    #[tokio::test]
+    async fn a_malformed_complete_body_is_not_retried() {
+        let (r, n, _) = call(vec![json_reply("{nope", 5)], false, 3).await;
+        assert!(matches!(r, Err(ModelError::Protocol { .. })), "{r:?}");
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn a_retry_shows_only_what_is_new() {
+        let mut s = Shown::default();
+        let mut out = String::new();
+        for p in ["Hel", "lo wo"] {
+            out.push_str(s.fresh(p));
+        }
+        s.restart(); // the retry replays the reply in other pieces
+        for p in ["He", "llo", " world", "!"] {
+            out.push_str(s.fresh(p));
+        }
+        assert_eq!(out, "Hello world!");
+        s.restart(); // a retry that says something else is shown as it comes
+        for p in ["Hi", " there"] {
+            out.push_str(s.fresh(p));
+        }
+        assert_eq!(out, "Hello world!Hi there");
+        let mut u = Shown::default();
+        assert_eq!(u.fresh("é"), "é");
+        u.restart();
+        assert_eq!(u.fresh("éa"), "a");
     }
 
     #[test]

@@ -5,11 +5,13 @@
 
 mod client;
 mod cost;
+mod key;
 mod sanitize;
 mod stream;
 
 pub use client::{ChatRequest, Completion, ModelClient, ModelConfig, ModelError, Piece};
 pub use cost::Pricing;
+pub use key::{hidden_model_key, hide_model_key};
 pub use sanitize::{NOT_EXECUTED, check_well_formed, sanitize};
 
 use serde_json::Value;

@@ -3,7 +3,9 @@
 //! It works on a copy: the durable history is never rewritten, only what goes on the wire.
 //! Rules, in the order they are applied:
 //! 1. exactly one system message, first (later system messages become user notes);
-//! 2. no NUL bytes (Rust strings cannot hold lone surrogates, so decoding already removed them);
+//! 2. no NUL bytes (Rust strings cannot hold lone surrogates, so decoding already removed them),
+//!    nor JSON escapes in tool-call arguments that decode to NUL (`\u0000`, removed) or to a
+//!    lone surrogate (`\ud800`, replaced by `\ufffd`);
 //! 3. every assistant tool call is answered right after its message (missing answers are
 //!    filled with an explicit "not executed" result, stray or duplicate results are dropped);
 //! 4. no empty content and no empty tool result;
@@ -182,6 +184,64 @@ fn clean_text(s: &str) -> String {
     }
 }
 
+/// Tool-call arguments are JSON text: besides raw NUL bytes, drop the escapes that decode to
+/// NUL and replace those that decode to a lone surrogate. Everything else is kept byte for
+/// byte (an escaped backslash followed by `u0000` is text, not an escape).
+fn clean_arguments(s: &str) -> String {
+    let s = clean_text(s);
+    if !s.contains("\\u") {
+        return s;
+    }
+    let b = s.as_bytes();
+    let hex = |at: usize| -> Option<u32> {
+        let digits = s.get(at..at + 4)?;
+        if digits.bytes().all(|c| c.is_ascii_hexdigit()) {
+            u32::from_str_radix(digits, 16).ok()
+        } else {
+            None
+        }
+    };
+    let mut out = String::with_capacity(s.len());
+    let (mut copied, mut i) = (0, 0);
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let code = (b.get(i + 1) == Some(&b'u')).then(|| hex(i + 2)).flatten();
+        let replacement = match code {
+            Some(0) => Some(""),
+            Some(0xD800..=0xDBFF) => {
+                let low = (b.get(i + 6) == Some(&b'\\') && b.get(i + 7) == Some(&b'u'))
+                    .then(|| hex(i + 8))
+                    .flatten();
+                if low.is_some_and(|l| (0xDC00..=0xDFFF).contains(&l)) {
+                    i += 12; // a valid pair, kept
+                    continue;
+                }
+                Some("\\ufffd")
+            }
+            Some(0xDC00..=0xDFFF) => Some("\\ufffd"),
+            Some(_) => {
+                i += 6;
+                continue;
+            }
+            None => {
+                i += 2; // `\\`, `\"`, `\n`...: the escaped character is not an escape start
+                continue;
+            }
+        };
+        if let Some(r) = replacement {
+            out.push_str(&s[copied..i]);
+            out.push_str(r);
+            i += 6;
+            copied = i;
+        }
+    }
+    out.push_str(&s[copied.min(s.len())..]);
+    out
+}
+
 fn clean_message(m: &Message) -> Message {
     let mut m = m.clone();
     m.content = m.content.map(|c| match c {
@@ -200,7 +260,7 @@ fn clean_message(m: &Message) -> Message {
         ),
     });
     for call in &mut m.tool_calls {
-        call.arguments = clean_text(&call.arguments);
+        call.arguments = clean_arguments(&call.arguments);
         call.name = clean_text(&call.name);
         call.id = clean_text(&call.id);
     }
@@ -224,6 +284,23 @@ pub fn check_well_formed(msgs: &[Message]) -> Result<(), String> {
         let text = m.text();
         if text.contains('\0') || m.tool_calls.iter().any(|c| c.arguments.contains('\0')) {
             return Err(format!("message {i} contains NUL"));
+        }
+        for call in &m.tool_calls {
+            match serde_json::from_str::<serde_json::Value>(&call.arguments) {
+                Ok(v) if has_nul(&v) => {
+                    return Err(format!(
+                        "tool call {} of message {i} has a NUL escape",
+                        call.id
+                    ));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    return Err(format!(
+                        "tool call {} of message {i} has unreadable arguments: {e}",
+                        call.id
+                    ));
+                }
+            }
         }
         let empty = m.content.as_ref().is_none_or(Content::is_empty);
         if empty && m.tool_calls.is_empty() {
@@ -266,6 +343,15 @@ pub fn check_well_formed(msgs: &[Message]) -> Result<(), String> {
     Ok(())
 }
 
+fn has_nul(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::String(t) => t.contains('\0'),
+        serde_json::Value::Array(a) => a.iter().any(has_nul),
+        serde_json::Value::Object(o) => o.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +387,57 @@ mod tests {
         assert_eq!(out[1].text(), "ab\n\n(empty message)");
     }
 
+    #[test]
+    fn argument_escapes_of_nul_and_lone_surrogates_are_cleaned() {
+        let table: &[(&str, &str)] = &[
+            (r#"{"command":"echo a\u0000b"}"#, r#"{"command":"echo ab"}"#),
+            (r#"{"c":"\u0000\u0000"}"#, r#"{"c":""}"#),
+            (r#"{"c":"x\U0000"}"#, r#"{"c":"x\U0000"}"#), // not an escape (JSON is lower-case u)
+            (r#"{"c":"\\u0000"}"#, r#"{"c":"\\u0000"}"#), // an escaped backslash, then text
+            (r#"{"c":"\\\u0000"}"#, r#"{"c":"\\"}"#),     // escaped backslash, then a NUL escape
+            (r#"{"c":"a\ud800b"}"#, r#"{"c":"a\ufffdb"}"#),
+            (r#"{"c":"a\uDBFFb"}"#, r#"{"c":"a\ufffdb"}"#),
+            (r#"{"c":"a\udc00b"}"#, r#"{"c":"a\ufffdb"}"#),
+            (r#"{"c":"\ud83d\ude00"}"#, r#"{"c":"\ud83d\ude00"}"#), // a valid pair stays
+            (r#"{"c":"\ud83d\u0041"}"#, r#"{"c":"\ufffd\u0041"}"#),
+            (r#"{"c":"\ud83d"}"#, r#"{"c":"\ufffd"}"#),
+            (
+                r#"{"c":"\u00e9 é \n \" \/"}"#,
+                r#"{"c":"\u00e9 é \n \" \/"}"#,
+            ),
+            (r#"{"c":"a\u00"}"#, r#"{"c":"a\u00"}"#), // truncated: left as it is
+            ("{\"c\":\"a\0b\"}", r#"{"c":"ab"}"#),
+            (r#"{"k\u0000":"é\u0000"}"#, r#"{"k":"é"}"#),
+        ];
+        for (given, wanted) in table {
+            assert_eq!(&clean_arguments(given), wanted, "for {given}");
+        }
+    }
+
+    #[test]
+    fn escaped_nul_in_arguments_leaves_the_request_but_stays_in_history() {
+        let mut a = Message::assistant("");
+        a.tool_calls = vec![ToolCall {
+            id: "n".into(),
+            name: "bash".into(),
+            arguments: r#"{"command":"echo a\u0000b","x":"\ud800"}"#.into(),
+        }];
+        let h = vec![Message::user("go"), a, Message::tool("n", "a\0b")];
+        let before = h.clone();
+        let out = sanitize("sys", &h);
+        assert_eq!(h, before, "the durable history is not rewritten");
+        check_well_formed(&out).unwrap();
+        assert_eq!(
+            out[2].tool_calls[0].arguments,
+            r#"{"command":"echo ab","x":"\ufffd"}"#
+        );
+        assert_eq!(out[3].text(), "ab");
+        // the check itself sees the escape
+        let mut raw = out.clone();
+        raw[2].tool_calls[0].arguments = r#"{"command":"a\u0000"}"#.into();
+        assert!(check_well_formed(&raw).unwrap_err().contains("NUL escape"));
+    }
+
     fn arb_message() -> impl Strategy<Value = Message> {
         let text = prop_oneof![
             Just(String::new()),
@@ -309,10 +446,18 @@ mod tests {
             "[a-z ]{0,12}",
         ];
         let id = prop_oneof![Just(String::new()), "[abc]"];
+        let args = prop_oneof![
+            Just(r#"{"command":"ls"}"#.to_string()),
+            Just(r#"{"command":"a\u0000b"}"#.to_string()),
+            Just(r#"{"command":"a\\u0000b"}"#.to_string()),
+            Just(r#"{"command":"\udfff\ud800"}"#.to_string()),
+            Just("{\"command\":\"a\0\"}".to_string()),
+            r#"\{"c":"[a-z\\u0-9]{0,10}"\}"#,
+        ];
         (
             0u8..4,
             text,
-            proptest::collection::vec(id.clone(), 0..3),
+            proptest::collection::vec((id.clone(), args), 0..3),
             id,
         )
             .prop_map(|(role, text, calls, tid)| match role {
@@ -322,10 +467,10 @@ mod tests {
                     let mut m = Message::assistant(text);
                     m.tool_calls = calls
                         .into_iter()
-                        .map(|id| ToolCall {
+                        .map(|(id, arguments)| ToolCall {
                             id,
                             name: "bash".into(),
-                            arguments: "{\"command\":\"ls\"}".into(),
+                            arguments,
                         })
                         .collect();
                     m

@@ -87,6 +87,12 @@ impl Assembler {
         }
     }
 
+    /// Whether a chunk said the reply is over (`finish_reason`): a stream that ends without
+    /// this and without `[DONE]` was cut.
+    pub fn finished(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
     pub fn finish(mut self) -> Completion {
         self.calls.sort_by_key(|c| c.index);
         Completion {

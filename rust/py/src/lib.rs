@@ -4,9 +4,13 @@
 
 use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 use yuyao_core::{CoreError, Handler, HeadlessRequest, Session};
 use yuyao_protocol::{Event, Request, SessionOptions};
+
+/// How long `close` waits for callbacks already running in Python.
+const CALLBACK_PATIENCE: Duration = Duration::from_secs(5);
 
 fn to_py(e: CoreError) -> PyErr {
     match e {
@@ -17,8 +21,87 @@ fn to_py(e: CoreError) -> PyErr {
 }
 
 /// A Python object with `event(json)` and `request(json) -> str | None`.
+///
+/// Core threads (job readers, monitors, the turn) call it at any time. Once the session is
+/// closed the gate is shut: no callback enters Python again, and `close` waits (GIL released)
+/// for the ones already inside. So nothing touches Python while or after the interpreter
+/// finalizes (a Rust thread waiting for the GIL then is killed mid-frame or panics).
 struct PyHandler {
-    obj: Py<PyAny>,
+    obj: Mutex<Option<Py<PyAny>>>,
+    gate: Gate,
+}
+
+/// Counts the callbacks inside Python; once closed, lets none in.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<(bool, usize)>,
+    idle: Condvar,
+}
+
+struct Pass<'a>(&'a Gate);
+
+impl Gate {
+    fn enter(&self) -> Option<Pass<'_>> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.0 {
+            return None;
+        }
+        s.1 += 1;
+        Some(Pass(self))
+    }
+
+    /// Shuts the gate and waits until no callback is inside, at most `patience` (a callback
+    /// blocked on a question nobody answers must not hang the exit).
+    fn close(&self, patience: Duration) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.0 = true;
+        let until = Instant::now() + patience;
+        while s.1 > 0 {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            s = self
+                .idle
+                .wait_timeout(s, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+impl Drop for Pass<'_> {
+    fn drop(&mut self) {
+        let mut s = self.0.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.1 -= 1;
+        if s.1 == 0 {
+            self.0.idle.notify_all();
+        }
+    }
+}
+
+impl PyHandler {
+    /// Runs `f` with the handler object, unless the session is closed or Python is gone.
+    fn call<R>(&self, f: impl FnOnce(Python<'_>, &Py<PyAny>) -> R) -> Option<R> {
+        let _pass = self.gate.enter()?;
+        Python::try_attach(|py| {
+            let obj = self
+                .obj
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .map(|o| o.clone_ref(py))?;
+            Some(f(py, &obj))
+        })
+        .flatten()
+    }
+
+    /// After this no callback reaches Python; the handler object is released (GIL held).
+    fn shut(&self, py: Python<'_>) {
+        py.detach(|| self.gate.close(CALLBACK_PATIENCE));
+        let obj = self.obj.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(obj);
+    }
 }
 
 impl Handler for PyHandler {
@@ -26,8 +109,8 @@ impl Handler for PyHandler {
         let Ok(text) = serde_json::to_string(event) else {
             return;
         };
-        Python::attach(|py| {
-            if let Err(e) = self.obj.call_method1(py, "event", (text,)) {
+        self.call(|py, obj| {
+            if let Err(e) = obj.call_method1(py, "event", (text,)) {
                 // A rendering bug must not kill the turn; show it and go on.
                 e.print(py);
             }
@@ -36,19 +119,31 @@ impl Handler for PyHandler {
 
     fn request(&self, request: &Request) -> Option<String> {
         let text = serde_json::to_string(request).ok()?;
-        Python::attach(|py| match self.obj.call_method1(py, "request", (text,)) {
+        self.call(|py, obj| match obj.call_method1(py, "request", (text,)) {
             Ok(v) => v.extract::<Option<String>>(py).ok().flatten(),
             Err(e) => {
                 e.print(py);
                 None
             }
         })
+        .flatten()
     }
 }
 
 #[pyclass(name = "Session", frozen, module = "yuyao._core")]
 struct PySession {
     inner: Arc<Session>,
+    handler: Option<Arc<PyHandler>>,
+}
+
+impl Drop for PySession {
+    /// A session collected without `close` (at interpreter exit, say): callbacks stop here.
+    /// Nothing waits: the GIL is held and a waiting callback may need it.
+    fn drop(&mut self) {
+        if let Some(h) = &self.handler {
+            h.gate.close(Duration::ZERO);
+        }
+    }
 }
 
 #[pymethods]
@@ -56,12 +151,23 @@ impl PySession {
     #[new]
     #[pyo3(signature = (options_json, handler = None))]
     fn new(options_json: &str, handler: Option<Py<PyAny>>) -> PyResult<Self> {
-        let opts: SessionOptions = serde_json::from_str(options_json)
+        let mut opts: SessionOptions = serde_json::from_str(options_json)
             .map_err(|e| PyValueError::new_err(format!("invalid session options: {e}")))?;
-        let handler = handler.map(|obj| Arc::new(PyHandler { obj }) as Arc<dyn Handler>);
-        let inner = Session::open(opts, handler).map_err(to_py)?;
+        // Once the key left the environment (hide_model_key), sessions get it from memory.
+        if opts.model.api_key.is_none() {
+            opts.model.api_key = yuyao_model::hidden_model_key();
+        }
+        let handler = handler.map(|obj| {
+            Arc::new(PyHandler {
+                obj: Mutex::new(Some(obj)),
+                gate: Gate::default(),
+            })
+        });
+        let inner =
+            Session::open(opts, handler.clone().map(|h| h as Arc<dyn Handler>)).map_err(to_py)?;
         Ok(PySession {
             inner: Arc::new(inner),
+            handler,
         })
     }
 
@@ -115,8 +221,14 @@ impl PySession {
         self.inner.interrupt();
     }
 
-    fn close(&self) {
-        self.inner.close();
+    /// Ends the jobs and monitors, then shuts the callbacks off for good: after this no core
+    /// thread calls into Python. Idempotent.
+    fn close(&self, py: Python<'_>) {
+        let inner = self.inner.clone();
+        py.detach(move || inner.close());
+        if let Some(h) = &self.handler {
+            h.shut(py);
+        }
     }
 
     #[getter]
@@ -139,10 +251,20 @@ fn run_headless(py: Python<'_>, request_json: &str) -> PyResult<i32> {
     Ok(py.detach(move || yuyao_core::run_headless(req)))
 }
 
+/// Remembers the model key for this process's sessions and blanks every copy of it in the
+/// initial environment and argument blocks (`/proc/<pid>/environ`, `cmdline`). Call it once
+/// the key was read, then drop the variable from `os.environ`. Returns the places blanked.
+#[pyfunction]
+#[pyo3(signature = (key = None))]
+fn hide_model_key(key: Option<String>) -> usize {
+    yuyao_model::hide_model_key(key)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", yuyao_protocol::VERSION)?;
     m.add_class::<PySession>()?;
     m.add_function(wrap_pyfunction!(run_headless, m)?)?;
+    m.add_function(wrap_pyfunction!(hide_model_key, m)?)?;
     Ok(())
 }

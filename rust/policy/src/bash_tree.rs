@@ -79,14 +79,6 @@ const UNDERSTOOD: &[&str] = &[
     "unset_command",
 ];
 
-/// Programs that run another program (the lexer strips them; see `shell::strip_wrappers`).
-const WRAPPERS: &[&str] = &[
-    "env", "command", "builtin", "exec", "nice", "nohup", "timeout", "stdbuf", "time", "xargs",
-    "sudo", "doas", "sh", "bash", "zsh", "dash", "ksh", "find",
-];
-
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh"];
-
 const MAX_DEPTH: usize = 8;
 
 fn undetermined<T>(why: impl Into<String>) -> Result<T, Undetermined> {
@@ -144,7 +136,7 @@ fn walk(
             return undetermined("a command substitution inside ${…} or $((…))");
         }
         if kind == "command" {
-            check_command(n, src, segs, depth)?;
+            check_command(n, src, segs)?;
         }
     }
     let hidden = hidden || matches!(kind, "expansion" | "arithmetic_expansion");
@@ -155,12 +147,7 @@ fn walk(
     Ok(())
 }
 
-fn check_command(
-    n: Node<'_>,
-    src: &str,
-    segs: &[Segment],
-    depth: usize,
-) -> Result<(), Undetermined> {
+fn check_command(n: Node<'_>, src: &str, segs: &[Segment]) -> Result<(), Undetermined> {
     let Some(name_node) = n.child_by_field_name("name") else {
         return Ok(()); // assignments only
     };
@@ -171,41 +158,18 @@ fn check_command(
         ));
     };
     let base = name.rsplit('/').next().unwrap_or(&name).to_string();
-    if SHELLS.contains(&base.as_str()) {
-        // `sh -c SCRIPT`: the script is parsed the same way.
-        let args = arguments(n, src);
-        if let Some(i) = args
+    // Wrappers (`sh -c`, `sudo`, `env -S`, …) are stripped by the lexer, which has every
+    // command string it parses confirmed by this grammar in turn.
+    if crate::shell::is_wrapper(&base)
+        || segs
             .iter()
-            .position(|a| a.as_deref().is_some_and(is_c_flag))
-        {
-            return match args.get(i + 1) {
-                Some(Some(script)) => confirm_at(script, segs, depth + 1),
-                Some(None) => undetermined("the `-c` script is computed at run time"),
-                None => undetermined("`-c` without a command string"),
-            };
-        }
-        return Ok(());
-    }
-    if WRAPPERS.contains(&base.as_str()) || segs.iter().any(|s| s.program == base) {
+            .any(|s| s.program == base || s.wrappers.contains(&base))
+    {
         return Ok(());
     }
     undetermined(format!(
         "the bash parse finds '{base}', which the lexer did not account for"
     ))
-}
-
-fn is_c_flag(a: &str) -> bool {
-    a.starts_with('-') && !a.starts_with("--") && a.contains('c')
-}
-
-/// The literal value of each argument of a command (`None` when computed).
-fn arguments(n: Node<'_>, src: &str) -> Vec<Option<String>> {
-    let mut out = Vec::new();
-    let mut cursor = n.walk();
-    for c in n.children_by_field_name("argument", &mut cursor) {
-        out.push(literal(c, src));
-    }
-    out
 }
 
 /// The word's value after quote removal, or `None` if it is computed at run time.

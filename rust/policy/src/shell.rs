@@ -2226,7 +2226,232 @@ impl Lexer {
     }
 }
 
-#[cfg(test)]
+/// The files a segment reads and writes, as far as the lexer can tell (each with whether
+/// its name is computed at run time: a glob or an expansion).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SegmentPaths {
+    pub reads: Vec<(String, bool)>,
+    pub writes: Vec<(String, bool)>,
+    /// The program writes files it does not name (`git checkout BRANCH`, `git stash`, …).
+    pub unknown_writes: bool,
+}
+
+/// Operands of `args` (words that are not options), skipping the values of `with_value`
+/// options; everything after `--` is an operand.
+fn operands(s: &Segment, with_value: &[&str]) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    let mut opts = true;
+    while k < s.args.len() {
+        let (a, c) = (&s.args[k], s.arg_computed(k));
+        if opts && a == "--" {
+            opts = false;
+        } else if opts && a.starts_with('-') && a.len() > 1 && !c {
+            if with_value.contains(&a.as_str()) {
+                k += 1;
+            }
+        } else {
+            out.push((a.clone(), c));
+        }
+        k += 1;
+    }
+    out
+}
+
+/// The value of option `short`/`long` (`-t DIR`, `-tDIR`, `--target-directory=DIR`).
+fn option_value(s: &Segment, short: &str, long: &str) -> Option<(String, bool)> {
+    for (k, a) in s.args.iter().enumerate() {
+        if a == short || a == long {
+            return s.args.get(k + 1).map(|v| (v.clone(), s.arg_computed(k + 1)));
+        }
+        if let Some(v) = a.strip_prefix(&format!("{long}=")) {
+            return Some((v.to_string(), s.arg_computed(k)));
+        }
+        if short.len() == 2
+            && let Some(v) = a.strip_prefix(short)
+            && !v.is_empty()
+            && !a.starts_with("--")
+        {
+            return Some((v.to_string(), s.arg_computed(k)));
+        }
+    }
+    None
+}
+
+/// The paths a segment reads and writes: redirections, and the operands of programs known
+/// to read (`cat`, `head`, `grep` paths, `sed`/`awk` files, `cp` sources, …) or write (`sed
+/// -i`, `tee`, `cp`/`mv`/`install`/`ln` targets, `rm`, `touch`, `mkdir`, `truncate`,
+/// `chmod`, `chown`, `dd of=`, `git checkout -- p`, `git restore p`). Programs outside these
+/// lists contribute only their redirections.
+pub fn segment_paths(s: &Segment) -> SegmentPaths {
+    let mut p = SegmentPaths {
+        reads: s.inputs.clone(),
+        writes: s.outputs.clone(),
+        unknown_writes: false,
+    };
+    let ops = |with_value: &[&str]| operands(s, with_value);
+    match s.program.as_str() {
+        "rm" | "rmdir" | "unlink" | "shred" => p.writes.extend(ops(&["-n", "-s"])),
+        "touch" => p.writes.extend(ops(&["-d", "-t", "-r", "--date", "--reference"])),
+        "mkdir" => p.writes.extend(ops(&["-m", "--mode"])),
+        "truncate" => p.writes.extend(ops(&["-s", "-r", "--size", "--reference"])),
+        "chmod" | "chown" | "chgrp" => {
+            let o = ops(&[]);
+            let skip = usize::from(!s.args.iter().any(|a| a.starts_with("--reference")));
+            p.writes.extend(o.into_iter().skip(skip));
+        }
+        "tee" => p.writes.extend(ops(&[])),
+        "cp" | "mv" | "install" | "ln" => {
+            let with_value = ["-t", "-S", "-m", "-o", "-g", "--suffix", "--target-directory", "--mode", "--owner", "--group"];
+            let mut o = ops(&with_value);
+            if s.program == "install" && s.args.iter().any(|a| a == "-d" || a == "--directory") {
+                p.writes.extend(o);
+                return p;
+            }
+            let target = match option_value(s, "-t", "--target-directory") {
+                Some(t) => Some(t),
+                None => o.pop(),
+            };
+            if let Some((t, tc)) = target {
+                for (src, sc) in &o {
+                    let base = src.rsplit('/').find(|x| !x.is_empty()).unwrap_or(src);
+                    p.writes.push((format!("{}/{}", t.trim_end_matches('/'), base), tc || *sc));
+                }
+                p.writes.push((t, tc));
+            }
+            match s.program.as_str() {
+                "mv" => p.writes.extend(o),
+                "ln" => {}
+                _ => p.reads.extend(o),
+            }
+        }
+        "dd" => {
+            for (k, a) in s.args.iter().enumerate() {
+                if let Some(v) = a.strip_prefix("of=") {
+                    p.writes.push((v.to_string(), s.arg_computed(k)));
+                } else if let Some(v) = a.strip_prefix("if=") {
+                    p.reads.push((v.to_string(), s.arg_computed(k)));
+                }
+            }
+        }
+        "sed" => {
+            let in_place = s.args.iter().any(|a| {
+                a.starts_with("--in-place") || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
+            });
+            let explicit_script = s.args.iter().any(|a| {
+                a == "-e" || a == "-f" || a.starts_with("--expression") || a.starts_with("--file")
+            });
+            let mut o = ops(&["-e", "-f", "-l", "--expression", "--file", "--line-length"]);
+            if !explicit_script && !o.is_empty() {
+                o.remove(0);
+            }
+            if in_place {
+                p.writes.extend(o.iter().cloned());
+            }
+            p.reads.extend(o);
+        }
+        "awk" | "gawk" | "mawk" | "nawk" => {
+            let explicit_script = s.args.iter().any(|a| a == "-f" || a.starts_with("--file"));
+            let mut o = ops(&["-f", "-v", "-F", "-i", "--file", "--assign", "--field-separator", "--include"]);
+            if !explicit_script && !o.is_empty() {
+                o.remove(0);
+            }
+            p.reads.extend(o.into_iter().filter(|(w, c)| *c || !w.contains('=')));
+        }
+        "grep" | "egrep" | "fgrep" | "zgrep" => {
+            let explicit = s.args.iter().any(|a| {
+                a == "-e" || a == "-f" || a.starts_with("--regexp") || a.starts_with("--file")
+            });
+            let mut o = ops(&["-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--regexp", "--file", "--max-count", "--label"]);
+            if !explicit && !o.is_empty() {
+                o.remove(0);
+            }
+            p.reads.extend(o);
+        }
+        "rg" => {
+            let explicit = s.args.iter().any(|a| {
+                a == "-e" || a == "-f" || a.starts_with("--regexp") || a.starts_with("--file")
+            });
+            let mut o = ops(&[
+                "-e", "-f", "-g", "-t", "-T", "-m", "-A", "-B", "-C", "-j", "-M", "-E", "-r", "-d",
+                "--regexp", "--file", "--glob", "--iglob", "--type", "--type-not", "--max-count",
+                "--threads", "--max-columns", "--encoding", "--pre", "--pre-glob", "--sort",
+                "--sortr", "--color", "--colors", "--replace", "--max-depth", "--context",
+                "--before-context", "--after-context", "--type-add", "--max-filesize",
+            ]);
+            if !explicit && !o.is_empty() {
+                o.remove(0);
+            }
+            p.reads.extend(o);
+        }
+        "cat" | "tac" | "nl" | "less" | "more" | "base64" | "base32" | "strings" | "hexdump"
+        | "file" | "md5sum" | "sha1sum" | "sha256sum" | "wc" => {
+            p.reads.extend(ops(&["-w", "-n", "-t", "-e", "-s", "-b", "-i", "-v"]));
+        }
+        "head" | "tail" => p.reads.extend(ops(&["-n", "-c", "--lines", "--bytes", "-s", "--pid"])),
+        "od" => p.reads.extend(ops(&["-A", "-j", "-N", "-t", "-w", "-S"])),
+        "xxd" | "uniq" => {
+            let mut o = ops(&["-l", "-s", "-c", "-g", "-o", "-f", "-w", "-n"]);
+            if o.len() >= 2 {
+                p.writes.push(o.remove(1));
+            }
+            p.reads.extend(o);
+        }
+        "sort" => {
+            if let Some(out) = option_value(s, "-o", "--output") {
+                p.writes.push(out);
+            }
+            p.reads.extend(ops(&["-o", "-k", "-t", "-S", "-T", "--output", "--key", "--field-separator"]));
+        }
+        "git" => {
+            let mut k = 0;
+            while k < s.args.len() && s.args[k].starts_with('-') {
+                k += if matches!(s.args[k].as_str(), "-C" | "-c" | "--git-dir" | "--work-tree") { 2 } else { 1 };
+            }
+            let sub = s.args.get(k).map(String::as_str).unwrap_or("");
+            let rest: Vec<(String, bool)> = (k + 1..s.args.len())
+                .map(|i| (s.args[i].clone(), s.arg_computed(i)))
+                .collect();
+            let after_dashes = || -> Vec<(String, bool)> {
+                match rest.iter().position(|a| a.0 == "--") {
+                    Some(i) => rest[i + 1..].to_vec(),
+                    None => Vec::new(),
+                }
+            };
+            let plain = |r: &[(String, bool)]| -> Vec<(String, bool)> {
+                let mut out = Vec::new();
+                let mut skip = false;
+                for a in r {
+                    if skip {
+                        skip = false;
+                    } else if a.0 == "-s" || a.0 == "--source" || a.0 == "-m" {
+                        skip = true;
+                    } else if !a.0.starts_with('-') || a.1 {
+                        out.push(a.clone());
+                    }
+                }
+                out
+            };
+            match sub {
+                "checkout" => {
+                    let d = after_dashes();
+                    if d.is_empty() {
+                        p.unknown_writes |= rest.iter().any(|a| !a.0.starts_with('-') || a.1);
+                    } else {
+                        p.writes.extend(d);
+                    }
+                }
+                "restore" | "rm" | "mv" => p.writes.extend(plain(&rest)),
+                "switch" | "reset" | "stash" | "pull" | "merge" | "rebase" | "apply" | "am"
+                | "cherry-pick" | "revert" | "clean" => p.unknown_writes = true,
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+    p
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use yuyao_protocol::{Mode, NetworkAccess, Role, SandboxLevel};
 
 pub use rules::Rule;
-pub use shell::{Segment, Undetermined, segments};
+pub use shell::{Segment, Undetermined, segments, segments_in};
 
 /// Tools that change files.
 pub const FILE_MUTATING: &[&str] = &[

@@ -204,13 +204,19 @@ fn path_pattern(p: &str) -> Result<Pattern, String> {
     Ok(Pattern::Path(g.compile_matcher(), p.to_string()))
 }
 
+/// Wrappers an allow rule looks through: they change neither who runs the program nor where.
+/// Behind any other (`sudo`, `ssh`, `sh -c`, `find -exec`, …) an allow rule does not apply.
+const TRANSPARENT: &[&str] = &[
+    "time", "nice", "nohup", "timeout", "stdbuf", "command", "builtin", "env", "ionice",
+    "setsid", "exec",
+];
+
 /// A parsed shell rule pattern: the program and what its arguments must look like.
 struct CommandPattern {
     /// `None` when the program word itself has a wildcard (`Bash(*rm*)`): the whole
     /// pattern is then a wildcard over the command line.
     program: Option<String>,
     rest: Rest,
-    raw: String,
 }
 
 enum Rest {
@@ -227,12 +233,10 @@ impl CommandPattern {
         let p = p.trim();
         let body = p.strip_suffix(":*").map_or(p, str::trim);
         let words: Vec<&str> = body.split_whitespace().collect();
-        let raw = p.to_string();
         let Some(first) = words.first() else {
             return CommandPattern {
                 program: None,
                 rest: Rest::Glob("*".into()),
-                raw,
             };
         };
         if first.contains('*') {
@@ -244,7 +248,6 @@ impl CommandPattern {
             return CommandPattern {
                 program: None,
                 rest: Rest::Glob(glob),
-                raw,
             };
         }
         let program = first.rsplit('/').next().unwrap_or(first).to_string();
@@ -263,7 +266,6 @@ impl CommandPattern {
         CommandPattern {
             program: Some(program),
             rest,
-            raw,
         }
     }
 
@@ -276,7 +278,7 @@ impl CommandPattern {
             return !s.computed.iter().any(|c| *c)
                 && (wildcard(g, &s.command_line()) || wildcard(g, &s.program));
         };
-        if s.program != *program {
+        if s.program != *program || !s.wrappers.iter().all(|w| TRANSPARENT.contains(&w.as_str())) {
             return false;
         }
         match &self.rest {
@@ -361,7 +363,6 @@ impl CommandPattern {
             }
             from = end;
         }
-        let _ = &self.raw;
         false
     }
 }

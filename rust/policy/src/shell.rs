@@ -279,6 +279,12 @@ impl Cx<'_> {
     ) -> Result<(), Undetermined> {
         let mut i = 0;
         while i < words.len() && KEYWORDS.contains(&words[i].0.as_str()) && !words[i].1 {
+            // The `time` keyword takes `-p` (and `--`).
+            if words[i].0 == "time" {
+                while words.get(i + 1).is_some_and(|w| matches!(w.0.as_str(), "-p" | "--")) {
+                    i += 1;
+                }
+            }
             i += 1;
         }
         let mut assignments: Vec<String> = Vec::new();
@@ -559,6 +565,10 @@ impl Cx<'_> {
             }
             "trap" => {
                 // `trap 'cmd' SIG` runs cmd later: it is adjudicated like the line.
+                let args = match args.first() {
+                    Some(a) if a.0 == "--" && !a.1 => &args[1..],
+                    _ => args,
+                };
                 match args.first() {
                     Some(a) if a.0 == "-" || a.0.starts_with('-') && !a.1 => Ok(()),
                     Some(a) if args.len() >= 2 => {
@@ -947,6 +957,8 @@ struct Spec {
     long_flag: &'static [&'static str],
     /// Options may follow operands (GNU permutation: `su user -c cmd`).
     permute: bool,
+    /// Every `--name` / `--name=value` word is one option (firejail, valgrind).
+    any_long: bool,
 }
 
 const fn spec(name: &'static str) -> Spec {
@@ -959,6 +971,7 @@ const fn spec(name: &'static str) -> Spec {
         long_opt: &[],
         long_flag: &["help", "version"],
         permute: false,
+        any_long: false,
     }
 }
 
@@ -1195,7 +1208,12 @@ const WRAPPERS: &[Spec] = &[
     },
     Spec {
         short_flag: "qvhd",
+        any_long: true,
         ..spec("valgrind")
+    },
+    Spec {
+        any_long: true,
+        ..spec("firejail")
     },
     spec("catchsegv"),
     Spec {
@@ -1230,7 +1248,11 @@ const WRAPPERS: &[Spec] = &[
         ..spec("sg")
     },
     spec("newgrp"),
-    spec("gdb"),
+    Spec {
+        short_flag: "qn",
+        long_flag: &["args", "quiet", "silent", "nx", "nh", "help", "version"],
+        ..spec("gdb")
+    },
     Spec {
         short_arg: "u",
         short_flag: "f",
@@ -1297,6 +1319,11 @@ fn getopt(s: &Spec, args: &[W], keep_opts: usize) -> Result<Parsed, Undetermined
         }
         if dynamic {
             return undetermined(format!("a computed option of `{}`", s.name));
+        }
+        if s.any_long && a.starts_with("--") {
+            p.opts.push((a.clone(), None));
+            k += 1;
+            continue;
         }
         if let Some(long) = a.strip_prefix("--") {
             let (name, val) = match long.split_once('=') {
@@ -1571,7 +1598,7 @@ impl Cx<'_> {
                         return Ok(Some(argv));
                     }
                 }
-                "nsenter" | "unshare" | "fakeroot" | "newgrp" if rest.is_empty() => {
+                "nsenter" | "unshare" | "fakeroot" | "firejail" | "newgrp" if rest.is_empty() => {
                     if info_only {
                         return Ok(Some(argv));
                     }
@@ -1620,7 +1647,8 @@ impl Cx<'_> {
                 "gdb" => {
                     // gdb's own options; only `--args PROGRAM …` is followed.
                     let words: Vec<&str> = args.iter().map(|a| a.0.as_str()).collect();
-                    if words.iter().any(|w| {
+                    let own = words.iter().position(|w| *w == "--args").unwrap_or(words.len());
+                    if words[..own].iter().any(|w| {
                         let w = w.trim_start_matches('-');
                         matches!(w, "ex" | "iex" | "x" | "ix" | "batch" | "p" | "pid")
                             || w.starts_with("eval-command")

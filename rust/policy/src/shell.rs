@@ -355,6 +355,18 @@ impl Cx<'_> {
         if program.is_empty() {
             return undetermined("empty program name");
         }
+        if argv[0]
+            .0
+            .contains(|c: char| c.is_whitespace() || "()<>|;&$`'\"\\".contains(c))
+        {
+            // Only a word reached through a wrapper can be spelled so (`rg --pre='(rm)'`):
+            // a name that reads as shell syntax is not what it seems.
+            return undetermined(format!("the program name '{}' reads as shell syntax", argv[0].0));
+        }
+        if is_assignment(&argv[0].0) {
+            // `timeout 5 A=1 cmd` runs a program literally named `A=1`: not what it reads as.
+            return undetermined(format!("'{}' after a wrapper is not a program", argv[0].0));
+        }
         let args: Vec<W> = argv[1..].to_vec();
         self.hidden_code(&program, &args, substituted, depth, &wraps)?;
         self.inner_programs(&program, &args, substituted, depth, &wraps)?;
@@ -1778,7 +1790,11 @@ fn split_string(s: &W) -> Result<Vec<W>, Undetermined> {
         heredocs: Vec::new(),
     };
     let mut out = Vec::new();
-    for t in lx.tokens()? {
+    let toks = lx.tokens()?;
+    if !lx.subs.is_empty() || !lx.heredocs.is_empty() {
+        return undetermined("`env -S` string with shell syntax env does not understand");
+    }
+    for t in toks {
         match t {
             Tok::Word { text, dynamic } => out.push((text, dynamic)),
             _ => return undetermined("`env -S` string with shell operators"),

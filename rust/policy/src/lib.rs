@@ -324,7 +324,10 @@ impl Policy {
                 .find(|seg| r.vetoes_segment(seg))
                 .map(Segment::command_line),
             (Some(Err(_)), true) => a.command.as_deref().filter(|c| r.vetoes_text(c)).map(|c| {
-                format!("{} (undetermined; the rule's program appears in it)", c.trim())
+                format!(
+                    "{} (undetermined; the rule's program appears in it)",
+                    c.trim()
+                )
             }),
             (None, true) => a
                 .paths
@@ -345,12 +348,23 @@ impl Policy {
     /// every literal `cd` target of the line. Where a known writer's (or reader's) path
     /// cannot be determined — a glob, an expansion, a computed `cd`, `git checkout BRANCH` —
     /// the rule is taken to match (fail closed).
-    fn shell_path_hit(&self, r: &Rule, access: rules::PathAccess, segs: &[Segment]) -> Option<String> {
+    fn shell_path_hit(
+        &self,
+        r: &Rule,
+        access: rules::PathAccess,
+        segs: &[Segment],
+    ) -> Option<String> {
         let project = self.project();
         let mut bases = vec![project.to_path_buf()];
         let mut computed_cd = false;
-        for s in segs.iter().filter(|s| matches!(s.program.as_str(), "cd" | "pushd" | "popd")) {
-            match (s.args.iter().position(|a| !a.starts_with('-')), s.program.as_str()) {
+        for s in segs
+            .iter()
+            .filter(|s| matches!(s.program.as_str(), "cd" | "pushd" | "popd"))
+        {
+            match (
+                s.args.iter().position(|a| !a.starts_with('-')),
+                s.program.as_str(),
+            ) {
                 (Some(i), "cd" | "pushd") if !s.arg_computed(i) && s.args[i] != "-" => {
                     let b = resolve(project, &s.args[i]);
                     bases.push(b);
@@ -374,7 +388,10 @@ impl Policy {
                 }
                 let relative = !word.starts_with('/') && !word.starts_with('~');
                 if relative && computed_cd {
-                    return Some(format!("{} ({unknown}: after a computed cd)", s.command_line()));
+                    return Some(format!(
+                        "{} ({unknown}: after a computed cd)",
+                        s.command_line()
+                    ));
                 }
                 for b in &bases {
                     let path = resolve(b, &word);

@@ -207,8 +207,8 @@ fn path_pattern(p: &str) -> Result<Pattern, String> {
 /// Wrappers an allow rule looks through: they change neither who runs the program nor where.
 /// Behind any other (`sudo`, `ssh`, `sh -c`, `find -exec`, …) an allow rule does not apply.
 const TRANSPARENT: &[&str] = &[
-    "time", "nice", "nohup", "timeout", "stdbuf", "command", "builtin", "env", "ionice",
-    "setsid", "exec",
+    "time", "nice", "nohup", "timeout", "stdbuf", "command", "builtin", "env", "ionice", "setsid",
+    "exec",
 ];
 
 /// A parsed shell rule pattern: the program and what its arguments must look like.
@@ -309,7 +309,8 @@ impl CommandPattern {
         if s.program != *program {
             return false;
         }
-        let computed = |from: usize, n: usize| (from..(from + n).min(s.args.len())).any(|i| s.arg_computed(i));
+        let computed =
+            |from: usize, n: usize| (from..(from + n).min(s.args.len())).any(|i| s.arg_computed(i));
         match &self.rest {
             Rest::Any => true,
             Rest::Words(w) => {
@@ -341,7 +342,10 @@ impl CommandPattern {
     }
 
     fn vetoes_text(&self, cmd: &str) -> bool {
-        let text: String = cmd.chars().filter(|c| !matches!(c, '\'' | '"' | '\\')).collect();
+        let text: String = cmd
+            .chars()
+            .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+            .collect();
         let Some(program) = &self.program else {
             let Rest::Glob(g) = &self.rest else {
                 return true;
@@ -373,65 +377,179 @@ fn global_options(program: &str) -> Option<(&'static [&'static str], &'static [&
     Some(match program {
         "git" => (
             &[
-                "-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
-                "--config-env", "--list-cmds", "--attr-source",
+                "-C",
+                "-c",
+                "--git-dir",
+                "--work-tree",
+                "--namespace",
+                "--super-prefix",
+                "--config-env",
+                "--list-cmds",
+                "--attr-source",
             ],
             &[
-                "--no-pager", "-p", "--paginate", "-P", "--bare", "--no-replace-objects",
-                "--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs",
-                "--icase-pathspecs", "--no-optional-locks", "--no-lazy-fetch", "--no-advice",
-                "--html-path", "--man-path", "--info-path", "--exec-path", "--version",
-                "--help", "-v", "-h",
+                "--no-pager",
+                "-p",
+                "--paginate",
+                "-P",
+                "--bare",
+                "--no-replace-objects",
+                "--literal-pathspecs",
+                "--glob-pathspecs",
+                "--noglob-pathspecs",
+                "--icase-pathspecs",
+                "--no-optional-locks",
+                "--no-lazy-fetch",
+                "--no-advice",
+                "--html-path",
+                "--man-path",
+                "--info-path",
+                "--exec-path",
+                "--version",
+                "--help",
+                "-v",
+                "-h",
             ],
         ),
         "cargo" => (
             &["--color", "--config", "-Z", "-C", "--explain"],
             &[
-                "-v", "-vv", "-q", "--verbose", "--quiet", "--frozen", "--locked", "--offline",
-                "-V", "--version", "--list", "-h", "--help",
+                "-v",
+                "-vv",
+                "-q",
+                "--verbose",
+                "--quiet",
+                "--frozen",
+                "--locked",
+                "--offline",
+                "-V",
+                "--version",
+                "--list",
+                "-h",
+                "--help",
             ],
         ),
         "npm" | "pnpm" | "yarn" | "npx" | "bun" => (
             &[
-                "--prefix", "-C", "--dir", "--cwd", "--userconfig", "--cache", "--registry",
-                "--loglevel", "-w", "--workspace", "--filter",
+                "--prefix",
+                "-C",
+                "--dir",
+                "--cwd",
+                "--userconfig",
+                "--cache",
+                "--registry",
+                "--loglevel",
+                "-w",
+                "--workspace",
+                "--filter",
             ],
             &[
-                "-g", "--global", "-s", "--silent", "-q", "--quiet", "-d", "--verbose", "-ws",
-                "--workspaces", "-y", "--yes", "--no-color", "-r", "--recursive",
+                "-g",
+                "--global",
+                "-s",
+                "--silent",
+                "-q",
+                "--quiet",
+                "-d",
+                "--verbose",
+                "-ws",
+                "--workspaces",
+                "-y",
+                "--yes",
+                "--no-color",
+                "-r",
+                "--recursive",
             ],
         ),
         "docker" | "podman" => (
             &[
-                "-H", "--host", "-c", "--context", "--config", "-l", "--log-level",
-                "--tlscacert", "--tlscert", "--tlskey", "--url", "--connection",
+                "-H",
+                "--host",
+                "-c",
+                "--context",
+                "--config",
+                "-l",
+                "--log-level",
+                "--tlscacert",
+                "--tlscert",
+                "--tlskey",
+                "--url",
+                "--connection",
             ],
             &["-D", "--debug", "--tls", "--tlsverify", "--remote"],
         ),
         "kubectl" | "oc" => (
             &[
-                "-n", "--namespace", "--context", "--cluster", "--kubeconfig", "-s", "--server",
-                "--user", "--token", "-v", "--request-timeout", "--as", "--as-group",
+                "-n",
+                "--namespace",
+                "--context",
+                "--cluster",
+                "--kubeconfig",
+                "-s",
+                "--server",
+                "--user",
+                "--token",
+                "-v",
+                "--request-timeout",
+                "--as",
+                "--as-group",
             ],
             &["--insecure-skip-tls-verify", "-A", "--all-namespaces"],
         ),
         "uv" => (
-            &["--directory", "--project", "--cache-dir", "--color", "--config-file"],
             &[
-                "-q", "-v", "--quiet", "--verbose", "--offline", "--no-cache", "--native-tls",
-                "--no-progress", "--no-config", "--frozen", "--locked",
+                "--directory",
+                "--project",
+                "--cache-dir",
+                "--color",
+                "--config-file",
+            ],
+            &[
+                "-q",
+                "-v",
+                "--quiet",
+                "--verbose",
+                "--offline",
+                "--no-cache",
+                "--native-tls",
+                "--no-progress",
+                "--no-config",
+                "--frozen",
+                "--locked",
             ],
         ),
         "pip" | "pip3" => (
-            &["--python", "--log", "--proxy", "--cache-dir", "--timeout", "--retries"],
             &[
-                "-q", "-v", "--quiet", "--verbose", "--isolated", "--no-cache-dir",
-                "--disable-pip-version-check", "--no-color", "--require-virtualenv",
+                "--python",
+                "--log",
+                "--proxy",
+                "--cache-dir",
+                "--timeout",
+                "--retries",
+            ],
+            &[
+                "-q",
+                "-v",
+                "--quiet",
+                "--verbose",
+                "--isolated",
+                "--no-cache-dir",
+                "--disable-pip-version-check",
+                "--no-color",
+                "--require-virtualenv",
             ],
         ),
         "systemctl" | "journalctl" => (
             &["-H", "--host", "-M", "--machine"],
-            &["--user", "--system", "--no-pager", "-q", "--quiet", "--no-block", "--now"],
+            &[
+                "--user",
+                "--system",
+                "--no-pager",
+                "-q",
+                "--quiet",
+                "--no-block",
+                "--now",
+            ],
         ),
         "gh" => (&["-R", "--repo"], &[]),
         _ => return None,

@@ -89,7 +89,10 @@ pub fn segments_in(cmd: &str, cwd: Option<&Path>) -> Result<Vec<Segment>, Undete
     // A second, independent reading by the bash grammar must agree (DESIGN §5).
     crate::bash_tree::confirm(cmd, &cx.out)?;
     if cx.scripts > 0
-        && let Some(s) = cx.out.iter().find(|s| BULK_WRITERS.contains(&s.program.as_str()))
+        && let Some(s) = cx
+            .out
+            .iter()
+            .find(|s| BULK_WRITERS.contains(&s.program.as_str()))
     {
         return undetermined(format!(
             "the line runs a script and '{}', which may write that script first",
@@ -106,8 +109,8 @@ const MAX_SCRIPTS_TOTAL: usize = 256 * 1024;
 /// Programs that can create or rewrite files without naming them: a script run later in the
 /// same line could be their output.
 const BULK_WRITERS: &[&str] = &[
-    "tar", "unzip", "7z", "git", "curl", "wget", "rsync", "scp", "patch", "cpio", "cp", "mv",
-    "ln", "install", "dd", "tee", "sed", "gunzip", "bunzip2", "unxz", "zstd", "ar",
+    "tar", "unzip", "7z", "git", "curl", "wget", "rsync", "scp", "patch", "cpio", "cp", "mv", "ln",
+    "install", "dd", "tee", "sed", "gunzip", "bunzip2", "unxz", "zstd", "ar",
 ];
 
 /// A word after quote removal and whether its value is computed at run time.
@@ -149,7 +152,9 @@ const KEYWORDS: &[&str] = &[
 ];
 
 /// Shells whose `-c STRING` is a command line and whose script operand is a file to read.
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "yash", "ash", "fish"];
+const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "yash", "ash", "fish",
+];
 
 /// Variables whose value is a command some program runs (`GIT_PAGER='rm x' git log`): the
 /// value is parsed as a command line.
@@ -281,7 +286,10 @@ impl Cx<'_> {
         while i < words.len() && KEYWORDS.contains(&words[i].0.as_str()) && !words[i].1 {
             // The `time` keyword takes `-p` (and `--`).
             if words[i].0 == "time" {
-                while words.get(i + 1).is_some_and(|w| matches!(w.0.as_str(), "-p" | "--")) {
+                while words
+                    .get(i + 1)
+                    .is_some_and(|w| matches!(w.0.as_str(), "-p" | "--"))
+                {
                     i += 1;
                 }
             }
@@ -335,8 +343,7 @@ impl Cx<'_> {
                 argv[0].0
             ));
         }
-        let Some(rest) =
-            self.unwrap(argv, &mut assignments, &mut wraps, substituted, depth)?
+        let Some(rest) = self.unwrap(argv, &mut assignments, &mut wraps, substituted, depth)?
         else {
             return Ok(()); // a command string, parsed as its own segments
         };
@@ -361,7 +368,10 @@ impl Cx<'_> {
         {
             // Only a word reached through a wrapper can be spelled so (`rg --pre='(rm)'`):
             // a name that reads as shell syntax is not what it seems.
-            return undetermined(format!("the program name '{}' reads as shell syntax", argv[0].0));
+            return undetermined(format!(
+                "the program name '{}' reads as shell syntax",
+                argv[0].0
+            ));
         }
         if is_assignment(&argv[0].0) {
             // `timeout 5 A=1 cmd` runs a program literally named `A=1`: not what it reads as.
@@ -377,9 +387,6 @@ impl Cx<'_> {
             match args.first() {
                 Some(script) => self.run_script(script, substituted, depth, &wraps)?,
                 None => return undetermined("`source` without a file"),
-            }
-            if args.first().is_some_and(|a| a.0 == "/dev/stdin" || a.0 == "-") {
-                return undetermined("`source` reads commands from stdin");
             }
         }
         seg.program = program;
@@ -496,7 +503,11 @@ impl Cx<'_> {
                 hidden("defines an alias (code that runs under another name)")
             }
             "unalias" | "alias" => Ok(()),
-            "shopt" if args.iter().any(|a| a.0 == "expand_aliases" || a.0 == "extdebug") => {
+            "shopt"
+                if args
+                    .iter()
+                    .any(|a| a.0 == "expand_aliases" || a.0 == "extdebug") =>
+            {
                 hidden("turns on hidden code (aliases or debug traps)")
             }
             "enable" if !args.is_empty() => hidden("loads or swaps builtins"),
@@ -559,8 +570,7 @@ impl Cx<'_> {
                             }
                         }
                     }
-                    if a.0 == "-v" && args.get(k + 1).is_some_and(|n| n.0.contains('[') || n.1)
-                    {
+                    if a.0 == "-v" && args.get(k + 1).is_some_and(|n| n.0.contains('[') || n.1) {
                         return hidden("-v with a subscript evaluates arithmetic");
                     }
                 }
@@ -568,8 +578,7 @@ impl Cx<'_> {
             }
             "test" | "[" => {
                 for (k, a) in args.iter().enumerate() {
-                    if a.0 == "-v" && args.get(k + 1).is_some_and(|n| n.0.contains('[') || n.1)
-                    {
+                    if a.0 == "-v" && args.get(k + 1).is_some_and(|n| n.0.contains('[') || n.1) {
                         return hidden("-v with a subscript evaluates arithmetic");
                     }
                 }
@@ -627,9 +636,10 @@ impl Cx<'_> {
                 }
             }
             "fd" | "fdfind" => {
-                if let Some(k) = args.iter().position(|a| {
-                    matches!(a.0.as_str(), "-x" | "-X" | "--exec" | "--exec-batch")
-                }) {
+                if let Some(k) = args
+                    .iter()
+                    .position(|a| matches!(a.0.as_str(), "-x" | "-X" | "--exec" | "--exec-batch"))
+                {
                     let end = args[k + 1..]
                         .iter()
                         .position(|a| a.0 == ";")
@@ -650,7 +660,9 @@ impl Cx<'_> {
                         };
                         if let Some(v) = val {
                             if v.1 || v.0.is_empty() {
-                                return undetermined(format!("`rg {opt}` names a computed program"));
+                                return undetermined(format!(
+                                    "`rg {opt}` names a computed program"
+                                ));
                             }
                             self.simple(vec![v], Vec::new(), substituted, depth + 1, &wraps)?;
                         }
@@ -858,8 +870,13 @@ fn check_param(inner: &str) -> Result<(), Undetermined> {
     };
     let b: Vec<char> = body.chars().collect();
     let mut k = 0;
-    if b.first().is_some_and(|c| c.is_ascii_alphabetic() || *c == '_') {
-        while b.get(k).is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_') {
+    if b.first()
+        .is_some_and(|c| c.is_ascii_alphabetic() || *c == '_')
+    {
+        while b
+            .get(k)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_')
+        {
             k += 1;
         }
     } else if b.first().is_some_and(char::is_ascii_digit) {
@@ -994,14 +1011,27 @@ const WRAPPERS: &[Spec] = &[
         short_flag: "i0v",
         long_arg: &["unset", "chdir", "split-string"],
         long_opt: &["block-signal", "default-signal", "ignore-signal"],
-        long_flag: &["ignore-environment", "null", "debug", "list-signal-handling", "help", "version"],
+        long_flag: &[
+            "ignore-environment",
+            "null",
+            "debug",
+            "list-signal-handling",
+            "help",
+            "version",
+        ],
         ..spec("env")
     },
     Spec {
         short_arg: "sk",
         short_flag: "vfp",
         long_arg: &["signal", "kill-after"],
-        long_flag: &["verbose", "foreground", "preserve-status", "help", "version"],
+        long_flag: &[
+            "verbose",
+            "foreground",
+            "preserve-status",
+            "help",
+            "version",
+        ],
         ..spec("timeout")
     },
     Spec {
@@ -1026,8 +1056,20 @@ const WRAPPERS: &[Spec] = &[
         short_flag: "abdefimoprRv",
         long_arg: &["sched-runtime", "sched-period", "sched-deadline"],
         long_flag: &[
-            "all-tasks", "batch", "deadline", "ext", "fifo", "idle", "max", "other", "pid",
-            "rr", "reset-on-fork", "verbose", "help", "version",
+            "all-tasks",
+            "batch",
+            "deadline",
+            "ext",
+            "fifo",
+            "idle",
+            "max",
+            "other",
+            "pid",
+            "rr",
+            "reset-on-fork",
+            "verbose",
+            "help",
+            "version",
         ],
         ..spec("chrt")
     },
@@ -1041,8 +1083,16 @@ const WRAPPERS: &[Spec] = &[
         short_flag: "sxenouFvh",
         long_arg: &["timeout", "conflict-exit-code", "command"],
         long_flag: &[
-            "shared", "exclusive", "nonblock", "nb", "close", "unlock", "no-fork", "verbose",
-            "help", "version",
+            "shared",
+            "exclusive",
+            "nonblock",
+            "nb",
+            "close",
+            "unlock",
+            "no-fork",
+            "verbose",
+            "help",
+            "version",
         ],
         ..spec("flock")
     },
@@ -1056,7 +1106,14 @@ const WRAPPERS: &[Spec] = &[
         short_arg: "of",
         short_flag: "pavq",
         long_arg: &["output", "format"],
-        long_flag: &["append", "verbose", "quiet", "portability", "help", "version"],
+        long_flag: &[
+            "append",
+            "verbose",
+            "quiet",
+            "portability",
+            "help",
+            "version",
+        ],
         ..spec("time")
     },
     Spec {
@@ -1079,14 +1136,37 @@ const WRAPPERS: &[Spec] = &[
         short_opt: "h",
         short_flag: "ABbEeHiKklNnPSsVv",
         long_arg: &[
-            "user", "group", "chdir", "close-from", "host", "prompt", "role", "type",
-            "other-user", "command-timeout", "chroot", "auth-type",
+            "user",
+            "group",
+            "chdir",
+            "close-from",
+            "host",
+            "prompt",
+            "role",
+            "type",
+            "other-user",
+            "command-timeout",
+            "chroot",
+            "auth-type",
         ],
         long_opt: &["preserve-env"],
         long_flag: &[
-            "askpass", "background", "bell", "edit", "help", "set-home", "login",
-            "remove-timestamp", "reset-timestamp", "non-interactive", "preserve-groups",
-            "stdin", "shell", "version", "validate", "list",
+            "askpass",
+            "background",
+            "bell",
+            "edit",
+            "help",
+            "set-home",
+            "login",
+            "remove-timestamp",
+            "reset-timestamp",
+            "non-interactive",
+            "preserve-groups",
+            "stdin",
+            "shell",
+            "version",
+            "validate",
+            "list",
         ],
         ..spec("sudo")
     },
@@ -1099,8 +1179,22 @@ const WRAPPERS: &[Spec] = &[
     Spec {
         short_arg: "cgGsw",
         short_flag: "flmpP",
-        long_arg: &["command", "session-command", "group", "supp-group", "shell", "whitelist-environment"],
-        long_flag: &["login", "preserve-environment", "pty", "fast", "help", "version"],
+        long_arg: &[
+            "command",
+            "session-command",
+            "group",
+            "supp-group",
+            "shell",
+            "whitelist-environment",
+        ],
+        long_flag: &[
+            "login",
+            "preserve-environment",
+            "pty",
+            "fast",
+            "help",
+            "version",
+        ],
         permute: true,
         ..spec("su")
     },
@@ -1108,10 +1202,22 @@ const WRAPPERS: &[Spec] = &[
         short_arg: "cgGswu",
         short_flag: "flmpP",
         long_arg: &[
-            "command", "session-command", "group", "supp-group", "shell",
-            "whitelist-environment", "user",
+            "command",
+            "session-command",
+            "group",
+            "supp-group",
+            "shell",
+            "whitelist-environment",
+            "user",
         ],
-        long_flag: &["login", "preserve-environment", "pty", "fast", "help", "version"],
+        long_flag: &[
+            "login",
+            "preserve-environment",
+            "pty",
+            "fast",
+            "help",
+            "version",
+        ],
         permute: true,
         ..spec("runuser")
     },
@@ -1119,9 +1225,19 @@ const WRAPPERS: &[Spec] = &[
         short_arg: "cEIOBTm",
         short_opt: "t",
         short_flag: "aefqhV",
-        long_arg: &["command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format"],
+        long_arg: &[
+            "command",
+            "echo",
+            "log-in",
+            "log-out",
+            "log-io",
+            "log-timing",
+            "logging-format",
+        ],
         long_opt: &["timing"],
-        long_flag: &["append", "return", "flush", "force", "quiet", "help", "version"],
+        long_flag: &[
+            "append", "return", "flush", "force", "quiet", "help", "version",
+        ],
         permute: true,
         ..spec("script")
     },
@@ -1147,15 +1263,49 @@ const WRAPPERS: &[Spec] = &[
         short_arg: "upEMH",
         short_flag: "drtPGqS",
         long_arg: &[
-            "unit", "property", "setenv", "machine", "host", "description", "slice", "uid",
-            "gid", "nice", "working-directory", "service-type", "on-active", "on-boot",
-            "on-startup", "on-unit-active", "on-unit-inactive", "on-calendar",
-            "timer-property", "path-property", "socket-property", "json",
+            "unit",
+            "property",
+            "setenv",
+            "machine",
+            "host",
+            "description",
+            "slice",
+            "uid",
+            "gid",
+            "nice",
+            "working-directory",
+            "service-type",
+            "on-active",
+            "on-boot",
+            "on-startup",
+            "on-unit-active",
+            "on-unit-inactive",
+            "on-calendar",
+            "timer-property",
+            "path-property",
+            "socket-property",
+            "json",
         ],
         long_flag: &[
-            "user", "system", "scope", "remain-after-exit", "pty", "pipe", "collect", "quiet",
-            "wait", "no-block", "no-ask-password", "same-dir", "send-sighup", "shell",
-            "on-clock-change", "on-timezone-change", "slice-inherit", "help", "version",
+            "user",
+            "system",
+            "scope",
+            "remain-after-exit",
+            "pty",
+            "pipe",
+            "collect",
+            "quiet",
+            "wait",
+            "no-block",
+            "no-ask-password",
+            "same-dir",
+            "send-sighup",
+            "shell",
+            "on-clock-change",
+            "on-timezone-change",
+            "slice-inherit",
+            "help",
+            "version",
         ],
         ..spec("systemd-run")
     },
@@ -1164,10 +1314,19 @@ const WRAPPERS: &[Spec] = &[
         short_opt: "muinpUCTrwW",
         short_flag: "aFZe",
         long_arg: &["target", "setuid", "setgid"],
-        long_opt: &["mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "root", "wd", "wdns"],
+        long_opt: &[
+            "mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "root", "wd", "wdns",
+        ],
         long_flag: &[
-            "all", "no-fork", "follow-context", "preserve-credentials", "keep-caps", "env",
-            "user-parent", "help", "version",
+            "all",
+            "no-fork",
+            "follow-context",
+            "preserve-credentials",
+            "keep-caps",
+            "env",
+            "user-parent",
+            "help",
+            "version",
         ],
         ..spec("nsenter")
     },
@@ -1175,15 +1334,39 @@ const WRAPPERS: &[Spec] = &[
         short_arg: "RwSGl",
         short_flag: "muinpUCTfrc",
         long_arg: &[
-            "root", "wd", "setuid", "setgid", "propagation", "setgroups", "map-user",
-            "map-group", "map-users", "map-groups", "monotonic", "boottime",
+            "root",
+            "wd",
+            "setuid",
+            "setgid",
+            "propagation",
+            "setgroups",
+            "map-user",
+            "map-group",
+            "map-users",
+            "map-groups",
+            "monotonic",
+            "boottime",
         ],
         long_opt: &[
-            "mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "mount-proc",
-            "kill-child", "mount-binfmt",
+            "mount",
+            "uts",
+            "ipc",
+            "net",
+            "pid",
+            "user",
+            "cgroup",
+            "time",
+            "mount-proc",
+            "kill-child",
+            "mount-binfmt",
         ],
         long_flag: &[
-            "fork", "map-root-user", "map-current-user", "map-auto", "keep-caps", "help",
+            "fork",
+            "map-root-user",
+            "map-current-user",
+            "map-auto",
+            "keep-caps",
+            "help",
             "version",
         ],
         ..spec("unshare")
@@ -1204,11 +1387,36 @@ const WRAPPERS: &[Spec] = &[
         short_arg: "abeEIoOpPsSuUX",
         short_flag: "AcCdDfFhikqrtTvVwxyzZnY",
         long_arg: &[
-            "output", "trace", "signal", "status", "abbrev", "verbose", "raw", "read", "write",
-            "fault", "inject", "attach", "user", "env", "trace-path", "string-limit",
-            "columns", "summary-sort-by", "decode-fds", "quiet", "seccomp-bpf",
+            "output",
+            "trace",
+            "signal",
+            "status",
+            "abbrev",
+            "verbose",
+            "raw",
+            "read",
+            "write",
+            "fault",
+            "inject",
+            "attach",
+            "user",
+            "env",
+            "trace-path",
+            "string-limit",
+            "columns",
+            "summary-sort-by",
+            "decode-fds",
+            "quiet",
+            "seccomp-bpf",
         ],
-        long_flag: &["follow-forks", "output-separately", "summary-only", "summary", "help", "version"],
+        long_flag: &[
+            "follow-forks",
+            "output-separately",
+            "summary-only",
+            "summary",
+            "help",
+            "version",
+        ],
         ..spec("strace")
     },
     Spec {
@@ -1236,11 +1444,25 @@ const WRAPPERS: &[Spec] = &[
         short_arg: "aEdILnPs",
         short_opt: "eil",
         short_flag: "0rtpxo",
-        long_arg: &["arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"],
+        long_arg: &[
+            "arg-file",
+            "delimiter",
+            "max-args",
+            "max-procs",
+            "max-chars",
+            "process-slot-var",
+        ],
         long_opt: &["eof", "replace", "max-lines"],
         long_flag: &[
-            "null", "no-run-if-empty", "verbose", "interactive", "exit", "open-tty",
-            "show-limits", "help", "version",
+            "null",
+            "no-run-if-empty",
+            "verbose",
+            "interactive",
+            "exit",
+            "open-tty",
+            "show-limits",
+            "help",
+            "version",
         ],
         ..spec("xargs")
     },
@@ -1251,8 +1473,30 @@ const WRAPPERS: &[Spec] = &[
     Spec {
         short_arg: "jnIEsS",
         short_flag: "kqvXm0u",
-        long_arg: &["jobs", "max-args", "halt", "delimiter", "max-replace-args", "joblog", "timeout"],
-        long_flag: &["keep-order", "will-cite", "null", "quote", "tag", "bar", "eta", "dry-run", "line-buffer", "ungroup", "verbose", "help", "version"],
+        long_arg: &[
+            "jobs",
+            "max-args",
+            "halt",
+            "delimiter",
+            "max-replace-args",
+            "joblog",
+            "timeout",
+        ],
+        long_flag: &[
+            "keep-order",
+            "will-cite",
+            "null",
+            "quote",
+            "tag",
+            "bar",
+            "eta",
+            "dry-run",
+            "line-buffer",
+            "ungroup",
+            "verbose",
+            "help",
+            "version",
+        ],
         ..spec("parallel")
     },
     Spec {
@@ -1278,7 +1522,10 @@ const WRAPPERS: &[Spec] = &[
 pub fn is_wrapper(name: &str) -> bool {
     WRAPPERS.iter().any(|s| s.name == name)
         || SHELLS.contains(&name)
-        || matches!(name, "find" | "fd" | "fdfind" | "rg" | "tar" | "git" | "trap" | "source" | ".")
+        || matches!(
+            name,
+            "find" | "fd" | "fdfind" | "rg" | "tar" | "git" | "trap" | "source" | "."
+        )
 }
 
 /// A wrapper's command line after its options: the options seen and the remaining words.
@@ -1303,7 +1550,8 @@ impl Parsed {
 /// Parses `args` with `s`'s table. Stops at the first operand after `keep_opts` operands
 /// (options may follow those), or at `--`.
 fn getopt(s: &Spec, args: &[W], keep_opts: usize) -> Result<Parsed, Undetermined> {
-    let unknown = |o: &str| undetermined(format!("`{}` option '{o}' is not in yuyao's table", s.name));
+    let unknown =
+        |o: &str| undetermined(format!("`{}` option '{o}' is not in yuyao's table", s.name));
     let mut p = Parsed {
         opts: Vec::new(),
         operands: Vec::new(),
@@ -1376,7 +1624,8 @@ fn getopt(s: &Spec, args: &[W], keep_opts: usize) -> Result<Parsed, Undetermined
         // A cluster of short options.
         let chars: Vec<char> = a[1..].chars().collect();
         if s.name == "nice" && chars.iter().all(char::is_ascii_digit) {
-            p.opts.push(("-n".into(), Some((a[1..].to_string(), false))));
+            p.opts
+                .push(("-n".into(), Some((a[1..].to_string(), false))));
             k += 1;
             continue;
         }
@@ -1577,7 +1826,9 @@ impl Cx<'_> {
                 "ssh" => {
                     for (o, v) in &p.opts {
                         if o == "-F" {
-                            return undetermined("ssh -F reads a configuration that may run commands");
+                            return undetermined(
+                                "ssh -F reads a configuration that may run commands",
+                            );
                         }
                         if o == "-o"
                             && let Some(v) = v
@@ -1649,7 +1900,9 @@ impl Cx<'_> {
                         .position(|a| a.0.starts_with(":::"))
                         .unwrap_or(rest.len());
                     if end == 0 {
-                        return undetermined("`parallel` without a command reads commands from its input");
+                        return undetermined(
+                            "`parallel` without a command reads commands from its input",
+                        );
                     }
                     wraps.push(name);
                     let joined = join_words(&rest[..end]);
@@ -1659,7 +1912,10 @@ impl Cx<'_> {
                 "gdb" => {
                     // gdb's own options; only `--args PROGRAM …` is followed.
                     let words: Vec<&str> = args.iter().map(|a| a.0.as_str()).collect();
-                    let own = words.iter().position(|w| *w == "--args").unwrap_or(words.len());
+                    let own = words
+                        .iter()
+                        .position(|w| *w == "--args")
+                        .unwrap_or(words.len());
                     if words[..own].iter().any(|w| {
                         let w = w.trim_start_matches('-');
                         matches!(w, "ex" | "iex" | "x" | "ix" | "batch" | "p" | "pid")
@@ -1727,7 +1983,11 @@ impl Cx<'_> {
                     "rcfile" | "init-file" => {
                         return undetermined(format!("`{name} --{long}` runs another file"));
                     }
-                    _ => return undetermined(format!("`{name}` option '{a}' is not in yuyao's table")),
+                    _ => {
+                        return undetermined(format!(
+                            "`{name}` option '{a}' is not in yuyao's table"
+                        ));
+                    }
                 }
                 k += 1;
                 continue;
@@ -1742,8 +2002,8 @@ impl Cx<'_> {
                         'i' => return undetermined(format!("`{name} -i` is interactive")),
                         'o' | 'O' => takes += 1,
                         'a' | 'b' | 'e' | 'f' | 'h' | 'k' | 'l' | 'm' | 'n' | 'p' | 'r' | 't'
-                        | 'u' | 'v' | 'x' | 'B' | 'C' | 'D' | 'E' | 'H' | 'P' | 'T' | 'y'
-                        | 'q' => {}
+                        | 'u' | 'v' | 'x' | 'B' | 'C' | 'D' | 'E' | 'H' | 'P' | 'T' | 'y' | 'q' => {
+                        }
                         _ => {
                             return undetermined(format!(
                                 "`{name}` option '-{c}' is not in yuyao's table"
@@ -1805,7 +2065,11 @@ fn split_string(s: &W) -> Result<Vec<W>, Undetermined> {
 
 /// Words joined with spaces, as a program handing them to `sh -c` does.
 fn join_words(ws: &[W]) -> W {
-    let text = ws.iter().map(|w| w.0.as_str()).collect::<Vec<_>>().join(" ");
+    let text = ws
+        .iter()
+        .map(|w| w.0.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
     (text, ws.iter().any(|w| w.1))
 }
 
@@ -2306,7 +2570,10 @@ fn operands(s: &Segment, with_value: &[&str]) -> Vec<(String, bool)> {
 fn option_value(s: &Segment, short: &str, long: &str) -> Option<(String, bool)> {
     for (k, a) in s.args.iter().enumerate() {
         if a == short || a == long {
-            return s.args.get(k + 1).map(|v| (v.clone(), s.arg_computed(k + 1)));
+            return s
+                .args
+                .get(k + 1)
+                .map(|v| (v.clone(), s.arg_computed(k + 1)));
         }
         if let Some(v) = a.strip_prefix(&format!("{long}=")) {
             return Some((v.to_string(), s.arg_computed(k)));
@@ -2336,7 +2603,9 @@ pub fn segment_paths(s: &Segment) -> SegmentPaths {
     let ops = |with_value: &[&str]| operands(s, with_value);
     match s.program.as_str() {
         "rm" | "rmdir" | "unlink" | "shred" => p.writes.extend(ops(&["-n", "-s"])),
-        "touch" => p.writes.extend(ops(&["-d", "-t", "-r", "--date", "--reference"])),
+        "touch" => p
+            .writes
+            .extend(ops(&["-d", "-t", "-r", "--date", "--reference"])),
         "mkdir" => p.writes.extend(ops(&["-m", "--mode"])),
         "truncate" => p.writes.extend(ops(&["-s", "-r", "--size", "--reference"])),
         "chmod" | "chown" | "chgrp" => {
@@ -2346,7 +2615,18 @@ pub fn segment_paths(s: &Segment) -> SegmentPaths {
         }
         "tee" => p.writes.extend(ops(&[])),
         "cp" | "mv" | "install" | "ln" => {
-            let with_value = ["-t", "-S", "-m", "-o", "-g", "--suffix", "--target-directory", "--mode", "--owner", "--group"];
+            let with_value = [
+                "-t",
+                "-S",
+                "-m",
+                "-o",
+                "-g",
+                "--suffix",
+                "--target-directory",
+                "--mode",
+                "--owner",
+                "--group",
+            ];
             let mut o = ops(&with_value);
             if s.program == "install" && s.args.iter().any(|a| a == "-d" || a == "--directory") {
                 p.writes.extend(o);
@@ -2359,7 +2639,8 @@ pub fn segment_paths(s: &Segment) -> SegmentPaths {
             if let Some((t, tc)) = target {
                 for (src, sc) in &o {
                     let base = src.rsplit('/').find(|x| !x.is_empty()).unwrap_or(src);
-                    p.writes.push((format!("{}/{}", t.trim_end_matches('/'), base), tc || *sc));
+                    p.writes
+                        .push((format!("{}/{}", t.trim_end_matches('/'), base), tc || *sc));
                 }
                 p.writes.push((t, tc));
             }
@@ -2380,7 +2661,8 @@ pub fn segment_paths(s: &Segment) -> SegmentPaths {
         }
         "sed" => {
             let in_place = s.args.iter().any(|a| {
-                a.starts_with("--in-place") || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
+                a.starts_with("--in-place")
+                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
             });
             let explicit_script = s.args.iter().any(|a| {
                 a == "-e" || a == "-f" || a.starts_with("--expression") || a.starts_with("--file")
@@ -2396,17 +2678,40 @@ pub fn segment_paths(s: &Segment) -> SegmentPaths {
         }
         "awk" | "gawk" | "mawk" | "nawk" => {
             let explicit_script = s.args.iter().any(|a| a == "-f" || a.starts_with("--file"));
-            let mut o = ops(&["-f", "-v", "-F", "-i", "--file", "--assign", "--field-separator", "--include"]);
+            let mut o = ops(&[
+                "-f",
+                "-v",
+                "-F",
+                "-i",
+                "--file",
+                "--assign",
+                "--field-separator",
+                "--include",
+            ]);
             if !explicit_script && !o.is_empty() {
                 o.remove(0);
             }
-            p.reads.extend(o.into_iter().filter(|(w, c)| *c || !w.contains('=')));
+            p.reads
+                .extend(o.into_iter().filter(|(w, c)| *c || !w.contains('=')));
         }
         "grep" | "egrep" | "fgrep" | "zgrep" => {
             let explicit = s.args.iter().any(|a| {
                 a == "-e" || a == "-f" || a.starts_with("--regexp") || a.starts_with("--file")
             });
-            let mut o = ops(&["-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--regexp", "--file", "--max-count", "--label"]);
+            let mut o = ops(&[
+                "-e",
+                "-f",
+                "-m",
+                "-A",
+                "-B",
+                "-C",
+                "-d",
+                "-D",
+                "--regexp",
+                "--file",
+                "--max-count",
+                "--label",
+            ]);
             if !explicit && !o.is_empty() {
                 o.remove(0);
             }
@@ -2417,11 +2722,43 @@ pub fn segment_paths(s: &Segment) -> SegmentPaths {
                 a == "-e" || a == "-f" || a.starts_with("--regexp") || a.starts_with("--file")
             });
             let mut o = ops(&[
-                "-e", "-f", "-g", "-t", "-T", "-m", "-A", "-B", "-C", "-j", "-M", "-E", "-r", "-d",
-                "--regexp", "--file", "--glob", "--iglob", "--type", "--type-not", "--max-count",
-                "--threads", "--max-columns", "--encoding", "--pre", "--pre-glob", "--sort",
-                "--sortr", "--color", "--colors", "--replace", "--max-depth", "--context",
-                "--before-context", "--after-context", "--type-add", "--max-filesize",
+                "-e",
+                "-f",
+                "-g",
+                "-t",
+                "-T",
+                "-m",
+                "-A",
+                "-B",
+                "-C",
+                "-j",
+                "-M",
+                "-E",
+                "-r",
+                "-d",
+                "--regexp",
+                "--file",
+                "--glob",
+                "--iglob",
+                "--type",
+                "--type-not",
+                "--max-count",
+                "--threads",
+                "--max-columns",
+                "--encoding",
+                "--pre",
+                "--pre-glob",
+                "--sort",
+                "--sortr",
+                "--color",
+                "--colors",
+                "--replace",
+                "--max-depth",
+                "--context",
+                "--before-context",
+                "--after-context",
+                "--type-add",
+                "--max-filesize",
             ]);
             if !explicit && !o.is_empty() {
                 o.remove(0);
@@ -2430,9 +2767,12 @@ pub fn segment_paths(s: &Segment) -> SegmentPaths {
         }
         "cat" | "tac" | "nl" | "less" | "more" | "base64" | "base32" | "strings" | "hexdump"
         | "file" | "md5sum" | "sha1sum" | "sha256sum" | "wc" => {
-            p.reads.extend(ops(&["-w", "-n", "-t", "-e", "-s", "-b", "-i", "-v"]));
+            p.reads
+                .extend(ops(&["-w", "-n", "-t", "-e", "-s", "-b", "-i", "-v"]));
         }
-        "head" | "tail" => p.reads.extend(ops(&["-n", "-c", "--lines", "--bytes", "-s", "--pid"])),
+        "head" | "tail" => p
+            .reads
+            .extend(ops(&["-n", "-c", "--lines", "--bytes", "-s", "--pid"])),
         "od" => p.reads.extend(ops(&["-A", "-j", "-N", "-t", "-w", "-S"])),
         "xxd" | "uniq" => {
             let mut o = ops(&["-l", "-s", "-c", "-g", "-o", "-f", "-w", "-n"]);
@@ -2445,12 +2785,28 @@ pub fn segment_paths(s: &Segment) -> SegmentPaths {
             if let Some(out) = option_value(s, "-o", "--output") {
                 p.writes.push(out);
             }
-            p.reads.extend(ops(&["-o", "-k", "-t", "-S", "-T", "--output", "--key", "--field-separator"]));
+            p.reads.extend(ops(&[
+                "-o",
+                "-k",
+                "-t",
+                "-S",
+                "-T",
+                "--output",
+                "--key",
+                "--field-separator",
+            ]));
         }
         "git" => {
             let mut k = 0;
             while k < s.args.len() && s.args[k].starts_with('-') {
-                k += if matches!(s.args[k].as_str(), "-C" | "-c" | "--git-dir" | "--work-tree") { 2 } else { 1 };
+                k += if matches!(
+                    s.args[k].as_str(),
+                    "-C" | "-c" | "--git-dir" | "--work-tree"
+                ) {
+                    2
+                } else {
+                    1
+                };
             }
             let sub = s.args.get(k).map(String::as_str).unwrap_or("");
             let rest: Vec<(String, bool)> = (k + 1..s.args.len())

@@ -139,18 +139,33 @@ fn line() -> impl Strategy<Value = (String, bool)> {
         prop_oneof![
             // a wrapper before a simple command
             (prop::sample::select(PREFIXES), inner.clone())
-                .prop_filter("prefix wrappers take a simple command", |(_, (_, simple))| *simple)
+                .prop_filter(
+                    "prefix wrappers take a simple command",
+                    |(_, (_, simple))| *simple
+                )
                 .prop_map(|(p, (c, _))| (format!("{p}{c}"), true)),
             // a command string handed to a shell, quoted one way or the other
-            (prop::sample::select(STRING_FORMS), inner.clone(), any::<bool>())
+            (
+                prop::sample::select(STRING_FORMS),
+                inner.clone(),
+                any::<bool>()
+            )
                 .prop_map(|(f, (c, _), dq)| (f.replace("%s", &quote(&c, dq)), true)),
             // `git -c alias.x=!…` runs the alias through a shell
-            (inner.clone(), any::<bool>())
-                .prop_map(|((c, _), dq)| (format!("git -c {} x", quote(&format!("alias.x=!{c}"), dq)), true)),
+            (inner.clone(), any::<bool>()).prop_map(|((c, _), dq)| (
+                format!("git -c {} x", quote(&format!("alias.x=!{c}"), dq)),
+                true
+            )),
             // substitutions
-            inner.clone().prop_map(|(c, _)| (format!("echo $({c})"), true)),
-            inner.clone().prop_map(|(c, _)| (format!("echo \"$({c})\""), true)),
-            inner.clone().prop_map(|(c, _)| (format!("cat <({c})"), true)),
+            inner
+                .clone()
+                .prop_map(|(c, _)| (format!("echo $({c})"), true)),
+            inner
+                .clone()
+                .prop_map(|(c, _)| (format!("echo \"$({c})\""), true)),
+            inner
+                .clone()
+                .prop_map(|(c, _)| (format!("cat <({c})"), true)),
             // xargs and find -exec run an argv
             inner
                 .clone()
@@ -161,13 +176,23 @@ fn line() -> impl Strategy<Value = (String, bool)> {
                 .prop_filter("an argv", |(_, simple)| *simple)
                 .prop_map(|(c, _)| (format!("find . -name '*.o' -exec {c} {{}} \\;"), true)),
             // segments and compound commands
-            (inner.clone(), prop::sample::select(&["ls && ", "true; ", "cat f | ", "false || ", "ls & "][..]))
+            (
+                inner.clone(),
+                prop::sample::select(&["ls && ", "true; ", "cat f | ", "false || ", "ls & "][..])
+            )
                 .prop_map(|((c, _), sep)| (format!("{sep}{c}"), false)),
-            (inner.clone(), prop::sample::select(&[" && ls", "; echo done", " | cat", " || true"][..]))
+            (
+                inner.clone(),
+                prop::sample::select(&[" && ls", "; echo done", " | cat", " || true"][..])
+            )
                 .prop_map(|((c, _), sep)| (format!("{c}{sep}"), false)),
             inner.clone().prop_map(|(c, _)| (format!("({c})"), false)),
-            inner.clone().prop_map(|(c, _)| (format!("{{ {c}; }}"), false)),
-            inner.clone().prop_map(|(c, _)| (format!("if true; then {c}; fi"), false)),
+            inner
+                .clone()
+                .prop_map(|(c, _)| (format!("{{ {c}; }}"), false)),
+            inner
+                .clone()
+                .prop_map(|(c, _)| (format!("if true; then {c}; fi"), false)),
             inner.prop_map(|(c, _)| (format!("for f in a b; do {c}; done"), false)),
         ]
     })

@@ -195,7 +195,10 @@ const PROGRAMS: &[(&str, Option<&[&str]>)] = &[
     ),
     ("tar --to-command='rm x' -xf a.tar", Some(&["rm", "tar"])),
     ("tar --to-command 'rm x' -xf a.tar", Some(&["rm", "tar"])),
-    ("tar --use-compress-program=rm -cf a d", Some(&["rm", "tar"])),
+    (
+        "tar --use-compress-program=rm -cf a d",
+        Some(&["rm", "tar"]),
+    ),
     ("tar --use-compress-prog=rm -cf a d", Some(&["rm", "tar"])),
     ("tar -I rm -cf a d", Some(&["rm", "tar"])),
     ("tar -Irm -cf a d", Some(&["rm", "tar"])),
@@ -249,7 +252,10 @@ const PROGRAMS: &[(&str, Option<&[&str]>)] = &[
     ("sg grp 'rm x'", Some(&["rm"])),
     ("sg - grp -c 'rm x'", Some(&["rm"])),
     ("newgrp grp", None),
-    ("nice timeout 5 sudo -u x env A=1 stdbuf -oL rm y", Some(&["rm"])),
+    (
+        "nice timeout 5 sudo -u x env A=1 stdbuf -oL rm y",
+        Some(&["rm"]),
+    ),
     ("sudo sh -c 'timeout 3 xargs -i rm {}'", Some(&["rm"])),
     // bash features that run hidden code
     ("hash -p /bin/rm ls", None),
@@ -309,7 +315,10 @@ const PROGRAMS: &[(&str, Option<&[&str]>)] = &[
     ("GIT_PAGER='rm x' git log", Some(&["rm", "git"])),
     ("PAGER='rm x' man ls", Some(&["rm", "man"])),
     ("GIT_EXTERNAL_DIFF='rm x' git diff", Some(&["rm", "git"])),
-    ("export GIT_PAGER='rm x'; git log", Some(&["rm", "export", "git"])),
+    (
+        "export GIT_PAGER='rm x'; git log",
+        Some(&["rm", "export", "git"]),
+    ),
     ("env GIT_SSH_COMMAND='rm x' git fetch", Some(&["rm", "git"])),
     ("BASH_ENV=./x bash -c ls", None),
     ("env BASH_ENV=./x bash -c ls", None),
@@ -371,7 +380,11 @@ fn deny_and_ask_rm_in_every_spelling() {
                 let ok = match want {
                     Some(_) if runs_rm => {
                         d == Verdict::Deny
-                            && q == if headless { Verdict::Deny } else { Verdict::Ask }
+                            && q == if headless {
+                                Verdict::Deny
+                            } else {
+                                Verdict::Ask
+                            }
                     }
                     Some(_) => d == Verdict::Allow && q == Verdict::Allow,
                     // Undetermined: never allowed; denied outright when `rm` is visible.
@@ -382,7 +395,9 @@ fn deny_and_ask_rm_in_every_spelling() {
                     }
                 };
                 if !ok {
-                    failures.push(format!("{spelling} headless={headless} {cmd:?}: deny {d:?}, ask {q:?}"));
+                    failures.push(format!(
+                        "{spelling} headless={headless} {cmd:?}: deny {d:?}, ask {q:?}"
+                    ));
                 }
             }
         }
@@ -448,14 +463,23 @@ fn the_three_spellings_and_their_siblings() {
         }
     }
     // Patterns with arguments veto unless the arguments are known to miss.
-    let p = policy(Mode::Yolo, false, &["Bash(rm -rf:*)", "Bash(git push:*)"], &[], &[]);
+    let p = policy(
+        Mode::Yolo,
+        false,
+        &["Bash(rm -rf:*)", "Bash(git push:*)"],
+        &[],
+        &[],
+    );
     for (cmd, want) in [
         ("rm -rf x", Verdict::Deny),
         ("rm $FLAGS x", Verdict::Deny),
         ("rm -f x", Verdict::Allow),
         ("git push", Verdict::Deny),
         ("git -C . -c k=v --no-pager push", Verdict::Deny),
-        ("git --git-dir=.git --work-tree . push origin", Verdict::Deny),
+        (
+            "git --git-dir=.git --work-tree . push origin",
+            Verdict::Deny,
+        ),
         ("git -p push", Verdict::Deny),
         ("git --unknown-global push", Verdict::Deny),
         ("git $SUB origin", Verdict::Deny),
@@ -497,7 +521,13 @@ fn the_three_spellings_and_their_siblings() {
     }
     // A wrapper named by a rule is vetoed too.
     let p = policy(Mode::Yolo, false, &["Bash(sudo)", "Bash(ssh)"], &[], &[]);
-    for cmd in ["sudo ls", "sudo -u x sh -c 'ls'", "ssh host ls", "ssh host", "timeout 3 sudo ls"] {
+    for cmd in [
+        "sudo ls",
+        "sudo -u x sh -c 'ls'",
+        "ssh host ls",
+        "ssh host",
+        "timeout 3 sudo ls",
+    ] {
         assert_eq!(p.decide(&bash(cmd)).verdict, Verdict::Deny, "{cmd}");
     }
 }
@@ -521,7 +551,13 @@ fn shell_rules_cover_monitor() {
 
 #[test]
 fn allow_needs_a_full_literal_match() {
-    let p = policy(Mode::Ask, false, &[], &[], &["Bash(git push:*)", "Bash(rm *)"]);
+    let p = policy(
+        Mode::Ask,
+        false,
+        &[],
+        &[],
+        &["Bash(git push:*)", "Bash(rm *)"],
+    );
     for (cmd, want) in [
         ("git push", Verdict::Allow),
         ("git push origin main", Verdict::Allow),
@@ -579,7 +615,10 @@ fn edit_rules_judge_what_the_shell_writes() {
         ("cd src && rm a.py", Verdict::Deny),
         ("sudo rm src/a.py", Verdict::Deny),
         ("sh -c 'sed -i s/x/y/ src/a.py'", Verdict::Deny),
-        ("find . -name '*.py' -exec sed -i s/a/b/ {} +", Verdict::Allow),
+        (
+            "find . -name '*.py' -exec sed -i s/a/b/ {} +",
+            Verdict::Allow,
+        ),
         // fail closed: a known writer whose paths cannot be determined
         ("rm src/*.py", Verdict::Deny),
         ("rm $F", Verdict::Deny),

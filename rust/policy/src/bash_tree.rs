@@ -79,21 +79,13 @@ const UNDERSTOOD: &[&str] = &[
     "unset_command",
 ];
 
-const MAX_DEPTH: usize = 8;
-
 fn undetermined<T>(why: impl Into<String>) -> Result<T, Undetermined> {
     Err(Undetermined(why.into()))
 }
 
-/// Confirms the lexer's reading of `cmd` (its segments `segs`) with the grammar.
+/// Confirms the lexer's reading of `cmd` (its segments `segs`) with the grammar. The
+/// lexer bounds the nesting: it confirms every command string it parses in turn.
 pub fn confirm(cmd: &str, segs: &[Segment]) -> Result<(), Undetermined> {
-    confirm_at(cmd, segs, 0)
-}
-
-fn confirm_at(cmd: &str, segs: &[Segment], depth: usize) -> Result<(), Undetermined> {
-    if depth > MAX_DEPTH {
-        return undetermined("nesting is too deep");
-    }
     let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -106,16 +98,10 @@ fn confirm_at(cmd: &str, segs: &[Segment], depth: usize) -> Result<(), Undetermi
     let Some(tree) = tree else {
         return undetermined("the bash parser is unavailable");
     };
-    walk(tree.root_node(), cmd, segs, depth, false)
+    walk(tree.root_node(), cmd, segs, false)
 }
 
-fn walk(
-    n: Node<'_>,
-    src: &str,
-    segs: &[Segment],
-    depth: usize,
-    hidden: bool,
-) -> Result<(), Undetermined> {
+fn walk(n: Node<'_>, src: &str, segs: &[Segment], hidden: bool) -> Result<(), Undetermined> {
     if n.is_error() || n.is_missing() {
         let at = n.start_position();
         return undetermined(format!(
@@ -142,7 +128,7 @@ fn walk(
     let hidden = hidden || matches!(kind, "expansion" | "arithmetic_expansion");
     let mut cursor = n.walk();
     for child in n.children(&mut cursor) {
-        walk(child, src, segs, depth, hidden)?;
+        walk(child, src, segs, hidden)?;
     }
     Ok(())
 }

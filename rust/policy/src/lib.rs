@@ -378,11 +378,15 @@ impl Policy {
             if p.unknown_writes {
                 return Some(format!("{} ({unknown})", s.command_line()));
             }
-            let mut candidates = p.writes;
+            let mut candidates: Vec<(String, bool, bool)> = p
+                .writes
+                .into_iter()
+                .map(|(w, c)| (w, c, p.recursive_writes))
+                .collect();
             if access == rules::PathAccess::Read {
-                candidates.extend(p.reads);
+                candidates.extend(p.reads.into_iter().map(|(w, c)| (w, c, p.recursive_reads)));
             }
-            for (word, computed) in candidates {
+            for (word, computed, recursive) in candidates {
                 if computed {
                     return Some(format!("{} ({unknown}: {word})", s.command_line()));
                 }
@@ -395,7 +399,9 @@ impl Policy {
                 }
                 for b in &bases {
                     let path = resolve(b, &word);
-                    if r.matches_path(&path, project) {
+                    if r.matches_path(&path, project)
+                        || (recursive && r.may_match_under(&path, project))
+                    {
                         return Some(path.display().to_string());
                     }
                     if !relative {

@@ -147,6 +147,36 @@ impl Rule {
         }
     }
 
+    /// For a path rule: whether something it matches may lie in the tree below `dir` (or be
+    /// `dir`): compares `dir` with the literal directory prefix of the glob.
+    pub fn may_match_under(&self, dir: &Path, project: &Path) -> bool {
+        let Some(Pattern::Path(g, _)) = &self.pattern else {
+            return false;
+        };
+        if g.is_match(dir) || dir.strip_prefix(project).is_ok_and(|r| g.is_match(r)) {
+            return true;
+        }
+        let glob = g.glob().glob();
+        let literal = &glob[..glob.find(['*', '?', '[', '{']).unwrap_or(glob.len())];
+        let prefix = &literal[..literal.rfind('/').map_or(0, |i| i + 1)];
+        let under = |d: &str| {
+            let d = if d.is_empty() {
+                String::new()
+            } else {
+                format!("{}/", d.trim_end_matches('/'))
+            };
+            prefix.starts_with(&d) || d.starts_with(prefix)
+        };
+        if prefix.starts_with('/') {
+            under(&dir.to_string_lossy())
+        } else {
+            prefix.is_empty()
+                || dir
+                    .strip_prefix(project)
+                    .is_ok_and(|r| under(&r.to_string_lossy()))
+        }
+    }
+
     /// For a path rule: whether it judges what a shell command writes (`Edit`, `Write`, …)
     /// or what it reads and writes (`Read`, `Grep`, `Glob`, a bare glob).
     pub fn path_access(&self) -> Option<PathAccess> {

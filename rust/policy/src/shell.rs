@@ -373,9 +373,18 @@ impl Cx<'_> {
                 argv[0].0
             ));
         }
+        if argv[0].0.contains("{}") {
+            return undetermined("the program is a file name found at run time (`{}`)");
+        }
         if is_assignment(&argv[0].0) {
             // `timeout 5 A=1 cmd` runs a program literally named `A=1`: not what it reads as.
             return undetermined(format!("'{}' after a wrapper is not a program", argv[0].0));
+        }
+        if argv[0].0.contains('/') && self.written_before(&program) {
+            return undetermined(format!(
+                "the program {} may be written by this line before it runs",
+                argv[0].0
+            ));
         }
         let args: Vec<W> = argv[1..].to_vec();
         self.hidden_code(&program, &args, substituted, depth, &wraps)?;
@@ -396,6 +405,18 @@ impl Cx<'_> {
         seg.wrappers = wraps;
         self.out.push(seg);
         Ok(())
+    }
+
+    /// Whether a segment seen so far may write a file named `base` (`cp /bin/rm x; ./x`).
+    fn written_before(&self, base: &str) -> bool {
+        let names = |w: &str| w == base || w.ends_with(&format!("/{base}"));
+        self.out.iter().any(|s| {
+            let p = segment_paths(s);
+            p.unknown_writes
+                || p.writes.iter().any(|(w, c)| *c || names(w))
+                || (BULK_WRITERS.contains(&s.program.as_str())
+                    && s.args.iter().any(|a| a.contains(base)))
+        })
     }
 
     /// Environment assignments that run code: command-valued variables are parsed, variables
@@ -1932,6 +1953,17 @@ impl Cx<'_> {
                     }
                 }
                 "xargs" => {
+                    let replace = p
+                        .opts
+                        .iter()
+                        .find(|(n, _)| matches!(n.as_str(), "-I" | "-i" | "--replace"))
+                        .map(|(_, v)| v.as_ref().map_or("{}".to_string(), |v| v.0.clone()));
+                    if let (Some(r), Some(first)) = (replace, rest.first())
+                        && !r.is_empty()
+                        && first.0.contains(r.as_str())
+                    {
+                        return undetermined("xargs runs a program named by its input");
+                    }
                     if rest.is_empty() {
                         wraps.push(name);
                         return Ok(Some(vec![("echo".into(), false)]));
@@ -2542,6 +2574,11 @@ pub struct SegmentPaths {
     pub writes: Vec<(String, bool)>,
     /// The program writes files it does not name (`git checkout BRANCH`, `git stash`, …).
     pub unknown_writes: bool,
+    /// The written paths may be directories whose whole tree is written (`rm -r`, `mv`,
+    /// `cp -r`, `chmod -R`, `git checkout -- DIR`).
+    pub recursive_writes: bool,
+    /// The read paths may be directories read recursively (`grep -r`, `rg`, `cp -r`, `tar c`).
+    pub recursive_reads: bool,
 }
 
 /// Operands of `args` (words that are not options), skipping the values of `with_value`
@@ -2598,9 +2635,32 @@ pub fn segment_paths(s: &Segment) -> SegmentPaths {
     let mut p = SegmentPaths {
         reads: s.inputs.clone(),
         writes: s.outputs.clone(),
-        unknown_writes: false,
+        ..SegmentPaths::default()
     };
     let ops = |with_value: &[&str]| operands(s, with_value);
+    // A short-option cluster or long option among the arguments (before `--`).
+    let flag = |short: &[char], long: &[&str]| {
+        s.args.iter().take_while(|a| *a != "--").any(|a| {
+            if let Some(l) = a.strip_prefix("--") {
+                long.contains(&l)
+            } else {
+                a.starts_with('-') && a[1..].chars().any(|c| short.contains(&c))
+            }
+        })
+    };
+    p.recursive_writes = match s.program.as_str() {
+        "rm" => flag(&['r', 'R'], &["recursive"]),
+        "cp" => flag(&['r', 'R', 'a'], &["recursive", "archive"]),
+        "chmod" | "chown" | "chgrp" => flag(&['R'], &["recursive"]),
+        "mv" | "git" => true,
+        _ => false,
+    };
+    p.recursive_reads = match s.program.as_str() {
+        "grep" | "egrep" | "fgrep" => flag(&['r', 'R'], &["recursive", "dereference-recursive"]),
+        "cp" => p.recursive_writes,
+        "rg" | "tar" => true,
+        _ => false,
+    };
     match s.program.as_str() {
         "rm" | "rmdir" | "unlink" | "shred" => p.writes.extend(ops(&["-n", "-s"])),
         "touch" => p
@@ -2648,6 +2708,39 @@ pub fn segment_paths(s: &Segment) -> SegmentPaths {
                 "mv" => p.writes.extend(o),
                 "ln" => {}
                 _ => p.reads.extend(o),
+            }
+        }
+        "tar" => {
+            let first = s.args.first().map(String::as_str).unwrap_or("");
+            let mode = |c: char, long: &str| {
+                (!first.starts_with('-') && first.contains(c)) || flag(&[c], &[long])
+            };
+            if mode('x', "extract") || mode('x', "get") {
+                p.unknown_writes = true;
+            } else if mode('c', "create") || mode('r', "append") || mode('u', "update") {
+                let with_value = [
+                    "-f",
+                    "-C",
+                    "-T",
+                    "-X",
+                    "-b",
+                    "-g",
+                    "-N",
+                    "-V",
+                    "--file",
+                    "--directory",
+                ];
+                let mut o = ops(&with_value);
+                if !first.starts_with('-') && !o.is_empty() {
+                    o.remove(0); // the old-style option cluster
+                    if first.contains('f') && !o.is_empty() {
+                        p.writes.push(o.remove(0));
+                    }
+                }
+                if let Some(f) = option_value(s, "-f", "--file") {
+                    p.writes.push(f);
+                }
+                p.reads.extend(o);
             }
         }
         "dd" => {

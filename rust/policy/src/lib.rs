@@ -365,9 +365,15 @@ impl Policy {
                 s.args.iter().position(|a| !a.starts_with('-')),
                 s.program.as_str(),
             ) {
+                // Each `cd` may follow any earlier one (`cd src; cd sub`): every combination.
                 (Some(i), "cd" | "pushd") if !s.arg_computed(i) && s.args[i] != "-" => {
-                    let b = resolve(project, &s.args[i]);
-                    bases.push(b);
+                    let more: Vec<PathBuf> = bases.iter().map(|b| resolve(b, &s.args[i])).collect();
+                    bases.extend(more);
+                    bases.sort();
+                    bases.dedup();
+                    if bases.len() > 64 {
+                        computed_cd = true;
+                    }
                 }
                 _ => computed_cd = true,
             }

@@ -629,6 +629,8 @@ fn edit_rules_judge_what_the_shell_writes() {
         ("git restore src/a.py", Verdict::Deny),
         ("git restore --source HEAD~1 src/a.py", Verdict::Deny),
         ("cd src && rm a.py", Verdict::Deny),
+        ("cd lib; cd ../src; rm a.py", Verdict::Deny),
+        ("pushd src && rm a.py", Verdict::Deny),
         ("sudo rm src/a.py", Verdict::Deny),
         ("sh -c 'sed -i s/x/y/ src/a.py'", Verdict::Deny),
         (
@@ -715,6 +717,38 @@ fn read_rules_judge_what_the_shell_reads_and_writes() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn home_and_absolute_path_rules_on_the_shell() {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let p = policy(
+        Mode::Yolo,
+        true,
+        &[
+            "Read(~/.ssh/**)",
+            "Read(//etc/shadow)",
+            "Edit(/src/sub/a.py)",
+        ],
+        &[],
+        &[],
+    );
+    for (cmd, want) in [
+        ("cat ~/.ssh/id_rsa".to_string(), Verdict::Deny),
+        ("cp ~/.ssh/id_rsa x".to_string(), Verdict::Deny),
+        (format!("base64 {home}/.ssh/config"), Verdict::Deny),
+        ("cat /etc/shadow".to_string(), Verdict::Deny),
+        ("cd /etc && cat shadow".to_string(), Verdict::Deny),
+        ("cd src; cd sub; rm a.py".to_string(), Verdict::Deny),
+        (
+            "cd src/sub/.. && sed -i s/a/b/ sub/a.py".to_string(),
+            Verdict::Deny,
+        ),
+        ("cat /etc/hostname".to_string(), Verdict::Allow),
+        ("cd src; rm a.py".to_string(), Verdict::Allow),
+    ] {
+        assert_eq!(p.decide(&bash(&cmd)).verdict, want, "{cmd}");
+    }
 }
 
 #[test]

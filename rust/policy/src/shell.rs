@@ -1807,6 +1807,12 @@ impl Cx<'_> {
                     rest.remove(0);
                 }
                 "sudo" | "doas" => {
+                    // `sudo VAR=value cmd` sets the variable for cmd, like env.
+                    while rest.first().is_some_and(|a| !a.1 && is_assignment(&a.0)) {
+                        let a = rest.remove(0);
+                        self.check_assignment(&a, substituted, depth, wraps)?;
+                        assignments.push(a.0);
+                    }
                     if p.has(&["-e", "--edit"]) {
                         let mut v = vec![("sudoedit".to_string(), false)];
                         v.extend(rest);

@@ -701,9 +701,10 @@ impl Cx<'_> {
                                 .map(|v| (v.to_string(), a.1))
                         };
                         if let Some(v) = val {
-                            if v.1 || v.0.is_empty() {
+                            // A program file, run with each searched file as argument.
+                            if v.1 || v.0.is_empty() || v.0.contains(['=', ' ', '\t', '\n']) {
                                 return undetermined(format!(
-                                    "`rg {opt}` names a computed program"
+                                    "`rg {opt}` names a program yuyao cannot tell apart"
                                 ));
                             }
                             self.simple(vec![v], Vec::new(), substituted, depth + 1, &wraps)?;

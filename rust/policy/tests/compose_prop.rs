@@ -1,7 +1,8 @@
 //! Property (issue 11 §2): random compositions of the forms the adjudicator must see
 //! through — nested wrappers from the wrapper table, `;`/`&&`/`|` segments, `$(…)`,
 //! `bash -c '…'` at several quoting levels, `xargs`, `find -exec`, strings handed to a shell
-//! by `su -c`, `env -S`, `watch`, `ssh`, `flock -c`, `trap`, `git -c alias.x=!…` — around a
+//! by `su -c`, `env -S`, `watch`, `ssh`, `flock -c`, `trap`, `git -c alias.x=!…`, hidden
+//! code (`eval`, aliases, `${x@P}`, `mapfile -C`) and shells fed code — around a
 //! denied program never yield "allowed" under `deny Bash(rm)` in yolo: a refusal, or a
 //! confirmation when someone can give it; unattended, always a refusal.
 
@@ -113,6 +114,15 @@ const STRING_FORMS: &[&str] = &[
     "GIT_PAGER=%s git log",
     "git -c core.pager=%s log",
     "rg --pre=%s pattern",
+    // hidden code and shells fed code: undetermined, vetoed by the visible program word
+    "eval %s",
+    "echo %s | bash",
+    "bash <<< %s",
+    "mapfile -C %s a < f",
+    "alias ls=%s; ls",
+    "complete -C %s ls",
+    "x=%s; echo \"${x@P}\"",
+    "declare -n r=%s",
 ];
 
 /// Shell quoting of `s` at a level: single quotes or double quotes.

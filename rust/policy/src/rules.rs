@@ -371,16 +371,32 @@ impl CommandPattern {
         }
     }
 
+    /// The program word in an undetermined line, read several ways: quotes and backslashes
+    /// removed, ANSI-C `$'\x72m'` strings decoded, brace expansions flattened.
     fn vetoes_text(&self, cmd: &str) -> bool {
-        let text: String = cmd
-            .chars()
-            .filter(|c| !matches!(c, '\'' | '"' | '\\'))
-            .collect();
+        let strip = |t: &str| -> String {
+            t.chars()
+                .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+                .collect()
+        };
+        let plain = strip(cmd);
+        let decoded = strip(&decode_ansi_c(cmd));
+        let readings = [
+            plain.clone(),
+            decoded.clone(),
+            plain.replace(['{', '}'], ""),
+            plain.replace(['{', '}', ','], " "),
+            decoded.replace(['{', '}'], ""),
+        ];
+        readings.iter().any(|t| self.word_in(t))
+    }
+
+    fn word_in(&self, text: &str) -> bool {
         let Some(program) = &self.program else {
             let Rest::Glob(g) = &self.rest else {
                 return true;
             };
-            return wildcard(&format!("*{}*", g.trim_matches('*')), &text);
+            return wildcard(&format!("*{}*", g.trim_matches('*')), text);
         };
         let word = |c: char| c.is_ascii_alphanumeric() || "_.+-".contains(c);
         let mut from = 0;
@@ -399,6 +415,60 @@ impl CommandPattern {
         }
         false
     }
+}
+
+/// The character of up to `max` digits in `radix` at `k` (which advances past them).
+fn escaped_number(chars: &[char], k: &mut usize, radix: u32, max: usize) -> Option<char> {
+    let mut v = 0u32;
+    let mut n = 0;
+    while n < max && chars.get(*k).is_some_and(|c| c.is_digit(radix)) {
+        v = v
+            .saturating_mul(radix)
+            .saturating_add(chars[*k].to_digit(radix).unwrap_or(0));
+        *k += 1;
+        n += 1;
+    }
+    char::from_u32(v)
+}
+
+/// `text` with each ANSI-C quoted string (`$'\x72m'`) replaced by its value.
+fn decode_ansi_c(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::new();
+    let mut k = 0;
+    while k < chars.len() {
+        if chars[k] == '$' && chars.get(k + 1) == Some(&'\'') {
+            k += 2;
+            while k < chars.len() && chars[k] != '\'' {
+                if chars[k] != '\\' {
+                    out.push(chars[k]);
+                    k += 1;
+                    continue;
+                }
+                k += 1;
+                let Some(&e) = chars.get(k) else { break };
+                k += 1;
+                let c = match e {
+                    'x' => escaped_number(&chars, &mut k, 16, 2),
+                    'u' => escaped_number(&chars, &mut k, 16, 4),
+                    'U' => escaped_number(&chars, &mut k, 16, 8),
+                    '0'..='7' => {
+                        k -= 1;
+                        escaped_number(&chars, &mut k, 8, 3)
+                    }
+                    'n' => Some('\n'),
+                    't' => Some('\t'),
+                    other => Some(other),
+                };
+                out.extend(c);
+            }
+            k += 1;
+        } else {
+            out.push(chars[k]);
+            k += 1;
+        }
+    }
+    out
 }
 
 /// Global options of programs with subcommands (options before the subcommand, those that

@@ -106,13 +106,14 @@ impl Rule {
         })
     }
 
-    /// Whether the rule is about this tool at all. A shell rule covers every shell tool
-    /// (`Bash(rm)` also judges `monitor`).
+    /// Whether the rule is about this tool at all. A shell command rule covers every shell
+    /// tool (`Bash(rm)` and `Monitor(rm)` also judge `monitor` and `bash`), and a bare `bash`
+    /// covers `monitor` too; a bare `monitor` is only about the monitor tool.
     pub fn covers_tool(&self, tool: &str) -> bool {
+        let shell = |t: &str| crate::SHELL_TOOLS.contains(&t);
         match (self.tool, &self.pattern) {
-            (Some(t), _) => {
-                t == tool || (crate::SHELL_TOOLS.contains(&t) && crate::SHELL_TOOLS.contains(&tool))
-            }
+            (Some(t), Some(Pattern::Command(_))) => t == tool || (shell(t) && shell(tool)),
+            (Some(t), _) => t == tool || (t == "bash" && shell(tool)),
             (None, None) => true,
             (None, Some(_)) => FILE_TOOLS.contains(&tool),
         }

@@ -563,6 +563,9 @@ fn shell_rules_cover_monitor() {
     assert!(r.covers_tool("monitor"));
     let r = Rule::parse("Monitor(rm)").unwrap();
     assert!(r.covers_tool("bash"));
+    assert!(Rule::parse("bash").unwrap().covers_tool("monitor"));
+    assert!(!Rule::parse("monitor").unwrap().covers_tool("bash"));
+    assert!(!Rule::parse("Bash(rm)").unwrap().covers_tool("write"));
     let p = policy(Mode::Yolo, true, &["Bash(rm)"], &[], &[]);
     for cmd in ["rm x", "tail -f log | xargs rm", "watch rm x"] {
         let a = Action {

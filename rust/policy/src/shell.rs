@@ -181,7 +181,6 @@ const COMMAND_VARS: &[&str] = &[
 /// Variables that make a shell or the loader run code nobody wrote on the line.
 const HIDDEN_VARS: &[&str] = &[
     "BASH_ENV",
-    "ENV",
     "PS0",
     "PS1",
     "PS2",
@@ -441,6 +440,16 @@ impl Cx<'_> {
             || name.starts_with("GIT_CONFIG_VALUE_")
         {
             return undetermined(format!("setting {name} makes programs run hidden code"));
+        }
+        if name == "PATH"
+            && value
+                .split(':')
+                .any(|e| !e.is_empty() && !e.starts_with('/') && !e.starts_with('~'))
+        {
+            // `PATH=.:$PATH ls` runs whatever file named `ls` the folder holds.
+            return undetermined(
+                "a PATH with relative folders (a program name may run a local file)",
+            );
         }
         if COMMAND_VARS.contains(&name) {
             let v = value.trim_start_matches(['|', '!']);

@@ -338,6 +338,12 @@ const PROGRAMS: &[(&str, Option<&[&str]>)] = &[
     ),
     ("env 'BASH_FUNC_ls%%=() { rm x; }' bash -c ls", None),
     ("PS4='$(rm x)' bash -xc ls", None),
+    ("cp /bin/rm ./ls; PATH=.:$PATH ls x", None),
+    ("export PATH=bin:$PATH; ls", None),
+    ("env PATH=./node_modules/.bin:/usr/bin jest", None),
+    ("PATH=$PATH:/opt/x/bin make", Some(&["make"])),
+    ("export PATH=\"$HOME/.cargo/bin:$PATH\"", Some(&["export"])),
+    ("ENV=production npm start", Some(&["npm"])),
     // shells fed code from their input
     ("echo 'rm x' | bash", None),
     ("echo 'rm x' | sh -s", None),

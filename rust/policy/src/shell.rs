@@ -9,11 +9,25 @@
 //! long-option prefixes and `--`. An option the table does not know makes the line
 //! undetermined. Command strings handed to a shell (`sh -c`, `su -c`, `env -S`, `watch`,
 //! `ssh host …`, `git -c alias.x=!…`, `tar --to-command=…`) are parsed as command lines, and
-//! each is confirmed by the bash grammar. Bash features that run code the lexer cannot see
-//! (`eval`, aliases, `trap`-less hidden code such as arithmetic on variables, `${!x}`,
-//! `${x@P}`, `printf -v`, `declare -n`, `mapfile -C`, a shell reading commands from stdin)
-//! are undetermined. A script run by `bash f`/`source f` is read (from the working
-//! directory given to [`segments_in`]) and its commands join the line's segments.
+//! each is confirmed by the bash grammar (`trap 'cmd' SIG` too). Programs that run a program
+//! named in an option keep their own segment beside it (`find -exec`, `fd -x`, `rg --pre`,
+//! `tar -I`, `git -c core.pager=…`; command-valued variables such as `GIT_PAGER=…`).
+//!
+//! Bash features that run code the lexer cannot see are undetermined: `eval`, `fc`,
+//! aliases, `hash -p`, `enable`, `complete -C`, arithmetic on names or subscripts (`$((x))`,
+//! `[[ $x -eq 0 ]]`, `(( x ))`, `let`, `declare -i`, `${a[$i]}`, `${x:i}`), `${!x}`,
+//! `${x@P}`, `printf -v`, `declare -n` and subscripted names, `mapfile -C`, variables that
+//! make a shell run code (`BASH_ENV`, `PS4`, `BASH_FUNC_*`, `LD_PRELOAD`, `GIT_CONFIG_*`),
+//! a `PATH` with relative folders, a program that is a found file (`{}`) or a file the line
+//! writes first, and a shell reading commands from its input (`… | bash`, `bash <<EOF`,
+//! `bash -s`, `source <(…)`). Interpreters reading a program from their input
+//! (`python3 - <<EOF`) are as opaque as `python3 -c`: determined, as that program.
+//!
+//! A script run by `bash f`/`source f`/`. f` is read from the working directory given to
+//! [`segments_in`] and its commands join the line's segments; a missing, unreadable or
+//! larger than 64 KiB script, one named elsewhere on the line, one run after a `cd`, or on a
+//! line that also runs a program able to write it (`cp`, `tar`, `git`, `curl`, …) is
+//! undetermined. A script executed directly (`./s.sh`) is a program like any other.
 
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 //! policy never permits — it never falls back to splitting on whitespace.
 //!
 //! Wrappers (programs that run another program: `env`, `timeout`, `sudo`, `flock`, `ssh`, …)
-//! are parsed exactly, from a per-wrapper table of options ([`WRAPPERS`]): options that take
+//! are parsed exactly, from a per-wrapper table of options (`WRAPPERS`): options that take
 //! an argument, optional (attached) arguments, bundled short options, `--opt=value`, unique
 //! long-option prefixes and `--`. An option the table does not know makes the line
 //! undetermined. Command strings handed to a shell (`sh -c`, `su -c`, `env -S`, `watch`,

@@ -167,3 +167,24 @@ def test_edit_rule_stops_shell_writes(fake_llm, yuyao, env, repo, expect_refused
         expect_refused(server, f"b{i}")
     # The rule is about src/ only: a write elsewhere runs.
     assert "sub" in (repo / "lib" / "b.py").read_text()
+
+
+def test_scripts_run_by_a_shell_are_adjudicated(fake_llm, api, repo, expect_refused):
+    names = victims(repo, 4)
+    (repo / "clean.sh").write_text(f"#!/bin/sh\necho cleaning\nrm {names[0]} {names[1]}\n")
+    (repo / "fine.sh").write_text("echo fine > fine.txt\n")
+    commands = [
+        "bash clean.sh",
+        "source ./clean.sh",
+        f"cp /bin/rm ./zap; ./zap {names[2]}",
+        f"echo 'rm {names[3]}' > t.sh; sh t.sh",
+    ]
+    items = [("bash", {"command": c}, f"b{i}") for i, c in enumerate(commands)]
+    items.append(("bash", {"command": "bash fine.sh"}, "ok"))
+    server = fake_llm(steps(items))
+    api(server, mode="yolo", deny=["Bash(rm)"]).chat("clean up")
+    assert all((repo / n).exists() for n in names)
+    for i in range(len(commands)):
+        expect_refused(server, f"b{i}")
+    # A script whose commands are all allowed runs.
+    assert (repo / "fine.txt").read_text() == "fine\n"

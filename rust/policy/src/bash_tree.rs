@@ -79,28 +79,18 @@ const UNDERSTOOD: &[&str] = &[
     "unset_command",
 ];
 
-/// Programs that run another program (the lexer strips them; see `shell::strip_wrappers`).
-const WRAPPERS: &[&str] = &[
-    "env", "command", "builtin", "exec", "nice", "nohup", "timeout", "stdbuf", "time", "xargs",
-    "sudo", "doas", "sh", "bash", "zsh", "dash", "ksh", "find",
-];
-
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh"];
-
-const MAX_DEPTH: usize = 8;
-
 fn undetermined<T>(why: impl Into<String>) -> Result<T, Undetermined> {
     Err(Undetermined(why.into()))
 }
 
-/// Confirms the lexer's reading of `cmd` (its segments `segs`) with the grammar.
+/// Confirms the lexer's reading of `cmd` (its segments `segs`) with the grammar. The
+/// lexer bounds the nesting: it confirms every command string it parses in turn.
 pub fn confirm(cmd: &str, segs: &[Segment]) -> Result<(), Undetermined> {
-    confirm_at(cmd, segs, 0)
-}
-
-fn confirm_at(cmd: &str, segs: &[Segment], depth: usize) -> Result<(), Undetermined> {
-    if depth > MAX_DEPTH {
-        return undetermined("nesting is too deep");
+    // tree-sitter-bash's scanner reads out of bounds (and crashes the process) on `{`
+    // followed by a code point far beyond the assigned planes (seen from U+65E20). No
+    // command needs such characters: they are undetermined before the grammar sees them.
+    if cmd.chars().any(|c| u32::from(c) > 0x3_FFFF) {
+        return undetermined("characters outside the assigned Unicode planes");
     }
     let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
@@ -114,16 +104,10 @@ fn confirm_at(cmd: &str, segs: &[Segment], depth: usize) -> Result<(), Undetermi
     let Some(tree) = tree else {
         return undetermined("the bash parser is unavailable");
     };
-    walk(tree.root_node(), cmd, segs, depth, false)
+    walk(tree.root_node(), cmd, segs, false)
 }
 
-fn walk(
-    n: Node<'_>,
-    src: &str,
-    segs: &[Segment],
-    depth: usize,
-    hidden: bool,
-) -> Result<(), Undetermined> {
+fn walk(n: Node<'_>, src: &str, segs: &[Segment], hidden: bool) -> Result<(), Undetermined> {
     if n.is_error() || n.is_missing() {
         let at = n.start_position();
         return undetermined(format!(
@@ -144,23 +128,18 @@ fn walk(
             return undetermined("a command substitution inside ${…} or $((…))");
         }
         if kind == "command" {
-            check_command(n, src, segs, depth)?;
+            check_command(n, src, segs)?;
         }
     }
     let hidden = hidden || matches!(kind, "expansion" | "arithmetic_expansion");
     let mut cursor = n.walk();
     for child in n.children(&mut cursor) {
-        walk(child, src, segs, depth, hidden)?;
+        walk(child, src, segs, hidden)?;
     }
     Ok(())
 }
 
-fn check_command(
-    n: Node<'_>,
-    src: &str,
-    segs: &[Segment],
-    depth: usize,
-) -> Result<(), Undetermined> {
+fn check_command(n: Node<'_>, src: &str, segs: &[Segment]) -> Result<(), Undetermined> {
     let Some(name_node) = n.child_by_field_name("name") else {
         return Ok(()); // assignments only
     };
@@ -171,41 +150,18 @@ fn check_command(
         ));
     };
     let base = name.rsplit('/').next().unwrap_or(&name).to_string();
-    if SHELLS.contains(&base.as_str()) {
-        // `sh -c SCRIPT`: the script is parsed the same way.
-        let args = arguments(n, src);
-        if let Some(i) = args
+    // Wrappers (`sh -c`, `sudo`, `env -S`, …) are stripped by the lexer, which has every
+    // command string it parses confirmed by this grammar in turn.
+    if crate::shell::is_wrapper(&base)
+        || segs
             .iter()
-            .position(|a| a.as_deref().is_some_and(is_c_flag))
-        {
-            return match args.get(i + 1) {
-                Some(Some(script)) => confirm_at(script, segs, depth + 1),
-                Some(None) => undetermined("the `-c` script is computed at run time"),
-                None => undetermined("`-c` without a command string"),
-            };
-        }
-        return Ok(());
-    }
-    if WRAPPERS.contains(&base.as_str()) || segs.iter().any(|s| s.program == base) {
+            .any(|s| s.program == base || s.wrappers.contains(&base))
+    {
         return Ok(());
     }
     undetermined(format!(
         "the bash parse finds '{base}', which the lexer did not account for"
     ))
-}
-
-fn is_c_flag(a: &str) -> bool {
-    a.starts_with('-') && !a.starts_with("--") && a.contains('c')
-}
-
-/// The literal value of each argument of a command (`None` when computed).
-fn arguments(n: Node<'_>, src: &str) -> Vec<Option<String>> {
-    let mut out = Vec::new();
-    let mut cursor = n.walk();
-    for c in n.children_by_field_name("argument", &mut cursor) {
-        out.push(literal(c, src));
-    }
-    out
 }
 
 /// The word's value after quote removal, or `None` if it is computed at run time.
@@ -284,6 +240,15 @@ fn unescape_dq(t: &str) -> String {
 #[cfg(test)]
 mod tests {
     use crate::shell::segments;
+
+    #[test]
+    fn far_code_points_never_reach_the_grammar() {
+        // `{` + U+E0198 crashed tree-sitter-bash (a segfault, not a panic).
+        for c in ["{\u{e0198}", "x{\u{10ffff}", "echo {\u{65e20}"] {
+            assert!(segments(c).is_err(), "{c:?}");
+        }
+        assert!(segments("echo {\u{1f600}}").is_ok());
+    }
 
     #[test]
     fn agreement_and_disagreement() {

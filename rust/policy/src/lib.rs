@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use yuyao_protocol::{Mode, NetworkAccess, Role, SandboxLevel};
 
 pub use rules::Rule;
-pub use shell::{Segment, Undetermined, segments};
+pub use shell::{Segment, Undetermined, segments, segments_in};
 
 /// Tools that change files.
 pub const FILE_MUTATING: &[&str] = &[
@@ -106,9 +106,10 @@ pub struct Policy {
     pub home: Option<PathBuf>,
 }
 
-/// The shell command's segments, or why they cannot be determined.
-fn parse(cmd: &str) -> Result<Vec<Segment>, Undetermined> {
-    shell::segments(cmd)
+/// The shell command's segments, or why they cannot be determined. Scripts the line runs
+/// are read relative to `cwd` (the project root until the session cwd reaches the policy).
+fn parse(cmd: &str, cwd: &Path) -> Result<Vec<Segment>, Undetermined> {
+    shell::segments_in(cmd, Some(cwd))
 }
 
 impl Policy {
@@ -131,7 +132,7 @@ impl Policy {
 
     /// Whether the action changes the workspace (seed 001's definition).
     pub fn is_mutating(&self, a: &Action) -> bool {
-        let segs = a.command.as_deref().map(parse);
+        let segs = a.command.as_deref().map(|c| parse(c, self.project()));
         Self::mutating_with(a, segs.as_ref())
     }
 
@@ -163,7 +164,7 @@ impl Policy {
 
     pub fn decide(&self, a: &Action) -> Decision {
         let tool = a.tool.as_str();
-        let segs = a.command.as_deref().map(parse);
+        let segs = a.command.as_deref().map(|c| parse(c, self.project()));
         let mutating = Self::mutating_with(a, segs.as_ref());
 
         // 2. role and mode
@@ -177,7 +178,7 @@ impl Policy {
         }
 
         // 3. deny rules: one matching segment or path vetoes.
-        for r in self.deny.iter().filter(|r| r.covers_tool(tool)) {
+        for r in self.deny.iter().filter(|r| self.judges(r, tool)) {
             if let Some(hit) = self.rule_hit(r, a, segs.as_ref()) {
                 return Decision::new(
                     Verdict::Deny,
@@ -245,7 +246,7 @@ impl Policy {
         }
 
         // 6. ask rules veto like deny rules, but into a confirmation.
-        for r in self.ask.iter().filter(|r| r.covers_tool(tool)) {
+        for r in self.ask.iter().filter(|r| self.judges(r, tool)) {
             if let Some(hit) = self.rule_hit(r, a, segs.as_ref()) {
                 return self
                     .ask_or_refuse_by(
@@ -310,19 +311,39 @@ impl Policy {
         }
     }
 
-    /// What a rule matched in this action (a segment's command line or a path), if anything.
+    /// Whether a deny or ask rule judges this tool: rules for the tool, and path rules
+    /// (`Edit(glob)`, `Read(glob)`) for the paths a shell command writes or reads.
+    fn judges(&self, r: &Rule, tool: &str) -> bool {
+        r.covers_tool(tool) || (SHELL_TOOLS.contains(&tool) && r.path_access().is_some())
+    }
+
+    /// What a deny or ask rule matched in this action (a segment's command line or a path),
+    /// if anything. Fail closed: a shell rule vetoes a segment unless its arguments are
+    /// known to miss, and an undetermined line in which the rule's program word appears.
     fn rule_hit(
         &self,
         r: &Rule,
         a: &Action,
         segs: Option<&Result<Vec<Segment>, Undetermined>>,
     ) -> Option<String> {
+        if let (Some(access), Some(segs)) = (r.path_access(), segs) {
+            return match segs {
+                Ok(s) => self.shell_path_hit(r, access, s),
+                // Left to the confirmation an undetermined line needs, and to the OS sandbox.
+                Err(_) => None,
+            };
+        }
         match (segs, r.pattern.is_some()) {
             (Some(Ok(s)), true) => s
                 .iter()
-                .find(|seg| r.matches_segment(seg))
+                .find(|seg| r.vetoes_segment(seg))
                 .map(Segment::command_line),
-            (Some(Err(_)), true) => None,
+            (Some(Err(_)), true) => a.command.as_deref().filter(|c| r.vetoes_text(c)).map(|c| {
+                format!(
+                    "{} (undetermined; the rule's program appears in it)",
+                    c.trim()
+                )
+            }),
             (None, true) => a
                 .paths
                 .iter()
@@ -335,6 +356,82 @@ impl Policy {
                     .unwrap_or_else(|| a.tool.clone()),
             ),
         }
+    }
+
+    /// A path a shell command writes (or, for a `Read` rule, reads or writes) that the path
+    /// rule `r` matches. Relative paths resolve lexically against the project root and
+    /// every literal `cd` target of the line. Where a known writer's (or reader's) path
+    /// cannot be determined — a glob, an expansion, a computed `cd`, `git checkout BRANCH` —
+    /// the rule is taken to match (fail closed).
+    fn shell_path_hit(
+        &self,
+        r: &Rule,
+        access: rules::PathAccess,
+        segs: &[Segment],
+    ) -> Option<String> {
+        let project = self.project();
+        let mut bases = vec![project.to_path_buf()];
+        let mut computed_cd = false;
+        for s in segs
+            .iter()
+            .filter(|s| matches!(s.program.as_str(), "cd" | "pushd" | "popd"))
+        {
+            match (
+                s.args.iter().position(|a| !a.starts_with('-')),
+                s.program.as_str(),
+            ) {
+                // Each `cd` may follow any earlier one (`cd src; cd sub`): every combination.
+                (Some(i), "cd" | "pushd") if !s.arg_computed(i) && s.args[i] != "-" => {
+                    let more: Vec<PathBuf> = bases.iter().map(|b| resolve(b, &s.args[i])).collect();
+                    bases.extend(more);
+                    bases.sort();
+                    bases.dedup();
+                    if bases.len() > 64 {
+                        computed_cd = true;
+                    }
+                }
+                _ => computed_cd = true,
+            }
+        }
+        for s in segs {
+            let p = shell::segment_paths(s);
+            let unknown = "paths not determinable";
+            if p.unknown_writes {
+                return Some(format!("{} ({unknown})", s.command_line()));
+            }
+            let mut candidates: Vec<(String, bool, bool)> = p
+                .writes
+                .into_iter()
+                .map(|(w, c)| (w, c, p.recursive_writes))
+                .collect();
+            if access == rules::PathAccess::Read {
+                candidates.extend(p.reads.into_iter().map(|(w, c)| (w, c, p.recursive_reads)));
+            }
+            for (word, computed, recursive) in candidates {
+                if computed {
+                    return Some(format!("{} ({unknown}: {word})", s.command_line()));
+                }
+                let relative = !word.starts_with('/') && !word.starts_with('~');
+                if relative && computed_cd {
+                    return Some(format!(
+                        "{} ({unknown}: after a computed cd)",
+                        s.command_line()
+                    ));
+                }
+                for b in &bases {
+                    let path = resolve(b, &word);
+                    if r.matches_path(&path, project)
+                        || (recursive && r.may_match_under(&path, project))
+                    {
+                        return Some(path.display().to_string());
+                    }
+                    if !relative {
+                        break;
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// A sensitive file this action would read that the user did not name, if any.
@@ -417,7 +514,7 @@ impl Policy {
         let mut out = String::new();
         if let Some(cmd) = &a.command {
             out.push_str(&format!("command: {cmd}\n"));
-            match parse(cmd) {
+            match parse(cmd, self.project()) {
                 Ok(segs) => {
                     out.push_str(&format!("segments ({}):\n", segs.len()));
                     for (i, s) in segs.iter().enumerate() {
@@ -434,12 +531,12 @@ impl Policy {
                             notes.push("redirects to a file".into());
                         }
                         for r in &self.deny {
-                            if r.covers_tool(&a.tool) && r.matches_segment(s) {
+                            if r.covers_tool(&a.tool) && r.vetoes_segment(s) {
                                 notes.push(format!("matches deny {}", r.text));
                             }
                         }
                         for r in &self.ask {
-                            if r.covers_tool(&a.tool) && r.matches_segment(s) {
+                            if r.covers_tool(&a.tool) && r.vetoes_segment(s) {
                                 notes.push(format!("matches ask {}", r.text));
                             }
                         }
@@ -546,6 +643,27 @@ impl Policy {
     fn within_roots(&self, p: &Path) -> bool {
         self.roots.iter().any(|r| p.starts_with(r)) || p.starts_with(std::env::temp_dir())
     }
+}
+
+/// `word` resolved lexically against `base` (`~` is the home folder; `.`/`..` folded).
+fn resolve(base: &Path, word: &str) -> PathBuf {
+    let joined = if word == "~" || word.starts_with("~/") {
+        let home = std::env::var("HOME").unwrap_or_default();
+        PathBuf::from(home).join(word.trim_start_matches('~').trim_start_matches('/'))
+    } else {
+        base.join(word)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn mode_source(p: &Policy) -> String {

@@ -106,8 +106,10 @@ const PROGRAMS: &[(&str, Option<&[&str]>)] = &[
     ("sh -c \"ls && rm x\"", Some(&["ls", "rm"])),
     ("sh -c 'sh -c \"rm x\"'", Some(&["rm"])),
     ("env sh -c 'r\"\"m x'", Some(&["rm"])),
-    ("bash script.sh", Some(&["bash"])),
-    ("sh", Some(&["sh"])),
+    // A script is read from the working directory; without one (or when missing) it is
+    // undetermined. A shell without a script reads commands from its input: undetermined.
+    ("bash script.sh", None),
+    ("sh", None),
     // commands in argument position
     ("find . -exec rm {} \\;", Some(&["rm", "find"])),
     ("find . -exec rm {} +", Some(&["rm", "find"])),
@@ -164,9 +166,9 @@ const PROGRAMS: &[(&str, Option<&[&str]>)] = &[
     ("r*m x", None),
     ("eval rm x", None),
     ("eval 'ls'", None),
-    ("source ./x.sh", Some(&["source"])),
-    (". venv/bin/activate && pytest -q", Some(&[".", "pytest"])),
-    (". ./x.sh", Some(&["."])),
+    ("source ./x.sh", None),
+    (". venv/bin/activate && pytest -q", None),
+    (". ./x.sh", None),
     ("f() { rm x; }", None),
     ("function f { rm x; }", None),
     ("case x in a) rm x;; esac", None),
@@ -575,8 +577,17 @@ mod properties {
             prop_assume!(!["if", "then", "else", "elif", "fi", "do", "done", "while", "until",
                 "for", "in", "case", "esac", "select", "function", "time", "coproc"]
                 .contains(&p.as_str()));
+            // Wrappers run their operand (`nice x` runs `x`), and builtins that run hidden
+            // code (`fc`, `let`, `enable`, `eval`) are undetermined whatever their spelling.
+            prop_assume!(!yuyao_policy::shell::is_wrapper(&p));
+            prop_assume!(!["eval", "fc", "let", "enable"].contains(&p.as_str()));
             let cut = cut.min(p.len() - 1);
             let (a, b) = p.split_at(cut);
+            // The grammar reads a reserved word before a quote (`if""a`) as the keyword: the
+            // line is then undetermined (the safe side), not the program.
+            prop_assume!(!["if", "fi", "do", "in", "for", "case", "done", "then", "else", "elif",
+                "esac", "while", "until", "select", "function", "time", "coproc", "!"]
+                .contains(&a));
             let spelled = match kind {
                 0 => format!("{a}\"\"{b} x"),
                 1 => format!("{a}''{b} x"),

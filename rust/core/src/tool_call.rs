@@ -380,7 +380,7 @@ impl Session {
         if question.is_empty() {
             return ToolOutput::err("missing required argument 'question'");
         }
-        let options = args.options.clone();
+        let options = args.options.clone().unwrap_or_default();
         let answer = self.handler.as_ref().and_then(|h| {
             h.request(&Request::AskUser {
                 question: question.clone(),

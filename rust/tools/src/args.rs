@@ -320,8 +320,8 @@ pub struct JobStopParams {
 #[serde(deny_unknown_fields)]
 pub struct AskUserParams {
     pub question: String,
-    #[serde(default)]
-    pub options: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<String>>,
 }
 
 /// The one parsed form of a tool call's arguments.
@@ -628,5 +628,173 @@ impl ToolArgs {
             ToolArgs::AskUser(a) => serde_json::to_value(a),
         };
         v.unwrap_or(Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(tool: &str, raw: &str) -> Result<ToolArgs, String> {
+        ToolArgs::parse(tool, raw)
+    }
+
+    #[test]
+    fn two_keys_for_one_field_are_refused() {
+        for (tool, raw) in [
+            ("write", r#"{"path": "/outside/x", "file_path": "inside.txt", "content": "x"}"#),
+            ("write", r#"{"file_path": "a", "filePath": "b", "content": "x"}"#),
+            ("write", r#"{"file_path": "a", "content": "x", "contents": "y"}"#),
+            ("read", r#"{"file_path": "README.md", "path": ".env"}"#),
+            ("edit", r#"{"file_path": "a", "old_string": "x", "old_str": "y", "new_string": "z"}"#),
+            ("apply-patch", r#"{"patch": "*** Begin Patch", "input": "*** Begin Patch"}"#),
+            ("apply-patch", r#"{"diff": "a", "content": "b"}"#),
+            ("notebook-edit", r#"{"notebook_path": "a.ipynb", "file_path": "b.ipynb", "new_source": ""}"#),
+            ("bash", r#"{"command": "ls", "cmd": "rm -rf x"}"#),
+            ("monitor", r#"{"cmd": "ls", "command": "rm x"}"#),
+            ("grep", r#"{"pattern": "a", "regex": "b"}"#),
+            ("grep", r#"{"pattern": "a", "-C": 1, "context": 2}"#),
+            ("bg-stop", r#"{"id": "bash_1", "shell_id": "bash_2"}"#),
+            // The same key twice in the text is a duplicate too.
+            ("bash", r#"{"command": "ls", "command": "rm x"}"#),
+        ] {
+            let e = parse(tool, raw).expect_err(raw);
+            assert!(e.contains("duplicate field"), "{raw}: {e}");
+            assert!(e.contains("Nothing was run"), "{e}");
+            assert!(e.contains("Accepted keys"), "{e}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_naming_the_accepted_ones() {
+        for (tool, raw) in [
+            ("read", r#"{"notebook_path": "README.md", "filePath": ".env"}"#),
+            ("read", r#"{"file_path": "a", "offest": 3}"#),
+            ("write", r#"{"file_path": "a", "content": "x", "mode": "0777"}"#),
+            ("bash", r#"{"command": "ls", "shell": "zsh"}"#),
+            ("multi-edit", r#"{"file_path": "a", "edits": [{"old_string": "a", "new_string": "b", "x": 1}]}"#),
+            ("bg-list", r#"{"all": true}"#),
+        ] {
+            let e = parse(tool, raw).expect_err(raw);
+            assert!(e.contains("unknown field"), "{raw}: {e}");
+        }
+        let e = parse("read", r#"{"notebook_path": "a"}"#).unwrap_err();
+        assert!(e.contains("file_path (or path, filePath)"), "{e}");
+    }
+
+    #[test]
+    fn missing_required_keys_are_refused() {
+        for (tool, raw, field) in [
+            ("write", r#"{"file_path": "a"}"#, "content"),
+            ("write", r#"{"content": "a"}"#, "file_path"),
+            ("read", "", "file_path"),
+            ("bash", r#"{"description": "x"}"#, "command"),
+            ("edit", r#"{"file_path": "a", "old_string": "x"}"#, "new_string"),
+            ("apply-patch", "{}", "patch"),
+            ("bg-output", "{}", "id"),
+        ] {
+            let e = parse(tool, raw).expect_err(raw);
+            assert!(e.contains(&format!("missing field `{field}`")), "{raw}: {e}");
+        }
+    }
+
+    #[test]
+    fn lenient_numbers_and_booleans() {
+        let a = parse("read", r#"{"file_path": "a", "offset": "5", "limit": 3.0, "pages": null}"#)
+            .unwrap();
+        let ToolArgs::Read(r) = a else { panic!() };
+        assert_eq!((r.offset, r.limit, r.pages), (Some(5), Some(3), None));
+        let ToolArgs::Read(r) = parse("read", r#"{"path": "a", "pages": 3}"#).unwrap() else {
+            panic!()
+        };
+        assert_eq!(r.pages.as_deref(), Some("3"));
+        let ToolArgs::Bash(b) = parse(
+            "bash",
+            r#"{"cmd": "ls", "timeout": " 1000 ", "run_in_background": "true"}"#,
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(b.command, "ls");
+        assert_eq!((b.timeout, b.run_in_background), (Some(1000), Some(true)));
+        let ToolArgs::Grep(g) = parse("grep", r#"{"pattern": "x", "-i": "false", "-C": "2"}"#)
+            .unwrap() else {
+            panic!()
+        };
+        assert_eq!((g.case_insensitive, g.context), (Some(false), Some(2)));
+        for bad in [
+            r#"{"file_path": "a", "offset": "five"}"#,
+            r#"{"file_path": "a", "offset": 1.5}"#,
+            r#"{"file_path": "a", "offset": true}"#,
+            r#"{"file_path": 7}"#,
+        ] {
+            assert!(parse("read", bad).is_err(), "{bad}");
+        }
+        assert!(parse("edit", r#"{"file_path": "a", "old_string": "x", "new_string": "y", "replace_all": "yes"}"#).is_err());
+    }
+
+    #[test]
+    fn not_an_object_or_not_json() {
+        assert!(parse("read", "[1]").unwrap_err().contains("JSON object"));
+        assert!(parse("read", "{nope").unwrap_err().contains("not valid JSON"));
+    }
+
+    #[test]
+    fn command_paths_and_canonical_form_come_from_the_one_parse() {
+        let a = parse("bash", r#"{"cmd": "rm victim"}"#).unwrap();
+        assert_eq!(a.command(), Some("rm victim"));
+        assert_eq!(a.to_value(), json!({"command": "rm victim"}));
+        let a = parse("monitor", r#"{"cmd": "tail -F log"}"#).unwrap();
+        assert_eq!(a.command(), Some("tail -F log"));
+        let a = parse("notebook-edit", r#"{"path": "n.ipynb", "source": "x"}"#).unwrap();
+        assert_eq!(a.raw_paths().unwrap(), vec!["n.ipynb".to_string()]);
+        assert_eq!(
+            a.to_value(),
+            json!({"notebook_path": "n.ipynb", "new_source": "x"})
+        );
+        // apply-patch: every file the patch touches, from the text the tool applies.
+        let patch = "*** Begin Patch\n*** Update File: ws/inside.txt\n*** Move to: ../outside/authorized_keys\n@@\n-a\n+b\n*** Add File: new.txt\n+n\n*** End Patch\n";
+        let a = ToolArgs::from_value("apply-patch", &json!({"input": patch})).unwrap();
+        assert_eq!(
+            a.raw_paths().unwrap(),
+            vec!["ws/inside.txt", "../outside/authorized_keys", "new.txt"]
+        );
+        // A patch the tool could not parse is refused before anything is judged or run.
+        let a = ToolArgs::from_value("apply-patch", &json!({"patch": "hello"})).unwrap();
+        assert!(a.raw_paths().is_err());
+    }
+
+    #[test]
+    fn accepted_keys_match_the_structs_and_the_schemas() {
+        let reg = crate::Registry::default();
+        for (tool, keys) in ACCEPTED {
+            for (key, aliases) in *keys {
+                for k in std::iter::once(key).chain(aliases.iter()) {
+                    let raw = json!({ *k: "1" }).to_string();
+                    if let Err(e) = ToolArgs::parse(tool, &raw) {
+                        assert!(!e.contains("unknown field"), "{tool}.{k}: {e}");
+                    }
+                }
+            }
+            let Some(t) = reg.get(tool) else {
+                assert_eq!(*tool, "ask-user");
+                continue;
+            };
+            let schema = t.parameters();
+            let mut props: Vec<String> = schema["properties"]
+                .as_object()
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default();
+            let mut canon: Vec<String> = keys.iter().map(|(k, _)| k.to_string()).collect();
+            props.sort();
+            canon.sort();
+            assert_eq!(props, canon, "schema of {tool}");
+            let raw = json!({"surely_unknown": 1}).to_string();
+            assert!(ToolArgs::parse(tool, &raw).unwrap_err().contains("unknown field"));
+        }
+        for name in reg.names() {
+            assert!(ACCEPTED.iter().any(|(t, _)| *t == name), "{name}");
+        }
     }
 }

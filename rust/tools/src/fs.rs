@@ -307,7 +307,16 @@ pub fn open_for_read(path: &Path) -> Result<std::fs::File, String> {
 }
 
 fn open_error(path: &Path, doing: &str, e: &std::io::Error) -> String {
+    // The fallback walk meets a swapped-in folder link as "not a directory".
+    let link_on_path = || {
+        path.ancestors()
+            .any(|a| std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()))
+    };
     match e.raw_os_error() {
+        Some(libc::ENOTDIR) if link_on_path() => format!(
+            "{} changed while it was being opened (a symbolic link appeared on its path); refusing to follow it",
+            path.display()
+        ),
         Some(libc::ELOOP) | Some(libc::EXDEV) => format!(
             "{} changed while it was being opened (a symbolic link appeared on its path); refusing to follow it",
             path.display()
@@ -476,6 +485,12 @@ pub mod nofollow {
             }
             other => other,
         }
+    }
+
+    /// The fallback walk alone (tests: the kernel here may have `openat2`).
+    #[cfg(test)]
+    pub fn open_walk(path: &Path, flags: i32) -> io::Result<OwnedFd> {
+        walk(root()?, &parts(path)?, flags, 0, false)
     }
 
     fn walk(
@@ -991,4 +1006,85 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
         if counts.len() == 1 { "" } else { "s" },
         if total == 1 { "" } else { "s" }
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(text: &[u8], start: usize, want: usize) -> Page {
+        // A tiny buffer, so lines cross chunk boundaries.
+        let mut r = std::io::BufReader::with_capacity(7, text);
+        stream_page(&mut r, start, want).unwrap()
+    }
+
+    #[test]
+    fn streamed_pages_count_like_split_inclusive() {
+        for text in ["", "a", "a\n", "a\nb", "a\nb\n", "\n\n", "x\r\ny\r\n"] {
+            let p = page(text.as_bytes(), 1, 2000);
+            assert_eq!(p.total, text.split_inclusive('\n').count(), "{text:?}");
+            assert_eq!(p.hash, content_hash(text.as_bytes()));
+        }
+        let text: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        let p = page(text.as_bytes(), 10, 3);
+        assert_eq!(p.text, "10\tline 10\n11\tline 11\n12\tline 12\n");
+        assert_eq!((p.end, p.total), (12, 100));
+        let p = page(b"a\r\nb", 2, 5);
+        assert_eq!((p.text.as_str(), p.end, p.total), ("2\tb\n", 2, 2));
+    }
+
+    #[test]
+    fn a_huge_line_is_cut_without_being_held() {
+        let mut text = vec![b'x'; 1_000_000];
+        text.extend_from_slice(b"\nsecond\n");
+        let p = page(&text, 1, 5);
+        assert!(p.text.contains("[line cut at 2000 characters]"));
+        assert!(p.text.len() < 3000);
+        assert!(p.text.ends_with("2\tsecond\n"));
+        assert_eq!(p.total, 2);
+    }
+
+    #[test]
+    fn stale_temp_files_of_our_pattern_are_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        let stale = root.join("a/b/.big.log.yuyao-0123456789ab.tmp");
+        let other = root.join("a/.notes.yuyao-xyz.tmp");
+        let mine = root.join("keep.tmp");
+        for p in [&stale, &other, &mine] {
+            std::fs::write(p, "x").unwrap();
+        }
+        assert!(is_temp_name(".big.log.yuyao-0123456789ab.tmp"));
+        assert!(!is_temp_name(".notes.yuyao-xyz.tmp"));
+        assert!(!is_temp_name("big.log.yuyao-0123456789ab.tmp"));
+        // Fresh ones may belong to a live write: kept.
+        assert!(clean_stale_temps(&root, std::time::Duration::from_secs(60)).is_empty());
+        let removed = clean_stale_temps(&root, std::time::Duration::ZERO);
+        assert_eq!(removed, vec![stale.clone()]);
+        assert!(!stale.exists() && other.exists() && mine.exists());
+        // A temp name made by yuyao is of the pattern.
+        assert!(is_temp_name(&temp_name("x.txt")));
+    }
+
+    #[test]
+    fn read_pages_a_large_file_and_knows_its_hash() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let text: String = (1..=200_000).map(|i| format!("row {i}\n")).collect();
+        std::fs::write(root.join("huge.log"), &text).unwrap();
+        let ctx = ToolContext::new(root.clone(), root.clone(), root.join("spill"));
+        let args = ToolArgs::from_value(
+            "read",
+            &serde_json::json!({"file_path": "huge.log", "offset": "1", "limit": 5}),
+        )
+        .unwrap();
+        let out = Read.run_args(&args, &ctx, &CancellationToken::new());
+        assert!(out.ok, "{}", out.text);
+        assert!(out.text.starts_with("1\trow 1\n2\trow 2\n"));
+        assert!(out.text.contains("(lines 1–5 of 200000; continue with offset=6)"));
+        let k = ctx.knowledge(&root.join("huge.log")).unwrap();
+        assert_eq!(k.hash, content_hash(text.as_bytes()));
+        assert!(!k.read_in_full);
+    }
 }

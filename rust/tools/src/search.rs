@@ -558,6 +558,22 @@ mod tests {
         Grep.run(&args, c, &CancellationToken::new())
     }
 
+    #[test]
+    fn glob_quotes_names_with_control_characters() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::write(root.join("evil\nREADME.md"), "x").unwrap();
+        std::fs::write(root.join("plain.md"), "x").unwrap();
+        let out = run_glob(&ctx(&root), serde_json::json!({"pattern": "*.md"}));
+        assert!(out.ok, "{}", out.text);
+        let lines: Vec<&str> = out.text.lines().collect();
+        assert_eq!(lines.len(), 2, "{}", out.text);
+        assert!(lines.contains(&"\"evil\\nREADME.md\""), "{}", out.text);
+        assert!(lines.contains(&"plain.md"));
+        let out = run_grep(&ctx(&root), serde_json::json!({"pattern": "x"}));
+        assert_eq!(out.text.lines().count(), 2, "{}", out.text);
+    }
+
     fn run_glob(c: &ToolContext, args: Value) -> ToolOutput {
         Glob.run(&args, c, &CancellationToken::new())
     }

@@ -91,7 +91,9 @@ def test_two_path_keys_are_ambiguous_and_nothing_is_written(
 ):
     target = outside / "authorized_keys"
     args = {"path": str(target), "file_path": "inside.txt", "content": "ssh-rsa AAAA attacker"}
-    server = fake_llm([calls([("write", args, "w")]), say("done")])
+    server = fake_llm(
+        [calls([("write", args, "w")]), say("The tool results above say what happened.")]
+    )
     api(server, mode="auto-edit").chat("write it")
     result = server.tool_result("w")
     assert "duplicate field" in result and "file_path (or path, filePath)" in result, result
@@ -102,7 +104,9 @@ def test_two_path_keys_are_ambiguous_and_nothing_is_written(
 def test_a_decoy_path_key_does_not_read_a_secret(fake_llm, yuyao, env, repo):
     (repo / ".env").write_text(f"TOKEN={SECRET}\n")
     args = {"notebook_path": "README.md", "filePath": ".env"}
-    server = fake_llm([calls([("read", args, "r")]), say("done")])
+    server = fake_llm(
+        [calls([("read", args, "r")]), say("The tool results above say what happened.")]
+    )
     proc = yuyao("-p", "read the readme", "--yolo", env=env(server))
     assert proc.returncode == 0, out(proc)
     assert "unknown field" in server.tool_result("r")
@@ -119,7 +123,12 @@ def test_a_decoy_path_key_does_not_read_a_secret(fake_llm, yuyao, env, repo):
 )
 def test_cmd_spelling_meets_the_deny_rules(fake_llm, api, repo, expect_refused, tool, deny):
     (repo / "victim").write_text("keep me\n")
-    server = fake_llm([calls([(tool, {"cmd": "rm victim"}, "c")]), say("done")])
+    server = fake_llm(
+        [
+            calls([(tool, {"cmd": "rm victim"}, "c")]),
+            say("The tool results above say what happened."),
+        ]
+    )
     api(server, mode="yolo", deny=[deny]).chat("clean up")
     expect_refused(server, "c")
     time.sleep(0.3)  # a monitor that slipped through would be running now
@@ -135,7 +144,7 @@ def test_edit_rules_cover_every_tool_that_writes(fake_llm, api, repo, expect_ref
                 ("write", {"file_path": "made2.txt", "content": "x"}, "w"),
             ]
         ),
-        say("done"),
+        say("The tool results above say what happened."),
     ]
     server = fake_llm(script)
     api(server, mode="yolo", deny=["Edit"]).chat("make files")
@@ -146,7 +155,12 @@ def test_edit_rules_cover_every_tool_that_writes(fake_llm, api, repo, expect_ref
 
 def test_tools_list_without_bash_disables_monitor(fake_llm, yuyao, env, repo):
     (repo / "victim").write_text("keep me\n")
-    server = fake_llm([calls([("monitor", {"command": "rm victim"}, "m")]), say("done")])
+    server = fake_llm(
+        [
+            calls([("monitor", {"command": "rm victim"}, "m")]),
+            say("The tool results above say what happened."),
+        ]
+    )
     proc = yuyao("-p", "go", "--yolo", "--tools", "read,monitor", env=env(server))
     assert proc.returncode == 0, out(proc)
     assert "unavailable" in server.tool_result("m")
@@ -155,13 +169,18 @@ def test_tools_list_without_bash_disables_monitor(fake_llm, yuyao, env, repo):
     assert "monitor" not in advertised and "read" in advertised
 
 
-def test_decoy_patch_keys_are_refused_before_anyone_is_asked(
-    fake_llm, use_env, repo, outside
-):
+def test_decoy_patch_keys_are_refused_before_anyone_is_asked(fake_llm, use_env, repo, outside):
     (repo / "inside.txt").write_text("a\n")
     decoy = "*** Begin Patch\n*** Update File: inside.txt\n@@\n-a\n+b\n*** End Patch\n"
-    real = f"*** Begin Patch\n*** Add File: {outside}/authorized_keys\n+ssh-rsa AAAA\n*** End Patch\n"
-    server = fake_llm([calls([("apply-patch", {"patch": decoy, "input": real}, "p")]), say("ok")])
+    real = (
+        f"*** Begin Patch\n*** Add File: {outside}/authorized_keys\n+ssh-rsa AAAA\n*** End Patch\n"
+    )
+    server = fake_llm(
+        [
+            calls([("apply-patch", {"patch": decoy, "input": real}, "p")]),
+            say("The tool results above say what happened."),
+        ]
+    )
     h = Handler("allow")
     s = core_session(server, use_env, repo, h, mode="ask")
     s.chat("patch it")
@@ -180,7 +199,12 @@ def test_the_approval_prompt_shows_every_file_the_patch_touches(
         "*** Begin Patch\n*** Update File: inside.txt\n*** Move to: ../outside/authorized_keys\n"
         "@@\n-a\n+ssh-rsa AAAA\n*** End Patch\n"
     )
-    server = fake_llm([calls([("apply-patch", {"input": patch}, "p")]), say("ok")])
+    server = fake_llm(
+        [
+            calls([("apply-patch", {"input": patch}, "p")]),
+            say("The tool results above say what happened."),
+        ]
+    )
     h = Handler("deny")
     s = core_session(server, use_env, repo, h, mode="ask", sandbox="full-access")
     s.chat("patch it")
@@ -191,7 +215,12 @@ def test_the_approval_prompt_shows_every_file_the_patch_touches(
     assert str(outside / "authorized_keys") in shown and "+ssh-rsa AAAA" in shown, shown
     assert not (outside / "authorized_keys").exists()
     # In the workspace-write sandbox the same patch is refused outright.
-    server = fake_llm([calls([("apply-patch", {"input": patch}, "p")]), say("ok")])
+    server = fake_llm(
+        [
+            calls([("apply-patch", {"input": patch}, "p")]),
+            say("The tool results above say what happened."),
+        ]
+    )
     s = core_session(server, use_env, repo, Handler("allow"), mode="auto-edit")
     s.chat("patch it")
     s.close()
@@ -213,10 +242,14 @@ def test_a_directory_symlink_out_is_not_written_through(
             calls(
                 [
                     ("write", {"file_path": "docs/notes.md", "content": "x"}, "w"),
-                    ("edit", {"file_path": "docs/new.md", "old_string": "", "new_string": "y"}, "e"),
+                    (
+                        "edit",
+                        {"file_path": "docs/new.md", "old_string": "", "new_string": "y"},
+                        "e",
+                    ),
                 ]
             ),
-            say("ok"),
+            say("The tool results above say what happened."),
         ]
     )
     api(server, mode="auto-edit").chat("write docs")
@@ -230,7 +263,7 @@ def test_a_symlink_made_with_bash_is_not_written_through(fake_llm, yuyao, env, r
         [
             calls([("bash", {"command": f"ln -s {outside} out && echo linked"}, "b")]),
             calls([("write", {"file_path": "out/escape.txt", "content": "x"}, "w")]),
-            say("ok"),
+            say("The tool results above say what happened."),
         ]
     )
     flags = ["--yolo", "--sandbox", "full-access", "--network", "on"]
@@ -250,7 +283,7 @@ def test_a_symlink_inside_edits_its_target(fake_llm, api, repo):
             calls(
                 [("edit", {"file_path": "link.txt", "old_string": "old", "new_string": "new"}, "e")]
             ),
-            say("ok"),
+            say("The tool results above say what happened."),
         ]
     )
     api(server, mode="auto-edit").chat("edit it")
@@ -263,9 +296,7 @@ def test_an_innocent_name_linking_to_a_secret_is_judged_as_the_secret(
 ):
     (repo / ".env").write_text(f"TOKEN={SECRET}\n")
     (repo / "config.txt").symlink_to(".env")
-    server = fake_llm(
-        [calls([("read", {"file_path": "config.txt"}, "r")]), say("Nothing to see.")]
-    )
+    server = fake_llm([calls([("read", {"file_path": "config.txt"}, "r")]), say("Nothing to see.")])
     proc = yuyao("-p", "what is in config.txt?", "--yolo", env=env(server))
     assert proc.returncode == 0, out(proc)
     assert "secret" in server.tool_result("r").lower(), server.tool_result("r")
@@ -292,17 +323,26 @@ def test_a_page_of_a_huge_file_costs_a_page(fake_llm, yuyao, env, repo, tmp_path
             f.write(data)
     (repo / "small.log").write_text(block[:1000])
 
-    def peak_kib(name: str) -> int:
+    def peak_kib(name: str, mention: bool = False) -> int:
         args = {"file_path": name, "offset": 1, "limit": 5}
-        server = fake_llm([calls([("read", args, "r")]), say("ok")])
-        cmd = [*yuyao_command(), "-p", "read", "--yolo"]
+        answer = say("The tool results above say what happened.")
+        server = fake_llm([answer] if mention else [calls([("read", args, "r")]), answer])
+        prompt = f"what does @{name} say?" if mention else "read"
+        cmd = [*yuyao_command(), "-p", prompt, "--yolo"]
         proc = run([sys.executable, "-c", RSS_PROBE, *cmd], env=env(server), cwd=repo)
         assert proc.returncode == 0, out(proc)
-        assert "1\tlog line 00000000" in server.tool_result("r")
+        if mention:
+            first = json.dumps(server.requests[0]["body"])
+            assert "log line 00000000" in first and len(first) < 1_000_000
+        else:
+            assert "1\tlog line 00000000" in server.tool_result("r")
         return int(proc.stdout.split()[-1])
 
     baseline = peak_kib("small.log")
     huge = peak_kib("huge.log")
+    assert huge - baseline < 100 * 1024, (baseline, huge)
+    # `@huge.log` attaches its budget, not the file.
+    huge = peak_kib("huge.log", mention=True)
     assert huge - baseline < 100 * 1024, (baseline, huge)
 
 

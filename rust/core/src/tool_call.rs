@@ -224,9 +224,9 @@ impl Session {
     /// The policy's view of the call, filled from the parsed arguments: the command, and
     /// every path resolved (symlinks included) the way the tool will open it.
     fn action_for(&self, name: &str, args: &ToolArgs) -> Result<Action, String> {
-        let paths = args.paths(&self.ctx).map_err(|e| {
-            format!("invalid arguments for {name}: {e}. Nothing was run.")
-        })?;
+        let paths = args
+            .paths(&self.ctx)
+            .map_err(|e| format!("invalid arguments for {name}: {e}. Nothing was run."))?;
         Ok(Action {
             tool: name.to_string(),
             command: args.command().map(str::to_string),

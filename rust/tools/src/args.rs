@@ -135,11 +135,23 @@ pub fn lenient_pages<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, 
 pub struct BashParams {
     #[serde(alias = "cmd")]
     pub command: String,
-    #[serde(default, deserialize_with = "lenient_int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub timeout: Option<i64>,
-    #[serde(default, deserialize_with = "opt_str", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub description: Option<String>,
-    #[serde(default, deserialize_with = "lenient_bool", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub run_in_background: Option<bool>,
 }
 
@@ -148,11 +160,23 @@ pub struct BashParams {
 pub struct ReadParams {
     #[serde(alias = "path", alias = "filePath")]
     pub file_path: String,
-    #[serde(default, deserialize_with = "lenient_int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub offset: Option<i64>,
-    #[serde(default, deserialize_with = "lenient_int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub limit: Option<i64>,
-    #[serde(default, deserialize_with = "lenient_pages", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_pages",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub pages: Option<String>,
 }
 
@@ -174,7 +198,11 @@ pub struct EditParams {
     pub old_string: String,
     #[serde(alias = "new_str", alias = "newString")]
     pub new_string: String,
-    #[serde(default, deserialize_with = "lenient_bool", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub replace_all: Option<bool>,
 }
 
@@ -186,7 +214,11 @@ pub struct EditItem {
     pub old_string: String,
     #[serde(alias = "new_str", alias = "newString")]
     pub new_string: String,
-    #[serde(default, deserialize_with = "lenient_bool", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub replace_all: Option<bool>,
 }
 
@@ -210,15 +242,38 @@ pub struct ApplyPatchParams {
 pub struct NotebookEditParams {
     #[serde(alias = "file_path", alias = "path")]
     pub notebook_path: String,
-    #[serde(default, deserialize_with = "opt_str", alias = "cellId", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        alias = "cellId",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub cell_id: Option<String>,
-    #[serde(default, deserialize_with = "lenient_int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub cell_index: Option<i64>,
-    #[serde(default, deserialize_with = "opt_str", alias = "source", alias = "content", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        alias = "source",
+        alias = "content",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub new_source: Option<String>,
-    #[serde(default, deserialize_with = "opt_str", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub cell_type: Option<String>,
-    #[serde(default, deserialize_with = "opt_str", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub edit_mode: Option<String>,
 }
 
@@ -227,7 +282,11 @@ pub struct NotebookEditParams {
 pub struct ReadMediaParams {
     #[serde(alias = "path", alias = "filePath")]
     pub file_path: String,
-    #[serde(default, deserialize_with = "lenient_pages", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_pages",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub pages: Option<String>,
 }
 
@@ -236,29 +295,85 @@ pub struct ReadMediaParams {
 pub struct GrepParams {
     #[serde(alias = "regex", alias = "query")]
     pub pattern: String,
-    #[serde(default, deserialize_with = "opt_str", alias = "file_path", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        alias = "file_path",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub path: Option<String>,
-    #[serde(default, deserialize_with = "opt_str", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub glob: Option<String>,
-    #[serde(default, rename = "type", deserialize_with = "opt_str", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "type",
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub file_type: Option<String>,
-    #[serde(default, deserialize_with = "opt_str", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub output_mode: Option<String>,
-    #[serde(default, rename = "-i", deserialize_with = "lenient_bool", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "-i",
+        deserialize_with = "lenient_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub case_insensitive: Option<bool>,
-    #[serde(default, rename = "-n", deserialize_with = "lenient_bool", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "-n",
+        deserialize_with = "lenient_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub line_numbers: Option<bool>,
-    #[serde(default, rename = "-A", deserialize_with = "lenient_int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "-A",
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub after: Option<i64>,
-    #[serde(default, rename = "-B", deserialize_with = "lenient_int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "-B",
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub before: Option<i64>,
-    #[serde(default, rename = "-C", alias = "context", deserialize_with = "lenient_int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "-C",
+        alias = "context",
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub context: Option<i64>,
-    #[serde(default, deserialize_with = "lenient_bool", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub multiline: Option<bool>,
-    #[serde(default, deserialize_with = "lenient_int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub head_limit: Option<i64>,
-    #[serde(default, deserialize_with = "lenient_int", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub offset: Option<i64>,
 }
 
@@ -267,7 +382,11 @@ pub struct GrepParams {
 pub struct GlobParams {
     #[serde(alias = "glob")]
     pub pattern: String,
-    #[serde(default, deserialize_with = "opt_str", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub path: Option<String>,
 }
 
@@ -276,11 +395,23 @@ pub struct GlobParams {
 pub struct MonitorParams {
     #[serde(alias = "cmd")]
     pub command: String,
-    #[serde(default, deserialize_with = "opt_str", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub notify: Option<String>,
-    #[serde(default, deserialize_with = "opt_str", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub until: Option<String>,
-    #[serde(default, deserialize_with = "opt_str", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub description: Option<String>,
 }
 
@@ -299,7 +430,11 @@ pub struct JobParams {
         alias = "monitor_id"
     )]
     pub id: String,
-    #[serde(default, deserialize_with = "opt_str", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub filter: Option<String>,
 }
 
@@ -346,7 +481,10 @@ pub enum ToolArgs {
 
 /// Accepted keys per tool: (canonical key, its aliases). Used in error messages; a test keeps
 /// it in step with the structs and the advertised schemas.
-pub const ACCEPTED: &[(&str, &[(&str, &[&str])])] = &[
+/// One accepted argument: its canonical key and its aliases.
+pub type Key = (&'static str, &'static [&'static str]);
+
+pub const ACCEPTED: &[(&str, &[Key])] = &[
     (
         "bash",
         &[
@@ -643,14 +781,32 @@ mod tests {
     #[test]
     fn two_keys_for_one_field_are_refused() {
         for (tool, raw) in [
-            ("write", r#"{"path": "/outside/x", "file_path": "inside.txt", "content": "x"}"#),
-            ("write", r#"{"file_path": "a", "filePath": "b", "content": "x"}"#),
-            ("write", r#"{"file_path": "a", "content": "x", "contents": "y"}"#),
+            (
+                "write",
+                r#"{"path": "/outside/x", "file_path": "inside.txt", "content": "x"}"#,
+            ),
+            (
+                "write",
+                r#"{"file_path": "a", "filePath": "b", "content": "x"}"#,
+            ),
+            (
+                "write",
+                r#"{"file_path": "a", "content": "x", "contents": "y"}"#,
+            ),
             ("read", r#"{"file_path": "README.md", "path": ".env"}"#),
-            ("edit", r#"{"file_path": "a", "old_string": "x", "old_str": "y", "new_string": "z"}"#),
-            ("apply-patch", r#"{"patch": "*** Begin Patch", "input": "*** Begin Patch"}"#),
+            (
+                "edit",
+                r#"{"file_path": "a", "old_string": "x", "old_str": "y", "new_string": "z"}"#,
+            ),
+            (
+                "apply-patch",
+                r#"{"patch": "*** Begin Patch", "input": "*** Begin Patch"}"#,
+            ),
             ("apply-patch", r#"{"diff": "a", "content": "b"}"#),
-            ("notebook-edit", r#"{"notebook_path": "a.ipynb", "file_path": "b.ipynb", "new_source": ""}"#),
+            (
+                "notebook-edit",
+                r#"{"notebook_path": "a.ipynb", "file_path": "b.ipynb", "new_source": ""}"#,
+            ),
             ("bash", r#"{"command": "ls", "cmd": "rm -rf x"}"#),
             ("monitor", r#"{"cmd": "ls", "command": "rm x"}"#),
             ("grep", r#"{"pattern": "a", "regex": "b"}"#),
@@ -669,11 +825,20 @@ mod tests {
     #[test]
     fn unknown_keys_are_refused_naming_the_accepted_ones() {
         for (tool, raw) in [
-            ("read", r#"{"notebook_path": "README.md", "filePath": ".env"}"#),
+            (
+                "read",
+                r#"{"notebook_path": "README.md", "filePath": ".env"}"#,
+            ),
             ("read", r#"{"file_path": "a", "offest": 3}"#),
-            ("write", r#"{"file_path": "a", "content": "x", "mode": "0777"}"#),
+            (
+                "write",
+                r#"{"file_path": "a", "content": "x", "mode": "0777"}"#,
+            ),
             ("bash", r#"{"command": "ls", "shell": "zsh"}"#),
-            ("multi-edit", r#"{"file_path": "a", "edits": [{"old_string": "a", "new_string": "b", "x": 1}]}"#),
+            (
+                "multi-edit",
+                r#"{"file_path": "a", "edits": [{"old_string": "a", "new_string": "b", "x": 1}]}"#,
+            ),
             ("bg-list", r#"{"all": true}"#),
         ] {
             let e = parse(tool, raw).expect_err(raw);
@@ -690,19 +855,29 @@ mod tests {
             ("write", r#"{"content": "a"}"#, "file_path"),
             ("read", "", "file_path"),
             ("bash", r#"{"description": "x"}"#, "command"),
-            ("edit", r#"{"file_path": "a", "old_string": "x"}"#, "new_string"),
+            (
+                "edit",
+                r#"{"file_path": "a", "old_string": "x"}"#,
+                "new_string",
+            ),
             ("apply-patch", "{}", "patch"),
             ("bg-output", "{}", "id"),
         ] {
             let e = parse(tool, raw).expect_err(raw);
-            assert!(e.contains(&format!("missing field `{field}`")), "{raw}: {e}");
+            assert!(
+                e.contains(&format!("missing field `{field}`")),
+                "{raw}: {e}"
+            );
         }
     }
 
     #[test]
     fn lenient_numbers_and_booleans() {
-        let a = parse("read", r#"{"file_path": "a", "offset": "5", "limit": 3.0, "pages": null}"#)
-            .unwrap();
+        let a = parse(
+            "read",
+            r#"{"file_path": "a", "offset": "5", "limit": 3.0, "pages": null}"#,
+        )
+        .unwrap();
         let ToolArgs::Read(r) = a else { panic!() };
         assert_eq!((r.offset, r.limit, r.pages), (Some(5), Some(3), None));
         let ToolArgs::Read(r) = parse("read", r#"{"path": "a", "pages": 3}"#).unwrap() else {
@@ -718,8 +893,9 @@ mod tests {
         };
         assert_eq!(b.command, "ls");
         assert_eq!((b.timeout, b.run_in_background), (Some(1000), Some(true)));
-        let ToolArgs::Grep(g) = parse("grep", r#"{"pattern": "x", "-i": "false", "-C": "2"}"#)
-            .unwrap() else {
+        let ToolArgs::Grep(g) =
+            parse("grep", r#"{"pattern": "x", "-i": "false", "-C": "2"}"#).unwrap()
+        else {
             panic!()
         };
         assert_eq!((g.case_insensitive, g.context), (Some(false), Some(2)));
@@ -731,13 +907,23 @@ mod tests {
         ] {
             assert!(parse("read", bad).is_err(), "{bad}");
         }
-        assert!(parse("edit", r#"{"file_path": "a", "old_string": "x", "new_string": "y", "replace_all": "yes"}"#).is_err());
+        assert!(
+            parse(
+                "edit",
+                r#"{"file_path": "a", "old_string": "x", "new_string": "y", "replace_all": "yes"}"#
+            )
+            .is_err()
+        );
     }
 
     #[test]
     fn not_an_object_or_not_json() {
         assert!(parse("read", "[1]").unwrap_err().contains("JSON object"));
-        assert!(parse("read", "{nope").unwrap_err().contains("not valid JSON"));
+        assert!(
+            parse("read", "{nope")
+                .unwrap_err()
+                .contains("not valid JSON")
+        );
     }
 
     #[test]
@@ -791,7 +977,11 @@ mod tests {
             canon.sort();
             assert_eq!(props, canon, "schema of {tool}");
             let raw = json!({"surely_unknown": 1}).to_string();
-            assert!(ToolArgs::parse(tool, &raw).unwrap_err().contains("unknown field"));
+            assert!(
+                ToolArgs::parse(tool, &raw)
+                    .unwrap_err()
+                    .contains("unknown field")
+            );
         }
         for name in reg.names() {
             assert!(ACCEPTED.iter().any(|(t, _)| *t == name), "{name}");

@@ -4,12 +4,12 @@
 use crate::args::{EditItem, EditParams, MultiEditParams, ReadParams, ToolArgs, WriteParams};
 use crate::edit_engine::{EditSpec, apply_edits};
 use crate::{Tool, ToolContext, ToolOutput, content_hash};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::ffi::CString;
 use std::io::{BufRead, Read as _};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
@@ -205,11 +205,11 @@ fn stream_page(r: &mut impl BufRead, start: usize, want: usize) -> std::io::Resu
     let mut page_full = false;
     let mut pending = false; // bytes of an unfinished line were seen
     let finish = |cur: &mut Vec<u8>,
-                      cut: &mut bool,
-                      line_no: usize,
-                      text: &mut String,
-                      end: &mut usize,
-                      page_full: &mut bool| {
+                  cut: &mut bool,
+                  line_no: usize,
+                  text: &mut String,
+                  end: &mut usize,
+                  page_full: &mut bool| {
         let s = String::from_utf8_lossy(cur);
         let line = s.trim_end_matches('\r');
         let shown: String = if *cut || line.chars().count() > LINE_CAP {
@@ -244,7 +244,14 @@ fn stream_page(r: &mut impl BufRead, start: usize, want: usize) -> std::io::Resu
                         let room = byte_cap.saturating_sub(cur.len());
                         cur.extend_from_slice(&rest[..i.min(room)]);
                         cut |= i > room;
-                        finish(&mut cur, &mut cut, line_no, &mut text, &mut end, &mut page_full);
+                        finish(
+                            &mut cur,
+                            &mut cut,
+                            line_no,
+                            &mut text,
+                            &mut end,
+                            &mut page_full,
+                        );
                     }
                     line_no += 1;
                     pending = false;
@@ -265,7 +272,14 @@ fn stream_page(r: &mut impl BufRead, start: usize, want: usize) -> std::io::Resu
     }
     let total = if pending {
         if !page_full && line_no >= start && line_no < start.saturating_add(want) {
-            finish(&mut cur, &mut cut, line_no, &mut text, &mut end, &mut page_full);
+            finish(
+                &mut cur,
+                &mut cut,
+                line_no,
+                &mut text,
+                &mut end,
+                &mut page_full,
+            );
         }
         line_no
     } else {
@@ -449,7 +463,12 @@ pub mod nofollow {
     }
 
     /// `openat(dir, name, flags | O_NOFOLLOW)`.
-    pub(crate) fn openat(dir: &OwnedFd, name: &CString, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+    pub(crate) fn openat(
+        dir: &OwnedFd,
+        name: &CString,
+        flags: i32,
+        mode: u32,
+    ) -> io::Result<OwnedFd> {
         // SAFETY: valid fd and NUL-terminated name; the result is checked.
         check(unsafe {
             libc::openat(
@@ -641,7 +660,8 @@ fn open_parent(path: &Path, create: bool) -> Result<(OwnedFd, CString), String> 
         return Err(format!("{} is not a file path", path.display()));
     };
     let fd = nofollow::open_dir(dir, create).map_err(|e| open_error(dir, "writing", &e))?;
-    let name = nofollow::cstr(name).map_err(|e| format!("bad file name {}: {e}", path.display()))?;
+    let name =
+        nofollow::cstr(name).map_err(|e| format!("bad file name {}: {e}", path.display()))?;
     Ok((fd, name))
 }
 
@@ -694,7 +714,12 @@ pub fn stage_temp(path: &Path, bytes: &[u8]) -> Result<Staged, String> {
         libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
         0o666,
     )
-    .map_err(|e| format!("cannot write {}: {e} (the file is unchanged)", path.display()))?;
+    .map_err(|e| {
+        format!(
+            "cannot write {}: {e} (the file is unchanged)",
+            path.display()
+        )
+    })?;
     let staged = Staged {
         dir,
         tmp,
@@ -760,7 +785,14 @@ pub fn clean_stale_temps_later(root: PathBuf) {
 /// Returns the files removed. Symlinks are not followed; `.git`, dependency and build
 /// folders are skipped; the walk is bounded.
 pub fn clean_stale_temps(root: &Path, min_age: std::time::Duration) -> Vec<PathBuf> {
-    const SKIP: &[&str] = &[".git", "node_modules", "target", ".venv", "venv", "__pycache__"];
+    const SKIP: &[&str] = &[
+        ".git",
+        "node_modules",
+        "target",
+        ".venv",
+        "venv",
+        "__pycache__",
+    ];
     let mut removed = Vec::new();
     let now = std::time::SystemTime::now();
     let walk = ignore::WalkBuilder::new(root)
@@ -873,8 +905,9 @@ impl Tool for Edit {
     }
     fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
         match args {
-            ToolArgs::Edit(a) => edit_file(ctx, &a.file_path, vec![edit_spec_of(a)])
-                .unwrap_or_else(ToolOutput::err),
+            ToolArgs::Edit(a) => {
+                edit_file(ctx, &a.file_path, vec![edit_spec_of(a)]).unwrap_or_else(ToolOutput::err)
+            }
             other => mismatched("edit", other),
         }
     }
@@ -904,7 +937,9 @@ pub fn preview(args: &ToolArgs, current: &[u8]) -> Option<Vec<u8>> {
     match args {
         ToolArgs::Write(a) => Some(a.content.as_bytes().to_vec()),
         ToolArgs::Edit(a) if a.old_string.is_empty() => Some(a.new_string.as_bytes().to_vec()),
-        ToolArgs::Edit(a) => apply_edits(current, &[edit_spec_of(a)]).ok().map(|(b, _)| b),
+        ToolArgs::Edit(a) => apply_edits(current, &[edit_spec_of(a)])
+            .ok()
+            .map(|(b, _)| b),
         ToolArgs::MultiEdit(a) => {
             let specs: Vec<EditSpec> = a.edits.iter().map(edit_item_spec).collect();
             apply_edits(current, &specs).ok().map(|(b, _)| b)
@@ -1082,7 +1117,10 @@ mod tests {
         let out = Read.run_args(&args, &ctx, &CancellationToken::new());
         assert!(out.ok, "{}", out.text);
         assert!(out.text.starts_with("1\trow 1\n2\trow 2\n"));
-        assert!(out.text.contains("(lines 1–5 of 200000; continue with offset=6)"));
+        assert!(
+            out.text
+                .contains("(lines 1–5 of 200000; continue with offset=6)")
+        );
         let k = ctx.knowledge(&root.join("huge.log")).unwrap();
         assert_eq!(k.hash, content_hash(text.as_bytes()));
         assert!(!k.read_in_full);

@@ -280,7 +280,12 @@ pub trait Tool: Send + Sync {
     fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput;
     /// Runs with the call's one parsed argument value. Tools that still read JSON get the
     /// canonical form of that value (canonical keys only), never the model's raw text.
-    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput {
+    fn run_args(
+        &self,
+        args: &ToolArgs,
+        ctx: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
         self.run(&args.to_value(), ctx, cancel)
     }
 }
@@ -317,7 +322,11 @@ mod tests {
         assert_eq!(ctx.resolve("docs/x.txt"), out.join("x.txt"));
         assert_eq!(ctx.resolve("docs/../y"), out.parent().unwrap().join("y"));
         let r = write(&ctx, "docs/x.txt", "pwned");
-        assert!(!r.ok && r.text.contains("outside the workspace"), "{}", r.text);
+        assert!(
+            !r.ok && r.text.contains("outside the workspace"),
+            "{}",
+            r.text
+        );
         assert!(!out.join("x.txt").exists());
     }
 
@@ -329,7 +338,10 @@ mod tests {
         assert_eq!(ctx.resolve("config.txt"), out.join(".env"));
         let r = write(&ctx, "config.txt", "x");
         assert!(!r.ok, "{}", r.text);
-        assert_eq!(std::fs::read_to_string(out.join(".env")).unwrap(), "SECRET=1");
+        assert_eq!(
+            std::fs::read_to_string(out.join(".env")).unwrap(),
+            "SECRET=1"
+        );
         assert!(ws.join("config.txt").is_symlink());
     }
 
@@ -339,12 +351,19 @@ mod tests {
         std::fs::write(ws.join("real.txt"), "old\n").unwrap();
         symlink("real.txt", ws.join("link.txt")).unwrap();
         assert_eq!(ctx.resolve("link.txt"), ws.join("real.txt"));
-        let read = ToolArgs::from_value("read", &serde_json::json!({"file_path": "link.txt"}))
-            .unwrap();
-        assert!(crate::fs::Read.run_args(&read, &ctx, &CancellationToken::new()).ok);
+        let read =
+            ToolArgs::from_value("read", &serde_json::json!({"file_path": "link.txt"})).unwrap();
+        assert!(
+            crate::fs::Read
+                .run_args(&read, &ctx, &CancellationToken::new())
+                .ok
+        );
         let r = write(&ctx, "link.txt", "new\n");
         assert!(r.ok, "{}", r.text);
-        assert_eq!(std::fs::read_to_string(ws.join("real.txt")).unwrap(), "new\n");
+        assert_eq!(
+            std::fs::read_to_string(ws.join("real.txt")).unwrap(),
+            "new\n"
+        );
         assert!(ws.join("link.txt").is_symlink());
     }
 
@@ -362,7 +381,10 @@ mod tests {
         let e = crate::fs::write_atomic(&judged, b"pwned").unwrap_err();
         assert!(e.contains("symbolic link"), "{e}");
         assert!(crate::fs::read_file(&judged).is_err());
-        assert_eq!(std::fs::read_to_string(out.join("f.txt")).unwrap(), "outside");
+        assert_eq!(
+            std::fs::read_to_string(out.join("f.txt")).unwrap(),
+            "outside"
+        );
         // The final component swapped for a link: neither followed nor replaced.
         std::fs::remove_file(ws.join("sub")).unwrap();
         std::fs::rename(ws.join("sub.old"), ws.join("sub")).unwrap();
@@ -370,7 +392,10 @@ mod tests {
         symlink(out.join("f.txt"), ws.join("sub/f.txt")).unwrap();
         assert!(crate::fs::write_atomic(&judged, b"pwned").is_err());
         assert!(crate::fs::read_file(&judged).is_err());
-        assert_eq!(std::fs::read_to_string(out.join("f.txt")).unwrap(), "outside");
+        assert_eq!(
+            std::fs::read_to_string(out.join("f.txt")).unwrap(),
+            "outside"
+        );
         assert!(ws.join("sub/f.txt").is_symlink());
     }
 

@@ -89,7 +89,9 @@ impl Tool for ApplyPatch {
     }
     fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
         match args {
-            ToolArgs::ApplyPatch(a) => apply_patch_text(ctx, &a.patch).unwrap_or_else(ToolOutput::err),
+            ToolArgs::ApplyPatch(a) => {
+                apply_patch_text(ctx, &a.patch).unwrap_or_else(ToolOutput::err)
+            }
             other => crate::fs::mismatched("apply-patch", other),
         }
     }

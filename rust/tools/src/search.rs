@@ -75,7 +75,12 @@ impl Tool for Grep {
     fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput {
         crate::fs::run_parsed(self, "grep", args, ctx, cancel)
     }
-    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput {
+    fn run_args(
+        &self,
+        args: &ToolArgs,
+        ctx: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
         let ToolArgs::Grep(args) = args else {
             return crate::fs::mismatched("grep", args);
         };
@@ -420,7 +425,12 @@ impl Tool for Glob {
     fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput {
         crate::fs::run_parsed(self, "glob", args, ctx, cancel)
     }
-    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput {
+    fn run_args(
+        &self,
+        args: &ToolArgs,
+        ctx: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
         let ToolArgs::Glob(args) = args else {
             return crate::fs::mismatched("glob", args);
         };

@@ -5,7 +5,7 @@
 //! checkpoint). Changes made by bash are not tracked.
 
 use crate::session::{CoreError, Session};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 use yuyao_model::build_request;
@@ -47,23 +47,12 @@ impl Session {
     }
 
     /// Hook: before a file tool runs, store the pre-images of the files it will touch.
-    pub(crate) fn before_file_tool(&self, name: &str, args: &Value) {
+    /// `paths` are the call's resolved paths, from its one parse (the policy judged them).
+    pub(crate) fn before_file_tool(&self, name: &str, paths: &[PathBuf]) {
         if !TRACKED.contains(&name) {
             return;
         }
-        let paths: Vec<PathBuf> = if name == "apply-patch" {
-            let text = ["patch", "input", "diff", "content"]
-                .iter()
-                .find_map(|k| args.get(*k).and_then(Value::as_str))
-                .unwrap_or("");
-            yuyao_tools::patch_paths(&self.ctx, text).unwrap_or_default()
-        } else {
-            ["file_path", "path", "filePath", "notebook_path"]
-                .iter()
-                .find_map(|k| args.get(*k).and_then(Value::as_str))
-                .map(|p| vec![self.ctx.resolve(p)])
-                .unwrap_or_default()
-        };
+        let paths = paths.to_vec();
         let mut warnings = Vec::new();
         let captured = self.with_store(|s| {
             let mut out = Vec::new();

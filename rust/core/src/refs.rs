@@ -7,6 +7,7 @@
 use crate::session::Session;
 use ignore::WalkBuilder;
 use serde_json::json;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use yuyao_protocol::{Content, Message};
 
@@ -14,6 +15,8 @@ use yuyao_protocol::{Content, Message};
 const FILE_CAP: usize = 100_000;
 /// Largest text attached for all references of one prompt together.
 const TOTAL_CAP: usize = 250_000;
+/// Largest image attached.
+const IMAGE_CAP: u64 = 64 * 1024 * 1024;
 /// Files listed (and attached, while the budget lasts) for one referenced folder.
 const FOLDER_FILES: usize = 200;
 
@@ -102,14 +105,40 @@ fn attach_file(
     if !named && yuyao_policy::sensitive::is_sensitive(path) {
         return;
     }
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
+    // Only what can be attached is read: the first block decides image / binary / text,
+    // and text is read up to this reference's budget (a 2 GB log costs a page, not 2 GB).
+    let opened = yuyao_tools::fs::open_for_read(path).and_then(|f| {
+        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let mut bytes = Vec::new();
+        let mut f = f;
+        (&mut f)
+            .take(8192)
+            .read_to_end(&mut bytes)
+            .map_err(|e| e.to_string())?;
+        Ok((f, size, bytes))
+    });
+    let (mut file, size, mut bytes) = match opened {
+        Ok(v) => v,
         Err(e) => {
             blocks.push_str(&format!("[@{shown}: cannot be read: {e}]\n\n"));
             return;
         }
     };
+    let read_more = |file: &mut std::fs::File, bytes: &mut Vec<u8>, limit: u64| {
+        let want = limit.saturating_sub(bytes.len() as u64);
+        file.take(want).read_to_end(bytes).map(|_| ())
+    };
     if yuyao_tools::media::is_image(path, &bytes) {
+        if size > IMAGE_CAP {
+            blocks.push_str(&format!(
+                "[@{shown}: image of {size} bytes, too large to attach]\n\n"
+            ));
+            return;
+        }
+        if let Err(e) = read_more(&mut file, &mut bytes, IMAGE_CAP) {
+            blocks.push_str(&format!("[@{shown}: cannot be read: {e}]\n\n"));
+            return;
+        }
         match yuyao_tools::media::prepare_image(&bytes, shown) {
             Ok(p) => {
                 blocks.push_str(&format!(
@@ -122,17 +151,20 @@ fn attach_file(
         }
         return;
     }
-    if bytes[..bytes.len().min(8192)].contains(&0) {
+    if bytes.contains(&0) {
         blocks.push_str(&format!(
-            "[@{shown}: binary file, {} bytes, not attached]\n\n",
-            bytes.len()
+            "[@{shown}: binary file, {size} bytes, not attached]\n\n"
         ));
         return;
     }
-    let text = String::from_utf8_lossy(&bytes);
     let cap = FILE_CAP.min(*budget);
-    let (body, cut) = if text.len() > cap {
-        let mut end = cap;
+    if let Err(e) = read_more(&mut file, &mut bytes, cap as u64 + 4) {
+        blocks.push_str(&format!("[@{shown}: cannot be read: {e}]\n\n"));
+        return;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let (body, cut) = if text.len() > cap || (bytes.len() as u64) < size {
+        let mut end = cap.min(text.len());
         while !text.is_char_boundary(end) {
             end -= 1;
         }
@@ -141,14 +173,20 @@ fn attach_file(
         (text.as_ref(), false)
     };
     *budget -= body.len();
-    // Attached in full: the agent knows the file as if it had read it (read-before-write).
-    s.ctx.remember(path, &bytes, !cut);
+    // The agent knows the file as if it had read it (read-before-write): the hash is of the
+    // whole content, streamed when only a part was attached.
+    if cut {
+        if let Some(h) = yuyao_tools::fs::hash_file(path) {
+            s.ctx.remember_digest(path, h, false);
+        }
+    } else {
+        s.ctx.remember(path, &bytes, true);
+    }
     blocks.push_str(&format!("<file path=\"{}\">\n{body}", path.display()));
     if cut {
         blocks.push_str(&format!(
-            "\n[… cut at {} of {} bytes; read the rest with the read tool]",
+            "\n[… cut at {} of {size} bytes; read the rest with the read tool]",
             body.len(),
-            text.len()
         ));
     }
     blocks.push_str("\n</file>\n\n");

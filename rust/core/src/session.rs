@@ -277,6 +277,7 @@ impl Session {
         };
         let spill = paths.home.join("spill").join(&id);
         let mut ctx = ToolContext::new(cwd.clone(), paths.project.clone(), spill);
+        yuyao_tools::fs::clean_stale_temps_later(paths.project.clone());
         ctx.sandbox = Mutex::new(policy.confinement());
         ctx.home = Some(paths.home.clone());
         if let Some(ms) = config

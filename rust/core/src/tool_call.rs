@@ -3,12 +3,12 @@
 
 use crate::session::Session;
 use serde_json::{Value, json};
-use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 use yuyao_model::{ModelClient, build_request};
 use yuyao_policy::{Action, Verdict};
 use yuyao_protocol::{Event, Message, PermissionAnswer, Request, ToolCall, canonical_tool_name};
-use yuyao_tools::{EditSpec, ToolOutput, apply_edits, cap_output, parse_arguments};
+use yuyao_tools::args::AskUserParams;
+use yuyao_tools::{ToolArgs, ToolOutput, cap_output};
 
 /// Tools the core itself implements (they need the session or the user).
 const CORE_TOOLS: &[&str] = &["ask-user"];
@@ -30,12 +30,11 @@ pub fn intent_line(text: &str, calls: &[ToolCall]) -> String {
     }
     let first = calls.first();
     let desc = first
-        .and_then(|c| parse_arguments(&c.arguments).ok())
-        .and_then(|a| {
-            a.get("description")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        });
+        .and_then(|c| {
+            let name = canonical_tool_name(&c.name)?;
+            ToolArgs::parse(name, &c.arguments).ok()
+        })
+        .and_then(|a| a.description().map(str::to_string));
     match (desc, first) {
         (Some(d), _) => d,
         (None, Some(c)) => format!(
@@ -70,7 +69,11 @@ impl Session {
     fn tool_enabled(&self, name: &str) -> bool {
         match &self.opts.tools {
             None => true,
-            Some(list) => list.iter().any(|t| canonical_tool_name(t) == Some(name)),
+            Some(list) => {
+                let listed = |n: &str| list.iter().any(|t| canonical_tool_name(t) == Some(n));
+                // monitor runs shell commands: it is available only where bash is.
+                listed(name) && (name != "monitor" || listed("bash"))
+            }
         }
     }
 
@@ -155,18 +158,22 @@ impl Session {
                 false,
             );
         };
-        let args = match parse_arguments(&call.arguments) {
+        // The one parse of this call: everything below reads `args`, never the raw JSON.
+        let args = match ToolArgs::parse(name, &call.arguments) {
             Ok(a) => a,
             Err(e) => return (ToolOutput::err(e), false),
         };
-        if name == "ask-user" {
-            return (self.ask_user(&args), true);
+        if let ToolArgs::AskUser(a) = &args {
+            return (self.ask_user(a), true);
         }
-        let action = self.action_for(name, &args);
-        let decision = self.lock().policy.decide(&action);
+        let action = match self.action_for(name, &args) {
+            Ok(a) => a,
+            Err(e) => return (ToolOutput::err(e), false),
+        };
+        let decision = self.decide(&action);
         self.lock().trajectory.record(
             "decision",
-            json!({"tool": name, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
+            json!({"tool": name, "arguments": args.to_value(), "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
         );
         let approved = match decision.verdict {
             Verdict::Allow => Ok(()),
@@ -184,7 +191,7 @@ impl Session {
                 false,
             );
         };
-        self.before_file_tool(name, &args);
+        self.before_file_tool(name, &action.paths);
         // A command allowed only because it was judged read-only runs under the read-only
         // OS sandbox (yolo asks nothing of the classifier).
         let read_only_call =
@@ -194,7 +201,7 @@ impl Session {
             .store(read_only_call, std::sync::atomic::Ordering::SeqCst);
         // Tools are synchronous; the turn owns this thread, and cancellation reaches the
         // tool through the token (checked by long-running tools such as bash).
-        let out = tool.run(&args, &self.ctx, token);
+        let out = tool.run_args(&args, &self.ctx, token);
         self.ctx
             .read_only_call
             .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -202,55 +209,59 @@ impl Session {
         (out, true)
     }
 
-    fn action_for(&self, name: &str, args: &Value) -> Action {
-        let command = args
-            .get("command")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let paths: Vec<PathBuf> = ["file_path", "path", "notebook_path", "filePath"]
-            .iter()
-            .find_map(|k| args.get(*k).and_then(Value::as_str))
-            .map(|p| vec![self.ctx.resolve(p)])
-            .unwrap_or_else(|| file_patch_paths(&self.ctx, name, args));
-        Action {
-            tool: name.to_string(),
-            command,
-            paths,
+    /// The policy's decision, with the tool's family: a deny rule written for `Bash` also
+    /// covers `monitor` (it runs shell commands), one for `Write` or `Edit` every tool that
+    /// writes files, one for `Read` every tool that reads them.
+    fn decide(&self, action: &Action) -> yuyao_policy::Decision {
+        let st = self.lock();
+        let decision = st.policy.decide(action);
+        if decision.verdict == Verdict::Deny {
+            return decision;
         }
+        for alt in family(&action.tool) {
+            let as_alt = Action {
+                tool: alt.to_string(),
+                ..action.clone()
+            };
+            let d = st.policy.decide(&as_alt);
+            if d.verdict == Verdict::Deny && d.source.starts_with("deny ") {
+                return d;
+            }
+        }
+        decision
+    }
+
+    /// The policy's view of the call, filled from the parsed arguments: the command, and
+    /// every path resolved (symlinks included) the way the tool will open it.
+    fn action_for(&self, name: &str, args: &ToolArgs) -> Result<Action, String> {
+        let paths = args
+            .paths(&self.ctx)
+            .map_err(|e| format!("invalid arguments for {name}: {e}. Nothing was run."))?;
+        Ok(Action {
+            tool: name.to_string(),
+            command: args.command().map(str::to_string),
+            paths,
+        })
     }
 
     /// The actual command or the actual diff: what a permission prompt must show.
-    fn detail(&self, name: &str, args: &Value, action: &Action) -> String {
+    fn detail(&self, name: &str, args: &ToolArgs, action: &Action) -> String {
         if let Some(c) = &action.command {
             return c.clone();
         }
-        if let Some(patch) = args.get("patch").and_then(Value::as_str) {
-            return patch.to_string();
+        if let ToolArgs::ApplyPatch(p) = args {
+            let files: Vec<String> = action
+                .paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            return format!("files: {}\n{}", files.join(", "), p.patch);
         }
         let Some(path) = action.paths.first() else {
-            return args.to_string();
+            return args.to_value().to_string();
         };
-        let old = std::fs::read(path).unwrap_or_default();
-        let new: Option<Vec<u8>> = match name {
-            "write" => args
-                .get("content")
-                .and_then(Value::as_str)
-                .map(|c| c.as_bytes().to_vec()),
-            "edit" | "multi-edit" => {
-                let specs: Vec<EditSpec> = if name == "edit" {
-                    vec![edit_spec(args)]
-                } else {
-                    args.get("edits")
-                        .and_then(Value::as_array)
-                        .map(|a| a.iter().map(edit_spec).collect())
-                        .unwrap_or_default()
-                };
-                apply_edits(&old, &specs).ok().map(|(b, _)| b)
-            }
-            "notebook-edit" => yuyao_tools::notebook::preview(args, &old).ok(),
-            _ => None,
-        };
-        match new {
+        let old = yuyao_tools::fs::read_file(path).unwrap_or_default();
+        match yuyao_tools::fs::preview(args, &old) {
             Some(new) => {
                 let (o, n) = (String::from_utf8_lossy(&old), String::from_utf8_lossy(&new));
                 let shown = path.display().to_string();
@@ -260,14 +271,14 @@ impl Session {
                     .header(&shown, &shown)
                     .to_string()
             }
-            None => format!("{name} {}\n{}", path.display(), args),
+            None => format!("{name} {}\n{}", path.display(), args.to_value()),
         }
     }
 
     fn ask_permission(
         &self,
         name: &str,
-        args: &Value,
+        args: &ToolArgs,
         action: &Action,
         reason: &str,
     ) -> Result<(), String> {
@@ -310,7 +321,7 @@ impl Session {
         &self,
         client: &ModelClient,
         name: &str,
-        args: &Value,
+        args: &ToolArgs,
         action: &Action,
     ) -> Result<(), String> {
         let request = self
@@ -374,25 +385,12 @@ impl Session {
         }
     }
 
-    fn ask_user(&self, args: &Value) -> ToolOutput {
-        let question = args
-            .get("question")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .trim()
-            .to_string();
+    fn ask_user(&self, args: &AskUserParams) -> ToolOutput {
+        let question = args.question.trim().to_string();
         if question.is_empty() {
             return ToolOutput::err("missing required argument 'question'");
         }
-        let options: Vec<String> = args
-            .get("options")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|o| o.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let options = args.options.clone().unwrap_or_default();
         let answer = self.handler.as_ref().and_then(|h| {
             h.request(&Request::AskUser {
                 question: question.clone(),
@@ -412,23 +410,15 @@ impl Session {
     }
 }
 
-fn edit_spec(v: &Value) -> EditSpec {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    EditSpec {
-        old: s("old_string"),
-        new: s("new_string"),
-        replace_all: v
-            .get("replace_all")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-    }
-}
-
-/// The files an apply-patch call touches (for the policy's path checks).
-fn file_patch_paths(ctx: &yuyao_tools::ToolContext, name: &str, args: &Value) -> Vec<PathBuf> {
-    match (name, args.get("patch").and_then(Value::as_str)) {
-        ("apply-patch", Some(p)) => yuyao_tools::patch_paths(ctx, p).unwrap_or_default(),
-        _ => Vec::new(),
+/// Tools whose deny rules also cover `tool` (see [`Session::decide`]).
+fn family(tool: &str) -> &'static [&'static str] {
+    match tool {
+        "monitor" => &["bash"],
+        "write" => &["edit"],
+        "edit" => &["write"],
+        "multi-edit" | "apply-patch" | "notebook-edit" => &["edit", "write"],
+        "grep" | "glob" | "read-media" => &["read"],
+        _ => &[],
     }
 }
 

@@ -1,10 +1,15 @@
 //! File tools: read, write, edit, multi-edit. Read-before-write is enforced with the content
 //! hash seen at read time, so an external change since the read is detected (not only mtime).
 
-use crate::args::{opt_bool, opt_int, opt_string, string};
+use crate::args::{EditItem, EditParams, MultiEditParams, ReadParams, ToolArgs, WriteParams};
 use crate::edit_engine::{EditSpec, apply_edits};
 use crate::{Tool, ToolContext, ToolOutput, content_hash};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::ffi::CString;
+use std::io::{BufRead, Read as _};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
@@ -42,16 +47,43 @@ impl Tool for Read {
             "required": ["file_path"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
-        read(args, ctx).unwrap_or_else(ToolOutput::err)
+    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
+        run_parsed(self, "read", args, ctx, c)
+    }
+    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+        match args {
+            ToolArgs::Read(a) => read(a, ctx).unwrap_or_else(ToolOutput::err),
+            other => mismatched("read", other),
+        }
     }
 }
 
-fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
-    let raw = string(args, "file_path", &["path", "filePath"])?;
-    let offset = opt_int(args, "offset")?;
-    let limit = opt_int(args, "limit")?;
-    let pages = opt_pages(args)?;
+/// `Tool::run` for JSON callers: one parse, then the typed run.
+pub(crate) fn run_parsed(
+    tool: &dyn Tool,
+    name: &str,
+    args: &Value,
+    ctx: &ToolContext,
+    cancel: &CancellationToken,
+) -> ToolOutput {
+    match ToolArgs::from_value(name, args) {
+        Ok(a) => tool.run_args(&a, ctx, cancel),
+        Err(e) => ToolOutput::err(e),
+    }
+}
+
+pub(crate) fn mismatched(name: &str, args: &ToolArgs) -> ToolOutput {
+    ToolOutput::err(format!(
+        "internal error: {name} was given the arguments of {}",
+        args.tool()
+    ))
+}
+
+/// Largest file read whole (images, PDFs, notebooks); text files are streamed page by page.
+const WHOLE_READ_CAP: u64 = 64 * 1024 * 1024;
+
+fn read(a: &ReadParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
+    let (offset, limit, pages) = (a.offset, a.limit, a.pages.clone());
     if let Some(o) = offset
         && o < 1
     {
@@ -64,8 +96,15 @@ fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     {
         return Err(format!("limit must be 1 or more, got {l}"));
     }
-    let path = ctx.resolve(&raw);
-    let bytes = read_file(&path)?;
+    let path = ctx.resolve(&a.file_path);
+    let file = open_for_read(&path)?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
+    // The first block decides what the file is; only text is streamed.
+    let head = reader
+        .fill_buf()
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .to_vec();
     let ext = extension(&path);
     if pages.is_some() && ext != "pdf" {
         return Err(format!(
@@ -73,34 +112,44 @@ fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
             path.display()
         ));
     }
-    if crate::media::is_image(&path, &bytes) {
-        let out = crate::media::read_image(&path, &bytes)?;
+    let image = crate::media::is_image(&path, &head);
+    let pdf = ext == "pdf" || head.starts_with(b"%PDF-");
+    let notebook = ext == "ipynb" && offset.is_none() && limit.is_none();
+    if image || pdf || notebook {
+        if size > WHOLE_READ_CAP {
+            return Err(format!(
+                "{} is too large to read whole ({size} bytes, at most {WHOLE_READ_CAP})",
+                path.display()
+            ));
+        }
+        let mut bytes = Vec::with_capacity(size as usize);
+        reader
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let out = if image {
+            crate::media::read_image(&path, &bytes)?
+        } else if pdf {
+            crate::media::read_pdf(&path, &bytes, pages.as_deref())?
+        } else {
+            let shown = path.display().to_string();
+            ToolOutput::ok(crate::notebook::render_notebook(&bytes, &shown)?)
+        };
         ctx.remember(&path, &bytes, true);
         return Ok(out);
     }
-    if ext == "pdf" || bytes.starts_with(b"%PDF-") {
-        let out = crate::media::read_pdf(&path, &bytes, pages.as_deref())?;
-        ctx.remember(&path, &bytes, true);
-        return Ok(out);
-    }
-    if ext == "ipynb" && offset.is_none() && limit.is_none() {
-        let shown = path.display().to_string();
-        let text = crate::notebook::render_notebook(&bytes, &shown)?;
-        ctx.remember(&path, &bytes, true);
-        return Ok(ToolOutput::ok(text));
-    }
-    if bytes.iter().take(8192).any(|&b| b == 0) {
+    if head.iter().take(8192).any(|&b| b == 0) {
         return Err(format!(
-            "{} is a binary file ({} bytes); its bytes are not text. Inspect it with bash (file, xxd | head) if needed.",
+            "{} is a binary file ({size} bytes); its bytes are not text. Inspect it with bash (file, xxd | head) if needed.",
             path.display(),
-            bytes.len()
         ));
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let total = lines.len();
+    let start = offset.unwrap_or(1) as usize;
+    let want = limit.map(|l| l as usize).unwrap_or(DEFAULT_LIMIT);
+    let page = stream_page(&mut reader, start, want)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let total = page.total;
     if total == 0 {
-        ctx.remember(&path, &bytes, true);
+        ctx.remember_digest(&path, page.hash, true);
         if let Some(o) = offset
             && o > 1
         {
@@ -114,7 +163,6 @@ fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
             path.display()
         )));
     }
-    let start = offset.unwrap_or(1) as usize;
     if start > total {
         return Err(format!(
             "offset {start} is past the end: {} has {total} line{}",
@@ -122,26 +170,9 @@ fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
             if total == 1 { "" } else { "s" }
         ));
     }
-    let want = limit.map(|l| l as usize).unwrap_or(DEFAULT_LIMIT);
-    let mut out = String::new();
-    let mut end = start - 1;
-    for (i, line) in lines.iter().enumerate().skip(start - 1).take(want) {
-        let line = line.trim_end_matches('\n').trim_end_matches('\r');
-        let shown: String = if line.chars().count() > LINE_CAP {
-            let cut: String = line.chars().take(LINE_CAP).collect();
-            format!("{cut}… [line cut at {LINE_CAP} characters]")
-        } else {
-            line.to_string()
-        };
-        let row = format!("{}\t{shown}\n", i + 1);
-        if out.len() + row.len() > READ_BYTES_CAP && end >= start {
-            break;
-        }
-        out.push_str(&row);
-        end = i + 1;
-    }
+    let (mut out, end) = (page.text, page.end);
     let full = start == 1 && end == total;
-    ctx.remember(&path, &bytes, full);
+    ctx.remember_digest(&path, page.hash, full);
     if end < total {
         out.push_str(&format!(
             "\n(lines {start}–{end} of {total}; continue with offset={})\n",
@@ -151,8 +182,121 @@ fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     Ok(ToolOutput::ok(out))
 }
 
-/// Reads a file with errors that say what to do.
-pub fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+/// One page of a text file, read in one streaming pass: memory stays at the page's size
+/// whatever the file's size (a 2 GB log, or one 2 GB line).
+struct Page {
+    text: String,
+    /// The last line shown (start - 1 when none).
+    end: usize,
+    /// Lines in the file (`split_inclusive('\n')` counting).
+    total: usize,
+    /// SHA-256 of the whole content (read-before-write knowledge).
+    hash: [u8; 32],
+}
+
+fn stream_page(r: &mut impl BufRead, start: usize, want: usize) -> std::io::Result<Page> {
+    let byte_cap = LINE_CAP * 4 + 4;
+    let mut hasher = Sha256::new();
+    let mut text = String::new();
+    let mut end = start.saturating_sub(1);
+    let mut line_no = 1usize;
+    let mut cur: Vec<u8> = Vec::new();
+    let mut cut = false;
+    let mut page_full = false;
+    let mut pending = false; // bytes of an unfinished line were seen
+    let finish = |cur: &mut Vec<u8>,
+                  cut: &mut bool,
+                  line_no: usize,
+                  text: &mut String,
+                  end: &mut usize,
+                  page_full: &mut bool| {
+        let s = String::from_utf8_lossy(cur);
+        let line = s.trim_end_matches('\r');
+        let shown: String = if *cut || line.chars().count() > LINE_CAP {
+            let c: String = line.chars().take(LINE_CAP).collect();
+            format!("{c}… [line cut at {LINE_CAP} characters]")
+        } else {
+            line.to_string()
+        };
+        let row = format!("{line_no}\t{shown}\n");
+        if text.len() + row.len() > READ_BYTES_CAP && *end >= start {
+            *page_full = true;
+        } else {
+            text.push_str(&row);
+            *end = line_no;
+        }
+        cur.clear();
+        *cut = false;
+    };
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        hasher.update(chunk);
+        let n = chunk.len();
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            let in_page = !page_full && line_no >= start && line_no < start.saturating_add(want);
+            match memchr::memchr(b'\n', rest) {
+                Some(i) => {
+                    if in_page {
+                        let room = byte_cap.saturating_sub(cur.len());
+                        cur.extend_from_slice(&rest[..i.min(room)]);
+                        cut |= i > room;
+                        finish(
+                            &mut cur,
+                            &mut cut,
+                            line_no,
+                            &mut text,
+                            &mut end,
+                            &mut page_full,
+                        );
+                    }
+                    line_no += 1;
+                    pending = false;
+                    rest = &rest[i + 1..];
+                }
+                None => {
+                    if in_page {
+                        let room = byte_cap.saturating_sub(cur.len());
+                        cur.extend_from_slice(&rest[..rest.len().min(room)]);
+                        cut |= rest.len() > room;
+                    }
+                    pending = true;
+                    rest = &[];
+                }
+            }
+        }
+        r.consume(n);
+    }
+    let total = if pending {
+        if !page_full && line_no >= start && line_no < start.saturating_add(want) {
+            finish(
+                &mut cur,
+                &mut cut,
+                line_no,
+                &mut text,
+                &mut end,
+                &mut page_full,
+            );
+        }
+        line_no
+    } else {
+        line_no - 1
+    };
+    Ok(Page {
+        text,
+        end,
+        total,
+        hash: hasher.finalize().into(),
+    })
+}
+
+/// Opens a resolved path for reading with no symlink followed anywhere on the way (a link
+/// swapped in after the path was resolved and judged makes the open fail), with errors that
+/// say what to do.
+pub fn open_for_read(path: &Path) -> Result<std::fs::File, String> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => {
             return Err(format!(
@@ -170,12 +314,233 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>, String> {
         }
         Err(e) => return Err(format!("cannot access {}: {e}", path.display())),
     }
-    std::fs::read(path).map_err(|e| match e.kind() {
+    match nofollow::open(path, libc::O_RDONLY, 0) {
+        Ok(fd) => Ok(std::fs::File::from(fd)),
+        Err(e) => Err(open_error(path, "reading", &e)),
+    }
+}
+
+fn open_error(path: &Path, doing: &str, e: &std::io::Error) -> String {
+    // The fallback walk meets a swapped-in folder link as "not a directory".
+    let link_on_path = || {
+        path.ancestors()
+            .any(|a| std::fs::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()))
+    };
+    match e.raw_os_error() {
+        Some(libc::ENOTDIR) if link_on_path() => format!(
+            "{} changed while it was being opened (a symbolic link appeared on its path); refusing to follow it",
+            path.display()
+        ),
+        Some(libc::ELOOP) | Some(libc::EXDEV) => format!(
+            "{} changed while it was being opened (a symbolic link appeared on its path); refusing to follow it",
+            path.display()
+        ),
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            format!("permission denied {doing} {}", path.display())
+        }
+        _ => format!("cannot open {} for {doing}: {e}", path.display()),
+    }
+}
+
+/// SHA-256 of a file's content, streamed (memory stays small whatever the size).
+pub fn hash_file(path: &Path) -> Option<[u8; 32]> {
+    let f = open_for_read(path).ok()?;
+    let mut r = std::io::BufReader::with_capacity(64 * 1024, f);
+    let mut h = Sha256::new();
+    loop {
+        let chunk = r.fill_buf().ok()?;
+        if chunk.is_empty() {
+            break;
+        }
+        h.update(chunk);
+        let n = chunk.len();
+        r.consume(n);
+    }
+    Some(h.finalize().into())
+}
+
+/// Reads a whole file (resolved path, no symlink followed) with errors that say what to do.
+pub fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+    let mut f = open_for_read(path)?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(|e| match e.kind() {
         std::io::ErrorKind::PermissionDenied => {
             format!("permission denied reading {}", path.display())
         }
         _ => format!("cannot read {}: {e}", path.display()),
-    })
+    })?;
+    Ok(bytes)
+}
+
+/// Opening beneath `/` with no symlink followed: `openat2(RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)` where the kernel has it (5.6+), else a walk
+/// from the root directory, one `openat(O_NOFOLLOW)` per component. Paths given here are
+/// already resolved (absolute, no `..`, no symlink), so any symlink met is one that appeared
+/// after the check: the open fails instead of following it.
+pub mod nofollow {
+    use super::*;
+    use std::io;
+    use std::path::Component;
+
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+    const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+    const RESOLVE_BENEATH: u64 = 0x08;
+
+    pub(crate) fn cstr(s: &std::ffi::OsStr) -> io::Result<CString> {
+        CString::new(s.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+    }
+
+    fn check(fd: libc::c_int) -> io::Result<OwnedFd> {
+        if fd < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            // SAFETY: a fresh descriptor the kernel just returned, owned by nobody else.
+            Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        }
+    }
+
+    fn root() -> io::Result<OwnedFd> {
+        // SAFETY: a valid NUL-terminated path; the result is checked.
+        check(unsafe {
+            libc::open(
+                c"/".as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        })
+    }
+
+    /// The components of a resolved absolute path (refuses `..` and relative paths).
+    fn parts(path: &Path) -> io::Result<Vec<CString>> {
+        if !path.is_absolute() {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let mut v = Vec::new();
+        for c in path.components() {
+            match c {
+                Component::RootDir | Component::CurDir => {}
+                Component::Normal(n) => v.push(cstr(n)?),
+                _ => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
+            }
+        }
+        Ok(v)
+    }
+
+    /// `openat2` beneath `dir`; `Ok(None)` when the kernel (or a seccomp filter) lacks it.
+    fn openat2(dir: &OwnedFd, rel: &CString, flags: i32, mode: u32) -> io::Result<Option<OwnedFd>> {
+        let how = OpenHow {
+            flags: (flags | libc::O_CLOEXEC) as u64,
+            mode: if flags & libc::O_CREAT != 0 {
+                u64::from(mode)
+            } else {
+                0
+            },
+            resolve: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        // SAFETY: valid fd, NUL-terminated path and a properly sized open_how.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir.as_raw_fd(),
+                rel.as_ptr(),
+                &how as *const OpenHow,
+                std::mem::size_of::<OpenHow>(),
+            )
+        };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG) => Ok(None),
+                _ => Err(e),
+            };
+        }
+        check(fd as libc::c_int).map(Some)
+    }
+
+    /// `openat(dir, name, flags | O_NOFOLLOW)`.
+    pub(crate) fn openat(
+        dir: &OwnedFd,
+        name: &CString,
+        flags: i32,
+        mode: u32,
+    ) -> io::Result<OwnedFd> {
+        // SAFETY: valid fd and NUL-terminated name; the result is checked.
+        check(unsafe {
+            libc::openat(
+                dir.as_raw_fd(),
+                name.as_ptr(),
+                flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                mode as libc::c_uint,
+            )
+        })
+    }
+
+    /// Opens `path` with `flags`, no symlink followed on any component.
+    pub fn open(path: &Path, flags: i32, mode: u32) -> io::Result<OwnedFd> {
+        let parts = parts(path)?;
+        let dir = root()?;
+        if parts.is_empty() {
+            return openat(&dir, &cstr(std::ffi::OsStr::new("."))?, flags, mode);
+        }
+        let rel = cstr(path.strip_prefix("/").unwrap_or(path).as_os_str())?;
+        if let Some(fd) = openat2(&dir, &rel, flags, mode)? {
+            return Ok(fd);
+        }
+        walk(dir, &parts, flags, mode, false)
+    }
+
+    /// Opens the folder `path` (O_PATH), creating missing folders on the way, no symlink
+    /// followed.
+    pub fn open_dir(path: &Path, create: bool) -> io::Result<OwnedFd> {
+        let flags = libc::O_PATH | libc::O_DIRECTORY;
+        match open(path, flags, 0) {
+            Err(e) if create && e.raw_os_error() == Some(libc::ENOENT) => {
+                walk(root()?, &parts(path)?, flags, 0, true)
+            }
+            other => other,
+        }
+    }
+
+    /// The fallback walk alone (tests: the kernel here may have `openat2`).
+    #[cfg(test)]
+    pub fn open_walk(path: &Path, flags: i32) -> io::Result<OwnedFd> {
+        walk(root()?, &parts(path)?, flags, 0, false)
+    }
+
+    fn walk(
+        mut dir: OwnedFd,
+        parts: &[CString],
+        flags: i32,
+        mode: u32,
+        create: bool,
+    ) -> io::Result<OwnedFd> {
+        let dflags = libc::O_PATH | libc::O_DIRECTORY;
+        for (k, name) in parts.iter().enumerate() {
+            let last = k + 1 == parts.len();
+            let f = if last { flags } else { dflags };
+            let next = match openat(&dir, name, f, mode) {
+                Err(e) if create && e.raw_os_error() == Some(libc::ENOENT) => {
+                    // SAFETY: valid fd and name.
+                    let r = unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) };
+                    if r < 0 {
+                        let e = io::Error::last_os_error();
+                        if e.raw_os_error() != Some(libc::EEXIST) {
+                            return Err(e);
+                        }
+                    }
+                    openat(&dir, name, f, mode)?
+                }
+                other => other?,
+            };
+            dir = next;
+        }
+        Ok(dir)
+    }
 }
 
 fn suggest_near(path: &Path) -> String {
@@ -212,17 +577,6 @@ fn extension(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// `pages` as a string ("1-5", "3", "2,4-6") or a number.
-fn opt_pages(args: &Value) -> Result<Option<String>, String> {
-    match args.get("pages") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
-        Some(Value::Number(n)) => Ok(Some(n.to_string())),
-        Some(_) => Err("pages must be a page range such as \"1-5\" or \"3\"".into()),
-    }
-}
-
 /// Refuses to change an existing file the session has not read, or that changed since.
 pub(crate) fn check_fresh(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<(), String> {
     match ctx.knowledge(path) {
@@ -238,35 +592,158 @@ pub(crate) fn check_fresh(ctx: &ToolContext, path: &Path, current: &[u8]) -> Res
     }
 }
 
-/// Writes `bytes` to a new temporary file beside `path` (same folder, so a rename is atomic),
-/// with `path`'s permissions when it exists. Returns the temporary file's path.
-pub fn stage_temp(path: &Path, bytes: &[u8]) -> Result<PathBuf, String> {
-    use std::io::Write as _;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let perms = std::fs::metadata(path).ok().map(|m| m.permissions());
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = dir.join(format!(
+/// A new file's content written to a temporary file beside its target, in the target's
+/// folder opened without following symlinks; [`Staged::commit`] renames it over the target
+/// in that same folder (`renameat`), so the write is atomic and cannot be redirected.
+pub struct Staged {
+    dir: OwnedFd,
+    tmp: CString,
+    name: CString,
+    pub path: PathBuf,
+}
+
+impl Staged {
+    /// Puts the new content in place.
+    pub fn commit(&self) -> Result<(), String> {
+        // SAFETY: valid fd and NUL-terminated names.
+        let r = unsafe {
+            libc::renameat(
+                self.dir.as_raw_fd(),
+                self.tmp.as_ptr(),
+                self.dir.as_raw_fd(),
+                self.name.as_ptr(),
+            )
+        };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            self.discard();
+            return Err(format!(
+                "cannot write {}: {e} (the file is unchanged)",
+                self.path.display()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Removes the temporary file.
+    pub fn discard(&self) {
+        // SAFETY: valid fd and name; unlinkat never follows a symlink.
+        unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.tmp.as_ptr(), 0) };
+    }
+}
+
+/// The temporary name yuyao writes `name` through: `.<name>.yuyao-<12 hex>.tmp`.
+fn temp_name(name: &str) -> String {
+    format!(
         ".{name}.yuyao-{}.tmp",
         &uuid::Uuid::new_v4().simple().to_string()[..12]
-    ));
-    let result = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        // Replacing existing content: make the new bytes durable before the rename, so a
-        // crash cannot leave an empty file where the old one was. New files skip the cost.
-        if perms.is_some() {
-            f.sync_all()?;
+    )
+}
+
+/// Whether `name` is one of yuyao's temporary names.
+pub fn is_temp_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.').and_then(|r| r.strip_suffix(".tmp")) else {
+        return false;
+    };
+    match rest.rsplit_once(".yuyao-") {
+        Some((base, hex)) => {
+            !base.is_empty() && hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_hexdigit())
         }
-        if let Some(p) = perms {
-            std::fs::set_permissions(&tmp, p)?;
+        None => false,
+    }
+}
+
+/// Splits a resolved path into its folder (opened no-follow, created when missing) and its
+/// file name.
+fn open_parent(path: &Path, create: bool) -> Result<(OwnedFd, CString), String> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(format!("{} is not a file path", path.display()));
+    };
+    let fd = nofollow::open_dir(dir, create).map_err(|e| open_error(dir, "writing", &e))?;
+    let name =
+        nofollow::cstr(name).map_err(|e| format!("bad file name {}: {e}", path.display()))?;
+    Ok((fd, name))
+}
+
+/// Writes `bytes` to a new temporary file beside `path` (a resolved path: same folder, so the
+/// rename is atomic), with `path`'s permissions when it exists.
+pub fn stage_temp(path: &Path, bytes: &[u8]) -> Result<Staged, String> {
+    use std::io::Write as _;
+    let (dir, name) = open_parent(path, true)?;
+    // What is there now, without following it.
+    // SAFETY: a zeroed stat is a valid out-parameter.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd, name and out-pointer.
+    let r = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    let mode = if r == 0 {
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => Some(st.st_mode & 0o7777),
+            libc::S_IFLNK => {
+                return Err(format!(
+                    "{} became a symbolic link after it was checked; refusing to write through it",
+                    path.display()
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "{} is not a regular file; refusing to replace it",
+                    path.display()
+                ));
+            }
+        }
+    } else {
+        None
+    };
+    let shown = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("file")
+        .to_string();
+    let tmp = nofollow::cstr(std::ffi::OsStr::new(&temp_name(&shown)))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let fd = nofollow::openat(
+        &dir,
+        &tmp,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL,
+        0o666,
+    )
+    .map_err(|e| {
+        format!(
+            "cannot write {}: {e} (the file is unchanged)",
+            path.display()
+        )
+    })?;
+    let staged = Staged {
+        dir,
+        tmp,
+        name,
+        path: path.to_path_buf(),
+    };
+    let mut f = std::fs::File::from(fd);
+    let result = (|| -> std::io::Result<()> {
+        f.write_all(bytes)?;
+        if let Some(m) = mode {
+            // Replacing existing content: make the new bytes durable before the rename, so
+            // a crash cannot leave an empty file where the old one was. New files skip it.
+            f.sync_all()?;
+            // SAFETY: valid fd.
+            if unsafe { libc::fchmod(f.as_raw_fd(), m) } < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
         Ok(())
     })();
     match result {
-        Ok(()) => Ok(tmp),
+        Ok(()) => Ok(staged),
         Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
+            staged.discard();
             Err(format!(
                 "cannot write {}: {e} (the file is unchanged)",
                 path.display()
@@ -275,16 +752,79 @@ pub fn stage_temp(path: &Path, bytes: &[u8]) -> Result<PathBuf, String> {
     }
 }
 
-/// Writes atomically (temp file + rename in the same folder), keeping the permissions.
+/// Writes atomically (temp file + `renameat` in the same folder fd), keeping the permissions.
+/// `path` must be resolved: a symlink anywhere on it makes the write fail.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let tmp = stage_temp(path, bytes)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!(
-            "cannot write {}: {e} (the file is unchanged)",
-            path.display()
-        )
-    })
+    stage_temp(path, bytes)?.commit()
+}
+
+/// Deletes a file (resolved path) without following a symlink on the way.
+pub fn remove_file(path: &Path) -> Result<(), String> {
+    let (dir, name) = open_parent(path, false)?;
+    // SAFETY: valid fd and name; unlinkat removes the entry itself, never a link's target.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(format!("cannot delete {}: {e}", path.display()));
+    }
+    Ok(())
+}
+
+/// How old a temporary file must be to count as left by a killed write: a live write keeps
+/// its temporary file's mtime fresh until the rename.
+pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// [`clean_stale_temps`] on a background thread (a session opening does not wait for it).
+pub fn clean_stale_temps_later(root: PathBuf) {
+    let _ = std::thread::Builder::new()
+        .name("yuyao-temp-clean".into())
+        .spawn(move || clean_stale_temps(&root, STALE_TEMP_AGE));
+}
+
+/// Removes yuyao's own temporary files (`.<name>.yuyao-<hex>.tmp`) left under `root` by a
+/// write that was killed, when they are older than `min_age`. Called when a session opens.
+/// Returns the files removed. Symlinks are not followed; `.git`, dependency and build
+/// folders are skipped; the walk is bounded.
+pub fn clean_stale_temps(root: &Path, min_age: std::time::Duration) -> Vec<PathBuf> {
+    const SKIP: &[&str] = &[
+        ".git",
+        "node_modules",
+        "target",
+        ".venv",
+        "venv",
+        "__pycache__",
+    ];
+    let mut removed = Vec::new();
+    let now = std::time::SystemTime::now();
+    let walk = ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .follow_links(false)
+        .max_depth(Some(16))
+        .filter_entry(|e| {
+            !(e.file_type().is_some_and(|t| t.is_dir())
+                && e.file_name().to_str().is_some_and(|n| SKIP.contains(&n)))
+        })
+        .build();
+    for entry in walk.filter_map(Result::ok).take(200_000) {
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let Some(name) = entry.file_name().to_str() else {
+            continue;
+        };
+        if !is_temp_name(name) {
+            continue;
+        }
+        let old = entry
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|age| age >= min_age);
+        if old && remove_file(&crate::resolve_path(entry.path())).is_ok() {
+            removed.push(entry.path().to_path_buf());
+        }
+    }
+    removed
 }
 
 impl Tool for Write {
@@ -304,15 +844,20 @@ impl Tool for Write {
             "required": ["file_path", "content"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
-        write(args, ctx).unwrap_or_else(ToolOutput::err)
+    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
+        run_parsed(self, "write", args, ctx, c)
+    }
+    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+        match args {
+            ToolArgs::Write(a) => write(a, ctx).unwrap_or_else(ToolOutput::err),
+            other => mismatched("write", other),
+        }
     }
 }
 
-fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
-    let raw = string(args, "file_path", &["path", "filePath"])?;
-    let content = string(args, "content", &["contents", "text"])?;
-    let path = ctx.resolve(&raw);
+fn write(a: &WriteParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
+    let content = &a.content;
+    let path = ctx.resolve_for_write(&a.file_path)?;
     if path.is_dir() {
         return Err(format!(
             "{} is a directory; give a file path",
@@ -355,22 +900,53 @@ impl Tool for Edit {
             "required": ["file_path", "old_string", "new_string"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
-        (|| {
-            let path = string(args, "file_path", &["path", "filePath"])?;
-            let spec = edit_spec(args)?;
-            edit_file(ctx, &path, vec![spec])
-        })()
-        .unwrap_or_else(ToolOutput::err)
+    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
+        run_parsed(self, "edit", args, ctx, c)
+    }
+    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+        match args {
+            ToolArgs::Edit(a) => {
+                edit_file(ctx, &a.file_path, vec![edit_spec_of(a)]).unwrap_or_else(ToolOutput::err)
+            }
+            other => mismatched("edit", other),
+        }
     }
 }
 
-fn edit_spec(v: &Value) -> Result<EditSpec, String> {
-    Ok(EditSpec {
-        old: string(v, "old_string", &["old_str", "oldString"])?,
-        new: string(v, "new_string", &["new_str", "newString"])?,
-        replace_all: opt_bool(v, "replace_all")?.unwrap_or(false),
-    })
+/// The replacement an edit call asks for.
+pub fn edit_spec_of(a: &EditParams) -> EditSpec {
+    EditSpec {
+        old: a.old_string.clone(),
+        new: a.new_string.clone(),
+        replace_all: a.replace_all.unwrap_or(false),
+    }
+}
+
+/// The replacement one item of a multi-edit call asks for.
+pub fn edit_item_spec(e: &EditItem) -> EditSpec {
+    EditSpec {
+        old: e.old_string.clone(),
+        new: e.new_string.clone(),
+        replace_all: e.replace_all.unwrap_or(false),
+    }
+}
+
+/// The content a write, edit or multi-edit call would leave in a file now holding `current`
+/// (for the approval prompt's diff); `None` for other tools or an edit that does not apply.
+pub fn preview(args: &ToolArgs, current: &[u8]) -> Option<Vec<u8>> {
+    match args {
+        ToolArgs::Write(a) => Some(a.content.as_bytes().to_vec()),
+        ToolArgs::Edit(a) if a.old_string.is_empty() => Some(a.new_string.as_bytes().to_vec()),
+        ToolArgs::Edit(a) => apply_edits(current, &[edit_spec_of(a)])
+            .ok()
+            .map(|(b, _)| b),
+        ToolArgs::MultiEdit(a) => {
+            let specs: Vec<EditSpec> = a.edits.iter().map(edit_item_spec).collect();
+            apply_edits(current, &specs).ok().map(|(b, _)| b)
+        }
+        ToolArgs::NotebookEdit(a) => crate::notebook::preview(a, current).ok(),
+        _ => None,
+    }
 }
 
 impl Tool for MultiEdit {
@@ -401,34 +977,28 @@ impl Tool for MultiEdit {
             "required": ["file_path", "edits"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
-        (|| {
-            let path = string(args, "file_path", &["path", "filePath"])?;
-            let edits =
-                match args.get("edits") {
-                    Some(Value::Array(a)) if !a.is_empty() => a,
-                    Some(Value::Array(_)) => {
-                        return Err("edits is empty; give at least one edit".to_string());
-                    }
-                    _ => return Err(
-                        "missing required argument 'edits' (an array of {old_string, new_string})"
-                            .to_string(),
-                    ),
-                };
-            let specs = edits
-                .iter()
-                .enumerate()
-                .map(|(i, e)| edit_spec(e).map_err(|m| format!("edit {}: {m}", i + 1)))
-                .collect::<Result<Vec<_>, _>>()?;
-            edit_file(ctx, &path, specs)
-        })()
-        .unwrap_or_else(ToolOutput::err)
+    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
+        run_parsed(self, "multi-edit", args, ctx, c)
     }
+    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+        match args {
+            ToolArgs::MultiEdit(a) => multi_edit(a, ctx).unwrap_or_else(ToolOutput::err),
+            other => mismatched("multi-edit", other),
+        }
+    }
+}
+
+fn multi_edit(a: &MultiEditParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
+    if a.edits.is_empty() {
+        return Err("edits is empty; give at least one edit".to_string());
+    }
+    let specs = a.edits.iter().map(edit_item_spec).collect();
+    edit_file(ctx, &a.file_path, specs)
 }
 
 /// Validates every edit against the current content, then writes once.
 fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolOutput, String> {
-    let path = ctx.resolve(raw);
+    let path = ctx.resolve_for_write(raw)?;
     let exists = path.exists();
     // An empty old_string creates a missing or empty file.
     if specs.len() == 1 && specs[0].old.is_empty() {
@@ -473,9 +1043,86 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
     )))
 }
 
-/// The optional string argument helper is used by the registry for intent lines.
-pub fn describe_path(args: &Value) -> Option<String> {
-    opt_string(args, "file_path", &["path", "filePath", "notebook_path"])
-        .ok()
-        .flatten()
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(text: &[u8], start: usize, want: usize) -> Page {
+        // A tiny buffer, so lines cross chunk boundaries.
+        let mut r = std::io::BufReader::with_capacity(7, text);
+        stream_page(&mut r, start, want).unwrap()
+    }
+
+    #[test]
+    fn streamed_pages_count_like_split_inclusive() {
+        for text in ["", "a", "a\n", "a\nb", "a\nb\n", "\n\n", "x\r\ny\r\n"] {
+            let p = page(text.as_bytes(), 1, 2000);
+            assert_eq!(p.total, text.split_inclusive('\n').count(), "{text:?}");
+            assert_eq!(p.hash, content_hash(text.as_bytes()));
+        }
+        let text: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        let p = page(text.as_bytes(), 10, 3);
+        assert_eq!(p.text, "10\tline 10\n11\tline 11\n12\tline 12\n");
+        assert_eq!((p.end, p.total), (12, 100));
+        let p = page(b"a\r\nb", 2, 5);
+        assert_eq!((p.text.as_str(), p.end, p.total), ("2\tb\n", 2, 2));
+    }
+
+    #[test]
+    fn a_huge_line_is_cut_without_being_held() {
+        let mut text = vec![b'x'; 1_000_000];
+        text.extend_from_slice(b"\nsecond\n");
+        let p = page(&text, 1, 5);
+        assert!(p.text.contains("[line cut at 2000 characters]"));
+        assert!(p.text.len() < 3000);
+        assert!(p.text.ends_with("2\tsecond\n"));
+        assert_eq!(p.total, 2);
+    }
+
+    #[test]
+    fn stale_temp_files_of_our_pattern_are_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        let stale = root.join("a/b/.big.log.yuyao-0123456789ab.tmp");
+        let other = root.join("a/.notes.yuyao-xyz.tmp");
+        let mine = root.join("keep.tmp");
+        for p in [&stale, &other, &mine] {
+            std::fs::write(p, "x").unwrap();
+        }
+        assert!(is_temp_name(".big.log.yuyao-0123456789ab.tmp"));
+        assert!(!is_temp_name(".notes.yuyao-xyz.tmp"));
+        assert!(!is_temp_name("big.log.yuyao-0123456789ab.tmp"));
+        // Fresh ones may belong to a live write: kept.
+        assert!(clean_stale_temps(&root, std::time::Duration::from_secs(60)).is_empty());
+        let removed = clean_stale_temps(&root, std::time::Duration::ZERO);
+        assert_eq!(removed, vec![stale.clone()]);
+        assert!(!stale.exists() && other.exists() && mine.exists());
+        // A temp name made by yuyao is of the pattern.
+        assert!(is_temp_name(&temp_name("x.txt")));
+    }
+
+    #[test]
+    fn read_pages_a_large_file_and_knows_its_hash() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let text: String = (1..=200_000).map(|i| format!("row {i}\n")).collect();
+        std::fs::write(root.join("huge.log"), &text).unwrap();
+        let ctx = ToolContext::new(root.clone(), root.clone(), root.join("spill"));
+        let args = ToolArgs::from_value(
+            "read",
+            &serde_json::json!({"file_path": "huge.log", "offset": "1", "limit": 5}),
+        )
+        .unwrap();
+        let out = Read.run_args(&args, &ctx, &CancellationToken::new());
+        assert!(out.ok, "{}", out.text);
+        assert!(out.text.starts_with("1\trow 1\n2\trow 2\n"));
+        assert!(
+            out.text
+                .contains("(lines 1–5 of 200000; continue with offset=6)")
+        );
+        let k = ctx.knowledge(&root.join("huge.log")).unwrap();
+        assert_eq!(k.hash, content_hash(text.as_bytes()));
+        assert!(!k.read_in_full);
+    }
 }

@@ -2,7 +2,7 @@
 //! Tools are synchronous (the core runs them on a blocking thread) and never panic on bad
 //! input: every failure is a result that tells the model what to do next.
 
-mod args;
+pub mod args;
 mod edit_engine;
 pub mod exec;
 pub mod fs;
@@ -14,6 +14,7 @@ pub mod patch;
 mod registry;
 pub mod search;
 
+pub use args::ToolArgs;
 pub use edit_engine::{EditSpec, apply_edits};
 pub use output::{RESULT_CAP, cap_output, strip_ansi};
 pub use patch::patch_paths;
@@ -121,28 +122,64 @@ impl ToolContext {
         self.roots.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
-    /// Resolves a tool's path argument against the session cwd, lexically normalized.
+    /// Resolves a tool's path argument against the session cwd: taken verbatim (no trimming),
+    /// `~/` expanded, then every component resolved the way the kernel would, symlinks
+    /// included; a part that does not exist yet is appended to its deepest existing ancestor.
+    /// The result is what the policy judges and what the tool opens (with no-follow
+    /// semantics, so a symlink swapped in after this check makes the open fail).
     pub fn resolve(&self, p: &str) -> PathBuf {
-        let p = p.trim();
+        resolve_path(&self.absolute(p))
+    }
+
+    /// `p` made absolute (`~/` expanded, relative to the cwd), nothing resolved.
+    fn absolute(&self, p: &str) -> PathBuf {
         let expanded = match p.strip_prefix("~/") {
             Some(rest) => std::env::var_os("HOME").map(|h| PathBuf::from(h).join(rest)),
             None => None,
         };
         let path = expanded.unwrap_or_else(|| PathBuf::from(p));
-        let joined = if path.is_absolute() {
+        if path.is_absolute() {
             path
         } else {
             self.cwd().join(path)
-        };
-        normalize(&joined)
+        }
+    }
+
+    /// Like [`ToolContext::resolve`], for a path a tool will write: refused when a path that
+    /// names a place inside the workspace leads outside it through a symlink (a `docs ->
+    /// /elsewhere` folder link, or a file that is itself a link to an outside target).
+    pub fn resolve_for_write(&self, p: &str) -> Result<PathBuf, String> {
+        let absolute = self.absolute(p);
+        let resolved = resolve_path(&absolute);
+        let lexical = normalize(&absolute);
+        if lexical != resolved && self.within_roots(&lexical) && !self.within_roots(&resolved) {
+            return Err(format!(
+                "{} leads outside the workspace through a symbolic link (it resolves to {}); refusing to write there",
+                lexical.display(),
+                resolved.display()
+            ));
+        }
+        Ok(resolved)
+    }
+
+    /// Whether `p` (resolved) is inside one of the roots (themselves resolved).
+    pub fn within_roots(&self, p: &Path) -> bool {
+        self.roots()
+            .iter()
+            .any(|r| p.starts_with(r) || p.starts_with(resolve_path(r)))
     }
 
     pub fn remember(&self, path: &Path, bytes: &[u8], full: bool) {
+        self.remember_digest(path, content_hash(bytes), full);
+    }
+
+    /// Like [`ToolContext::remember`] with the content's hash already computed (streamed).
+    pub fn remember_digest(&self, path: &Path, hash: [u8; 32], full: bool) {
         if let Ok(mut f) = self.files.lock() {
             f.insert(
                 path.to_path_buf(),
                 FileKnowledge {
-                    hash: content_hash(bytes),
+                    hash,
                     read_in_full: full,
                 },
             );
@@ -175,6 +212,61 @@ pub fn build_outputs(root: &Path) -> Vec<PathBuf> {
     .map(|d| root.join(d))
     .filter(|d| d.is_dir() && !d.is_symlink())
     .collect()
+}
+
+/// Resolves an absolute path component by component as the kernel does: `..` goes up from
+/// the resolved prefix, symlinks are followed (at most 40), components that do not exist are
+/// appended as they are. The result has no symlink in it at the time of the call.
+pub fn resolve_path(p: &Path) -> PathBuf {
+    use std::ffi::OsString;
+    use std::path::Component;
+    let mut pending: Vec<OsString> = Vec::new();
+    let push_components = |pending: &mut Vec<OsString>, p: &Path| {
+        let mut v: Vec<OsString> = Vec::new();
+        for c in p.components() {
+            match c {
+                Component::ParentDir => v.push(OsString::from("..")),
+                Component::Normal(n) => v.push(n.to_os_string()),
+                _ => {}
+            }
+        }
+        pending.extend(v.into_iter().rev());
+    };
+    push_components(&mut pending, p);
+    let mut out = PathBuf::from("/");
+    if !p.is_absolute()
+        && let Ok(cwd) = std::env::current_dir()
+    {
+        out = cwd;
+    }
+    let mut links = 0;
+    let mut missing = false;
+    while let Some(c) = pending.pop() {
+        if c == ".." {
+            out.pop();
+            missing = false;
+            continue;
+        }
+        let cand = out.join(&c);
+        if !missing {
+            match std::fs::symlink_metadata(&cand) {
+                Ok(m) if m.file_type().is_symlink() && links < 40 => {
+                    links += 1;
+                    if let Ok(target) = std::fs::read_link(&cand) {
+                        if target.is_absolute() {
+                            out = PathBuf::from("/");
+                        }
+                        push_components(&mut pending, &target);
+                        continue;
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => missing = true,
+            }
+        }
+        out = cand;
+    }
+    out
 }
 
 /// Removes `.` and `..` components without touching the disk.
@@ -227,5 +319,167 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &'static str;
     /// JSON schema of the parameters.
     fn parameters(&self) -> Value;
+    /// Runs with raw JSON arguments: parses them into the tool's struct, then [`Tool::run_args`].
     fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput;
+    /// Runs with the call's one parsed argument value. Tools that still read JSON get the
+    /// canonical form of that value (canonical keys only), never the model's raw text.
+    fn run_args(
+        &self,
+        args: &ToolArgs,
+        ctx: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        self.run(&args.to_value(), ctx, cancel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// A workspace `ws` and a folder `outside` beside it.
+    fn setup() -> (tempfile::TempDir, PathBuf, PathBuf, ToolContext) {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        let (ws, out) = (base.join("ws"), base.join("outside"));
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        let ctx = ToolContext::new(ws.clone(), ws.clone(), base.join("spill"));
+        (d, ws, out, ctx)
+    }
+
+    fn write(ctx: &ToolContext, path: &str, content: &str) -> ToolOutput {
+        let args = ToolArgs::from_value(
+            "write",
+            &serde_json::json!({"file_path": path, "content": content}),
+        )
+        .unwrap();
+        crate::fs::Write.run_args(&args, ctx, &CancellationToken::new())
+    }
+
+    #[test]
+    fn a_directory_symlink_out_resolves_out_and_is_not_written() {
+        let (_d, ws, out, ctx) = setup();
+        symlink(&out, ws.join("docs")).unwrap();
+        assert_eq!(ctx.resolve("docs/x.txt"), out.join("x.txt"));
+        assert_eq!(ctx.resolve("docs/../y"), out.parent().unwrap().join("y"));
+        let r = write(&ctx, "docs/x.txt", "pwned");
+        assert!(
+            !r.ok && r.text.contains("outside the workspace"),
+            "{}",
+            r.text
+        );
+        assert!(!out.join("x.txt").exists());
+    }
+
+    #[test]
+    fn a_file_symlink_out_resolves_to_its_target_and_is_not_written() {
+        let (_d, ws, out, ctx) = setup();
+        std::fs::write(out.join(".env"), "SECRET=1").unwrap();
+        symlink(out.join(".env"), ws.join("config.txt")).unwrap();
+        assert_eq!(ctx.resolve("config.txt"), out.join(".env"));
+        let r = write(&ctx, "config.txt", "x");
+        assert!(!r.ok, "{}", r.text);
+        assert_eq!(
+            std::fs::read_to_string(out.join(".env")).unwrap(),
+            "SECRET=1"
+        );
+        assert!(ws.join("config.txt").is_symlink());
+    }
+
+    #[test]
+    fn a_symlink_inside_edits_its_target_and_stays_a_link() {
+        let (_d, ws, _out, ctx) = setup();
+        std::fs::write(ws.join("real.txt"), "old\n").unwrap();
+        symlink("real.txt", ws.join("link.txt")).unwrap();
+        assert_eq!(ctx.resolve("link.txt"), ws.join("real.txt"));
+        let read =
+            ToolArgs::from_value("read", &serde_json::json!({"file_path": "link.txt"})).unwrap();
+        assert!(
+            crate::fs::Read
+                .run_args(&read, &ctx, &CancellationToken::new())
+                .ok
+        );
+        let r = write(&ctx, "link.txt", "new\n");
+        assert!(r.ok, "{}", r.text);
+        assert_eq!(
+            std::fs::read_to_string(ws.join("real.txt")).unwrap(),
+            "new\n"
+        );
+        assert!(ws.join("link.txt").is_symlink());
+    }
+
+    #[test]
+    fn a_symlink_swapped_in_after_the_check_is_not_followed() {
+        let (_d, ws, out, ctx) = setup();
+        std::fs::create_dir(ws.join("sub")).unwrap();
+        std::fs::write(ws.join("sub/f.txt"), "in").unwrap();
+        std::fs::write(out.join("f.txt"), "outside").unwrap();
+        let judged = ctx.resolve("sub/f.txt");
+        assert_eq!(judged, ws.join("sub/f.txt"));
+        // The attacker swaps the folder for a link out between the check and the use.
+        std::fs::rename(ws.join("sub"), ws.join("sub.old")).unwrap();
+        symlink(&out, ws.join("sub")).unwrap();
+        let e = crate::fs::write_atomic(&judged, b"pwned").unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(crate::fs::read_file(&judged).is_err());
+        assert_eq!(
+            std::fs::read_to_string(out.join("f.txt")).unwrap(),
+            "outside"
+        );
+        // The final component swapped for a link: neither followed nor replaced.
+        std::fs::remove_file(ws.join("sub")).unwrap();
+        std::fs::rename(ws.join("sub.old"), ws.join("sub")).unwrap();
+        std::fs::remove_file(ws.join("sub/f.txt")).unwrap();
+        symlink(out.join("f.txt"), ws.join("sub/f.txt")).unwrap();
+        assert!(crate::fs::write_atomic(&judged, b"pwned").is_err());
+        assert!(crate::fs::read_file(&judged).is_err());
+        assert_eq!(
+            std::fs::read_to_string(out.join("f.txt")).unwrap(),
+            "outside"
+        );
+        assert!(ws.join("sub/f.txt").is_symlink());
+    }
+
+    #[test]
+    fn missing_parts_append_to_the_deepest_existing_ancestor() {
+        let (_d, ws, out, ctx) = setup();
+        symlink(&out, ws.join("docs")).unwrap();
+        assert_eq!(ctx.resolve("new/dir/f.txt"), ws.join("new/dir/f.txt"));
+        assert_eq!(ctx.resolve("docs/new/f.txt"), out.join("new/f.txt"));
+        assert_eq!(ctx.resolve("./a/../b.txt"), ws.join("b.txt"));
+        // A dangling link resolves to where it points.
+        symlink(out.join("nothing"), ws.join("dangling")).unwrap();
+        assert_eq!(ctx.resolve("dangling"), out.join("nothing"));
+        // A loop stops resolving; opening it then fails.
+        symlink("loop", ws.join("loop")).unwrap();
+        assert!(crate::fs::read_file(&ctx.resolve("loop")).is_err());
+    }
+
+    #[test]
+    fn paths_are_taken_verbatim() {
+        let (_d, ws, _out, ctx) = setup();
+        assert_eq!(ctx.resolve(" lead.txt "), ws.join(" lead.txt "));
+        let r = write(&ctx, " lead.txt ", "x");
+        assert!(r.ok, "{}", r.text);
+        assert!(ws.join(" lead.txt ").exists());
+        assert!(!ws.join("lead.txt").exists());
+    }
+
+    #[test]
+    fn the_fallback_walk_refuses_symlinks_too() {
+        let (_d, ws, out, _ctx) = setup();
+        symlink(&out, ws.join("docs")).unwrap();
+        std::fs::write(out.join("x"), "o").unwrap();
+        // A folder link met on the way: O_NOFOLLOW | O_DIRECTORY says "not a directory".
+        let e = crate::fs::nofollow::open_walk(&ws.join("docs/x"), libc::O_RDONLY).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOTDIR));
+        // A link as the final component: "too many levels of symbolic links".
+        symlink(out.join("x"), ws.join("lnk")).unwrap();
+        let e = crate::fs::nofollow::open_walk(&ws.join("lnk"), libc::O_RDONLY).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ELOOP));
+        std::fs::write(ws.join("y"), "ok").unwrap();
+        assert!(crate::fs::nofollow::open_walk(&ws.join("y"), libc::O_RDONLY).is_ok());
+    }
 }

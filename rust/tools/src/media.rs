@@ -2,7 +2,7 @@
 //! side is at most 1568 px, re-encoded when too large, and sent to the model as an image part.
 //! PDFs are read by page range (text layer), at most 20 pages a call.
 
-use crate::args::string;
+use crate::args::ToolArgs;
 use crate::fs::read_file;
 use crate::{Tool, ToolContext, ToolOutput};
 use base64::Engine as _;
@@ -319,16 +319,31 @@ impl Tool for ReadMedia {
             "required": ["file_path"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
+        crate::fs::run_parsed(self, "read-media", args, ctx, c)
+    }
+    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+        let ToolArgs::ReadMedia(args) = args else {
+            return crate::fs::mismatched("read-media", args);
+        };
         (|| {
-            let raw = string(args, "file_path", &["path", "filePath"])?;
-            let path = ctx.resolve(&raw);
+            let path = ctx.resolve(&args.file_path);
+            if let Ok(m) = std::fs::metadata(&path)
+                && m.is_file()
+                && m.len() > 64 * 1024 * 1024
+            {
+                return Err(format!(
+                    "{} is too large to look at ({} bytes, at most 64 MiB)",
+                    path.display(),
+                    m.len()
+                ));
+            }
             let bytes = read_file(&path)?;
             if is_image(&path, &bytes) {
                 return read_image(&path, &bytes);
             }
             if bytes.starts_with(b"%PDF-") {
-                let pages = args.get("pages").and_then(Value::as_str);
+                let pages = args.pages.as_deref();
                 return read_pdf(&path, &bytes, pages);
             }
             Err(format!(

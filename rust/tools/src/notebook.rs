@@ -3,7 +3,7 @@
 //! rewritten (in the file's own indentation); every other cell, the metadata, the key order
 //! and the trailing newline stay byte-for-byte identical.
 
-use crate::args::{opt_int, opt_string, string};
+use crate::args::{NotebookEditParams, ToolArgs};
 use crate::fs::{check_fresh, read_file, write_atomic};
 use crate::{Tool, ToolContext, ToolOutput, strip_ansi};
 use serde_json::{Map, Value, json};
@@ -298,8 +298,14 @@ impl Tool for NotebookEdit {
             "required": ["notebook_path"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
-        edit(args, ctx).unwrap_or_else(ToolOutput::err)
+    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
+        crate::fs::run_parsed(self, "notebook-edit", args, ctx, c)
+    }
+    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+        match args {
+            ToolArgs::NotebookEdit(a) => edit(a, ctx).unwrap_or_else(ToolOutput::err),
+            other => crate::fs::mismatched("notebook-edit", other),
+        }
     }
 }
 
@@ -319,8 +325,8 @@ struct Request {
     cell_index: Option<i64>,
 }
 
-fn request(args: &Value) -> Result<Request, String> {
-    let mode = match opt_string(args, "edit_mode", &[])?.as_deref() {
+fn request(args: &NotebookEditParams) -> Result<Request, String> {
+    let mode = match args.edit_mode.as_deref() {
         None | Some("replace") => EditMode::Replace,
         Some("insert") => EditMode::Insert,
         Some("delete") => EditMode::Delete,
@@ -330,7 +336,7 @@ fn request(args: &Value) -> Result<Request, String> {
             ));
         }
     };
-    let cell_type = opt_string(args, "cell_type", &[])?;
+    let cell_type = args.cell_type.clone();
     if let Some(t) = &cell_type
         && !matches!(t.as_str(), "code" | "markdown" | "raw")
     {
@@ -338,12 +344,12 @@ fn request(args: &Value) -> Result<Request, String> {
             "cell_type must be code, markdown or raw, got {t:?}"
         ));
     }
-    let new_source = opt_string(args, "new_source", &["source", "content"])?;
+    let new_source = args.new_source.clone();
     if mode != EditMode::Delete && new_source.is_none() {
         return Err("missing required argument 'new_source' (the cell's new source)".into());
     }
-    let cell_id = opt_string(args, "cell_id", &["cellId"])?;
-    let cell_index = opt_int(args, "cell_index")?;
+    let cell_id = args.cell_id.clone();
+    let cell_index = args.cell_index;
     if let Some(i) = cell_index
         && i < 0
     {
@@ -372,14 +378,13 @@ impl Request {
 }
 
 /// The notebook's bytes after this call (for a permission prompt's diff); nothing is written.
-pub fn preview(args: &Value, current: &[u8]) -> Result<Vec<u8>, String> {
+pub fn preview(args: &NotebookEditParams, current: &[u8]) -> Result<Vec<u8>, String> {
     Ok(request(args)?.apply(current)?.bytes)
 }
 
-fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
-    let raw = string(args, "notebook_path", &["file_path", "path"])?;
+fn edit(args: &NotebookEditParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     let req = request(args)?;
-    let path = ctx.resolve(&raw);
+    let path = ctx.resolve_for_write(&args.notebook_path)?;
     if path.extension().and_then(|e| e.to_str()) != Some("ipynb") {
         return Err(format!(
             "{} is not a .ipynb notebook; use edit for other files",

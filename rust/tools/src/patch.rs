@@ -4,7 +4,7 @@
 //! so a patch applies whole or not at all. Context lines keep the file's own bytes (line
 //! endings, trailing whitespace, a BOM), and new lines take the file's line ending.
 
-use crate::args::string;
+use crate::args::ToolArgs;
 use crate::fs::read_file;
 use crate::{Tool, ToolContext, ToolOutput};
 use serde_json::{Value, json};
@@ -84,26 +84,42 @@ impl Tool for ApplyPatch {
             "required": ["patch"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
-        (|| {
-            let text = string(args, "patch", &["input", "diff", "content"])?;
-            apply_patch_text(ctx, &text)
-        })()
-        .unwrap_or_else(ToolOutput::err)
+    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
+        crate::fs::run_parsed(self, "apply-patch", args, ctx, c)
+    }
+    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+        match args {
+            ToolArgs::ApplyPatch(a) => {
+                apply_patch_text(ctx, &a.patch).unwrap_or_else(ToolOutput::err)
+            }
+            other => crate::fs::mismatched("apply-patch", other),
+        }
     }
 }
 
-/// The files a patch touches (sources and move destinations), resolved against the cwd.
-/// Used to snapshot them before the patch runs.
-pub fn patch_paths(ctx: &ToolContext, text: &str) -> Result<Vec<PathBuf>, String> {
+/// The paths a patch touches (sources and move destinations) as written in it, parsed the
+/// way the tool parses them when it applies the patch.
+pub fn patch_raw_paths(text: &str) -> Result<Vec<String>, String> {
     let ops = parse(text)?;
-    let mut out: Vec<PathBuf> = Vec::new();
+    let mut out: Vec<String> = Vec::new();
     for op in &ops {
         for p in op.paths() {
-            let r = ctx.resolve(p);
-            if !out.contains(&r) {
-                out.push(r);
+            if !out.iter().any(|q| q == p) {
+                out.push(p.to_string());
             }
+        }
+    }
+    Ok(out)
+}
+
+/// The files a patch touches, resolved (symlinks included) as the tool will open them.
+/// Used to snapshot them before the patch runs.
+pub fn patch_paths(ctx: &ToolContext, text: &str) -> Result<Vec<PathBuf>, String> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in patch_raw_paths(text)? {
+        let r = ctx.resolve(&p);
+        if !out.contains(&r) {
+            out.push(r);
         }
     }
     Ok(out)
@@ -800,7 +816,7 @@ fn apply_patch_text(ctx: &ToolContext, text: &str) -> Result<ToolOutput, String>
     };
     for op in &ops {
         for p in op.paths() {
-            let r = ctx.resolve(p);
+            let r = ctx.resolve_for_write(p)?;
             if let std::collections::btree_map::Entry::Vacant(slot) = originals.entry(r) {
                 let v = current(&plan, slot.key())?;
                 slot.insert(v);
@@ -812,7 +828,7 @@ fn apply_patch_text(ctx: &ToolContext, text: &str) -> Result<ToolOutput, String>
                 lines,
                 no_eol,
             } => {
-                let p = ctx.resolve(path);
+                let p = ctx.resolve_for_write(path)?;
                 if current(&plan, &p)?.is_some_and(|b| !b.is_empty()) {
                     return Err(format!(
                         "cannot add {}: it already exists. Use '*** Update File:' to change it. Nothing was changed.",
@@ -827,7 +843,7 @@ fn apply_patch_text(ctx: &ToolContext, text: &str) -> Result<ToolOutput, String>
                 plan.insert(p, Some(body));
             }
             FileOp::Delete { path } => {
-                let p = ctx.resolve(path);
+                let p = ctx.resolve_for_write(path)?;
                 if current(&plan, &p)?.is_none() {
                     return Err(format!(
                         "cannot delete {}: it does not exist. Nothing was changed.",
@@ -842,7 +858,7 @@ fn apply_patch_text(ctx: &ToolContext, text: &str) -> Result<ToolOutput, String>
                 move_to,
                 hunks,
             } => {
-                let p = ctx.resolve(path);
+                let p = ctx.resolve_for_write(path)?;
                 let Some(bytes) = current(&plan, &p)? else {
                     return Err(format!(
                         "cannot update {}: it does not exist.{} Nothing was changed.",
@@ -867,7 +883,7 @@ fn apply_patch_text(ctx: &ToolContext, text: &str) -> Result<ToolOutput, String>
                 notes.append(&mut n);
                 match move_to {
                     Some(dest) => {
-                        let d = ctx.resolve(dest);
+                        let d = ctx.resolve_for_write(dest)?;
                         if d != p && current(&plan, &d)?.is_some() {
                             return Err(format!(
                                 "cannot move {} to {}: the destination exists. Nothing was changed.",
@@ -905,16 +921,16 @@ fn apply_patch_text(ctx: &ToolContext, text: &str) -> Result<ToolOutput, String>
 /// Writes every planned file or none: temp files first, then renames and deletions; on a
 /// failure the files already replaced get their original bytes back.
 fn commit_plan(plan: &Plan, originals: &BTreeMap<PathBuf, Option<Vec<u8>>>) -> Result<(), String> {
-    let mut temps: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let cleanup = |temps: &[(PathBuf, PathBuf)]| {
-        for (t, _) in temps {
-            let _ = std::fs::remove_file(t);
+    let mut temps: Vec<crate::fs::Staged> = Vec::new();
+    let cleanup = |temps: &[crate::fs::Staged]| {
+        for t in temps {
+            t.discard();
         }
     };
     for (p, v) in plan {
         if let Some(bytes) = v {
             match crate::fs::stage_temp(p, bytes) {
-                Ok(t) => temps.push((t, p.clone())),
+                Ok(t) => temps.push(t),
                 Err(e) => {
                     cleanup(&temps);
                     return Err(format!("{e}; the patch was not applied, no file changed"));
@@ -924,20 +940,20 @@ fn commit_plan(plan: &Plan, originals: &BTreeMap<PathBuf, Option<Vec<u8>>>) -> R
     }
     let mut done: Vec<PathBuf> = Vec::new();
     let mut failure = None;
-    for (t, p) in &temps {
-        if let Err(e) = std::fs::rename(t, p) {
-            failure = Some(format!("cannot write {}: {e}", p.display()));
+    for t in &temps {
+        if let Err(e) = t.commit() {
+            failure = Some(e);
             break;
         }
-        done.push(p.clone());
+        done.push(t.path.clone());
     }
     if failure.is_none() {
         for (p, v) in plan {
             if v.is_none()
                 && p.exists()
-                && let Err(e) = std::fs::remove_file(p)
+                && let Err(e) = crate::fs::remove_file(p)
             {
-                failure = Some(format!("cannot delete {}: {e}", p.display()));
+                failure = Some(e);
                 break;
             }
         }
@@ -951,7 +967,7 @@ fn commit_plan(plan: &Plan, originals: &BTreeMap<PathBuf, Option<Vec<u8>>>) -> R
                 }
                 None => {
                     if done.contains(p) {
-                        let _ = std::fs::remove_file(p);
+                        let _ = crate::fs::remove_file(p);
                     }
                 }
             }

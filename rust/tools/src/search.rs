@@ -2,7 +2,7 @@
 //! `.gitignore`/`.ignore`/`.git/info/exclude` honoured (also outside git), `.git` skipped,
 //! binary files skipped, results ordered by modification time, newest first.
 
-use crate::args::{opt_bool, opt_int, opt_string, string};
+use crate::args::{GlobParams, GrepParams, ToolArgs};
 use crate::{Tool, ToolContext, ToolOutput};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
@@ -73,29 +73,40 @@ impl Tool for Grep {
         })
     }
     fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput {
+        crate::fs::run_parsed(self, "grep", args, ctx, cancel)
+    }
+    fn run_args(
+        &self,
+        args: &ToolArgs,
+        ctx: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        let ToolArgs::Grep(args) = args else {
+            return crate::fs::mismatched("grep", args);
+        };
         parse_grep(args, ctx)
             .and_then(|a| grep(&a, cancel))
             .unwrap_or_else(ToolOutput::err)
     }
 }
 
-fn non_negative(args: &Value, name: &str) -> Result<Option<usize>, String> {
-    match opt_int(args, name)? {
+fn non_negative(v: Option<i64>, name: &str) -> Result<Option<usize>, String> {
+    match v {
         Some(n) if n < 0 => Err(format!("{name} must be 0 or more, got {n}")),
         other => Ok(other.map(|n| n as usize)),
     }
 }
 
-fn parse_grep(args: &Value, ctx: &ToolContext) -> Result<GrepArgs, String> {
-    let pattern = string(args, "pattern", &["regex", "query"])?;
-    let root = match opt_string(args, "path", &["file_path"])? {
-        Some(p) => ctx.resolve(&p),
+fn parse_grep(args: &GrepParams, ctx: &ToolContext) -> Result<GrepArgs, String> {
+    let pattern = args.pattern.clone();
+    let root = match &args.path {
+        Some(p) => ctx.resolve(p),
         None => ctx.cwd(),
     };
     if !root.exists() {
         return Err(format!("{} does not exist", root.display()));
     }
-    let mode = match opt_string(args, "output_mode", &[])?.as_deref() {
+    let mode = match args.output_mode.as_deref() {
         None | Some("files_with_matches") | Some("files") => Mode::Files,
         Some("content") => Mode::Content,
         Some("count") => Mode::Count,
@@ -105,10 +116,8 @@ fn parse_grep(args: &Value, ctx: &ToolContext) -> Result<GrepArgs, String> {
             ));
         }
     };
-    let context = non_negative(args, "-C")?
-        .or(non_negative(args, "context")?)
-        .unwrap_or(0);
-    let head_limit = match non_negative(args, "head_limit")? {
+    let context = non_negative(args.context, "-C")?.unwrap_or(0);
+    let head_limit = match non_negative(args.head_limit, "head_limit")? {
         Some(0) => None,
         other => other,
     };
@@ -116,16 +125,16 @@ fn parse_grep(args: &Value, ctx: &ToolContext) -> Result<GrepArgs, String> {
         pattern,
         cwd: ctx.cwd(),
         root,
-        glob: opt_string(args, "glob", &[])?,
-        file_type: opt_string(args, "type", &[])?,
+        glob: args.glob.clone(),
+        file_type: args.file_type.clone(),
         mode,
-        case_insensitive: opt_bool(args, "-i")?.unwrap_or(false),
-        line_numbers: opt_bool(args, "-n")?.unwrap_or(true),
-        before: non_negative(args, "-B")?.unwrap_or(context),
-        after: non_negative(args, "-A")?.unwrap_or(context),
-        multiline: opt_bool(args, "multiline")?.unwrap_or(false),
+        case_insensitive: args.case_insensitive.unwrap_or(false),
+        line_numbers: args.line_numbers.unwrap_or(true),
+        before: non_negative(args.before, "-B")?.unwrap_or(context),
+        after: non_negative(args.after, "-A")?.unwrap_or(context),
+        multiline: args.multiline.unwrap_or(false),
         head_limit,
-        offset: non_negative(args, "offset")?.unwrap_or(0),
+        offset: non_negative(args.offset, "offset")?.unwrap_or(0),
     })
 }
 
@@ -357,11 +366,22 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
     )))
 }
 
-/// `path` relative to `base` when it is under it, else absolute.
+/// `path` relative to `base` when it is under it, else absolute; quoted when it holds a
+/// newline or another control character, so one name never reads as two lines.
 fn shown_path(path: &Path, base: &Path) -> String {
-    match path.strip_prefix(base) {
+    let s = match path.strip_prefix(base) {
         Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().to_string(),
         _ => path.to_string_lossy().to_string(),
+    };
+    quote_name(s)
+}
+
+/// A name with control characters as a JSON string literal (`"a\nb.txt"`); others unchanged.
+pub(crate) fn quote_name(s: String) -> String {
+    if s.chars().any(char::is_control) {
+        serde_json::to_string(&s).unwrap_or(s)
+    } else {
+        s
     }
 }
 
@@ -403,6 +423,17 @@ impl Tool for Glob {
         })
     }
     fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput {
+        crate::fs::run_parsed(self, "glob", args, ctx, cancel)
+    }
+    fn run_args(
+        &self,
+        args: &ToolArgs,
+        ctx: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        let ToolArgs::Glob(args) = args else {
+            return crate::fs::mismatched("glob", args);
+        };
         glob(args, ctx, cancel).unwrap_or_else(ToolOutput::err)
     }
 }
@@ -426,14 +457,17 @@ fn literal_prefix(pattern: &str) -> (PathBuf, String) {
     (prefix, parts[k..].join("/"))
 }
 
-fn glob(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<ToolOutput, String> {
-    let pattern = string(args, "pattern", &["glob"])?;
-    let pattern = pattern.trim().to_string();
+fn glob(
+    args: &GlobParams,
+    ctx: &ToolContext,
+    cancel: &CancellationToken,
+) -> Result<ToolOutput, String> {
+    let pattern = args.pattern.trim().to_string();
     if pattern.is_empty() {
         return Err("pattern is empty; e.g. \"**/*.rs\"".into());
     }
-    let root = match opt_string(args, "path", &[])? {
-        Some(p) => ctx.resolve(&p),
+    let root = match &args.path {
+        Some(p) => ctx.resolve(p),
         None => ctx.cwd(),
     };
     if !root.is_dir() {
@@ -532,6 +566,22 @@ mod tests {
 
     fn run_grep(c: &ToolContext, args: Value) -> ToolOutput {
         Grep.run(&args, c, &CancellationToken::new())
+    }
+
+    #[test]
+    fn glob_quotes_names_with_control_characters() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::write(root.join("evil\nREADME.md"), "x").unwrap();
+        std::fs::write(root.join("plain.md"), "x").unwrap();
+        let out = run_glob(&ctx(&root), serde_json::json!({"pattern": "*.md"}));
+        assert!(out.ok, "{}", out.text);
+        let lines: Vec<&str> = out.text.lines().collect();
+        assert_eq!(lines.len(), 2, "{}", out.text);
+        assert!(lines.contains(&"\"evil\\nREADME.md\""), "{}", out.text);
+        assert!(lines.contains(&"plain.md"));
+        let out = run_grep(&ctx(&root), serde_json::json!({"pattern": "x"}));
+        assert_eq!(out.text.lines().count(), 2, "{}", out.text);
     }
 
     fn run_glob(c: &ToolContext, args: Value) -> ToolOutput {

@@ -4,6 +4,7 @@
 
 mod bash_tree;
 pub mod readonly;
+pub mod redact;
 pub mod rules;
 pub mod sandbox;
 pub mod sensitive;

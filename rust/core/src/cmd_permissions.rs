@@ -6,9 +6,11 @@
 
 use crate::session::{CoreError, Session};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use yuyao_policy::{Action, Decision, FILE_MUTATING, Policy, Rule, readonly, sandbox};
+use yuyao_policy::rules::exact_command;
+use yuyao_policy::{Action, Decision, Policy, Rule, readonly, redact, sandbox};
 use yuyao_protocol::{NoticeLevel, PermissionAnswer};
 use yuyao_store::Paths;
 use yuyao_store::permissions::{self, RuleKind, Scope};
@@ -70,30 +72,140 @@ pub(crate) fn note_mentions(s: &Session, text: &str) {
     }
 }
 
-/// "Allow always" answers: the rules that cover this action.
-fn grant_rules(name: &str, action: &Action) -> Vec<String> {
-    if FILE_MUTATING.contains(&name) || action.command.is_none() {
-        return match (action.command.is_none(), action.paths.is_empty()) {
-            (true, false) if !FILE_MUTATING.contains(&name) => action
-                .paths
-                .iter()
-                .map(|p| {
-                    format!(
-                        "{}(//{})",
-                        name,
-                        p.display().to_string().trim_start_matches('/')
-                    )
-                })
-                .collect(),
-            _ => vec![name.to_string()],
-        };
+/// A tool result (or a background report) as it may enter the history: values of the
+/// project's secret files and key material redacted, unless the user named or allowed the
+/// file (issue 11 §4). The model's own API key is always redacted.
+pub(crate) fn redact<'a>(s: &Session, policy: &Policy, text: &'a str) -> Cow<'a, str> {
+    let key = s
+        .opts
+        .model
+        .api_key
+        .clone()
+        .or_else(|| std::env::var("D2A_MODEL_API_KEY").ok())
+        .filter(|k| !k.trim().is_empty());
+    let extra: Vec<(String, String)> = key
+        .map(|k| vec![(k.trim().to_string(), "the model API key".to_string())])
+        .unwrap_or_default();
+    redact::redact_result(policy, &extra, text)
+}
+
+/// Programs that run code they are given (interpreters, shells, runners, build-recipe
+/// tools): an "always" answer saves the full command, never the bare program.
+const CODE_RUNNERS: &[&str] = &[
+    "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "bash", "sh", "zsh",
+    "dash", "ksh", "fish", "csh", "tcsh", "ruby", "perl", "php", "deno", "bun", "npx", "uvx",
+    "pnpx", "bunx", "Rscript", "R", "lua", "luajit", "java", "jshell", "groovy", "scala",
+    "kotlin", "swift", "osascript", "pwsh", "powershell", "tclsh", "awk", "gawk", "mawk", "nawk",
+    "sed", "make", "gmake", "cmake", "ninja", "just", "rake", "xargs", "env", "eval", "exec",
+    "source", ".", "sudo", "doas", "ssh", "watch", "parallel", "nohup", "timeout", "busybox",
+];
+
+/// Programs with subcommands: "always" saves `program subcommand:*`.
+const SUBCOMMAND_TOOLS: &[&str] = &[
+    "git", "cargo", "npm", "pnpm", "yarn", "go", "docker", "podman", "kubectl", "helm", "pip",
+    "pip3", "uv", "poetry", "pipenv", "pdm", "hatch", "gh", "glab", "dotnet", "terraform",
+    "tofu", "rustup", "bundle", "composer", "brew", "conda", "mix", "dart", "flutter", "gradle",
+    "mvn",
+];
+
+/// Subcommands that run whatever program or code follows: the full command is saved.
+const RUNNER_SUBCOMMANDS: &[&str] = &["exec", "x", "dlx", "eval", "shell", "run"];
+
+/// Package managers whose `run <script>` names a script of the project (`npm run test:*`).
+const SCRIPT_RUNNERS: &[&str] = &["npm", "pnpm", "yarn", "bun"];
+
+/// The display name of a tool in a rule (`Bash(…)`, `Edit(…)`).
+fn rule_tool_name(name: &str) -> &str {
+    match name {
+        "bash" => "Bash",
+        "monitor" => "Monitor",
+        "read" => "Read",
+        "write" => "Write",
+        "edit" => "Edit",
+        "multi-edit" => "MultiEdit",
+        "notebook-edit" => "NotebookEdit",
+        "apply-patch" => "ApplyPatch",
+        "grep" => "Grep",
+        "glob" => "Glob",
+        other => other,
     }
+}
+
+/// The narrowest useful rule for one shell segment, or None when no rule can say exactly
+/// this (a bare interpreter with no arguments is never saved).
+fn segment_rule(s: &yuyao_policy::Segment) -> Option<String> {
+    let program = s.program.as_str();
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let exact = || (!s.args.is_empty() || !s.assignments.is_empty()).then(|| exact_command(s));
+    let runs_code = CODE_RUNNERS.contains(&base)
+        || base.starts_with("python")
+        || base.starts_with("ruby")
+        || base.starts_with("perl")
+        || base.starts_with("php")
+        || base.starts_with("node")
+        // A repository script (`./build.sh`) runs whatever it holds.
+        || program.contains('/');
+    if runs_code || !s.assignments.is_empty() {
+        return exact();
+    }
+    if SUBCOMMAND_TOOLS.contains(&base) {
+        let Some(sub) = s.args.first().filter(|a| !a.starts_with('-')) else {
+            return exact(); // global options first (`git -c k=v …`): exactly this
+        };
+        if SCRIPT_RUNNERS.contains(&base)
+            && matches!(sub.as_str(), "run" | "run-script")
+            && let Some(script) = s.args.get(1).filter(|a| !a.starts_with('-'))
+        {
+            return Some(format!("{base} {sub} {script}:*"));
+        }
+        if RUNNER_SUBCOMMANDS.contains(&sub.as_str()) && base != "cargo" {
+            return exact();
+        }
+        return Some(format!("{base} {sub}:*"));
+    }
+    Some(base.to_string())
+}
+
+/// A path as a rule pattern: `/<rel>` inside the project, `//<abs>` outside, glob
+/// characters escaped so the rule names that one file.
+fn path_pattern(s: &Session, p: &std::path::Path) -> String {
+    let project = s.paths.project.clone();
+    let escape = |t: &str| {
+        t.chars()
+            .flat_map(|c| {
+                let special = "*?[]{}\\".contains(c);
+                special.then_some('\\').into_iter().chain(std::iter::once(c))
+            })
+            .collect::<String>()
+    };
+    match p.strip_prefix(&project) {
+        Ok(rel) if !rel.as_os_str().is_empty() => format!("/{}", escape(&rel.display().to_string())),
+        _ => format!("//{}", escape(p.display().to_string().trim_start_matches('/'))),
+    }
+}
+
+/// "Allow always" answers: the rules that cover exactly this action (shown in the prompt
+/// before the user picks, saved when they do).
+pub(crate) fn grant_rules(s: &Session, name: &str, action: &Action) -> Vec<String> {
+    let tool = rule_tool_name(name);
+    let Some(command) = action.command.as_deref() else {
+        if action.paths.is_empty() {
+            // A tool without a target (web-search): the tool itself.
+            return vec![tool.to_string()];
+        }
+        return action
+            .paths
+            .iter()
+            .map(|p| format!("{tool}({})", path_pattern(s, p)))
+            .collect();
+    };
     let mut out: Vec<String> = Vec::new();
-    for s in yuyao_policy::segments(action.command.as_deref().unwrap_or("")).unwrap_or_default() {
-        if readonly::segment_is_read_only(&s) {
+    for seg in yuyao_policy::segments(command).unwrap_or_default() {
+        if readonly::segment_is_read_only(&seg) {
             continue;
         }
-        let r = format!("Bash({})", s.program);
+        let Some(r) = segment_rule(&seg) else { continue };
+        let r = format!("{tool}({r})");
         if !out.contains(&r) {
             out.push(r);
         }
@@ -108,7 +220,7 @@ pub(crate) fn grant(
     name: &str,
     action: &Action,
 ) -> Result<(), String> {
-    let texts = grant_rules(name, action);
+    let texts = grant_rules(s, name, action);
     let scope = match answer {
         PermissionAnswer::AllowProject => Some(Scope::Project),
         PermissionAnswer::AllowAlways => Some(Scope::User),

@@ -89,6 +89,36 @@ pub(crate) fn redact<'a>(s: &Session, policy: &Policy, text: &'a str) -> Cow<'a,
     redact::redact_result(policy, &extra, text)
 }
 
+/// Tools that cap their own output (bash, bg-output) spill the whole text to a file whose
+/// path the result names: those spill files are redacted in place, so reading one later
+/// gives nothing more than the result did.
+pub(crate) fn redact_spills(s: &Session, policy: &Policy, text: &str) {
+    let dir = s.ctx.spill_dir.display().to_string();
+    if dir.is_empty() {
+        return;
+    }
+    for (at, _) in text.match_indices(&dir) {
+        let rest = &text[at..];
+        let end = rest
+            .find(|c: char| c.is_whitespace() || c == ';')
+            .unwrap_or(rest.len());
+        let path = std::path::Path::new(&rest[..end]);
+        let inside = path.starts_with(&s.ctx.spill_dir)
+            && !path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir));
+        if !inside || !path.is_file() {
+            continue;
+        }
+        let Ok(content) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        if let Cow::Owned(clean) = redact(s, policy, &content) {
+            let _ = std::fs::write(path, clean);
+        }
+    }
+}
+
 /// Programs that run code they are given (interpreters, shells, runners, build-recipe
 /// tools): an "always" answer saves the full command, never the bare program.
 const CODE_RUNNERS: &[&str] = &[
@@ -143,8 +173,12 @@ fn segment_rule(s: &yuyao_policy::Segment) -> Option<String> {
         || base.starts_with("perl")
         || base.starts_with("php")
         || base.starts_with("node")
-        // A repository script (`./build.sh`) runs whatever it holds.
-        || program.contains('/');
+        // A repository script (`./build.sh`; segments keep the base name) runs whatever
+        // it holds.
+        || program.contains('/')
+        || [".sh", ".bash", ".zsh", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".R"]
+            .iter()
+            .any(|ext| base.ends_with(ext));
     if runs_code || !s.assignments.is_empty() {
         return exact();
     }
@@ -616,4 +650,64 @@ fn explain_last(s: &Session) -> Result<String, CoreError> {
         g("network")
     ));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(cmd: &str) -> Option<String> {
+        let seg = yuyao_policy::segments(cmd).unwrap().pop().unwrap();
+        segment_rule(&seg)
+    }
+
+    #[test]
+    fn always_rules_are_the_narrowest_useful_ones() {
+        let cases: &[(&str, Option<&str>)] = &[
+            // Interpreters and shells: the full command, never the bare program.
+            ("python3 test_calc.py", Some("python3 test_calc.py")),
+            ("python test_calc.py -v", Some("python test_calc.py -v")),
+            ("/usr/bin/python3.12 t.py", Some("python3.12 t.py")),
+            ("node build.js", Some("node build.js")),
+            ("bash ./run.sh", Some("bash ./run.sh")),
+            ("sh setup.sh --force", Some("sh setup.sh --force")),
+            ("npx prettier --write .", Some("npx prettier --write .")),
+            ("uvx ruff check", Some("uvx ruff check")),
+            ("ruby x.rb", Some("ruby x.rb")),
+            ("perl -e 'unlink q(f)'", Some("perl -e 'unlink q(f)'")),
+            ("make install", Some("make install")),
+            ("./build.sh --release", Some("build.sh --release")),
+            ("./build.sh", None),
+            ("python3", None),
+            ("make", None),
+            // Tools with subcommands: the subcommand as a prefix.
+            ("cargo test -p core", Some("cargo test:*")),
+            ("git commit -m x", Some("git commit:*")),
+            ("npm run test -- --watch", Some("npm run test:*")),
+            ("pnpm install", Some("pnpm install:*")),
+            ("npm exec evil", Some("npm exec evil")),
+            ("uv run python -c 'x'", Some("uv run python -c x")),
+            ("go run ./cmd", Some("go run ./cmd")),
+            ("git -c core.pager=x log", Some("git -c core.pager=x log")),
+            // Assignments are part of what was approved.
+            ("FOO=1 cargo test", Some("FOO=1 cargo test")),
+            // Plain programs: the program.
+            ("mkdir made1", Some("mkdir")),
+            ("touch a", Some("touch")),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(rule(cmd).as_deref(), *want, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn saved_interpreter_rule_allows_only_that_command() {
+        let text = format!("Bash({})", rule("python3 test_calc.py").unwrap());
+        assert_eq!(text, "Bash(python3 test_calc.py)");
+        let r = Rule::parse(&text).unwrap();
+        let seg = |c: &str| yuyao_policy::segments(c).unwrap().pop().unwrap();
+        assert!(r.allows_segment(&seg("python3 test_calc.py")));
+        assert!(!r.allows_segment(&seg("python3 -c 'open(\"f\",\"w\")'")));
+        assert!(!r.allows_segment(&seg("python3 test_calc.py; rm f")));
+    }
 }

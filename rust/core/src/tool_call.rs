@@ -111,6 +111,7 @@ impl Session {
         // Secrets leave the result before it is capped, so the spill file holds none either.
         let shown = {
             let st = self.lock();
+            crate::cmd_permissions::redact_spills(self, &st.policy, &out.text);
             crate::cmd_permissions::redact(self, &st.policy, &out.text).into_owned()
         };
         let text = cap_output(

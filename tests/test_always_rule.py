@@ -75,8 +75,8 @@ def test_always_saves_the_exact_command_and_nothing_broader(
 
     # Unattended, in ask mode: the approved command runs; its siblings are refused.
     hostile = [
-        "python3 -c 'open(\"victim.txt\",\"w\")'",
-        "python3 test_calc.py; python3 -c 'open(\"victim.txt\",\"w\")'",
+        'python3 -c \'open("victim.txt","w")\'',
+        'python3 test_calc.py; python3 -c \'open("victim.txt","w")\'',
         "python3 test_calc.py --evil",
         "python3 test_calc.py > victim.txt",
         "PYTHONPATH=. python3 test_calc.py",
@@ -90,7 +90,7 @@ def test_always_saves_the_exact_command_and_nothing_broader(
     s2.chat("again")
     s2.close()
     assert (calc_repo / "ran.txt").read_text() == "xx"
-    for i, cmd in enumerate(hostile):
+    for i in range(len(hostile)):
         expect_refused(server2, f"h{i}")
     assert (calc_repo / "victim.txt").read_text() == "precious data\n"
 
@@ -137,9 +137,7 @@ def test_subcommand_tools_save_the_subcommand(fake_llm, use_env, calc_repo):
 
 def test_the_prompt_shows_the_rule():
     from rich.console import Console
-    from yuyao.tui import prompts
-
-    from yuyao.tui import theme
+    from yuyao.tui import prompts, theme
 
     console = Console(record=True, width=120, color_system=None, theme=theme.THEME)
     prompts.show_permission(

@@ -114,7 +114,9 @@ def test_no_exfiltration_form_puts_the_value_in_a_request(fake_llm, open_session
         str(m["content"])
         for i in range(len(server.requests))
         for m in server.messages(i)
-        if m["role"] == "user" and "monitor_1" in str(m["content"]) and "reported" in str(m["content"])
+        if m["role"] == "user"
+        and "monitor_1" in str(m["content"])
+        and "reported" in str(m["content"])
     ]
     assert injected and all(MARKER in t for t in injected), injected
 

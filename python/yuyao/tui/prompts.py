@@ -105,7 +105,9 @@ def show_permission(console: Console, request: dict) -> None:
             said.append(", ".join(rules), "bold")
             console.print(said)
         else:
-            console.print(Text("  No rule names exactly this call: [a]/[p] allow it once.", "muted"))
+            console.print(
+                Text("  No rule names exactly this call: [a]/[p] allow it once.", "muted")
+            )
     menu = Text("  ")
     for key, label in (
         ("y", "yes"),

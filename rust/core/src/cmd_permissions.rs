@@ -122,19 +122,104 @@ pub(crate) fn redact_spills(s: &Session, policy: &Policy, text: &str) {
 /// Programs that run code they are given (interpreters, shells, runners, build-recipe
 /// tools): an "always" answer saves the full command, never the bare program.
 const CODE_RUNNERS: &[&str] = &[
-    "python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "bash", "sh", "zsh",
-    "dash", "ksh", "fish", "csh", "tcsh", "ruby", "perl", "php", "deno", "bun", "npx", "uvx",
-    "pnpx", "bunx", "Rscript", "R", "lua", "luajit", "java", "jshell", "groovy", "scala",
-    "kotlin", "swift", "osascript", "pwsh", "powershell", "tclsh", "awk", "gawk", "mawk", "nawk",
-    "sed", "make", "gmake", "cmake", "ninja", "just", "rake", "xargs", "env", "eval", "exec",
-    "source", ".", "sudo", "doas", "ssh", "watch", "parallel", "nohup", "timeout", "busybox",
+    "python",
+    "python2",
+    "python3",
+    "pypy",
+    "pypy3",
+    "node",
+    "nodejs",
+    "bash",
+    "sh",
+    "zsh",
+    "dash",
+    "ksh",
+    "fish",
+    "csh",
+    "tcsh",
+    "ruby",
+    "perl",
+    "php",
+    "deno",
+    "bun",
+    "npx",
+    "uvx",
+    "pnpx",
+    "bunx",
+    "Rscript",
+    "R",
+    "lua",
+    "luajit",
+    "java",
+    "jshell",
+    "groovy",
+    "scala",
+    "kotlin",
+    "swift",
+    "osascript",
+    "pwsh",
+    "powershell",
+    "tclsh",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "sed",
+    "make",
+    "gmake",
+    "cmake",
+    "ninja",
+    "just",
+    "rake",
+    "xargs",
+    "env",
+    "eval",
+    "exec",
+    "source",
+    ".",
+    "sudo",
+    "doas",
+    "ssh",
+    "watch",
+    "parallel",
+    "nohup",
+    "timeout",
+    "busybox",
 ];
 
 /// Programs with subcommands: "always" saves `program subcommand:*`.
 const SUBCOMMAND_TOOLS: &[&str] = &[
-    "git", "cargo", "npm", "pnpm", "yarn", "go", "docker", "podman", "kubectl", "helm", "pip",
-    "pip3", "uv", "poetry", "pipenv", "pdm", "hatch", "gh", "glab", "dotnet", "terraform",
-    "tofu", "rustup", "bundle", "composer", "brew", "conda", "mix", "dart", "flutter", "gradle",
+    "git",
+    "cargo",
+    "npm",
+    "pnpm",
+    "yarn",
+    "go",
+    "docker",
+    "podman",
+    "kubectl",
+    "helm",
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "pipenv",
+    "pdm",
+    "hatch",
+    "gh",
+    "glab",
+    "dotnet",
+    "terraform",
+    "tofu",
+    "rustup",
+    "bundle",
+    "composer",
+    "brew",
+    "conda",
+    "mix",
+    "dart",
+    "flutter",
+    "gradle",
     "mvn",
 ];
 
@@ -208,13 +293,21 @@ fn path_pattern(s: &Session, p: &std::path::Path) -> String {
         t.chars()
             .flat_map(|c| {
                 let special = "*?[]{}\\".contains(c);
-                special.then_some('\\').into_iter().chain(std::iter::once(c))
+                special
+                    .then_some('\\')
+                    .into_iter()
+                    .chain(std::iter::once(c))
             })
             .collect::<String>()
     };
     match p.strip_prefix(&project) {
-        Ok(rel) if !rel.as_os_str().is_empty() => format!("/{}", escape(&rel.display().to_string())),
-        _ => format!("//{}", escape(p.display().to_string().trim_start_matches('/'))),
+        Ok(rel) if !rel.as_os_str().is_empty() => {
+            format!("/{}", escape(&rel.display().to_string()))
+        }
+        _ => format!(
+            "//{}",
+            escape(p.display().to_string().trim_start_matches('/'))
+        ),
     }
 }
 
@@ -238,7 +331,9 @@ pub(crate) fn grant_rules(s: &Session, name: &str, action: &Action) -> Vec<Strin
         if readonly::segment_is_read_only(&seg) {
             continue;
         }
-        let Some(r) = segment_rule(&seg) else { continue };
+        let Some(r) = segment_rule(&seg) else {
+            continue;
+        };
         let r = format!("{tool}({r})");
         if !out.contains(&r) {
             out.push(r);

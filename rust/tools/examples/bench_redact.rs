@@ -2,7 +2,7 @@
 //! 1 MB tool result against capping it alone). The capping baseline is what every result
 //! already pays: `cap_output` writes the whole text to a spill file and keeps head and tail.
 //!
-//!     cargo run --release -p yuyao-core --example bench_redact
+//!     cargo run --release -p yuyao-tools --example bench_redact
 //!
 //! Prints one JSON object.
 
@@ -19,14 +19,19 @@ fn sample() -> String {
         i += 1;
         let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         s.push_str(&format!(
-            "[{i:06}] compiling crate-{:x} v0.{}.{} (/home/dev/project/src/module_{}.rs) ok in {}ms; sk-short task-runner eyJ\n",
+            "[{i:06}] compiling crate-{:x} v0.{}.{} (/home/dev/project/src/module_{}.rs) ok in {}ms\n",
             h >> 40,
             h % 17,
             h % 5,
             h % 97,
             h % 1000
         ));
-        if i % 2000 == 0 {
+        if i.is_multiple_of(100) {
+            s.push_str(
+                "near misses: sk-short task-runner eyJ AKIA ghp_x -----BEGIN CERTIFICATE-----\n",
+            );
+        }
+        if i.is_multiple_of(2000) {
             s.push_str("SECRET_TOKEN=s3cr3t-value-123456 AKIAIOSFODNN7EXAMPLE ghp_abcdefghijklmnopqrstuvwxyz0123456789\n");
         }
     }
@@ -36,7 +41,10 @@ fn sample() -> String {
 fn env_file() -> String {
     let mut e = String::from("SECRET_TOKEN=s3cr3t-value-123456\nDEBUG=true\n");
     for k in 0..40 {
-        e.push_str(&format!("VAR_{k}=value-{k:04}-{:x}\n", (k as u64 + 7) * 0x1234_5678_9abc));
+        e.push_str(&format!(
+            "VAR_{k}=value-{k:04}-{:x}\n",
+            (k as u64 + 7) * 0x1234_5678_9abc
+        ));
     }
     e
 }
@@ -71,6 +79,10 @@ fn main() {
     let redact_ms = time(n, || {
         std::hint::black_box(r.redact(std::hint::black_box(&text), &never));
     });
+    let shapes_only = Redactor::from_contents(&[], &[]);
+    let shapes_ms = time(n, || {
+        std::hint::black_box(shapes_only.redact(std::hint::black_box(&text), &never));
+    });
     let _ = std::fs::remove_dir_all(&spill);
     let overhead = (both_ms - cap_ms) / cap_ms * 100.0;
     println!(
@@ -80,6 +92,7 @@ fn main() {
             "values": r.value_count(),
             "cap_ms": cap_ms,
             "redact_ms": redact_ms,
+            "key_shapes_only_ms": shapes_ms,
             "redact_and_cap_ms": both_ms,
             "overhead_percent": overhead,
             "target_percent": 5.0,

@@ -840,6 +840,9 @@ pub fn for_roots(roots: &[PathBuf], extra: &[(String, String)]) -> Arc<Redactor>
         return r.clone();
     }
     let r = Arc::new(Redactor::build(roots, home.as_deref(), extra));
+    if c.len() >= 32 {
+        c.clear(); // many short sessions in one process (tests, agent_api): stay small
+    }
     c.insert(roots.to_vec(), r.clone());
     r
 }

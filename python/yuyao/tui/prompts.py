@@ -97,6 +97,17 @@ def show_permission(console: Console, request: dict) -> None:
             padding=(0, 1),
         )
     )
+    # The exact rule an "always" answer saves, shown before the user picks it.
+    if "rules" in request:
+        rules = [str(r) for r in request.get("rules") or []]
+        if rules:
+            said = Text("  Always allow for this project: ", "muted")
+            said.append(", ".join(rules), "bold")
+            console.print(said)
+        else:
+            console.print(
+                Text("  No rule names exactly this call: [a]/[p] allow it once.", "muted")
+            )
     menu = Text("  ")
     for key, label in (
         ("y", "yes"),

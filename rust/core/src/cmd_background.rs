@@ -22,6 +22,8 @@ impl Session {
     /// user message per job), so the model notices it at this call.
     pub(crate) fn inject_background(&self, st: &mut State) {
         for text in self.ctx.jobs.drain_notifications() {
+            // Monitor lines are tool output too: no secret enters the history.
+            let text = crate::cmd_permissions::redact(self, &st.policy, &text).into_owned();
             st.trajectory.record("background", json!({"text": text}));
             st.history.push(Message::user(text));
         }

@@ -6,9 +6,11 @@
 
 use crate::session::{CoreError, Session};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use yuyao_policy::{Action, Decision, FILE_MUTATING, Policy, Rule, readonly, sandbox};
+use yuyao_policy::rules::exact_command;
+use yuyao_policy::{Action, Decision, Policy, Rule, readonly, redact, sandbox};
 use yuyao_protocol::{NoticeLevel, PermissionAnswer};
 use yuyao_store::Paths;
 use yuyao_store::permissions::{self, RuleKind, Scope};
@@ -86,30 +88,269 @@ pub(crate) fn note_mentions(s: &Session, text: &str) {
     }
 }
 
-/// "Allow always" answers: the rules that cover this action.
-fn grant_rules(name: &str, action: &Action) -> Vec<String> {
-    if FILE_MUTATING.contains(&name) || action.command.is_none() {
-        return match (action.command.is_none(), action.paths.is_empty()) {
-            (true, false) if !FILE_MUTATING.contains(&name) => action
-                .paths
-                .iter()
-                .map(|p| {
-                    format!(
-                        "{}(//{})",
-                        name,
-                        p.display().to_string().trim_start_matches('/')
-                    )
-                })
-                .collect(),
-            _ => vec![name.to_string()],
-        };
+/// A tool result (or a background report) as it may enter the history: values of the
+/// project's secret files and key material redacted, unless the user named or allowed the
+/// file (issue 11 §4). The model's own API key is always redacted.
+pub(crate) fn redact<'a>(s: &Session, policy: &Policy, text: &'a str) -> Cow<'a, str> {
+    let key = s
+        .opts
+        .model
+        .api_key
+        .clone()
+        .or_else(|| std::env::var("D2A_MODEL_API_KEY").ok())
+        .filter(|k| !k.trim().is_empty());
+    let extra: Vec<(String, String)> = key
+        .map(|k| vec![(k.trim().to_string(), "the model API key".to_string())])
+        .unwrap_or_default();
+    redact::redact_result(policy, &extra, text)
+}
+
+/// Tools that cap their own output (bash, bg-output) spill the whole text to a file whose
+/// path the result names: those spill files are redacted in place, so reading one later
+/// gives nothing more than the result did.
+pub(crate) fn redact_spills(s: &Session, policy: &Policy, text: &str) {
+    let dir = s.ctx.spill_dir.display().to_string();
+    if dir.is_empty() {
+        return;
     }
-    let mut out: Vec<String> = Vec::new();
-    for s in yuyao_policy::segments(action.command.as_deref().unwrap_or("")).unwrap_or_default() {
-        if readonly::segment_is_read_only(&s) {
+    for (at, _) in text.match_indices(&dir) {
+        let rest = &text[at..];
+        let end = rest
+            .find(|c: char| c.is_whitespace() || c == ';')
+            .unwrap_or(rest.len());
+        let path = std::path::Path::new(&rest[..end]);
+        let inside = path.starts_with(&s.ctx.spill_dir)
+            && !path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir));
+        if !inside || !path.is_file() {
             continue;
         }
-        let r = format!("Bash({})", s.program);
+        let Ok(content) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        if let Cow::Owned(clean) = redact(s, policy, &content) {
+            let _ = std::fs::write(path, clean);
+        }
+    }
+}
+
+/// Programs that run code they are given (interpreters, shells, runners, build-recipe
+/// tools): an "always" answer saves the full command, never the bare program.
+const CODE_RUNNERS: &[&str] = &[
+    "python",
+    "python2",
+    "python3",
+    "pypy",
+    "pypy3",
+    "node",
+    "nodejs",
+    "bash",
+    "sh",
+    "zsh",
+    "dash",
+    "ksh",
+    "fish",
+    "csh",
+    "tcsh",
+    "ruby",
+    "perl",
+    "php",
+    "deno",
+    "bun",
+    "npx",
+    "uvx",
+    "pnpx",
+    "bunx",
+    "Rscript",
+    "R",
+    "lua",
+    "luajit",
+    "java",
+    "jshell",
+    "groovy",
+    "scala",
+    "kotlin",
+    "swift",
+    "osascript",
+    "pwsh",
+    "powershell",
+    "tclsh",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "sed",
+    "make",
+    "gmake",
+    "cmake",
+    "ninja",
+    "just",
+    "rake",
+    "xargs",
+    "env",
+    "eval",
+    "exec",
+    "source",
+    ".",
+    "sudo",
+    "doas",
+    "ssh",
+    "watch",
+    "parallel",
+    "nohup",
+    "timeout",
+    "busybox",
+];
+
+/// Programs with subcommands: "always" saves `program subcommand:*`.
+const SUBCOMMAND_TOOLS: &[&str] = &[
+    "git",
+    "cargo",
+    "npm",
+    "pnpm",
+    "yarn",
+    "go",
+    "docker",
+    "podman",
+    "kubectl",
+    "helm",
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "pipenv",
+    "pdm",
+    "hatch",
+    "gh",
+    "glab",
+    "dotnet",
+    "terraform",
+    "tofu",
+    "rustup",
+    "bundle",
+    "composer",
+    "brew",
+    "conda",
+    "mix",
+    "dart",
+    "flutter",
+    "gradle",
+    "mvn",
+];
+
+/// Subcommands that run whatever program or code follows: the full command is saved.
+const RUNNER_SUBCOMMANDS: &[&str] = &["exec", "x", "dlx", "eval", "shell", "run"];
+
+/// Package managers whose `run <script>` names a script of the project (`npm run test:*`).
+const SCRIPT_RUNNERS: &[&str] = &["npm", "pnpm", "yarn", "bun"];
+
+/// The display name of a tool in a rule (`Bash(…)`, `Edit(…)`).
+fn rule_tool_name(name: &str) -> &str {
+    match name {
+        "bash" => "Bash",
+        "monitor" => "Monitor",
+        "read" => "Read",
+        "write" => "Write",
+        "edit" => "Edit",
+        "multi-edit" => "MultiEdit",
+        "notebook-edit" => "NotebookEdit",
+        "apply-patch" => "ApplyPatch",
+        "grep" => "Grep",
+        "glob" => "Glob",
+        other => other,
+    }
+}
+
+/// The narrowest useful rule for one shell segment, or None when no rule can say exactly
+/// this (a bare interpreter with no arguments is never saved).
+fn segment_rule(s: &yuyao_policy::Segment) -> Option<String> {
+    let program = s.program.as_str();
+    let base = program.rsplit('/').next().unwrap_or(program);
+    let exact = || (!s.args.is_empty() || !s.assignments.is_empty()).then(|| exact_command(s));
+    let runs_code = CODE_RUNNERS.contains(&base)
+        || base.starts_with("python")
+        || base.starts_with("ruby")
+        || base.starts_with("perl")
+        || base.starts_with("php")
+        || base.starts_with("node")
+        // A repository script (`./build.sh`; segments keep the base name) runs whatever
+        // it holds.
+        || program.contains('/')
+        || [".sh", ".bash", ".zsh", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".lua", ".R"]
+            .iter()
+            .any(|ext| base.ends_with(ext));
+    if runs_code || !s.assignments.is_empty() {
+        return exact();
+    }
+    if SUBCOMMAND_TOOLS.contains(&base) {
+        let Some(sub) = s.args.first().filter(|a| !a.starts_with('-')) else {
+            return exact(); // global options first (`git -c k=v …`): exactly this
+        };
+        if SCRIPT_RUNNERS.contains(&base)
+            && matches!(sub.as_str(), "run" | "run-script")
+            && let Some(script) = s.args.get(1).filter(|a| !a.starts_with('-'))
+        {
+            return Some(format!("{base} {sub} {script}:*"));
+        }
+        if RUNNER_SUBCOMMANDS.contains(&sub.as_str()) && base != "cargo" {
+            return exact();
+        }
+        return Some(format!("{base} {sub}:*"));
+    }
+    Some(base.to_string())
+}
+
+/// A path as a rule pattern: `/<rel>` inside the project, `//<abs>` outside, glob
+/// characters escaped so the rule names that one file.
+fn path_pattern(s: &Session, p: &std::path::Path) -> String {
+    let project = s.paths.project.clone();
+    let escape = |t: &str| {
+        t.chars()
+            .flat_map(|c| {
+                let special = "*?[]{}\\".contains(c);
+                special
+                    .then_some('\\')
+                    .into_iter()
+                    .chain(std::iter::once(c))
+            })
+            .collect::<String>()
+    };
+    match p.strip_prefix(&project) {
+        Ok(rel) if !rel.as_os_str().is_empty() => {
+            format!("/{}", escape(&rel.display().to_string()))
+        }
+        _ => format!(
+            "//{}",
+            escape(p.display().to_string().trim_start_matches('/'))
+        ),
+    }
+}
+
+/// "Allow always" answers: the rules that cover exactly this action (shown in the prompt
+/// before the user picks, saved when they do).
+pub(crate) fn grant_rules(s: &Session, name: &str, action: &Action) -> Vec<String> {
+    let tool = rule_tool_name(name);
+    let Some(command) = action.command.as_deref() else {
+        if action.paths.is_empty() {
+            // A tool without a target (web-search): the tool itself.
+            return vec![tool.to_string()];
+        }
+        return action
+            .paths
+            .iter()
+            .map(|p| format!("{tool}({})", path_pattern(s, p)))
+            .collect();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for seg in yuyao_policy::segments(command).unwrap_or_default() {
+        if readonly::segment_is_read_only(&seg) {
+            continue;
+        }
+        let Some(r) = segment_rule(&seg) else {
+            continue;
+        };
+        let r = format!("{tool}({r})");
         if !out.contains(&r) {
             out.push(r);
         }
@@ -124,7 +365,7 @@ pub(crate) fn grant(
     name: &str,
     action: &Action,
 ) -> Result<(), String> {
-    let texts = grant_rules(name, action);
+    let texts = grant_rules(s, name, action);
     let scope = match answer {
         PermissionAnswer::AllowProject => Some(Scope::Project),
         PermissionAnswer::AllowAlways => Some(Scope::User),
@@ -592,4 +833,64 @@ fn explain_last(s: &Session) -> Result<String, CoreError> {
         g("network")
     ));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(cmd: &str) -> Option<String> {
+        let seg = yuyao_policy::segments(cmd).unwrap().pop().unwrap();
+        segment_rule(&seg)
+    }
+
+    #[test]
+    fn always_rules_are_the_narrowest_useful_ones() {
+        let cases: &[(&str, Option<&str>)] = &[
+            // Interpreters and shells: the full command, never the bare program.
+            ("python3 test_calc.py", Some("python3 test_calc.py")),
+            ("python test_calc.py -v", Some("python test_calc.py -v")),
+            ("/usr/bin/python3.12 t.py", Some("python3.12 t.py")),
+            ("node build.js", Some("node build.js")),
+            ("bash ./run.sh", Some("bash ./run.sh")),
+            ("sh setup.sh --force", Some("sh setup.sh --force")),
+            ("npx prettier --write .", Some("npx prettier --write .")),
+            ("uvx ruff check", Some("uvx ruff check")),
+            ("ruby x.rb", Some("ruby x.rb")),
+            ("perl -e 'unlink q(f)'", Some("perl -e 'unlink q(f)'")),
+            ("make install", Some("make install")),
+            ("./build.sh --release", Some("build.sh --release")),
+            ("./build.sh", None),
+            ("python3", None),
+            ("make", None),
+            // Tools with subcommands: the subcommand as a prefix.
+            ("cargo test -p core", Some("cargo test:*")),
+            ("git commit -m x", Some("git commit:*")),
+            ("npm run test -- --watch", Some("npm run test:*")),
+            ("pnpm install", Some("pnpm install:*")),
+            ("npm exec evil", Some("npm exec evil")),
+            ("uv run python -c 'x'", Some("uv run python -c x")),
+            ("go run ./cmd", Some("go run ./cmd")),
+            ("git -c core.pager=x log", Some("git -c core.pager=x log")),
+            // Assignments are part of what was approved.
+            ("FOO=1 cargo test", Some("FOO=1 cargo test")),
+            // Plain programs: the program.
+            ("mkdir made1", Some("mkdir")),
+            ("touch a", Some("touch")),
+        ];
+        for (cmd, want) in cases {
+            assert_eq!(rule(cmd).as_deref(), *want, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn saved_interpreter_rule_allows_only_that_command() {
+        let text = format!("Bash({})", rule("python3 test_calc.py").unwrap());
+        assert_eq!(text, "Bash(python3 test_calc.py)");
+        let r = Rule::parse(&text).unwrap();
+        let seg = |c: &str| yuyao_policy::segments(c).unwrap().pop().unwrap();
+        assert!(r.allows_segment(&seg("python3 test_calc.py")));
+        assert!(!r.allows_segment(&seg("python3 -c 'open(\"f\",\"w\")'")));
+        assert!(!r.allows_segment(&seg("python3 test_calc.py; rm f")));
+    }
 }

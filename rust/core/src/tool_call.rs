@@ -111,8 +111,14 @@ impl Session {
         });
         let t0 = std::time::Instant::now();
         let (out, effective) = self.execute(client, call, token).await;
+        // Secrets leave the result before it is capped, so the spill file holds none either.
+        let shown = {
+            let st = self.lock();
+            crate::cmd_permissions::redact_spills(self, &st.policy, &out.text);
+            crate::cmd_permissions::redact(self, &st.policy, &out.text).into_owned()
+        };
         let text = cap_output(
-            &out.text,
+            &shown,
             &self.ctx.spill_dir,
             canonical_tool_name(&call.name).unwrap_or("tool"),
         );
@@ -292,18 +298,20 @@ impl Session {
             (None, Some(p)) => format!("{name} {}", p.display()),
             _ => name.to_string(),
         };
+        let rules = crate::cmd_permissions::grant_rules(self, name, action);
         let req = Request::Permission {
             tool: name.to_string(),
             summary,
             detail: self.detail(name, args, action),
             reason: reason.to_string(),
+            rules: rules.clone(),
         };
         let answer = handler.request(&req).and_then(|a| {
             serde_json::from_value::<PermissionAnswer>(Value::String(a.trim().to_string())).ok()
         });
         self.lock().trajectory.record(
             "permission",
-            json!({"tool": name, "answer": format!("{answer:?}")}),
+            json!({"tool": name, "answer": format!("{answer:?}"), "rules": rules}),
         );
         match answer {
             Some(PermissionAnswer::Allow) => Ok(()),

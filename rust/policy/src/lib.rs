@@ -7,6 +7,7 @@ mod namespaces;
 pub mod os_denies;
 pub mod protected;
 pub mod readonly;
+pub mod redact;
 pub mod rules;
 pub mod sandbox;
 pub mod sensitive;
@@ -614,12 +615,12 @@ impl Policy {
             Some(Ok(s)) => {
                 let all = s.iter().all(|seg| {
                     readonly::segment_is_read_only(seg)
-                        || candidates.iter().any(|r| r.matches_segment(seg))
+                        || candidates.iter().any(|r| r.allows_segment(seg))
                 });
                 if all {
                     candidates
                         .into_iter()
-                        .find(|r| s.iter().any(|seg| r.matches_segment(seg)))
+                        .find(|r| s.iter().any(|seg| r.allows_segment(seg)))
                 } else {
                     None
                 }

@@ -710,6 +710,64 @@ fn wildcard(p: &str, text: &str) -> bool {
     rest.is_empty()
 }
 
+// ----------------------------------------------------------------------------------------
+// Exact command rules (issue 11 §3: an "always" answer grants exactly what was shown).
+
+/// The segment as one unambiguous line: environment assignments, program and arguments, each
+/// single-quoted when it holds a space or a shell character. An "always" answer for an
+/// interpreter saves `Bash(<this>)`, which [`Rule::allows_segment`] matches exactly.
+pub fn exact_command(s: &Segment) -> String {
+    s.assignments
+        .iter()
+        .chain(std::iter::once(&s.program))
+        .chain(s.args.iter())
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn shell_quote(w: &str) -> String {
+    let plain = !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    if plain {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
+/// A multi-word command pattern with no `*` outside quotes (and so no `:*`) is exact.
+fn is_exact_pattern(p: &str) -> bool {
+    let p = p.trim();
+    let mut quoted = false;
+    let mut star = false;
+    for c in p.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            '*' if !quoted => star = true,
+            _ => {}
+        }
+    }
+    p.contains(' ') && !star
+}
+
+impl Rule {
+    /// Whether an allow rule permits this segment. A multi-word command pattern without `*`
+    /// is exact (as in Claude Code): `Bash(python3 test_calc.py)` allows that command line
+    /// only — not `python3 test_calc.py --evil`, not with other assignments, not with its
+    /// output redirected to a file. Deny and ask rules keep the word-prefix reading of
+    /// [`Rule::matches_segment`] (a veto fails closed).
+    pub fn allows_segment(&self, s: &Segment) -> bool {
+        match &self.pattern {
+            Some(Pattern::Command(p)) if is_exact_pattern(p) => {
+                !s.writes_file && p.trim() == exact_command(s)
+            }
+            _ => self.matches_segment(s),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -729,6 +787,38 @@ mod tests {
         let r = Rule::parse("Bash(npm run *)").unwrap();
         assert!(r.matches_segment(&seg("npm run build")));
         assert!(Rule::parse("Nope(x)").is_err());
+    }
+
+    #[test]
+    fn exact_allow_rules() {
+        let r = Rule::parse("Bash(python3 test_calc.py)").unwrap();
+        assert!(r.allows_segment(&seg("python3 test_calc.py")));
+        assert!(r.allows_segment(&seg("'python3' \"test_calc.py\"")));
+        for other in [
+            "python3 test_calc.py --evil",
+            "python3 -c 'open(\"f\",\"w\")'",
+            "python3",
+            "python3 test_calc.py > out.txt",
+            "PYTHONPATH=x python3 test_calc.py",
+            "python3 test_calc.pyx",
+        ] {
+            assert!(!r.allows_segment(&seg(other)), "{other}");
+        }
+        // A deny rule with the same text still vetoes every longer line.
+        assert!(r.matches_segment(&seg("python3 test_calc.py --evil")));
+        // Arguments with spaces are quoted: one word is not two.
+        let s = seg("python3 -c 'print(1) x'");
+        assert_eq!(exact_command(&s), "python3 -c 'print(1) x'");
+        let r = Rule::parse(&format!("Bash({})", exact_command(&s))).unwrap();
+        assert!(r.allows_segment(&s));
+        assert!(!r.allows_segment(&seg("python3 -c 'print(1)' x")));
+        let s = seg("FOO=1 node a.js");
+        assert_eq!(exact_command(&s), "FOO=1 node a.js");
+        // Prefix and program rules behave as before for allow.
+        let r = Rule::parse("Bash(cargo test:*)").unwrap();
+        assert!(r.allows_segment(&seg("cargo test -p x")));
+        let r = Rule::parse("Bash(mkdir)").unwrap();
+        assert!(r.allows_segment(&seg("mkdir -p a")));
     }
 
     #[test]

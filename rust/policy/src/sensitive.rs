@@ -35,11 +35,31 @@ const NAMES: &[&str] = &[
     "identity",
     "master.key",
     "keystore.jks",
+    ".envrc",
+    ".vault-token",
+    ".terraformrc",
+    "terraform.rc",
+    "rclone.conf",
+    "application_default_credentials.json",
+    ".dockercfg",
+    ".boto",
+    ".s3cfg",
+    // Shell and REPL histories: commands typed with tokens in them.
+    ".bash_history",
+    ".zsh_history",
+    ".sh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".node_repl_history",
+    ".rediscli_history",
+    "fish_history",
 ];
 
 /// Extensions of key and certificate-store files.
 const EXTENSIONS: &[&str] = &[
-    "pem", "key", "p12", "pfx", "jks", "keystore", "ppk", "asc", "gpg", "kdbx",
+    "pem", "key", "p12", "pfx", "jks", "keystore", "ppk", "asc", "gpg", "kdbx", "tfvars",
 ];
 
 /// `.env.example` and friends are templates meant to be read.
@@ -67,6 +87,9 @@ pub fn is_sensitive(path: &Path) -> bool {
         return false;
     }
     if NAMES.contains(&lower.as_str()) {
+        return true;
+    }
+    if lower.ends_with(".tfvars.json") {
         return true;
     }
     if let Some(rest) = lower.strip_prefix(".env.") {
@@ -135,6 +158,27 @@ mod tests {
             "credentials.json",
             "/r/.git-credentials",
             "~/.kube/config",
+            ".envrc",
+            "infra/prod.tfvars",
+            "infra/prod.tfvars.json",
+            "/home/u/.vault-token",
+            "/home/u/.bash_history",
+            "/home/u/.zsh_history",
+            "/home/u/.python_history",
+            "/home/u/.psql_history",
+            "/home/u/.mysql_history",
+            "/home/u/.local/share/fish/fish_history",
+            "/home/u/.config/gcloud/application_default_credentials.json",
+            "/home/u/.terraformrc",
+            "terraform.rc",
+            "/home/u/.config/rclone/rclone.conf",
+            ".netrc",
+            ".pgpass",
+            ".pypirc",
+            ".git-credentials",
+            ".dockercfg",
+            ".boto",
+            ".s3cfg",
         ] {
             assert!(is_sensitive(Path::new(p)), "{p}");
         }
@@ -149,6 +193,10 @@ mod tests {
             "README.md",
             "/home/u/.aws",
             ".envrc.md",
+            "variables.tf",
+            "history.md",
+            "src/fish_history.rs",
+            "wp-config.php",
         ] {
             assert!(!is_sensitive(Path::new(p)), "{p}");
         }

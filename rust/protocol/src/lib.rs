@@ -87,12 +87,16 @@ pub enum NoticeLevel {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Request {
-    /// May this tool call run? `detail` is the actual command or the actual diff.
+    /// May this tool call run? `detail` is the actual command or the actual diff; `rules`
+    /// are the exact rules an "always" answer (session, project, user) would grant — shown
+    /// before the user picks; empty when none can say exactly this (then it is allowed once).
     Permission {
         tool: String,
         summary: String,
         detail: String,
         reason: String,
+        #[serde(default)]
+        rules: Vec<String>,
     },
     /// The model asks the user a structured question.
     AskUser {

@@ -1,0 +1,101 @@
+//! Benchmark of the redaction of tool results (issue 11, Done-when: redaction adds < 5% to a
+//! 1 MB tool result against capping it alone). The capping baseline is what every result
+//! already pays: `cap_output` writes the whole text to a spill file and keeps head and tail.
+//!
+//!     cargo run --release -p yuyao-tools --example bench_redact
+//!
+//! Prints one JSON object.
+
+use std::path::Path;
+use std::time::Instant;
+use yuyao_policy::redact::Redactor;
+use yuyao_tools::cap_output;
+
+/// About 1 MB of build-log-like text with a few secrets and near-misses in it.
+fn sample() -> String {
+    let mut s = String::with_capacity(1 << 20);
+    let mut i = 0u64;
+    while s.len() < (1 << 20) {
+        i += 1;
+        let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        s.push_str(&format!(
+            "[{i:06}] compiling crate-{:x} v0.{}.{} (/home/dev/project/src/module_{}.rs) ok in {}ms\n",
+            h >> 40,
+            h % 17,
+            h % 5,
+            h % 97,
+            h % 1000
+        ));
+        if i.is_multiple_of(100) {
+            s.push_str(
+                "near misses: sk-short task-runner eyJ AKIA ghp_x -----BEGIN CERTIFICATE-----\n",
+            );
+        }
+        if i.is_multiple_of(2000) {
+            s.push_str("SECRET_TOKEN=s3cr3t-value-123456 AKIAIOSFODNN7EXAMPLE ghp_abcdefghijklmnopqrstuvwxyz0123456789\n");
+        }
+    }
+    s
+}
+
+fn env_file() -> String {
+    let mut e = String::from("SECRET_TOKEN=s3cr3t-value-123456\nDEBUG=true\n");
+    for k in 0..40 {
+        e.push_str(&format!(
+            "VAR_{k}=value-{k:04}-{:x}\n",
+            (k as u64 + 7) * 0x1234_5678_9abc
+        ));
+    }
+    e
+}
+
+fn time<F: FnMut()>(n: u32, mut f: F) -> f64 {
+    f(); // warm up (file cache, lazily built regex)
+    let t = Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    t.elapsed().as_secs_f64() * 1e3 / n as f64
+}
+
+fn main() {
+    let text = sample();
+    let env = env_file();
+    let extra = vec![(
+        "model-api-key-0123456789".to_string(),
+        "the model API key".to_string(),
+    )];
+    let r = Redactor::from_contents(&[(".env", env.as_str())], &extra);
+    let never = |_: &Path| false;
+    let spill = std::env::temp_dir().join(format!("yuyao-bench-redact-{}", std::process::id()));
+    let n = 40;
+    let cap_ms = time(n, || {
+        std::hint::black_box(cap_output(std::hint::black_box(&text), &spill, "bench"));
+    });
+    let both_ms = time(n, || {
+        let red = r.redact(std::hint::black_box(&text), &never);
+        std::hint::black_box(cap_output(&red, &spill, "bench"));
+    });
+    let redact_ms = time(n, || {
+        std::hint::black_box(r.redact(std::hint::black_box(&text), &never));
+    });
+    let shapes_only = Redactor::from_contents(&[], &[]);
+    let shapes_ms = time(n, || {
+        std::hint::black_box(shapes_only.redact(std::hint::black_box(&text), &never));
+    });
+    let _ = std::fs::remove_dir_all(&spill);
+    let overhead = (both_ms - cap_ms) / cap_ms * 100.0;
+    println!(
+        "{}",
+        serde_json::json!({
+            "bytes": text.len(),
+            "values": r.value_count(),
+            "cap_ms": cap_ms,
+            "redact_ms": redact_ms,
+            "key_shapes_only_ms": shapes_ms,
+            "redact_and_cap_ms": both_ms,
+            "overhead_percent": overhead,
+            "target_percent": 5.0,
+        })
+    );
+}

@@ -164,3 +164,15 @@ def test_a_changed_env_file_is_picked_up(fake_llm, open_session, secret_repo):
     s2.chat("again")
     assert "rotated-value-987654" not in all_requests(server2)
     assert MARKER in server2.tool_result("c3")
+
+
+def test_the_users_own_shell_output_reaches_the_model_redacted(fake_llm, open_session):
+    """`!cat .env` shows the user everything; the copy recorded for the model is redacted."""
+    server = fake_llm([say("noted")])
+    s = open_session(server, mode="yolo")
+    shown = s._core.user_shell("cat .env")
+    assert SECRET in shown
+    s.chat("what did I just run?")
+    body = all_requests(server)
+    assert SECRET not in body
+    assert MARKER in body

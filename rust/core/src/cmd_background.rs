@@ -52,14 +52,16 @@ impl Session {
         let run =
             yuyao_tools::exec::run_foreground(&self.ctx, command, self.ctx.bash_timeout_ms, &token)
                 .map_err(CoreError::Failed)?;
+        // The user sees everything; the copy the model gets is redacted like a tool result.
+        let policy = self.lock().policy.clone();
+        let for_model = crate::cmd_permissions::redact(self, &policy, &run.text).into_owned();
         let mut st = self.lock();
         st.trajectory.record(
             "user_shell",
-            json!({"command": command, "cwd": cwd, "exit_code": run.exit_code, "output": run.text}),
+            json!({"command": command, "cwd": cwd, "exit_code": run.exit_code, "output": for_model}),
         );
         st.history.push(Message::user(format!(
-            "I ran this shell command myself (in {cwd}):\n$ {command}\n{}",
-            run.text
+            "I ran this shell command myself (in {cwd}):\n$ {command}\n{for_model}"
         )));
         Ok(run.text)
     }

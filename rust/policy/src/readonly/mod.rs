@@ -1,0 +1,223 @@
+//! What counts as read-only in the shell. Plan mode, the ask role and headless `ask` mode
+//! (nobody to approve) let a bash command run only when every segment is read-only.
+//!
+//! Read-only means no effect: a program is read-only only in forms known to be safe, per
+//! program — its options from a table, no output operand, no option that runs another
+//! program — like Codex's known-safe-command check. Anything unknown is not read-only: an
+//! unknown program, an unknown or abbreviated option of a known one, a word computed at run
+//! time where it could become an option, an environment assignment not known harmless, a
+//! file redirection, a command substitution.
+
+mod args;
+mod git;
+mod text;
+mod tools;
+
+use crate::shell::Segment;
+
+/// Programs that are read-only whatever their arguments: none of their options writes a file
+/// or runs another program, so unknown options and computed words are harmless too.
+const PURE: &[&str] = &[
+    // coreutils and friends that only read files and print
+    "cat",
+    "head",
+    "tail", // `-f`/`--pid` only wait
+    "wc",   // `--files0-from` reads
+    "ls",
+    "dir",
+    "vdir",
+    "stat",
+    "du",
+    "df",
+    "cut",
+    "tr",
+    "nl",
+    "od",
+    "comm",
+    "paste",
+    "fold",
+    "expand",
+    "unexpand",
+    "tac",
+    "rev",
+    "join",
+    "fmt",
+    "pr",
+    "numfmt",
+    "tsort",
+    "factor",
+    "expr",
+    "seq",
+    "sleep",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "sha1sum",
+    "sha224sum",
+    "sha256sum",
+    "sha384sum",
+    "sha512sum",
+    "md5sum",
+    "b2sum",
+    "cksum",
+    "sum",
+    // grep has no option that writes or runs anything (that is rg's `--pre`)
+    "grep",
+    "egrep",
+    "fgrep",
+    // GNU diff and cmp only compare
+    "diff",
+    "cmp",
+    // util-linux / bsdmainutils / binutils printers
+    "column",
+    "hexdump",
+    "strings",
+    "zipinfo",
+    "lscpu",
+    "lsblk",
+    // jq reads files (`--rawfile`, `-f`, `-L`) but cannot write or run anything
+    "jq",
+    // identity and system state
+    "whoami",
+    "id",
+    "groups",
+    "logname",
+    "who",
+    "w",
+    "users",
+    "uname", // cannot set anything
+    "arch",
+    "nproc",
+    "getconf",
+    "locale",
+    "tty",
+    "uptime",
+    "free",
+    "ps",
+    "lsof",
+    "printenv",
+    "which",
+    // shell builtins that only print or test
+    "pwd",
+    "echo", // bash's echo: `-n`, `-e`, `-E` only
+    "true",
+    "false",
+    ":",
+    "type",
+    "help",
+    "cd", // changes only the working directory of the rest of the line
+];
+
+/// Programs whose `--help`, `--version` or `-h` alone only prints (beyond the ones judged
+/// below, which accept these forms through their own tables or purity).
+const VERSIONED: &[&str] = &[
+    "git", "python", "python3", "node", "npm", "npx", "pip", "pip3", "cargo", "rustc", "uv",
+    "docker", "kubectl", "gcc", "g++", "cc", "clang", "make", "cmake", "bash", "tar", "unzip",
+    "openssl", "sqlite3", "rg", "fd", "tree", "file", "find", "sed", "sort", "uniq", "xxd",
+    "base64", "base32", "date", "hostname", "dmesg", "ip", "perl", "ruby", "java", "deno",
+];
+
+/// Environment assignments that cannot change what a program runs or writes. Everything
+/// else — `PATH`, `GIT_*`, `LD_*`, `BASH_ENV`, `PAGER`, `EDITOR`, `PYTHON*`, `NODE_OPTIONS`,
+/// `HOME`, `IFS`, … — makes the segment not read-only.
+fn assignment_is_harmless(a: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+        "COLORTERM",
+        "COLUMNS",
+        "LINES",
+        "TERM",
+        "RUST_BACKTRACE",
+        "CARGO_TERM_COLOR",
+    ];
+    let (name, value) = a.split_once('=').unwrap_or((a, ""));
+    (name.starts_with("LC_") && name != "LC_")
+        || NAMES.contains(&name)
+        || (matches!(name, "GIT_PAGER" | "PAGER") && value == "cat")
+}
+
+/// Whether one segment only reads.
+pub fn segment_is_read_only(s: &Segment) -> bool {
+    if s.writes_file || s.substituted {
+        return false;
+    }
+    if !s.assignments.iter().all(|a| assignment_is_harmless(a)) {
+        return false;
+    }
+    let p = s.program.as_str();
+    let a = s.args.as_slice();
+    if PURE.contains(&p) {
+        return true;
+    }
+    if VERSIONED.contains(&p)
+        && matches!(a, [one] if matches!(one.as_str(), "--help" | "--version" | "-h"))
+    {
+        return true;
+    }
+    match p {
+        "sed" => text::sed(a),
+        "sort" => text::sort(a),
+        "uniq" => text::uniq(a),
+        "xxd" => text::xxd(a),
+        "base64" | "base32" => text::base64(a),
+        "printf" => text::printf(a),
+        "test" | "[" | "[[" => text::test(p, a),
+        "date" => text::date(a),
+        "hostname" => text::hostname(a),
+        "tree" => text::tree(a),
+        "file" => text::file(a),
+        "find" => text::find(a),
+        "fd" | "fdfind" => text::fd(a),
+        "rg" => text::rg(a),
+        "git" => git::git(a),
+        "tar" => tools::tar(a),
+        "unzip" => tools::unzip(a),
+        "pip" | "pip3" => tools::pip(a) || matches!(a, [v] if v == "-V"),
+        "uv" => tools::uv(a),
+        "openssl" => tools::openssl(a),
+        "sqlite3" => tools::sqlite3(a),
+        "ip" => tools::ip(a),
+        "dmesg" => tools::dmesg(a),
+        "kubectl" => tools::kubectl(a),
+        "docker" => tools::docker(a),
+        // `env` alone prints the environment; `-S`, assignments and a command are other forms
+        // (the lexer makes the command a segment of its own).
+        "env" => a.is_empty() || matches!(a, [o] if o == "-0" || o == "--null"),
+        // `command -v`/`-V` only look a name up.
+        "command" => matches!(a.first().map(String::as_str), Some("-v" | "-V")),
+        "python" | "python3" | "rustc" | "node" | "npx" => {
+            matches!(a, [v] if v == "-V" || v == "-v" || v == "--version")
+        }
+        "npm" => matches!(a, [v] if v == "-v") || tools::npm(a) || validation(p, a),
+        "cargo" => matches!(a, [v] if v == "-V") || tools::cargo_inspect(a) || validation(p, a),
+        "pnpm" | "yarn" => validation(p, a),
+        // Never read-only, whatever the arguments: awk/gawk (a program can pipe to or read
+        // from a command, `system()`, `>`, `-f FILE`), tee (writes), less/more (`!cmd`, `v`
+        // editor, LESSOPEN), ldd (may run the binary), man (pager), and every unknown program.
+        _ => false,
+    }
+}
+
+/// Validation commands seed 001 allows while planning. They RUN PROJECT CODE (`build.rs`,
+/// proc macros, test bodies, package scripts): they are "read-only" only because the lead's
+/// read-only OS sandbox around plan-mode bash keeps source files intact — not because they
+/// have no effect. Keep this list short and keep it marked.
+fn validation(program: &str, args: &[String]) -> bool {
+    match program {
+        "cargo" => {
+            matches!(
+                args.first().map(String::as_str),
+                Some("check" | "test" | "clippy")
+            ) || (args.len() >= 2 && args[0] == "nextest" && args[1] == "run")
+        }
+        "npm" | "pnpm" | "yarn" => args.first().is_some_and(|a| a == "test"),
+        _ => false,
+    }
+}

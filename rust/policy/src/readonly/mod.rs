@@ -109,13 +109,20 @@ const PURE: &[&str] = &[
     "cd", // changes only the working directory of the rest of the line
 ];
 
-/// Programs whose `--help`, `--version` or `-h` alone only prints (beyond the ones judged
-/// below, which accept these forms through their own tables or purity).
+/// Programs whose `--help` or `--version` alone only prints (beyond the ones judged below,
+/// which accept these forms through their own tables or purity).
 const VERSIONED: &[&str] = &[
     "git", "python", "python3", "node", "npm", "npx", "pip", "pip3", "cargo", "rustc", "uv",
-    "docker", "kubectl", "gcc", "g++", "cc", "clang", "make", "cmake", "bash", "tar", "unzip",
-    "openssl", "sqlite3", "rg", "fd", "tree", "file", "find", "sed", "sort", "uniq", "xxd",
-    "base64", "base32", "date", "hostname", "dmesg", "ip", "perl", "ruby", "java", "deno",
+    "docker", "kubectl", "gcc", "g++", "cc", "clang", "make", "cmake", "bash", "tar", "openssl",
+    "sqlite3", "rg", "fd", "tree", "file", "find", "sed", "sort", "uniq", "xxd", "base64",
+    "base32", "date", "hostname", "dmesg", "perl", "ruby", "java", "deno",
+];
+
+/// Programs whose `-h` alone is help. Not every program: `bash -h` sets an option and then
+/// reads a script from stdin.
+const HELP_H: &[&str] = &[
+    "git", "python", "python3", "node", "npm", "pip", "pip3", "cargo", "rustc", "uv", "docker",
+    "kubectl", "make", "cmake", "perl",
 ];
 
 /// Environment assignments that cannot change what a program runs or writes. Everything
@@ -156,10 +163,10 @@ pub fn segment_is_read_only(s: &Segment) -> bool {
     if PURE.contains(&p) {
         return true;
     }
-    if VERSIONED.contains(&p)
-        && matches!(a, [one] if matches!(one.as_str(), "--help" | "--version" | "-h"))
-    {
-        return true;
+    match a {
+        [one] if (one == "--help" || one == "--version") && VERSIONED.contains(&p) => return true,
+        [one] if one == "-h" && HELP_H.contains(&p) => return true,
+        _ => {}
     }
     match p {
         "sed" => text::sed(a),

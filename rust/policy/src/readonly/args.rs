@@ -38,9 +38,11 @@ impl Parsed {
 }
 
 /// A word whose text is computed at run time: the lexer records it with an empty text. After
-/// word splitting it may be any number of words, options included.
+/// word splitting it may be any number of words, options included. The lexer drops the
+/// computed part of a partly computed word (`"-$X"` reads as `-`), so a lone `-` counts too:
+/// it is rarely written on purpose (stdin) and may be the rest of `--output=…`.
 pub(super) fn is_dynamic(w: &str) -> bool {
-    w.is_empty()
+    w.is_empty() || w == "-"
 }
 
 /// A word that pathname or brace expansion may turn into several words.
@@ -72,7 +74,7 @@ pub(super) fn parse(args: &[String], spec: &Spec) -> Option<Parsed> {
         if is_dynamic(a) || may_expand_to_option(a) {
             return None;
         }
-        if only_operands || a == "-" || !a.starts_with('-') {
+        if only_operands || !a.starts_with('-') {
             p.operands.push(a.to_string());
             continue;
         }
@@ -194,6 +196,7 @@ mod tests {
         assert!(parse(&v(&["-k"]), &SORT_LIKE).is_none());
         assert!(parse(&v(&["", "f"]), &SORT_LIKE).is_none());
         assert!(parse(&v(&["*"]), &SORT_LIKE).is_none());
+        assert!(parse(&v(&["-"]), &SORT_LIKE).is_none());
         let p = parse(&v(&["--", "-o", "x"]), &SORT_LIKE).unwrap();
         assert_eq!(p.operands, v(&["-o", "x"]));
     }

@@ -275,7 +275,7 @@ pub(super) fn xxd(args: &[String]) -> bool {
         if is_dynamic(a) || may_expand_to_option(a) {
             return false;
         }
-        if only_operands || a == "-" || !a.starts_with('-') {
+        if only_operands || !a.starts_with('-') {
             operands.push(a);
             continue;
         }

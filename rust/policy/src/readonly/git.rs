@@ -39,6 +39,7 @@ const READ_ONLY: &[&str] = &[
     "check-ignore",
     "check-attr",
     "check-ref-format",
+    "range-diff",
     "var",
     "version",
     // Network, but only reads: `--network off` blocks it.
@@ -107,6 +108,8 @@ pub(super) fn git(args: &[String]) -> bool {
             Some(a) => a.starts_with('-'),
         },
         "worktree" => rest.first() == Some(&"list"),
+        "submodule" => rest.first() == Some(&"status"),
+        "notes" => matches!(rest.first(), None | Some(&("list" | "show"))),
         "ls-remote" => !rest.iter().any(|a| *a == "-u" || a.contains("::")),
         s => READ_ONLY.contains(&s),
     }

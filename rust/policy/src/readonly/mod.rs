@@ -10,6 +10,7 @@
 
 mod args;
 mod git;
+mod system;
 mod text;
 mod tools;
 
@@ -76,6 +77,14 @@ const PURE: &[&str] = &[
     "zipinfo",
     "lscpu",
     "lsblk",
+    "nm",
+    "objdump",
+    "readelf",
+    "size",
+    "eza",
+    "exa",
+    "tokei",
+    "cal",
     // jq reads files (`--rawfile`, `-f`, `-L`) but cannot write or run anything
     "jq",
     // identity and system state
@@ -96,8 +105,13 @@ const PURE: &[&str] = &[
     "free",
     "ps",
     "lsof",
+    "pgrep", // pkill is another program
+    "pidof",
+    "netstat",
+    "getent",
     "printenv",
     "which",
+    "whereis",
     // shell builtins that only print or test
     "pwd",
     "echo", // bash's echo: `-n`, `-e`, `-E` only
@@ -194,6 +208,13 @@ pub fn segment_is_read_only(s: &Segment) -> bool {
         "dmesg" => tools::dmesg(a),
         "kubectl" => tools::kubectl(a),
         "docker" => tools::docker(a),
+        "systemctl" => system::systemctl(a),
+        "journalctl" => system::journalctl(a),
+        "ss" => system::ss(a),
+        "apt" | "apt-cache" => system::apt(p, a),
+        "dpkg" | "dpkg-query" => system::dpkg(a),
+        "gh" => system::gh(a),
+        "yq" => system::yq(a),
         // `env` alone prints the environment; `-S`, assignments and a command are other forms
         // (the lexer makes the command a segment of its own).
         "env" => a.is_empty() || matches!(a, [o] if o == "-0" || o == "--null"),

@@ -15,6 +15,12 @@ pub struct Segment {
     /// Environment assignments for this program (`PATH=. ls`, `env GIT_DIR=x git …`), as
     /// written after quote removal: `NAME=value`.
     pub assignments: Vec<String>,
+    /// The program word as written after quote removal (`./ls`, `/usr/bin/git`): `program`
+    /// is only its last component.
+    pub program_path: String,
+    /// Per argument: its text is not what the program receives (it holds an expansion, whose
+    /// computed part the text omits, or a glob or brace list that may become several words).
+    pub dynamic_args: Vec<bool>,
 }
 
 impl Segment {
@@ -143,6 +149,8 @@ fn simple_command(
                 writes_file,
                 substituted,
                 assignments,
+                program_path: ":".into(),
+                dynamic_args: Vec::new(),
             });
         }
         return Ok(());
@@ -183,6 +191,15 @@ fn simple_command(
         return undetermined("empty program name");
     }
     let args = argv[1..].to_vec();
+    // Wrappers only remove leading words, so the arguments are the last words as written.
+    let dynamic_args: Vec<bool> = if argv.len() <= words.len() {
+        words[words.len() + 1 - argv.len()..]
+            .iter()
+            .map(|(_, d)| *d)
+            .collect()
+    } else {
+        vec![true; args.len()]
+    };
     // `find … -exec prog …;` runs `prog`: it is a segment of its own.
     if program == "find" {
         let mut k = 0;
@@ -194,7 +211,8 @@ fn simple_command(
                     .map_or(args.len(), |p| k + 1 + p);
                 let inner: Vec<String> = args[k + 1..end].to_vec();
                 if !inner.is_empty() {
-                    let inner_words = inner.into_iter().map(|w| (w, false)).collect();
+                    let flags = dynamic_args[k + 1..end].iter().copied();
+                    let inner_words = inner.into_iter().zip(flags).collect();
                     simple_command(inner_words, false, substituted, depth + 1, out)?;
                 }
                 k = end;
@@ -204,10 +222,12 @@ fn simple_command(
     }
     out.push(Segment {
         program,
+        program_path: argv[0].clone(),
         args,
         writes_file,
         substituted,
         assignments,
+        dynamic_args,
     });
     Ok(())
 }

@@ -37,29 +37,18 @@ impl Parsed {
     }
 }
 
-/// A word whose text is computed at run time: the lexer records it with an empty text. After
-/// word splitting it may be any number of words, options included. The lexer drops the
-/// computed part of a partly computed word (`"-$X"` reads as `-`), so a lone `-` counts too:
-/// it is rarely written on purpose (stdin) and may be the rest of `--output=…`.
+/// A word whose text is computed at run time. [`super::segment_is_read_only`] hands such
+/// words (`$X`, `"-$X"`, `s/a/b/$F`, unquoted globs) to the per-program checks as an empty
+/// text: after expansion and word splitting they may be any number of words, options
+/// included.
 pub(super) fn is_dynamic(w: &str) -> bool {
-    w.is_empty() || w == "-"
+    w.is_empty()
 }
 
-/// A word that pathname or brace expansion may turn into several words.
-pub(super) fn may_expand(w: &str) -> bool {
-    w.contains(['*', '?', '[', '{'])
-}
-
-/// A word that may expand into a word starting with `-` (a planted file named `-ofoo`
-/// matches `*`): only a leading glob or brace character can.
-pub(super) fn may_expand_to_option(w: &str) -> bool {
-    w.starts_with(['*', '?', '[', '{'])
-}
-
-/// Whether every word is static and none may expand into an option.
+/// Whether every word is static (an unquoted glob is not: a planted file named `-ofoo`
+/// matches `*`).
 pub(super) fn words_are_static(args: &[String]) -> bool {
-    args.iter()
-        .all(|a| !is_dynamic(a) && !may_expand_to_option(a))
+    args.iter().all(|a| !is_dynamic(a))
 }
 
 /// Reads `args` against `spec`. `None`: an unknown option, a missing value, or a word that
@@ -71,10 +60,10 @@ pub(super) fn parse(args: &[String], spec: &Spec) -> Option<Parsed> {
     while i < args.len() {
         let a = args[i].as_str();
         i += 1;
-        if is_dynamic(a) || may_expand_to_option(a) {
+        if is_dynamic(a) {
             return None;
         }
-        if only_operands || !a.starts_with('-') {
+        if only_operands || a == "-" || !a.starts_with('-') {
             p.operands.push(a.to_string());
             continue;
         }
@@ -101,7 +90,7 @@ pub(super) fn parse(args: &[String], spec: &Spec) -> Option<Parsed> {
                     None => {
                         let v = args.get(i)?.clone();
                         i += 1;
-                        if is_dynamic(&v) || may_expand_to_option(&v) {
+                        if is_dynamic(&v) {
                             return None;
                         }
                         v
@@ -135,7 +124,7 @@ pub(super) fn parse(args: &[String], spec: &Spec) -> Option<Parsed> {
                 let v = if rest.is_empty() {
                     let v = args.get(i)?.clone();
                     i += 1;
-                    if is_dynamic(&v) || may_expand_to_option(&v) {
+                    if is_dynamic(&v) {
                         return None;
                     }
                     v
@@ -195,8 +184,7 @@ mod tests {
         assert!(parse(&v(&["--unique=x"]), &SORT_LIKE).is_none());
         assert!(parse(&v(&["-k"]), &SORT_LIKE).is_none());
         assert!(parse(&v(&["", "f"]), &SORT_LIKE).is_none());
-        assert!(parse(&v(&["*"]), &SORT_LIKE).is_none());
-        assert!(parse(&v(&["-"]), &SORT_LIKE).is_none());
+        assert_eq!(parse(&v(&["-"]), &SORT_LIKE).unwrap().operands, v(&["-"]));
         let p = parse(&v(&["--", "-o", "x"]), &SORT_LIKE).unwrap();
         assert_eq!(p.operands, v(&["-o", "x"]));
     }

@@ -7,7 +7,7 @@
 //! (run a program), `ext::`/`fd::` transports, and words that may turn into options at run
 //! time. git's parse-options accepts abbreviated long options, so prefixes count too.
 
-use super::args::{is_dynamic, long_abbreviates, may_expand_to_option, short_bundle_has};
+use super::args::{is_dynamic, long_abbreviates, short_bundle_has};
 
 /// Subcommands that never write (beyond git's own index refresh) in any of their forms.
 const READ_ONLY: &[&str] = &[
@@ -60,7 +60,12 @@ const DANGEROUS_LONG: &[&str] = &[
 ];
 
 pub(super) fn git(args: &[String]) -> bool {
-    if args.iter().any(|a| is_dynamic(a)) {
+    // Computed words only as paths after `--` (`git log -- $f`).
+    if args
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| is_dynamic(a))
+    {
         return false;
     }
     let mut i = 0;
@@ -127,7 +132,7 @@ fn options_are_safe(sub: &str, rest: &[String]) -> bool {
             continue;
         }
         // `--text` is an option of its own, not an abbreviation of `--textconv`.
-        if may_expand_to_option(a) || (a != "--text" && long_abbreviates(a, DANGEROUS_LONG)) {
+        if a != "--text" && long_abbreviates(a, DANGEROUS_LONG) {
             return false;
         }
         // `git grep -O[cmd]` opens the matches with a program.

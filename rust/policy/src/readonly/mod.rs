@@ -164,6 +164,41 @@ fn assignment_is_harmless(a: &str) -> bool {
         || (matches!(name, "GIT_PAGER" | "PAGER") && value == "cat")
 }
 
+/// Directories whose programs are the system's: a program named by another path (`./ls`,
+/// `bin/grep`, `/tmp/x/cat`) is whatever file is there, not the program of that name.
+const SYSTEM_DIRS: &[&str] = &[
+    "/bin",
+    "/usr/bin",
+    "/usr/local/bin",
+    "/sbin",
+    "/usr/sbin",
+    "/usr/local/sbin",
+];
+
+fn program_is_the_system_one(s: &Segment) -> bool {
+    match s.program_path.rsplit_once('/') {
+        None => true,
+        Some((dir, name)) => name == s.program && SYSTEM_DIRS.contains(&dir),
+    }
+}
+
+/// The arguments as the per-program checks see them: a word whose text is not what the
+/// program receives (an expansion, a glob) becomes empty, the mark of a computed word.
+/// Missing flags count as computed.
+fn visible_args(s: &Segment) -> Vec<String> {
+    s.args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if s.dynamic_args.get(i).copied().unwrap_or(true) {
+                String::new()
+            } else {
+                a.clone()
+            }
+        })
+        .collect()
+}
+
 /// Whether one segment only reads.
 pub fn segment_is_read_only(s: &Segment) -> bool {
     if s.writes_file || s.substituted {
@@ -172,8 +207,12 @@ pub fn segment_is_read_only(s: &Segment) -> bool {
     if !s.assignments.iter().all(|a| assignment_is_harmless(a)) {
         return false;
     }
+    if !program_is_the_system_one(s) {
+        return false;
+    }
     let p = s.program.as_str();
-    let a = s.args.as_slice();
+    let visible = visible_args(s);
+    let a = visible.as_slice();
     if PURE.contains(&p) {
         return true;
     }

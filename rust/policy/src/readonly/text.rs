@@ -1,10 +1,7 @@
 //! Text and file programs that have a writing or executing form: each is read-only only in
 //! the forms listed here (GNU coreutils/findutils/sed, ripgrep, fd, xxd).
 
-use super::args::{
-    Spec, is_dynamic, long_abbreviates, may_expand, may_expand_to_option, parse, short_bundle_has,
-    words_are_static,
-};
+use super::args::{Spec, is_dynamic, long_abbreviates, parse, short_bundle_has, words_are_static};
 
 /// `sed`: no `-i` in any spelling (`-i`, `-ni`, `-Ei`, `--in-place[=SUF]`), no `-f FILE`
 /// (the script is then unknown), and a script without `w`/`W`/`e` or `s///w`/`s///e`.
@@ -237,9 +234,10 @@ pub(super) fn sort(args: &[String]) -> bool {
 }
 
 /// Whether a program whose second operand is an output file (`uniq IN OUT`, `xxd IN OUT`)
-/// has at most one operand, none of which may expand into several words.
+/// has at most one operand (a glob that could become several is a computed word, refused
+/// by the reading).
 fn at_most_one_input(operands: &[String]) -> bool {
-    operands.len() <= 1 && !operands.iter().any(|o| may_expand(o))
+    operands.len() <= 1
 }
 
 /// `uniq [IN]`: a second operand is written.
@@ -272,10 +270,10 @@ pub(super) fn xxd(args: &[String]) -> bool {
     while i < args.len() {
         let a = &args[i];
         i += 1;
-        if is_dynamic(a) || may_expand_to_option(a) {
+        if is_dynamic(a) {
             return false;
         }
-        if only_operands || !a.starts_with('-') {
+        if only_operands || a == "-" || !a.starts_with('-') {
             operands.push(a);
             continue;
         }
@@ -291,7 +289,7 @@ pub(super) fn xxd(args: &[String]) -> bool {
             let single = a.trim_start_matches('-').len() == 1;
             if single {
                 match args.get(i) {
-                    Some(v) if !is_dynamic(v) && !may_expand_to_option(v) => i += 1,
+                    Some(v) if !is_dynamic(v) => i += 1,
                     _ => return false,
                 }
             }
@@ -299,7 +297,7 @@ pub(super) fn xxd(args: &[String]) -> bool {
             return false;
         }
     }
-    operands.len() <= 1 && !operands.iter().any(|o| may_expand(o))
+    operands.len() <= 1
 }
 
 /// `base64`/`base32` to stdout: decoding or encoding; GNU has no output-file option (BSD's
@@ -320,7 +318,7 @@ pub(super) fn base64(args: &[String]) -> bool {
 pub(super) fn printf(args: &[String]) -> bool {
     match args.first() {
         None => true,
-        Some(f) => !f.starts_with("-v") && !is_dynamic(f) && !may_expand_to_option(f),
+        Some(f) => !f.starts_with("-v") && !is_dynamic(f),
     }
 }
 
@@ -500,7 +498,7 @@ pub(super) fn find(args: &[String]) -> bool {
         if a.starts_with('-') || matches!(a.as_str(), "(" | "!" | ")" | ",") {
             break;
         }
-        if is_dynamic(a) || may_expand_to_option(a) {
+        if is_dynamic(a) {
             return false;
         }
         i += 1;
@@ -551,23 +549,23 @@ pub(super) fn rg(args: &[String]) -> bool {
     let mut only_operands = false;
     let mut glob_value = false;
     for a in args {
-        // The value of `-g`/`--glob`/`--iglob` is a glob by design (`rg -g '*.rs' x`).
-        if std::mem::take(&mut glob_value) && !is_dynamic(a) {
-            continue;
-        }
-        glob_value = matches!(a.as_str(), "-g" | "--glob" | "--iglob");
-        if is_dynamic(a) {
-            return false;
-        }
+        // Paths after `--` cannot be options, whatever they expand to.
         if only_operands {
             continue;
         }
+        if is_dynamic(a) {
+            return false;
+        }
+        // The value of `-g`/`--glob`/`--iglob` is a glob by design (`rg -g '*.rs' x`).
+        if std::mem::take(&mut glob_value) {
+            continue;
+        }
+        glob_value = matches!(a.as_str(), "-g" | "--glob" | "--iglob");
         if a == "--" {
             only_operands = true;
             continue;
         }
-        if may_expand_to_option(a)
-            || short_bundle_has(a, "z")
+        if short_bundle_has(a, "z")
             || a.starts_with("--pre")
             || a.starts_with("--search-zip")
             || a.starts_with("--hostname-bin")

@@ -1,6 +1,6 @@
 //! Archive, package, container and system tools: only their inspection forms.
 
-use super::args::{Spec, is_dynamic, may_expand_to_option, parse, words_are_static};
+use super::args::{Spec, is_dynamic, parse, words_are_static};
 
 /// `tar` only lists: `-t`/`--list` (also old style `tvf`). Refused: every other mode,
 /// `--to-command`/`--use-compress-program`/`-I`/`--checkpoint-action`/`-F` (run programs),
@@ -513,7 +513,7 @@ pub(super) fn cargo_inspect(args: &[String]) -> bool {
     matches!(
         sub.as_str(),
         "tree" | "metadata" | "version" | "locate-project" | "pkgid" | "verify-project"
-    ) && !rest.iter().any(|a| {
-        is_dynamic(a) || may_expand_to_option(a) || a.starts_with("--config") || a.starts_with("-Z")
-    })
+    ) && !rest
+        .iter()
+        .any(|a| is_dynamic(a) || a.starts_with("--config") || a.starts_with("-Z"))
 }

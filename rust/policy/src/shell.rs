@@ -48,9 +48,37 @@ impl std::fmt::Display for Undetermined {
 pub fn segments(cmd: &str) -> Result<Vec<Segment>, Undetermined> {
     let mut out = Vec::new();
     parse_into(cmd, false, 0, &mut out)?;
+    let out = apply_shell_assignments(out);
     // A second, independent reading by the bash grammar must agree (DESIGN §5).
     crate::bash_tree::confirm(cmd, &out)?;
     Ok(out)
+}
+
+/// `PATH=.; ls` and `for PATH in .; do ls; done` set shell variables that the other commands
+/// of the line then run with (`./ls`). The lexer records them as placeholder segments with an
+/// empty `program_path`; their assignments are added to every segment of the line (before
+/// ones too: `$(…)` segments are read first but may run later), and the placeholders go.
+fn apply_shell_assignments(segs: Vec<Segment>) -> Vec<Segment> {
+    let (set, mut run): (Vec<Segment>, Vec<Segment>) =
+        segs.into_iter().partition(|s| s.program_path.is_empty());
+    let shell: Vec<String> = set.into_iter().flat_map(|s| s.assignments).collect();
+    for s in &mut run {
+        s.assignments.splice(0..0, shell.iter().cloned());
+    }
+    run
+}
+
+/// A placeholder for shell variables set by a line (see [`apply_shell_assignments`]).
+fn shell_assignment(assignments: Vec<String>) -> Segment {
+    Segment {
+        program: String::new(),
+        args: Vec::new(),
+        writes_file: false,
+        substituted: false,
+        assignments,
+        program_path: String::new(),
+        dynamic_args: Vec::new(),
+    }
 }
 
 const MAX_DEPTH: usize = 8;
@@ -152,11 +180,21 @@ fn simple_command(
                 program_path: ":".into(),
                 dynamic_args: Vec::new(),
             });
+        } else if !assignments.is_empty() {
+            out.push(shell_assignment(assignments));
         }
         return Ok(());
     };
     match first.as_str() {
-        "for" | "select" => return Ok(()), // `for x in a b` runs nothing itself
+        // `for x in a b` runs nothing itself; it sets `x` for the loop body.
+        "for" | "select" => {
+            if let Some((name, _)) = words.get(i + 1)
+                && is_assignment(&format!("{name}="))
+            {
+                out.push(shell_assignment(vec![format!("{name}=")]));
+            }
+            return Ok(());
+        }
         // `source f` / `. f` run a script like `bash f` does: the program is determined (and
         // not read-only), so `. venv/bin/activate && pytest` is not refused as undetermined.
         "case" | "function" | "coproc" | "eval" => {

@@ -146,6 +146,15 @@ const EFFECTS: &[&str] = &[
     "GIT_DIR=x git log",
     "RIPGREP_CONFIG_PATH=./rc rg foo",
     "FOO=1 ls",
+    "PATH=.:$PATH; ls",
+    "PATH=.; ls",
+    "export PATH=.; ls",
+    "ls; PATH=.",
+    "PATH=. ; echo $(ls)",
+    "for PATH in .; do ls; done",
+    "IFS=/; ls",
+    "GIT_EXTERNAL_DIFF=./m.sh; git diff",
+    "LD_PRELOAD=./x.so; cat f",
     // git forms with effects
     "git -c core.pager=x log",
     "git -c alias.x='!touch m' x",
@@ -307,6 +316,8 @@ const EFFECTS: &[&str] = &[
     "git submodule update",
     "git notes add -m x",
     "pkill x",
+    "nm --plugin ./x.so bin",
+    "nm --plug=./x.so bin",
     "kill 1",
     // programs with side effects, pagers, unknowns
     "less f",
@@ -708,6 +719,11 @@ const READ_ONLY: &[&str] = &[
     "sort -",
     "tar -tf -",
     "find . -name \"*.py\"",
+    "f=src/main.rs; head -20 $f",
+    "x=1 ls",
+    "for f in a b; do cat $f; done",
+    "LANG=C sort f",
+    "TZ=UTC date",
 ];
 
 #[test]
@@ -840,18 +856,15 @@ fn read_only_sessions_decide_by_the_table() {
 
 /// Leaks the read-only check cannot see because the lexer (shell.rs, issue 11 §2, another
 /// engineer's room) gives it no segment or drops the assignment: `env -S` yields no segment,
-/// a bare `PATH=.` assignment and a `for PATH in` loop change the environment of later
-/// segments without being one, assignments before `bash -c` are not carried to the inner
-/// segments, and `xargs` appends words the segment does not show (it could append a
-/// computed word, which the read-only check already treats as a possible option). Run with `--ignored` once the lexer reports them.
+/// assignments before `bash -c` are not carried to the inner segments, and `xargs` appends
+/// words the segment does not show (it could append a computed word, which the read-only
+/// check already treats as a possible option). Run with `--ignored` once the lexer reports them.
 #[test]
 #[ignore = "needs the lexer (shell.rs) to report these; see the doc comment"]
 fn leaks_hidden_from_segments() {
     for c in [
         "env -S 'touch x'",
         "env --split-string='touch x'",
-        "PATH=.:$PATH; ls",
-        "for PATH in .; do ls; done",
         "BASH_ENV=./x bash -c ls",
         // xargs appends words read at run time: a planted file `-ofoo` becomes `sort -ofoo`.
         "git ls-files | xargs sort",

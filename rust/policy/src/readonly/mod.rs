@@ -77,7 +77,6 @@ const PURE: &[&str] = &[
     "zipinfo",
     "lscpu",
     "lsblk",
-    "nm",
     "objdump",
     "readelf",
     "size",
@@ -139,9 +138,11 @@ const HELP_H: &[&str] = &[
     "kubectl", "make", "cmake", "perl",
 ];
 
-/// Environment assignments that cannot change what a program runs or writes. Everything
-/// else — `PATH`, `GIT_*`, `LD_*`, `BASH_ENV`, `PAGER`, `EDITOR`, `PYTHON*`, `NODE_OPTIONS`,
-/// `HOME`, `IFS`, … — makes the segment not read-only.
+/// Environment assignments that cannot change what a program runs or writes: a few names
+/// known harmless, and lowercase names (`f=x.py; head $f`, `for f in …`), which no program
+/// or shell feature reads for code or paths to run. Everything else — `PATH`, `GIT_*`,
+/// `LD_*`, `BASH_ENV`, `PAGER`, `EDITOR`, `PYTHON*`, `NODE_OPTIONS`, `HOME`, `IFS`, … —
+/// makes the segment not read-only.
 fn assignment_is_harmless(a: &str) -> bool {
     const NAMES: &[&str] = &[
         "LANG",
@@ -159,7 +160,11 @@ fn assignment_is_harmless(a: &str) -> bool {
         "CARGO_TERM_COLOR",
     ];
     let (name, value) = a.split_once('=').unwrap_or((a, ""));
-    (name.starts_with("LC_") && name != "LC_")
+    let lowercase = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    lowercase
+        || (name.starts_with("LC_") && name != "LC_")
         || NAMES.contains(&name)
         || (matches!(name, "GIT_PAGER" | "PAGER") && value == "cat")
 }
@@ -254,6 +259,10 @@ pub fn segment_is_read_only(s: &Segment) -> bool {
         "dpkg" | "dpkg-query" => system::dpkg(a),
         "gh" => system::gh(a),
         "yq" => system::yq(a),
+        // `nm --plugin LIB` loads code; no other option of binutils' nm writes or runs.
+        "nm" => !a
+            .iter()
+            .any(|x| args::is_dynamic(x) || args::long_abbreviates(x, &["plugin"])),
         // `env` alone prints the environment; `-S`, assignments and a command are other forms
         // (the lexer makes the command a segment of its own).
         "env" => a.is_empty() || matches!(a, [o] if o == "-0" || o == "--null"),

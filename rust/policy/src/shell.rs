@@ -20,6 +20,7 @@ pub struct Segment {
     pub program_path: String,
     /// Per argument: its text is not what the program receives (it holds an expansion, whose
     /// computed part the text omits, or a glob or brace list that may become several words).
+    /// One more `true` than there are arguments: words are appended at run time (`xargs`).
     pub dynamic_args: Vec<bool>,
 }
 
@@ -214,6 +215,10 @@ fn simple_command(
     let mut argv: Vec<String> = words.iter().map(|(w, _)| w.clone()).collect();
     strip_wrappers(&mut argv, &mut assignments, substituted, depth, out)?;
     if argv.is_empty() {
+        // `BASH_ENV=./x bash -c 'ls'`: the inner segments run with these assignments.
+        if !assignments.is_empty() {
+            out.push(shell_assignment(assignments));
+        }
         return Ok(());
     }
     // Wrappers only remove leading words: the program is a word of the original line, and a
@@ -230,7 +235,7 @@ fn simple_command(
     }
     let args = argv[1..].to_vec();
     // Wrappers only remove leading words, so the arguments are the last words as written.
-    let dynamic_args: Vec<bool> = if argv.len() <= words.len() {
+    let mut dynamic_args: Vec<bool> = if argv.len() <= words.len() {
         words[words.len() + 1 - argv.len()..]
             .iter()
             .map(|(_, d)| *d)
@@ -238,6 +243,14 @@ fn simple_command(
     } else {
         vec![true; args.len()]
     };
+    // `… | xargs sort` appends words read at run time: one more computed argument.
+    if argv.len() <= words.len()
+        && words[..words.len() - argv.len()]
+            .iter()
+            .any(|(w, _)| basename(w) == "xargs")
+    {
+        dynamic_args.push(true);
+    }
     // `find … -exec prog …;` runs `prog`: it is a segment of its own.
     if program == "find" {
         let mut k = 0;

@@ -357,6 +357,12 @@ const EFFECTS: &[&str] = &[
     "~/bin/ls",
     "find . -exec ./ls {} \\;",
     "git ls-files | xargs ./cat",
+    // xargs appends words read at run time: a planted file `-ofoo` becomes `sort -ofoo`
+    "git ls-files | xargs sort",
+    "ls | xargs sed -n p",
+    "find . | xargs -0 git log",
+    "BASH_ENV=./x bash -c ls",
+    "env GIT_DIR=x bash -c 'git log'",
     // computed words: the text the lexer shows is not what the program receives
     "F='w out'; sed \"s/a/b/$F\" f",
     "N='1w out\n'; sed -n \"${N}p\" f",
@@ -724,6 +730,9 @@ const READ_ONLY: &[&str] = &[
     "for f in a b; do cat $f; done",
     "LANG=C sort f",
     "TZ=UTC date",
+    "git ls-files | xargs grep -l foo",
+    "find . -name '*.rs' | xargs wc -l",
+    "ls | xargs -I{} cat {}",
 ];
 
 #[test]
@@ -855,20 +864,14 @@ fn read_only_sessions_decide_by_the_table() {
 }
 
 /// Leaks the read-only check cannot see because the lexer (shell.rs, issue 11 §2, another
-/// engineer's room) gives it no segment or drops the assignment: `env -S` yields no segment,
-/// assignments before `bash -c` are not carried to the inner segments, and `xargs` appends
-/// words the segment does not show (it could append a computed word, which the read-only
-/// check already treats as a possible option). Run with `--ignored` once the lexer reports them.
+/// engineer's room) gives it no segment: `env -S 'cmd'` is not yet read as a command line,
+/// and arithmetic and `@P` expansions run code hidden in variable values. Run with `--ignored` once the lexer reports them.
 #[test]
 #[ignore = "needs the lexer (shell.rs) to report these; see the doc comment"]
 fn leaks_hidden_from_segments() {
     for c in [
         "env -S 'touch x'",
         "env --split-string='touch x'",
-        "BASH_ENV=./x bash -c ls",
-        // xargs appends words read at run time: a planted file `-ofoo` becomes `sort -ofoo`.
-        "git ls-files | xargs sort",
-        "ls | xargs sed -n p",
         "x='a[$(touch m)]'; echo $((x))",
         "echo \"${x@P}\"",
     ] {

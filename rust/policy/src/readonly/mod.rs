@@ -189,9 +189,10 @@ fn program_is_the_system_one(s: &Segment) -> bool {
 
 /// The arguments as the per-program checks see them: a word whose text is not what the
 /// program receives (an expansion, a glob) becomes empty, the mark of a computed word.
-/// Missing flags count as computed.
+/// Missing flags count as computed; words appended at run time (`xargs`) are one more.
 fn visible_args(s: &Segment) -> Vec<String> {
-    s.args
+    let mut v: Vec<String> = s
+        .args
         .iter()
         .enumerate()
         .map(|(i, a)| {
@@ -201,7 +202,11 @@ fn visible_args(s: &Segment) -> Vec<String> {
                 a.clone()
             }
         })
-        .collect()
+        .collect();
+    if s.dynamic_args.len() > s.args.len() {
+        v.push(String::new());
+    }
+    v
 }
 
 /// Whether one segment only reads.

@@ -30,7 +30,9 @@ def plant(repo: Path, token: str = TOKEN) -> None:
     (repo / "b.txt").write_text("b\n")
     for name in ("ls", "m.sh"):
         script = repo / name
-        script.write_text(f"#!/bin/sh\ntouch /tmp/{token}-{name} ./{token}-{name}\n")
+        # An absolute `touch`: with `PATH=.` nothing else would be found.
+        touch = shutil.which("touch")
+        script.write_text(f"#!/bin/sh\n{touch} /tmp/{token}-{name} ./{token}-{name}\n")
         script.chmod(0o755)
     (repo / "prog.awk").write_text(f'BEGIN {{ system("touch {token}-awkf") }}\n')
     (repo / "calc.py").write_text("def add(a, b):\n    return b + a\n")

@@ -255,7 +255,8 @@ fn tag(rest: &[&str]) -> bool {
     }
 }
 
-/// `git config`: only `--get*`, `--list`/`-l`, or the `get`/`list` subcommands.
+/// `git config`: only `--get*`, `--list`/`-l`, the `get`/`list` subcommands, or a single
+/// name (a get).
 fn config(rest: &[&str]) -> bool {
     const SCOPE: &[&str] = &[
         "--global",
@@ -292,6 +293,7 @@ fn config(rest: &[&str]) -> bool {
         _ => (false, rest),
     };
     let mut action = sub_action;
+    let mut operands = 0;
     let mut i = 0;
     while let Some(&a) = rest.get(i) {
         i += 1;
@@ -307,7 +309,10 @@ fn config(rest: &[&str]) -> bool {
             }
         } else if a.starts_with('-') && !SCOPE.contains(&a) {
             return false;
+        } else if !a.starts_with('-') {
+            operands += 1;
         }
     }
-    action
+    // Without an action, one operand is a get (`git config user.name`); two set it.
+    action || operands == 1
 }

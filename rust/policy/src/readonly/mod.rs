@@ -77,6 +77,10 @@ const PURE: &[&str] = &[
     "zipinfo",
     "lscpu",
     "lsblk",
+    "lsb_release",
+    "vmstat",
+    "iostat",
+    "mpstat",
     "objdump",
     "readelf",
     "size",
@@ -264,6 +268,11 @@ pub fn segment_is_read_only(s: &Segment) -> bool {
         "dpkg" | "dpkg-query" => system::dpkg(a),
         "gh" => system::gh(a),
         "yq" => system::yq(a),
+        // `top` only in batch mode: interactively its keys kill and renice processes.
+        "top" => {
+            a.iter().any(|x| args::short_bundle_has(x, "b"))
+                && a.iter().all(|x| !args::is_dynamic(x))
+        }
         // `nm --plugin LIB` loads code; no other option of binutils' nm writes or runs.
         "nm" => !a
             .iter()

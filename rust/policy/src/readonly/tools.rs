@@ -498,7 +498,7 @@ pub(super) fn docker(args: &[String]) -> bool {
         )
 }
 
-/// `cargo`'s inspection forms. Like the validation commands, cargo honours the project's
+/// `cargo`'s inspection forms (`fmt` only with `--check`, which writes nothing). Like the validation commands, cargo honours the project's
 /// `rust-toolchain` file and `.cargo/config.toml` (which can name the program run as
 /// `rustc`), so even these may run project-chosen code: the read-only OS sandbox around
 /// plan-mode bash is what keeps source files intact. `--config` and `-Z` are refused.
@@ -510,10 +510,12 @@ pub(super) fn cargo_inspect(args: &[String]) -> bool {
     let Some(sub) = rest.first() else {
         return false;
     };
-    matches!(
+    let inspect = matches!(
         sub.as_str(),
         "tree" | "metadata" | "version" | "locate-project" | "pkgid" | "verify-project"
-    ) && !rest
-        .iter()
-        .any(|a| is_dynamic(a) || a.starts_with("--config") || a.starts_with("-Z"))
+    ) || (sub == "fmt" && rest.iter().any(|a| a == "--check"));
+    inspect
+        && !rest
+            .iter()
+            .any(|a| is_dynamic(a) || a.starts_with("--config") || a.starts_with("-Z"))
 }

@@ -887,3 +887,104 @@ fn leaks_hidden_from_segments() {
         assert!(!ro(c), "judged read-only: {c}");
     }
 }
+
+mod sed_oracle {
+    use super::{ro, shell_quote};
+    use proptest::prelude::*;
+    use std::process::{Command, Stdio};
+
+    /// Runs GNU sed on empty input; `true` when it accepted the script.
+    fn sed_accepts(sandbox: bool, script: &str) -> bool {
+        let mut c = Command::new("sed");
+        if sandbox {
+            c.arg("--sandbox");
+        }
+        c.args(["-n", "-e", script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .current_dir(std::env::temp_dir());
+        c.status().is_ok_and(|s| s.success())
+    }
+
+    fn gnu_sed_has_sandbox() -> bool {
+        sed_accepts(true, "p") && !sed_accepts(true, "w /dev/null")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1500))]
+
+        /// GNU sed's `--sandbox` refuses every script with `w`, `W`, `e`, `s///w`, `s///e`
+        /// (and `r`, left out of the alphabet: reading is allowed). Any script sed accepts
+        /// that the read-only check passes must pass the sandbox too.
+        #[test]
+        fn read_only_sed_scripts_pass_gnu_sandbox(
+            script in "[pwWesyq0-9$/,;!{}\n :abtTlgGhHnNdD=icxzF\\\\#~+MI.*^]{1,14}"
+        ) {
+            check(&script)?;
+        }
+
+        /// The same with scripts built from real commands, where `w` and `e` hide in
+        /// substitution flags, after addresses, in blocks, after labels and text.
+        #[test]
+        fn read_only_commands_pass_gnu_sandbox(
+            parts in proptest::collection::vec((address(), command()), 1..4),
+            sep in prop_oneof![Just(";"), Just("\n"), Just(" ; ")],
+        ) {
+            let script: Vec<String> = parts.into_iter().map(|(a, c)| format!("{a}{c}")).collect();
+            check(&script.join(sep))?;
+        }
+    }
+
+    fn address() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            Just("1".to_string()),
+            Just("$".to_string()),
+            Just("/a/".to_string()),
+            Just("1,3".to_string()),
+            Just("/x/,/y/!".to_string()),
+            Just("0~2".to_string()),
+            Just("\\,a,I".to_string()),
+        ]
+    }
+
+    fn command() -> impl Strategy<Value = String> {
+        let subst = (
+            prop_oneof![Just('/'), Just('|'), Just(','), Just('#')],
+            "[a-z]{1,2}",
+            "[a-z]{0,2}",
+            "[gpIM2]{0,2}(w out|e|W)?",
+        )
+            .prop_map(|(d, p, r, f)| format!("s{d}{p}{d}{r}{d}{f}"));
+        prop_oneof![
+            subst,
+            Just("p".to_string()),
+            Just("d".to_string()),
+            Just("w out".to_string()),
+            Just("W out".to_string()),
+            Just("e".to_string()),
+            Just("e date".to_string()),
+            Just("y/ab/ba/".to_string()),
+            Just("{p}".to_string()),
+            Just("{w out\n}".to_string()),
+            Just(":a".to_string()),
+            Just("b a".to_string()),
+            Just("a text w e".to_string()),
+            Just("i\\\nw out".to_string()),
+            Just("q".to_string()),
+            Just("l 5".to_string()),
+            Just("=".to_string()),
+            Just("# w comment".to_string()),
+        ]
+    }
+
+    fn check(script: &str) -> Result<(), TestCaseError> {
+        prop_assume!(gnu_sed_has_sandbox());
+        let judged = ro(&format!("sed -n -e {} f", shell_quote(script)));
+        if judged && sed_accepts(false, script) {
+            prop_assert!(sed_accepts(true, script), "judged read-only: {script:?}");
+        }
+        Ok(())
+    }
+}

@@ -203,20 +203,30 @@ pub(super) fn uv(args: &[String]) -> bool {
     }
 }
 
-/// `npm` inspection subcommands (no package code runs; some read the registry).
+/// `npm` inspection subcommands (no package code runs; `view` reads the registry). Not
+/// `outdated`, and no git, URL or path spec for `view`: resolving a git dependency runs the
+/// program the project's `.npmrc` names as `git`.
 pub(super) fn npm(args: &[String]) -> bool {
-    const READ: &[&str] = &[
-        "ls", "list", "ll", "la", "view", "v", "info", "show", "outdated", "root", "prefix",
-        "explain", "why", "search",
-    ];
+    const LOCAL: &[&str] = &["ls", "list", "ll", "la", "root", "prefix", "explain", "why"];
+    const REGISTRY: &[&str] = &["view", "v", "info", "show", "search"];
     let Some(sub) = args.first() else {
         return false;
     };
-    if !words_are_static(args) {
+    if !words_are_static(args) || args.iter().any(|a| a.starts_with("--git")) {
         return false;
     }
-    if READ.contains(&sub.as_str()) {
+    if LOCAL.contains(&sub.as_str()) {
         return true;
+    }
+    if REGISTRY.contains(&sub.as_str()) {
+        // `name`, `name@1.2`, `@scope/name`: a registry spec, not `user/repo`, `git+…`,
+        // `https://…`, `./dir`.
+        return args[1..].iter().filter(|a| !a.starts_with('-')).all(|a| {
+            let name = a.strip_prefix('@').unwrap_or(a);
+            !a.contains(':')
+                && !a.starts_with(['.', '/', '~'])
+                && (a.starts_with('@') || !name.contains('/'))
+        });
     }
     sub == "config" && matches!(args.get(1).map(String::as_str), Some("get" | "list" | "ls"))
 }

@@ -590,6 +590,7 @@ const READ_ONLY: &[&str] = &[
     "readlink -f x",
     "pwd",
     "cd src && ls",
+    "pushd src && ls && popd",
     "type ls",
     "command -v git",
     "which git",

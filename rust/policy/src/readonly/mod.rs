@@ -124,6 +124,10 @@ const PURE: &[&str] = &[
     "type",
     "help",
     "cd", // changes only the working directory of the rest of the line
+    "pushd",
+    "popd",
+    "dirs",
+    "jobs",
 ];
 
 /// Programs whose `--help` or `--version` alone only prints (beyond the ones judged below,

@@ -792,6 +792,10 @@ fn sed_scripts() {
         "\\,x,w out",
         "/a/I w out",
         "b end; w out",
+        ":g e",
+        ":a;b a e",
+        "b a\tw out",
+        "t x }w out",
         "r in; w out",
         "s/a\\/b/c/w out",
         "y/a/b/;w out",
@@ -925,7 +929,7 @@ mod sed_oracle {
         /// that the read-only check passes must pass the sandbox too.
         #[test]
         fn read_only_sed_scripts_pass_gnu_sandbox(
-            script in "[pwWesyq0-9$/,;!{}\n :abtTlgGhHnNdD=icxzF\\\\#~+MI.*^]{1,14}"
+            script in "[pwWesyq0-9$/,;!{}\n\t :abtTlgGhHnNdD=icxzFvQL|\\\\#~+MI.*^]{1,14}"
         ) {
             check(&script)?;
         }

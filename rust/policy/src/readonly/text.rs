@@ -52,9 +52,13 @@ pub(super) fn sed_script_is_safe(script: &str) -> bool {
     let c: Vec<char> = script.chars().collect();
     let mut i = 0;
     // Where a label, file name or version argument ends: the earliest place any sed could
-    // end it, so that a command hidden after it is still seen.
+    // end it (GNU sed ends a label at a blank: `:a e` is a label and the `e` command), so
+    // that a command hidden after it is still seen.
     let to_separator = |i: &mut usize| {
-        while *i < c.len() && c[*i] != '\n' && c[*i] != ';' {
+        while c.get(*i).is_some_and(|x| *x == ' ' || *x == '\t') {
+            *i += 1;
+        }
+        while *i < c.len() && !matches!(c[*i], '\n' | ';' | ' ' | '\t' | '}') {
             *i += 1;
         }
     };

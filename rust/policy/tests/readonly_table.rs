@@ -102,6 +102,9 @@ const EFFECTS: &[&str] = &[
     "xxd -revert IN",
     "xxd -r -s 100 in out",
     "xxd -s 100 in out",
+    "xxd in -p",
+    "uniq in -c",
+    "base64 in -d",
     "base64 -d in out",
     "base64 -o out in",
     // date / hostname set the system
@@ -996,5 +999,192 @@ mod sed_oracle {
             prop_assert!(sed_accepts(true, script), "judged read-only: {script:?}");
         }
         Ok(())
+    }
+}
+
+/// The effect oracle: option soup for the programs with writing forms; whatever is judged
+/// read-only is run (in a scratch directory, on relative names only) and must leave the
+/// directory as it was.
+mod effect_oracle {
+    use super::ro;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+    use std::path::Path;
+    use std::process::{Command, Stdio};
+
+    const PROGRAMS: &[(&str, &[&str])] = &[
+        (
+            "sort",
+            &[
+                "-o",
+                "out",
+                "-uo",
+                "-uoout",
+                "--output=out",
+                "--out=out",
+                "-u",
+                "-n",
+                "-r",
+                "-k2",
+                "-t,",
+                "in",
+                "-",
+                "--",
+                "-T",
+                ".",
+                "--compress-program=touch",
+                "-m",
+                "--debug",
+                "-c",
+                "--files0-from=in",
+            ],
+        ),
+        (
+            "uniq",
+            &[
+                "in", "out", "-c", "-d", "-u", "--", "-f", "1", "-s1", "--group", "-i", "-z",
+            ],
+        ),
+        (
+            "xxd",
+            &[
+                "in", "out", "-r", "-p", "-ps", "-s", "1", "-l", "4", "-c", "8", "-revert", "-i",
+                "-u", "-b", "--", "-o", "2",
+            ],
+        ),
+        (
+            "base64",
+            &[
+                "in", "out", "-d", "-i", "-w", "0", "--decode", "-o", "--", "--wrap=4",
+            ],
+        ),
+        (
+            "sed",
+            &[
+                "-n",
+                "-i",
+                "-ni",
+                "-Ei",
+                "-s",
+                "-E",
+                "--in-place=.bak",
+                "-e",
+                "p",
+                "'w out'",
+                "'s/a/b/w out'",
+                "'1e touch m'",
+                "in",
+                "'s/a/b/'",
+                "-f",
+                "--",
+                "'$p'",
+                "-z",
+                "'1!G;h;$!d'",
+                "'W out'",
+            ],
+        ),
+        (
+            "tar",
+            &[
+                "-t",
+                "-x",
+                "-f",
+                "x.tar",
+                "tvf",
+                "xf",
+                "-v",
+                "-c",
+                "-O",
+                "'--to-command=touch m'",
+                "-C",
+                ".",
+                "--list",
+                "--file=x.tar",
+                "-k",
+            ],
+        ),
+        (
+            "find",
+            &[
+                ".",
+                "-name",
+                "in",
+                "-delete",
+                "-fprint",
+                "out",
+                "-print",
+                "-type",
+                "f",
+                "-exec",
+                "cat",
+                "touch",
+                "m",
+                "{}",
+                "\\;",
+                "-maxdepth",
+                "1",
+                "-fls",
+                "-ok",
+                "-printf",
+                "%p",
+                "-fprint0",
+            ],
+        ),
+    ];
+
+    fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let bytes = std::fs::read(e.path()).unwrap_or_default();
+            out.insert(e.file_name().to_string_lossy().into_owned(), bytes);
+        }
+        out
+    }
+
+    fn scratch() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("a scratch directory");
+        let p = dir.path();
+        std::fs::write(p.join("in"), "a\nb\na\n").expect("write in");
+        std::fs::write(p.join("fromtar"), "t\n").expect("write fromtar");
+        let made = Command::new("tar")
+            .args(["-cf", "x.tar", "fromtar"])
+            .current_dir(p)
+            .status()
+            .is_ok_and(|s| s.success());
+        std::fs::remove_file(p.join("fromtar")).expect("remove fromtar");
+        assert!(made, "tar is needed for the oracle");
+        dir
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn judged_read_only_has_no_effect(
+            which in 0..PROGRAMS.len(),
+            picks in proptest::collection::vec(0usize..64, 0..5),
+        ) {
+            let (program, vocab) = PROGRAMS[which];
+            let words: Vec<&str> = picks.iter().map(|i| vocab[i % vocab.len()]).collect();
+            let cmd = format!("{program} {}", words.join(" "));
+            if ro(&cmd) {
+                let dir = scratch();
+                let before = snapshot(dir.path());
+                let _ = Command::new("timeout")
+                    .args(["5", "bash", "-c", &cmd])
+                    .current_dir(dir.path())
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+                let after = snapshot(dir.path());
+                let changed: Vec<&String> = before
+                    .keys()
+                    .chain(after.keys())
+                    .filter(|k| before.get(*k) != after.get(*k))
+                    .collect();
+                prop_assert!(changed.is_empty(), "effect of {}: {:?}", cmd, changed);
+            }
+        }
     }
 }

@@ -29,6 +29,8 @@ pub(super) struct Parsed {
     pub values: Vec<(String, String)>,
     /// Operands (after `--` too), in order.
     pub operands: Vec<String>,
+    /// Where the first operand is among the arguments.
+    pub first_operand_at: Option<usize>,
 }
 
 impl Parsed {
@@ -64,6 +66,7 @@ pub(super) fn parse(args: &[String], spec: &Spec) -> Option<Parsed> {
             return None;
         }
         if only_operands || a == "-" || !a.starts_with('-') {
+            p.first_operand_at.get_or_insert(i - 1);
             p.operands.push(a.to_string());
             continue;
         }

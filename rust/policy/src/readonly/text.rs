@@ -1,7 +1,9 @@
 //! Text and file programs that have a writing or executing form: each is read-only only in
 //! the forms listed here (GNU coreutils/findutils/sed, ripgrep, fd, xxd).
 
-use super::args::{Spec, is_dynamic, long_abbreviates, parse, short_bundle_has, words_are_static};
+use super::args::{
+    Parsed, Spec, is_dynamic, long_abbreviates, parse, short_bundle_has, words_are_static,
+};
 
 /// `sed`: no `-i` in any spelling (`-i`, `-ni`, `-Ei`, `--in-place[=SUF]`), no `-f FILE`
 /// (the script is then unknown), and a script without `w`/`W`/`e` or `s///w`/`s///e`.
@@ -237,11 +239,12 @@ pub(super) fn sort(args: &[String]) -> bool {
     parse(args, &SPEC).is_some()
 }
 
-/// Whether a program whose second operand is an output file (`uniq IN OUT`, `xxd IN OUT`)
-/// has at most one operand (a glob that could become several is a computed word, refused
-/// by the reading).
-fn at_most_one_input(operands: &[String]) -> bool {
-    operands.len() <= 1
+/// Whether a program whose second operand is an output file (`uniq IN OUT`) has at most one
+/// operand, and as its last word: with `POSIXLY_CORRECT` in the environment, `uniq in -c`
+/// writes a file named `-c`. (A glob that could become several words is a computed word,
+/// refused by the reading.)
+fn one_input_last(p: &Parsed, args: &[String]) -> bool {
+    p.operands.len() <= 1 && p.first_operand_at.is_none_or(|i| i + 1 == args.len())
 }
 
 /// `uniq [IN]`: a second operand is written.
@@ -260,11 +263,12 @@ pub(super) fn uniq(args: &[String]) -> bool {
         long_valued: &["skip-fields", "skip-chars", "check-chars"],
         long_optional: &["all-repeated", "group"],
     };
-    parse(args, &SPEC).is_some_and(|p| at_most_one_input(&p.operands))
+    parse(args, &SPEC).is_some_and(|p| one_input_last(&p, args))
 }
 
 /// `xxd [IN]`: no `-r` (reverse writes binary, with `-s` into an existing file), and no
-/// second operand (the output file). xxd reads an option by its first letter (`-ps` is `-p`).
+/// second operand (the output file). xxd reads an option by its first letter (`-ps` is `-p`)
+/// and takes no option after a file name (`xxd in -p` writes a file named `-p`).
 pub(super) fn xxd(args: &[String]) -> bool {
     const FLAGS: &str = "abCeEiuphdv";
     const VALUED: &str = "cglnosR";
@@ -279,6 +283,7 @@ pub(super) fn xxd(args: &[String]) -> bool {
         }
         if only_operands || a == "-" || !a.starts_with('-') {
             operands.push(a);
+            only_operands = true;
             continue;
         }
         if a == "--" {
@@ -315,7 +320,7 @@ pub(super) fn base64(args: &[String]) -> bool {
         long_valued: &["wrap"],
         long_optional: &[],
     };
-    parse(args, &SPEC).is_some_and(|p| at_most_one_input(&p.operands))
+    parse(args, &SPEC).is_some_and(|p| one_input_last(&p, args))
 }
 
 /// `printf` (the bash builtin): `-v VAR` assigns, and an array subscript in VAR runs code.

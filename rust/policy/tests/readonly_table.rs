@@ -195,6 +195,10 @@ const EFFECTS: &[&str] = &[
     "git tag -a v1 -m x",
     "git config user.name x",
     "git config --global user.name x",
+    "git config user.name --all",
+    "git config user.name --get",
+    "git branch new --list",
+    "git tag v2 -l",
     "git config --unset x",
     "git config --edit",
     "git remote add o url",
@@ -1156,8 +1160,125 @@ mod effect_oracle {
         dir
     }
 
+    const GIT: &[&str] = &[
+        "log",
+        "diff",
+        "show",
+        "status",
+        "branch",
+        "tag",
+        "config",
+        "stash",
+        "reflog",
+        "remote",
+        "worktree",
+        "grep",
+        "notes",
+        "--output=out",
+        "--output",
+        "out",
+        "-c",
+        "'core.pager=touch m'",
+        "x",
+        "-d",
+        "-D",
+        "-l",
+        "--list",
+        "-v",
+        "new",
+        "HEAD",
+        "--",
+        "-p",
+        "list",
+        "show",
+        "expire",
+        "--all",
+        "add",
+        "o",
+        "url",
+        "-C",
+        ".",
+        "--get",
+        "user.name",
+        "-O",
+        "a",
+        "--ext-diff",
+        "-m",
+        "push",
+        "drop",
+        "--unset",
+        "-a",
+        "--merged",
+        "--contains",
+        "get-url",
+        "set-url",
+        "--show-current",
+        "-n",
+        "5",
+    ];
+
+    /// Every file under `dir` with its bytes, git's index excepted (git refreshes it).
+    fn tree(dir: &Path, prefix: &str, out: &mut BTreeMap<String, Vec<u8>>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+            if name == ".git/index" {
+                continue;
+            }
+            if e.path().is_dir() {
+                tree(&e.path(), &format!("{name}/"), out);
+            } else {
+                out.insert(name, std::fs::read(e.path()).unwrap_or_default());
+            }
+        }
+    }
+
+    fn git_scratch() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("a scratch directory");
+        std::fs::write(dir.path().join("a"), "a\n").expect("write a");
+        let ok = Command::new("sh")
+            .args([
+                "-c",
+                "git init -q && git add a && git -c user.name=t -c user.email=t@e \
+                 commit -qm init && git tag v1 && echo b >> a",
+            ])
+            .current_dir(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "git is needed for the oracle");
+        dir
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(400))]
+
+        #[test]
+        fn judged_read_only_git_has_no_effect(
+            picks in proptest::collection::vec(0usize..64, 1..5),
+        ) {
+            let words: Vec<&str> = picks.iter().map(|i| GIT[i % GIT.len()]).collect();
+            let cmd = format!("git {}", words.join(" "));
+            if ro(&cmd) {
+                let dir = git_scratch();
+                let mut before = BTreeMap::new();
+                tree(dir.path(), "", &mut before);
+                let _ = Command::new("timeout")
+                    .args(["5", "bash", "-c", &cmd])
+                    .current_dir(dir.path())
+                    .env("GIT_PAGER", "cat")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+                let mut after = BTreeMap::new();
+                tree(dir.path(), "", &mut after);
+                let changed: Vec<&String> = before
+                    .keys()
+                    .chain(after.keys())
+                    .filter(|k| before.get(*k) != after.get(*k))
+                    .collect();
+                prop_assert!(changed.is_empty(), "effect of {}: {:?}", cmd, changed);
+            }
+        }
 
         #[test]
         fn judged_read_only_has_no_effect(

@@ -143,49 +143,63 @@ fn options_are_safe(sub: &str, rest: &[String]) -> bool {
     true
 }
 
-/// Whether the option words of a listing form are all in `allowed` (exact, or `--x=` forms of
-/// `allowed_valued`). Returns the operands, or `None`.
+/// How a `branch`/`tag` command line reads.
+struct Listing<'a> {
+    operands: Vec<&'a str>,
+    /// A filter option (`--merged`, `--contains`, …) was given: git then lists.
+    filtering: bool,
+    /// `--list`/`-l` (or, for `tag`, `-n`) came before the first operand.
+    listed: bool,
+}
+
+/// Reads the options of a listing form: each must be in `flags` (exact) or `valued`
+/// (`--x=v` or `--x v`) or `FILTERS`. Everything from the first operand on counts as an
+/// operand (`git config user.name --all` sets the name to `--all`: not every git command
+/// takes options after operands). `None`: an unknown option.
 fn listing<'a>(
     rest: &[&'a str],
     flags: &[&str],
     valued: &[&str],
-    filter: &[&str],
-) -> Option<(Vec<&'a str>, bool)> {
-    let mut operands = Vec::new();
-    let mut filtering = false;
+    tag: bool,
+) -> Option<Listing<'a>> {
+    let mut l = Listing {
+        operands: Vec::new(),
+        filtering: false,
+        listed: false,
+    };
     let mut i = 0;
     while let Some(&a) = rest.get(i) {
         i += 1;
         if a == "--" {
-            operands.extend_from_slice(&rest[i..]);
+            l.operands.extend_from_slice(&rest[i..]);
             break;
         }
         if !a.starts_with('-') {
-            operands.push(a);
-            continue;
+            l.operands.extend_from_slice(&rest[i - 1..]);
+            break;
         }
         let name = a.split_once('=').map_or(a, |(n, _)| n);
-        if flags.contains(&a) {
-            continue;
-        }
-        if valued.contains(&name) {
+        if a == "--list" || a == "-l" {
+            l.listed = true;
+        } else if tag && a.starts_with("-n") && a[2..].chars().all(|c| c.is_ascii_digit()) {
+            l.listed = true;
+        } else if flags.contains(&a) {
+        } else if valued.contains(&name) {
             if !a.contains('=') {
                 rest.get(i)?;
                 i += 1;
             }
-            continue;
-        }
-        // `--merged [commit]`: the commit is the next word when there is one.
-        if filter.contains(&name) {
-            filtering = true;
+        } else if FILTERS.contains(&name) {
+            // `--merged [commit]`: the commit is the next word when there is one.
+            l.filtering = true;
             if !a.contains('=') && i < rest.len() {
                 i += 1;
             }
-            continue;
+        } else {
+            return None;
         }
-        return None;
     }
-    Some((operands, filtering))
+    Some(l)
 }
 
 const FILTERS: &[&str] = &[
@@ -199,8 +213,6 @@ const FILTERS: &[&str] = &[
 /// `git branch`: lists when given no operand, or `--list`/`-l`, or a filter option.
 fn branch(rest: &[&str]) -> bool {
     const FLAGS: &[&str] = &[
-        "--list",
-        "-l",
         "-a",
         "--all",
         "-r",
@@ -218,20 +230,14 @@ fn branch(rest: &[&str]) -> bool {
         "--omit-empty",
     ];
     const VALUED: &[&str] = &["--format", "--sort", "--abbrev", "--color", "--column"];
-    match listing(rest, FLAGS, VALUED, FILTERS) {
-        Some((operands, filtering)) => {
-            operands.is_empty() || filtering || rest.contains(&"--list") || rest.contains(&"-l")
-        }
-        None => false,
-    }
+    listing(rest, FLAGS, VALUED, false)
+        .is_some_and(|l| l.operands.is_empty() || l.filtering || l.listed)
 }
 
 /// `git tag`: lists when given no operand, or `-l`/`--list`, `-n`, or a filter option
 /// (`-v` verifies with gpg, `-d` deletes, an operand alone creates).
 fn tag(rest: &[&str]) -> bool {
     const FLAGS: &[&str] = &[
-        "-l",
-        "--list",
         "-i",
         "--ignore-case",
         "--color",
@@ -241,18 +247,8 @@ fn tag(rest: &[&str]) -> bool {
         "--omit-empty",
     ];
     const VALUED: &[&str] = &["--format", "--sort", "--color", "--column"];
-    let lines = |a: &&str| a.starts_with("-n") && a[2..].chars().all(|c| c.is_ascii_digit());
-    let rest_no_n: Vec<&str> = rest.iter().copied().filter(|a| !lines(a)).collect();
-    match listing(&rest_no_n, FLAGS, VALUED, FILTERS) {
-        Some((operands, filtering)) => {
-            operands.is_empty()
-                || filtering
-                || rest.contains(&"-l")
-                || rest.contains(&"--list")
-                || rest.iter().any(lines)
-        }
-        None => false,
-    }
+    listing(rest, FLAGS, VALUED, true)
+        .is_some_and(|l| l.operands.is_empty() || l.filtering || l.listed)
 }
 
 /// `git config`: only `--get*`, `--list`/`-l`, the `get`/`list` subcommands, or a single
@@ -307,10 +303,13 @@ fn config(rest: &[&str]) -> bool {
                 }
                 i += 1;
             }
-        } else if a.starts_with('-') && !SCOPE.contains(&a) {
-            return false;
         } else if !a.starts_with('-') {
-            operands += 1;
+            // Every word from the first name on is an operand: `git config user.name --all`
+            // sets the name to `--all`.
+            operands += rest.len() - (i - 1);
+            break;
+        } else if !SCOPE.contains(&a) {
+            return false;
         }
     }
     // Without an action, one operand is a get (`git config user.name`); two set it.

@@ -179,11 +179,11 @@ fn listing<'a>(
             break;
         }
         let name = a.split_once('=').map_or(a, |(n, _)| n);
-        if a == "--list" || a == "-l" {
-            l.listed = true;
-        } else if tag && a.starts_with("-n") && a[2..].chars().all(|c| c.is_ascii_digit()) {
+        let lines = tag && a.starts_with("-n") && a[2..].chars().all(|c| c.is_ascii_digit());
+        if a == "--list" || a == "-l" || lines {
             l.listed = true;
         } else if flags.contains(&a) {
+            // a display option
         } else if valued.contains(&name) {
             if !a.contains('=') {
                 rest.get(i)?;

@@ -1108,6 +1108,35 @@ mod effect_oracle {
             ],
         ),
         (
+            "unzip",
+            &[
+                "-l", "x.zip", "-o", "-d", "out", "-p", "-v", "-Z", "-t", "-q", "-x", "a", "-j",
+                "-c", "-n", "-z", "-lv", "-qq",
+            ],
+        ),
+        (
+            "sqlite3",
+            &[
+                "-readonly",
+                "db",
+                "'select 1'",
+                "\"select writefile('out','x')\"",
+                "'.shell touch m'",
+                "-cmd",
+                "'.output out'",
+                "\"attach 'y.db' as y\"",
+                "'create table t(a)'",
+                "-init",
+                "in",
+                "-safe",
+                "\"vacuum into 'v.db'\"",
+                "'select * from t'",
+                "-json",
+                "'.once out'",
+                "\"select edit('x')\"",
+            ],
+        ),
+        (
             "find",
             &[
                 ".",
@@ -1145,7 +1174,22 @@ mod effect_oracle {
         out
     }
 
+    /// A fresh copy of the fixture files (made once: `in`, `x.tar`, `x.zip`, `db`).
     fn scratch() -> tempfile::TempDir {
+        static TEMPLATE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+        let template = TEMPLATE.get_or_init(fixture);
+        let dir = tempfile::tempdir().expect("a scratch directory");
+        for e in std::fs::read_dir(template.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            std::fs::copy(e.path(), dir.path().join(e.file_name())).expect("copy a fixture");
+        }
+        dir
+    }
+
+    fn fixture() -> tempfile::TempDir {
         let dir = tempfile::tempdir().expect("a scratch directory");
         let p = dir.path();
         std::fs::write(p.join("in"), "a\nb\na\n").expect("write in");
@@ -1157,6 +1201,19 @@ mod effect_oracle {
             .is_ok_and(|s| s.success());
         std::fs::remove_file(p.join("fromtar")).expect("remove fromtar");
         assert!(made, "tar is needed for the oracle");
+        let zip = "import zipfile; zipfile.ZipFile('x.zip', 'w').writestr('fromzip', 'z')";
+        let made = Command::new("python3")
+            .args(["-c", zip])
+            .current_dir(p)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(made, "python3 is needed for the oracle");
+        let made = Command::new("sqlite3")
+            .args(["db", "create table t(a); insert into t values (1);"])
+            .current_dir(p)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(made, "sqlite3 is needed for the oracle");
         dir
     }
 

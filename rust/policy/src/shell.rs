@@ -56,12 +56,13 @@ pub fn segments(cmd: &str) -> Result<Vec<Segment>, Undetermined> {
 }
 
 /// `PATH=.; ls` and `for PATH in .; do ls; done` set shell variables that the other commands
-/// of the line then run with (`./ls`). The lexer records them as placeholder segments with an
-/// empty `program_path`; their assignments are added to every segment of the line (before
+/// of the line then run with (`./ls`). The lexer records them as placeholder segments (see
+/// [`SETS_VARIABLES`]); their assignments are added to every segment of the line (before
 /// ones too: `$(…)` segments are read first but may run later), and the placeholders go.
 fn apply_shell_assignments(segs: Vec<Segment>) -> Vec<Segment> {
-    let (set, mut run): (Vec<Segment>, Vec<Segment>) =
-        segs.into_iter().partition(|s| s.program_path.is_empty());
+    let (set, mut run): (Vec<Segment>, Vec<Segment>) = segs
+        .into_iter()
+        .partition(|s| s.program_path == SETS_VARIABLES);
     let shell: Vec<String> = set.into_iter().flat_map(|s| s.assignments).collect();
     for s in &mut run {
         s.assignments.splice(0..0, shell.iter().cloned());
@@ -77,10 +78,13 @@ fn shell_assignment(assignments: Vec<String>) -> Segment {
         writes_file: false,
         substituted: false,
         assignments,
-        program_path: String::new(),
+        program_path: SETS_VARIABLES.into(),
         dynamic_args: Vec::new(),
     }
 }
+
+/// The `program_path` of a placeholder: no word of a command line contains a NUL.
+const SETS_VARIABLES: &str = "\0sets variables";
 
 const MAX_DEPTH: usize = 8;
 

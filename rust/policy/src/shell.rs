@@ -238,20 +238,18 @@ fn simple_command(
         return undetermined("empty program name");
     }
     let args = argv[1..].to_vec();
-    // Wrappers only remove leading words, so the arguments are the last words as written.
-    let mut dynamic_args: Vec<bool> = if argv.len() <= words.len() {
-        words[words.len() + 1 - argv.len()..]
-            .iter()
-            .map(|(_, d)| *d)
-            .collect()
-    } else {
-        vec![true; args.len()]
+    // The arguments are the last words as written when wrappers only removed leading words;
+    // otherwise every argument counts as computed.
+    let tail = words.len().checked_sub(argv.len()).map(|n| &words[n..]);
+    let as_written = tail.filter(|t| t.iter().map(|(w, _)| w).eq(argv.iter()));
+    let mut dynamic_args: Vec<bool> = match as_written {
+        Some(t) => t[1..].iter().map(|(_, d)| *d).collect(),
+        None => vec![true; args.len()],
     };
     // `… | xargs sort` appends words read at run time: one more computed argument.
-    if argv.len() <= words.len()
-        && words[..words.len() - argv.len()]
-            .iter()
-            .any(|(w, _)| basename(w) == "xargs")
+    if words[..words.len() - as_written.map_or(0, <[_]>::len)]
+        .iter()
+        .any(|(w, _)| basename(w) == "xargs")
     {
         dynamic_args.push(true);
     }

@@ -53,6 +53,13 @@ pub struct Segment {
     pub outputs: Vec<(String, bool)>,
     /// Input redirection sources (`< f`), each with whether its name is computed.
     pub inputs: Vec<(String, bool)>,
+    /// The program word as written after quote removal (`./ls`, `/usr/bin/git`): `program`
+    /// is only its last component.
+    pub program_path: String,
+    /// Per argument: its text is not what the program receives (it holds an expansion, whose
+    /// computed part the text omits, or a glob or brace list that may become several words).
+    /// One more `true` than there are arguments: words are appended at run time (`xargs`).
+    pub dynamic_args: Vec<bool>,
 }
 
 impl Segment {
@@ -100,6 +107,7 @@ pub fn segments_in(cmd: &str, cwd: Option<&Path>) -> Result<Vec<Segment>, Undete
         cd_seen: false,
     };
     cx.parse(cmd, false, 0, &[])?;
+    cx.out = apply_shell_assignments(std::mem::take(&mut cx.out));
     // A second, independent reading by the bash grammar must agree (DESIGN §5).
     crate::bash_tree::confirm(cmd, &cx.out)?;
     if cx.scripts > 0
@@ -115,6 +123,36 @@ pub fn segments_in(cmd: &str, cwd: Option<&Path>) -> Result<Vec<Segment>, Undete
     }
     Ok(cx.out)
 }
+
+/// `for PATH in .; do ls; done` (and assignments before a command string) set shell variables
+/// that the other commands of the line then run with (`./ls`). The lexer records them as
+/// placeholder segments (see [`SETS_VARIABLES`]); their assignments are added to every segment
+/// of the line (before ones too: `$(…)` segments are read first but may run later), and the
+/// placeholders go.
+fn apply_shell_assignments(segs: Vec<Segment>) -> Vec<Segment> {
+    let (set, mut run): (Vec<Segment>, Vec<Segment>) = segs
+        .into_iter()
+        .partition(|s| s.program_path == SETS_VARIABLES);
+    let shell: Vec<String> = set.into_iter().flat_map(|s| s.assignments).collect();
+    if !shell.is_empty() {
+        for s in &mut run {
+            s.assignments.splice(0..0, shell.iter().cloned());
+        }
+    }
+    run
+}
+
+/// A placeholder for shell variables set by a line (see [`apply_shell_assignments`]).
+fn shell_assignment(assignments: Vec<String>) -> Segment {
+    Segment {
+        assignments,
+        program_path: SETS_VARIABLES.into(),
+        ..Segment::default()
+    }
+}
+
+/// The `program_path` of a placeholder: no word of a command line contains a NUL.
+const SETS_VARIABLES: &str = "\0sets variables";
 
 const MAX_DEPTH: usize = 8;
 const MAX_SCRIPT: u64 = 64 * 1024;
@@ -334,13 +372,24 @@ impl Cx<'_> {
             if seg.writes_file || !seg.inputs.is_empty() {
                 // `> file` alone truncates a file; `< file` alone opens one.
                 seg.program = ":".into();
+                seg.program_path = ":".into();
                 seg.assignments = assignments;
                 self.out.push(seg);
+            } else if !assignments.is_empty() {
+                self.out.push(shell_assignment(assignments));
             }
             return Ok(());
         };
         match first.as_str() {
-            "for" | "select" => return Ok(()), // `for x in a b` runs nothing itself
+            // `for x in a b` runs nothing itself; it sets `x` for the loop body.
+            "for" | "select" => {
+                if let Some((name, _)) = words.get(i + 1)
+                    && is_assignment(&format!("{name}="))
+                {
+                    self.out.push(shell_assignment(vec![format!("{name}=")]));
+                }
+                return Ok(());
+            }
             "case" | "function" | "coproc" | "eval" => {
                 return undetermined(format!(
                     "'{first}' is beyond what yuyao's shell lexer accounts for"
@@ -358,10 +407,18 @@ impl Cx<'_> {
         }
         let Some(rest) = self.unwrap(argv, &mut assignments, &mut wraps, substituted, depth)?
         else {
-            return Ok(()); // a command string, parsed as its own segments
+            // A command string, parsed as its own segments; `BASH_ENV=./x bash -c 'ls'`: they
+            // run with these assignments.
+            if !assignments.is_empty() {
+                self.out.push(shell_assignment(assignments));
+            }
+            return Ok(());
         };
         argv = rest;
         if argv.is_empty() {
+            if !assignments.is_empty() {
+                self.out.push(shell_assignment(assignments));
+            }
             return Ok(());
         }
         // Wrappers only remove leading words: a computed program (`env $X`) is undetermined.
@@ -412,8 +469,14 @@ impl Cx<'_> {
             }
         }
         seg.program = program;
+        seg.program_path = argv[0].0.clone();
         seg.args = args.iter().map(|a| a.0.clone()).collect();
         seg.computed = args.iter().map(|a| a.1).collect();
+        seg.dynamic_args = seg.computed.clone();
+        // `… | xargs sort` appends words read at run time: one more computed argument.
+        if wraps.iter().any(|w| w == "xargs") {
+            seg.dynamic_args.push(true);
+        }
         seg.assignments = assignments;
         seg.wrappers = wraps;
         self.out.push(seg);

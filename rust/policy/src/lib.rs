@@ -768,6 +768,20 @@ mod tests {
     }
 
     #[test]
+    fn every_reading_tool_meets_the_secret_guard() {
+        let mut p = policy(Mode::Yolo);
+        p.headless = true;
+        for tool in ["read", "read-media", "grep", "glob"] {
+            let a = Action {
+                tool: tool.into(),
+                command: None,
+                paths: vec![PathBuf::from("/proj/.env")],
+            };
+            assert_eq!(p.decide(&a).verdict, Verdict::Deny, "{tool}");
+        }
+    }
+
+    #[test]
     fn workspace_write_confines_file_tools() {
         let p = policy(Mode::Yolo);
         assert_eq!(p.decide(&write("/etc/passwd")).verdict, Verdict::Deny);

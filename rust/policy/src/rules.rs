@@ -56,6 +56,7 @@ pub const FILE_TOOLS: &[&str] = &[
     "apply-patch",
     "grep",
     "glob",
+    "read-media",
 ];
 
 impl Rule {

@@ -491,8 +491,9 @@ pub struct Prepared {
     no_new_privs: bool,
     ruleset: Option<OwnedFd>,
     filter: Vec<SockFilter>,
-    /// Mount and PID namespaces, when the machine has them.
-    ns: Option<crate::namespaces::NsPlan>,
+    /// Mount and PID namespaces, when the machine has them: the plan (for the spawner, which
+    /// keeps one namespace per plan) and the slot the child reads the namespace from.
+    ns: Option<NsRequest>,
     /// yuyao's pid: the process dies with it (`PR_SET_PDEATHSIG`).
     parent: libc::pid_t,
 }
@@ -527,12 +528,15 @@ pub fn prepare(c: &Confinement) -> Result<Prepared, String> {
     }
     let sup = support();
     if sup.namespaces.is_ok() {
-        p.ns = Some(crate::namespaces::NsPlan::new(
-            c.needs_landlock(),
-            &c.writable,
-            c.home.as_deref(),
-            &c.deny_read,
-            &c.deny_write,
+        p.ns = Some((
+            std::sync::Arc::new(crate::namespaces::NsPlan::new(
+                c.needs_landlock(),
+                &c.writable,
+                c.home.as_deref(),
+                &c.deny_read,
+                &c.deny_write,
+            )),
+            std::sync::Arc::new(crate::namespaces::NsSlot::default()),
         ));
     }
     if let Some(why) = sup.cannot_enforce(c) {
@@ -561,14 +565,17 @@ impl Prepared {
     pub fn apply(&self) -> std::io::Result<()> {
         // Dies with yuyao (the spawning thread lives as long as the process, see `spawn`).
         // SAFETY: prctl/getppid on the calling process.
-        unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            if libc::getppid() != self.parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+        match &self.ns {
+            // Born in the holder's PID namespace (its parent is outside: getppid() is 0);
+            // joins its mount namespace.
+            Some((_, slot)) => slot.join()?,
+            None => {
+                // SAFETY: getppid cannot fail.
+                if unsafe { libc::getppid() } != self.parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
             }
-        }
-        if let Some(ns) = &self.ns {
-            ns.enter()?;
         }
         if self.no_new_privs {
             // SAFETY: plain prctl on the calling thread.
@@ -613,6 +620,7 @@ pub fn confine(cmd: &mut std::process::Command, c: &Confinement) -> Result<(), S
     // The agent's own model credential is not the tools' business (exfiltration guard).
     cmd.env_remove("D2A_MODEL_API_KEY");
     let prepared = prepare(c)?;
+    PENDING_NS.with(|p| *p.borrow_mut() = prepared.ns.clone());
     // SAFETY: the closure only makes system calls (see Prepared::apply).
     unsafe {
         cmd.pre_exec(move || prepared.apply());
@@ -620,18 +628,33 @@ pub fn confine(cmd: &mut std::process::Command, c: &Confinement) -> Result<(), S
     Ok(())
 }
 
+type NsRequest = (
+    std::sync::Arc<crate::namespaces::NsPlan>,
+    std::sync::Arc<crate::namespaces::NsSlot>,
+);
+
+thread_local! {
+    /// The namespace the command confined last on this thread asks for; `spawn` takes it.
+    static PENDING_NS: std::cell::RefCell<Option<NsRequest>> = const { std::cell::RefCell::new(None) };
+}
+
 type SpawnJob = (
     std::process::Command,
+    Option<NsRequest>,
     std::sync::mpsc::Sender<std::io::Result<std::process::Child>>,
 );
 
-/// Spawns `cmd` from one long-lived thread. `PR_SET_PDEATHSIG` fires when the *thread* that
-/// forked dies, and the threads that run tools come and go (a TUI turn, a blocking pool):
-/// forking from a thread that lives as long as yuyao ties tool processes to yuyao itself.
+/// Spawns `cmd` (confined by [`confine`] on this thread, if at all) from one long-lived
+/// thread. `PR_SET_PDEATHSIG` fires when the *thread* that forked dies, and the threads that
+/// run tools come and go (a TUI turn, a blocking pool): forking from a thread that lives as
+/// long as yuyao ties tool processes to yuyao itself. That thread also keeps one namespace
+/// per plan (`namespaces::Holders`) and starts each confined child inside it, so a command
+/// costs a `setns`, not a new namespace.
 pub fn spawn(cmd: std::process::Command) -> std::io::Result<std::process::Child> {
     static SPAWNER: Mutex<Option<std::sync::mpsc::Sender<SpawnJob>>> = Mutex::new(None);
     let (tx, rx) = std::sync::mpsc::channel();
-    let job: SpawnJob = (cmd, tx);
+    let ns = PENDING_NS.with(|p| p.borrow_mut().take());
+    let job: SpawnJob = (cmd, ns, tx);
     let mut job = Some(job);
     {
         let mut g = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
@@ -645,8 +668,22 @@ pub fn spawn(cmd: std::process::Command) -> std::io::Result<std::process::Child>
             std::thread::Builder::new()
                 .name("yuyao-spawner".into())
                 .spawn(move || {
-                    for (mut cmd, reply) in srx {
-                        let r = cmd.spawn();
+                    let mut holders = crate::namespaces::Holders::new();
+                    for (mut cmd, ns, reply) in srx {
+                        let r = match &ns {
+                            Some((plan, slot)) => match holders.enter(plan, slot) {
+                                Ok(()) => {
+                                    let r = cmd.spawn();
+                                    holders.leave();
+                                    r
+                                }
+                                Err(e) => Err(std::io::Error::new(
+                                    e.kind(),
+                                    format!("cannot prepare the sandbox namespaces: {e}"),
+                                )),
+                            },
+                            None => cmd.spawn(),
+                        };
                         // The command (with its copies of pipe ends) is dropped before the
                         // reply, so the caller sees EOF when the child closes its ends.
                         drop(cmd);
@@ -738,8 +775,10 @@ mod tests {
     fn run(c: &Confinement, script: &str) -> (bool, String) {
         let mut cmd = Command::new("bash");
         cmd.arg("-c").arg(script);
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
         confine(&mut cmd, c).unwrap();
-        let out = cmd.output().unwrap();
+        let out = spawn(cmd).unwrap().wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string()
             + &String::from_utf8_lossy(&out.stderr);
         (out.status.success(), text)
@@ -828,12 +867,16 @@ mod tests {
         let me = std::process::id();
         let (ok, out) = run(
             &c,
-            &format!("test -e /proc/{me} && echo VISIBLE; echo pid=$$"),
+            &format!("test -e /proc/{me} && echo VISIBLE; ls /proc | grep -c '^[0-9]'"),
         );
-        assert!(
-            ok && !out.contains("VISIBLE") && out.contains("pid=1"),
-            "{out}"
-        );
+        let visible: usize = out
+            .trim()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .parse()
+            .unwrap_or(999);
+        assert!(ok && !out.contains("VISIBLE") && visible < 20, "{out}");
         let d = ws.path().display();
         for (script, victim) in [
             (format!("echo x >> {d}/.git/config"), ".git/config"),

@@ -1,18 +1,20 @@
 //! Mount and PID namespaces for tool processes (DESIGN §5, the second layer under Landlock).
 //!
-//! A confined command starts in a fresh PID namespace with its own `/proc` (no other process
+//! A confined command runs in a PID namespace of its own with a private `/proc` (no other process
 //! of the machine is visible: not yuyao, whose memory holds the model key, nor anything a
-//! tool could `kill`) and a fresh mount namespace in which every mount is read-only except
+//! tool could `kill`) and a mount namespace in which every mount is read-only except
 //! the writable roots. Inside the writable roots yuyao's control files and the repository's
 //! `.git/config`, `.git/hooks` and `.git/info` stay read-only (bind mounts over themselves),
 //! so a tool cannot widen the next session's permissions or plant a hook the host would run.
 //! Device nodes are inert everywhere (`nodev`), so `mknod` cannot reach a disk.
 //!
-//! The plan is built in the parent ([`NsPlan::new`]); the child ([`NsPlan::enter`], from
-//! `pre_exec`) only makes system calls on prepared buffers. `enter` forks once: the forked
-//! process is PID 1 of the new namespace and goes on to `exec` the command; the process std
-//! spawned stays outside as its reaper, mirrors its exit status and dies with yuyao
-//! (`PR_SET_PDEATHSIG`), which takes PID 1, and with it the whole namespace, down too.
+//! The plan is built in the parent ([`NsPlan::new`]). The spawner thread keeps one namespace
+//! per plan ([`Holders`]): a holder's PID 1 builds the mounts once ([`NsPlan::mount_all`]) and
+//! then only reaps; each command is forked straight into the holder's PID namespace and joins
+//! its mount namespace in `pre_exec` ([`NsSlot::join`], system calls on prepared data only).
+//! The holder dies with yuyao (`PR_SET_PDEATHSIG`), and with its PID 1 everything inside.
+//! [`NsPlan::enter`] builds a one-off namespace in the calling process; the support probe
+//! uses it.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;

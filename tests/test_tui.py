@@ -758,7 +758,9 @@ def test_input_undo_redo_and_clear_screen(stand_in):
     term.wait_for(r"Hello from the stand-in\.")
     assert chats(read_log) == ["ab"]
     dispatched = [e["dispatch"] for e in read_log() if "dispatch" in e]
-    assert not [d for d in dispatched if not d.startswith(("/help", "/config get", "/trust status"))]
+    assert not [
+        d for d in dispatched if not d.startswith(("/help", "/config get", "/trust status"))
+    ]
     term.send(CTRL_D)
     assert term.wait_exit() == 0
 

@@ -343,7 +343,9 @@ pub(crate) fn grant_rules(s: &Session, name: &str, action: &Action) -> Vec<Strin
             .collect();
     };
     let mut out: Vec<String> = Vec::new();
-    for seg in yuyao_policy::segments(command).unwrap_or_default() {
+    // Read as the policy reads it (scripts relative to the project root): a script's own
+    // commands need rules too, for the content approved now; changed content asks again.
+    for seg in yuyao_policy::segments_in(command, Some(&s.paths.project)).unwrap_or_default() {
         if readonly::segment_is_read_only(&seg) {
             continue;
         }
@@ -840,7 +842,19 @@ mod tests {
     use super::*;
 
     fn rule(cmd: &str) -> Option<String> {
-        let seg = yuyao_policy::segments(cmd).unwrap().pop().unwrap();
+        // Scripts the commands run exist (their content is read); the command's own segment
+        // is the one named by its first word.
+        let dir = tempfile::tempdir().unwrap();
+        for f in ["run.sh", "setup.sh"] {
+            std::fs::write(dir.path().join(f), "echo hi\n").unwrap();
+        }
+        let first = cmd.split_whitespace().next().unwrap();
+        let program = first.rsplit('/').next().unwrap();
+        let mut segs = yuyao_policy::segments_in(cmd, Some(dir.path())).unwrap();
+        let seg = match segs.iter().position(|s| s.program == program) {
+            Some(i) => segs.remove(i),
+            None => segs.pop().unwrap(),
+        };
         segment_rule(&seg)
     }
 

@@ -388,3 +388,35 @@ def test_read_only_commands_cannot_write_whatever_the_classifier_says(fake_llm, 
     s.chat("look around")
     assert tree_bytes(repo) == before
     assert not (repo / "__pycache__").exists()
+
+
+@needs_namespaces
+@pytest.mark.skipif(not shutil.which("npm"), reason="npm is not installed")
+def test_npm_test_in_plan_mode_leaves_the_tree_intact(fake_llm, api, repo):
+    """Seed 001 lets plan mode run `npm test`; the script it runs may write, the read-only OS
+    sandbox keeps every file as it was (npm's own cache and logs go to the private folder)."""
+    (repo / "package.json").write_text(
+        json.dumps(
+            {
+                "name": "planted",
+                "version": "1.0.0",
+                "scripts": {
+                    "test": "node -e \"require('fs').writeFileSync('planted.txt', 'x')\" "
+                    "|| echo WRITE-REFUSED"
+                },
+            }
+        )
+    )
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "pkg"],
+        cwd=repo,
+        check=True,
+    )
+    before = tree_bytes(repo)
+    server = fake_llm(bash_steps("npm test 2>&1 | tail -5"))
+    s = api(server, mode="plan")
+    s.chat("run the tests")
+    assert "WRITE-REFUSED" in server.tool_result("b0"), server.tool_result("b0")
+    assert tree_bytes(repo) == before
+    assert not (repo / "planted.txt").exists()

@@ -121,17 +121,35 @@ def test_no_exfiltration_form_puts_the_value_in_a_request(fake_llm, open_session
     assert injected and all(MARKER in t for t in injected), injected
 
 
-def test_spill_file_of_a_long_result_is_redacted(fake_llm, open_session, secret_repo):
+def test_a_long_result_and_its_spill_file_reach_the_model_redacted(
+    fake_llm, open_session, secret_repo
+):
+    """The capped result is redacted, and whatever route the model takes back to the full
+    output (read, grep, cat of the spill file) comes back redacted too."""
     cmd = "for i in $(seq 1 3000); do cat < .env; done"
-    server = fake_llm([calls([("bash", {"command": cmd}, "long")]), say("ok")])
+
+    def read_the_spill(body, _index):
+        last = [m for m in body["messages"] if m["role"] == "tool"][-1]["content"]
+        text = last if isinstance(last, str) else json.dumps(last)
+        spill = text.split(" is in ")[1].split(";")[0].strip()
+        return calls(
+            [
+                ("read", {"file_path": spill, "limit": 50}, "r"),
+                ("bash", {"command": f"tail -c 2000 {spill}"}, "t"),
+                ("grep", {"pattern": "SECRET", "path": spill, "output_mode": "content"}, "g"),
+            ]
+        )
+
+    server = fake_llm(
+        [calls([("bash", {"command": cmd}, "long")]), read_the_spill, say("ok")]
+    )
     s = open_session(server, mode="yolo")
     s.chat("long output")
     result = server.tool_result("long")
     assert "output truncated" in result, result[:300]
-    spill = result.split(" is in ")[1].split(";")[0].strip()
-    text = Path(spill).read_text()
-    assert SECRET not in text
-    assert MARKER in text
+    assert MARKER in result
+    for call_id in ("r", "t", "g"):
+        assert MARKER in server.tool_result(call_id), server.tool_result(call_id)[:300]
     assert SECRET not in all_requests(server)
 
 

@@ -105,36 +105,6 @@ pub(crate) fn redact<'a>(s: &Session, policy: &Policy, text: &'a str) -> Cow<'a,
     redact::redact_result(policy, &extra, text)
 }
 
-/// Tools that cap their own output (bash, bg-output) spill the whole text to a file whose
-/// path the result names: those spill files are redacted in place, so reading one later
-/// gives nothing more than the result did.
-pub(crate) fn redact_spills(s: &Session, policy: &Policy, text: &str) {
-    let dir = s.ctx.spill_dir.display().to_string();
-    if dir.is_empty() {
-        return;
-    }
-    for (at, _) in text.match_indices(&dir) {
-        let rest = &text[at..];
-        let end = rest
-            .find(|c: char| c.is_whitespace() || c == ';')
-            .unwrap_or(rest.len());
-        let path = std::path::Path::new(&rest[..end]);
-        let inside = path.starts_with(&s.ctx.spill_dir)
-            && !path
-                .components()
-                .any(|c| matches!(c, std::path::Component::ParentDir));
-        if !inside || !path.is_file() {
-            continue;
-        }
-        let Ok(content) = std::fs::read_to_string(path) else {
-            continue;
-        };
-        if let Cow::Owned(clean) = redact(s, policy, &content) {
-            let _ = std::fs::write(path, clean);
-        }
-    }
-}
-
 /// Programs that run code they are given (interpreters, shells, runners, build-recipe
 /// tools): an "always" answer saves the full command, never the bare program.
 const CODE_RUNNERS: &[&str] = &[

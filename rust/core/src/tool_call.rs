@@ -111,17 +111,19 @@ impl Session {
         });
         let t0 = std::time::Instant::now();
         let (out, effective) = self.execute(client, call, token).await;
-        // Secrets leave the result before it is capped, so the spill file holds none either.
-        let shown = {
-            let st = self.lock();
-            crate::cmd_permissions::redact_spills(self, &st.policy, &out.text);
-            crate::cmd_permissions::redact(self, &st.policy, &out.text).into_owned()
-        };
-        let text = cap_output(
-            &shown,
+        // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
+        // what enters the history is scanned. The spill file keeps the raw output on the
+        // user's disk; every way back to the model (read, grep, bash) is a tool result, and is
+        // redacted in turn.
+        let capped = cap_output(
+            &out.text,
             &self.ctx.spill_dir,
             canonical_tool_name(&call.name).unwrap_or("tool"),
         );
+        let text = {
+            let st = self.lock();
+            crate::cmd_permissions::redact(self, &st.policy, &capped).into_owned()
+        };
         let text = if text.trim().is_empty() {
             "(no output)".to_string()
         } else {

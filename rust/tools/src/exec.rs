@@ -221,13 +221,11 @@ impl Capture {
             }
             return text;
         };
-        let head: String = strip_ansi(&String::from_utf8_lossy(&self.head))
-            .chars()
-            .take(RESULT_CAP / 2)
-            .collect();
-        let tail = strip_ansi(&String::from_utf8_lossy(&self.tail));
-        let tail_rev: String = tail.chars().rev().take(RESULT_CAP / 4).collect();
-        let tail: String = tail_rev.chars().rev().collect();
+        // Cuts on line boundaries: a secret on one line is whole (and redacted) or absent.
+        let head_all = strip_ansi(&String::from_utf8_lossy(&self.head));
+        let head = crate::output::head_cut(&head_all, RESULT_CAP / 2).to_string();
+        let tail_all = strip_ansi(&String::from_utf8_lossy(&self.tail));
+        let tail = crate::output::tail_cut(&tail_all, RESULT_CAP / 4).to_string();
         let saved = match &self.spill_error {
             None => format!(
                 "the full output ({} bytes, raw) is in {}; read it with offset/limit or grep it",

@@ -11,9 +11,8 @@ pub fn cap_output(text: &str, spill_dir: &Path, label: &str) -> String {
     if text.chars().count() <= RESULT_CAP {
         return text.to_string();
     }
-    let head: String = text.chars().take(RESULT_CAP / 2).collect();
-    let tail_rev: String = text.chars().rev().take(RESULT_CAP / 4).collect();
-    let tail: String = tail_rev.chars().rev().collect();
+    let head = head_cut(text, RESULT_CAP / 2);
+    let tail = tail_cut(text, RESULT_CAP / 4);
     let total_lines = text.lines().count();
     let name = format!("{label}-{}.txt", uuid_like());
     let path = spill_dir.join(name);
@@ -27,6 +26,38 @@ pub fn cap_output(text: &str, spill_dir: &Path, label: &str) -> String {
         Err(e) => format!("the full output could not be saved ({e})"),
     };
     format!("{head}\n\n[… output truncated: {where_} …]\n\n{tail}")
+}
+
+/// How far a cut may move to land on a line boundary.
+const LINE_SLACK: usize = 2048;
+
+/// At most `n` characters from the start, cut after a newline when one is near the cut: a
+/// secret on one line is then either whole (and redacted) or absent, never half shown.
+pub fn head_cut(text: &str, n: usize) -> &str {
+    let end = text.char_indices().nth(n).map_or(text.len(), |(i, _)| i);
+    if end == text.len() {
+        return text;
+    }
+    match text[..end].rfind('\n') {
+        Some(nl) if end - nl <= LINE_SLACK => &text[..=nl],
+        _ => &text[..end],
+    }
+}
+
+/// At most `n` characters from the end, starting after a newline when one is near the cut.
+pub fn tail_cut(text: &str, n: usize) -> &str {
+    let count = text.chars().count();
+    if count <= n {
+        return text;
+    }
+    let start = text
+        .char_indices()
+        .nth(count - n)
+        .map_or(text.len(), |(i, _)| i);
+    match text[start..].find('\n') {
+        Some(nl) if nl < LINE_SLACK => &text[start + nl + 1..],
+        _ => &text[start..],
+    }
 }
 
 fn uuid_like() -> String {
@@ -100,5 +131,29 @@ mod tests {
         let capped = cap_output(&text, d.path(), "bash");
         assert!(capped.len() < text.len());
         assert!(capped.contains(d.path().to_str().unwrap()));
+    }
+}
+
+#[cfg(test)]
+mod cut_tests {
+    use super::*;
+
+    #[test]
+    fn cuts_land_on_line_boundaries_so_no_line_is_half_shown() {
+        let line = |i: usize| format!("VAR_{i}=s3cr3t-{i:06}-value\n");
+        let text: String = (0..5000).map(line).collect();
+        let head = head_cut(&text, 15_000);
+        assert!(head.ends_with('\n') && head.chars().count() <= 15_000);
+        let tail = tail_cut(&text, 7_500);
+        assert!(text.ends_with(tail) && tail.starts_with("VAR_"));
+        for part in [head, tail] {
+            for l in part.lines() {
+                assert!(l.starts_with("VAR_") && l.ends_with("-value"), "{l}");
+            }
+        }
+        // One huge line: the cut stays a character cut.
+        let big = "x".repeat(100_000);
+        assert_eq!(head_cut(&big, 10).len(), 10);
+        assert_eq!(tail_cut(&big, 10).len(), 10);
     }
 }

@@ -140,9 +140,7 @@ def test_a_long_result_and_its_spill_file_reach_the_model_redacted(
             ]
         )
 
-    server = fake_llm(
-        [calls([("bash", {"command": cmd}, "long")]), read_the_spill, say("ok")]
-    )
+    server = fake_llm([calls([("bash", {"command": cmd}, "long")]), read_the_spill, say("ok")])
     s = open_session(server, mode="yolo")
     s.chat("long output")
     result = server.tool_result("long")

@@ -223,7 +223,12 @@ impl Policy {
         }
 
         if SHELL_TOOLS.contains(&tool) {
-            let c = self.confinement();
+            // Only the level and the network decide what the kernel must enforce.
+            let c = sandbox::Confinement {
+                level: self.os_level(),
+                network: self.network,
+                ..Default::default()
+            };
             if let Some(why) = sandbox::support().cannot_enforce(&c) {
                 return Decision::new(
                     Verdict::Deny,
@@ -487,11 +492,7 @@ impl Policy {
     /// read-only session or role writes nowhere — the tools add their scratch and build
     /// outputs, see `ToolContext::confinement`).
     pub fn confinement(&self) -> sandbox::Confinement {
-        let level = if self.read_only_reason().is_some() {
-            SandboxLevel::ReadOnly
-        } else {
-            self.sandbox
-        };
+        let level = self.os_level();
         let writable = if level == SandboxLevel::ReadOnly {
             Vec::new()
         } else {
@@ -507,6 +508,15 @@ impl Policy {
             deny_read,
             deny_write,
             ..Default::default()
+        }
+    }
+
+    /// The OS sandbox level tool processes get: read-only whenever the mode or role is.
+    fn os_level(&self) -> SandboxLevel {
+        if self.read_only_reason().is_some() {
+            SandboxLevel::ReadOnly
+        } else {
+            self.sandbox
         }
     }
 

@@ -13,8 +13,6 @@
 //! then only reaps; each command is forked straight into the holder's PID namespace and joins
 //! its mount namespace in `pre_exec` ([`NsSlot::join`], system calls on prepared data only).
 //! The holder dies with yuyao (`PR_SET_PDEATHSIG`), and with its PID 1 everything inside.
-//! [`NsPlan::enter`] builds a one-off namespace in the calling process; the support probe
-//! uses it.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -143,35 +141,6 @@ impl NsPlan {
         }
     }
 
-    /// Enters the namespaces. Returns in the process that goes on to `exec` (PID 1 of the new
-    /// namespace); the process that called it never returns. Async-signal-safe: system calls
-    /// on prepared buffers only.
-    pub fn enter(&self) -> std::io::Result<()> {
-        let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
-        if self.user_ns.is_some() {
-            flags |= libc::CLONE_NEWUSER;
-        }
-        // SAFETY: unshare only changes the calling process's namespaces.
-        check(unsafe { libc::unshare(flags) })?;
-        if let Some(maps) = &self.user_ns {
-            write_file(c"/proc/self/setgroups", b"deny")?;
-            write_file(c"/proc/self/uid_map", &maps.uid_map)?;
-            write_file(c"/proc/self/gid_map", &maps.gid_map)?;
-        }
-        // SAFETY: fork in a single-threaded child (we are between fork and exec already).
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if pid > 0 {
-            reap_and_mirror(pid);
-        }
-        // PID 1 of the new namespace: dies with the reaper outside.
-        // SAFETY: prctl on the calling process.
-        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-        self.mount_all()
-    }
-
     fn mount_all(&self) -> std::io::Result<()> {
         // Nothing done here propagates back to the host's mounts.
         mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE)?;
@@ -298,78 +267,14 @@ fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The process outside the namespace: waits for PID 1 and ends the way it ended.
-fn reap_and_mirror(pid: libc::pid_t) -> ! {
-    // A fork of yuyao, never exec'd: it still has the host's signal handlers (a SIGTERM
-    // handler that only sets a flag would make it unkillable by the job control that stops a
-    // command's process group). The default dispositions make it die like any command would,
-    // taking the namespace with it (PID 1 has a parent-death signal).
-    for sig in 1..32 {
-        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-            // SAFETY: resetting a disposition is async-signal-safe.
-            unsafe { libc::signal(sig, libc::SIG_DFL) };
-        }
-    }
-    // Nothing of the spawn is ours to hold: std's exec-status pipe (its parent waits for it to
-    // close) and the command's output pipe belong to the process inside.
-    // SAFETY: close_range only closes descriptors of this process.
-    unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) };
-    let mut status = 0;
-    loop {
-        // SAFETY: waitpid on our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid {
-            break;
-        }
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            // SAFETY: _exit never returns.
-            unsafe { libc::_exit(1) }
-        }
-    }
-    // SAFETY: plain libc calls that end this process.
-    unsafe {
-        if libc::WIFSIGNALED(status) {
-            let sig = libc::WTERMSIG(status);
-            libc::signal(sig, libc::SIG_DFL);
-            libc::kill(libc::getpid(), sig);
-            libc::_exit(128 + sig);
-        }
-        libc::_exit(libc::WEXITSTATUS(status))
-    }
-}
-
-/// Whether this machine lets us build the namespaces (probed once, in a throwaway child).
+/// Whether this machine lets us build the namespaces: a throwaway holder is made and
+/// dropped (probed once).
 pub fn probe() -> Result<(), String> {
     let plan = NsPlan::new(true, &[std::env::temp_dir()], None, &[], &[]);
-    // SAFETY: the child only makes system calls and _exits.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(format!("fork: {}", std::io::Error::last_os_error()));
-    }
-    if pid == 0 {
-        let code = match plan.enter() {
-            Ok(()) => 0,
-            Err(e) => 10 + e.raw_os_error().unwrap_or(0).clamp(0, 100),
-        };
-        // SAFETY: _exit in the forked child.
-        unsafe { libc::_exit(code) }
-    }
-    let mut status = 0;
-    // SAFETY: waitpid on our own child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
-    match code {
-        0 => Ok(()),
-        c if c >= 10 => Err(format!(
-            "cannot create mount/PID namespaces: {}",
-            std::io::Error::from_raw_os_error(c - 10)
-        )),
-        c => Err(format!("namespace probe ended with status {c}")),
-    }
+    let key = plan.key();
+    create_holder(&plan, key)
+        .map(drop)
+        .map_err(|e| format!("cannot create mount/PID namespaces: {e}"))
 }
 
 // ----------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 //! Every shell process yuyao starts (the bash tool, background jobs, monitors, the user's `!`
 //! shell) is built by [`shell_command`]: the OS sandbox plugs in there, once.
 
-use crate::args::{opt_bool, opt_int, opt_string, string};
+use crate::args::{BashParams, ToolArgs};
 use crate::jobs::JobFeed;
 use crate::output::{RESULT_CAP, cap_output, strip_ansi};
 use crate::{Tool, ToolContext, ToolOutput};
@@ -119,17 +119,29 @@ impl Tool for Bash {
             "required": ["command"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput {
-        run(args, ctx, cancel).unwrap_or_else(ToolOutput::err)
+    fn run_args(
+        &self,
+        args: &ToolArgs,
+        ctx: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> ToolOutput {
+        match args {
+            ToolArgs::Bash(a) => run(a, ctx, cancel).unwrap_or_else(ToolOutput::err),
+            other => crate::fs::mismatched("bash", other),
+        }
     }
 }
 
-fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<ToolOutput, String> {
-    let command = string(args, "command", &["cmd"])?;
+fn run(
+    a: &BashParams,
+    ctx: &ToolContext,
+    cancel: &CancellationToken,
+) -> Result<ToolOutput, String> {
+    let command = &a.command;
     if command.trim().is_empty() {
         return Err("command is empty".into());
     }
-    let timeout_ms = match opt_int(args, "timeout")? {
+    let timeout_ms = match a.timeout {
         Some(t) if t <= 0 => {
             return Err(format!(
                 "timeout must be a positive number of milliseconds, got {t}"
@@ -138,11 +150,10 @@ fn run(args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> Result<To
         Some(t) => (t as u64).min(MAX_TIMEOUT_MS),
         None => ctx.bash_timeout_ms,
     };
-    if opt_bool(args, "run_in_background")?.unwrap_or(false) {
-        let description = opt_string(args, "description", &[])?;
-        return crate::jobs::start_bash_job(ctx, &command, description);
+    if a.run_in_background.unwrap_or(false) {
+        return crate::jobs::start_bash_job(ctx, command, a.description.clone());
     }
-    let r = run_foreground(ctx, &command, timeout_ms, cancel)?;
+    let r = run_foreground(ctx, command, timeout_ms, cancel)?;
     Ok(ToolOutput {
         ok: r.ok,
         text: r.text,

@@ -47,9 +47,6 @@ impl Tool for Read {
             "required": ["file_path"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
-        run_parsed(self, "read", args, ctx, c)
-    }
     fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
         match args {
             ToolArgs::Read(a) => read(a, ctx).unwrap_or_else(ToolOutput::err),
@@ -58,20 +55,7 @@ impl Tool for Read {
     }
 }
 
-/// `Tool::run` for JSON callers: one parse, then the typed run.
-pub(crate) fn run_parsed(
-    tool: &dyn Tool,
-    name: &str,
-    args: &Value,
-    ctx: &ToolContext,
-    cancel: &CancellationToken,
-) -> ToolOutput {
-    match ToolArgs::from_value(name, args) {
-        Ok(a) => tool.run_args(&a, ctx, cancel),
-        Err(e) => ToolOutput::err(e),
-    }
-}
-
+/// A tool handed another tool's arguments (a dispatch bug, never the model's doing).
 pub(crate) fn mismatched(name: &str, args: &ToolArgs) -> ToolOutput {
     ToolOutput::err(format!(
         "internal error: {name} was given the arguments of {}",
@@ -844,9 +828,6 @@ impl Tool for Write {
             "required": ["file_path", "content"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
-        run_parsed(self, "write", args, ctx, c)
-    }
     fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
         match args {
             ToolArgs::Write(a) => write(a, ctx).unwrap_or_else(ToolOutput::err),
@@ -899,9 +880,6 @@ impl Tool for Edit {
             },
             "required": ["file_path", "old_string", "new_string"]
         })
-    }
-    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
-        run_parsed(self, "edit", args, ctx, c)
     }
     fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
         match args {
@@ -976,9 +954,6 @@ impl Tool for MultiEdit {
             },
             "required": ["file_path", "edits"]
         })
-    }
-    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
-        run_parsed(self, "multi-edit", args, ctx, c)
     }
     fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
         match args {

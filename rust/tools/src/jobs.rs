@@ -5,7 +5,7 @@
 //! the lines that matter (all lines, or those matching `notify`/`until`) for the conversation:
 //! the core injects them at the next model call. Every job ends with the session.
 
-use crate::args::{opt_string, string};
+use crate::args::ToolArgs;
 use crate::exec::{group_alive, kill_group, spawn_piped, start_dir, unique};
 use crate::output::{cap_output, strip_ansi};
 use crate::{Tool, ToolContext, ToolOutput};
@@ -701,23 +701,13 @@ fn one_line(s: &str) -> String {
     }
 }
 
-fn compile(args: &Value, name: &str) -> Result<Option<Regex>, String> {
-    match opt_string(args, name, &[])? {
-        None => Ok(None),
-        Some(p) if p.is_empty() => Ok(None),
-        Some(p) => Regex::new(&p)
+fn compile(pattern: Option<&str>, name: &str) -> Result<Option<Regex>, String> {
+    match pattern {
+        None | Some("") => Ok(None),
+        Some(p) => Regex::new(p)
             .map(Some)
             .map_err(|e| format!("invalid {name} regex /{p}/: {e}")),
     }
-}
-
-fn job_id(args: &Value) -> Result<String, String> {
-    string(
-        args,
-        "id",
-        &["bash_id", "shell_id", "job_id", "task_id", "monitor_id"],
-    )
-    .map(|s| s.trim().to_string())
 }
 
 /// `bash` with `run_in_background: true`.
@@ -814,7 +804,7 @@ impl Tool for BgList {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {}})
     }
-    fn run(&self, _args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+    fn run_args(&self, _args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
         ToolOutput::ok(format_list(&ctx.jobs.list()))
     }
 }
@@ -836,10 +826,13 @@ impl Tool for BgOutput {
             "required": ["id"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+        let ToolArgs::BgOutput(a) = args else {
+            return crate::fs::mismatched("bg-output", args);
+        };
         let run = || -> Result<ToolOutput, String> {
-            let id = job_id(args)?;
-            let filter = compile(args, "filter")?;
+            let id = a.id.trim().to_string();
+            let filter = compile(a.filter.as_deref(), "filter")?;
             let (info, text) = ctx.jobs.read_new(&id, filter.as_ref())?;
             let body = if text.trim().is_empty() {
                 if filter.is_some() {
@@ -870,9 +863,12 @@ impl Tool for BgStop {
             "required": ["id"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+        let ToolArgs::BgStop(a) = args else {
+            return crate::fs::mismatched("bg-stop", args);
+        };
         let run = || -> Result<ToolOutput, String> {
-            let id = job_id(args)?;
+            let id = a.id.trim().to_string();
             let before = ctx
                 .jobs
                 .list()
@@ -912,14 +908,17 @@ impl Tool for Monitor {
             "required": ["command"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+    fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
+        let ToolArgs::Monitor(a) = args else {
+            return crate::fs::mismatched("monitor", args);
+        };
         let run = || -> Result<ToolOutput, String> {
-            let command = string(args, "command", &["cmd"])?;
+            let command = &a.command;
             if command.trim().is_empty() {
                 return Err("command is empty".into());
             }
-            let until = compile(args, "until")?;
-            let notify = compile(args, "notify")?;
+            let until = compile(a.until.as_deref(), "until")?;
+            let notify = compile(a.notify.as_deref(), "notify")?;
             let what = match (&until, &notify) {
                 (None, None) => "every output line will be shown to you at your next step".into(),
                 (u, n) => {
@@ -940,8 +939,8 @@ impl Tool for Monitor {
                 ctx,
                 JobSpec {
                     kind: JobKind::Monitor,
-                    command: &command,
-                    description: opt_string(args, "description", &[])?,
+                    command,
+                    description: a.description.clone(),
                     until,
                     notify,
                 },
@@ -949,7 +948,7 @@ impl Tool for Monitor {
             )?;
             Ok(ToolOutput::ok(format!(
                 "Started monitor {id} on `{}` in {}: {what}. It runs until it ends or you stop it with bg-stop {{\"id\": \"{id}\"}}; bg-output returns all its output.",
-                one_line(&command),
+                one_line(command),
                 cwd.display()
             )))
         };

@@ -319,18 +319,21 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &'static str;
     /// JSON schema of the parameters.
     fn parameters(&self) -> Value;
-    /// Runs with raw JSON arguments: parses them into the tool's struct, then [`Tool::run_args`].
-    fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput;
-    /// Runs with the call's one parsed argument value. Tools that still read JSON get the
-    /// canonical form of that value (canonical keys only), never the model's raw text.
+    /// Runs with raw JSON arguments (tests, callers outside a session): parses them into the
+    /// tool's struct, then [`Tool::run_args`].
+    fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput {
+        match ToolArgs::from_value(self.name(), args) {
+            Ok(a) => self.run_args(&a, ctx, cancel),
+            Err(e) => ToolOutput::err(e),
+        }
+    }
+    /// Runs with the call's one parsed argument value.
     fn run_args(
         &self,
         args: &ToolArgs,
         ctx: &ToolContext,
         cancel: &CancellationToken,
-    ) -> ToolOutput {
-        self.run(&args.to_value(), ctx, cancel)
-    }
+    ) -> ToolOutput;
 }
 
 #[cfg(test)]

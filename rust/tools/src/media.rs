@@ -319,9 +319,6 @@ impl Tool for ReadMedia {
             "required": ["file_path"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
-        crate::fs::run_parsed(self, "read-media", args, ctx, c)
-    }
     fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
         let ToolArgs::ReadMedia(args) = args else {
             return crate::fs::mismatched("read-media", args);

@@ -298,9 +298,6 @@ impl Tool for NotebookEdit {
             "required": ["notebook_path"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
-        crate::fs::run_parsed(self, "notebook-edit", args, ctx, c)
-    }
     fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
         match args {
             ToolArgs::NotebookEdit(a) => edit(a, ctx).unwrap_or_else(ToolOutput::err),

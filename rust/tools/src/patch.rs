@@ -84,9 +84,6 @@ impl Tool for ApplyPatch {
             "required": ["patch"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, c: &CancellationToken) -> ToolOutput {
-        crate::fs::run_parsed(self, "apply-patch", args, ctx, c)
-    }
     fn run_args(&self, args: &ToolArgs, ctx: &ToolContext, _c: &CancellationToken) -> ToolOutput {
         match args {
             ToolArgs::ApplyPatch(a) => {

@@ -72,9 +72,6 @@ impl Tool for Grep {
             "required": ["pattern"]
         })
     }
-    fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput {
-        crate::fs::run_parsed(self, "grep", args, ctx, cancel)
-    }
     fn run_args(
         &self,
         args: &ToolArgs,
@@ -421,9 +418,6 @@ impl Tool for Glob {
             },
             "required": ["pattern"]
         })
-    }
-    fn run(&self, args: &Value, ctx: &ToolContext, cancel: &CancellationToken) -> ToolOutput {
-        crate::fs::run_parsed(self, "glob", args, ctx, cancel)
     }
     fn run_args(
         &self,

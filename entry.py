@@ -439,14 +439,9 @@ def hide_model_key(core, key: str) -> None:
     """The key leaves the environment (no tool process inherits it) and is blanked in this
     process's /proc/<pid>/environ and cmdline; the run gets it in the request."""
     os.environ.pop(KEY_VARIABLE, None)
-    if not key:
-        return
-    for name, value in list(os.environ.items()):
-        if value == key:
-            os.environ.pop(name, None)
-    hide = getattr(core, "hide_model_key", None)
-    if hide is not None:
-        hide(key)
+    from yuyao.headless import hide_model_key as hide
+
+    hide(core, key)
 
 
 def load_core():

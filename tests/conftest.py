@@ -149,6 +149,25 @@ def use_env(monkeypatch, env):
 
 
 @pytest.fixture
+def api(use_env, repo):
+    """``api(server, **create_session_kwargs)`` -> an agent_api session in ``repo`` (closed
+    at teardown)."""
+    from yuyao.agent_api import create_session
+
+    opened = []
+
+    def open_session(server, **kwargs):
+        use_env(server)
+        kwargs.setdefault("cwd", str(repo))
+        opened.append(create_session(**kwargs))
+        return opened[-1]
+
+    yield open_session
+    for s in opened:
+        s.close()
+
+
+@pytest.fixture
 def api_env(use_env, dead_url):
     """``use_env`` for agent_api tests: with no server the model variables still point
     somewhere (a dead URL), since constructing a session must not need a live model."""

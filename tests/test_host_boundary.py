@@ -56,23 +56,6 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
     return out
 
 
-@pytest.fixture
-def api(use_env, repo):
-    from yuyao.agent_api import create_session
-
-    opened = []
-
-    def open_session(server, **kwargs):
-        use_env(server)
-        kwargs.setdefault("cwd", str(repo))
-        opened.append(create_session(**kwargs))
-        return opened[-1]
-
-    yield open_session
-    for s in opened:
-        s.close()
-
-
 # ---------------------------------------------------------------------------------------------
 # §3: control files are not the agent's to write
 

@@ -35,24 +35,6 @@ needs_sandbox = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
-def api(use_env, repo):
-    """``api(server, **create_session_kwargs)`` -> an agent_api session in ``repo``."""
-    from yuyao.agent_api import create_session
-
-    opened = []
-
-    def open_session(server, **kwargs):
-        use_env(server)
-        kwargs.setdefault("cwd", str(repo))
-        opened.append(create_session(**kwargs))
-        return opened[-1]
-
-    yield open_session
-    for s in opened:
-        s.close()
-
-
 def bash_steps(*commands: str) -> list:
     """One reply calling bash once per command (ids b0, b1, ...), then a final answer."""
     items = [("bash", {"command": c}, f"b{i}") for i, c in enumerate(commands)]

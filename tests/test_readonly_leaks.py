@@ -103,23 +103,6 @@ def bash_steps(commands: list[str]) -> list:
     return [calls(items), say("I ran the commands above; their results are reported there.")]
 
 
-@pytest.fixture
-def api(use_env, repo):
-    """``api(server, **create_session_kwargs)`` -> an agent_api session in ``repo``."""
-    from yuyao.agent_api import create_session
-
-    opened = []
-
-    def open_session(server, **kwargs):
-        use_env(server)
-        opened.append(create_session(cwd=str(repo), **kwargs))
-        return opened[-1]
-
-    yield open_session
-    for s in opened:
-        s.close()
-
-
 def test_each_leak_has_an_effect_when_run(repo, tmp_path):
     """The attacks are real: run directly by bash, each command changes the workspace or
     leaves a marker. (So the tests below fail if yuyao lets one run.)"""

@@ -12,24 +12,6 @@ from fakellm import calls, say
 pytestmark = pytest.mark.core
 
 
-@pytest.fixture
-def api(use_env, repo):
-    """``api(server, **create_session_kwargs)`` -> an agent_api session in ``repo``."""
-    from yuyao.agent_api import create_session
-
-    opened = []
-
-    def open_session(server, **kwargs):
-        use_env(server)
-        kwargs.setdefault("cwd", str(repo))
-        opened.append(create_session(**kwargs))
-        return opened[-1]
-
-    yield open_session
-    for s in opened:
-        s.close()
-
-
 def steps(items: list) -> list:
     """One reply with every tool call, then a final answer."""
     return [calls(items), say("Done; the results are above.")]

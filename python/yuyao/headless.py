@@ -35,10 +35,11 @@ def _load_core():
     return _core
 
 
-def hide_model_key(core) -> None:
-    """Take the model key out of the environment: the core keeps it in memory for the
-    sessions, blanks it in this process's /proc entries, and no tool process inherits it."""
-    key = os.environ.get("D2A_MODEL_API_KEY")
+def hide_model_key(core, key: str | None = None) -> None:
+    """Take the model key (`key`, else D2A_MODEL_API_KEY) out of the environment: the core
+    keeps it in memory for the sessions, blanks it in this process's /proc entries, and no
+    tool process inherits it."""
+    key = key if key is not None else os.environ.get("D2A_MODEL_API_KEY")
     if not key:
         return
     for name, value in list(os.environ.items()):

@@ -403,3 +403,26 @@ def test_npm_test_in_plan_mode_leaves_the_tree_intact(fake_llm, api, repo):
     assert "WRITE-REFUSED" in server.tool_result("b0"), server.tool_result("b0")
     assert tree_bytes(repo) == before
     assert not (repo / "planted.txt").exists()
+
+
+@needs_namespaces
+def test_a_tool_cannot_undo_its_mounts(fake_llm, api, repo):
+    """The read-only mounts are not the tool's to change: Landlock forbids mount, umount and
+    remount inside the sandbox, so a hostile command cannot reach the host's view again."""
+    outside = Path.home() / f".yuyao-test-{uuid.uuid4().hex[:8]}"
+    outside.mkdir()
+    try:
+        script = bash_steps(
+            "umount -l /proc; echo umount=$?",
+            f"mount -o remount,rw /; mount -o remount,rw,bind {outside}; echo x > {outside}/f; "
+            "echo done",
+            f"unshare -m sh -c 'mount -o remount,rw {outside}; echo x > {outside}/g'; echo done",
+        )
+        server = fake_llm(script)
+        s = api(server, mode="yolo")
+        s.chat("try")
+        assert not (outside / "f").exists()
+        assert not (outside / "g").exists()
+        assert "umount=0" not in server.tool_result("b0"), server.tool_result("b0")
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)

@@ -33,6 +33,12 @@ without ``[DONE]`` and ends the body cleanly, as a proxy that lost the tail woul
 or a plain string (= ``say(string)``) or a callable ``(request_json, index) -> step``. Instead of
 a list, the script may be one such callable (the "responder" mode). When the list is exhausted,
 the ``default`` step is served and the request index is appended to ``server.exhausted``.
+
+Like a real gateway, the server knows which model it serves: a chat request whose ``model``
+is not the one the test configured (``model=``, default ``FAKE_MODEL``; several names may be
+given, ``None`` accepts any) is answered 400 and recorded as a violation, so a test that sends
+the wrong model fails. The ``litellm_proxy/`` routing prefix is stripped as litellm does.
+``server.expect_model(...)`` changes the accepted names mid-test.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from typing import Any, Callable, Union
 
 __all__ = [
     "FAKE_MODEL",
+    "wire_model",
     "FakeLLM",
     "call",
     "calls",
@@ -63,6 +70,15 @@ Responder = Callable[[Any, int], Union[Step, str, None]]
 Script = Union[list, Responder, None]
 
 FAKE_MODEL = "litellm_proxy/fake-model"  # the model name tests give the agent
+LITELLM_PREFIX = "litellm_proxy/"
+
+
+def wire_model(name: str) -> str:
+    """The model name a client sends for a configured name (litellm's prefix stripped)."""
+    name = name.strip()
+    return name[len(LITELLM_PREFIX) :] if name.startswith(LITELLM_PREFIX) else name
+
+
 CHAT_PATHS = ("/chat/completions", "/v1/chat/completions")
 MODEL_PATHS = ("/models", "/v1/models")
 ROLES = ("system", "user", "assistant", "tool")
@@ -503,7 +519,10 @@ class FakeLLM:
         record: str | None = None,
         log: Any = None,
         port: int = 0,
+        model: str | list[str] | tuple[str, ...] | None = FAKE_MODEL,
     ) -> None:
+        self.models: set[str] | None = None
+        self.expect_model(*([] if model is None else [model] if isinstance(model, str) else model))
         self.responder: Responder | None = script if callable(script) else None
         self.script: list = [] if script is None or callable(script) else list(script)
         self.default = say(EXHAUSTED_TEXT) if default is None else default
@@ -567,6 +586,10 @@ class FakeLLM:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+    def expect_model(self, *names: str) -> None:
+        """Accept only these model names from now on (no names: accept any)."""
+        self.models = {wire_model(n) for n in names} or None
 
     # -- inspection -------------------------------------------------------------------------
 
@@ -660,6 +683,7 @@ class FakeLLM:
         chat = handler.command == "POST" and handler.path.split("?")[0] in CHAT_PATHS
         if chat and record["body"] is not None:
             problems += well_formedness_problems(record["body"])
+            problems += self._model_problems(record["body"])
         with self._lock:
             if chat:
                 record["index"] = len(self.requests)
@@ -674,6 +698,15 @@ class FakeLLM:
                 with open(self.record_path, "a", encoding="utf-8") as f:
                     f.write(json.dumps(record) + "\n")
         return record, problems
+
+    def _model_problems(self, body: Any) -> list[str]:
+        if self.models is None:
+            return []
+        model = body.get("model") if isinstance(body, dict) else None
+        if model not in self.models:
+            record_model = "no model" if model is None else f"model {model!r}"
+            return [f"{record_model} sent, the server serves {sorted(self.models)}"]
+        return []
 
     def _log(self, text: str) -> None:
         if self.log is not None:
@@ -696,6 +729,14 @@ class FakeLLM:
         ):
             record["status"] = 401
             handler.send_json(401, {"error": {"message": "invalid api key", "code": 401}})
+            return
+        wrong_model = self._model_problems(record["body"]) if record["body"] is not None else []
+        if wrong_model:
+            # What a gateway answers for a model it does not serve.
+            record["status"] = 400
+            handler.send_json(
+                400, {"error": {"message": f"Invalid model name: {wrong_model[0]}", "code": 400}}
+            )
             return
         if record["body"] is None or (problems and self.reject_malformed):
             record["status"] = 400
@@ -756,6 +797,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-key", help="require Authorization: Bearer KEY")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
     parser.add_argument("--quiet", action="store_true", help="do not log requests to stderr")
+    parser.add_argument(
+        "--model",
+        action="append",
+        help=f"a model name the server serves (repeatable; default {FAKE_MODEL}); '*' for any",
+    )
     args = parser.parse_args(argv)
 
     script: Any = []
@@ -774,6 +820,7 @@ def main(argv: list[str] | None = None) -> int:
         record=args.record,
         log=None if args.quiet else sys.stderr,
         port=args.port,
+        model=None if args.model == ["*"] else (args.model or FAKE_MODEL),
     ).start()
     print(server.url, flush=True)
 

@@ -134,6 +134,7 @@ def test_a_hand_edit_takes_effect_at_the_next_model_call(fake_llm, session, yuya
     s = session(server)
     s.chat("hello")
     assert "Permission mode: ask" in server.system_prompt(0)
+    server.expect_model("edited-model")
     (yuyao_home / "config.toml").write_text('mode = "plan"\n[model]\nname = "edited-model"\n')
     s.chat("again")
     assert "Permission mode: plan" in server.system_prompt(1)
@@ -179,13 +180,14 @@ def test_a_later_switch_wins_over_an_earlier_config_set(fake_llm, session):
 
 
 def test_flags_outrank_the_configuration(fake_llm, yuyao, env):
-    server = fake_llm([say("one"), say("two")])
+    server = fake_llm([say("one"), say("two")], model="flag-model")
     assert yuyao("config", "set", "model.name", "configured-model", env=env()).returncode == 0
     assert yuyao("config", "set", "mode", "plan", env=env()).returncode == 0
     proc = yuyao("-p", "hi", "--model", "flag-model", "--mode", "auto-edit", env=env(server))
     assert proc.returncode == 0, output(proc)
     assert server.body(0)["model"] == "flag-model"
     assert "Permission mode: auto-edit" in server.system_prompt(0)
+    server.expect_model("configured-model")
     proc = yuyao("-p", "hi", env=env(server))
     assert server.body(1)["model"] == "configured-model"
     assert "Permission mode: plan" in server.system_prompt(1)

@@ -11,10 +11,21 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from fakellm import EXHAUSTED_TEXT, FakeLLM, call, calls, error, say, tool_call
+from fakellm import (
+    EXHAUSTED_TEXT,
+    FAKE_MODEL,
+    FakeLLM,
+    call,
+    calls,
+    error,
+    say,
+    tool_call,
+    wire_model,
+)
 
 SYS = {"role": "system", "content": "You are a test."}
 USER = {"role": "user", "content": "hi"}
+MODEL = wire_model(FAKE_MODEL)  # what a client configured with FAKE_MODEL sends
 
 
 def http(srv: FakeLLM, body=None, *, path="/v1/chat/completions", headers=None, raw=None):
@@ -32,14 +43,14 @@ def http(srv: FakeLLM, body=None, *, path="/v1/chat/completions", headers=None, 
 
 
 def chat(srv: FakeLLM, messages=None, **extra) -> dict:
-    status, _, data = http(srv, {"model": "m", "messages": messages or [SYS, USER], **extra})
+    status, _, data = http(srv, {"model": MODEL, "messages": messages or [SYS, USER], **extra})
     assert status == 200, data
     return json.loads(data)
 
 
 def stream(srv: FakeLLM, messages=None, **extra) -> list[dict]:
     """The decoded SSE chunks of a streaming request; checks the ``[DONE]`` terminator."""
-    body = {"model": "m", "messages": messages or [SYS, USER], "stream": True, **extra}
+    body = {"model": MODEL, "messages": messages or [SYS, USER], "stream": True, **extra}
     status, headers, data = http(srv, body)
     assert status == 200 and headers["Content-Type"] == "text/event-stream"
     events = [e for e in data.decode().split("\n\n") if e]
@@ -63,7 +74,7 @@ def test_non_streaming_completion_with_reasoning_and_usage():
         "content": "hello",
         "reasoning_content": "hmm",
     }
-    assert choice["finish_reason"] == "stop" and reply["model"] == "m"
+    assert choice["finish_reason"] == "stop" and reply["model"] == MODEL
     assert reply["usage"] == {
         "prompt_tokens": 11,
         "completion_tokens": 7,
@@ -85,9 +96,14 @@ def test_default_usage_is_positive_and_totals_add_up():
 
 def test_both_chat_paths_and_other_routes():
     with FakeLLM([say("a"), say("b")]) as srv:
-        assert http(srv, {"messages": [SYS, USER]}, path="/chat/completions")[0] == 200
-        assert http(srv, {"messages": [SYS, USER]}, path="/v1/chat/completions")[0] == 200
-        assert http(srv, {"messages": [SYS, USER]}, path="/v1/embeddings")[0] == 404
+        assert (
+            http(srv, {"model": MODEL, "messages": [SYS, USER]}, path="/chat/completions")[0] == 200
+        )
+        assert (
+            http(srv, {"model": MODEL, "messages": [SYS, USER]}, path="/v1/chat/completions")[0]
+            == 200
+        )
+        assert http(srv, {"model": MODEL, "messages": [SYS, USER]}, path="/v1/embeddings")[0] == 404
         assert http(srv, path="/v1/models")[0] == 200
         assert [r["path"] for r in srv.requests] == ["/chat/completions", "/v1/chat/completions"]
         assert len(srv.other_requests) == 2 and not srv.exhausted
@@ -160,7 +176,7 @@ def test_tool_call_only_reply_has_null_content():
 
 def test_error_step_with_retry_after_then_success():
     with FakeLLM([error(429, "slow down", retry_after=0), say("ok")]) as srv:
-        status, headers, data = http(srv, {"messages": [SYS, USER], "stream": True})
+        status, headers, data = http(srv, {"model": MODEL, "messages": [SYS, USER], "stream": True})
         assert status == 429 and headers["Retry-After"] == "0"
         assert json.loads(data)["error"]["message"] == "slow down"
         assert chat(srv)["choices"][0]["message"]["content"] == "ok"
@@ -169,7 +185,7 @@ def test_error_step_with_retry_after_then_success():
 
 def test_api_key_is_checked_without_consuming_the_script():
     with FakeLLM([say("ok")], api_key="k") as srv:
-        body = {"messages": [SYS, USER]}
+        body = {"model": MODEL, "messages": [SYS, USER]}
         assert http(srv, body)[0] == 401
         assert http(srv, body, headers={"Authorization": "Bearer wrong"})[0] == 401
         status, _, data = http(srv, body, headers={"Authorization": "Bearer k"})
@@ -205,7 +221,7 @@ def test_responder_and_callable_steps_see_the_request():
 
 def test_a_raising_responder_answers_500_and_is_recorded():
     with FakeLLM(lambda body, index: 1 / 0) as srv:
-        assert http(srv, {"messages": [SYS, USER]})[0] == 500
+        assert http(srv, {"model": MODEL, "messages": [SYS, USER]})[0] == 500
     assert "ZeroDivisionError" in srv.errors[0]
 
 
@@ -219,7 +235,7 @@ def test_latency_and_step_delay():
 def test_disconnect_step():
     with FakeLLM([{"disconnect": True}]) as srv:
         with pytest.raises((urllib.error.URLError, ConnectionError)):
-            http(srv, {"messages": [SYS, USER]})
+            http(srv, {"model": MODEL, "messages": [SYS, USER]})
 
 
 def test_requests_are_recorded_in_memory_and_to_a_file(tmp_path):
@@ -271,7 +287,8 @@ def test_command_line(tmp_path):
         assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
         for expected in ("from file", "dflt"):
             req = urllib.request.Request(
-                url + "/chat/completions", data=json.dumps({"messages": [SYS, USER]}).encode()
+                url + "/chat/completions",
+                data=json.dumps({"model": MODEL, "messages": [SYS, USER]}).encode(),
             )
             with urllib.request.urlopen(req, timeout=10) as resp:
                 assert json.loads(resp.read())["choices"][0]["message"]["content"] == expected
@@ -372,5 +389,24 @@ def test_checker_catches_unparsable_bodies(raw, expected):
 
 def test_reject_malformed_answers_400():
     with FakeLLM([say("x")], reject_malformed=True) as srv:
-        status, _, data = http(srv, {"messages": [USER]})
+        status, _, data = http(srv, {"model": MODEL, "messages": [USER]})
     assert status == 400 and b"system" in json.loads(data)["error"]["message"].encode()
+
+
+def test_a_wrong_model_is_refused_like_a_gateway_would():
+    with FakeLLM([say("x"), say("y")]) as srv:
+        status, _, data = http(srv, {"model": "{ max_output_tokens = 2048 }", "messages": [SYS]})
+        assert status == 400 and b"Invalid model name" in data
+        assert http(srv, {"messages": [SYS, USER]})[0] == 400, "no model at all"
+        assert http(srv, {"model": FAKE_MODEL, "messages": [SYS, USER]})[0] == 400, (
+            "the litellm_proxy/ prefix is the client's to strip"
+        )
+        assert chat(srv)["choices"][0]["message"]["content"] == "x", "refusals used no step"
+        srv.expect_model("litellm_proxy/other", "third")
+        assert chat(srv, model="other")["choices"][0]["message"]["content"] == "y"
+    assert len(srv.violations) == 3 and "max_output_tokens" in srv.violations[0]
+    with pytest.raises(AssertionError, match="the server serves"):
+        srv.assert_well_formed()
+    with FakeLLM([say("z")], model=None) as srv:
+        assert chat(srv, model="anything")["choices"][0]["message"]["content"] == "z"
+    assert not srv.violations

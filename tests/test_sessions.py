@@ -455,6 +455,7 @@ def test_model_switch_keeps_context_and_turns_reasoning_into_text(fake_llm, sess
     server = fake_llm([say("Answer A.", reasoning="I considered GUAVA."), say("Answer B.")])
     s = session(server)
     s.chat("First question")
+    server.expect_model("other-vendor-model")
     s.dispatch("/model other-vendor-model")
     s.chat("Second question")
     assert server.body(1)["model"] == "other-vendor-model"
@@ -503,7 +504,7 @@ def test_a_hand_edited_ceiling_applies_and_covers_compact(fake_llm, session, yuy
 
 
 def test_resume_restores_role_and_model_but_not_the_permission_mode(fake_llm, session):
-    server = fake_llm([say("one"), say("two")])
+    server = fake_llm([say("one"), say("two")], model="resumed-model")
     s = session(server, mode="yolo")
     s.dispatch("/role debug")
     s.dispatch("/model resumed-model")

@@ -484,7 +484,7 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
                 _ => s.opts.network.is_some(),
             };
             if !pinned {
-                crate::commands::apply_live(s, key, &v)?;
+                crate::settings::apply_live(s, key, &v)?;
                 applied.push(format!("{key} = {v}"));
             }
         }

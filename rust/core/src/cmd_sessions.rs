@@ -458,13 +458,9 @@ pub(crate) fn export_command(s: &Session, args: &[String]) -> Result<String, Cor
 }
 
 pub(crate) fn usage_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
-    let mut st = s.lock();
     match args {
-        [] => Ok(format!("usage display: {}", st.usage_display)),
-        [v] if ["off", "tokens", "full"].contains(&v.to_ascii_lowercase().as_str()) => {
-            st.usage_display = v.to_ascii_lowercase();
-            Ok(format!("usage display: {}", st.usage_display))
-        }
+        [] => Ok(format!("usage display: {}", s.lock().usage_display)),
+        [v] => crate::settings::set_usage_display(s, v),
         _ => Err(CoreError::Usage("usage: /usage <off|tokens|full>".into())),
     }
 }

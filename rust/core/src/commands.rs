@@ -551,7 +551,11 @@ fn model(s: &Session, args: &[String]) -> Result<String, CoreError> {
             s.model_name().unwrap_or_else(|| "(not set)".into())
         ));
     }
-    let name = one_arg("model", args)?;
+    set_model(s, one_arg("model", args)?)
+}
+
+/// `/model <name>` and `model.name`: the next call uses `name`; the conversation is kept.
+pub(crate) fn set_model(s: &Session, name: &str) -> Result<String, CoreError> {
     let switch = s.model_name().is_some_and(|m| m != name);
     let mut st = s.lock();
     st.log_entry(
@@ -603,48 +607,6 @@ fn exit(s: &Session, _: &[String]) -> Result<String, CoreError> {
     Ok("bye".into())
 }
 
-/// Keys that also change the running session when written (hot reload). Keys read at each
-/// use (`model.context_window`, `compaction.threshold`, …) need nothing here.
-pub(crate) fn apply_live(s: &Session, key: &str, value: &str) -> Result<(), CoreError> {
-    match yuyao_store::config::canonical_key(key) {
-        "mode" => set_mode(s, value).map(|_| ()),
-        "role" => set_role(s, value).map(|_| ()),
-        "ui.stream" => stream(
-            s,
-            &[if value == "true" {
-                "on".into()
-            } else {
-                "off".into()
-            }],
-        )
-        .map(|_| ()),
-        "ui.show_thinking" => show_thinking(s, &[value.to_string()]).map(|_| ()),
-        "thinking" => think(s, &[value.to_string()]).map(|_| ()),
-        "curiosity" => curiosity(s, &[value.to_string()]).map(|_| ()),
-        "model.name" => model(s, &[value.to_string()]).map(|_| ()),
-        "maxCostUsd" => {
-            s.lock().max_cost_usd = value.parse().ok();
-            Ok(())
-        }
-        "sandbox" => {
-            let v: yuyao_protocol::SandboxLevel = parse(value)?;
-            s.lock().policy.sandbox = v;
-            Ok(())
-        }
-        "network" => {
-            let v: yuyao_protocol::NetworkAccess = parse(value)?;
-            s.lock().policy.network = v;
-            Ok(())
-        }
-        "max_steps" => {
-            s.lock().max_steps = value.parse().ok().filter(|n: &u32| *n > 0);
-            Ok(())
-        }
-        "ui.usage" => crate::cmd_sessions::usage_command(s, &[value.to_string()]).map(|_| ()),
-        _ => Ok(()),
-    }
-}
-
 fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let fail = |e: yuyao_store::ConfigError| match e {
         yuyao_store::ConfigError::Invalid(m) => CoreError::Usage(m),
@@ -664,9 +626,26 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
             for (k, v) in entries {
                 out.push_str(&format!("  {k} = {}\n", yuyao_store::config::display(&v)));
             }
+            let problems = s.config.problems();
+            if !problems.is_empty() {
+                out.push_str("problems:\n");
+                for p in problems {
+                    out.push_str(&format!("  ! {p}\n"));
+                }
+            }
             out.push_str("known keys:\n");
             for (k, d) in yuyao_store::Config::known_keys() {
-                out.push_str(&format!("  {k:<32} {d}\n"));
+                let when = match crate::settings::when_effective(k) {
+                    Some(_)
+                        if yuyao_store::config::applies(k)
+                            == Some(yuyao_store::config::Applies::NextSession) =>
+                    {
+                        " (next session)"
+                    }
+                    Some(_) => " (not in this build)",
+                    None => "",
+                };
+                out.push_str(&format!("  {k:<32} {d}{when}\n"));
             }
             Ok(out.trim_end().to_string())
         }
@@ -689,12 +668,15 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
             let layer = project.then_some(Layer::Project);
             let (stored, warning) = s.config.set(key, value, layer).map_err(fail)?;
             let shown = yuyao_store::config::display(&stored);
-            apply_live(s, key, &shown)?;
+            crate::settings::apply_live(s, key, &shown)?;
             // Applied here: the next call's reload must not apply it again over a later switch.
             s.lock().config_seen = crate::context::config_snapshot(&s.config);
             let mut out = format!("{key} = {shown}");
             if let Some(w) = warning {
                 out.push_str(&format!(" (warning: {w})"));
+            }
+            if let Some(n) = crate::settings::when_effective(key) {
+                out.push_str(&format!(" ({n})"));
             }
             Ok(out)
         }

@@ -59,6 +59,7 @@ impl Session {
         client: &ModelClient,
         focus: Option<&str>,
         token: &CancellationToken,
+        max_tokens: Option<u64>,
     ) -> Result<String, ModelError> {
         let history = self.lock().history.clone();
         let budget = self.context_window() as f64 * self.compaction_threshold();
@@ -73,7 +74,8 @@ impl Session {
             ask.push_str(&format!(" Pay particular attention to: {f}"));
         }
         view.push(Message::user(ask));
-        let req = build_request(COMPACT_SYSTEM, &view, Vec::new(), false, None);
+        let mut req = build_request(COMPACT_SYSTEM, &view, Vec::new(), false, None);
+        req.max_tokens = max_tokens;
         let reply = client.complete(&req, &mut |_| {}, token).await?;
         let summary = reply.text.trim().to_string();
         if summary.is_empty() {
@@ -130,8 +132,8 @@ impl Session {
         view.push(Message::user(
             "Give the one-line recap of where we left off.",
         ));
-        let req = build_request(RECAP_SYSTEM, &view, Vec::new(), false, None);
-        self.ceiling_for_command(&req)?;
+        let mut req = build_request(RECAP_SYSTEM, &view, Vec::new(), false, None);
+        req.max_tokens = self.ceiling_for_command(&req)?;
         let token = CancellationToken::new();
         let reply = self
             .block_on(client.complete(&req, &mut |_| {}, &token))?
@@ -152,14 +154,16 @@ impl Session {
         Ok(line)
     }
 
-    /// The spend ceiling before a model call a command makes (`/compact`, `/recap`).
-    fn ceiling_for_command(&self, req: &yuyao_model::ChatRequest) -> Result<(), CoreError> {
-        match self.ceiling_check(crate::context::request_tokens(req), None) {
-            None => Ok(()),
-            Some(stop) => Err(CoreError::Failed(
-                stop.error.unwrap_or_else(|| "spend ceiling reached".into()),
-            )),
-        }
+    /// The spend ceiling before a model call a command makes (`/compact`, `/recap`): the
+    /// call's `max_tokens`, or why it cannot be made.
+    fn ceiling_for_command(
+        &self,
+        req: &yuyao_model::ChatRequest,
+    ) -> Result<Option<u64>, CoreError> {
+        self.spend_cap(crate::context::request_tokens(req), None)
+            .map_err(|stop| {
+                CoreError::Failed(stop.error.unwrap_or_else(|| "spend ceiling reached".into()))
+            })
     }
 
     /// The spend ceiling would be passed by the next call: ask the human (interactive) to
@@ -214,11 +218,11 @@ impl Session {
 pub(crate) fn compact_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let client = s.model_client()?;
     let history = s.messages();
-    s.ceiling_for_command(&s.next_request(&history).0)?;
+    let cap = s.ceiling_for_command(&s.next_request(&history).0)?;
     let focus = args.join(" ");
     let token = CancellationToken::new();
     // An explicit request compacts everything before the last prompt.
-    let r = s.block_on(s.compact(&client, Some(&focus), &token))?;
+    let r = s.block_on(s.compact(&client, Some(&focus), &token, cap))?;
     r.map_err(|e| CoreError::Failed(format!("compaction failed: {e}")))
 }
 

@@ -208,7 +208,7 @@ impl Session {
                 );
                 continue;
             }
-            if let Err(e) = crate::commands::apply_live(self, &key, &value) {
+            if let Err(e) = crate::settings::apply_live(self, &key, &value) {
                 self.notice(
                     yuyao_protocol::NoticeLevel::Warning,
                     format!("configuration change of {key} not applied: {e}"),

@@ -15,6 +15,7 @@ mod headless;
 mod prompt;
 mod refs;
 mod session;
+mod settings;
 mod tool_call;
 mod turn;
 mod words;

@@ -18,6 +18,8 @@ pub struct PromptInputs<'a> {
     pub append: Option<&'a str>,
     pub git_summary: &'a str,
     pub tools: &'a [&'a str],
+    /// `ui.output_style` when the session opened.
+    pub output_style: &'a str,
 }
 
 const IDENTITY: &str = "You are yuyao, a coding agent working in the user's terminal and repository. You solve software tasks by exploring the code, making small exact changes, and verifying them. You act through tools; your final message reports the outcome.";
@@ -87,6 +89,10 @@ pub fn build(i: &PromptInputs<'_>) -> String {
         Some(r) => r.to_string(),
         None => default_body(i),
     };
+    s.push_str(&format!(
+        "\n\n# Answer style\n{}",
+        crate::settings::output_style_text(i.output_style)
+    ));
     // The levels in force are always stated, even with a replaced prompt.
     s.push_str(&format!(
         "\n\n# Permissions in force\n- Permission mode: {}\n- Role: {}\n- Sandbox: {}\n- Network for tools: {}\n",

@@ -88,6 +88,12 @@ pub struct State {
     pub logged: usize,
     /// `/usage off|tokens|full`: what the fronts show after each call.
     pub usage_display: String,
+    /// `ui.output_style` in force (the system prompt keeps the one the session opened with).
+    pub output_style: String,
+    /// Notes for the model about a setting that changed, appended before its next call.
+    pub pending_notes: Vec<String>,
+    /// The "ceiling cannot be enforced without prices" warning was shown.
+    pub warned_unpriced_ceiling: bool,
     /// The configuration files as last seen, to apply hand edits at the next call.
     pub config_seen: std::collections::BTreeMap<String, String>,
     /// Estimated tokens of the last request sent (for the context percentage).
@@ -137,6 +143,9 @@ pub struct Session {
     pub(crate) pricing: Pricing,
     pub(crate) started: std::time::Instant,
     pub(crate) snaps: Mutex<crate::cmd_files::FileSnaps>,
+    /// `ui.output_style` when the session opened: the system prompt's answer style, fixed
+    /// for the session so requests stay append-only.
+    pub(crate) opening_output_style: String,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
 }
 
@@ -285,7 +294,7 @@ impl Session {
             .and_then(|v| v.as_integer())
             && ms > 0
         {
-            ctx.bash_timeout_ms = (ms as u64).min(600_000);
+            ctx.set_bash_timeout_ms(ms as u64);
         }
 
         let max_steps = opts.max_steps.or_else(|| {
@@ -298,6 +307,10 @@ impl Session {
         let max_cost_usd = opts
             .max_cost_usd
             .or_else(|| config.get("maxCostUsd").and_then(|v| v.as_float()));
+        let output_style = config
+            .get("ui.output_style")
+            .map(|v| yuyao_store::config::display(&v))
+            .unwrap_or_else(|| "default".into());
         let state = State {
             history: Vec::new(),
             policy,
@@ -351,6 +364,9 @@ impl Session {
                 .get("ui.usage")
                 .map(|v| yuyao_store::config::display(&v))
                 .unwrap_or_else(|| "tokens".into()),
+            output_style: output_style.clone(),
+            pending_notes: Vec::new(),
+            warned_unpriced_ceiling: false,
             config_seen: crate::context::config_snapshot(&config),
             last_request_tokens: 0,
             resumed_idle_s: None,
@@ -371,12 +387,18 @@ impl Session {
             pricing,
             started: std::time::Instant::now(),
             snaps: Mutex::new(Default::default()),
+            opening_output_style: output_style,
             runtime: Mutex::new(None),
         };
         crate::cmd_background::attach(&session);
         for w in [cost_warning, trajectory.1].into_iter().flatten() {
             session.notice(NoticeLevel::Warning, w);
         }
+        // A value the configuration files hold in the wrong shape is ignored, and said so.
+        for p in session.config.problems() {
+            session.notice(NoticeLevel::Warning, p);
+        }
+        session.warn_unenforceable_ceiling();
         session.open_saved_session()?;
         crate::cmd_permissions::startup_notice(&session);
         if !ignored.is_empty() {

@@ -19,8 +19,8 @@ pub(crate) fn effort(thinking: Option<ThinkingLevel>) -> Option<String> {
     })
 }
 
-/// Output tokens assumed for a call whose size is not known yet (spend ceiling estimate).
-const ASSUMED_OUTPUT_TOKENS: u64 = 1024;
+/// The smallest answer a call is made for under the spend ceiling: below this the turn stops.
+pub(crate) const MIN_ANSWER_TOKENS: u64 = 256;
 const NUDGE: &str = "Your last reply was empty. Continue the task: call a tool, or give your final answer with what you did and what you verified.";
 
 /// Final answers that say nothing about the work ("done", "ok").
@@ -53,8 +53,35 @@ impl Session {
             st.trajectory.record("user", json!({"text": text}));
         }
         crate::cmd_permissions::note_mentions(self, text);
+        let (usage_before, cost_before) = {
+            let st = self.lock();
+            (st.usage, st.cost_usd)
+        };
         let summary = self.block_on(self.run_turn(&token))?;
         self.finish_file_batch();
+        let usage_line = {
+            let st = self.lock();
+            let u = &st.usage;
+            let turn = yuyao_protocol::Usage {
+                prompt_tokens: u.prompt_tokens - usage_before.prompt_tokens,
+                completion_tokens: u.completion_tokens - usage_before.completion_tokens,
+                cached_tokens: u.cached_tokens - usage_before.cached_tokens,
+                cache_write_tokens: u.cache_write_tokens - usage_before.cache_write_tokens,
+                reasoning_tokens: u.reasoning_tokens - usage_before.reasoning_tokens,
+            };
+            let priced = self.price() != yuyao_model::Pricing::default();
+            if turn == yuyao_protocol::Usage::default() {
+                String::new()
+            } else {
+                crate::settings::usage_line(
+                    &st.usage_display,
+                    &turn,
+                    st.cost_usd - cost_before,
+                    st.cost_usd,
+                    priced,
+                )
+            }
+        };
         {
             let mut st = self.lock();
             let fields = json!({"status": summary.status, "exit_status": summary.exit_status, "error": summary.error, "cost_usd": st.cost_usd, "steps": st.steps});
@@ -64,6 +91,7 @@ impl Session {
         self.emit(Event::TurnEnd {
             status: summary.status.into(),
             text: summary.text.clone(),
+            usage_line,
         });
         match (summary.status, summary.error) {
             ("error", Some(e)) => Err(CoreError::Failed(e)),
@@ -94,6 +122,12 @@ impl Session {
             .or_else(|| std::env::var("D2A_MODEL_API_KEY").ok())
             .unwrap_or_default();
         let mut cfg = ModelConfig::new(&base, &name, &key);
+        self.configure_client(&mut cfg);
+        ModelClient::new(cfg).map_err(|e| e.to_string())
+    }
+
+    /// `model.idle_timeout_s` and `model.max_retries` as configured now.
+    fn configure_client(&self, cfg: &mut ModelConfig) {
         if let Some(s) = self
             .config
             .get("model.idle_timeout_s")
@@ -110,7 +144,17 @@ impl Session {
         {
             cfg.max_retries = n as u32;
         }
-        ModelClient::new(cfg).map_err(|e| e.to_string())
+    }
+
+    /// Whether `client` still matches the model name and the client settings in force (a
+    /// `/model` switch or a configuration change makes a new one for the next call).
+    fn client_is_current(&self, client: &ModelClient) -> bool {
+        let have = client.config();
+        let mut want = ModelConfig::new(&have.base_url, &have.model, &have.api_key);
+        self.configure_client(&mut want);
+        self.model_name().is_none_or(|m| m.trim() == have.model)
+            && want.idle_timeout == have.idle_timeout
+            && want.max_retries == have.max_retries
     }
 
     /// The system prompt as of now (mode and role switches show up in the next request).
@@ -133,29 +177,74 @@ impl Session {
             append: self.opts.append_system_prompt.as_deref(),
             git_summary: &git,
             tools: &tools,
+            output_style: &self.opening_output_style,
         })
     }
 
-    /// The spend ceiling, checked before a model call from that call's estimated cost: `None`
-    /// to go on (possibly after the human raised or removed it), else the LimitsExceeded end.
-    pub(crate) fn ceiling_check(
+    /// The spend ceiling, applied before a model call: the `max_tokens` the call may ask
+    /// for — the configured limit, lowered to what the remaining budget can pay after the
+    /// call's input — so no call can pass the ceiling. `Err` (LimitsExceeded) when not even a
+    /// minimal answer fits and the human (interactive) does not raise or remove the ceiling.
+    pub(crate) fn spend_cap(
         &self,
         request_tokens: u64,
         max_out: Option<u64>,
-    ) -> Option<TurnSummary> {
+    ) -> Result<Option<u64>, TurnSummary> {
+        let price = self.price();
+        if price == yuyao_model::Pricing::default() {
+            // Every call counts as $0: nothing to cap; the user was told once.
+            self.warn_unenforceable_ceiling();
+            return Ok(max_out);
+        }
+        let input_cost =
+            self.input_tokens_estimate(request_tokens) as f64 * price.input_cost_per_token;
+        let minimal_cost = input_cost + MIN_ANSWER_TOKENS as f64 * price.output_cost_per_token;
+        // A raise by the human is checked again (a few times at most: float rounding must not
+        // make this spin).
+        for _ in 0..3 {
+            let (max, spent) = {
+                let st = self.lock();
+                match st.max_cost_usd {
+                    Some(max) => (max, st.cost_usd),
+                    None => return Ok(max_out),
+                }
+            };
+            let left = max - spent - input_cost;
+            if left >= 0.0 {
+                if price.output_cost_per_token <= 0.0 {
+                    return Ok(max_out);
+                }
+                let affordable = (left / price.output_cost_per_token)
+                    .floor()
+                    .min(u64::MAX as f64) as u64;
+                if affordable >= MIN_ANSWER_TOKENS {
+                    return Ok(Some(max_out.map_or(affordable, |m| m.min(affordable))));
+                }
+            }
+            if !self.cost_ceiling_allows(spent, minimal_cost, max) {
+                break;
+            }
+        }
         let (max, spent) = {
             let st = self.lock();
-            (st.max_cost_usd?, st.cost_usd)
+            (st.max_cost_usd.unwrap_or(0.0), st.cost_usd)
         };
-        let estimate = self
-            .price()
-            .estimate(request_tokens, max_out.unwrap_or(ASSUMED_OUTPUT_TOKENS));
-        if spent + estimate <= max || self.cost_ceiling_allows(spent, estimate, max) {
-            return None;
-        }
-        Some(self.limit(format!(
-            "spend ceiling reached: ${spent:.4} spent, the next call is estimated at ${estimate:.4}, the ceiling is ${max:.4}"
+        Err(self.limit(format!(
+            "spend ceiling reached: ${spent:.4} spent of ${max:.4}; the next call needs about ${input_cost:.4} for its input plus ${:.4} for a minimal answer ({MIN_ANSWER_TOKENS} tokens)",
+            minimal_cost - input_cost
         )))
+    }
+
+    /// Input tokens of a request: the estimate (4 characters a token), scaled up by how much
+    /// the endpoint's count of the last request exceeded its estimate.
+    fn input_tokens_estimate(&self, estimated: u64) -> u64 {
+        let st = self.lock();
+        let (known, guessed) = (st.last_usage.prompt_tokens, st.last_request_tokens);
+        if known > guessed && guessed > 0 {
+            ((estimated as f64) * known as f64 / guessed as f64).ceil() as u64
+        } else {
+            estimated
+        }
     }
 
     fn limit(&self, why: String) -> TurnSummary {
@@ -205,10 +294,7 @@ impl Session {
             }
             // Hand edits of the configuration files take effect here (hot reload).
             self.reload_config();
-            if self
-                .model_name()
-                .is_some_and(|m| m.trim() != client.config().model)
-            {
+            if !self.client_is_current(&client) {
                 match self.client() {
                     Ok(c) => client = c,
                     Err(e) => return self.failure("Error", e),
@@ -225,6 +311,10 @@ impl Session {
                     st.trajectory.record("steer", json!({"text": q}));
                     st.push(Message::user(q));
                 }
+                for note in std::mem::take(&mut st.pending_notes) {
+                    st.trajectory.record("note", json!({"text": note}));
+                    st.push(Message::user(note));
+                }
                 self.inject_background(&mut st);
                 st.history.clone()
             };
@@ -238,12 +328,11 @@ impl Session {
             let budget = (self.context_window() as f64 * self.compaction_threshold()) as u64;
             if crate::context::request_tokens(&req) > budget {
                 // The summary call is a model call too: the ceiling applies to it.
-                if let Some(stop) =
-                    self.ceiling_check(crate::context::request_tokens(&req), max_out)
-                {
-                    return stop;
-                }
-                match self.compact(&client, None, token).await {
+                let cap = match self.spend_cap(crate::context::request_tokens(&req), max_out) {
+                    Ok(cap) => cap,
+                    Err(stop) => return stop,
+                };
+                match self.compact(&client, None, token, cap).await {
                     Ok(_) => {
                         let history = self.lock().history.clone();
                         req = self.next_request(&history).0;
@@ -255,13 +344,13 @@ impl Session {
                     ),
                 }
             }
-            req.max_tokens = max_out;
             let stream = req.stream;
             let request_tokens = crate::context::request_tokens(&req);
+            req.max_tokens = match self.spend_cap(request_tokens, max_out) {
+                Ok(cap) => cap,
+                Err(stop) => return stop,
+            };
             self.lock().last_request_tokens = request_tokens;
-            if let Some(stop) = self.ceiling_check(request_tokens, max_out) {
-                return stop;
-            }
             let step = self.lock().steps + 1;
             self.emit(Event::ModelCall { step });
             let t0 = std::time::Instant::now();
@@ -306,13 +395,15 @@ impl Session {
                 m
             };
             let window = self.context_window();
-            let (session_cost, percent) = {
+            let (session_cost, percent, display) = {
                 let st = self.lock();
                 (
                     st.cost_usd,
                     crate::session::context_percent(&st.last_usage, st.last_request_tokens, window),
+                    st.usage_display.clone(),
                 )
             };
+            let priced = self.price() != yuyao_model::Pricing::default();
             self.emit(Event::AssistantMessage {
                 text: reply.text.clone(),
                 thinking: reply.reasoning.clone(),
@@ -326,6 +417,13 @@ impl Session {
                 cost_usd: cost,
                 session_cost_usd: session_cost,
                 context_percent: percent,
+                line: crate::settings::usage_line(
+                    &display,
+                    &reply.usage,
+                    cost,
+                    session_cost,
+                    priced,
+                ),
             });
 
             if assistant.tool_calls.is_empty() {

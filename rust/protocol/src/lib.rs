@@ -54,6 +54,9 @@ pub enum Event {
         cost_usd: f64,
         session_cost_usd: f64,
         context_percent: f64,
+        /// This call's usage as `ui.usage` asks to show it (empty with `off`).
+        #[serde(default)]
+        line: String,
     },
     /// Something the user should see that is not the model's words.
     Notice { level: NoticeLevel, text: String },
@@ -71,7 +74,13 @@ pub enum Event {
         exit_code: Option<i32>,
     },
     /// The turn ended; `status` is one of `completed`, `limits_exceeded`, `interrupted`, `error`.
-    TurnEnd { status: String, text: String },
+    TurnEnd {
+        status: String,
+        text: String,
+        /// The turn's usage as `ui.usage` asks to show it (empty with `off`).
+        #[serde(default)]
+        usage_line: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]

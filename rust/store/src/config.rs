@@ -44,146 +44,267 @@ enum Kind {
     OneOf(&'static [&'static str]),
 }
 
-/// Every key the product understands, with its type and meaning.
-const KNOWN: &[(&str, Kind, &str)] = &[
-    (
+impl Kind {
+    fn expected(&self) -> String {
+        match self {
+            Kind::Bool => "true or false".into(),
+            Kind::Int => "an integer".into(),
+            Kind::Float => "a non-negative number".into(),
+            Kind::PosInt => "a positive integer".into(),
+            Kind::Ratio => "a number greater than 0 and at most 1".into(),
+            Kind::Str => "a string".into(),
+            Kind::OneOf(a) => format!("one of {}", a.join(", ")),
+        }
+    }
+}
+
+/// How a change of a key reaches a session that is already running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applies {
+    /// At the running session's next model or tool call.
+    Live,
+    /// The interactive display applies it (the TUI re-reads it after a change).
+    Display,
+    /// Read when a session opens: a running session keeps its value.
+    NextSession,
+    /// Its feature is not in this build: the value is stored and has no effect yet.
+    NotInBuild(&'static str),
+}
+
+impl Applies {
+    /// What `config set` tells the user about when the new value takes effect, when that is
+    /// not "at once".
+    pub fn note(&self) -> Option<String> {
+        match self {
+            Applies::Live | Applies::Display => None,
+            Applies::NextSession => {
+                Some("applies from the next session; a running session keeps its value".into())
+            }
+            Applies::NotInBuild(what) => Some(format!(
+                "stored, but {what} is not in this build: the setting has no effect yet"
+            )),
+        }
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            Applies::Live => "live",
+            Applies::Display => "display",
+            Applies::NextSession => "next-session",
+            Applies::NotInBuild(_) => "not-in-build",
+        }
+    }
+}
+
+struct Key {
+    name: &'static str,
+    kind: Kind,
+    applies: Applies,
+    help: &'static str,
+}
+
+const fn key(name: &'static str, kind: Kind, applies: Applies, help: &'static str) -> Key {
+    Key {
+        name,
+        kind,
+        applies,
+        help,
+    }
+}
+
+/// Every key the product understands: its type, how a change reaches a running session
+/// (spec §8: accepted means effective) and its meaning.
+const KNOWN: &[Key] = &[
+    key(
         "model.name",
         Kind::Str,
+        Applies::Live,
         "model name (overrides D2A_MODEL_NAME)",
     ),
-    (
+    key(
         "model.context_window",
         Kind::PosInt,
+        Applies::Live,
         "context window in tokens (default 128000)",
     ),
-    (
+    key(
         "model.max_output_tokens",
         Kind::PosInt,
+        Applies::Live,
         "largest reply requested from the model",
     ),
-    (
+    key(
         "model.input_cost_per_token",
         Kind::Float,
+        Applies::Live,
         "price of a prompt token in USD (when D2A_MODEL_COST is not set)",
     ),
-    (
+    key(
         "model.output_cost_per_token",
         Kind::Float,
+        Applies::Live,
         "price of a completion token in USD",
     ),
-    (
+    key(
         "model.cache_read_input_token_cost",
         Kind::Float,
+        Applies::Live,
         "price of a prompt token read from the cache",
     ),
-    (
+    key(
         "model.cache_creation_input_token_cost",
         Kind::Float,
+        Applies::Live,
         "price of a prompt token written to the cache",
     ),
-    (
+    key(
         "model.idle_timeout_s",
-        Kind::Int,
+        Kind::PosInt,
+        Applies::Live,
         "longest silence from the model, seconds",
     ),
-    (
+    key(
         "model.max_retries",
         Kind::Int,
+        Applies::Live,
         "retries on 429/5xx/connection errors",
     ),
-    (
+    key(
         "mode",
         Kind::OneOf(&["ask", "plan", "auto-edit", "auto-review", "yolo"]),
+        Applies::Live,
         "default permission mode",
     ),
-    (
+    key(
         "role",
         Kind::OneOf(&["execute", "ask", "architect", "debug", "orchestrator"]),
+        Applies::Live,
         "default role",
     ),
-    (
+    key(
         "sandbox",
         Kind::OneOf(&["read-only", "workspace-write", "full-access"]),
+        Applies::Live,
         "OS sandbox level",
     ),
-    (
+    key(
         "network",
         Kind::OneOf(&["on", "off"]),
+        Applies::Live,
         "network access for tools",
     ),
-    (
+    key(
         "thinking",
         Kind::OneOf(&["off", "low", "medium", "high", "max"]),
+        Applies::Live,
         "reasoning budget",
     ),
-    (
+    key(
         "curiosity",
         Kind::OneOf(&["low", "normal", "high"]),
+        Applies::Live,
         "how readily the agent asks",
     ),
-    ("max_steps", Kind::Int, "step limit per turn"),
-    ("maxCostUsd", Kind::Float, "session spend ceiling in USD"),
-    (
+    key(
+        "max_steps",
+        Kind::PosInt,
+        Applies::Live,
+        "step limit per turn",
+    ),
+    key(
+        "maxCostUsd",
+        Kind::Float,
+        Applies::Live,
+        "session spend ceiling in USD",
+    ),
+    key(
         "compaction.threshold",
         Kind::Ratio,
+        Applies::Live,
         "fraction of the context window that triggers compaction (default 0.8)",
     ),
-    (
+    key(
         "compaction.memoryFlush.enabled",
         Kind::Bool,
+        Applies::NotInBuild("memory flush before compaction"),
         "flush memory before compaction",
     ),
-    (
+    key(
         "compaction.memoryFlush.model",
         Kind::Str,
+        Applies::NotInBuild("memory flush before compaction"),
         "model of the memory-flush turn",
     ),
-    ("ui.stream", Kind::Bool, "stream model output"),
-    (
+    key(
+        "ui.stream",
+        Kind::Bool,
+        Applies::Live,
+        "stream model output",
+    ),
+    key(
         "ui.show_thinking",
         Kind::OneOf(&["off", "collapsed", "expanded"]),
+        Applies::Live,
         "how thinking is displayed",
     ),
-    (
+    key(
         "ui.theme",
         Kind::OneOf(&["dark", "light", "mono"]),
+        Applies::Display,
         "TUI colour theme",
     ),
-    (
+    key(
         "ui.editor_mode",
         Kind::OneOf(&["emacs", "vi"]),
+        Applies::Display,
         "input box editing mode",
     ),
-    (
+    key(
         "ui.output_style",
         Kind::OneOf(&["default", "concise", "explanatory"]),
+        Applies::Live,
         "answer style",
     ),
-    (
+    key(
         "ui.usage",
         Kind::OneOf(&["off", "tokens", "full"]),
+        Applies::Live,
         "token and cost display",
     ),
-    (
+    key(
         "trajectory",
         Kind::Bool,
+        Applies::NextSession,
         "write .trajectory/ traces in interactive sessions",
     ),
-    ("memory.enabled", Kind::Bool, "load and write memory files"),
-    ("memorySearch.provider", Kind::Str, "memory search provider"),
-    (
+    key(
+        "memory.enabled",
+        Kind::Bool,
+        Applies::NotInBuild("the memory system"),
+        "load and write memory files",
+    ),
+    key(
+        "memorySearch.provider",
+        Kind::Str,
+        Applies::NotInBuild("memory search"),
+        "memory search provider",
+    ),
+    key(
         "dreaming.enabled",
         Kind::Bool,
+        Applies::NotInBuild("dreaming (memory consolidation)"),
         "background memory consolidation",
     ),
-    (
+    key(
         "architect.editor_model",
         Kind::Str,
+        Applies::NotInBuild("a separate editor model for the architect role"),
         "editor model of the architect role",
     ),
-    (
+    key(
         "tools.bash.timeout_ms",
-        Kind::Int,
+        Kind::PosInt,
+        Applies::Live,
         "default bash timeout in ms",
     ),
 ];
@@ -211,6 +332,56 @@ pub fn canonical_key(key: &str) -> &str {
         .unwrap_or(key)
 }
 
+fn known(key: &str) -> Option<&'static Key> {
+    KNOWN.iter().find(|k| k.name == key)
+}
+
+/// How a change of `key` reaches a running session (`None`: not a known key).
+pub fn applies(key: &str) -> Option<Applies> {
+    known(canonical_key(key)).map(|k| k.applies)
+}
+
+/// Every spelling of the canonical `key`: itself first, then its aliases.
+fn spellings(key: &str) -> Vec<&str> {
+    std::iter::once(key)
+        .chain(ALIASES.iter().filter(|(_, c)| *c == key).map(|(a, _)| *a))
+        .collect()
+}
+
+/// Known keys under `group.` (`ui` → `ui.stream`, `ui.theme`, …).
+fn keys_under(group: &str) -> Vec<&'static str> {
+    KNOWN
+        .iter()
+        .map(|k| k.name)
+        .filter(|n| {
+            n.len() > group.len() && n.starts_with(group) && n[group.len()..].starts_with('.')
+        })
+        .collect()
+}
+
+/// The value stored for the canonical `key` in one file's table: a known key only with a
+/// value of its type (a table where a name belongs is never a name), an unknown key as is.
+fn lookup_key(t: &Table, key: &str) -> Option<Value> {
+    let spec = known(key);
+    spellings(key).into_iter().find_map(|k| {
+        let v = lookup(t, k)?;
+        match spec {
+            Some(spec) => coerce(spec, v),
+            None => Some(v.clone()),
+        }
+    })
+}
+
+/// `v` as a value of the known key `spec`, or `None` when it is not of its type.
+fn coerce(spec: &Key, v: &Value) -> Option<Value> {
+    match (spec.kind, v) {
+        (_, Value::Table(_) | Value::Array(_) | Value::Datetime(_)) => None,
+        (Kind::Str, Value::String(_)) => Some(v.clone()),
+        (Kind::Str, _) => None,
+        _ => typed_value(spec.name, &display(v)).ok().map(|(v, _)| v),
+    }
+}
+
 pub struct Config {
     paths: Paths,
 }
@@ -226,7 +397,12 @@ impl Config {
 
     /// Names and meanings of the known keys (for `/config` listings and `--help`).
     pub fn known_keys() -> impl Iterator<Item = (&'static str, &'static str)> {
-        KNOWN.iter().map(|(k, _, d)| (*k, *d))
+        KNOWN.iter().map(|k| (k.name, k.help))
+    }
+
+    /// Every known key with how a change applies to a running session.
+    pub fn known_keys_applying() -> impl Iterator<Item = (&'static str, Applies)> {
+        KNOWN.iter().map(|k| (k.name, k.applies))
     }
 
     fn layer_path(&self, layer: Layer) -> PathBuf {
@@ -251,43 +427,95 @@ impl Config {
     }
 
     /// The effective value of `key` from the files (project over user), or `None`.
-    /// A malformed file is skipped here (its error surfaces on `set`), so reading never fails.
+    /// A malformed file, or a known key holding a value of the wrong type, is skipped here
+    /// (`problems` says why), so reading never fails and never returns a wrong-typed value.
     pub fn get(&self, key: &str) -> Option<Value> {
         let key = canonical_key(key);
-        // A file may still use an older spelling (`[editor] mode = "vim"`): read those too.
-        let spellings: Vec<&str> = std::iter::once(key)
-            .chain(ALIASES.iter().filter(|(_, c)| *c == key).map(|(a, _)| *a))
-            .collect();
         [Layer::Project, Layer::User]
             .into_iter()
             .filter_map(|l| self.read_layer(l).ok())
-            .find_map(|t| spellings.iter().find_map(|k| lookup(&t, k).cloned()))
+            .find_map(|t| lookup_key(&t, key))
     }
 
     /// The value of `key` in one layer only (trust decisions need to know where a value
     /// came from).
     pub fn get_in(&self, key: &str, layer: Layer) -> Option<Value> {
-        let key = canonical_key(key);
         let t = self.read_layer(layer).ok()?;
-        std::iter::once(key)
-            .chain(ALIASES.iter().filter(|(_, c)| *c == key).map(|(a, _)| *a))
-            .find_map(|k| lookup(&t, k).cloned())
+        lookup_key(&t, canonical_key(key))
     }
 
-    /// Every effective key with its value, flattened to dotted names.
+    /// Every effective key with its value, flattened to dotted names (alias spellings under
+    /// their canonical name; values of the wrong type left out).
     pub fn entries(&self) -> Vec<(String, Value)> {
         let mut merged = std::collections::BTreeMap::new();
         for layer in [Layer::User, Layer::Project] {
             if let Ok(t) = self.read_layer(layer) {
-                flatten("", &t, &mut merged);
+                let mut flat = std::collections::BTreeMap::new();
+                flatten("", &t, &mut flat);
+                for (k, v) in flat {
+                    let canonical = canonical_key(&k).to_string();
+                    let v = match known(&canonical) {
+                        Some(spec) => match coerce(spec, &v) {
+                            Some(v) => v,
+                            None => continue,
+                        },
+                        None => v,
+                    };
+                    // The canonical spelling wins over an alias in the same file.
+                    if canonical != k && flat_has_canonical(&t, &canonical) {
+                        continue;
+                    }
+                    merged.insert(canonical, v);
+                }
             }
         }
         merged.into_iter().collect()
     }
 
+    /// What is wrong in the configuration files, one user-facing line each: a file that is
+    /// not TOML, a known key holding a value of the wrong type (ignored, so a table is never
+    /// sent as a model name), a known key holding a table.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for layer in [Layer::User, Layer::Project] {
+            let path = self.layer_path(layer);
+            let t = match self.read_layer(layer) {
+                Ok(t) => t,
+                Err(e) => {
+                    out.push(format!("{e}; the file is ignored"));
+                    continue;
+                }
+            };
+            for spec in KNOWN {
+                for spelling in spellings(spec.name) {
+                    let Some(v) = lookup(&t, spelling) else {
+                        continue;
+                    };
+                    // `model = { … }` is the `[model]` group, not the alias of `model.name`.
+                    if spelling != spec.name && matches!(v, Value::Table(_)) {
+                        continue;
+                    }
+                    if coerce(spec, v).is_none() {
+                        out.push(format!(
+                            "{}: {spelling} = {} is not {}; it is ignored (fix it with: yuyao config set {} <value>, or yuyao config unset {})",
+                            path.display(),
+                            display(v),
+                            spec.kind.expected(),
+                            spec.name,
+                            spec.name
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Validates and stores `key = raw`. Returns the stored value and a warning for unknown
     /// keys. Writes the project layer when asked, or when the project already sets the key
-    /// (otherwise the write would be shadowed and not read back).
+    /// (otherwise the write would be shadowed and not read back). A key and its sub-keys
+    /// never overwrite each other: writing a value where a group of settings is, or under a
+    /// key that holds a value, is refused.
     pub fn set(
         &self,
         key: &str,
@@ -296,22 +524,46 @@ impl Config {
     ) -> Result<(Value, Option<String>), ConfigError> {
         validate_key(key)?;
         let key = canonical_key(key);
+        check_shape(key)?;
         let (value, warning) = typed_value(key, raw)?;
         let layer = layer.unwrap_or_else(|| self.shadowing_layer(key));
         let mut table = self.read_layer(layer)?;
+        fold_aliases(&mut table);
+        if let Some(Value::Table(_)) = lookup(&table, key) {
+            return Err(ConfigError::Invalid(format!(
+                "cannot set '{key}': it is a group of settings in {}; set one of its keys, or unset them first",
+                self.layer_path(layer).display()
+            )));
+        }
         insert(&mut table, key, value.clone())?;
         self.write_layer(layer, &table)?;
         Ok((value, warning))
     }
 
-    /// Removes `key` from every layer that sets it; returns whether anything was removed.
+    /// Removes `key` (every spelling of it) from every layer that sets it; returns whether
+    /// anything was removed. A group of settings is not removed by its name.
     pub fn unset(&self, key: &str) -> Result<bool, ConfigError> {
         validate_key(key)?;
         let key = canonical_key(key);
+        check_shape(key)?;
         let mut removed = false;
         for layer in [Layer::User, Layer::Project] {
             let mut table = self.read_layer(layer)?;
-            if remove(&mut table, key) {
+            let mut changed = false;
+            for spelling in spellings(key) {
+                match lookup(&table, spelling) {
+                    Some(Value::Table(_)) if spelling != key => {}
+                    Some(Value::Table(_)) => {
+                        return Err(ConfigError::Invalid(format!(
+                            "cannot unset '{key}': it is a group of settings in {}; unset its keys one by one",
+                            self.layer_path(layer).display()
+                        )));
+                    }
+                    Some(_) => changed |= remove(&mut table, spelling),
+                    None => {}
+                }
+            }
+            if changed {
                 self.write_layer(layer, &table)?;
                 removed = true;
             }
@@ -321,7 +573,7 @@ impl Config {
 
     fn shadowing_layer(&self, key: &str) -> Layer {
         match self.read_layer(Layer::Project) {
-            Ok(t) if lookup(&t, key).is_some() => Layer::Project,
+            Ok(t) if lookup_key(&t, key).is_some() => Layer::Project,
             _ => Layer::User,
         }
     }
@@ -333,6 +585,53 @@ impl Config {
         crate::write_atomic(&path, text.as_bytes())
             .map_err(|e| ConfigError::Io(format!("cannot write {}: {e}", path.display())))
     }
+}
+
+/// Older spellings in a file are rewritten as their canonical keys when the file is written
+/// (a top-level `model = "x"` would otherwise block the `[model]` group). Where both are
+/// present the canonical one wins, as it does when reading.
+fn fold_aliases(table: &mut Table) {
+    for (alias, canonical) in ALIASES {
+        let Some(v) = lookup(table, alias).filter(|v| !matches!(v, Value::Table(_))) else {
+            continue;
+        };
+        let v = v.clone();
+        remove(table, alias);
+        if lookup(table, canonical).is_none() {
+            // A canonical path blocked by a value is left alone: `set` reports it.
+            let _ = insert(table, canonical, v);
+        }
+    }
+}
+
+/// Whether the file's table holds `canonical` under its own spelling.
+fn flat_has_canonical(t: &Table, canonical: &str) -> bool {
+    lookup(t, canonical).is_some_and(|v| !matches!(v, Value::Table(_)))
+}
+
+/// A key and its sub-keys cannot both be settings: `ui` is the group of `ui.*` (not a
+/// value), and nothing lives under a known key that is a value (`mode.x`).
+fn check_shape(key: &str) -> Result<(), ConfigError> {
+    let under = keys_under(key);
+    if !under.is_empty() {
+        return Err(ConfigError::Invalid(format!(
+            "'{key}' is a group of settings, not a value: set one of {}",
+            under.join(", ")
+        )));
+    }
+    let mut prefix = String::new();
+    for part in key.split('.') {
+        if !prefix.is_empty() && known(&prefix).is_some() {
+            return Err(ConfigError::Invalid(format!(
+                "'{key}' cannot be set: '{prefix}' is a setting with a value of its own, not a group"
+            )));
+        }
+        if !prefix.is_empty() {
+            prefix.push('.');
+        }
+        prefix.push_str(part);
+    }
+    Ok(())
 }
 
 fn validate_key(key: &str) -> Result<(), ConfigError> {
@@ -353,7 +652,7 @@ fn validate_key(key: &str) -> Result<(), ConfigError> {
 }
 
 fn typed_value(key: &str, raw: &str) -> Result<(Value, Option<String>), ConfigError> {
-    let Some((_, kind, _)) = KNOWN.iter().find(|(k, _, _)| *k == key) else {
+    let Some(Key { kind, .. }) = known(key) else {
         let value = json_value(raw);
         if OPEN_NAMESPACES.iter().any(|ns| key.starts_with(ns)) {
             return Ok((value, None));
@@ -573,5 +872,88 @@ mod tests {
         assert_eq!(c.get("mode"), Some(Value::String("plan".into())));
         c.set("mode", "ask", None).unwrap();
         assert_eq!(c.get("mode"), Some(Value::String("ask".into())));
+    }
+
+    #[test]
+    fn a_key_and_its_sub_keys_never_overwrite_each_other() {
+        let (_d, c) = config();
+        // The case: a `model.*` key does not become the model's name.
+        c.set("model.max_output_tokens", "2048", None).unwrap();
+        assert_eq!(c.get("model.name"), None);
+        assert_eq!(c.get("model"), None);
+        c.set("model", "m1", None).unwrap();
+        assert_eq!(c.get("model.name"), Some(Value::String("m1".into())));
+        assert_eq!(c.get("model.max_output_tokens"), Some(Value::Integer(2048)));
+        // A value where a group is, and a value under a value, are refused.
+        for (k, v) in [
+            ("ui", "x"),
+            ("compaction", "1"),
+            ("memory", "1"),
+            ("mode.x", "1"),
+        ] {
+            let e = c.set(k, v, None).unwrap_err().to_string();
+            assert!(
+                e.contains("group") || e.contains("value of its own"),
+                "{k}: {e}"
+            );
+        }
+        c.set("x.y", "1", None).unwrap();
+        let e = c.set("x", "2", None).unwrap_err().to_string();
+        assert!(e.contains("group of settings"), "{e}");
+        assert!(c.unset("x").is_err(), "a group is not removed by its name");
+        assert_eq!(c.get("x.y"), Some(Value::Integer(1)));
+        assert!(c.unset("model").unwrap());
+        assert_eq!(c.get("model.max_output_tokens"), Some(Value::Integer(2048)));
+    }
+
+    #[test]
+    fn an_older_spelling_is_folded_into_the_canonical_key() {
+        let (_d, c) = config();
+        let file = c.paths().user_config();
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "model = \"old\"\nstream = false\n").unwrap();
+        assert_eq!(c.get("model.name"), Some(Value::String("old".into())));
+        c.set("model.context_window", "4000", None).unwrap();
+        c.set("model", "new", None).unwrap();
+        assert_eq!(c.get("model.name"), Some(Value::String("new".into())));
+        assert_eq!(c.get("model.context_window"), Some(Value::Integer(4000)));
+        assert!(
+            c.unset("ui.stream").unwrap(),
+            "the alias spelling is unset too"
+        );
+        assert_eq!(c.get("ui.stream"), None);
+        assert!(c.problems().is_empty(), "{:?}", c.problems());
+    }
+
+    #[test]
+    fn a_wrong_typed_value_on_disk_is_ignored_and_reported() {
+        let (_d, c) = config();
+        let file = c.paths().user_config();
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        // What the first build left behind, and its siblings.
+        std::fs::write(
+            &file,
+            "[model]\nname = { max_output_tokens = 2048 }\ncontext_window = \"big\"\nmax_output_tokens = 2048\n",
+        )
+        .unwrap();
+        assert_eq!(c.get("model.name"), None);
+        assert_eq!(c.get("model.context_window"), None);
+        assert_eq!(c.get("model.max_output_tokens"), Some(Value::Integer(2048)));
+        let problems = c.problems().join("\n");
+        assert!(
+            problems.contains("model.name = { max_output_tokens = 2048 } is not a string"),
+            "{problems}"
+        );
+        assert!(problems.contains("model.context_window"), "{problems}");
+        assert!(
+            !problems.contains("max_output_tokens = 2048 is"),
+            "{problems}"
+        );
+        // `model = { … }` is the `[model]` group: no problem, no model name.
+        std::fs::write(&file, "model = { max_output_tokens = 2048 }\n").unwrap();
+        assert_eq!(c.get("model.name"), None);
+        assert!(c.problems().is_empty());
+        let listed: Vec<String> = c.entries().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(listed, vec!["model.max_output_tokens".to_string()]);
     }
 }

@@ -148,7 +148,7 @@ fn run(
             ));
         }
         Some(t) => (t as u64).min(MAX_TIMEOUT_MS),
-        None => ctx.bash_timeout_ms,
+        None => ctx.bash_timeout_ms(),
     };
     if a.run_in_background.unwrap_or(false) {
         return crate::jobs::start_bash_job(ctx, command, a.description.clone());

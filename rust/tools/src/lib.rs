@@ -48,8 +48,8 @@ pub struct ToolContext {
     pub files: Mutex<HashMap<PathBuf, FileKnowledge>>,
     /// Where oversized outputs are written.
     pub spill_dir: PathBuf,
-    /// Default bash timeout in milliseconds.
-    pub bash_timeout_ms: u64,
+    /// Default bash timeout in milliseconds (`tools.bash.timeout_ms`, changed live).
+    bash_timeout_ms: std::sync::atomic::AtomicU64,
     /// The OS sandbox tool processes run in (level and network; writable folders are
     /// filled in at spawn time by [`ToolContext::confinement`]).
     pub sandbox: Mutex<yuyao_policy::sandbox::Confinement>,
@@ -62,14 +62,31 @@ pub struct ToolContext {
     pub read_only_call: std::sync::atomic::AtomicBool,
 }
 
+/// The bash timeout when neither the call nor the configuration gives one.
+pub const DEFAULT_BASH_TIMEOUT_MS: u64 = 120_000;
+
 impl ToolContext {
+    /// The default bash timeout in force, in milliseconds.
+    pub fn bash_timeout_ms(&self) -> u64 {
+        self.bash_timeout_ms
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets the default bash timeout (capped at the tool's maximum); the next command uses it.
+    pub fn set_bash_timeout_ms(&self, ms: u64) {
+        self.bash_timeout_ms.store(
+            ms.clamp(1, exec::MAX_TIMEOUT_MS),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
     pub fn new(cwd: PathBuf, project: PathBuf, spill_dir: PathBuf) -> Self {
         ToolContext {
             cwd: Mutex::new(cwd),
             roots: Mutex::new(vec![project]),
             files: Mutex::new(HashMap::new()),
             spill_dir,
-            bash_timeout_ms: 120_000,
+            bash_timeout_ms: std::sync::atomic::AtomicU64::new(DEFAULT_BASH_TIMEOUT_MS),
             sandbox: Mutex::new(Default::default()),
             jobs: jobs::Jobs::default(),
             home: None,

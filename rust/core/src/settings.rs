@@ -1,0 +1,262 @@
+//! How every known configuration key reaches a running session (spec §8: accepted means
+//! effective). `yuyao_store::config` says for each key whether it applies live, on the
+//! display, from the next session, or not in this build; this module holds the live half:
+//! the setter of each key that changes session state, and the keys read at every use.
+//! A change arrives here from `/config set`, `yuyao config set` in another process or a hand
+//! edit (hot reload, before every model and tool call), or agent_api.
+
+use crate::commands::{set_mode, set_role};
+use crate::session::{CoreError, Session};
+use std::str::FromStr;
+use yuyao_protocol::{Curiosity, ShowThinking, ThinkingLevel, Usage};
+
+type Setter = fn(&Session, &str) -> Result<(), CoreError>;
+
+/// Live keys the session reads again at every use (request, cost, compaction, client): a
+/// change needs no setter.
+#[cfg(test)]
+const READ_AT_USE: &[&str] = &[
+    "model.context_window",
+    "model.max_output_tokens",
+    "model.input_cost_per_token",
+    "model.output_cost_per_token",
+    "model.cache_read_input_token_cost",
+    "model.cache_creation_input_token_cost",
+    "model.idle_timeout_s",
+    "model.max_retries",
+    "compaction.threshold",
+];
+
+/// The setter of a live key that changes the session's state.
+fn setter(key: &str) -> Option<Setter> {
+    Some(match key {
+        "mode" => |s, v| set_mode(s, v).map(drop),
+        "role" => |s, v| set_role(s, v).map(drop),
+        "model.name" => |s, v| crate::commands::set_model(s, v).map(drop),
+        "ui.stream" => |s, v| {
+            s.lock().stream = parse_bool(v)?;
+            Ok(())
+        },
+        "ui.show_thinking" => |s, v| {
+            s.lock().show_thinking = parse::<ShowThinking>(v)?;
+            Ok(())
+        },
+        "thinking" => |s, v| {
+            s.lock().thinking = Some(parse::<ThinkingLevel>(v)?);
+            Ok(())
+        },
+        "curiosity" => |s, v| {
+            s.lock().curiosity = parse::<Curiosity>(v)?;
+            Ok(())
+        },
+        "maxCostUsd" => |s, v| {
+            s.lock().max_cost_usd = Some(parse::<f64>(v)?);
+            s.warn_unenforceable_ceiling();
+            Ok(())
+        },
+        "sandbox" => |s, v| {
+            s.lock().policy.sandbox = parse(v)?;
+            Ok(())
+        },
+        "network" => |s, v| {
+            s.lock().policy.network = parse(v)?;
+            Ok(())
+        },
+        "max_steps" => |s, v| {
+            s.lock().max_steps = Some(parse::<u32>(v)?).filter(|n| *n > 0);
+            Ok(())
+        },
+        "ui.usage" => |s, v| set_usage_display(s, v).map(drop),
+        "ui.output_style" => set_output_style,
+        "tools.bash.timeout_ms" => |s, v| {
+            s.ctx.set_bash_timeout_ms(parse::<u64>(v)?);
+            Ok(())
+        },
+        _ => return None,
+    })
+}
+
+fn parse<T: FromStr>(v: &str) -> Result<T, CoreError>
+where
+    T::Err: std::fmt::Display,
+{
+    v.trim()
+        .parse()
+        .map_err(|e: T::Err| CoreError::Usage(format!("invalid value '{v}': {e}")))
+}
+
+fn parse_bool(v: &str) -> Result<bool, CoreError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "on" => Ok(true),
+        "false" | "off" => Ok(false),
+        other => Err(CoreError::Usage(format!(
+            "invalid value '{other}': expected on or off"
+        ))),
+    }
+}
+
+/// Applies a changed key to the running session. Keys that are not live (display,
+/// next-session, not in this build) and unknown keys change nothing here.
+pub(crate) fn apply_live(s: &Session, key: &str, value: &str) -> Result<(), CoreError> {
+    match setter(yuyao_store::config::canonical_key(key)) {
+        Some(set) => set(s, value),
+        None => Ok(()),
+    }
+}
+
+/// What `config set` adds about when the value takes effect (restart-only keys, features
+/// not in this build).
+pub(crate) fn when_effective(key: &str) -> Option<String> {
+    yuyao_store::config::applies(key).and_then(|a| a.note())
+}
+
+// ---------------------------------------------------------------------------------------------
+// ui.usage
+
+pub(crate) const USAGE_DISPLAYS: &[&str] = &["off", "tokens", "full"];
+
+pub(crate) fn set_usage_display(s: &Session, v: &str) -> Result<String, CoreError> {
+    let v = v.trim().to_ascii_lowercase();
+    if !USAGE_DISPLAYS.contains(&v.as_str()) {
+        return Err(CoreError::Usage("usage: /usage <off|tokens|full>".into()));
+    }
+    s.lock().usage_display = v.clone();
+    Ok(format!("usage display: {v}"))
+}
+
+/// One usage line as `ui.usage` asks: nothing with `off`, token counts with `tokens`, and
+/// with `full` the cache and reasoning counts, the cost and the session's cost too.
+pub fn usage_line(display: &str, u: &Usage, cost: f64, session_cost: f64, priced: bool) -> String {
+    match display {
+        "off" => String::new(),
+        "full" => {
+            let cost = if priced {
+                format!("${cost:.4} (session ${session_cost:.4})")
+            } else {
+                "cost unknown (no prices: D2A_MODEL_COST)".into()
+            };
+            format!(
+                "{} in ({} cached, {} cache-written) / {} out ({} reasoning) tokens · {cost}",
+                u.prompt_tokens,
+                u.cached_tokens,
+                u.cache_write_tokens,
+                u.completion_tokens,
+                u.reasoning_tokens
+            )
+        }
+        _ => format!(
+            "{} in / {} out tokens",
+            u.prompt_tokens, u.completion_tokens
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ui.output_style
+
+pub(crate) const OUTPUT_STYLES: &[&str] = &["default", "concise", "explanatory"];
+
+/// The answer-style section of the system prompt.
+pub(crate) fn output_style_text(style: &str) -> &'static str {
+    match style {
+        "concise" => {
+            "Concise: keep answers short. Lead with the result; no preamble, no recap of what the user said, no closing summary beyond what changed and how it was verified."
+        }
+        "explanatory" => {
+            "Explanatory: explain as you go. Say why you chose an approach, what the relevant code does and what trade-offs you considered, so the user learns the codebase while the work gets done."
+        }
+        _ => {
+            "Default: answer as long as the task needs; report what changed and what you verified."
+        }
+    }
+}
+
+/// A style change mid-session: the system prompt keeps the style the session opened with
+/// (requests stay append-only, DESIGN §4); the new style reaches the model as a note
+/// appended before its next call, and the session remembers it.
+fn set_output_style(s: &Session, v: &str) -> Result<(), CoreError> {
+    let v = v.trim().to_ascii_lowercase();
+    if !OUTPUT_STYLES.contains(&v.as_str()) {
+        return Err(CoreError::Usage(format!(
+            "invalid value '{v}' for ui.output_style: expected one of {}",
+            OUTPUT_STYLES.join(", ")
+        )));
+    }
+    let mut st = s.lock();
+    if st.output_style == v {
+        return Ok(());
+    }
+    st.output_style = v.clone();
+    st.pending_notes.push(format!(
+        "[settings] The user changed the answer style to {v}. From now on: {} This replaces the answer style in the system prompt.",
+        output_style_text(&v)
+    ));
+    Ok(())
+}
+
+impl Session {
+    /// A spend ceiling with no prices cannot be enforced: say so once per session.
+    pub(crate) fn warn_unenforceable_ceiling(&self) {
+        let priced = self.price() != yuyao_model::Pricing::default();
+        let warn = {
+            let mut st = self.lock();
+            let warn = st.max_cost_usd.is_some() && !priced && !st.warned_unpriced_ceiling;
+            st.warned_unpriced_ceiling |= warn;
+            warn
+        };
+        if warn {
+            self.notice(
+                yuyao_protocol::NoticeLevel::Warning,
+                "a spend ceiling is set but no prices are known (D2A_MODEL_COST or model.*_cost_per_token): every call counts as $0, so the ceiling cannot be enforced",
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use yuyao_store::config::Applies;
+
+    /// Every known key says how it applies, and every live key is handled here: a key
+    /// added to the table without a way to reach a running session fails this test.
+    #[test]
+    fn every_live_key_has_a_setter_or_is_read_at_use() {
+        let mut live = 0;
+        for (key, applies) in yuyao_store::Config::known_keys_applying() {
+            let handled = setter(key).is_some() || READ_AT_USE.contains(&key);
+            match applies {
+                Applies::Live => {
+                    live += 1;
+                    assert!(handled, "{key} is live but nothing applies it");
+                }
+                _ => assert!(!handled, "{key} is applied live but not declared live"),
+            }
+        }
+        assert!(live > 20);
+        for key in READ_AT_USE {
+            assert_eq!(
+                yuyao_store::config::applies(key),
+                Some(Applies::Live),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn usage_lines_follow_the_display() {
+        let u = Usage {
+            prompt_tokens: 1200,
+            completion_tokens: 34,
+            cached_tokens: 1000,
+            cache_write_tokens: 0,
+            reasoning_tokens: 5,
+        };
+        assert_eq!(usage_line("off", &u, 0.5, 1.0, true), "");
+        let t = usage_line("tokens", &u, 0.5, 1.0, true);
+        assert_eq!(t, "1200 in / 34 out tokens");
+        let f = usage_line("full", &u, 0.5, 1.0, true);
+        assert!(f.contains("1000 cached") && f.contains("$0.5000") && f.contains("$1.0000"));
+        assert!(usage_line("full", &u, 0.0, 0.0, false).contains("cost unknown"));
+    }
+}

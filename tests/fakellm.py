@@ -320,13 +320,16 @@ def _usage(step: Step, default: dict, prompt_chars: int, completion_chars: int) 
             "reasoning_tokens", len(step.get("reasoning") or "") // 4
         ),
     )
-    return {
+    out = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
         "prompt_tokens_details": {"cached_tokens": cached},
         "completion_tokens_details": {"reasoning_tokens": reasoning},
     }
+    if "cache_creation_input_tokens" in given:  # prompt tokens written to the cache
+        out["cache_creation_input_tokens"] = given["cache_creation_input_tokens"]
+    return out
 
 
 def _wire_calls(step: Step, index: int) -> list[dict]:

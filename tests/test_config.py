@@ -191,3 +191,72 @@ def test_flags_outrank_the_configuration(fake_llm, yuyao, env):
     proc = yuyao("-p", "hi", env=env(server))
     assert server.body(1)["model"] == "configured-model"
     assert "Permission mode: plan" in server.system_prompt(1)
+
+
+# ---------------------------------------------------------------------------------------------
+# A key and its sub-keys (issue 13: `model.max_output_tokens` became the model's name)
+
+
+@pytest.mark.parametrize(
+    "key, raw", [("model.max_output_tokens", "2048"), ("model.context_window", "64000")]
+)
+def test_a_model_setting_never_becomes_the_model_name(key, raw, fake_llm, yuyao, env, api):
+    server = fake_llm([say("one"), say("two"), say("three")])
+    assert yuyao("config", "set", key, raw, env=env()).returncode == 0
+    for name in ("model.name", "model"):
+        got = yuyao("config", "get", name, env=env())
+        assert got.returncode == 0 and got.stdout.strip() == "", got.stdout
+    proc = yuyao("-p", "hi", env=env(server))
+    assert proc.returncode == 0, output(proc)
+    s = api(server)
+    s.chat("again")
+    assert [r["body"]["model"] for r in server.requests] == ["fake-model", "fake-model"]
+    # The name and the other model settings live side by side.
+    assert yuyao("config", "set", "model", "named-model", env=env()).returncode == 0
+    assert yuyao("config", "get", "model.name", env=env()).stdout.strip() == "named-model"
+    assert yuyao("config", "get", key, env=env()).stdout.strip() == raw
+    server.expect_model("named-model")
+    assert yuyao("-p", "hi", env=env(server)).returncode == 0
+    assert server.body(-1)["model"] == "named-model"
+
+
+@pytest.mark.parametrize(
+    "key, existing",
+    [("ui", '[ui]\ntheme = "light"\n'), ("compaction", ""), ("mode.fast", 'mode = "plan"\n')],
+)
+def test_a_value_and_a_group_at_one_path_is_a_clear_error(key, existing, yuyao, env, yuyao_home):
+    config = yuyao_home / "config.toml"
+    config.write_text(existing)
+    proc = yuyao("config", "set", key, "x", env=env())
+    assert proc.returncode == 2, output(proc)
+    assert "group of settings" in proc.stderr or "value of its own" in proc.stderr, proc.stderr
+    assert config.read_text() == existing, "a refused write changes nothing"
+
+
+@pytest.mark.parametrize(
+    "text, warned",
+    [
+        # `model = { … }` is the [model] group written inline: it holds no name.
+        ("model = { max_output_tokens = 2048 }\n", False),
+        # A table where the name belongs is never sent as a name: ignored, and said so.
+        ("[model]\nname = { max_output_tokens = 2048 }\nmax_output_tokens = 2048\n", True),
+    ],
+)
+def test_a_config_corrupted_by_the_first_build_loads_without_a_wrong_model(
+    text, warned, fake_llm, yuyao, env, yuyao_home
+):
+    (yuyao_home / "config.toml").write_text(text)
+    server = fake_llm([say("one")])
+    proc = yuyao("-p", "hi", env=env(server))
+    assert proc.returncode == 0, output(proc)
+    assert server.body(0)["model"] == "fake-model" and server.body(0)["max_tokens"] == 2048
+    got = yuyao("config", "get", "model.name", env=env())
+    assert got.stdout.strip() == ""
+    for shown in (proc.stderr, got.stderr):
+        assert ("model.name = { max_output_tokens = 2048 } is not a string" in shown) == warned
+        assert ("ignored" in shown) == warned
+    # Setting the name repairs the file.
+    assert yuyao("config", "set", "model.name", "fixed-model", env=env()).returncode == 0
+    got = yuyao("config", "get", "model.name", env=env())
+    assert got.stdout.strip() == "fixed-model" and "ignored" not in got.stderr
+    assert yuyao("config", "get", "model.max_output_tokens", env=env()).stdout.strip() == "2048"

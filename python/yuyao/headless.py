@@ -81,6 +81,22 @@ def _open_session(core, options: dict, handler):
 # ---------------------------------------------------------------------------------------------
 
 
+class _WarningsHandler:
+    """A sub-command's session only reports its warnings (e.g. a malformed configuration
+    value that is ignored) on stderr; stdout stays the command's answer."""
+
+    def event(self, event_json: str) -> None:
+        try:
+            event = json.loads(event_json)
+        except ValueError:
+            return
+        if event.get("type") == "notice" and event.get("level") in ("warning", "error"):
+            sys.stderr.write(f"{PROG}: {event['level']}: {event.get('text', '')}\n")
+
+    def request(self, request_json: str) -> str:
+        return "deny"
+
+
 def run_slash_command(line: str, options: dict) -> int:
     """Run one slash command in a fresh headless session and print its answer."""
     core = _load_core()
@@ -88,7 +104,9 @@ def run_slash_command(line: str, options: dict) -> int:
         return EXIT_RUNTIME
     # Not an agent run: no trace is written for a configuration change.
     session, code = _open_session(
-        core, {**options, "headless": True, "no_trajectory": True, "no_session": True}, None
+        core,
+        {**options, "headless": True, "no_trajectory": True, "no_session": True},
+        _WarningsHandler(),
     )
     if session is None:
         return code
@@ -176,10 +194,8 @@ class PrintHandler:
         self._progress("\n".join(lines))
 
     def _on_usage(self, event: dict) -> None:
-        self._progress(
-            f"[usage] {event.get('prompt_tokens', 0)} in / {event.get('completion_tokens', 0)} "
-            f"out tokens, session ${event.get('session_cost_usd', 0):.4f}"
-        )
+        if event.get("line"):  # the core renders it as ui.usage asks (empty with off)
+            self._progress(f"[usage] {event['line']}")
 
     def _on_notice(self, event: dict) -> None:
         level = event.get("level", "info")

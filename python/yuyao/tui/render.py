@@ -494,6 +494,8 @@ class Renderer:
         elif status == "error" and not self.error_shown:
             self.error_shown = True
             self.print(Text(f"{theme.SYM_FAIL} the turn ended with an error", "error"))
+        if event.get("usage_line"):  # ui.usage, rendered by the core (empty with off)
+            self.print(Text(str(event["usage_line"]), "muted"))
 
     # -- transcript ---------------------------------------------------------------------
 

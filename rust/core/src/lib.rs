@@ -23,4 +23,5 @@ mod words;
 pub use handler::Handler;
 pub use headless::{HeadlessRequest, run_headless};
 pub use session::{CoreError, Session, TurnSummary};
+pub use settings::config_keys_json;
 pub use words::split_words;

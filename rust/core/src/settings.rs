@@ -104,6 +104,18 @@ pub(crate) fn apply_live(s: &Session, key: &str, value: &str) -> Result<(), Core
     }
 }
 
+/// Every known key with how a change reaches a running session and its meaning, as JSON
+/// (`[{"key", "applies", "help"}]`; `applies`: live, display, next-session, not-in-build).
+pub fn config_keys_json() -> String {
+    let keys: Vec<serde_json::Value> = yuyao_store::Config::known_keys()
+        .zip(yuyao_store::Config::known_keys_applying())
+        .map(|((key, help), (_, applies))| {
+            serde_json::json!({"key": key, "applies": applies.label(), "help": help})
+        })
+        .collect();
+    serde_json::Value::Array(keys).to_string()
+}
+
 /// What `config set` adds about when the value takes effect (restart-only keys, features
 /// not in this build).
 pub(crate) fn when_effective(key: &str) -> Option<String> {

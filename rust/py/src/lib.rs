@@ -260,11 +260,18 @@ fn hide_model_key(key: Option<String>) -> usize {
     yuyao_model::hide_model_key(key)
 }
 
+/// The known configuration keys and how each applies to a running session (JSON).
+#[pyfunction]
+fn config_keys_json() -> String {
+    yuyao_core::config_keys_json()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", yuyao_protocol::VERSION)?;
     m.add_class::<PySession>()?;
     m.add_function(wrap_pyfunction!(run_headless, m)?)?;
     m.add_function(wrap_pyfunction!(hide_model_key, m)?)?;
+    m.add_function(wrap_pyfunction!(config_keys_json, m)?)?;
     Ok(())
 }

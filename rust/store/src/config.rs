@@ -529,7 +529,11 @@ impl Config {
         let layer = layer.unwrap_or_else(|| self.shadowing_layer(key));
         let mut table = self.read_layer(layer)?;
         fold_aliases(&mut table);
-        if let Some(Value::Table(_)) = lookup(&table, key) {
+        // A table where a known setting's value belongs is a damaged value: the write repairs
+        // it. Anywhere else a table is a group of settings the value must not replace.
+        if let Some(Value::Table(_)) = lookup(&table, key)
+            && known(key).is_none()
+        {
             return Err(ConfigError::Invalid(format!(
                 "cannot set '{key}': it is a group of settings in {}; set one of its keys, or unset them first",
                 self.layer_path(layer).display()
@@ -553,7 +557,7 @@ impl Config {
             for spelling in spellings(key) {
                 match lookup(&table, spelling) {
                     Some(Value::Table(_)) if spelling != key => {}
-                    Some(Value::Table(_)) => {
+                    Some(Value::Table(_)) if known(key).is_none() => {
                         return Err(ConfigError::Invalid(format!(
                             "cannot unset '{key}': it is a group of settings in {}; unset its keys one by one",
                             self.layer_path(layer).display()

@@ -60,6 +60,8 @@ pub struct ToolContext {
     /// The current call was allowed only because it is read-only: its processes run under
     /// the read-only OS sandbox, whatever the classifier thought.
     pub read_only_call: std::sync::atomic::AtomicBool,
+    /// Variables set on every tool process (headless runs: no bytecode caches in the repo).
+    pub env: Vec<(&'static str, &'static str)>,
 }
 
 impl ToolContext {
@@ -74,6 +76,7 @@ impl ToolContext {
             jobs: jobs::Jobs::default(),
             home: None,
             read_only_call: std::sync::atomic::AtomicBool::new(false),
+            env: Vec::new(),
         }
     }
 

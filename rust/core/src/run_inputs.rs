@@ -47,11 +47,37 @@ impl Format {
                 .map_err(|e| format!("invalid TOML: {}", one_line(&e.to_string())))
                 .and_then(|t| serde_json::to_value(t).map_err(|e| e.to_string())),
             Format::Yaml => {
-                let v: serde_yaml_ng::Value =
+                let mut v: serde_yaml_ng::Value =
                     serde_yaml_ng::from_str(text).map_err(|e| format!("invalid YAML: {e}"))?;
-                serde_json::to_value(v).map_err(|e| format!("invalid YAML: {e}"))
+                v.apply_merge().map_err(|e| format!("invalid YAML: {e}"))?;
+                Ok(yaml_to_json(v))
             }
         }
+    }
+}
+
+/// YAML data as JSON data: keys that are not strings (`2024: …`, `true: …`) are written as
+/// text rather than refused, and tags are dropped.
+fn yaml_to_json(v: serde_yaml_ng::Value) -> Value {
+    use serde_yaml_ng::Value as Y;
+    match v {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => serde_json::to_value(&n).unwrap_or(Value::Null),
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(yaml_to_json).collect()),
+        Y::Mapping(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let key = match yaml_to_json(k) {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    (key, yaml_to_json(v))
+                })
+                .collect(),
+        ),
+        Y::Tagged(t) => yaml_to_json(t.value),
     }
 }
 
@@ -284,6 +310,11 @@ mod tests {
                 "Title: not a task key\nBody: x",
             ),
             ("t.yaml", "task: >\n  folded\n  lines\n", "folded lines"),
+            (
+                "t.yml",
+                "2024: year\ntrue: yes\nbase: &b {task: merged}\nx:\n  <<: *b\ntask: !str tagged\n",
+                "tagged",
+            ),
             ("t.toml", "task = '''\nkeep # this\n'''\n", "keep # this"),
             ("t.json", "\u{feff}\"a bare string\"", "a bare string"),
         ] {

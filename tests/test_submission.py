@@ -93,6 +93,7 @@ os.makedirs("pkg", exist_ok=True)
 open("pkg/util.py", "w").write("VALUE = 42\n")
 EOF
 python3 -c 'import sys; sys.path.insert(0, "pkg"); import util; print(util.VALUE)'
+echo "bytecode: ${PYTHONDONTWRITEBYTECODE:-written}"
 mkdir -p .pytest_cache/v/cache && printf '{}' > .pytest_cache/v/cache/lastfailed
 mkdir -p .mypy_cache/3.11 && printf '\x00\x01' > .mypy_cache/3.11/m.data.json
 mkdir -p node_modules/.cache/babel && printf 'x' > node_modules/.cache/babel/y
@@ -131,10 +132,15 @@ def test_submission_applies_to_a_clean_clone_byte_for_byte(
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(repo), str(clone))
     server = fake_llm([call("bash", command=CHANGES), say("Made every change and ran util.")])
-    proc, status = run_headless(run_agent, env, repo, tmp_path, server, "Make the changes.")
+    # Whatever the caller's environment says, the run's tools write no bytecode.
+    no_setting = {"PYTHONDONTWRITEBYTECODE": None}
+    proc, status = run_headless(
+        run_agent, env, repo, tmp_path, server, "Make the changes.", extra_env=no_setting
+    )
     assert proc.returncode == 0, proc.stderr
     assert status["exit_status"] == "Submitted", status
-    assert "42" in (server.tool_results(1).popitem()[1]), server.tool_results(1)
+    output = server.tool_results(1).popitem()[1]
+    assert "42" in output and "bytecode: 1" in output, output
     # The run's test step wrote no bytecode into the repository.
     assert not (repo / "pkg" / "__pycache__").exists(), "tool processes must not write .pyc"
 

@@ -4,8 +4,8 @@
 #   run_agent.sh --task-file F --repo-dir D --model-base-url U --model-name N \
 #                --model-api-key K --budget-file B --out-dir O
 #
-# Argument checking, the input files and the run itself are entry.py's job; this script only
-# finds a Python that has yuyao installed and moves the API key off the command line: entry.py
+# Argument checking and the run itself are entry.py's job; this script only finds a Python
+# that has yuyao installed and moves the API key off the command line: entry.py
 # gets it in the environment (YUYAO_RUN_AGENT_API_KEY), where yuyao blanks it once read, so
 # no other process can read it from /proc/<pid>/cmdline of entry.py.
 # Exit codes: 0 done, 1 runtime error, 2 usage error.
@@ -14,21 +14,29 @@ set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 has_yuyao() {
-    "$1" -c 'import yuyao._core' >/dev/null 2>&1
+    [ -x "$1" ] && "$1" -c 'import yuyao._core' >/dev/null 2>&1
+}
+
+# Where an installation can be, in order: the active venv, install.sh's venv
+# ($YUYAO_HOME/venv, default ~/.yuyao/venv), a development venv in this checkout, and last
+# whatever python3 is on PATH.
+candidates() {
+    if [ -n "${VIRTUAL_ENV:-}" ]; then echo "$VIRTUAL_ENV/bin/python"; fi
+    if [ -n "${YUYAO_HOME:-}" ]; then echo "$YUYAO_HOME/venv/bin/python"; fi
+    if [ -n "${HOME:-}" ]; then echo "$HOME/.yuyao/venv/bin/python"; fi
+    echo "$here/.venv/bin/python"
+    command -v python3 2>/dev/null || true
 }
 
 pick_python() {
-    if command -v python3 >/dev/null 2>&1 && has_yuyao python3; then
-        echo python3
-    elif [ -x "$HOME/.yuyao/venv/bin/python" ] && has_yuyao "$HOME/.yuyao/venv/bin/python"; then
-        echo "$HOME/.yuyao/venv/bin/python"
-    elif command -v python3 >/dev/null 2>&1; then
-        # No installed yuyao found: entry.py still checks the arguments (exit 2) and then
-        # reports the missing installation itself (exit 1).
-        echo python3
-    else
-        return 1
-    fi
+    local py
+    while IFS= read -r py; do
+        if has_yuyao "$py"; then
+            echo "$py"
+            return 0
+        fi
+    done < <(candidates)
+    return 1
 }
 
 # The key, moved to the environment when it is given exactly once and well-formed; anything
@@ -74,7 +82,11 @@ move_key_to_environment() {
 move_key_to_environment "$@"
 
 if ! python="$(pick_python)"; then
-    echo "run_agent.sh: no python3 found; run install.sh first" >&2
+    {
+        echo "run_agent.sh: error: yuyao is not installed: no Python with yuyao in any of"
+        candidates | sed 's/^/  /'
+        echo "Run ./install.sh (it installs into the active venv, else \$YUYAO_HOME/venv)."
+    } >&2
     exit 1
 fi
 exec "$python" "$here/entry.py" ${args[@]+"${args[@]}"}

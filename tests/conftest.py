@@ -117,6 +117,9 @@ def env(yuyao_home: Path):
             NO_COLOR="1",
             PYTHONUNBUFFERED="1",
         )
+        if sys.prefix != sys.base_prefix:
+            # run_agent.sh takes the active venv first: this build, not an installed yuyao.
+            e["VIRTUAL_ENV"] = sys.prefix
         if server is not None:
             e.update(
                 D2A_MODEL_BASE_URL=server.url,

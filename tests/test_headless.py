@@ -206,13 +206,16 @@ def test_missing_task_file_exits_2_naming_it(fake_llm, headless, tmp_path):
 def test_calls_in_one_reply_run_in_order(fake_llm, headless, repo, git_status):
     path = repo / "temp.txt"
     step = calls(
-        [("write", {"file_path": str(path), "content": "x\n"}), ("bash", {"command": f"rm {path}"})]
+        [
+            ("write", {"file_path": str(path), "content": "hello\n"}),
+            ("bash", {"command": f"mv {path} hello.txt"}),
+        ]
     )
-    server = fake_llm([step, say("Wrote and removed temp.txt.")])
+    server = fake_llm([step, say("Wrote temp.txt and renamed it to hello.txt.")])
     run = headless(server)
     assert run.code == 0, run.log
-    assert not path.exists()
-    assert git_status(repo) == set()
+    assert not path.exists() and (repo / "hello.txt").read_text() == "hello\n"
+    assert git_status(repo) == {"?? hello.txt"}
 
 
 def test_a_failing_call_does_not_skip_the_next(fake_llm, headless, repo):

@@ -1070,13 +1070,23 @@ def command_help(name: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def repair_text(text: str) -> str:
+    """`text` with each lone surrogate (an undecodable byte of argv, kept by Python's
+    `surrogateescape`) replaced by U+FFFD, so it can be sent as UTF-8."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def decode_text(data: bytes) -> str:
+    """Prompt bytes as text: invalid UTF-8 becomes U+FFFD (never an encoding error)."""
+    return data.decode("utf-8", "replace").removeprefix("\ufeff")
+
+
 def _read_prompt_file(spelling: str, path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UsageError(f"{spelling}: cannot read '{path}': {reason}") from None
+        with open(path, "rb") as handle:
+            return decode_text(handle.read())
+    except OSError as exc:
+        raise UsageError(f"{spelling}: cannot read '{path}': {exc.strerror or exc}") from None
 
 
 def session_options(invocation: Invocation) -> dict:
@@ -1088,6 +1098,10 @@ def session_options(invocation: Invocation) -> dict:
             continue
         if flag.reads_file:
             value = _read_prompt_file(invocation.spelled[name], value)
+        elif isinstance(value, str):
+            value = repair_text(value)
+        elif isinstance(value, list):
+            value = [repair_text(v) if isinstance(v, str) else v for v in value]
         if flag.option == "stream":
             value = value == "on"
         if flag.option == "model":
@@ -1132,7 +1146,8 @@ def task_text(invocation: Invocation) -> str:
         return task
     if sys.stdin is None or sys.stdin.isatty():
         raise UsageError('-p needs a task: yuyao -p "<task>", or pipe the task on stdin')
-    task = sys.stdin.read().strip()
+    stream = getattr(sys.stdin, "buffer", None)
+    task = (decode_text(stream.read()) if stream else sys.stdin.read()).strip()
     if not task:
         raise UsageError("-p: the task read from stdin is empty")
     return task

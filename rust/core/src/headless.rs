@@ -10,7 +10,14 @@ use yuyao_protocol::{Mode, ModelSettings, SessionOptions};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HeadlessRequest {
+    /// The task's text; or `task_file`, read here (run_agent.sh's `--task-file`).
+    #[serde(default)]
     pub task: String,
+    #[serde(default)]
+    pub task_file: Option<String>,
+    /// The limits' file (`--budget-file`); its limits replace the three below.
+    #[serde(default)]
+    pub budget_file: Option<String>,
     pub repo_dir: String,
     pub out_dir: String,
     #[serde(default)]
@@ -28,27 +35,55 @@ pub struct HeadlessRequest {
     pub home: Option<String>,
 }
 
-/// Runs the task; returns the exit code (0 Submitted/LimitsExceeded, 1 error).
-pub fn run_headless(req: HeadlessRequest) -> i32 {
+/// Exit codes of spec §9.
+const EXIT_RUNTIME: i32 = 1;
+const EXIT_USAGE: i32 = 2;
+
+impl HeadlessRequest {
+    /// Reads the task and budget files into the request (usage errors name the file).
+    fn read_input_files(&mut self) -> Result<(), String> {
+        if let Some(path) = &self.task_file {
+            self.task = crate::run_inputs::read_task(Path::new(path))?;
+        }
+        if self.task.trim().is_empty() {
+            return Err("the task is empty".into());
+        }
+        if let Some(path) = &self.budget_file {
+            let budget = crate::run_inputs::read_budget(Path::new(path))?;
+            self.max_steps = budget.max_steps;
+            self.max_cost_usd = budget.max_cost_usd;
+            self.max_wall_seconds = budget.max_wall_seconds;
+            self.notes.extend(budget.notes);
+        }
+        Ok(())
+    }
+}
+
+/// Runs the task; returns the exit code (0 Submitted/LimitsExceeded, 1 error, 2 usage error).
+pub fn run_headless(mut req: HeadlessRequest) -> i32 {
     let started = std::time::Instant::now();
-    let deadline = req
-        .max_wall_seconds
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(|s| started + std::time::Duration::from_secs_f64(s));
     let out_dir = PathBuf::from(&req.out_dir);
     let started_at = chrono::Local::now().to_rfc3339();
-    let model_name = req.model.name.clone();
     let mut status = json!({
         "exit_status": "Error",
         "cost_usd": 0.0,
         "steps": 0,
-        "model": model_name,
+        "model": req.model.name.clone(),
         "started_at": started_at,
+        "error": null,
     });
     if let Err(e) = std::fs::create_dir_all(&out_dir) {
         eprintln!("yuyao: cannot create {}: {e}", out_dir.display());
-        return 1;
+        return EXIT_RUNTIME;
     }
+    if let Err(e) = req.read_input_files() {
+        status["error"] = json!(e);
+        return finish(&out_dir, status, EXIT_USAGE);
+    }
+    let deadline = req
+        .max_wall_seconds
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| started + std::time::Duration::from_secs_f64(s));
     let opts = SessionOptions {
         cwd: Some(req.repo_dir.clone()),
         mode: Some(Mode::Yolo),
@@ -68,7 +103,7 @@ pub fn run_headless(req: HeadlessRequest) -> i32 {
         Ok(s) => s,
         Err(e) => {
             status["error"] = json!(e.to_string());
-            return finish(&out_dir, status, 1);
+            return finish(&out_dir, status, EXIT_RUNTIME);
         }
     };
     for note in &req.notes {
@@ -77,9 +112,13 @@ pub fn run_headless(req: HeadlessRequest) -> i32 {
             .trajectory
             .record("note", json!({"text": note}));
     }
+    let repo = Path::new(&req.repo_dir);
+    // What the repository held before the run: a change the user left there is not the run's.
+    let before = git_diff(repo);
     let watch = install_watch(&session, deadline);
     let result = session.chat(&req.task);
     let timed_out = watch.stop();
+    let after = git_diff(repo);
     let v = session.status_json();
     status["cost_usd"] = v["cost_usd"].clone();
     status["steps"] = v["steps"].clone();
@@ -100,17 +139,25 @@ pub fn run_headless(req: HeadlessRequest) -> i32 {
         exit_status = "LimitsExceeded".into();
     }
     let (label, code) = match (exit_status.as_str(), &result) {
-        ("Submitted", _) => ("Submitted".to_string(), 0),
+        ("Submitted", _) => {
+            match unearned_submission(&req.task, before.as_deref(), after.as_deref()) {
+                None => ("Submitted".to_string(), 0),
+                Some(why) => {
+                    status["error"] = json!(why);
+                    ("NotSubmitted".to_string(), EXIT_RUNTIME)
+                }
+            }
+        }
         ("LimitsExceeded", _) => ("LimitsExceeded".to_string(), 0),
         ("Answered", _) | ("NotSubmitted", Ok(_)) => {
             status["error"] = json!(
-                "the model finished without acting on the task (no tool call ran successfully), so the run is not Submitted"
+                "the model finished without acting on the task (no tool ran on the workspace), so the run is not Submitted"
             );
-            ("NotSubmitted".to_string(), 1)
+            ("NotSubmitted".to_string(), EXIT_RUNTIME)
         }
         ("Interrupted", _) => {
             status["error"] = json!("interrupted by a signal");
-            ("Interrupted".to_string(), 1)
+            ("Interrupted".to_string(), EXIT_RUNTIME)
         }
         (other, Err(e)) => {
             status["error"] = json!(e.to_string());
@@ -120,16 +167,19 @@ pub fn run_headless(req: HeadlessRequest) -> i32 {
                 } else {
                     other.to_string()
                 },
-                1,
+                EXIT_RUNTIME,
             )
         }
-        (other, Ok(_)) => (other.to_string(), 1),
+        (other, Ok(_)) => (other.to_string(), EXIT_RUNTIME),
     };
     if let Some(e) = v["last_turn"]["error"].as_str()
-        && status.get("error").is_none()
+        && status["error"].is_null()
         && code != 0
     {
         status["error"] = json!(e);
+    }
+    if code != 0 && status["error"].is_null() {
+        status["error"] = json!(format!("the run ended as {label}"));
     }
     if label == "LimitsExceeded" {
         let why = match v["last_turn"]["error"].as_str() {
@@ -139,20 +189,56 @@ pub fn run_headless(req: HeadlessRequest) -> i32 {
         status["limit"] = json!(why);
     }
     status["exit_status"] = json!(label);
-    status["submission"] = json!(git_diff(Path::new(&req.repo_dir)));
+    status["submission"] = json!(after);
     session.close();
     finish(&out_dir, status, code)
 }
 
+/// Why a turn the loop counted as Submitted has no real effect, if it has none: the
+/// repository is unchanged by the run although the task asks for a change. A question or an
+/// analysis answered with evidence from tools needs no change. Outside a git repository the
+/// change cannot be seen, and the loop's judgement stands.
+fn unearned_submission(task: &str, before: Option<&str>, after: Option<&str>) -> Option<String> {
+    let (Some(before), Some(after)) = (before, after) else {
+        return None;
+    };
+    if before != after || !crate::task_kind::asks_for_change(task) {
+        return None;
+    }
+    Some(if after.is_empty() {
+        "the task asks for a change, but the repository is unchanged (empty diff), so the run is not Submitted".to_string()
+    } else {
+        "the task asks for a change, but the run left the repository unchanged (the diff is what it was before the run), so the run is not Submitted".to_string()
+    })
+}
+
+/// Writes status.json and says in one line on stderr how the run ended, so a failing run is
+/// never silent.
 fn finish(out_dir: &Path, mut status: serde_json::Value, code: i32) -> i32 {
     status["finished_at"] = json!(chrono::Local::now().to_rfc3339());
     status["exit_code"] = json!(code);
+    eprintln!("{}", summary_line(&status));
     let text = serde_json::to_string_pretty(&status).unwrap_or_else(|_| "{}".into());
     if let Err(e) = yuyao_store::write_atomic(&out_dir.join("status.json"), text.as_bytes()) {
         eprintln!("yuyao: cannot write status.json: {e}");
-        return 1;
+        return EXIT_RUNTIME;
     }
     code
+}
+
+/// `yuyao: Submitted, 3 steps, cost $0.001200` (+ `, error: …`).
+fn summary_line(status: &serde_json::Value) -> String {
+    let mut line = format!(
+        "yuyao: {}, {} steps, cost ${:.6}",
+        status["exit_status"].as_str().unwrap_or("Error"),
+        status["steps"].as_u64().unwrap_or(0),
+        status["cost_usd"].as_f64().unwrap_or(0.0),
+    );
+    if let Some(e) = status["error"].as_str() {
+        line.push_str(", error: ");
+        line.push_str(&e.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    line
 }
 
 /// SIGINT/SIGTERM interrupt the turn, so status.json is still written; the wall-clock
@@ -267,6 +353,8 @@ mod tests {
         std::fs::create_dir_all(&repo).expect("repo");
         let req = HeadlessRequest {
             task: "do it".into(),
+            task_file: None,
+            budget_file: None,
             repo_dir: repo.display().to_string(),
             out_dir: dir.path().join("out").display().to_string(),
             model: ModelSettings {

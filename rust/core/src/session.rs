@@ -289,6 +289,11 @@ impl Session {
         yuyao_tools::fs::clean_stale_temps_later(paths.project.clone());
         ctx.sandbox = Mutex::new(policy.confinement());
         ctx.home = Some(paths.home.clone());
+        if opts.headless {
+            // Nobody cleans up after an unattended run: a test step must not leave
+            // `__pycache__/` in the repository (or in the submission).
+            ctx.env.push(("PYTHONDONTWRITEBYTECODE", "1"));
+        }
         if let Some(ms) = config
             .get("tools.bash.timeout_ms")
             .and_then(|v| v.as_integer())

@@ -19,8 +19,10 @@ pub struct CallOutcome {
     /// the batch's tool results, since many endpoints accept images only from the user role.
     pub images: Vec<String>,
     pub ok: bool,
-    /// The tool really ran (it was not refused, unknown or malformed).
-    pub effective: bool,
+    /// The tool really ran (it was not refused, unknown or malformed) on the workspace, so
+    /// its result can back an answer; a question to the user, answered or not, is no
+    /// evidence of work done.
+    pub evidence: bool,
 }
 
 /// The one-line "why" shown before a batch: the model's own first line, else a summary.
@@ -145,7 +147,7 @@ impl Session {
             message,
             images: out.images,
             ok: out.ok,
-            effective,
+            evidence: effective && canonical_tool_name(&call.name) != Some("ask-user"),
         }
     }
 

@@ -472,7 +472,7 @@ impl Session {
                     return interrupted();
                 }
                 let outcome: CallOutcome = self.run_tool_call(&client, call, &intent, token).await;
-                acted |= outcome.ok && outcome.effective;
+                acted |= outcome.ok && outcome.evidence;
                 images.extend(outcome.images);
                 self.lock().push(outcome.message);
             }

@@ -4,6 +4,7 @@
 
 use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use yuyao_core::{CoreError, Handler, HeadlessRequest, Session};
@@ -130,6 +131,30 @@ impl Handler for PyHandler {
     }
 }
 
+/// Text from Python as UTF-8: each lone surrogate (`"\ud800"`, or an undecodable byte of
+/// argv that Python kept with `surrogateescape`) becomes one U+FFFD instead of an encoding
+/// error, so no malformed text reaches a request.
+fn text(s: &Bound<'_, PyString>) -> String {
+    if let Ok(t) = s.to_cow() {
+        return t.into_owned();
+    }
+    let units = s
+        .call_method1("encode", ("utf-16-le", "surrogatepass"))
+        .ok()
+        .and_then(|b| {
+            let b = b.downcast::<PyBytes>().ok()?.as_bytes().to_vec();
+            Some(
+                b.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect::<Vec<_>>(),
+            )
+        });
+    match units {
+        Some(units) => String::from_utf16_lossy(&units),
+        None => s.to_string_lossy().into_owned(),
+    }
+}
+
 #[pyclass(name = "Session", frozen, module = "yuyao._core")]
 struct PySession {
     inner: Arc<Session>,
@@ -172,20 +197,23 @@ impl PySession {
     }
 
     /// One agentic turn; returns the final assistant text.
-    fn chat(&self, py: Python<'_>, text: String) -> PyResult<String> {
+    fn chat(&self, py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<String> {
+        let text = self::text(text);
         let inner = self.inner.clone();
         py.detach(move || inner.chat(&text)).map_err(to_py)
     }
 
     /// One slash command; returns its text.
-    fn dispatch(&self, py: Python<'_>, command: String) -> PyResult<String> {
+    fn dispatch(&self, py: Python<'_>, command: &Bound<'_, PyString>) -> PyResult<String> {
+        let command = text(command);
         let inner = self.inner.clone();
         py.detach(move || inner.dispatch(&command)).map_err(to_py)
     }
 
     /// The user's `!command`: runs in the session cwd, no model call, no approval; returns
     /// the output (with the exit status line) and records both in the conversation.
-    fn user_shell(&self, py: Python<'_>, command: String) -> PyResult<String> {
+    fn user_shell(&self, py: Python<'_>, command: &Bound<'_, PyString>) -> PyResult<String> {
+        let command = text(command);
         let inner = self.inner.clone();
         py.detach(move || inner.user_shell(&command)).map_err(to_py)
     }
@@ -213,8 +241,8 @@ impl PySession {
         self.inner.status_json().to_string()
     }
 
-    fn steer(&self, text: &str) {
-        self.inner.steer(text);
+    fn steer(&self, text: &Bound<'_, PyString>) {
+        self.inner.steer(&self::text(text));
     }
 
     fn interrupt(&self) {

@@ -4,7 +4,8 @@
 //! it names (`core.fsmonitor`, hooks, `diff.external`, textconv and filter drivers) outside
 //! the sandbox. libgit2 runs none of them.
 
-use git2::{DiffFormat, DiffOptions, Repository, StatusOptions};
+use git2::{Delta, DiffFindOptions, DiffOptions, Patch, Repository, StatusOptions};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 fn open(project: &Path) -> Option<Repository> {
@@ -44,31 +45,110 @@ pub fn summary(project: &Path) -> String {
     )
 }
 
-/// The work tree's changes against HEAD (tracked edits, deletions and new non-ignored files)
-/// as one patch `git apply` accepts; binary changes as binary hunks. `None` outside a
+/// The work tree's changes against HEAD — tracked edits, deletions, renames, mode changes and
+/// new non-ignored files — as one patch that `git apply` reproduces byte for byte: a file whose
+/// patch text would not be valid UTF-8 (a Latin-1 text, a binary) is sent as a `GIT binary
+/// patch` hunk (base85, ASCII), since the patch travels as a JSON string. New files under the
+/// build caches a run leaves behind (see [`is_build_cache`]) are left out. `None` outside a
 /// repository.
 pub fn worktree_diff(repo_dir: &Path) -> Option<String> {
     let repo = open(repo_dir)?;
+    let workdir = repo.workdir()?.to_path_buf();
     let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+    let mut out = String::new();
+    let mut as_binary: Vec<Vec<u8>> = Vec::new();
+    for patch in patches(&repo, head.as_ref(), &workdir, None)? {
+        match String::from_utf8(patch.text) {
+            Ok(text) => out.push_str(&text),
+            Err(_) => as_binary.extend(patch.paths),
+        }
+    }
+    if !as_binary.is_empty() {
+        for patch in patches(&repo, head.as_ref(), &workdir, Some(&as_binary))? {
+            // Binary hunks are ASCII, and libgit2 quotes unusual paths in C style.
+            out.push_str(&String::from_utf8_lossy(&patch.text));
+        }
+    }
+    Some(out)
+}
+
+/// The patch of one changed file and the paths it touches (two for a rename).
+struct FilePatch {
+    text: Vec<u8>,
+    paths: Vec<Vec<u8>>,
+}
+
+/// One patch per changed file, renames detected, new build-cache files skipped;
+/// `binary_only` limits the diff to those paths and forces binary hunks.
+fn patches(
+    repo: &Repository,
+    head: Option<&git2::Tree<'_>>,
+    workdir: &Path,
+    binary_only: Option<&[Vec<u8>]>,
+) -> Option<Vec<FilePatch>> {
     let mut opts = DiffOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
         .show_untracked_content(true)
         .show_binary(true)
         .ignore_submodules(true);
-    let diff = repo
-        .diff_tree_to_workdir_with_index(head.as_ref(), Some(&mut opts))
-        .ok()?;
-    let mut out = Vec::new();
-    diff.print(DiffFormat::Patch, |_, _, line| {
-        if matches!(line.origin(), '+' | '-' | ' ') {
-            out.push(line.origin() as u8);
+    if let Some(paths) = binary_only {
+        opts.force_binary(true).disable_pathspec_match(true);
+        for p in paths {
+            opts.pathspec(p.as_slice());
         }
-        out.extend_from_slice(line.content());
-        true
-    })
-    .ok()?;
-    Some(String::from_utf8_lossy(&out).into_owned())
+    }
+    let mut diff = repo
+        .diff_tree_to_workdir_with_index(head, Some(&mut opts))
+        .ok()?;
+    let mut find = DiffFindOptions::new();
+    find.renames(true).for_untracked(true);
+    diff.find_similar(Some(&mut find)).ok()?;
+    let mut out = Vec::new();
+    for (i, delta) in diff.deltas().enumerate() {
+        let old = delta.old_file().path_bytes().map(<[u8]>::to_vec);
+        let new = delta.new_file().path_bytes().map(<[u8]>::to_vec);
+        let is_new = matches!(delta.status(), Delta::Untracked | Delta::Added);
+        if is_new && new.as_deref().is_some_and(|p| is_build_cache(workdir, p)) {
+            continue;
+        }
+        let Some(mut patch) = Patch::from_diff(&diff, i).ok()? else {
+            continue;
+        };
+        let text = patch.to_buf().ok()?.to_vec();
+        let mut paths: Vec<Vec<u8>> = old.into_iter().chain(new).collect();
+        paths.dedup();
+        out.push(FilePatch { text, paths });
+    }
+    Some(out)
+}
+
+/// Build caches a run leaves behind, never part of a submission: Python bytecode and the
+/// caches of pytest and mypy, npm's `node_modules/.cache`, and a Cargo `target/` (next to a
+/// `Cargo.toml`, or marked with `CACHEDIR.TAG`).
+pub fn is_build_cache(workdir: &Path, path: &[u8]) -> bool {
+    if path.ends_with(b".pyc") || path.ends_with(b".pyo") {
+        return true;
+    }
+    let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
+    let Some((_file, dirs)) = parts.split_last() else {
+        return false;
+    };
+    let mut parent = workdir.to_path_buf();
+    for (i, dir) in dirs.iter().enumerate() {
+        match *dir {
+            b"__pycache__" | b".pytest_cache" | b".mypy_cache" => return true,
+            b".cache" if i > 0 && dirs[i - 1] == b"node_modules" => return true,
+            b"target"
+                if parent.join("Cargo.toml").is_file()
+                    || parent.join("target/CACHEDIR.TAG").is_file() =>
+            {
+                return true;
+            }
+            _ => parent.push(std::ffi::OsStr::from_bytes(dir)),
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -136,5 +216,34 @@ mod tests {
             .unwrap()
             .success();
         assert!(ok, "{patch}");
+    }
+
+    #[test]
+    fn build_caches_are_recognised() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path();
+        std::fs::create_dir_all(w.join("crate/target")).unwrap();
+        std::fs::write(w.join("crate/Cargo.toml"), "").unwrap();
+        std::fs::create_dir_all(w.join("other/target")).unwrap();
+        std::fs::write(w.join("other/target/CACHEDIR.TAG"), "").unwrap();
+        for cache in [
+            "a/__pycache__/m.cpython-311.pyc",
+            "stray.pyc",
+            ".pytest_cache/v/cache/lastfailed",
+            "x/.mypy_cache/3.11/m.json",
+            "web/node_modules/.cache/babel/y",
+            "crate/target/debug/app",
+            "other/target/x",
+        ] {
+            assert!(is_build_cache(w, cache.as_bytes()), "{cache}");
+        }
+        for source in [
+            "src/target/mod.rs", // a source folder named target, no Cargo.toml beside it
+            "node_modules/pkg/index.js",
+            ".cache/notes.txt",
+            "pycache.py",
+        ] {
+            assert!(!is_build_cache(w, source.as_bytes()), "{source}");
+        }
     }
 }

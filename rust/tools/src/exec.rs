@@ -42,7 +42,7 @@ pub(crate) fn unique(label: &str) -> String {
 /// non-interactive environment. Every shell process of yuyao is built here, so the OS
 /// sandbox (Landlock + seccomp, issue 6) is applied in this one place, from `ctx`.
 pub fn shell_command(ctx: &ToolContext, script: &str, cwd: &Path) -> Command {
-    let _ = ctx; // the sandbox is applied by `spawn_piped`, the one place commands start
+    // The sandbox is applied by `spawn_piped`, the one place commands start.
     let mut c = Command::new("bash");
     c.arg("-c")
         .arg(script)
@@ -53,6 +53,7 @@ pub fn shell_command(ctx: &ToolContext, script: &str, cwd: &Path) -> Command {
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("TERM", "dumb")
         .env("NO_COLOR", "1")
+        .envs(ctx.env.iter().copied())
         .process_group(0);
     c
 }

@@ -60,6 +60,8 @@ pub struct ToolContext {
     /// The current call was allowed only because it is read-only: its processes run under
     /// the read-only OS sandbox, whatever the classifier thought.
     pub read_only_call: std::sync::atomic::AtomicBool,
+    /// Variables set on every tool process (headless runs: no bytecode caches in the repo).
+    pub env: Vec<(&'static str, &'static str)>,
 }
 
 /// The bash timeout when neither the call nor the configuration gives one.
@@ -91,6 +93,7 @@ impl ToolContext {
             jobs: jobs::Jobs::default(),
             home: None,
             read_only_call: std::sync::atomic::AtomicBool::new(false),
+            env: Vec::new(),
         }
     }
 

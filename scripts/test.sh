@@ -38,7 +38,7 @@ die()  { printf 'yuyao test: error: %s\n' "$*" >&2; exit 1; }
 info() { printf 'yuyao test: %s\n' "$*"; }
 wants() { [[ $stages == *",$1,"* ]]; }
 
-for s in ${YUYAO_TEST_STAGES//,/ }; do
+for s in ${stages//,/ }; do
     case $s in venv|extension|pytest) ;; *) die "YUYAO_TEST_STAGES: unknown stage '$s' (venv, extension, pytest)" ;; esac
 done
 

@@ -403,3 +403,13 @@ def test_ci_runs_the_readme_test_command():
         "stage pytest readme_test pytest",
     ):
         assert line in ci, f".ci/run lacks: {line}"
+
+
+def test_readme_test_command_without_python3_says_so(tmp_path):
+    """The README's test command as a user types it (no knobs), on a machine without python3."""
+    env = _clean_env(tmp_path)
+    env["PATH"] = _path_without_python(tmp_path)
+    proc = _run(["bash", "-c", _readme_command("Tests")], env, cwd=ROOT, timeout=60)
+    assert proc.returncode != 0, _explain(proc)
+    assert "python3 was not found" in proc.stderr, _explain(proc)
+    assert "unexpected failure" not in proc.stderr, _explain(proc)

@@ -315,13 +315,24 @@ def _unprivileged_prefix(home: Path) -> list[str]:
     return prefix
 
 
+def _python3_path_for(prefix: list[str], base: Path) -> str:
+    """A PATH whose `python3` (>= 3.9, not a venv) the user of `prefix` can run, or skip."""
+    check = "python3 -c 'import sys, venv; sys.exit(sys.version_info < (3, 9) or sys.prefix != sys.base_prefix)'"
+    for i, python in enumerate((_base_python(), "/usr/bin/python3", "/usr/local/bin/python3")):
+        (base / f"py{i}").mkdir()
+        path = _python3_only_path(base / f"py{i}", python)
+        probe = subprocess.run(
+            [*prefix, "bash", "-c", check], env={"PATH": path}, capture_output=True
+        )
+        if probe.returncode == 0:
+            return path
+    pytest.skip("no python3 an ordinary user can run")
+
+
 def test_readme_install_as_a_user_links_local_bin_and_says_path_is_missing():
     """An ordinary user, no virtualenv active, ~/.local/bin not on PATH: ~/.yuyao/venv, the link
     in ~/.local/bin, and the `export PATH=...` line to add."""
     _require_wheel()
-    python = "/usr/bin/python3" if os.geteuid() == 0 else _base_python()
-    if not os.access(python, os.X_OK):
-        pytest.skip(f"no {python} an ordinary user can run")
     command = _readme_command("Install")
     # Not under pytest's tmp dir: that one is private to the user running the tests.
     base = Path(tempfile.mkdtemp(prefix="yuyao-install-user-"))
@@ -331,7 +342,7 @@ def test_readme_install_as_a_user_links_local_bin_and_says_path_is_missing():
         home.mkdir()
         prefix = _unprivileged_prefix(home)
         env = _clean_env(home)
-        env["PATH"] = _python3_only_path(base, python)
+        env["PATH"] = _python3_path_for(prefix, base)
         proc = _run([*prefix, "bash", "-c", command], env, cwd=ROOT)
         assert proc.returncode == 0, _explain(proc)
         link = home / ".local" / "bin" / "yuyao"

@@ -3,18 +3,17 @@
 #
 # Usage: ./install.sh            (no network needed; safe to run again)
 #
-# Where it installs (into the `python3` on PATH, Python 3.9 or newer):
-#   - an active virtualenv/conda env   -> into that environment (so `python3 -c "import yuyao"`
-#                                         works there, and `yuyao` lands in its bin dir);
-#   - an "externally managed" python3 (PEP 668, e.g. Debian/Ubuntu system python), or one with
-#     no pip                           -> a dedicated venv at ~/.yuyao/venv (or $YUYAO_HOME/venv);
-#   - otherwise                        -> into that python3 itself when its site-packages is
-#                                         writable (e.g. root, pyenv), else `pip install --user`.
-#   If the directory holding the `yuyao` command is not on PATH, a symlink is made in a bin dir
-#   that is (~/.local/bin, ~/bin or /usr/local/bin); if none is, the line to add is printed.
+# Where it installs (with the `python3` on PATH, Python 3.9 or newer):
+#   - an active virtualenv (or a named conda env)  -> into that environment (so `python3 -c "import
+#                                                     yuyao"` works there; `yuyao` is in its bin dir);
+#   - otherwise                                    -> into a venv of its own, $YUYAO_HOME/venv
+#                                                     (default ~/.yuyao/venv), never into a system,
+#                                                     pyenv or conda-base interpreter, even a writable
+#                                                     one; `yuyao` is then linked into ~/.local/bin
+#                                                     (/usr/local/bin for root), and if that directory
+#                                                     is not on PATH the line to add is printed.
 # Environment:
-#   YUYAO_PYTHON         interpreter to install for (default: python3 on PATH)
-#   YUYAO_INSTALL_MODE   force env|venv|system|user instead of the choice above
+#   YUYAO_PYTHON         interpreter to install with (default: python3 on PATH)
 #   YUYAO_HOME           base of the dedicated venv (default ~/.yuyao)
 #
 # How: every wheel's sha256 is checked against requirements.lock first (one pass); then the
@@ -48,7 +47,7 @@ info() { printf 'yuyao install: %s\n' "$*"; }
 warn() { printf '%syuyao install: warning:%s %s\n' "$yellow" "$reset" "$*" >&2; }
 
 case ${1:-} in
-    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     '') ;;
     *) die "unknown argument: $1 (see ./install.sh --help)" ;;
 esac
@@ -69,25 +68,23 @@ fi
 [[ -d $wheels ]] || die "no wheels/ directory next to install.sh ($here); the artifact is incomplete"
 [[ -f $lock ]] || die "no requirements.lock next to install.sh ($here); the artifact is incomplete"
 
-# Facts about this interpreter, one line each: in_env, externally_managed, has_pip,
-# site_writable, user_site_ok.
+# Facts about this interpreter: in_env, has_pip.
 mapfile -t facts < <("$py" - <<'EOF'
-import os, site, sys, sysconfig
+import os, sys
+# A virtualenv, or a conda env the user activated by name (conda's base env is the machine's
+# interpreter, like a system python: not a place to install into uninvited).
 in_env = sys.prefix != getattr(sys, "base_prefix", sys.prefix) or (
-    os.environ.get("CONDA_PREFIX") and os.path.realpath(sys.prefix) == os.path.realpath(os.environ["CONDA_PREFIX"]))
-stdlib = sysconfig.get_path("stdlib")
-managed = os.path.isfile(os.path.join(stdlib, "EXTERNALLY-MANAGED"))
+    os.environ.get("CONDA_PREFIX") and os.environ.get("CONDA_DEFAULT_ENV", "base") != "base"
+    and os.path.realpath(sys.prefix) == os.path.realpath(os.environ["CONDA_PREFIX"]))
 try:
     import pip  # noqa: F401
     has_pip = True
 except Exception:
     has_pip = False
-purelib = sysconfig.get_path("purelib")
-writable = os.access(purelib, os.W_OK) and os.access(sysconfig.get_path("scripts"), os.W_OK)
-print(int(bool(in_env)), int(managed), int(has_pip), int(writable), int(bool(site.ENABLE_USER_SITE)))
+print(int(bool(in_env)), int(has_pip))
 EOF
 )
-read -r in_env managed has_pip site_writable user_site_ok <<<"${facts[0]:-0 0 0 0 0}"
+read -r in_env has_pip <<<"${facts[0]:-0 0}"
 
 # --- 2. Check every wheel against requirements.lock (one pass, before touching anything) -----------
 sha256_of() {
@@ -155,45 +152,31 @@ if (( has_pip )); then
 fi
 
 # --- 4. Choose where to install ---------------------------------------------------------------------
-mode="${YUYAO_INSTALL_MODE:-}"
-if [[ -z $mode ]]; then
-    if (( in_env )); then mode='env'
-    elif (( managed || ! has_pip )); then mode=venv
-    elif (( site_writable )); then mode=system
-    elif (( user_site_ok )); then mode=user
-    else mode=venv
-    fi
-fi
-case $mode in env|venv|system|user) ;; *) die "YUYAO_INSTALL_MODE must be env, venv, system or user (got '$mode')" ;; esac
-
+# Only an environment the user activated is installed into; anything else (a system, pyenv or conda
+# base interpreter, writable or not) gets yuyao's own venv, so no other program's packages change.
 target_py="$py"
-pip_extra=()
-case $mode in
-    env)    info "installing into the active environment of $py" ;;
-    system) info "installing into $py (Python $pyver)" ;;
-    user)   info "installing for this user (pip --user) with $py"; pip_extra=(--user) ;;
-    venv)
-        venv="${YUYAO_HOME:-$HOME/.yuyao}/venv"
-        if (( managed )); then why="$py is externally managed (PEP 668)"
-        elif (( ! has_pip )); then why="$py has no pip"
-        else why="requested"; fi
-        info "installing into a dedicated virtual environment $venv ($why)"
-        # Reuse an existing venv only when it still runs and has the same Python minor version
-        # (a venv is tied to its base interpreter; after an upgrade it must be rebuilt).
-        if [[ -x $venv/bin/python ]] \
-            && [[ "$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" == "${pyver%.*}" ]] \
-            && "$venv/bin/python" -c 'import pip' >/dev/null 2>&1; then
-            :
-        else
-            rm -rf "$venv"
-            mkdir -p "$(dirname "$venv")"
-            "$py" -m venv "$venv" >/dev/null 2>"$venv.err" \
-                || die "could not create $venv: $(tail -n 3 "$venv.err" 2>/dev/null). On Debian/Ubuntu install the venv module: apt-get install python3-venv"
-            rm -f "$venv.err"
-        fi
-        target_py="$venv/bin/python"
-        ;;
-esac
+if (( in_env )); then
+    mode=env
+    info "installing into the active environment of $py"
+else
+    mode=venv
+    venv="${YUYAO_HOME:-$HOME/.yuyao}/venv"
+    info "installing into yuyao's own virtual environment $venv (no virtualenv is active)"
+    # Reuse an existing venv only when it still runs and has the same Python minor version
+    # (a venv is tied to its base interpreter; after an upgrade it must be rebuilt).
+    if [[ -x $venv/bin/python ]] \
+        && [[ "$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" == "${pyver%.*}" ]] \
+        && "$venv/bin/python" -c 'import pip' >/dev/null 2>&1; then
+        :
+    else
+        rm -rf "$venv"
+        mkdir -p "$(dirname "$venv")"
+        "$py" -m venv "$venv" >/dev/null 2>"$venv.err" \
+            || die "could not create $venv: $(tail -n 3 "$venv.err" 2>/dev/null). On Debian/Ubuntu install the venv module: apt-get install python3-venv"
+        rm -f "$venv.err"
+    fi
+    target_py="$venv/bin/python"
+fi
 # Re-check the tags when the target interpreter differs (a venv has the same tags, but be sure).
 if [[ $target_py != "$py" ]]; then
     rc=0; misfits="$(check_tags "$target_py")" || rc=$?
@@ -251,7 +234,7 @@ for ((i = 0; i < n; i++)); do
     [[ -t 1 ]] && bar "$i" "$n" "installing $label"
     printf '%s==%s --hash=sha256:%s\n' "${names[i]}" "${versions[i]}" "${hashes[i]}" > "$req"
     if ! "$target_py" -m pip install --no-index --find-links "$wheels" --no-deps --require-hashes \
-            --no-warn-script-location --disable-pip-version-check "${force[@]}" "${pip_extra[@]}" \
+            --no-warn-script-location --disable-pip-version-check "${force[@]}" \
             -r "$req" >"$log" 2>&1; then
         [[ -t 1 ]] && printf '\n'
         sed 's/^/    pip: /' "$log" | tail -n 15 >&2
@@ -262,14 +245,7 @@ done
 [[ -t 1 ]] && printf '\n'
 
 # --- 6. The `yuyao` command, on PATH ------------------------------------------------------------------
-scripts_dir="$("$target_py" - "${pip_extra[*]:-}" <<'EOF'
-import os, sys, sysconfig
-if sys.argv[1] == "--user":
-    print(sysconfig.get_path("scripts", os.name + "_user"))
-else:
-    print(sysconfig.get_path("scripts"))
-EOF
-)"
+scripts_dir="$("$target_py" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"
 exe="$scripts_dir/yuyao"
 [[ -x $exe ]] || die "pip installed yuyao but $exe is missing"
 # The extension must load here (glibc, CPU): catch that now, not at first use.
@@ -279,40 +255,34 @@ fi
 
 on_path() { [[ ":$PATH:" == *":$1:"* ]]; }
 cmd="$exe"
-path_hint=''
-if [[ $mode == venv ]] || ! on_path "$scripts_dir"; then
+path_dir=''   # a directory holding the command that PATH lacks
+if [[ $mode == venv ]]; then
     # A symlink keeps the venv's own interpreter (the script's shebang is absolute).
-    link_dir=''
-    for d in "$HOME/.local/bin" "$HOME/bin" /usr/local/bin; do
-        if on_path "$d" && { [[ -d $d && -w $d ]] || { [[ $d == "$HOME"/* ]] && mkdir -p "$d" 2>/dev/null; }; }; then
-            # Replace our own old symlink; never clobber someone else's regular file.
-            if [[ -e $d/yuyao && ! -L $d/yuyao ]]; then
-                warn "not replacing $d/yuyao (not a symlink made by this installer)"
-                continue
-            fi
-            link_dir="$d"
-            break
-        fi
-    done
-    if [[ -z $link_dir ]]; then
-        link_dir="$HOME/.local/bin"
-        mkdir -p "$link_dir"
-        path_hint="export PATH=\"$link_dir:\$PATH\""
+    if (( EUID == 0 )); then link_dir=/usr/local/bin; else link_dir="$HOME/.local/bin"; fi
+    mkdir -p "$link_dir" || die "cannot create $link_dir"
+    if [[ -e $link_dir/yuyao && ! -L $link_dir/yuyao ]]; then
+        # Never clobber a file this installer did not make.
+        warn "not replacing $link_dir/yuyao (not a symlink made by this installer); run $exe"
+    else
+        ln -sfn "$exe" "$link_dir/yuyao"
+        cmd="$link_dir/yuyao"
+        info "linked $cmd -> $exe"
     fi
-    ln -sfn "$exe" "$link_dir/yuyao"
-    cmd="$link_dir/yuyao"
+    on_path "$(dirname "$cmd")" || path_dir="$(dirname "$cmd")"
+elif ! on_path "$scripts_dir"; then
+    path_dir="$scripts_dir"
 fi
 found="$(command -v yuyao || true)"
-if [[ -z $path_hint && -n $found && $found != "$cmd" && $(readlink -f "$found") != "$(readlink -f "$cmd")" ]]; then
+if [[ -z $path_dir && -n $found && $found != "$cmd" && $(readlink -f "$found") != "$(readlink -f "$cmd")" ]]; then
     warn "another yuyao comes first on PATH: $found (this one is $cmd)"
 fi
 
 if [[ $mode == venv ]]; then
     info "python API: $target_py -c 'import yuyao.agent_api' (the venv's interpreter)"
 fi
-if [[ -n $path_hint ]]; then
-    warn "$link_dir is not on your PATH; add this line to your ~/.bashrc (or ~/.profile), then open a new shell:"
-    printf '    %s\n' "$path_hint" >&2
+if [[ -n $path_dir ]]; then
+    warn "$path_dir is not on your PATH; add this line to your ~/.bashrc (or ~/.profile), then open a new shell:"
+    printf '    export PATH="%s:$PATH"\n' "$path_dir" >&2
 fi
 if [[ -n $was_installed ]]; then
     info "yuyao $was_installed was already installed; reinstalled it from wheels/"

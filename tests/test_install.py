@@ -1,5 +1,9 @@
-"""install.sh, end to end: offline install into a fresh venv, the `yuyao` command, idempotency,
-the dedicated-venv path (PEP 668), and the errors for a missing or too old python3.
+"""The README's two set-up commands, end to end.
+
+install.sh: offline install into a fresh venv, the `yuyao` command, idempotency, yuyao's own venv
+when no virtualenv is active (never the interpreter itself, even a writable one) with the link
+in /usr/local/bin (root) or ~/.local/bin (a user), and the errors for a missing or too old
+python3. The test command: its venv bootstrap on a PATH with only `python3` and no test tools.
 
 The installs run with no network at all (a new network namespace via `unshare`), so they prove
 that wheels/ + requirements.lock are enough. Skipped when wheels/ has no yuyao wheel, unless
@@ -13,6 +17,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -157,51 +162,6 @@ def test_install_is_idempotent(installed):
     )
 
 
-def _externally_managed_python() -> str | None:
-    """/usr/bin/python3 when it is a PEP 668 "externally managed" CPython >= 3.9, else None."""
-    py = "/usr/bin/python3"
-    if not os.access(py, os.X_OK):
-        return None
-    code = (
-        "import os, sys, sysconfig;"
-        "print(sys.version_info >= (3, 9) and "
-        "os.path.isfile(os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')))"
-    )
-    proc = subprocess.run([py, "-c", code], capture_output=True, text=True)
-    return py if proc.stdout.strip() == "True" else None
-
-
-def test_install_outside_a_venv_uses_dedicated_venv(tmp_path):
-    """No active venv and an externally managed python3 (or the mode forced when this machine has
-    none): install.sh makes ~/.yuyao/venv and links `yuyao` into a bin dir on PATH."""
-    _require_wheel()
-    home = tmp_path / "home"
-    home.mkdir()
-    env = _clean_env(home)
-    local_bin = home / ".local" / "bin"
-    env["PATH"] = f"{local_bin}{os.pathsep}{env.get('PATH', '')}"
-    managed = _externally_managed_python()
-    if managed:
-        env["YUYAO_PYTHON"] = managed
-    else:
-        env["YUYAO_INSTALL_MODE"] = "venv"
-    proc = _run([*_offline_prefix(), "bash", str(INSTALL_SH)], env, cwd=tmp_path)
-    assert proc.returncode == 0, _explain(proc)
-    if managed:
-        assert "externally managed" in proc.stdout, _explain(proc)
-    link = local_bin / "yuyao"
-    assert _final_line(proc.stdout) == f"yuyao {VERSION} installed: {link}", _explain(proc)
-    assert link.is_symlink()
-    assert Path(os.readlink(link)) == home / ".yuyao" / "venv" / "bin" / "yuyao"
-    out = _run([*_offline_prefix(), "yuyao", "--version"], env, cwd=tmp_path, timeout=60)
-    assert out.returncode == 0 and out.stdout.strip().splitlines()[0] == f"yuyao {VERSION}", (
-        _explain(out)
-    )
-    # Second run reuses the venv and the link.
-    again = _run([*_offline_prefix(), "bash", str(INSTALL_SH)], env, cwd=tmp_path)
-    assert again.returncode == 0 and "already installed" in again.stdout, _explain(again)
-
-
 def _path_without_python(tmp_path: Path) -> str:
     """A PATH dir with every usual command (bash, coreutils...) except any python*."""
     bindir = tmp_path / "bin-no-python"
@@ -241,3 +201,226 @@ def test_fails_clearly_when_python3_missing(tmp_path):
     assert proc.returncode != 0, _explain(proc)
     assert "python3" in proc.stderr and "not found" in proc.stderr, _explain(proc)
     assert "installed:" not in proc.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# The commands exactly as README.md gives them
+
+
+def _readme_command(section: str) -> str:
+    """The one command line of the first ```bash block under `## <section>` in README.md."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    part = re.search(rf"^## {re.escape(section)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert part, f"README.md has no '## {section}' section"
+    block = re.search(r"```bash\n(.*?)```", part.group(1), re.S)
+    assert block, f"README.md's '## {section}' section has no bash block"
+    lines = [line for line in block.group(1).splitlines() if line.strip()]
+    assert len(lines) == 1, f"README.md's '## {section}' block is not one command: {lines}"
+    return lines[0].strip()
+
+
+def _base_python() -> str:
+    """A real interpreter that is not a virtualenv: the one this test venv was made from."""
+    return getattr(sys, "_base_executable", None) or sys.executable
+
+
+def _python3_only_path(tmp: Path, python: str) -> str:
+    """A PATH with the usual commands, `python3` -> `python`, and no other python, pip or venv."""
+    pydir = tmp / "bin-python3"
+    pydir.mkdir()
+    (pydir / "python3").symlink_to(python)
+    return f"{pydir}{os.pathsep}{_path_without_python(tmp)}"
+
+
+def _imports(python: str, module: str, env: dict[str, str]) -> bool:
+    code = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    return (
+        subprocess.run([python, "-c", code], env=env, cwd="/", capture_output=True).returncode == 0
+    )
+
+
+def _namespace_prefix() -> list[str]:
+    """Run a command with no network and /usr/local/bin replaced by the directory given as the
+    first argument after the prefix (a private mount namespace), or skip the test."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.skip("unshare (util-linux) is not available")
+    bind = 'mount --bind "$0" /usr/local/bin && exec "$@"'
+    flags = ["--net", "--mount"] if os.geteuid() == 0 else ["-r", "--net", "--mount"]
+    with tempfile.TemporaryDirectory() as probe_dir:
+        probe = subprocess.run(
+            [unshare, *flags, "bash", "-c", bind, probe_dir, "true"], capture_output=True
+        )
+    if probe.returncode != 0:
+        pytest.skip(f"cannot bind-mount over /usr/local/bin in a namespace: {probe.stderr!r}")
+    return [unshare, *flags, "bash", "-c", bind]
+
+
+def test_readme_install_without_a_venv_makes_its_own_and_links_usr_local_bin(tmp_path):
+    """As root, with no virtualenv active and a writable (pyenv or system) python3: the README's
+    install command makes $YUYAO_HOME/venv, leaves that interpreter alone, links
+    /usr/local/bin/yuyao and says so; without /usr/local/bin on PATH it prints the line to add."""
+    _require_wheel()
+    python = _base_python()
+    if _imports(python, "yuyao", {}):
+        pytest.skip(f"{python} already has a yuyao package: cannot tell whether it was used")
+    command = _readme_command("Install")
+    ns = _namespace_prefix()
+    usr_local_bin = tmp_path / "usr-local-bin"  # stands for /usr/local/bin inside the namespace
+    usr_local_bin.mkdir()
+    yuyao_home = tmp_path / "yuyao-home"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = _clean_env(home)
+    env["YUYAO_HOME"] = str(yuyao_home)
+    env["PATH"] = f"/usr/local/bin{os.pathsep}{_python3_only_path(tmp_path, python)}"
+
+    proc = _run([*ns, str(usr_local_bin), "bash", "-c", command], env, cwd=ROOT)
+    assert proc.returncode == 0, _explain(proc)
+    exe = yuyao_home / "venv" / "bin" / "yuyao"
+    link = usr_local_bin / "yuyao"
+    assert link.is_symlink() and Path(os.readlink(link)) == exe, _explain(proc)
+    assert f"linked /usr/local/bin/yuyao -> {exe}" in proc.stdout, _explain(proc)
+    assert _final_line(proc.stdout) == f"yuyao {VERSION} installed: /usr/local/bin/yuyao"
+    assert "not on your PATH" not in proc.stderr, _explain(proc)
+    assert not _imports(python, "yuyao", {}), f"install.sh installed into {python}"
+    run = _run([*ns, str(usr_local_bin), "yuyao", "--version"], env, cwd=tmp_path, timeout=60)
+    assert run.stdout.strip().splitlines()[:1] == [f"yuyao {VERSION}"], _explain(run)
+
+    # Again, with /usr/local/bin not on PATH: the same venv and link, and the line to add.
+    (tmp_path / "again").mkdir()
+    env["PATH"] = _python3_only_path(tmp_path / "again", python)
+    again = _run([*ns, str(usr_local_bin), "bash", "-c", command], env, cwd=ROOT)
+    assert again.returncode == 0 and "already installed" in again.stdout, _explain(again)
+    assert "/usr/local/bin is not on your PATH" in again.stderr, _explain(again)
+    assert 'export PATH="/usr/local/bin:$PATH"' in again.stderr, _explain(again)
+
+
+def _unprivileged_prefix(home: Path) -> list[str]:
+    """A prefix that runs a command as an ordinary user who owns `home`, or skip."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is not available to run as an ordinary user")
+    nobody = 65534
+    for path in (home, *home.parents):
+        if path == Path(tempfile.gettempdir()):
+            break
+        os.chown(path, nobody, nobody)
+    prefix = [setpriv, f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups"]
+    probe = subprocess.run([*prefix, "test", "-r", str(INSTALL_SH)], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"an ordinary user cannot read {INSTALL_SH}")
+    return prefix
+
+
+def _python3_path_for(prefix: list[str], base: Path) -> str:
+    """A PATH whose `python3` (>= 3.9, not a venv) the user of `prefix` can run, or skip."""
+    check = "python3 -c 'import sys, venv; sys.exit(sys.version_info < (3, 9) or sys.prefix != sys.base_prefix)'"
+    for i, python in enumerate((_base_python(), "/usr/bin/python3", "/usr/local/bin/python3")):
+        (base / f"py{i}").mkdir()
+        path = _python3_only_path(base / f"py{i}", python)
+        probe = subprocess.run(
+            [*prefix, "bash", "-c", check], env={"PATH": path}, capture_output=True
+        )
+        if probe.returncode == 0:
+            return path
+    pytest.skip("no python3 an ordinary user can run")
+
+
+def test_readme_install_as_a_user_links_local_bin_and_says_path_is_missing():
+    """An ordinary user, no virtualenv active, ~/.local/bin not on PATH: ~/.yuyao/venv, the link
+    in ~/.local/bin, and the `export PATH=...` line to add."""
+    _require_wheel()
+    command = _readme_command("Install")
+    # Not under pytest's tmp dir: that one is private to the user running the tests.
+    base = Path(tempfile.mkdtemp(prefix="yuyao-install-user-"))
+    try:
+        base.chmod(0o755)
+        home = base / "home"
+        home.mkdir()
+        prefix = _unprivileged_prefix(home)
+        env = _clean_env(home)
+        env["PATH"] = _python3_path_for(prefix, base)
+        proc = _run([*prefix, "bash", "-c", command], env, cwd=ROOT)
+        assert proc.returncode == 0, _explain(proc)
+        link = home / ".local" / "bin" / "yuyao"
+        exe = home / ".yuyao" / "venv" / "bin" / "yuyao"
+        assert link.is_symlink() and Path(os.readlink(link)) == exe, _explain(proc)
+        assert f"linked {link} -> {exe}" in proc.stdout, _explain(proc)
+        assert _final_line(proc.stdout) == f"yuyao {VERSION} installed: {link}", _explain(proc)
+        assert f"{link.parent} is not on your PATH" in proc.stderr, _explain(proc)
+        assert f'export PATH="{link.parent}:$PATH"' in proc.stderr, _explain(proc)
+        run = _run([*prefix, str(link), "--version"], env, cwd=base, timeout=60)
+        assert run.stdout.strip().splitlines()[:1] == [f"yuyao {VERSION}"], _explain(run)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+_NO_PYPI = re.compile(
+    r"NewConnectionError|Network is unreachable|Temporary failure in name resolution|"
+    r"ProxyError|No matching distribution found",
+)
+
+
+def test_readme_test_command_bootstraps_its_own_venv(tmp_path):
+    """The README's test command on a machine with only python3 (no `python`, no pytest, no
+    active venv), its build and pytest stages skipped: a venv of its own with every test tool
+    from PyPI and the runtime deps at the versions requirements.lock pins."""
+    command = _readme_command("Tests")
+    python = _base_python()
+    home = tmp_path / "home"
+    home.mkdir()
+    venv = tmp_path / "test-venv"
+    env = _clean_env(home)
+    env["PATH"] = _python3_only_path(tmp_path, python)
+    env["YUYAO_TEST_STAGES"] = "venv"
+    env["YUYAO_TEST_VENV"] = str(venv)
+    proc = _run(["bash", "-c", command], env, cwd=ROOT, timeout=600)
+    if proc.returncode != 0 and _NO_PYPI.search(proc.stderr) and not os.environ.get("CI"):
+        pytest.skip("PyPI is not reachable from here (CI requires it)")
+    assert proc.returncode == 0, _explain(proc)
+
+    vpy = str(venv / "bin" / "python")
+    for module in ("pytest", "pexpect", "pyte", "rich", "prompt_toolkit"):
+        assert _imports(vpy, module, env), f"{module} is missing from the test venv"
+    assert os.access(venv / "bin" / "maturin", os.X_OK), "maturin is missing from the test venv"
+    assert not _imports(vpy, "yuyao", env), "the venv stage alone must not build yuyao"
+    cfg = (venv / "pyvenv.cfg").read_text()
+    assert re.search(r"^include-system-site-packages = false$", cfg, re.M), cfg
+    lock = (ROOT / "requirements.lock").read_text()
+    pinned = dict(re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", lock, re.M))
+    got = subprocess.run(
+        [vpy, "-c", "from importlib.metadata import version; print(version('rich'))"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert got.stdout.strip() == pinned["rich"], got
+
+    again = _run(["bash", "-c", command], env, cwd=ROOT, timeout=120)
+    assert again.returncode == 0 and "up to date" in again.stdout, _explain(again)
+
+
+def test_ci_runs_the_readme_test_command():
+    """.ci/run's venv, extension and pytest stages are the README's test command, stage by stage."""
+    script = _readme_command("Tests").split()[0].removeprefix("./")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert f'YUYAO_TEST_STAGES="$1" {script} "${{@:2}}"' in ci, f".ci/run does not run {script}"
+    for line in (
+        "readme_test venv",
+        "stage extension readme_test extension",
+        "stage pytest readme_test pytest",
+    ):
+        assert line in ci, f".ci/run lacks: {line}"
+
+
+def test_readme_test_command_without_python3_says_so(tmp_path):
+    """The README's test command as a user types it (no knobs), on a machine without python3."""
+    env = _clean_env(tmp_path)
+    env["PATH"] = _path_without_python(tmp_path)
+    proc = _run(["bash", "-c", _readme_command("Tests")], env, cwd=ROOT, timeout=60)
+    assert proc.returncode != 0, _explain(proc)
+    assert "python3 was not found" in proc.stderr, _explain(proc)
+    assert "unexpected failure" not in proc.stderr, _explain(proc)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
-from fakellm import call, calls, say
+from fakellm import call, calls, error, say
 
 pytestmark = pytest.mark.core
 
@@ -130,3 +131,93 @@ def test_unknown_flag_exits_2(fake_llm, yuyao, env):
     assert proc.returncode == 2, output(proc)
     assert "--no-such-flag" in output(proc)
     assert server.requests == []
+
+
+# ---------------------------------------------------------------------------------------------
+# What -p prints where: the answer alone on stdout; thinking, progress and errors on stderr, each
+# on lines of their own (a terminal shows both streams interleaved).
+
+THOUGHT_1 = "I should look at calc.py first."
+THOUGHT_2 = "It adds two numbers; that answers the question."
+STREAMS = pytest.mark.parametrize("stream", ["on", "off"], ids=["stream-on", "stream-off"])
+
+
+@pytest.fixture
+def thinking_run(fake_llm, repo, env, yuyao):
+    """``thinking_run(*flags, merged=False)`` -> CompletedProcess of ``yuyao -p QUESTION``
+    against a model that thinks before its tool call and before its answer. ``merged``: stderr
+    into stdout in write order, as a terminal shows them."""
+    from conftest import run, yuyao_command
+
+    def go(*flags: str, merged: bool = False):
+        step_1 = {**call("read", file_path=str(repo / "calc.py")), "reasoning": THOUGHT_1}
+        server = fake_llm([step_1, say(ANSWER, reasoning=THOUGHT_2)])
+        if not merged:
+            return yuyao("-p", QUESTION, *flags, env=env(server))
+        shell = "exec " + shlex.join([*yuyao_command(), "-p", QUESTION, *flags]) + " 2>&1"
+        return run(["bash", "-c", shell], env=env(server), cwd=repo)
+
+    return go
+
+
+@STREAMS
+def test_thinking_is_shown_on_stderr_apart_from_the_answer(thinking_run, stream):
+    flags = ("--stream", stream, "--show-thinking", "expanded")
+    proc = thinking_run(*flags)
+    assert proc.returncode == 0, output(proc)
+    assert proc.stdout == ANSWER + "\n", output(proc)
+    assert THOUGHT_1 in proc.stderr and THOUGHT_2 in proc.stderr, output(proc)
+
+    lines = thinking_run(*flags, merged=True).stdout.splitlines()
+    for thought in (THOUGHT_1, THOUGHT_2):
+        at = [i for i, line in enumerate(lines) if thought in line]
+        assert len(at) == 1 and lines[at[0]].strip() == thought, lines
+        assert "thinking" in lines[at[0] - 1], f"no header before the thinking: {lines}"
+    assert ANSWER in lines, f"the answer is not on a line of its own: {lines}"
+    assert lines.index(ANSWER) > max(i for i, x in enumerate(lines) if THOUGHT_2 in x), lines
+
+
+@STREAMS
+@pytest.mark.parametrize("show", ["off", "collapsed", None], ids=["off", "collapsed", "default"])
+def test_thinking_hidden_unless_expanded(thinking_run, stream, show):
+    flags = ["--stream", stream] + (["--show-thinking", show] if show else [])
+    proc = thinking_run(*flags)
+    assert proc.returncode == 0, output(proc)
+    assert proc.stdout == ANSWER + "\n", output(proc)
+    assert THOUGHT_1 not in output(proc) and THOUGHT_2 not in output(proc)
+    summaries = [line for line in proc.stderr.splitlines() if "thinking" in line]
+    if show == "off":
+        assert summaries == [], output(proc)
+    else:  # collapsed (the default): one summary line per thought, saying how to see it
+        assert len(summaries) == 2, output(proc)
+        assert all("--show-thinking expanded" in line for line in summaries), output(proc)
+
+
+def test_configured_show_thinking_applies_to_print_mode(thinking_run, yuyao, env):
+    setting = yuyao("config", "set", "ui.show_thinking", "expanded", env=env())
+    assert setting.returncode == 0, output(setting)
+    proc = thinking_run("--stream", "off")
+    assert proc.returncode == 0, output(proc)
+    assert THOUGHT_2 in proc.stderr and proc.stdout == ANSWER + "\n", output(proc)
+
+
+@STREAMS
+def test_verbose_lines_never_share_a_line_with_the_answer(thinking_run, stream):
+    lines = thinking_run("--stream", stream, "--verbose", merged=True).stdout.splitlines()
+    assert ANSWER in lines, f"the answer is not on a line of its own: {lines}"
+    assert any(line.startswith("[usage]") for line in lines), lines
+    assert any(line.startswith("[tool] read") for line in lines), lines
+
+
+@STREAMS
+@pytest.mark.parametrize("json_output", [False, True], ids=["text", "json"])
+def test_a_model_error_is_printed_once(fake_llm, yuyao, env, stream, json_output):
+    server = fake_llm([error(400, "model 'nope' does not exist")])
+    flags = ["--stream", stream] + (["--json"] if json_output else [])
+    proc = yuyao("-p", QUESTION, *flags, env=env(server))
+    assert proc.returncode == 1, output(proc)
+    assert proc.stderr.count("model 'nope' does not exist") == 1, output(proc)
+    if json_output:
+        assert "model 'nope' does not exist" in json.loads(proc.stdout)["error"]
+    else:
+        assert proc.stdout == "", output(proc)

@@ -133,16 +133,25 @@ def run_slash_command(line: str, options: dict) -> int:
 class PrintHandler:
     """Receives the core's events during a `-p` run.
 
-    Text deltas go to stdout only for streamed text output; everything else (tool calls,
-    usage, notices) goes to stderr and only with --verbose, except warnings and errors."""
+    stdout carries the answer only (streamed as deltas with streamed text output, else printed
+    whole at the end). stderr carries the thinking (per show_thinking: a header and the text when
+    expanded, a one-line summary when collapsed, nothing when off), the progress lines of
+    --verbose, warnings and errors. Every stderr passage starts on a fresh line and ends with a
+    newline, so a terminal showing both streams never glues one to the other."""
 
-    def __init__(self, *, stream_text: bool, show_thinking: bool, verbose: bool):
+    def __init__(self, *, stream_text: bool, show_thinking: str, verbose: bool):
         self.stream_text = stream_text
-        self.show_thinking = show_thinking
+        self.show_thinking = show_thinking  # "off" | "collapsed" | "expanded"
         self.verbose = verbose
+        plain = not sys.stderr.isatty() or os.environ.get("NO_COLOR")
+        self.dim, self.undim = ("", "") if plain else ("\x1b[2m", "\x1b[0m")
         self.reply_was_streamed = False  # did the latest reply reach stdout as deltas?
-        self.ends_with_newline = True
-        self.thinking_open = False  # stderr is in the middle of a thinking passage
+        self.ends_with_newline = True  # stdout is at the start of a line
+        self.reply_thinking_streamed = False  # the latest reply's thinking came as deltas
+        self.thinking_open = False  # expanded thinking is mid-passage on stderr
+        self.thinking_line_open = False  # ... and its last line has no newline yet
+        self.thinking_unsummarized = 0  # collapsed: characters not yet summarized
+        self.errors_shown: list[str] = []
 
     # Called by the core (possibly from its own thread).
     def event(self, event_json: str) -> None:
@@ -160,26 +169,45 @@ class PrintHandler:
         return NO_USER_ANSWER if request.get("type") == "ask_user" else "deny"
 
     def _on_model_call(self, event: dict) -> None:
-        self.finish_line()
+        self._to_stderr()
         self.reply_was_streamed = False
+        self.reply_thinking_streamed = False
         self._progress(f"[step {event.get('step')}] calling the model")
 
     def _on_text_delta(self, event: dict) -> None:
         if self.stream_text and event.get("text"):
+            self._end_thinking()
             self.write_stdout(event["text"])
             self.reply_was_streamed = True
 
     def _on_thinking_delta(self, event: dict) -> None:
-        if self.show_thinking and event.get("text"):
-            sys.stderr.write(event["text"])
-            sys.stderr.flush()
-            self.thinking_open = not event["text"].endswith("\n")
+        text = event.get("text") or ""
+        if not text:
+            return
+        self.reply_thinking_streamed = True
+        if self.show_thinking == "collapsed":
+            self.thinking_unsummarized += len(text)
+        elif self.show_thinking == "expanded":
+            if not self.thinking_open:
+                self._to_stderr()
+                self._thinking_header()
+                self.thinking_open = True
+            self._stderr(self.dim + text + self.undim)
+            self.thinking_line_open = not text.endswith("\n")
 
     def _on_assistant_message(self, event: dict) -> None:
-        self._close_thinking()
+        thinking = str(event.get("thinking") or "").strip()
+        if thinking and not self.reply_thinking_streamed:
+            # Not streamed (--stream off): the whole thinking arrives with the reply.
+            self._to_stderr()
+            if self.show_thinking == "expanded":
+                self._thinking_header()
+                self._stderr(self.dim + thinking + self.undim + "\n")
+            elif self.show_thinking == "collapsed":
+                self.thinking_unsummarized = len(thinking)
+        self._end_thinking()
 
     def _on_tool_begin(self, event: dict) -> None:
-        self.finish_line()
         intent = f"  # {event['intent']}" if event.get("intent") else ""
         self._progress(f"[tool] {event.get('name')} {_short(event.get('arguments'))}{intent}")
 
@@ -200,20 +228,48 @@ class PrintHandler:
     def _on_notice(self, event: dict) -> None:
         level = event.get("level", "info")
         if level != "info" or self.verbose:
-            self.finish_line()
-            self._close_thinking()
-            sys.stderr.write(f"{PROG}: {level}: {event.get('text', '')}\n")
+            text = str(event.get("text", ""))
+            self._to_stderr()
+            self._stderr(f"{PROG}: {level}: {text}\n")
+            if level == "error":
+                self.errors_shown.append(text)
+
+    def already_reported(self, error: str) -> bool:
+        """Whether an error notice already said this (the turn's error is printed once)."""
+        return any(error.strip() in shown for shown in self.errors_shown)
 
     def _progress(self, text: str) -> None:
         if self.verbose:
-            self._close_thinking()
-            sys.stderr.write(text + "\n")
-            sys.stderr.flush()
+            self._to_stderr()
+            self._stderr(text + "\n")
 
-    def _close_thinking(self) -> None:
-        if self.thinking_open:
-            sys.stderr.write("\n")
-            self.thinking_open = False
+    def _thinking_header(self) -> None:
+        self._stderr(f"{self.dim}[thinking]{self.undim}\n")
+
+    def _end_thinking(self) -> None:
+        """Close the thinking passage on stderr: its last newline, or the collapsed summary."""
+        if self.thinking_line_open:
+            self._stderr("\n")
+            self.thinking_line_open = False
+        self.thinking_open = False
+        if self.thinking_unsummarized:
+            n, self.thinking_unsummarized = self.thinking_unsummarized, 0
+            self._to_stderr()
+            self._stderr(
+                f"{self.dim}[thinking] {n} characters hidden "
+                f"(--show-thinking expanded shows them){self.undim}\n"
+            )
+
+    def _to_stderr(self) -> None:
+        """Before a stderr passage: stdout's partial line ends, and open thinking closes."""
+        self.finish_line()
+        if self.thinking_open or self.thinking_unsummarized:
+            self._end_thinking()
+
+    @staticmethod
+    def _stderr(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
     def write_stdout(self, text: str) -> None:
         sys.stdout.write(text)
@@ -318,12 +374,14 @@ def run_task(task: str, options: dict, *, output_format: str, verbose: bool) -> 
     stream = options.get("stream", sys.stdout.isatty())
     handler = PrintHandler(
         stream_text=text_output and stream,
-        show_thinking=text_output and options.get("show_thinking") == "expanded",
+        show_thinking=options.get("show_thinking", "collapsed"),
         verbose=verbose,
     )
     session, code = _open_session(core, {**options, "headless": True}, handler)
     if session is None:
         return code
+    # The setting in force: the flag, else the configured ui.show_thinking.
+    handler.show_thinking = _read_status(session).get("show_thinking") or handler.show_thinking
     _close_at_exit(session)
     outcome = _run_turn(session, task)
     if outcome.still_running:
@@ -339,7 +397,7 @@ def run_task(task: str, options: dict, *, output_format: str, verbose: bool) -> 
         _print_text_result(handler, outcome)
     else:
         sys.stdout.write(json.dumps(_json_document(status, outcome, error)) + "\n")
-    if error:
+    if error and not handler.already_reported(error):
         sys.stderr.write(f"{PROG}: {error}\n")
     return exit_code
 

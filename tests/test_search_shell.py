@@ -158,6 +158,47 @@ def test_grep_paging_says_how_many_more(fake_llm, open_session, tmp_path):
     assert "past the end: there are 25 results" in server.tool_result("past")
 
 
+GREP_RSS = """
+import resource, sys
+from yuyao.agent_api import create_session
+s = create_session(cwd=sys.argv[1], mode="yolo")
+s.chat("go")
+s.close()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def test_grep_content_on_a_huge_tree_stores_only_the_page(fake_llm, env, python, tmp_path):
+    """A million matching lines: the result is one page with the true total, and the
+    process's peak memory grows by far less than the matches would take to hold."""
+
+    def grep_peak_kib(root: Path, call_id: str) -> tuple[int, str]:
+        args = {"pattern": "needle", "output_mode": "content"}
+        server = fake_llm([calls([("grep", args, call_id)]), say("Finished.")])
+        done = python(GREP_RSS, str(root), env=env(server), cwd=root, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.split()[-1]), server.tool_result(call_id)
+
+    small = tmp_path / "small"
+    small.mkdir()
+    (small / "a.txt").write_text("needle\n")
+    big = tmp_path / "big"
+    line = "needle " + "x" * 40 + "\n"
+    for f in range(400):
+        path = big / f"d{f % 20}" / f"f{f:03}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(line * 2500)
+    base_kib, _ = grep_peak_kib(small, "small")
+    started = time.monotonic()
+    big_kib, result = grep_peak_kib(big, "big")
+    elapsed = time.monotonic() - started
+    assert "of 1000000; continue with offset=1000]" in result, result[-300:]
+    # Holding a million rows costs well over 100 MB; one page costs next to nothing.
+    grown_mb = (big_kib - base_kib) / 1024
+    assert grown_mb < 40, f"peak memory grew by {grown_mb:.0f} MB"
+    print(f"grep over 1M matching lines: {elapsed:.1f}s, peak memory +{grown_mb:.1f} MB")
+
+
 def test_grep_honours_gitignore_and_exclude_inside_a_repo(fake_llm, open_session, repo):
     (repo / ".gitignore").write_text("generated/\n")
     (repo / "generated").mkdir()

@@ -6,6 +6,7 @@ pub mod args;
 mod edit_engine;
 pub mod exec;
 pub mod fs;
+mod grep_rows;
 pub mod jobs;
 pub mod media;
 pub mod notebook;

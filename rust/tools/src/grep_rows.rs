@@ -56,7 +56,8 @@ impl KeptRows {
         }
     }
 
-    pub(crate) fn stored(&self) -> usize {
+    #[cfg(test)]
+    fn stored(&self) -> usize {
         self.stored
     }
 

@@ -205,6 +205,75 @@ def test_ask_rule_vetoes_even_in_yolo(fake_llm, api, repo, expect_refused):
     assert "v1" not in os.popen(f"git -C {repo} tag").read()
 
 
+# What a refusal advises: the change that would actually allow the call (never the mode
+# already in force), derived from what refused it. (mode, extra flags, call, advised, not advised)
+ADVICE_CASES = [
+    ("auto-edit", [], ("bash", {"command": "touch made.txt"}), "--mode yolo", "--mode auto-edit"),
+    ("auto-edit", [], ("bash", {"command": "touch made.txt"}), "--allow 'Bash(touch)'", None),
+    (
+        "ask",
+        [],
+        ("write", {"file_path": "n.txt", "content": "x"}),
+        "--mode auto-edit",
+        "--mode ask",
+    ),
+    ("plan", [], ("write", {"file_path": "n.txt", "content": "x"}), "--mode auto-edit", "plan"),
+    (
+        "yolo",
+        ["--role", "ask"],
+        ("write", {"file_path": "n.txt", "content": "x"}),
+        "--role execute",
+        "--mode",
+    ),
+    (
+        "yolo",
+        ["--sandbox", "read-only"],
+        ("bash", {"command": "touch made.txt"}),
+        "--sandbox workspace-write",
+        "--mode",
+    ),
+    (
+        "yolo",
+        ["--deny", "Bash(touch)"],
+        ("bash", {"command": "touch made.txt"}),
+        "removing the deny rule Bash(touch)",
+        "--mode",
+    ),
+    (
+        "auto-edit",
+        [],
+        ("write", {"file_path": "/var/yuyao-advice-out.txt", "content": "x"}),
+        "--sandbox full-access",
+        "--mode",
+    ),
+    ("yolo", [], ("read", {"file_path": ".env"}), "naming @", "--mode"),
+    (
+        "yolo",
+        [],
+        ("write", {"file_path": ".git/hooks/pre-commit", "content": "x"}),
+        "No mode or rule",
+        "--mode",
+    ),
+]
+
+
+@pytest.mark.parametrize(("mode", "flags", "call_", "advised", "not_advised"), ADVICE_CASES)
+def test_refusal_advice_names_what_would_allow_the_call(
+    fake_llm, yuyao, env, repo, mode, flags, call_, advised, not_advised
+):
+    (repo / ".env").write_text("TOKEN=abc\n")
+    server = fake_llm([calls([(call_[0], call_[1], "c")]), say("Could not.")])
+    proc = yuyao("-p", "go", "--mode", mode, *flags, env=env(server))
+    assert proc.returncode in (0, 1), out(proc)
+    result = server.tool_result("c")
+    assert result.startswith("Refused:"), result
+    advice = result[max(result.find("What would allow it"), result.find("No mode or rule")) :]
+    assert advised in advice, result
+    if not_advised:
+        assert not_advised not in advice, result
+    assert not (repo / "made.txt").exists() and not (repo / "n.txt").exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # The OS sandbox
 

@@ -115,6 +115,35 @@ impl State {
         self.logged = self.history.len();
     }
 
+    /// Keeps the first `len` messages, in memory and in the session file (a `truncate`
+    /// entry), so a resume replays the conversation the session continued with.
+    pub fn truncate_history(&mut self, len: usize) {
+        self.sync_log();
+        if len >= self.history.len() {
+            return;
+        }
+        self.history.truncate(len);
+        self.logged = len;
+        self.log
+            .append("truncate", serde_json::json!({"keep": len}));
+    }
+
+    /// Replaces every message but the last `keep` with `summary` (a user message), in
+    /// memory and in the session file (a `compaction` entry).
+    pub fn summarize_head(&mut self, summary: String, keep: usize) {
+        self.sync_log();
+        let keep = keep.min(self.history.len());
+        let tail = self.history.split_off(self.history.len() - keep);
+        self.log.append(
+            "compaction",
+            serde_json::json!({"summary": summary, "keep": keep}),
+        );
+        self.history = std::iter::once(Message::user(summary))
+            .chain(tail)
+            .collect();
+        self.logged = self.history.len();
+    }
+
     /// Records a non-message entry (mode/role/model change, checkpoint…) in the session tree.
     pub fn log_entry(&mut self, kind: &str, fields: serde_json::Value) -> String {
         self.sync_log();

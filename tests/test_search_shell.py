@@ -486,6 +486,28 @@ def test_user_shell_runs_without_the_model_and_is_seen_next_turn(fake_llm, open_
         core.user_shell("   ")
 
 
+def test_user_shell_has_the_users_rights_but_not_the_model_key(
+    fake_llm, open_session, repo, yuyao_home
+):
+    """`!cmd` is the user's own action: no sandbox (even in plan mode, a write outside the
+    workspace lands) and no model key in its environment; it is still recorded."""
+    outside = yuyao_home / "users-own"  # yuyao's folder: read-only to the model's tools
+    outside.mkdir()
+    server = fake_llm([calls([("bash", {"command": f"touch {outside}/by-model"}, "m")]), say("ok")])
+    session = open_session(server, mode="yolo")
+    assert os.environ.get("D2A_MODEL_API_KEY")
+    session.chat("try it")
+    assert not (outside / "by-model").exists()  # the model's bash stays confined
+    session.dispatch("/mode plan")
+    out = session._core.user_shell(
+        f"echo key=${{D2A_MODEL_API_KEY:-absent}}; env | grep -c test-key-123; "
+        f"echo mine > {outside}/by-user && echo wrote"
+    )
+    assert "key=absent" in out and "\n0\n" in out, out
+    assert "wrote" in out and (outside / "by-user").read_text() == "mine\n"
+    assert any("by-user" in str(m["content"]) for m in session.messages)
+
+
 def test_new_tools_are_advertised(fake_llm, open_session, repo):
     server = fake_llm([say("hi")])
     session = open_session(server)

@@ -167,6 +167,8 @@ pub struct Session {
     pub(crate) started: std::time::Instant,
     pub(crate) snaps: Mutex<crate::cmd_files::FileSnaps>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    /// Held while the session runs: retention never touches its files.
+    _live: Option<yuyao_store::retention::LiveMark>,
 }
 
 /// Like [`parse_or`], but a widening value from the project layer of an untrusted project is
@@ -305,6 +307,14 @@ impl Session {
             Trajectory::open(&dir, &id)
         };
         let spill = paths.home.join("spill").join(&id);
+        let live = yuyao_store::retention::mark_live(&spill);
+        if !opts.no_session {
+            // Old sessions' spill files, job logs and snapshots go, off the startup path.
+            yuyao_store::retention::collect_later(
+                paths.home.clone(),
+                yuyao_store::retention::Limits::from_config(&config),
+            );
+        }
         let mut ctx = ToolContext::new(cwd.clone(), paths.project.clone(), spill);
         yuyao_tools::fs::clean_stale_temps_later(paths.project.clone());
         ctx.sandbox = Mutex::new(policy.confinement());
@@ -401,6 +411,7 @@ impl Session {
             started: std::time::Instant::now(),
             snaps: Mutex::new(Default::default()),
             runtime: Mutex::new(None),
+            _live: live,
         };
         crate::cmd_background::attach(&session);
         for w in [cost_warning, trajectory.1].into_iter().flatten() {

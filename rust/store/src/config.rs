@@ -38,6 +38,8 @@ enum Kind {
     Float,
     /// An integer greater than zero.
     PosInt,
+    /// An integer, zero or more.
+    NonNegInt,
     /// A number in (0, 1].
     Ratio,
     Str,
@@ -185,6 +187,16 @@ const KNOWN: &[(&str, Kind, &str)] = &[
         "tools.bash.timeout_ms",
         Kind::Int,
         "default bash timeout in ms",
+    ),
+    (
+        "storage.retention_days",
+        Kind::NonNegInt,
+        "spill files, job logs and snapshots of sessions ended longer ago are removed (default 30; 0 keeps them)",
+    ),
+    (
+        "storage.max_mb",
+        Kind::NonNegInt,
+        "size cap of spill files, job logs and snapshots; the oldest ended sessions' go first (default 1024; 0: no cap)",
     ),
 ];
 
@@ -375,6 +387,10 @@ fn typed_value(key: &str, raw: &str) -> Result<(Value, Option<String>), ConfigEr
         Kind::PosInt => match t.parse::<i64>() {
             Ok(n) if n > 0 => Value::Integer(n),
             _ => return Err(bad("expected a positive integer")),
+        },
+        Kind::NonNegInt => match t.parse::<i64>() {
+            Ok(n) if n >= 0 => Value::Integer(n),
+            _ => return Err(bad("expected an integer, 0 or more")),
         },
         Kind::Ratio => match t.parse::<f64>() {
             Ok(f) if f > 0.0 && f <= 1.0 => Value::Float(f),

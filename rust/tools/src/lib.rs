@@ -380,7 +380,10 @@ mod tests {
         assert_eq!(c.private_tmp.as_deref(), Some(scratch.as_path()));
         assert!(c.writable.contains(&scratch));
         assert!(!c.writable.iter().any(|w| w == &ws || ws.starts_with(w)));
-        assert!(!c.writable.contains(&spill), "the spill folder is yuyao's alone");
+        assert!(
+            !c.writable.contains(&spill),
+            "the spill folder is yuyao's alone"
+        );
     }
     use std::os::unix::fs::symlink;
 

@@ -715,6 +715,37 @@ def test_rewind_summarizes_up_to_a_checkpoint(fake_llm, session, repo):
     assert (repo / "one.txt").exists()  # summarizing changes no file
 
 
+@pytest.mark.parametrize("how", ["summarize-from", "summarize-up-to", "conversation"])
+def test_rewind_is_what_a_resume_replays(fake_llm, session, repo, how):
+    """/rewind rewrites the conversation in the session file too: the request the model
+    receives after `resume=` carries the summarized (or rewound) path, not the old one."""
+    summary = [] if how == "conversation" else [say("SUMMARY-OF-PART")]
+    script = [say("first done"), say("second done"), *summary, say("third done")]
+    server = fake_llm(script)
+    s = session(server)
+    s.chat("first prompt")
+    s.chat("second prompt")
+    listing = s.dispatch("/rewind")
+    cp = next(line.split()[0] for line in listing.splitlines() if "second prompt" in line)
+    s.dispatch(f"/rewind {cp} {how}")
+    in_memory = [m["content"] for m in s.messages]
+    sid = s.session_id
+    s.close()
+    resumed = session(server, resume=sid)
+    assert [m["content"] for m in resumed.messages] == in_memory
+    assert resumed.chat("third prompt") == "third done"
+    sent = server.user_text(-1)
+    assert "third prompt" in sent
+    if how == "summarize-from":
+        assert "first prompt" in sent and "SUMMARY-OF-PART" in sent
+        assert "second prompt" not in sent
+    elif how == "summarize-up-to":
+        assert "SUMMARY-OF-PART" in sent and "second prompt" in sent
+        assert "first prompt" not in sent
+    else:
+        assert "first prompt" in sent and "second prompt" not in sent
+
+
 def test_new_tools_are_advertised_and_plan_mode_refuses_them(fake_llm, session, repo):
     nb = repo / "nb.ipynb"
     nb.write_text(json.dumps(NOTEBOOK, indent=1) + "\n")

@@ -205,6 +205,75 @@ def test_ask_rule_vetoes_even_in_yolo(fake_llm, api, repo, expect_refused):
     assert "v1" not in os.popen(f"git -C {repo} tag").read()
 
 
+# What a refusal advises: the change that would actually allow the call (never the mode
+# already in force), derived from what refused it. (mode, extra flags, call, advised, not advised)
+ADVICE_CASES = [
+    ("auto-edit", [], ("bash", {"command": "touch made.txt"}), "--mode yolo", "--mode auto-edit"),
+    ("auto-edit", [], ("bash", {"command": "touch made.txt"}), "--allow 'Bash(touch)'", None),
+    (
+        "ask",
+        [],
+        ("write", {"file_path": "n.txt", "content": "x"}),
+        "--mode auto-edit",
+        "--mode ask",
+    ),
+    ("plan", [], ("write", {"file_path": "n.txt", "content": "x"}), "--mode auto-edit", "plan"),
+    (
+        "yolo",
+        ["--role", "ask"],
+        ("write", {"file_path": "n.txt", "content": "x"}),
+        "--role execute",
+        "--mode",
+    ),
+    (
+        "yolo",
+        ["--sandbox", "read-only"],
+        ("bash", {"command": "touch made.txt"}),
+        "--sandbox workspace-write",
+        "--mode",
+    ),
+    (
+        "yolo",
+        ["--deny", "Bash(touch)"],
+        ("bash", {"command": "touch made.txt"}),
+        "removing the deny rule Bash(touch)",
+        "--mode",
+    ),
+    (
+        "auto-edit",
+        [],
+        ("write", {"file_path": "/var/yuyao-advice-out.txt", "content": "x"}),
+        "--sandbox full-access",
+        "--mode",
+    ),
+    ("yolo", [], ("read", {"file_path": ".env"}), "naming @", "--mode"),
+    (
+        "yolo",
+        [],
+        ("write", {"file_path": ".git/hooks/pre-commit", "content": "x"}),
+        "No mode or rule",
+        "--mode",
+    ),
+]
+
+
+@pytest.mark.parametrize(("mode", "flags", "call_", "advised", "not_advised"), ADVICE_CASES)
+def test_refusal_advice_names_what_would_allow_the_call(
+    fake_llm, yuyao, env, repo, mode, flags, call_, advised, not_advised
+):
+    (repo / ".env").write_text("TOKEN=abc\n")
+    server = fake_llm([calls([(call_[0], call_[1], "c")]), say("Could not.")])
+    proc = yuyao("-p", "go", "--mode", mode, *flags, env=env(server))
+    assert proc.returncode in (0, 1), out(proc)
+    result = server.tool_result("c")
+    assert result.startswith("Refused:"), result
+    advice = result[max(result.find("What would allow it"), result.find("No mode or rule")) :]
+    assert advised in advice, result
+    if not_advised:
+        assert not_advised not in advice, result
+    assert not (repo / "made.txt").exists() and not (repo / "n.txt").exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # The OS sandbox
 
@@ -235,6 +304,46 @@ def test_workspace_write_confines_bash(fake_llm, api, repo, tmp_path, monkeypatc
 
 
 @needs_sandbox
+@needs_sandbox
+def test_the_scratch_folder_is_no_way_out(fake_llm, api, repo, yuyao_home):
+    """yuyao's scratch stays writable, but the model cannot turn it into an exit: links
+    planted for yuyao to write job logs through, or to widen the read-only sandbox to the
+    project, and programs planted for yuyao to run, have no effect."""
+    outside = yuyao_home / "planted"  # in yuyao's folder: read-only to tool processes
+    outside.mkdir()
+    marker = yuyao_home / "ran-planted"
+    plant = (
+        f"S=$(ls -d {yuyao_home}/spill/*/ | head -1); "
+        f'rm -rf "$S/jobs" "$S/tmp"; ln -s {outside} "$S/jobs"; ln -s {repo} "$S/tmp"; '
+        f'for n in 0 1 2 3 4 5 6 7 8 9; do ln -s {outside}/spilled "$S/bash-$PPID-$n.log"; done; '
+        f"T=$(ls -d {yuyao_home}/spill/*/tmp); "
+        f'printf "#!/bin/sh\\ntouch {marker}\\n" > "$T/git"; chmod +x "$T/git"; cp "$T/git" "$T/bash"; '
+        f"echo planted"
+    )
+    server = fake_llm(
+        [
+            calls([("bash", {"command": plant}, "plant")]),
+            calls(
+                [("bash", {"command": "echo in-the-background", "run_in_background": True}, "job")]
+            ),
+            say("done"),
+            calls([("bash", {"command": "pwd; echo $TMPDIR"}, "ro")]),
+            say("looked"),
+        ]
+    )
+    s = api(server, mode="yolo")
+    s.chat("go")
+    s.dispatch("/mode plan")
+    s.chat("look")
+    assert "/tmp" in server.tool_result("ro")
+    described = s.dispatch("/sandbox list")
+    s._core.user_shell("true")
+    assert list(outside.iterdir()) == [], server.tool_result("plant")
+    assert not marker.exists()
+    this_session = next(line for line in described.splitlines() if "this session" in line)
+    assert str(repo) not in this_session.split("writes only under")[-1], this_session
+
+
 def test_write_tool_outside_workspace_is_refused(
     fake_llm, api, tmp_path, expect_refused, monkeypatch
 ):
@@ -257,6 +366,23 @@ def test_read_only_sandbox(fake_llm, yuyao, env, repo):
     assert proc.returncode == 0, out(proc)
     assert not (repo / "ro.txt").exists()
     assert "listed" in server.tool_result("b1")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("level", ["read-only", "workspace-write"])
+def test_scratch_is_writable_at_every_level(fake_llm, yuyao, env, repo, level):
+    """yuyao's own scratch (the file the shell reports its directory in) is writable at
+    every level: no "Permission denied" on every command, and `cd` persists."""
+    (repo / "sub").mkdir()
+    server = fake_llm(
+        [calls([("bash", {"command": "cd sub"}, "cd")]), *bash_steps("pwd", "touch ro.txt")]
+    )
+    proc = yuyao("-p", "go", "--yolo", "--sandbox", level, env=env(server))
+    assert proc.returncode in (0, 1), out(proc)
+    for call_id in ("cd", "b0"):
+        assert "Permission denied" not in server.tool_result(call_id), server.tool_result(call_id)
+    assert server.tool_result("b0").startswith(f"{repo}/sub\n"), server.tool_result("b0")
+    assert (repo / "sub" / "ro.txt").exists() == (level == "workspace-write")
 
 
 @pytest.fixture

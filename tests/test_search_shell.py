@@ -158,6 +158,47 @@ def test_grep_paging_says_how_many_more(fake_llm, open_session, tmp_path):
     assert "past the end: there are 25 results" in server.tool_result("past")
 
 
+GREP_RSS = """
+import resource, sys
+from yuyao.agent_api import create_session
+s = create_session(cwd=sys.argv[1], mode="yolo")
+s.chat("go")
+s.close()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def test_grep_content_on_a_huge_tree_stores_only_the_page(fake_llm, env, python, tmp_path):
+    """A million matching lines: the result is one page with the true total, and the
+    process's peak memory grows by far less than the matches would take to hold."""
+
+    def grep_peak_kib(root: Path, call_id: str) -> tuple[int, str]:
+        args = {"pattern": "needle", "output_mode": "content"}
+        server = fake_llm([calls([("grep", args, call_id)]), say("Finished.")])
+        done = python(GREP_RSS, str(root), env=env(server), cwd=root, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.split()[-1]), server.tool_result(call_id)
+
+    small = tmp_path / "small"
+    small.mkdir()
+    (small / "a.txt").write_text("needle\n")
+    big = tmp_path / "big"
+    line = "needle " + "x" * 40 + "\n"
+    for f in range(400):
+        path = big / f"d{f % 20}" / f"f{f:03}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(line * 2500)
+    base_kib, _ = grep_peak_kib(small, "small")
+    started = time.monotonic()
+    big_kib, result = grep_peak_kib(big, "big")
+    elapsed = time.monotonic() - started
+    assert "of 1000000; continue with offset=1000]" in result, result[-300:]
+    # Holding a million rows costs well over 100 MB; one page costs next to nothing.
+    grown_mb = (big_kib - base_kib) / 1024
+    assert grown_mb < 40, f"peak memory grew by {grown_mb:.0f} MB"
+    print(f"grep over 1M matching lines: {elapsed:.1f}s, peak memory +{grown_mb:.1f} MB")
+
+
 def test_grep_honours_gitignore_and_exclude_inside_a_repo(fake_llm, open_session, repo):
     (repo / ".gitignore").write_text("generated/\n")
     (repo / "generated").mkdir()
@@ -443,6 +484,28 @@ def test_user_shell_runs_without_the_model_and_is_seen_next_turn(fake_llm, open_
     assert "$ echo made > made.txt; ls; exit 2" in joined and "calc.py" in joined
     with pytest.raises(ValueError):
         core.user_shell("   ")
+
+
+def test_user_shell_has_the_users_rights_but_not_the_model_key(
+    fake_llm, open_session, repo, yuyao_home
+):
+    """`!cmd` is the user's own action: no sandbox (even in plan mode, a write outside the
+    workspace lands) and no model key in its environment; it is still recorded."""
+    outside = yuyao_home / "users-own"  # yuyao's folder: read-only to the model's tools
+    outside.mkdir()
+    server = fake_llm([calls([("bash", {"command": f"touch {outside}/by-model"}, "m")]), say("ok")])
+    session = open_session(server, mode="yolo")
+    assert os.environ.get("D2A_MODEL_API_KEY")
+    session.chat("try it")
+    assert not (outside / "by-model").exists()  # the model's bash stays confined
+    session.dispatch("/mode plan")
+    out = session._core.user_shell(
+        f"echo key=${{D2A_MODEL_API_KEY:-absent}}; env | grep -c test-key-123; "
+        f"echo mine > {outside}/by-user && echo wrote"
+    )
+    assert "key=absent" in out and "\n0\n" in out, out
+    assert "wrote" in out and (outside / "by-user").read_text() == "mine\n"
+    assert any("by-user" in str(m["content"]) for m in session.messages)
 
 
 def test_new_tools_are_advertised(fake_llm, open_session, repo):

@@ -310,6 +310,31 @@ def effect_next_session_trajectory(fake_llm, live, repo, **_):
     assert sorted((repo / ".trajectory").iterdir()) == traces, "the next session has no trace"
 
 
+def effect_storage(key: str, value: str, days: float, size: int):
+    """A retention key set in a live session says when it applies, and the next pass (here
+    `/gc`, the pass a session start runs) honours it: an ended session's spill folder that the
+    defaults keep is removed."""
+
+    def check(fake_llm, live, yuyao_home, **_):
+        import os
+
+        server = fake_llm([say("one")])
+        s, _ = live(server)
+        ended = yuyao_home / "spill" / "0ldended0001"
+        ended.mkdir(parents=True)
+        (ended / "bash-1-0.log").write_bytes(b"x" * size)
+        t = time.time() - days * 86_400
+        for p in (ended / "bash-1-0.log", ended):
+            os.utime(p, (t, t))
+        answer = set_key(s, key, value)
+        assert "next session" in answer, answer
+        assert ended.exists(), "setting the key removes nothing by itself"
+        s.dispatch("/gc")
+        assert not ended.exists(), f"{key}={value} was not applied by the next pass"
+
+    return check
+
+
 def effect_not_in_build(key: str):
     def check(fake_llm, live, **_):
         server = fake_llm([say("one")])
@@ -365,6 +390,10 @@ EFFECTS = {
     "dreaming.enabled": effect_not_in_build("dreaming.enabled"),
     "architect.editor_model": effect_not_in_build("architect.editor_model"),
     "tools.bash.timeout_ms": effect_bash_timeout,
+    # 5 days old: kept by the default 30 days, removed once 1 day is set.
+    "storage.retention_days": effect_storage("storage.retention_days", "1", 5, 1000),
+    # 3 MB, 2 days old: kept by the default 1024 MB, removed once the cap is 1 MB.
+    "storage.max_mb": effect_storage("storage.max_mb", "1", 2, 3 << 20),
 }
 
 

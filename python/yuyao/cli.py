@@ -147,13 +147,16 @@ class Action:
 
 
 class Command:
-    __slots__ = ("name", "help", "actions", "available")
+    """`default`: the action taken when none is named (`yuyao gc` = `yuyao gc run`)."""
 
-    def __init__(self, name, help, actions, available=True):
+    __slots__ = ("name", "help", "actions", "available", "default")
+
+    def __init__(self, name, help, actions, available=True, default=None):
         self.name = name
         self.help = help
         self.actions = {action.name: action for action in actions}
         self.available = available
+        self.default = default
 
 
 MODES = ("ask", "plan", "auto-edit", "auto-review", "yolo")
@@ -603,6 +606,19 @@ COMMANDS = {
             ),
         ),
         Command(
+            "gc",
+            "Remove ended sessions' spill files, job logs and snapshots past "
+            "storage.retention_days / storage.max_mb, with a summary",
+            (
+                Action(
+                    "run",
+                    "Run the retention policy now (the default action)",
+                    flags=(Flag("--dry-run", "Only say what would be removed", G_GENERAL),),
+                ),
+            ),
+            default="run",
+        ),
+        Command(
             "agents",
             "Agent View: background sessions, each in its own git worktree",
             (
@@ -776,7 +792,7 @@ class _Parser:
     def _action_switch(self, name: str, inline) -> bool:
         """Switches that belong to one sub-action (`memory index --force`)."""
         command = COMMANDS.get(self.result.command)
-        action = command.actions.get(self.result.action) if command else None
+        action = command.actions.get(self.result.action or command.default) if command else None
         if action is None or name not in (flag.name for flag in action.flags):
             return False
         self._refuse_inline(name, inline)
@@ -904,6 +920,8 @@ def _check_command(invocation: Invocation) -> None:
             f"'{command.name}' command",
             command.name,
         )
+    if invocation.action is None and command.default:
+        invocation.action = command.default
     if invocation.action is None:
         raise UsageError(
             f"'{command.name}' needs an action: {', '.join(command.actions)}", command.name

@@ -49,11 +49,13 @@ impl Session {
             *c = token.clone();
         }
         let cwd = self.cwd();
-        let run = yuyao_tools::exec::run_foreground(
+        // The user's own command: their rights, not the model's sandbox.
+        let run = yuyao_tools::exec::run_foreground_as(
             &self.ctx,
             command,
             self.ctx.bash_timeout_ms(),
             &token,
+            yuyao_tools::exec::Rights::User,
         )
         .map_err(CoreError::Failed)?;
         // The user sees everything; the copy the model gets is redacted like a tool result.

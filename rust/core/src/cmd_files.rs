@@ -379,7 +379,7 @@ pub(crate) fn rewind(s: &Session, args: &[String]) -> Result<String, CoreError> 
                     let mut st = s.lock();
                     let len = cp.history_len.min(st.history.len());
                     let dropped = st.history.len() - len;
-                    st.history.truncate(len);
+                    st.truncate_history(len);
                     st.trajectory.record(
                         "rewind",
                         json!({"checkpoint": id, "dropped_messages": dropped}),
@@ -474,12 +474,13 @@ fn summarize(s: &Session, split: usize, from: bool) -> Result<String, CoreError>
     st.cost_usd += cost;
     st.usage.add(&reply.usage);
     let n = part.len();
+    // Recorded in the session file too, so `--resume` continues from the summarized path.
     if from {
-        st.history.truncate(split);
+        st.truncate_history(split);
         st.push(note);
     } else {
-        let rest = st.history.split_off(split);
-        st.history = std::iter::once(note).chain(rest).collect();
+        let keep = st.history.len() - split;
+        st.summarize_head(note.text(), keep);
     }
     st.trajectory
         .record("rewind_summary", json!({"from": from, "messages": n}));

@@ -364,6 +364,7 @@ pub(crate) fn tree_command(s: &Session, args: &[String]) -> Result<String, CoreE
             }),
             "compaction" => Some("(compacted)".into()),
             "clear" => Some("(cleared)".into()),
+            "truncate" => Some("(rewound)".into()),
             "title" => e
                 .data
                 .get("title")

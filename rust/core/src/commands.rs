@@ -277,6 +277,13 @@ const COMMANDS: &[Command] = &[
         "OS sandbox status, and why a call was blocked",
         Some(crate::cmd_permissions::sandbox_cmd)
     ),
+    cmd!(
+        "gc",
+        [],
+        "[--dry-run]",
+        "remove ended sessions' spill files, job logs and snapshots past storage.retention_days / storage.max_mb",
+        Some(gc)
+    ),
     cmd!("hooks", [], "", "lifecycle hooks", None),
     cmd!("agents", [], "", "sub-agent configuration", None),
     cmd!(
@@ -600,6 +607,39 @@ fn curiosity(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let v: Curiosity = parse(one_arg("curiosity", args)?)?;
     s.lock().curiosity = v;
     Ok(format!("curiosity: {v}"))
+}
+
+/// `/gc [--dry-run]` (`yuyao gc`): the retention pass now, with what it freed per kind.
+fn gc(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let mut dry_run = false;
+    for a in args {
+        match a.as_str() {
+            "--dry-run" | "-n" => dry_run = true,
+            "run" => {}
+            other => {
+                return Err(CoreError::Usage(format!(
+                    "unknown /gc argument '{other}'; usage: /gc [--dry-run]"
+                )));
+            }
+        }
+    }
+    let home = &s.paths.home;
+    let _lock = yuyao_store::retention::gc_lock(home, true);
+    let limits = yuyao_store::retention::Limits::from_config(&s.config);
+    let summary =
+        yuyao_store::retention::collect(home, limits, std::time::SystemTime::now(), dry_run);
+    let days = match limits.retention_days {
+        0 => "no age limit".to_string(),
+        d => format!("older than {d} days"),
+    };
+    let cap = match limits.max_bytes {
+        0 => "no size cap".to_string(),
+        b => format!("cap {} MB", b / (1024 * 1024)),
+    };
+    Ok(format!(
+        "{summary}
+(limits: {days}, {cap})"
+    ))
 }
 
 fn exit(s: &Session, _: &[String]) -> Result<String, CoreError> {

@@ -121,6 +121,35 @@ impl State {
         self.logged = self.history.len();
     }
 
+    /// Keeps the first `len` messages, in memory and in the session file (a `truncate`
+    /// entry), so a resume replays the conversation the session continued with.
+    pub fn truncate_history(&mut self, len: usize) {
+        self.sync_log();
+        if len >= self.history.len() {
+            return;
+        }
+        self.history.truncate(len);
+        self.logged = len;
+        self.log
+            .append("truncate", serde_json::json!({"keep": len}));
+    }
+
+    /// Replaces every message but the last `keep` with `summary` (a user message), in
+    /// memory and in the session file (a `compaction` entry).
+    pub fn summarize_head(&mut self, summary: String, keep: usize) {
+        self.sync_log();
+        let keep = keep.min(self.history.len());
+        let tail = self.history.split_off(self.history.len() - keep);
+        self.log.append(
+            "compaction",
+            serde_json::json!({"summary": summary, "keep": keep}),
+        );
+        self.history = std::iter::once(Message::user(summary))
+            .chain(tail)
+            .collect();
+        self.logged = self.history.len();
+    }
+
     /// Records a non-message entry (mode/role/model change, checkpoint…) in the session tree.
     pub fn log_entry(&mut self, kind: &str, fields: serde_json::Value) -> String {
         self.sync_log();
@@ -147,6 +176,8 @@ pub struct Session {
     /// for the session so requests stay append-only.
     pub(crate) opening_output_style: String,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    /// Held while the session runs: retention never touches its files.
+    _live: Option<yuyao_store::retention::LiveMark>,
 }
 
 /// Like [`parse_or`], but a widening value from the project layer of an untrusted project is
@@ -285,6 +316,14 @@ impl Session {
             Trajectory::open(&dir, &id)
         };
         let spill = paths.home.join("spill").join(&id);
+        let live = yuyao_store::retention::mark_live(&spill);
+        if !opts.no_session {
+            // Old sessions' spill files, job logs and snapshots go, off the startup path.
+            yuyao_store::retention::collect_later(
+                paths.home.clone(),
+                yuyao_store::retention::Limits::from_config(&config),
+            );
+        }
         let mut ctx = ToolContext::new(cwd.clone(), paths.project.clone(), spill);
         yuyao_tools::fs::clean_stale_temps_later(paths.project.clone());
         ctx.sandbox = Mutex::new(policy.confinement());
@@ -394,6 +433,7 @@ impl Session {
             snaps: Mutex::new(Default::default()),
             opening_output_style: output_style,
             runtime: Mutex::new(None),
+            _live: live,
         };
         crate::cmd_background::attach(&session);
         for w in [cost_warning, trajectory.1].into_iter().flatten() {

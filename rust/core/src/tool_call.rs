@@ -187,7 +187,7 @@ impl Session {
         );
         let approved = match decision.verdict {
             Verdict::Allow => Ok(()),
-            Verdict::Deny => Err(format!("Refused: {}.", decision.reason)),
+            Verdict::Deny => Err(self.refusal(name, &action, &decision)),
             Verdict::Ask => self.ask_permission(name, &args, &action, &decision.reason),
             Verdict::Review => self.review(client, name, &args, &action).await,
         };
@@ -217,6 +217,18 @@ impl Session {
             .store(false, std::sync::atomic::Ordering::SeqCst);
         crate::cmd_permissions::after_run(self, name, &action, &out.text);
         (out, true)
+    }
+
+    /// "Refused: <reason>." and what would allow the call, derived from the decision's
+    /// source (the mode, rule, secret or sandbox level that refused it).
+    fn refusal(&self, name: &str, action: &Action, decision: &yuyao_policy::Decision) -> String {
+        let rules = crate::cmd_permissions::grant_rules(self, name, action);
+        let advice = self.lock().policy.advice(action, decision, &rules);
+        if advice.is_empty() {
+            format!("Refused: {}.", decision.reason)
+        } else {
+            format!("Refused: {}. {advice}.", decision.reason)
+        }
     }
 
     /// The policy's decision, with the tool's family: a deny rule written for `Bash` also

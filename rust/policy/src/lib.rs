@@ -2,6 +2,7 @@
 //! fixed order: read-only role/mode, deny rules, sandbox and network, then ask/allow.
 //! Each decision names the rule or mode that made it, for the trace and `sandbox explain`.
 
+mod advice;
 mod bash_tree;
 mod namespaces;
 pub mod os_denies;
@@ -16,6 +17,7 @@ pub mod shell;
 use std::path::{Path, PathBuf};
 use yuyao_protocol::{Mode, NetworkAccess, Role, SandboxLevel};
 
+pub use advice::{Change, Remedy};
 pub use rules::Rule;
 pub use shell::{Segment, Undetermined, segments, segments_in};
 
@@ -214,7 +216,7 @@ impl Policy {
             return Decision::new(
                 Verdict::Deny,
                 format!(
-                    "{} is outside the workspace ({}); the workspace-write sandbox forbids it (use /add-dir to widen it)",
+                    "{} is outside the workspace ({}); the workspace-write sandbox forbids it",
                     p.display(),
                     self.project().display()
                 ),
@@ -307,9 +309,7 @@ impl Policy {
         if self.headless {
             Decision::new(
                 Verdict::Deny,
-                format!(
-                    "{why}, and nobody is there to approve it in this unattended run (use --mode auto-edit or --yolo, or an --allow rule)"
-                ),
+                format!("{why}, and nobody is there to approve it in this unattended run"),
                 format!("{source} (unattended)"),
             )
         } else {
@@ -591,13 +591,23 @@ impl Policy {
                 Verdict::Review => "REVIEW (the auto-review classifier decides)",
                 Verdict::Deny => "DENY",
             };
+            let advice = match d.verdict {
+                Verdict::Deny => p.advice(a, &d, &[]),
+                _ => String::new(),
+            };
             out.push_str(&format!(
-                "{label}: {verdict} — {}\n  deciding rule: {}{}\n",
+                "{label}: {verdict} — {}\n  deciding rule: {}{}{}\n",
                 d.reason,
                 d.source,
                 d.segment
+                    .as_ref()
                     .map(|s| format!("\n  segment: {s}"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                if advice.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n  {advice}")
+                }
             ));
         };
         let mut interactive = self.clone();

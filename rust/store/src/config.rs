@@ -38,6 +38,8 @@ enum Kind {
     Float,
     /// An integer greater than zero.
     PosInt,
+    /// An integer, zero or more.
+    NonNegInt,
     /// A number in (0, 1].
     Ratio,
     Str,
@@ -51,6 +53,7 @@ impl Kind {
             Kind::Int => "an integer".into(),
             Kind::Float => "a non-negative number".into(),
             Kind::PosInt => "a positive integer".into(),
+            Kind::NonNegInt => "an integer, zero or more".into(),
             Kind::Ratio => "a number greater than 0 and at most 1".into(),
             Kind::Str => "a string".into(),
             Kind::OneOf(a) => format!("one of {}", a.join(", ")),
@@ -306,6 +309,18 @@ const KNOWN: &[Key] = &[
         Kind::PosInt,
         Applies::Live,
         "default bash timeout in ms",
+    ),
+    key(
+        "storage.retention_days",
+        Kind::NonNegInt,
+        Applies::NextSession,
+        "spill files, job logs and snapshots of sessions ended longer ago are removed (default 30; 0 keeps them)",
+    ),
+    key(
+        "storage.max_mb",
+        Kind::NonNegInt,
+        Applies::NextSession,
+        "size cap of spill files, job logs and snapshots; the oldest ended sessions' go first (default 1024; 0: no cap)",
     ),
 ];
 
@@ -678,6 +693,10 @@ fn typed_value(key: &str, raw: &str) -> Result<(Value, Option<String>), ConfigEr
         Kind::PosInt => match t.parse::<i64>() {
             Ok(n) if n > 0 => Value::Integer(n),
             _ => return Err(bad("expected a positive integer")),
+        },
+        Kind::NonNegInt => match t.parse::<i64>() {
+            Ok(n) if n >= 0 => Value::Integer(n),
+            _ => return Err(bad("expected an integer, 0 or more")),
         },
         Kind::Ratio => match t.parse::<f64>() {
             Ok(f) if f > 0.0 && f <= 1.0 => Value::Float(f),

@@ -6,6 +6,7 @@ pub mod hostgit;
 pub mod mcp;
 pub mod paths;
 pub mod permissions;
+pub mod retention;
 pub mod sessions;
 pub mod snapshots;
 pub mod trajectory;

@@ -1,8 +1,8 @@
 //! The session tree (spec §4, seed 000 behaviour 12): one JSONL file per session under
 //! `~/.yuyao/sessions/<id>.jsonl`. The first line is a header; every later line is an entry
 //! with an `id` and a `parent` id: messages, mode/role/model changes, compactions, clears,
-//! checkpoints, titles, and `checkout` markers that move the current position (`/tree`,
-//! `/rewind`). The current leaf is always the last entry's id, so the active conversation is
+//! truncations (`/rewind <n> conversation|summarize-from`), checkpoints, titles, and
+//! `checkout` markers that move the current position (`/tree`, `/rewind`). The current leaf is always the last entry's id, so the active conversation is
 //! the path from the root to the last line.
 //!
 //! Entries are appended as they happen (a crash loses at most the line being written); a line
@@ -401,6 +401,11 @@ impl SessionLog {
                     }
                 }
                 "clear" => r.messages.clear(),
+                // `/rewind`: the conversation went on from its first `keep` messages.
+                "truncate" => {
+                    let keep = e.data.get("keep").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    r.messages.truncate(keep);
+                }
                 "compaction" => {
                     let keep = e.data.get("keep").and_then(Value::as_u64).unwrap_or(0) as usize;
                     let keep = keep.min(r.messages.len());
@@ -643,6 +648,11 @@ mod tests {
         log.checkout(&second).unwrap();
         let texts: Vec<String> = log.replay().messages.iter().map(|m| m.text()).collect();
         assert_eq!(texts, ["one", "1", "two"]);
+        // A truncation keeps the first messages of the path; later ones follow it.
+        log.append("truncate", json!({"keep": 1}));
+        log.append_message(&Message::user("summary of the rest"));
+        let texts: Vec<String> = log.replay().messages.iter().map(|m| m.text()).collect();
+        assert_eq!(texts, ["one", "summary of the rest"]);
     }
 
     #[test]

@@ -105,11 +105,48 @@ impl Report {
 }
 
 /// Held while the journal is read, changed and written; removes its lock file when dropped.
-struct JournalLock(PathBuf);
+pub(crate) struct JournalLock(PathBuf);
 
 impl Drop for JournalLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Takes the lock of the journal at `journal` (a `.lock` file beside it; a stale one, left
+/// by a holder that died, is taken over). Also used by retention.
+pub(crate) fn lock_journal_at(journal: &Path) -> Result<JournalLock, String> {
+    let path = journal.with_extension("lock");
+    let start = std::time::Instant::now();
+    let patience = std::time::Duration::from_secs(10);
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(_) => return Ok(JournalLock(path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                // A holder that died leaves its lock behind: take it over once it is old.
+                let stale = std::fs::metadata(&path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > patience);
+                if stale {
+                    let _ = std::fs::remove_file(&path);
+                    continue;
+                }
+                if start.elapsed() > patience {
+                    return Err(format!(
+                        "the snapshot journal is locked by another yuyao session ({}); try again",
+                        path.display()
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => return Err(format!("cannot lock {}: {e}", path.display())),
+        }
     }
 }
 
@@ -207,38 +244,7 @@ impl Snapshots {
 
     /// Serializes journal updates between sessions working on the same project.
     fn lock_journal(&self) -> Result<JournalLock, String> {
-        let path = self.journal_path.with_extension("lock");
-        let start = std::time::Instant::now();
-        let patience = std::time::Duration::from_secs(10);
-        loop {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(_) => return Ok(JournalLock(path)),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    // A holder that died leaves its lock behind: take it over once it is old.
-                    let stale = std::fs::metadata(&path)
-                        .and_then(|m| m.modified())
-                        .ok()
-                        .and_then(|t| t.elapsed().ok())
-                        .is_some_and(|age| age > patience);
-                    if stale {
-                        let _ = std::fs::remove_file(&path);
-                        continue;
-                    }
-                    if start.elapsed() > patience {
-                        return Err(format!(
-                            "the snapshot journal is locked by another yuyao session ({}); try again",
-                            path.display()
-                        ));
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-                Err(e) => return Err(format!("cannot lock {}: {e}", path.display())),
-            }
-        }
+        lock_journal_at(&self.journal_path)
     }
 
     fn load(&self) -> Journal {

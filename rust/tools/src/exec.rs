@@ -58,11 +58,44 @@ pub fn shell_command(ctx: &ToolContext, script: &str, cwd: &Path) -> Command {
     c
 }
 
-/// Spawns `script` with stdout and stderr interleaved into one pipe.
+/// Whose rights a shell process has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rights {
+    /// The model's tools: the session's OS sandbox.
+    Tool,
+    /// The user's own `!` command: no sandbox, as if typed in their terminal (the model
+    /// key is still removed from its environment).
+    User,
+}
+
+impl Rights {
+    fn confinement(self, ctx: &ToolContext) -> yuyao_policy::sandbox::Confinement {
+        match self {
+            Rights::Tool => ctx.confinement(),
+            Rights::User => yuyao_policy::sandbox::Confinement {
+                level: yuyao_protocol::SandboxLevel::FullAccess,
+                network: yuyao_protocol::NetworkAccess::On,
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// Spawns `script` with stdout and stderr interleaved into one pipe, under the model's
+/// sandbox.
 pub(crate) fn spawn_piped(
     ctx: &ToolContext,
     script: &str,
     cwd: &Path,
+) -> Result<(Child, PipeReader), String> {
+    spawn_piped_as(ctx, script, cwd, &ctx.confinement())
+}
+
+fn spawn_piped_as(
+    ctx: &ToolContext,
+    script: &str,
+    cwd: &Path,
+    confinement: &yuyao_policy::sandbox::Confinement,
 ) -> Result<(Child, PipeReader), String> {
     let (reader, writer) = std::io::pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
     let writer2 = writer
@@ -70,7 +103,6 @@ pub(crate) fn spawn_piped(
         .map_err(|e| format!("cannot create a pipe: {e}"))?;
     let mut cmd = shell_command(ctx, script, cwd);
     cmd.stdout(writer).stderr(writer2);
-    let confinement = ctx.confinement();
     if confinement.level == yuyao_protocol::SandboxLevel::ReadOnly {
         // Caches go to the private /tmp instead of failing on the read-only tree.
         if let Some(tmp) = &confinement.private_tmp {
@@ -85,7 +117,7 @@ pub(crate) fn spawn_piped(
     }
     // The OS sandbox (namespaces, Landlock, seccomp, no_new_privs, parent-death signal) for
     // every command, job and monitor.
-    yuyao_policy::sandbox::confine(&mut cmd, &confinement)?;
+    yuyao_policy::sandbox::confine(&mut cmd, confinement)?;
     // `cmd` (holding the write ends) is dropped by the spawner, so EOF comes when the group
     // closes them.
     let child = yuyao_policy::sandbox::spawn(cmd).map_err(|e| format!("cannot start bash: {e}"))?;
@@ -266,17 +298,29 @@ pub fn run_foreground(
     timeout_ms: u64,
     cancel: &CancellationToken,
 ) -> Result<ShellRun, String> {
+    run_foreground_as(ctx, command, timeout_ms, cancel, Rights::Tool)
+}
+
+/// [`run_foreground`] with the rights of `who`.
+pub fn run_foreground_as(
+    ctx: &ToolContext,
+    command: &str,
+    timeout_ms: u64,
+    cancel: &CancellationToken,
+    who: Rights,
+) -> Result<ShellRun, String> {
     let cwd = start_dir(ctx);
-    std::fs::create_dir_all(&ctx.spill_dir)
-        .map_err(|e| format!("cannot create {}: {e}", ctx.spill_dir.display()))?;
-    let cwd_file = ctx.spill_dir.join(unique("cwd"));
+    let confinement = who.confinement(ctx);
+    // The scratch folder is the only place of yuyao's the command writes (this file);
+    // yuyao reads it back without following links.
+    let cwd_file = ctx.scratch_dir()?.join(unique("cwd"));
     let _ = std::fs::remove_file(&cwd_file);
     // The trap records the final directory however the script ends (even on `exit`).
     let script = format!(
         "trap 'pwd -P > {} 2>/dev/null' EXIT\n{command}",
         shell_quote(&cwd_file.to_string_lossy())
     );
-    let (mut child, mut reader) = spawn_piped(ctx, &script, &cwd)?;
+    let (mut child, mut reader) = spawn_piped_as(ctx, &script, &cwd, &confinement)?;
     let pgid = child.id() as i32;
     let started = Instant::now();
     ctx.jobs.set_foreground(true);
@@ -359,7 +403,7 @@ pub fn run_foreground(
     if still_open {
         notes.push("background processes still hold the output; it is not waited for".into());
     }
-    if let Some(note) = yuyao_policy::sandbox::blocked_note(&ctx.confinement(), code, &out) {
+    if let Some(note) = yuyao_policy::sandbox::blocked_note(&confinement, code, &out) {
         notes.push(note);
     }
     if let Some(note) = persist_cwd(ctx, &cwd_file) {
@@ -451,7 +495,7 @@ fn detach(
 
 /// Moves the session cwd where the command ended, unless that left the allowed roots.
 fn persist_cwd(ctx: &ToolContext, cwd_file: &Path) -> Option<String> {
-    let new = std::fs::read_to_string(cwd_file).ok()?;
+    let new = read_scratch_file(cwd_file)?;
     let new = PathBuf::from(new.trim());
     if new.as_os_str().is_empty() {
         return None;
@@ -483,6 +527,24 @@ fn persist_cwd(ctx: &ToolContext, cwd_file: &Path) -> Option<String> {
             root.display()
         ))
     }
+}
+
+/// A small regular file the sandboxed command wrote into the scratch folder: a link, a FIFO
+/// or anything large planted there by a command is ignored, never followed or waited on.
+fn read_scratch_file(path: &Path) -> Option<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.is_file() || meta.len() > 8192 {
+        return None;
+    }
+    let mut text = String::new();
+    f.read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// Signals a whole process group we created.

@@ -6,6 +6,7 @@ pub mod args;
 mod edit_engine;
 pub mod exec;
 pub mod fs;
+mod grep_rows;
 pub mod jobs;
 pub mod media;
 pub mod notebook;
@@ -97,10 +98,12 @@ impl ToolContext {
         }
     }
 
-    /// The confinement for a process spawned now: the roots, the temp dir and the spill dir
-    /// are writable under `workspace-write`; under `read-only` (plan mode, the ask role, a
-    /// call allowed only because it reads) nothing is but build outputs, the spill dir and a
-    /// private temp folder, so source files cannot change whatever the classifier thought.
+    /// The confinement for a process spawned now: the roots, the temp dir and the session's
+    /// scratch folder are writable under `workspace-write`; under `read-only` (plan mode,
+    /// the ask role, a call allowed only because it reads) nothing is but build outputs and
+    /// the scratch folder (the private temp folder), so source files cannot change whatever
+    /// the classifier thought. The spill folder around the scratch folder is yuyao's alone:
+    /// spill files and job logs are written there by yuyao, never by a tool process.
     pub fn confinement(&self) -> yuyao_policy::sandbox::Confinement {
         use yuyao_protocol::SandboxLevel;
         let mut c = self.sandbox.lock().map(|c| c.clone()).unwrap_or_default();
@@ -111,20 +114,39 @@ impl ToolContext {
             c.level = SandboxLevel::ReadOnly;
         }
         c.home = self.home.clone();
+        let scratch = self.scratch_dir().ok();
         if c.level == SandboxLevel::ReadOnly {
-            let tmp = self.spill_dir.join("tmp");
-            let _ = std::fs::create_dir_all(&tmp);
             c.writable = self.roots().iter().flat_map(|r| build_outputs(r)).collect();
-            c.writable.push(self.spill_dir.clone());
-            c.writable.push(tmp.clone());
-            c.private_tmp = Some(tmp);
+            c.private_tmp = scratch.clone();
         } else {
             c.writable = self.roots();
             c.writable.push(std::env::temp_dir());
-            let _ = std::fs::create_dir_all(&self.spill_dir);
-            c.writable.push(self.spill_dir.clone());
         }
+        c.writable.extend(scratch);
         c
+    }
+
+    /// The session's scratch folder (`<spill>/tmp`), writable by tool processes at every
+    /// sandbox level: the private temp folder and the files the shell reports its final
+    /// directory in. It is made a real folder here each time: something planted in its
+    /// place (a link into the project) is removed, never granted.
+    pub fn scratch_dir(&self) -> Result<PathBuf, String> {
+        let dir = self.spill_dir.join("tmp");
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => return Ok(dir),
+            Ok(_) => {
+                let _ = std::fs::remove_file(&dir);
+            }
+            Err(_) => {}
+        }
+        std::fs::create_dir_all(&self.spill_dir)
+            .and_then(|_| std::fs::create_dir(&dir))
+            .or_else(|e| match std::fs::symlink_metadata(&dir) {
+                Ok(m) if m.is_dir() => Ok(()),
+                _ => Err(e),
+            })
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(dir)
     }
 
     pub fn cwd(&self) -> PathBuf {
@@ -359,6 +381,30 @@ pub trait Tool: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Something planted where the scratch folder goes (a link into the project) is
+    /// replaced by a real folder, never granted to the sandbox.
+    #[test]
+    fn a_link_planted_as_the_scratch_folder_is_not_granted() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path().join("ws");
+        let spill = d.path().join("spill");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(&spill).unwrap();
+        std::os::unix::fs::symlink(&ws, spill.join("tmp")).unwrap();
+        let ctx = ToolContext::new(ws.clone(), ws.clone(), spill.clone());
+        ctx.sandbox.lock().unwrap().level = yuyao_protocol::SandboxLevel::ReadOnly;
+        let c = ctx.confinement();
+        let scratch = spill.join("tmp");
+        assert!(!scratch.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(c.private_tmp.as_deref(), Some(scratch.as_path()));
+        assert!(c.writable.contains(&scratch));
+        assert!(!c.writable.iter().any(|w| w == &ws || ws.starts_with(w)));
+        assert!(
+            !c.writable.contains(&spill),
+            "the spill folder is yuyao's alone"
+        );
+    }
     use std::os::unix::fs::symlink;
 
     /// A workspace `ws` and a folder `outside` beside it.

@@ -3,6 +3,7 @@
 //! binary files skipped, results ordered by modification time, newest first.
 
 use crate::args::{GlobParams, GrepParams, ToolArgs};
+use crate::grep_rows::KeptRows;
 use crate::{Tool, ToolContext, ToolOutput};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
@@ -10,12 +11,16 @@ use ignore::WalkBuilder;
 use ignore::overrides::OverrideBuilder;
 use ignore::types::TypesBuilder;
 use serde_json::{Value, json};
+use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 use tokio_util::sync::CancellationToken;
 
 const GLOB_CAP: usize = 100;
+/// Content rows collected when the model gives no head_limit (the page ends there and says
+/// how to continue; the result cap spills whatever of it exceeds the model's share).
+const CONTENT_ROWS: usize = 1000;
 
 pub struct Grep;
 pub struct Glob;
@@ -201,14 +206,17 @@ fn split_globs(g: &str) -> Vec<String> {
 struct FileHits {
     path: PathBuf,
     mtime: SystemTime,
-    lines: Vec<String>,
     count: u64,
 }
 
 struct Collector<'a> {
     path: &'a str,
     numbers: bool,
+    /// The first `store_limit` content rows (a row beyond it is only counted).
     lines: Vec<String>,
+    store_limit: usize,
+    /// Content rows produced, stored or not.
+    rows: u64,
     count: u64,
     keep_lines: bool,
     /// files_with_matches: the first match is enough.
@@ -225,11 +233,16 @@ impl Collector<'_> {
         }
         // A gap between context groups: `--` rides on the next line, so paging counts lines.
         let gap = matches!((self.last_line, line_number), (Some(last), Some(n)) if n > last + 1)
-            && !self.lines.is_empty();
+            && self.rows > 0;
         let text = String::from_utf8_lossy(bytes);
         for (k, line) in text.trim_end_matches('\n').split('\n').enumerate() {
-            let line = line.trim_end_matches('\r');
             let n = line_number.map(|n| n + k as u64);
+            self.rows += 1;
+            self.last_line = n;
+            if self.lines.len() >= self.store_limit {
+                continue;
+            }
+            let line = line.trim_end_matches('\r');
             let shown: String = line.chars().take(500).collect();
             let row = match (self.numbers, n) {
                 (true, Some(n)) => format!("{}{sep}{n}{sep}{shown}", self.path),
@@ -240,7 +253,6 @@ impl Collector<'_> {
             } else {
                 row
             });
-            self.last_line = n;
         }
     }
 }
@@ -278,6 +290,11 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
     })?;
     let wb = walker(&a.root, a.glob.as_deref(), a.file_type.as_deref(), false)?;
     let results: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
+    // Content rows: only the page's end is ever stored; the rest is counted.
+    let row_cap = a
+        .offset
+        .saturating_add(a.head_limit.unwrap_or(CONTENT_ROWS));
+    let kept = Mutex::new(KeptRows::new(row_cap));
     let base = &a.cwd;
     wb.build_parallel().run(|| {
         let matcher = matcher.clone();
@@ -288,7 +305,7 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
             .before_context(if a.mode == Mode::Content { a.before } else { 0 })
             .after_context(if a.mode == Mode::Content { a.after } else { 0 })
             .build();
-        let results = &results;
+        let (results, kept) = (&results, &kept);
         Box::new(move |entry| {
             if cancel.is_cancelled() {
                 return ignore::WalkState::Quit;
@@ -306,10 +323,19 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
                 return ignore::WalkState::Continue;
             }
             let shown = shown_path(path, base);
+            let mtime = entry
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            let key = (Reverse(mtime), PathBuf::from(&shown));
+            let wanted = a.mode == Mode::Content && kept.lock().is_ok_and(|k| k.wants(&key));
             let mut sink = Collector {
                 path: &shown,
                 numbers: a.line_numbers,
                 lines: Vec::new(),
+                store_limit: if wanted { row_cap } else { 0 },
+                rows: 0,
                 count: 0,
                 keep_lines: a.mode == Mode::Content,
                 first_only: a.mode == Mode::Files,
@@ -320,19 +346,16 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
                 && sink.count > 0
                 && !sink.binary
             {
-                let mtime = entry
-                    .metadata()
-                    .ok()
-                    .and_then(|m| m.modified().ok())
-                    .unwrap_or(SystemTime::UNIX_EPOCH);
-                let hit = FileHits {
-                    path: PathBuf::from(&shown),
-                    mtime,
-                    lines: sink.lines,
-                    count: sink.count,
-                };
-                if let Ok(mut r) = results.lock() {
-                    r.push(hit);
+                if a.mode == Mode::Content {
+                    if let Ok(mut k) = kept.lock() {
+                        k.add(key, sink.lines, sink.rows);
+                    }
+                } else if let Ok(mut r) = results.lock() {
+                    r.push(FileHits {
+                        path: key.1,
+                        mtime,
+                        count: sink.count,
+                    });
                 }
             }
             ignore::WalkState::Continue
@@ -340,27 +363,41 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
     });
     let mut hits = results.into_inner().unwrap_or_default();
     hits.sort_by(|x, y| y.mtime.cmp(&x.mtime).then_with(|| x.path.cmp(&y.path)));
-    let rows: Vec<String> = match a.mode {
-        Mode::Files => hits.iter().map(|h| h.path.display().to_string()).collect(),
-        Mode::Count => hits
-            .iter()
-            .map(|h| format!("{}:{}", h.path.display(), h.count))
-            .collect(),
-        Mode::Content => hits.into_iter().flat_map(|h| h.lines).collect(),
+    let (rows, total) = match a.mode {
+        Mode::Files => counted(hits.iter().map(|h| h.path.display().to_string()).collect()),
+        Mode::Count => counted(
+            hits.iter()
+                .map(|h| format!("{}:{}", h.path.display(), h.count))
+                .collect(),
+        ),
+        Mode::Content => kept.into_inner().map_or_else(
+            |_| (Vec::new(), 0),
+            |k| {
+                let (rows, total) = k.into_rows();
+                (rows, usize::try_from(total).unwrap_or(usize::MAX))
+            },
+        ),
     };
-    if rows.is_empty() {
+    if total == 0 {
         return Ok(ToolOutput::ok(format!(
             "No matches for /{}/ in {}",
             a.pattern,
             a.root.display()
         )));
     }
+    // Without head_limit, a content page still ends at CONTENT_ROWS.
+    let limit = match a.mode {
+        Mode::Content => Some(a.head_limit.unwrap_or(CONTENT_ROWS)),
+        _ => a.head_limit,
+    };
     Ok(ToolOutput::ok(page(
-        rows,
-        a.offset,
-        a.head_limit,
-        "results",
+        rows, total, a.offset, limit, "results",
     )))
+}
+
+fn counted(rows: Vec<String>) -> (Vec<String>, usize) {
+    let n = rows.len();
+    (rows, n)
 }
 
 /// `path` relative to `base` when it is under it, else absolute; quoted when it holds a
@@ -382,14 +419,21 @@ pub(crate) fn quote_name(s: String) -> String {
     }
 }
 
-/// Applies offset/limit and says how many more there are.
-fn page(rows: Vec<String>, offset: usize, limit: Option<usize>, what: &str) -> String {
-    let total = rows.len();
-    let end = limit.map_or(total, |l| (offset + l).min(total));
+/// Applies offset/limit and says how many more there are. `rows` holds at least the rows up
+/// to the page's end; `total` counts them all.
+fn page(
+    rows: Vec<String>,
+    total: usize,
+    offset: usize,
+    limit: Option<usize>,
+    what: &str,
+) -> String {
+    let end = limit.map_or(total, |l| offset.saturating_add(l).min(total));
     if offset >= total {
         return format!("offset {offset} is past the end: there are {total} {what}");
     }
-    let mut out = rows[offset..end].join("\n");
+    let end_stored = end.min(rows.len());
+    let mut out = rows[offset.min(end_stored)..end_stored].join("\n");
     if let Some(rest) = out.strip_prefix("--\n") {
         out = rest.to_string();
     }
@@ -642,6 +686,79 @@ mod tests {
             "{}",
             bad.text
         );
+    }
+
+    /// Content mode stores only the page; the footer still gives the true total, and pages
+    /// taken across file boundaries (with context rows) match one full listing.
+    #[test]
+    fn content_mode_pages_a_big_tree_with_the_true_total() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        let body: String = (0..1000).map(|k| format!("hit {k}\n")).collect();
+        for f in 0..200u64 {
+            touch(
+                &r.join(format!("d{}/f{f:03}.txt", f % 10)),
+                body.as_bytes(),
+                10 + f,
+            );
+        }
+        let c = ctx(r);
+        let first = run_grep(&c, json!({"pattern": "hit", "output_mode": "content"}));
+        let lines: Vec<&str> = first.text.lines().collect();
+        assert_eq!(lines.len(), 1001, "{}", &first.text[..200]);
+        assert_eq!(lines[0], "d0/f000.txt:1:hit 0");
+        assert_eq!(lines[999], "d0/f000.txt:1000:hit 999");
+        assert_eq!(
+            lines[1000],
+            "[showing results 1–1000 of 200000; continue with offset=1000]"
+        );
+        let far = run_grep(
+            &c,
+            json!({"pattern": "hit", "output_mode": "content", "offset": 150_999, "head_limit": 2}),
+        );
+        assert!(
+            far.text
+                .starts_with("d0/f150.txt:1000:hit 999\nd1/f151.txt:1:hit 0\n[showing results 151000–151001 of 200000"),
+            "{}",
+            far.text
+        );
+        // Context rows and `--` gaps are counted the same stored or not.
+        let small: String = (0..50)
+            .map(|k| format!("{}\n", if k % 10 == 0 { "hit" } else { "x" }))
+            .collect();
+        for f in 0..30u64 {
+            touch(&r.join(format!("ctx/g{f:02}.txt")), small.as_bytes(), f);
+        }
+        let args = |offset: usize, limit: usize| {
+            json!({"pattern": "hit", "path": "ctx", "output_mode": "content", "-A": 1,
+                   "offset": offset, "head_limit": limit})
+        };
+        let all = run_grep(&c, args(0, 100_000));
+        let all: Vec<&str> = all.text.lines().collect();
+        let total = all.iter().filter(|l| !l.starts_with("--")).count();
+        assert_eq!(total, 30 * 5 * 2);
+        let mut paged = Vec::new();
+        for start in (0..total).step_by(7) {
+            let out = run_grep(&c, args(start, 7));
+            let rows: Vec<String> = out
+                .text
+                .lines()
+                .filter(|l| !l.starts_with("[showing"))
+                .map(str::to_string)
+                .collect();
+            if start + 7 < total {
+                assert!(out.text.contains(&format!("of {total};")), "{}", out.text);
+            }
+            paged.extend(rows);
+        }
+        let strip = |v: Vec<&str>| -> Vec<String> {
+            v.into_iter()
+                .filter(|l| *l != "--")
+                .map(str::to_string)
+                .collect()
+        };
+        let paged: Vec<String> = paged.into_iter().filter(|l| l != "--").collect();
+        assert_eq!(paged, strip(all));
     }
 
     #[test]

@@ -198,6 +198,12 @@ class FakeSession:
         if name == "/mode":
             self.mode = arg
             return "mode: " + arg
+        if name == "/plan":
+            if arg == "off":
+                self.mode = self.before_plan
+            else:
+                self.before_plan, self.mode = self.mode, "plan"
+            return "mode: " + self.mode
         if name == "/show-thinking":
             self.show = arg
             return ""
@@ -447,7 +453,7 @@ def test_slash_commands_shift_tab_and_exit(stand_in):
     term.send(SHIFT_TAB)
     term.wait_for(r"mode: ask")
     dispatched = [e["dispatch"] for e in read_log() if "dispatch" in e]
-    assert "/mode plan" in dispatched and "/mode ask" in dispatched
+    assert "/plan" in dispatched and "/plan off" in dispatched
     term.line("hi")  # the session goes on after an unknown command
     term.wait_for(r"Hello from the stand-in\.")
     term.line("/exit")
@@ -1269,6 +1275,36 @@ def test_core_settings_view_writes_the_config_and_applies_it(fake_llm, env, repo
         term.wait_for(r"-- INSERT --", screen_only=True)
         config = (yuyao_home / "config.toml").read_text()
         assert "vi" in config and "mono" in config
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.core
+def test_core_slash_typed_mid_turn_is_a_command_not_a_message(fake_llm, env, repo):
+    server = fake_llm([say("story " * 400, chunk_delay=0.03), say("planned")])
+    term = yuyao_term(env(server), repo, "--mode", "auto-edit")
+    try:
+        term.wait_ready()
+        term.line("tell a story")
+        term.wait_for(r"story story")
+        term.line("/plan")
+        term.wait_for(r"/plan: applies after this turn")
+        term.line("/nope")
+        term.wait_for(r"unknown command: /nope")
+        term.line("/status")
+        term.wait_for(r"mode\s+auto-edit")  # a query runs at once; the switch waits
+        term.wait_for(r"applied after the turn")
+        term.wait_for(r"plan ›", screen_only=True)
+        term.line("what next?")
+        term.wait_for(r"planned")
+        assert "Permission mode: auto-edit" in server.system_prompt(0)
+        assert "Permission mode: plan" in server.system_prompt(1)
+        for i in range(2):
+            assert "/plan" not in server.user_text(i) and "/nope" not in server.user_text(i)
+        term.send(SHIFT_TAB)  # = /plan off: back to the mode plan mode was entered from
+        term.wait_for(r"mode: auto-edit")
         term.send(CTRL_D)
         assert term.wait_exit() == 0
     finally:

@@ -166,7 +166,6 @@ class App:
         self.status: dict = {}
         self.commands: dict[str, str] = {}
         self.shell_mode = False
-        self.prev_mode: str | None = None
         self.local_thinking: str | None = None  # set when the core refuses /show-thinking
         self.input: Any = None  # input.InputBox once the prompt exists
         self.pending_draft = ""
@@ -409,6 +408,16 @@ class App:
             self.say(f"↺ where we left off: {recap.splitlines()[0]}", "accent")
 
     def load_commands(self) -> None:
+        table = self.command_table()
+        if table:
+            names = {}
+            for c in table:
+                for n in [c.get("name"), *(c.get("aliases") or [])]:
+                    if n:
+                        names[f"/{n}"] = str(c.get("help") or "")
+            names.update(UI_COMMANDS)
+            self.commands = names
+            return
         names: dict[str, str] = {}
         try:
             text = self.session.dispatch("/help") or ""
@@ -552,6 +561,51 @@ class App:
         ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
         self.slash_result(line, ok, value)
 
+    def slash_during_turn(self, line: str) -> None:
+        """A slash command typed while a turn runs: the display commands here, the rest by the
+        core, which runs queries at once, keeps switches for the end of the turn and refuses
+        what would rewrite the running conversation."""
+        name, _, rest = line.partition(" ")
+        name = name.lower()
+        if name in ("/focus", "/copy"):
+            self.slash_local(line)
+            return
+        if name == "/tui":
+            if rest.strip() == "fullscreen":
+                self.want_fullscreen = True
+                self.say("/tui fullscreen: applies after this turn", "accent")
+            else:
+                self.cmd_tui(rest.strip())
+            return
+        if name == "/help" and not rest.strip() and self.print_help():
+            return
+        try:
+            out = self.session.dispatch(line)
+        except Exception as e:  # noqa: BLE001 - an unknown or refused command is said, not sent
+            self.slash_result(line, False, e)
+            return
+        self.slash_result(line, True, out)
+
+    def print_help(self) -> bool:
+        """/help as grouped tables that fit the terminal; False when the core has no table."""
+        table = self.command_table()
+        if not table:
+            return False
+        from .helpview import render_help
+
+        self.console.print(render_help(table, self.console.size.width))
+        return True
+
+    def command_table(self) -> list[dict]:
+        getter = getattr(type(self.session), "command_table_json", None)
+        if not callable(getter):
+            return []
+        try:
+            table = json.loads(getter())
+        except Exception:  # noqa: BLE001 - the text /help is the fallback
+            return []
+        return [c for c in table if isinstance(c, dict)] if isinstance(table, list) else []
+
     def slash_local(self, line: str) -> bool:
         """The commands this terminal handles itself; True when `line` was one of them."""
         name, _, rest = line.partition(" ")
@@ -574,6 +628,8 @@ class App:
         if name == "/copy":
             self.cmd_copy(rest.strip())
             return True
+        if name == "/help" and not rest.strip():
+            return self.print_help()
         if name in ("/config", "/settings") and not rest.strip():
             if self.fullscreen is not None:
                 return False  # the listing; the interactive view needs the default renderer
@@ -598,7 +654,7 @@ class App:
             return
         if isinstance(value, str) and value.strip():
             self.console.print(Text(value.rstrip()))
-        if name in ("/config", "/settings"):
+        if name in ("/config", "/settings", "/vim"):
             self.after_config_change()
 
     def apply_theme(self, announce: bool = False) -> None:
@@ -869,13 +925,11 @@ class App:
         return f"@{value} "
 
     def toggle_plan(self) -> None:
-        mode = str(self.status.get("mode") or "")
-        if mode != "plan":
-            self.prev_mode = mode or None
-            cmd = "/mode plan"
+        """Shift+Tab: `/plan`, and `/plan off` back to the mode plan mode was entered from."""
+        if self.status.get("mode") == "plan":
+            self._quick_dispatch("/plan off")
         else:
-            cmd = f"/mode {self.prev_mode or 'ask'}"
-        self._quick_dispatch(cmd)
+            self._quick_dispatch("/plan")
 
     def cycle_thinking(self, toggle: bool = True) -> None:
         """Alt+T: collapsed <-> expanded (from off: collapsed), through /show-thinking."""
@@ -1115,6 +1169,9 @@ class App:
             text = view.draft.strip()
             view.draft = ""
             if not text:
+                return
+            if text.startswith("/"):  # a command, never a message to the model
+                self.slash_during_turn(text)
                 return
             try:
                 self.session.steer(text)

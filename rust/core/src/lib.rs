@@ -3,6 +3,7 @@
 //! A front opens a [`Session`], submits turns ([`Session::chat`]) and slash commands
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
+mod busy;
 mod cmd_background;
 mod cmd_files;
 mod cmd_permissions;

@@ -95,6 +95,9 @@ pub struct State {
     /// Seconds between the last entry of a resumed session and its resumption (a front
     /// shows a `/recap` when this is long).
     pub resumed_idle_s: Option<f64>,
+    /// What `/plan off` and `/ask off` / `/debug off` go back to.
+    pub mode_before_plan: Option<yuyao_protocol::Mode>,
+    pub role_before: Option<yuyao_protocol::Role>,
 }
 
 impl State {
@@ -133,6 +136,9 @@ pub struct Session {
     pub(crate) state: Mutex<State>,
     pub(crate) steer: Mutex<Vec<String>>,
     pub(crate) cancel: Arc<Mutex<CancellationToken>>,
+    /// A turn is running (`busy.rs`), and the switches typed during it.
+    pub(crate) busy: std::sync::atomic::AtomicBool,
+    pub(crate) after_turn: Mutex<Vec<String>>,
     pub(crate) handler: Option<Arc<dyn Handler>>,
     pub(crate) pricing: Pricing,
     pub(crate) started: std::time::Instant,
@@ -354,6 +360,8 @@ impl Session {
             config_seen: crate::context::config_snapshot(&config),
             last_request_tokens: 0,
             resumed_idle_s: None,
+            mode_before_plan: None,
+            role_before: None,
         };
         let mcp = McpRegistry::new(paths.mcp_registry());
         let session = Session {
@@ -367,6 +375,8 @@ impl Session {
             state: Mutex::new(state),
             steer: Mutex::new(Vec::new()),
             cancel: Arc::new(Mutex::new(CancellationToken::new())),
+            busy: Default::default(),
+            after_turn: Mutex::new(Vec::new()),
             handler,
             pricing,
             started: std::time::Instant::now(),

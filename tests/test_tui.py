@@ -1309,3 +1309,57 @@ def test_core_slash_typed_mid_turn_is_a_command_not_a_message(fake_llm, env, rep
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+UP, DOWN = "\x1b[A", "\x1b[B"
+
+
+@pytest.mark.core
+def test_core_esc_esc_rewind_menu_restores_code_and_conversation(fake_llm, env, repo):
+    server = fake_llm(
+        [
+            call("write", file_path="notes.txt", content="first\n"),
+            say("wrote first"),
+            call("write", file_path="notes.txt", content="second\n"),
+            say("wrote second"),
+            say("after the rewind"),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_ready()
+        term.line("write first")
+        term.wait_for(r"wrote first")
+        term.line("write second")
+        term.wait_for(r"wrote second")
+        assert (repo / "notes.txt").read_text() == "second\n"
+        term.settle(0.3)
+        term.send(ESC + ESC)  # empty input: the checkpoint menu, newest selected
+        term.wait_for(r"Rewind to before which prompt\?", screen_only=True)
+        term.wait_for(r"❯ 2\. 'write second'", screen_only=True)
+        term.send(ESC)  # Esc cancels: nothing changes
+        term.wait_for(r"rewind cancelled")
+        assert (repo / "notes.txt").read_text() == "second\n"
+        term.wait_ready()
+        term.send(ESC + ESC)
+        term.wait_for(r"❯ 2\. 'write second'", screen_only=True)
+        term.send(UP)
+        term.wait_for(r"❯ 1\. 'write first'", screen_only=True)
+        term.send(DOWN)
+        term.wait_for(r"❯ 2\. 'write second'", screen_only=True)
+        term.send(ENTER)
+        term.wait_for(r"Summarize up to here", screen_only=True)
+        term.wait_for(r"❯ 1\. Restore code and conversation", screen_only=True)
+        term.send(ENTER)
+        term.wait_for(r"Conversation restored to just before prompt")
+        assert (repo / "notes.txt").read_text() == "first\n"
+        term.wait_for(r"› write second", screen_only=True)  # the prompt, back to edit
+        term.send("\x15")  # Ctrl+U: clear it
+        term.line("go on")
+        term.wait_for(r"after the rewind")
+        last = server.user_text(-1)
+        assert "write first" in last and "write second" not in last
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

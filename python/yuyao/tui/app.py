@@ -586,6 +586,43 @@ class App:
             return
         self.slash_result(line, True, out)
 
+    def rewind_menu(self) -> bool:
+        """Esc Esc / `/rewind`: pick a checkpoint, then what to restore (the core's
+        `/rewind <n> <what>` does it). False when there is no terminal to drive a menu or the
+        core cannot list checkpoints: the text listing is shown instead."""
+        getter = getattr(self.session, "rewind_points_json", None)
+        if not callable(getter) or self.keys.fd is None:
+            return False
+        try:
+            points = [p for p in json.loads(getter()) if isinstance(p, dict)]
+        except Exception as e:  # noqa: BLE001
+            self.say(f"{theme.SYM_FAIL} {e}", "error")
+            return True
+        if not points:
+            self.say("no checkpoints yet: every prompt you send becomes one", "info")
+            return True
+        from .menu import choose
+
+        rows = [rewind_row(p) for p in points]
+        picked = choose("Rewind to before which prompt?", rows, default=len(rows) - 1)
+        if picked is None:
+            self.say("rewind cancelled", "muted")
+            return True
+        point = points[picked]
+        actions = rewind_actions(point)
+        how = choose(f"Checkpoint {point['id']}: {rows[picked]}", [a for a, _ in actions])
+        what = actions[how][1] if how is not None else None
+        if what is None:
+            self.say("rewind cancelled", "muted")
+            return True
+        line = f"/rewind {point['id']} {what}"
+        self.say(f"{theme.SYM_STEER} {line}", "muted")
+        ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
+        self.slash_result(line, ok, value)
+        if ok and what in ("both", "conversation"):
+            self.pending_draft = str(point.get("prompt") or "")  # to edit and send again
+        return True
+
     def print_help(self) -> bool:
         """/help as grouped tables that fit the terminal; False when the core has no table."""
         table = self.command_table()
@@ -630,6 +667,8 @@ class App:
             return True
         if name == "/help" and not rest.strip():
             return self.print_help()
+        if name in ("/rewind", "/checkpoint") and not rest.strip():
+            return self.rewind_menu()
         if name in ("/config", "/settings") and not rest.strip():
             if self.fullscreen is not None:
                 return False  # the listing; the interactive view needs the default renderer
@@ -1181,6 +1220,31 @@ class App:
             line = Text(f"{theme.SYM_STEER} {text}", "steer")
             line.append("  queued for the next model call", "muted")
             self.console.print(line)
+
+
+def rewind_row(point: dict) -> str:
+    """One checkpoint in the rewind menu: its prompt's first line, when, what came after."""
+    prompt = " ".join(str(point.get("prompt") or "").split())
+    if len(prompt) > 60:
+        prompt = prompt[:59].rsplit(" ", 1)[0] + " …"
+    n = int(point.get("changes_after") or 0)
+    changes = f"{n} file change{'s' if n != 1 else ''} after" if n else "no file change after"
+    where = "" if point.get("this_session", True) else f" · session {point.get('session')}"
+    return f"{prompt!r}  · {str(point.get('time') or '')[5:16]} · {changes}{where}"
+
+
+def rewind_actions(point: dict) -> list[tuple[str, str | None]]:
+    """The second menu: what to restore (a checkpoint of another session has only its code)."""
+    if not point.get("this_session", True):
+        return [("Restore the code", "code"), ("Never mind", None)]
+    return [
+        ("Restore code and conversation", "both"),
+        ("Restore the conversation", "conversation"),
+        ("Restore the code", "code"),
+        ("Summarize from here (replace what came after with a summary)", "summarize-from"),
+        ("Summarize up to here (replace what came before with a summary)", "summarize-up-to"),
+        ("Never mind", None),
+    ]
 
 
 def run_in_terminal_safe(fn: Callable[[], None]) -> None:

@@ -262,8 +262,8 @@ def _bindings(app: App, dot: DotRepeat) -> KeyBindings:
             buf.history.append_string(buf.text)  # saved, then cleared
             buf.reset()
             app.images.clear()
-        else:
-            run_in_terminal(lambda: app.handle_line("/rewind"))
+        else:  # the rewind menu runs once the prompt is gone (it is an application itself)
+            event.app.exit(result="/rewind")
 
     has_suggestion = Condition(
         lambda: bool(

@@ -286,6 +286,14 @@ class FakeSession:
             self.ev(type="tool_end", id="s1", name="bash", ok=False, output="interrupted")
             self.ev(type="turn_end", status="interrupted", text="")
             return ""
+        elif text == "md":
+            final = ("# Big Title\n\nSome **bold** words.\n\n- first item\n- second item\n\n"
+                     "```python\ndef add(a, b):\n    return a + b\n```\n\nstill going")
+            self.stream(final)
+            self.stop.wait(3)  # still streaming: the screen shows the reply as it stands
+            self.ev(type="assistant_message", text=final, thinking="", tool_calls=0)
+            self.ev(type="turn_end", status="completed", text=final)
+            return final
         elif text == "slow":
             for i in range(200):
                 if self.stop.is_set():
@@ -1363,3 +1371,21 @@ def test_core_esc_esc_rewind_menu_restores_code_and_conversation(fake_llm, env, 
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+def test_markdown_renders_while_the_reply_streams(stand_in):
+    term, _ = stand_in()
+    term.wait_ready()
+    term.line("md")
+    term.wait_for(r"still going", screen_only=True)  # mid-stream (the turn is not over)
+    shown = term.display()
+    assert "esc to interrupt" in shown
+    assert "Big Title" in shown and "# Big Title" not in shown
+    assert "• first item" in shown and "**bold**" not in shown and "```" not in shown
+    assert "def add(a, b):" in shown
+    term.wait_for(r"(?m)^›$", screen_only=True)  # the turn ended: the final render
+    final = term.display()
+    assert "esc to interrupt" not in final
+    assert final.count("Big Title") == 1 and "```" not in final and "• second item" in final
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0

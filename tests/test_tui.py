@@ -1389,3 +1389,23 @@ def test_markdown_renders_while_the_reply_streams(stand_in):
     assert final.count("Big Title") == 1 and "```" not in final and "• second item" in final
     term.send(CTRL_D)
     assert term.wait_exit() == 0
+
+
+def test_ctrl_c_twice_on_an_empty_prompt_exits(stand_in):
+    term, read_log = stand_in()
+    term.wait_ready()
+    term.send("a draft")
+    term.settle(0.2)
+    term.send(CTRL["c"])  # non-empty: cleared, no hint
+    term.settle(0.4)
+    assert "a draft" not in term.display() and "again to exit" not in term.display()
+    term.send(CTRL["c"])  # empty: the hint
+    term.wait_for(r"press Ctrl\+C again to exit", screen_only=True)
+    term.settle(2.5)  # the window passes: the hint goes, and a press starts over
+    assert "again to exit" not in term.display()
+    term.send(CTRL["c"])
+    term.wait_for(r"press Ctrl\+C again to exit", screen_only=True)
+    assert not term.eof
+    term.send(CTRL["c"])  # the second press within 2 s leaves
+    assert term.wait_exit() == 0
+    assert {"close": True} in read_log()

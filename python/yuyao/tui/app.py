@@ -174,6 +174,7 @@ class App:
         self.suggestion = ""  # the greyed next-step suggestion for the next prompt
         self.show_tasks = False  # Ctrl+T
         self.kill_armed = 0.0  # Ctrl+X Ctrl+K pressed once at this time (press twice)
+        self.ctrl_c_at = -1e9  # Ctrl+C on the empty input, pressed once at this time
         self.branch = ""
         self.pr = None  # status.PrWatcher
         self.fullscreen = None  # fullscreen.Fullscreen while /tui fullscreen is on
@@ -236,6 +237,10 @@ class App:
         mode_cls = {"plan": "plan", "yolo": "yolo"}.get(mode, "mode")
         sep = ("class:bottom-toolbar.sep", " · ")
         parts: list = []
+        from .input import EXIT_WINDOW
+
+        if time.monotonic() - self.ctrl_c_at < EXIT_WINDOW:
+            parts += [("class:bottom-toolbar.hint", "press Ctrl+C again to exit"), sep]
         parts += self.refs_fragments()
         parts.append(("class:bottom-toolbar.sep", " "))
         vim = self.input.vim_mode() if self.input and self.fullscreen is None else ""

@@ -7,8 +7,10 @@ Esc Esc = `/rewind`, …). Keys pressed while a turn runs are read by `keys.RawK
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,6 +88,8 @@ class DedupFileHistory(FileHistory):
         self._last = string
         super().append_string(string)
 
+
+EXIT_WINDOW = 2.0  # seconds within which a second Ctrl+C on an empty input leaves
 
 SKIP_DIRS = {"node_modules", "target", "__pycache__", "dist", "build", "venv"}
 WALK_LIMIT = 5000  # entries looked at for a deep @completion
@@ -195,10 +199,21 @@ def _bindings(app: App, dot: DotRepeat) -> KeyBindings:
 
     @kb.add("c-c")
     def _clear(event) -> None:
+        """Clears the input, as shells do; on an empty input a first press says how to
+        leave and a second one within EXIT_WINDOW seconds leaves (exit 0)."""
         buf = event.current_buffer
-        buf.complete_state = None
-        buf.reset()
-        app.images.clear()
+        if buf.text or buf.complete_state:
+            buf.complete_state = None
+            buf.reset()
+            app.images.clear()
+            return
+        now = time.monotonic()
+        if now - app.ctrl_c_at < EXIT_WINDOW:
+            event.app.exit(exception=EOFError)
+            return
+        app.ctrl_c_at = now
+        event.app.invalidate()
+        asyncio.get_running_loop().call_later(EXIT_WINDOW + 0.05, event.app.invalidate)
 
     @kb.add("s-tab")
     def _plan(event) -> None:

@@ -1409,3 +1409,46 @@ def test_ctrl_c_twice_on_an_empty_prompt_exits(stand_in):
     term.send(CTRL["c"])  # the second press within 2 s leaves
     assert term.wait_exit() == 0
     assert {"close": True} in read_log()
+
+
+@pytest.mark.core
+def test_core_continue_shows_the_last_exchanges(fake_llm, env, repo):
+    server = fake_llm(
+        [
+            say("Paris is the capital.\nMore detail here."),
+            call("bash", command="ls -1"),
+            say("Two files: calc.py and README."),
+            say("answer four"),
+            say("answer five"),
+            say("continued fine"),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_ready()
+        for prompt, answer in [
+            ("capital of France?", "Paris is the capital"),
+            ("list the files", "Two files"),
+            ("third question", "answer four"),
+            ("fourth question", "answer five"),
+        ]:
+            term.line(prompt)
+            term.wait_for(answer)
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    term = yuyao_term(env(server), repo, "-c")
+    try:
+        term.wait_ready()
+        shown = term.display()
+        assert "where you left off" in shown and "last 3 of 4 exchanges" in shown
+        assert "capital of France?" not in shown  # older than the last three
+        assert re.search(r"› list the files\n\s+● bash ls -1\n\s+Two files: calc\.py", shown), shown
+        assert "› fourth question" in shown and "answer five" in shown
+        term.line("go on")
+        term.wait_for(r"continued fine")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

@@ -397,6 +397,7 @@ class App:
         """On --continue / --resume: the core's one-line recap (`/recap`), when it has one."""
         if not any(self.options.get(k) for k in ("resume", "continue", "continue_session")):
             return
+        self.show_last_exchanges()
         # "On returning after a while" (spec §5.7): a recap is a model call, so a quick
         # resume does not pay for one.
         try:
@@ -411,6 +412,19 @@ class App:
             return
         if recap:
             self.say(f"↺ where we left off: {recap.splitlines()[0]}", "accent")
+
+    def show_last_exchanges(self) -> None:
+        """The restored conversation's last exchanges, compact."""
+        try:
+            messages = json.loads(self.session.messages_json())
+        except Exception:  # noqa: BLE001 - nothing to show
+            return
+        from .resume import render
+
+        shown = render(messages)
+        if shown is not None:
+            self.console.print(shown)
+            self.console.print()
 
     def load_commands(self) -> None:
         table = self.command_table()

@@ -1452,3 +1452,58 @@ def test_core_continue_shows_the_last_exchanges(fake_llm, env, repo):
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+@pytest.mark.core
+def test_core_bash_permission_box_shows_the_command_once(fake_llm, env, repo):
+    server = fake_llm([call("bash", command="touch perm-check-123.txt"), say("asked")])
+    term = yuyao_term(env(server), repo, "--mode", "ask")
+    try:
+        term.wait_ready()
+        term.line("run it")
+        term.wait_for(r"\[n\] no", screen_only=True)
+        box = region(term.display(), "permission: bash", "[n] no")
+        assert box.count("touch perm-check-123.txt") == 1, box
+        term.send("n")
+        term.wait_for(r"asked")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.core
+def test_core_slash_popup_and_help_fit_without_cutting_words(fake_llm, env, repo):
+    from yuyao import _core
+
+    helps = {"/" + c["name"]: c["help"] for c in json.loads(_core.Session.command_table_json())}
+    server = fake_llm([])
+    term = Term([sys.executable, "-m", "yuyao"], env(server), repo, cols=72)
+    try:
+        term.wait_for(r"ctx \d", screen_only=True)  # the status line (cut at 72 columns)
+        term.settle(0.3)
+        term.send("/")
+        term.wait_for(r"/add-dir", screen_only=True)
+        term.send("d")  # /debug, /diff, /dream
+        term.wait_for(r"/debug .*role", screen_only=True)
+        rows = [ln for ln in term.display().splitlines() if re.match(r"^\s*/[a-z-]+\s{2,}\S", ln)]
+        assert rows
+        for row in rows:
+            name, meta = re.match(r"^\s*(/[a-z-]+)\s+(.*?)\s*$", row).groups()
+            full = helps[name]
+            if meta != full:
+                assert meta.endswith("…"), row
+                kept = meta[:-1]
+                assert full.startswith(kept) and full[len(kept.rstrip(" ,;:(—-"))] in " ,;:(", row
+        term.send("\x15")
+        term.line("/help")
+        term.wait_for(r"Prefixes")
+        out = term.transcript()
+        help_text = out[out.rindex("Commands") :]
+        for heading in ("Session", "Mode and role", "Files and changes", "Display"):
+            assert re.search(rf"(?m)^{heading}\s*$", help_text), heading
+        assert max(len(ln) for ln in help_text.splitlines()) <= 72
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

@@ -91,6 +91,8 @@ class DedupFileHistory(FileHistory):
 
 EXIT_WINDOW = 2.0  # seconds within which a second Ctrl+C on an empty input leaves
 
+META_WIDTH = 48  # the description column of the `/` completion menu
+
 SKIP_DIRS = {"node_modules", "target", "__pycache__", "dist", "build", "venv"}
 WALK_LIMIT = 5000  # entries looked at for a deep @completion
 
@@ -106,7 +108,9 @@ class YuyaoCompleter(Completer):
         if text.startswith("/") and not any(c.isspace() for c in text):
             for name, meta in sorted(self.app.commands.items()):
                 if name.startswith(text.lower()):
-                    yield Completion(name, start_position=-len(text), display_meta=meta[:60])
+                    yield Completion(
+                        name, start_position=-len(text), display_meta=clip_words(meta, META_WIDTH)
+                    )
             return
         word = re.split(r"\s", text)[-1] if text else ""
         if word.startswith("@"):
@@ -148,6 +152,17 @@ class YuyaoCompleter(Completer):
                         return
             if seen > WALK_LIMIT:
                 return
+
+
+def clip_words(text: str, width: int) -> str:
+    """`text` in at most `width` characters, cut at a word boundary with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    if " " in cut and text[width - 1] != " ":
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:(—-") + "…"
 
 
 def _path_completion(path: str, is_dir: bool, tail: str) -> Completion:

@@ -1507,3 +1507,32 @@ def test_core_slash_popup_and_help_fit_without_cutting_words(fake_llm, env, repo
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+def test_vim_u_undoes_a_whole_insert(stand_in):
+    term, read_log = stand_in(FAKE_CONFIG=json.dumps({"editor.mode": "vim"}))
+    term.wait_for(r"-- INSERT --", screen_only=True)
+    term.send("keep this")
+    term.settle(0.2)
+    term.send(ESC)
+    term.wait_for(r"-- NORMAL --", screen_only=True)
+    term.send("A")  # a second insert session: one change
+    term.send(" and add more")
+    term.send("\x7f\x7f")  # backspaces inside it belong to the same change
+    term.send("re words")
+    term.settle(0.2)
+    term.send(ESC)
+    term.wait_for(r"› keep this and add more words", screen_only=True)
+    term.send("u")  # undoes the whole second insert
+    term.wait_for(r"(?m)› keep this$", screen_only=True)
+    term.send("u")  # then the first
+    term.settle(0.4)
+    assert "keep" not in term.display().split("›")[-1]
+    term.send("\x12")  # Ctrl+R: redo the first insert
+    term.wait_for(r"(?m)› keep this$", screen_only=True)
+    term.send("A!")
+    term.send(ESC)
+    term.send(ENTER)
+    assert wait_chats(term, read_log, 1) == ["keep this!"]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0

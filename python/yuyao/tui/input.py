@@ -349,6 +349,7 @@ class InputBox:
         app = self.session.app
         self.dot.install(app)
         buf = self.session.default_buffer
+        buf.save_to_undo_stack()  # where the first insert session's undo goes back to
         if not buf.text and self.app.suggestion:
             buf.suggestion = Suggestion(self.app.suggestion)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import pexpect
 import pyte
 import pytest
+from conftest import git
 from fakellm import call, calls, say
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,6 +182,7 @@ class FakeSession:
         self.stop = threading.Event()
         self.cwd = os.getcwd()
         self.config = json.loads(os.environ.get("FAKE_CONFIG") or "{}")
+        self.last = ""
 
     def ev(self, **e):
         self.h.event(json.dumps(e))
@@ -230,6 +232,9 @@ class FakeSession:
     def steer(self, text):
         log(steer=text)
 
+    def next_step(self):
+        return "run the test suite" if self.last == "next" else ""
+
     def interrupt(self):
         log(interrupt=True)
         self.stop.set()
@@ -244,6 +249,7 @@ class FakeSession:
 
     def chat(self, text):
         log(chat=text)
+        self.last = text
         self.stop.clear()
         self.ev(type="model_call", step=1)
         if text == "tool":
@@ -1536,3 +1542,61 @@ def test_vim_u_undoes_a_whole_insert(stand_in):
     assert wait_chats(term, read_log, 1) == ["keep this!"]
     term.send(CTRL_D)
     assert term.wait_exit() == 0
+
+
+@pytest.mark.core
+def test_core_next_step_is_predicted_from_edits_and_test_runs(fake_llm, env, repo):
+    (repo / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 5\n"
+    )
+    git(repo, "add", "test_calc.py")
+    git(repo, "commit", "-qm", "a test")
+    pytest_cmd = "python3 -m pytest -q -p no:cacheprovider test_calc.py"
+    fixed_test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n"
+    server = fake_llm(
+        [
+            calls(
+                [
+                    ("read", {"file_path": "calc.py"}),
+                    (
+                        "write",
+                        {"file_path": "calc.py", "content": "def add(a, b):\n    return b + a\n"},
+                    ),
+                ]
+            ),
+            say("Rewrote add."),
+            call("bash", command=pytest_cmd),
+            say("A test fails."),
+            calls(
+                [
+                    ("read", {"file_path": "test_calc.py"}),
+                    ("write", {"file_path": "test_calc.py", "content": fixed_test}),
+                ]
+            ),
+            say("Fixed the test."),
+            call("bash", command=pytest_cmd),
+            say("All green."),
+        ]
+    )
+    term = yuyao_term(env(server, PYTHONDONTWRITEBYTECODE="1"), repo, "--yolo")
+    try:
+        term.wait_ready()
+        term.line("make add commutative")
+        term.wait_for(r"Rewrote add\.")
+        term.wait_for(r"(?m)› run the tests$", screen_only=True)  # edited, not tested
+        term.send("\t")
+        term.send(ENTER)
+        term.wait_for(r"A test fails\.")
+        assert server.user_text(2).endswith("run the tests")
+        term.wait_for(r"(?m)› fix test_calc\.py::test_add$", screen_only=True)
+        term.line("fix the test")
+        term.wait_for(r"Fixed the test\.")
+        term.wait_for(rf"(?m)› run the tests \({re.escape(pytest_cmd)}\)$", screen_only=True)
+        term.send("\t")
+        term.send(ENTER)
+        term.wait_for(r"All green\.")
+        term.wait_for(r"(?m)› commit the changes$", screen_only=True)  # passing, uncommitted
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

@@ -548,10 +548,11 @@ class App:
             if not r.plan_from_core:
                 r.plan = r.answers[-1]
                 r.plan_expanded = True  # it was just shown in full
-        if r.answers:
-            from .suggest import next_step
-
-            self.suggestion = next_step(r.answers[-1])
+        predict = getattr(self.session, "next_step", None)
+        try:  # predicted by the core from the session (edits, test runs, the answer, history)
+            self.suggestion = str(predict() or "") if callable(predict) else ""
+        except Exception:  # noqa: BLE001 - a suggestion is never worth an error
+            self.suggestion = ""
 
     def show_refs(self, line: str) -> None:
         """The indicator for what the message references: @paths and pasted images."""

@@ -38,7 +38,7 @@ impl Session {
     }
 
     /// Runs `f` with the store, opening it on first use.
-    fn with_store<R>(&self, f: impl FnOnce(&Snapshots) -> R) -> Result<R, String> {
+    pub(crate) fn with_store<R>(&self, f: impl FnOnce(&Snapshots) -> R) -> Result<R, String> {
         let mut g = self.snaps();
         if g.store.is_none() {
             g.store = Some(Snapshots::open(&self.paths.home, &self.paths.project)?);

@@ -139,6 +139,8 @@ pub struct Session {
     /// A turn is running (`busy.rs`), and the switches typed during it.
     pub(crate) busy: std::sync::atomic::AtomicBool,
     pub(crate) after_turn: Mutex<Vec<String>>,
+    /// What the tool calls did, for the next-step prediction (`next_step.rs`).
+    pub(crate) work: Mutex<crate::next_step::WorkLog>,
     pub(crate) handler: Option<Arc<dyn Handler>>,
     pub(crate) pricing: Pricing,
     pub(crate) started: std::time::Instant,
@@ -377,6 +379,7 @@ impl Session {
             cancel: Arc::new(Mutex::new(CancellationToken::new())),
             busy: Default::default(),
             after_turn: Mutex::new(Vec::new()),
+            work: Mutex::new(Default::default()),
             handler,
             pricing,
             started: std::time::Instant::now(),

@@ -243,6 +243,12 @@ impl PySession {
         Ok(points.to_string())
     }
 
+    /// The predicted next step for the input's greyed suggestion ("" when none).
+    fn next_step(&self, py: Python<'_>) -> String {
+        let inner = self.inner.clone();
+        py.detach(move || inner.next_step())
+    }
+
     /// True while a turn runs (slash commands typed then follow busy.rs's rules).
     fn is_busy(&self) -> bool {
         self.inner.is_busy()

@@ -144,6 +144,7 @@ def test_switches_typed_mid_turn_apply_after_it(api, fake_llm, repo):
     with pytest.raises(ValueError, match="expected on or off"):
         s.dispatch("/plan sideways")  # checked at once, not after the turn
     assert re.search(r"mode\s+auto-edit", s.dispatch("/status"))  # queries run at once
+    assert "tokens" in s.dispatch("/cost")
     with pytest.raises(ValueError, match="while a turn is running"):
         s.dispatch("/compact")
     with pytest.raises(ValueError, match="unknown command"):

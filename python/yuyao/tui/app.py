@@ -611,8 +611,8 @@ class App:
         `/rewind <n> <what>` does it). False when there is no terminal to drive a menu or the
         core cannot list checkpoints: the text listing is shown instead."""
         getter = getattr(self.session, "rewind_points_json", None)
-        if not callable(getter) or self.keys.fd is None:
-            return False
+        if not callable(getter) or self.keys.fd is None or self.fullscreen is not None:
+            return False  # full screen: the menu would be an application inside one
         try:
             points = [p for p in json.loads(getter()) if isinstance(p, dict)]
         except Exception as e:  # noqa: BLE001

@@ -23,8 +23,8 @@ pub(crate) fn while_busy(name: &str, args: &[String]) -> WhileBusy {
     let first = args.first().map(String::as_str);
     let query = args.is_empty() || matches!(first, Some("list" | "ls" | "status"));
     match name {
-        "help" | "status" | "tools" | "context" | "tasks" | "usage" | "show-thinking" | "title"
-        | "export" | "copy" | "focus" | "tui" => Now,
+        "help" | "status" | "cost" | "tools" | "context" | "tasks" | "usage" | "show-thinking"
+        | "title" | "export" | "copy" | "focus" | "tui" => Now,
         "config" if matches!(first, None | Some("get" | "list")) => Now,
         "mcp" | "permissions" | "sessions" | "trust" if query => Now,
         "sandbox" if query || first == Some("explain") => Now,
@@ -115,6 +115,7 @@ mod tests {
         let cases: &[(&str, &str, WhileBusy)] = &[
             ("status", "", Now),
             ("help", "", Now),
+            ("cost", "", Now),
             ("tasks", "", Now),
             ("usage", "full", Now),
             ("config", "get mode", Now),

@@ -40,6 +40,13 @@ const COMMANDS: &[Command] = &[
         Some(status)
     ),
     cmd!(
+        "cost",
+        [],
+        "",
+        "tokens and cost of this session so far",
+        Some(cost)
+    ),
+    cmd!(
         "tools",
         [],
         "",
@@ -491,7 +498,7 @@ const GROUPS: &[&str] = &[
 
 fn group_title(name: &str) -> &'static str {
     let i = match name {
-        "help" | "status" | "exit" | "new" | "clear" | "sessions" | "title" | "export"
+        "help" | "status" | "cost" | "exit" | "new" | "clear" | "sessions" | "title" | "export"
         | "branch" | "tree" | "recap" | "usage" | "background" => 0,
         "mode" | "role" | "plan" | "ask" | "debug" | "model" | "think" | "curiosity" => 1,
         "undo" | "redo" | "rewind" | "diff" | "add-dir" | "cd" | "review" | "security-review"
@@ -598,6 +605,25 @@ fn status(s: &Session, _: &[String]) -> Result<String, CoreError> {
         },
         get("context_percent"),
         get("context_window"),
+    ))
+}
+
+fn cost(s: &Session, _: &[String]) -> Result<String, CoreError> {
+    let v = s.status_json();
+    let u = &v["usage"];
+    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    Ok(format!(
+        "cost      ${:.4}{}\ntokens    {} in ({} cached), {} out ({} reasoning)\nsteps     {}",
+        v["cost_usd"].as_f64().unwrap_or(0.0),
+        match v["max_cost_usd"].as_f64() {
+            Some(m) => format!(" of a ${m:.4} ceiling"),
+            None => String::new(),
+        },
+        n("prompt_tokens"),
+        n("cached_tokens"),
+        n("completion_tokens"),
+        n("reasoning_tokens"),
+        v["steps"],
     ))
 }
 

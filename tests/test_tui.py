@@ -24,6 +24,7 @@ from pathlib import Path
 import pexpect
 import pyte
 import pytest
+from conftest import git
 from fakellm import call, calls, say
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -181,6 +182,7 @@ class FakeSession:
         self.stop = threading.Event()
         self.cwd = os.getcwd()
         self.config = json.loads(os.environ.get("FAKE_CONFIG") or "{}")
+        self.last = ""
 
     def ev(self, **e):
         self.h.event(json.dumps(e))
@@ -198,6 +200,12 @@ class FakeSession:
         if name == "/mode":
             self.mode = arg
             return "mode: " + arg
+        if name == "/plan":
+            if arg == "off":
+                self.mode = self.before_plan
+            else:
+                self.before_plan, self.mode = self.mode, "plan"
+            return "mode: " + self.mode
         if name == "/show-thinking":
             self.show = arg
             return ""
@@ -224,6 +232,9 @@ class FakeSession:
     def steer(self, text):
         log(steer=text)
 
+    def next_step(self):
+        return "run the test suite" if self.last == "next" else ""
+
     def interrupt(self):
         log(interrupt=True)
         self.stop.set()
@@ -238,6 +249,7 @@ class FakeSession:
 
     def chat(self, text):
         log(chat=text)
+        self.last = text
         self.stop.clear()
         self.ev(type="model_call", step=1)
         if text == "tool":
@@ -280,6 +292,14 @@ class FakeSession:
             self.ev(type="tool_end", id="s1", name="bash", ok=False, output="interrupted")
             self.ev(type="turn_end", status="interrupted", text="")
             return ""
+        elif text == "md":
+            final = ("# Big Title\n\nSome **bold** words.\n\n- first item\n- second item\n\n"
+                     "```python\ndef add(a, b):\n    return a + b\n```\n\nstill going")
+            self.stream(final)
+            self.stop.wait(3)  # still streaming: the screen shows the reply as it stands
+            self.ev(type="assistant_message", text=final, thinking="", tool_calls=0)
+            self.ev(type="turn_end", status="completed", text=final)
+            return final
         elif text == "slow":
             for i in range(200):
                 if self.stop.is_set():
@@ -447,7 +467,7 @@ def test_slash_commands_shift_tab_and_exit(stand_in):
     term.send(SHIFT_TAB)
     term.wait_for(r"mode: ask")
     dispatched = [e["dispatch"] for e in read_log() if "dispatch" in e]
-    assert "/mode plan" in dispatched and "/mode ask" in dispatched
+    assert "/plan" in dispatched and "/plan off" in dispatched
     term.line("hi")  # the session goes on after an unknown command
     term.wait_for(r"Hello from the stand-in\.")
     term.line("/exit")
@@ -1269,6 +1289,313 @@ def test_core_settings_view_writes_the_config_and_applies_it(fake_llm, env, repo
         term.wait_for(r"-- INSERT --", screen_only=True)
         config = (yuyao_home / "config.toml").read_text()
         assert "vi" in config and "mono" in config
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.core
+def test_core_slash_typed_mid_turn_is_a_command_not_a_message(fake_llm, env, repo):
+    server = fake_llm([say("story " * 400, chunk_delay=0.03), say("planned")])
+    term = yuyao_term(env(server), repo, "--mode", "auto-edit")
+    try:
+        term.wait_ready()
+        term.line("tell a story")
+        term.wait_for(r"story story")
+        term.line("/plan")
+        term.wait_for(r"/plan: applies after this turn")
+        term.line("/nope")
+        term.wait_for(r"unknown command: /nope")
+        term.line("/status")
+        term.wait_for(r"mode\s+auto-edit")  # a query runs at once; the switch waits
+        term.wait_for(r"applied after the turn")
+        term.wait_for(r"plan ›", screen_only=True)
+        term.line("what next?")
+        term.wait_for(r"planned")
+        assert "Permission mode: auto-edit" in server.system_prompt(0)
+        assert "Permission mode: plan" in server.system_prompt(1)
+        for i in range(2):
+            assert "/plan" not in server.user_text(i) and "/nope" not in server.user_text(i)
+        term.send(SHIFT_TAB)  # = /plan off: back to the mode plan mode was entered from
+        term.wait_for(r"mode: auto-edit")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+UP, DOWN = "\x1b[A", "\x1b[B"
+
+
+@pytest.mark.core
+def test_core_esc_esc_rewind_menu_restores_code_and_conversation(fake_llm, env, repo):
+    server = fake_llm(
+        [
+            call("write", file_path="notes.txt", content="first\n"),
+            say("wrote first"),
+            call("write", file_path="notes.txt", content="second\n"),
+            say("wrote second"),
+            say("after the rewind"),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_ready()
+        term.line("write first")
+        term.wait_for(r"wrote first")
+        term.line("write second")
+        term.wait_for(r"wrote second")
+        assert (repo / "notes.txt").read_text() == "second\n"
+        term.settle(0.3)
+        term.send(ESC + ESC)  # empty input: the checkpoint menu, newest selected
+        term.wait_for(r"Rewind to before which prompt\?", screen_only=True)
+        term.wait_for(r"❯ 2\. 'write second'", screen_only=True)
+        term.send(ESC)  # Esc cancels: nothing changes
+        term.wait_for(r"rewind cancelled")
+        assert (repo / "notes.txt").read_text() == "second\n"
+        term.wait_ready()
+        term.send(ESC + ESC)
+        term.wait_for(r"❯ 2\. 'write second'", screen_only=True)
+        term.send(UP)
+        term.wait_for(r"❯ 1\. 'write first'", screen_only=True)
+        term.send(DOWN)
+        term.wait_for(r"❯ 2\. 'write second'", screen_only=True)
+        term.send(ENTER)
+        term.wait_for(r"Summarize up to here", screen_only=True)
+        term.wait_for(r"❯ 1\. Restore code and conversation", screen_only=True)
+        term.send(ENTER)
+        term.wait_for(r"Conversation restored to just before prompt")
+        assert (repo / "notes.txt").read_text() == "first\n"
+        term.wait_for(r"› write second", screen_only=True)  # the prompt, back to edit
+        term.send("\x15")  # Ctrl+U: clear it
+        term.line("go on")
+        term.wait_for(r"after the rewind")
+        last = server.user_text(-1)
+        assert "write first" in last and "write second" not in last
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+def test_markdown_renders_while_the_reply_streams(stand_in):
+    term, _ = stand_in()
+    term.wait_ready()
+    term.line("md")
+    term.wait_for(r"still going", screen_only=True)  # mid-stream (the turn is not over)
+    shown = term.display()
+    assert "esc to interrupt" in shown
+    assert "Big Title" in shown and "# Big Title" not in shown
+    assert "• first item" in shown and "**bold**" not in shown and "```" not in shown
+    assert "def add(a, b):" in shown
+    term.wait_for(r"(?m)^›$", screen_only=True)  # the turn ended: the final render
+    final = term.display()
+    assert "esc to interrupt" not in final
+    assert final.count("Big Title") == 1 and "```" not in final and "• second item" in final
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+def test_ctrl_c_twice_on_an_empty_prompt_exits(stand_in):
+    term, read_log = stand_in()
+    term.wait_ready()
+    term.send("a draft")
+    term.settle(0.2)
+    term.send(CTRL["c"])  # non-empty: cleared, no hint
+    term.settle(0.4)
+    assert "a draft" not in term.display() and "again to exit" not in term.display()
+    term.send(CTRL["c"])  # empty: the hint
+    term.wait_for(r"press Ctrl\+C again to exit", screen_only=True)
+    term.settle(2.5)  # the window passes: the hint goes, and a press starts over
+    assert "again to exit" not in term.display()
+    term.send(CTRL["c"])
+    term.wait_for(r"press Ctrl\+C again to exit", screen_only=True)
+    assert not term.eof
+    term.send(CTRL["c"])  # the second press within 2 s leaves
+    assert term.wait_exit() == 0
+    assert {"close": True} in read_log()
+
+
+@pytest.mark.core
+def test_core_continue_shows_the_last_exchanges(fake_llm, env, repo):
+    server = fake_llm(
+        [
+            say("Paris is the capital.\nMore detail here."),
+            call("bash", command="ls -1"),
+            say("Two files: calc.py and README."),
+            say("answer four"),
+            say("answer five"),
+            say("continued fine"),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_ready()
+        for prompt, answer in [
+            ("capital of France?", "Paris is the capital"),
+            ("list the files", "Two files"),
+            ("third question", "answer four"),
+            ("fourth question", "answer five"),
+        ]:
+            term.line(prompt)
+            term.wait_for(answer)
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    term = yuyao_term(env(server), repo, "-c")
+    try:
+        term.wait_ready()
+        shown = term.display()
+        assert "where you left off" in shown and "last 3 of 4 exchanges" in shown
+        assert "capital of France?" not in shown  # older than the last three
+        assert re.search(r"› list the files\n\s+● bash ls -1\n\s+Two files: calc\.py", shown), shown
+        assert "› fourth question" in shown and "answer five" in shown
+        term.line("go on")
+        term.wait_for(r"continued fine")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.core
+def test_core_bash_permission_box_shows_the_command_once(fake_llm, env, repo):
+    server = fake_llm([call("bash", command="touch perm-check-123.txt"), say("asked")])
+    term = yuyao_term(env(server), repo, "--mode", "ask")
+    try:
+        term.wait_ready()
+        term.line("run it")
+        term.wait_for(r"\[n\] no", screen_only=True)
+        box = region(term.display(), "permission: bash", "[n] no")
+        assert box.count("touch perm-check-123.txt") == 1, box
+        term.send("n")
+        term.wait_for(r"asked")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.core
+def test_core_slash_popup_and_help_fit_without_cutting_words(fake_llm, env, repo):
+    from yuyao import _core
+
+    helps = {"/" + c["name"]: c["help"] for c in json.loads(_core.Session.command_table_json())}
+    server = fake_llm([])
+    term = Term([sys.executable, "-m", "yuyao"], env(server), repo, cols=72)
+    try:
+        term.wait_for(r"ctx \d", screen_only=True)  # the status line (cut at 72 columns)
+        term.settle(0.3)
+        term.send("/")
+        term.wait_for(r"/add-dir", screen_only=True)
+        term.send("d")  # /debug, /diff, /dream
+        term.wait_for(r"/debug .*role", screen_only=True)
+        rows = [ln for ln in term.display().splitlines() if re.match(r"^\s*/[a-z-]+\s{2,}\S", ln)]
+        assert rows
+        for row in rows:
+            name, meta = re.match(r"^\s*(/[a-z-]+)\s+(.*?)\s*$", row).groups()
+            full = helps[name]
+            if meta != full:
+                assert meta.endswith("…"), row
+                kept = meta[:-1]
+                assert full.startswith(kept) and full[len(kept.rstrip(" ,;:(—-"))] in " ,;:(", row
+        term.send("\x15")
+        term.line("/help")
+        term.wait_for(r"Prefixes")
+        out = term.transcript()
+        help_text = out[out.rindex("Commands") :]
+        for heading in ("Session", "Mode and role", "Files and changes", "Display"):
+            assert re.search(rf"(?m)^{heading}\s*$", help_text), heading
+        assert max(len(ln) for ln in help_text.splitlines()) <= 72
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+def test_vim_u_undoes_a_whole_insert(stand_in):
+    term, read_log = stand_in(FAKE_CONFIG=json.dumps({"editor.mode": "vim"}))
+    term.wait_for(r"-- INSERT --", screen_only=True)
+    term.send("keep this")
+    term.settle(0.2)
+    term.send(ESC)
+    term.wait_for(r"-- NORMAL --", screen_only=True)
+    term.send("A")  # a second insert session: one change
+    term.send(" and add more")
+    term.send("\x7f\x7f")  # backspaces inside it belong to the same change
+    term.send("re words")
+    term.settle(0.2)
+    term.send(ESC)
+    term.wait_for(r"› keep this and add more words", screen_only=True)
+    term.send("u")  # undoes the whole second insert
+    term.wait_for(r"(?m)› keep this$", screen_only=True)
+    term.send("u")  # then the first
+    term.settle(0.4)
+    assert "keep" not in term.display().split("›")[-1]
+    term.send("\x12")  # Ctrl+R: redo the first insert
+    term.wait_for(r"(?m)› keep this$", screen_only=True)
+    term.send("A!")
+    term.send(ESC)
+    term.send(ENTER)
+    assert wait_chats(term, read_log, 1) == ["keep this!"]
+    term.send(CTRL_D)
+    assert term.wait_exit() == 0
+
+
+@pytest.mark.core
+def test_core_next_step_is_predicted_from_edits_and_test_runs(fake_llm, env, repo):
+    (repo / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 5\n"
+    )
+    git(repo, "add", "test_calc.py")
+    git(repo, "commit", "-qm", "a test")
+    pytest_cmd = "python3 -m pytest -q -p no:cacheprovider test_calc.py"
+    fixed_test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n"
+    server = fake_llm(
+        [
+            calls(
+                [
+                    ("read", {"file_path": "calc.py"}),
+                    (
+                        "write",
+                        {"file_path": "calc.py", "content": "def add(a, b):\n    return b + a\n"},
+                    ),
+                ]
+            ),
+            say("Rewrote add."),
+            call("bash", command=pytest_cmd),
+            say("A test fails."),
+            calls(
+                [
+                    ("read", {"file_path": "test_calc.py"}),
+                    ("write", {"file_path": "test_calc.py", "content": fixed_test}),
+                ]
+            ),
+            say("Fixed the test."),
+            call("bash", command=pytest_cmd),
+            say("All green."),
+        ]
+    )
+    term = yuyao_term(env(server, PYTHONDONTWRITEBYTECODE="1"), repo, "--yolo")
+    try:
+        term.wait_ready()
+        term.line("make add commutative")
+        term.wait_for(r"Rewrote add\.")
+        term.wait_for(r"(?m)› run the tests$", screen_only=True)  # edited, not tested
+        term.send("\t")
+        term.send(ENTER)
+        term.wait_for(r"A test fails\.")
+        assert server.user_text(2).endswith("run the tests")
+        term.wait_for(r"(?m)› fix test_calc\.py::test_add$", screen_only=True)
+        term.line("fix the test")
+        term.wait_for(r"Fixed the test\.")
+        term.wait_for(rf"(?m)› run the tests \({re.escape(pytest_cmd)}\)$", screen_only=True)
+        term.send("\t")
+        term.send(ENTER)
+        term.wait_for(r"All green\.")
+        term.wait_for(r"(?m)› commit the changes$", screen_only=True)  # passing, uncommitted
         term.send(CTRL_D)
         assert term.wait_exit() == 0
     finally:

@@ -166,7 +166,6 @@ class App:
         self.status: dict = {}
         self.commands: dict[str, str] = {}
         self.shell_mode = False
-        self.prev_mode: str | None = None
         self.local_thinking: str | None = None  # set when the core refuses /show-thinking
         self.input: Any = None  # input.InputBox once the prompt exists
         self.pending_draft = ""
@@ -175,6 +174,7 @@ class App:
         self.suggestion = ""  # the greyed next-step suggestion for the next prompt
         self.show_tasks = False  # Ctrl+T
         self.kill_armed = 0.0  # Ctrl+X Ctrl+K pressed once at this time (press twice)
+        self.ctrl_c_at = -1e9  # Ctrl+C on the empty input, pressed once at this time
         self.branch = ""
         self.pr = None  # status.PrWatcher
         self.fullscreen = None  # fullscreen.Fullscreen while /tui fullscreen is on
@@ -237,6 +237,10 @@ class App:
         mode_cls = {"plan": "plan", "yolo": "yolo"}.get(mode, "mode")
         sep = ("class:bottom-toolbar.sep", " · ")
         parts: list = []
+        from .input import EXIT_WINDOW
+
+        if time.monotonic() - self.ctrl_c_at < EXIT_WINDOW:
+            parts += [("class:bottom-toolbar.hint", "press Ctrl+C again to exit"), sep]
         parts += self.refs_fragments()
         parts.append(("class:bottom-toolbar.sep", " "))
         vim = self.input.vim_mode() if self.input and self.fullscreen is None else ""
@@ -393,6 +397,7 @@ class App:
         """On --continue / --resume: the core's one-line recap (`/recap`), when it has one."""
         if not any(self.options.get(k) for k in ("resume", "continue", "continue_session")):
             return
+        self.show_last_exchanges()
         # "On returning after a while" (spec §5.7): a recap is a model call, so a quick
         # resume does not pay for one.
         try:
@@ -408,7 +413,30 @@ class App:
         if recap:
             self.say(f"↺ where we left off: {recap.splitlines()[0]}", "accent")
 
+    def show_last_exchanges(self) -> None:
+        """The restored conversation's last exchanges, compact."""
+        try:
+            messages = json.loads(self.session.messages_json())
+        except Exception:  # noqa: BLE001 - nothing to show
+            return
+        from .resume import render
+
+        shown = render(messages)
+        if shown is not None:
+            self.console.print(shown)
+            self.console.print()
+
     def load_commands(self) -> None:
+        table = self.command_table()
+        if table:
+            names = {}
+            for c in table:
+                for n in [c.get("name"), *(c.get("aliases") or [])]:
+                    if n:
+                        names[f"/{n}"] = str(c.get("help") or "")
+            names.update(UI_COMMANDS)
+            self.commands = names
+            return
         names: dict[str, str] = {}
         try:
             text = self.session.dispatch("/help") or ""
@@ -520,10 +548,11 @@ class App:
             if not r.plan_from_core:
                 r.plan = r.answers[-1]
                 r.plan_expanded = True  # it was just shown in full
-        if r.answers:
-            from .suggest import next_step
-
-            self.suggestion = next_step(r.answers[-1])
+        predict = getattr(self.session, "next_step", None)
+        try:  # predicted by the core from the session (edits, test runs, the answer, history)
+            self.suggestion = str(predict() or "") if callable(predict) else ""
+        except Exception:  # noqa: BLE001 - a suggestion is never worth an error
+            self.suggestion = ""
 
     def show_refs(self, line: str) -> None:
         """The indicator for what the message references: @paths and pasted images."""
@@ -552,6 +581,88 @@ class App:
         ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
         self.slash_result(line, ok, value)
 
+    def slash_during_turn(self, line: str) -> None:
+        """A slash command typed while a turn runs: the display commands here, the rest by the
+        core, which runs queries at once, keeps switches for the end of the turn and refuses
+        what would rewrite the running conversation."""
+        name, _, rest = line.partition(" ")
+        name = name.lower()
+        if name in ("/focus", "/copy"):
+            self.slash_local(line)
+            return
+        if name == "/tui":
+            if rest.strip() == "fullscreen":
+                self.want_fullscreen = True
+                self.say("/tui fullscreen: applies after this turn", "accent")
+            else:
+                self.cmd_tui(rest.strip())
+            return
+        if name == "/help" and not rest.strip() and self.print_help():
+            return
+        try:
+            out = self.session.dispatch(line)
+        except Exception as e:  # noqa: BLE001 - an unknown or refused command is said, not sent
+            self.slash_result(line, False, e)
+            return
+        self.slash_result(line, True, out)
+
+    def rewind_menu(self) -> bool:
+        """Esc Esc / `/rewind`: pick a checkpoint, then what to restore (the core's
+        `/rewind <n> <what>` does it). False when there is no terminal to drive a menu or the
+        core cannot list checkpoints: the text listing is shown instead."""
+        getter = getattr(self.session, "rewind_points_json", None)
+        if not callable(getter) or self.keys.fd is None or self.fullscreen is not None:
+            return False  # full screen: the menu would be an application inside one
+        try:
+            points = [p for p in json.loads(getter()) if isinstance(p, dict)]
+        except Exception as e:  # noqa: BLE001
+            self.say(f"{theme.SYM_FAIL} {e}", "error")
+            return True
+        if not points:
+            self.say("no checkpoints yet: every prompt you send becomes one", "info")
+            return True
+        from .menu import choose
+
+        rows = [rewind_row(p) for p in points]
+        picked = choose("Rewind to before which prompt?", rows, default=len(rows) - 1)
+        if picked is None:
+            self.say("rewind cancelled", "muted")
+            return True
+        point = points[picked]
+        actions = rewind_actions(point)
+        how = choose(f"Checkpoint {point['id']}: {rows[picked]}", [a for a, _ in actions])
+        what = actions[how][1] if how is not None else None
+        if what is None:
+            self.say("rewind cancelled", "muted")
+            return True
+        line = f"/rewind {point['id']} {what}"
+        self.say(f"{theme.SYM_STEER} {line}", "muted")
+        ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
+        self.slash_result(line, ok, value)
+        if ok and what in ("both", "conversation"):
+            self.pending_draft = str(point.get("prompt") or "")  # to edit and send again
+        return True
+
+    def print_help(self) -> bool:
+        """/help as grouped tables that fit the terminal; False when the core has no table."""
+        table = self.command_table()
+        if not table:
+            return False
+        from .helpview import render_help
+
+        self.console.print(render_help(table, self.console.size.width))
+        return True
+
+    def command_table(self) -> list[dict]:
+        getter = getattr(type(self.session), "command_table_json", None)
+        if not callable(getter):
+            return []
+        try:
+            table = json.loads(getter())
+        except Exception:  # noqa: BLE001 - the text /help is the fallback
+            return []
+        return [c for c in table if isinstance(c, dict)] if isinstance(table, list) else []
+
     def slash_local(self, line: str) -> bool:
         """The commands this terminal handles itself; True when `line` was one of them."""
         name, _, rest = line.partition(" ")
@@ -574,6 +685,10 @@ class App:
         if name == "/copy":
             self.cmd_copy(rest.strip())
             return True
+        if name == "/help" and not rest.strip():
+            return self.print_help()
+        if name in ("/rewind", "/checkpoint") and not rest.strip():
+            return self.rewind_menu()
         if name in ("/config", "/settings") and not rest.strip():
             if self.fullscreen is not None:
                 return False  # the listing; the interactive view needs the default renderer
@@ -598,7 +713,7 @@ class App:
             return
         if isinstance(value, str) and value.strip():
             self.console.print(Text(value.rstrip()))
-        if name in ("/config", "/settings"):
+        if name in ("/config", "/settings", "/vim"):
             self.after_config_change()
 
     def apply_theme(self, announce: bool = False) -> None:
@@ -869,13 +984,11 @@ class App:
         return f"@{value} "
 
     def toggle_plan(self) -> None:
-        mode = str(self.status.get("mode") or "")
-        if mode != "plan":
-            self.prev_mode = mode or None
-            cmd = "/mode plan"
+        """Shift+Tab: `/plan`, and `/plan off` back to the mode plan mode was entered from."""
+        if self.status.get("mode") == "plan":
+            self._quick_dispatch("/plan off")
         else:
-            cmd = f"/mode {self.prev_mode or 'ask'}"
-        self._quick_dispatch(cmd)
+            self._quick_dispatch("/plan")
 
     def cycle_thinking(self, toggle: bool = True) -> None:
         """Alt+T: collapsed <-> expanded (from off: collapsed), through /show-thinking."""
@@ -1116,6 +1229,9 @@ class App:
             view.draft = ""
             if not text:
                 return
+            if text.startswith("/"):  # a command, never a message to the model
+                self.slash_during_turn(text)
+                return
             try:
                 self.session.steer(text)
             except Exception as e:  # noqa: BLE001
@@ -1124,6 +1240,31 @@ class App:
             line = Text(f"{theme.SYM_STEER} {text}", "steer")
             line.append("  queued for the next model call", "muted")
             self.console.print(line)
+
+
+def rewind_row(point: dict) -> str:
+    """One checkpoint in the rewind menu: its prompt's first line, when, what came after."""
+    prompt = " ".join(str(point.get("prompt") or "").split())
+    if len(prompt) > 60:
+        prompt = prompt[:59].rsplit(" ", 1)[0] + " …"
+    n = int(point.get("changes_after") or 0)
+    changes = f"{n} file change{'s' if n != 1 else ''} after" if n else "no file change after"
+    where = "" if point.get("this_session", True) else f" · session {point.get('session')}"
+    return f"{prompt!r}  · {str(point.get('time') or '')[5:16]} · {changes}{where}"
+
+
+def rewind_actions(point: dict) -> list[tuple[str, str | None]]:
+    """The second menu: what to restore (a checkpoint of another session has only its code)."""
+    if not point.get("this_session", True):
+        return [("Restore the code", "code"), ("Never mind", None)]
+    return [
+        ("Restore code and conversation", "both"),
+        ("Restore the conversation", "conversation"),
+        ("Restore the code", "code"),
+        ("Summarize from here (replace what came after with a summary)", "summarize-from"),
+        ("Summarize up to here (replace what came before with a summary)", "summarize-up-to"),
+        ("Never mind", None),
+    ]
 
 
 def run_in_terminal_safe(fn: Callable[[], None]) -> None:

@@ -7,8 +7,10 @@ Esc Esc = `/rewind`, …). Keys pressed while a turn runs are read by `keys.RawK
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -87,6 +89,10 @@ class DedupFileHistory(FileHistory):
         super().append_string(string)
 
 
+EXIT_WINDOW = 2.0  # seconds within which a second Ctrl+C on an empty input leaves
+
+META_WIDTH = 48  # the description column of the `/` completion menu
+
 SKIP_DIRS = {"node_modules", "target", "__pycache__", "dist", "build", "venv"}
 WALK_LIMIT = 5000  # entries looked at for a deep @completion
 
@@ -102,7 +108,9 @@ class YuyaoCompleter(Completer):
         if text.startswith("/") and not any(c.isspace() for c in text):
             for name, meta in sorted(self.app.commands.items()):
                 if name.startswith(text.lower()):
-                    yield Completion(name, start_position=-len(text), display_meta=meta[:60])
+                    yield Completion(
+                        name, start_position=-len(text), display_meta=clip_words(meta, META_WIDTH)
+                    )
             return
         word = re.split(r"\s", text)[-1] if text else ""
         if word.startswith("@"):
@@ -144,6 +152,17 @@ class YuyaoCompleter(Completer):
                         return
             if seen > WALK_LIMIT:
                 return
+
+
+def clip_words(text: str, width: int) -> str:
+    """`text` in at most `width` characters, cut at a word boundary with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1]
+    if " " in cut and text[width - 1] != " ":
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:(—-") + "…"
 
 
 def _path_completion(path: str, is_dir: bool, tail: str) -> Completion:
@@ -195,10 +214,21 @@ def _bindings(app: App, dot: DotRepeat) -> KeyBindings:
 
     @kb.add("c-c")
     def _clear(event) -> None:
+        """Clears the input, as shells do; on an empty input a first press says how to
+        leave and a second one within EXIT_WINDOW seconds leaves (exit 0)."""
         buf = event.current_buffer
-        buf.complete_state = None
-        buf.reset()
-        app.images.clear()
+        if buf.text or buf.complete_state:
+            buf.complete_state = None
+            buf.reset()
+            app.images.clear()
+            return
+        now = time.monotonic()
+        if now - app.ctrl_c_at < EXIT_WINDOW:
+            event.app.exit(exception=EOFError)
+            return
+        app.ctrl_c_at = now
+        event.app.invalidate()
+        asyncio.get_running_loop().call_later(EXIT_WINDOW + 0.05, event.app.invalidate)
 
     @kb.add("s-tab")
     def _plan(event) -> None:
@@ -262,8 +292,8 @@ def _bindings(app: App, dot: DotRepeat) -> KeyBindings:
             buf.history.append_string(buf.text)  # saved, then cleared
             buf.reset()
             app.images.clear()
-        else:
-            run_in_terminal(lambda: app.handle_line("/rewind"))
+        else:  # the rewind menu runs once the prompt is gone (it is an application itself)
+            event.app.exit(result="/rewind")
 
     has_suggestion = Condition(
         lambda: bool(
@@ -319,6 +349,7 @@ class InputBox:
         app = self.session.app
         self.dot.install(app)
         buf = self.session.default_buffer
+        buf.save_to_undo_stack()  # where the first insert session's undo goes back to
         if not buf.text and self.app.suggestion:
             buf.suggestion = Suggestion(self.app.suggestion)
 

@@ -82,7 +82,8 @@ def show_permission(console: Console, request: dict) -> None:
     detail = str(request.get("detail") or "")
     reason = str(request.get("reason") or "").strip()
     parts: list = []
-    if summary:
+    first = detail.strip().splitlines()[0].strip() if detail.strip() else ""
+    if summary and not (first and first in summary):  # the command is shown once, below
         parts.append(Text(summary, "bold"))
     if reason:
         parts.append(Text(f"why: {reason}", "muted"))

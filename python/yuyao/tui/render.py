@@ -18,6 +18,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from . import theme
+from .mdstream import Lines, StreamView
 
 PREVIEW_LINES = 4
 THINKING_VISIBLE = ("collapsed", "expanded")
@@ -174,7 +175,7 @@ class TurnView:
     show_thinking: str = "collapsed"
     status: str = "thinking…"
     started: float = field(default_factory=time.monotonic)
-    stream: str = ""
+    stream: StreamView = field(default_factory=lambda: StreamView(theme.CODE_THEME))
     thinking: str = ""
     draft: str = ""
     steer_enabled: bool = True
@@ -201,11 +202,8 @@ class TurnView:
             parts.append(Text(f"{theme.SYM_THINK} thinking… ({len(self.thinking)} chars)", "muted"))
         elif self.thinking and self.show_thinking == "expanded" and not self.stream:
             parts.append(self._tail(self.thinking, console, width, budget, "thinking"))
-        if self.stream:
-            blink = int((time.monotonic() - self.started) * 2) % 2 == 0
-            body = self._tail(self.stream, console, width - 1, budget, "")
-            body.append(theme.SYM_CURSOR if blink else " ", "accent")
-            parts.append(body)
+        if self.stream:  # Markdown as it arrives: settled blocks and the open tail
+            parts.append(Lines(self.stream.lines(console, width, budget)))
         elapsed = int(time.monotonic() - self.started)
         label = "interrupting…" if self.interrupting else self.status
         line = Text(label, "accent")
@@ -314,7 +312,7 @@ class Renderer:
         if kind == "model_call":
             view.status = "thinking…"
         elif kind == "text_delta":
-            view.stream += str(event.get("text", ""))
+            view.stream.feed(str(event.get("text", "")))
             view.status = "writing…"
         elif kind == "thinking_delta":
             view.thinking += str(event.get("text", ""))
@@ -382,9 +380,9 @@ class Renderer:
         if view.thinking:
             self._print_thinking(view.thinking)
             view.thinking = ""
-        if view.stream.strip():
-            self._print_answer(view.stream)
-        view.stream = ""
+        if view.stream.text.strip():
+            self._print_answer(view.stream.text)
+        view.stream = StreamView(theme.CODE_THEME)
 
     def _print_thinking(self, thinking: str) -> None:
         self.record.thinking.append(thinking)
@@ -414,9 +412,9 @@ class Renderer:
         n = int(event.get("tool_calls") or 0)
         view.done, view.total, view.unit = 0, n, "tools"
         thinking = str(event.get("thinking") or view.thinking or "")
-        text = str(event.get("text") or view.stream or "")
+        text = str(event.get("text") or view.stream.text or "")
         view.thinking = ""
-        view.stream = ""
+        view.stream = StreamView(theme.CODE_THEME)
         if thinking.strip():
             self._print_thinking(thinking)
         if self.focus and int(event.get("tool_calls") or 0) > 0:

@@ -70,6 +70,7 @@ PT_STYLE = {
     "bottom-toolbar.vim.visual": "noreverse ansimagenta bold",
     "bottom-toolbar.vim.replace": "noreverse ansired bold",
     "bottom-toolbar.ref": "noreverse ansicyan",
+    "bottom-toolbar.hint": "noreverse ansiyellow bold",
     "bottom-toolbar.ref.missing": "noreverse ansiyellow",
     "bottom-toolbar.pr.passing": "noreverse ansigreen bold",
     "bottom-toolbar.pr.review": "noreverse ansiyellow bold",

@@ -112,6 +112,24 @@ def add_bindings(kb, dot: DotRepeat) -> None:
     def _dot(event) -> None:
         dot.repeat(event)
 
+    # One insert session is one undo step, as in vim: the keys typed in INSERT mode save
+    # nothing (prompt_toolkit saves before each key that does not repeat the previous
+    # handler, so `u` undid a character); entering INSERT (i, a, o, c…) and the prompt's
+    # start save the state the session began from.
+    from prompt_toolkit.filters import vi_insert_mode
+    from prompt_toolkit.key_binding.bindings.named_commands import get_by_name
+
+    def no_save(_event) -> bool:
+        return False
+
+    kb.add(Keys.Any, filter=vi_insert_mode, save_before=no_save)(get_by_name("self-insert").handler)
+    for key, command in (("backspace", "backward-delete-char"), ("delete", "delete-char")):
+        kb.add(key, filter=vi_insert_mode, save_before=no_save)(get_by_name(command).handler)
+
+    @kb.add("c-r", filter=vi_navigation_mode, save_before=no_save)
+    def _redo(event) -> None:  # vim's redo (prompt_toolkit has none in NORMAL mode)
+        event.current_buffer.redo()
+
     def change_word(event, big: bool) -> None:
         buf = event.current_buffer
         doc = buf.document

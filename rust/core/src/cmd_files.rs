@@ -38,7 +38,7 @@ impl Session {
     }
 
     /// Runs `f` with the store, opening it on first use.
-    fn with_store<R>(&self, f: impl FnOnce(&Snapshots) -> R) -> Result<R, String> {
+    pub(crate) fn with_store<R>(&self, f: impl FnOnce(&Snapshots) -> R) -> Result<R, String> {
         let mut g = self.snaps();
         if g.store.is_none() {
             g.store = Some(Snapshots::open(&self.paths.home, &self.paths.project)?);
@@ -287,6 +287,29 @@ pub(crate) fn diff(s: &Session, args: &[String]) -> Result<String, CoreError> {
         Err(_) => out.push_str("\n(not a git repository: no comparison with git HEAD)\n"),
     }
     Ok(out.trim_end().to_string())
+}
+
+impl Session {
+    /// The checkpoints `/rewind` can go back to, oldest first, for a front's menu:
+    /// `{id, time, prompt, session, this_session, changes_after}` (`changes_after`: file
+    /// changes by the agent after it that a code rewind would undo).
+    pub fn rewind_points(&self) -> Result<serde_json::Value, CoreError> {
+        self.finish_file_batch();
+        let (checkpoints, batches) = self
+            .with_store(|st| (st.checkpoints(), st.batches()))
+            .map_err(failed)?;
+        Ok(checkpoints
+            .iter()
+            .map(|c| {
+                let after = batches
+                    .iter()
+                    .filter(|b| b.id >= c.first_batch && !b.undone)
+                    .count();
+                json!({"id": c.id, "time": c.time, "prompt": c.prompt, "session": c.session,
+                       "this_session": c.session == self.id, "changes_after": after})
+            })
+            .collect())
+    }
 }
 
 const REWIND_USAGE: &str = "usage: /rewind [list] | /rewind <checkpoint> [both|code|conversation|summarize-from|summarize-up-to]";

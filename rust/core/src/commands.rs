@@ -25,13 +25,26 @@ macro_rules! cmd {
 }
 
 const COMMANDS: &[Command] = &[
-    cmd!("help", [], "", "list all commands", Some(help)),
+    cmd!(
+        "help",
+        [],
+        "[command]",
+        "list the commands, or show one",
+        Some(help)
+    ),
     cmd!(
         "status",
         [],
         "",
         "version, model, working directory, mode and role",
         Some(status)
+    ),
+    cmd!(
+        "cost",
+        [],
+        "",
+        "tokens and cost of this session so far",
+        Some(cost)
     ),
     cmd!(
         "tools",
@@ -57,23 +70,30 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "plan",
         [],
-        "",
-        "switch to read-only plan mode (= --mode plan)",
-        Some(|s, _| set_mode(s, "plan"))
+        "[on|off]",
+        "read-only plan mode (= --mode plan); off returns to the mode before",
+        Some(plan)
     ),
     cmd!(
         "ask",
         [],
-        "",
-        "switch to the answer-only role (= --role ask)",
-        Some(|s, _| set_role(s, "ask"))
+        "[on|off]",
+        "the answer-only role (= --role ask); off returns to the role before",
+        Some(|s, a| role_toggle(s, "ask", a))
     ),
     cmd!(
         "debug",
         [],
-        "",
-        "switch to the debugging role (= --role debug)",
-        Some(|s, _| set_role(s, "debug"))
+        "[on|off]",
+        "the debugging role (= --role debug); off returns to the role before",
+        Some(|s, a| role_toggle(s, "debug", a))
+    ),
+    cmd!(
+        "vim",
+        [],
+        "[on|off]",
+        "vim editing keys in the input (ui.editor_mode); no argument toggles",
+        Some(vim)
     ),
     cmd!(
         "model",
@@ -208,7 +228,7 @@ const COMMANDS: &[Command] = &[
         [],
         "<default|fullscreen>",
         "switch the terminal renderer",
-        Some(ui_only)
+        Some(tui)
     ),
     cmd!(
         "background",
@@ -369,6 +389,17 @@ fn ui_only(_: &Session, _: &[String]) -> Result<String, CoreError> {
     Ok("this command changes the interactive display; it takes effect in the yuyao TUI".into())
 }
 
+fn tui(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    match args {
+        [] => ui_only(s, args),
+        [a] if matches!(a.as_str(), "default" | "fullscreen") => ui_only(s, args),
+        [a] => Err(CoreError::Usage(format!(
+            "invalid argument '{a}' for /tui: expected default or fullscreen"
+        ))),
+        _ => Err(usage("tui")),
+    }
+}
+
 fn find(name: &str) -> Option<&'static Command> {
     COMMANDS
         .iter()
@@ -398,6 +429,17 @@ impl Session {
                 cmd.name
             )));
         };
+        // Every command honours its arguments: one that takes none says so.
+        if cmd.usage.is_empty() && !args.is_empty() {
+            return Err(CoreError::Usage(format!(
+                "/{} takes no arguments (got '{}')",
+                cmd.name,
+                args.join(" ")
+            )));
+        }
+        if let Some(answer) = self.dispatch_while_busy(cmd.name, line, &args) {
+            return answer;
+        }
         let result = run(self, &args);
         self.lock().trajectory.record(
             "command",
@@ -405,6 +447,24 @@ impl Session {
                                "result": match &result { Ok(t) => t.clone(), Err(e) => e.to_string() }}),
         );
         result
+    }
+
+    /// The command table for the fronts: name, aliases, usage, help, group (the `/help`
+    /// heading), whether it is in this build and what it does while a turn runs.
+    pub fn command_table() -> serde_json::Value {
+        COMMANDS
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "name": c.name,
+                    "aliases": c.aliases,
+                    "usage": c.usage,
+                    "help": c.help,
+                    "group": group_title(c.name),
+                    "available": c.run.is_some(),
+                })
+            })
+            .collect()
     }
 
     /// Names of every command and alias (for completion in the TUI).
@@ -432,25 +492,92 @@ fn parse<T: FromStr<Err = String>>(v: &str) -> Result<T, CoreError> {
     v.parse().map_err(CoreError::Usage)
 }
 
-fn help(_: &Session, _: &[String]) -> Result<String, CoreError> {
-    let mut out = String::from("Commands:\n");
-    for c in COMMANDS {
-        let names = std::iter::once(c.name)
-            .chain(c.aliases.iter().copied())
-            .map(|n| format!("/{n}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let head = if c.usage.is_empty() {
-            names
-        } else {
-            format!("{names} {}", c.usage)
+/// The `/help` groups, in the order they are listed.
+const GROUPS: &[&str] = &[
+    "Session",
+    "Mode and role",
+    "Files and changes",
+    "Context and memory",
+    "Configuration and permissions",
+    "Display",
+    "Tasks and agents",
+];
+
+fn group_title(name: &str) -> &'static str {
+    let i = match name {
+        "help" | "status" | "cost" | "exit" | "new" | "clear" | "sessions" | "title" | "export"
+        | "branch" | "tree" | "recap" | "usage" | "background" => 0,
+        "mode" | "role" | "plan" | "ask" | "debug" | "model" | "think" | "curiosity" => 1,
+        "undo" | "redo" | "rewind" | "diff" | "add-dir" | "cd" | "review" | "security-review"
+        | "run" | "verify" => 2,
+        "compact" | "context" | "memory" | "remember" | "forget" | "dream" | "init" => 3,
+        "config" | "permissions" | "trust" | "sandbox" | "mcp" | "hooks" | "tools" | "agents"
+        | "skills" => 4,
+        "stream" | "show-thinking" | "copy" | "focus" | "tui" | "vim" => 5,
+        _ => 6,
+    };
+    GROUPS[i]
+}
+
+fn names_of(c: &Command) -> String {
+    std::iter::once(c.name)
+        .chain(c.aliases.iter().copied())
+        .map(|n| format!("/{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn help(_: &Session, args: &[String]) -> Result<String, CoreError> {
+    if let [name] = args {
+        let name = name.trim_start_matches('/').to_ascii_lowercase();
+        let c = find(&name).ok_or_else(|| {
+            CoreError::Usage(format!(
+                "unknown command: /{name} (type /help for the list)"
+            ))
+        })?;
+        let busy = match crate::busy::while_busy(c.name, &[]) {
+            crate::busy::WhileBusy::Now => "runs at once",
+            crate::busy::WhileBusy::AfterTurn => "applies after the turn",
+            crate::busy::WhileBusy::Refused => "waits for the turn to end",
         };
-        let avail = if c.run.is_none() {
-            "  [not in this build]"
-        } else {
-            ""
-        };
-        out.push_str(&format!("  {head:<58} {}{avail}\n", c.help));
+        return Ok(format!(
+            "/{} {}\n  {}{}\n  names: {}\n  group: {}\n  typed while a turn runs: {busy}",
+            c.name,
+            c.usage,
+            c.help,
+            if c.run.is_none() {
+                " [not in this build]"
+            } else {
+                ""
+            },
+            names_of(c),
+            group_title(c.name),
+        ));
+    }
+    if args.len() > 1 {
+        return Err(usage("help"));
+    }
+    // Rows fit 80 columns: a long name-and-usage puts its description on the next line.
+    let mut out = String::from("Commands (/help <command> for one):\n");
+    for g in GROUPS {
+        out.push_str(&format!("{g}\n"));
+        for c in COMMANDS.iter().filter(|c| group_title(c.name) == *g) {
+            let head = if c.usage.is_empty() {
+                names_of(c)
+            } else {
+                format!("{} {}", names_of(c), c.usage)
+            };
+            let avail = if c.run.is_none() {
+                "  [not in this build]"
+            } else {
+                ""
+            };
+            if head.chars().count() > 30 {
+                out.push_str(&format!("  {head}\n  {:<30} {}{avail}\n", "", c.help));
+            } else {
+                out.push_str(&format!("  {head:<30} {}{avail}\n", c.help));
+            }
+        }
     }
     out.push_str("Prefixes: /command, @path (reference a file), !command (run a shell command)");
     Ok(out)
@@ -488,6 +615,25 @@ fn status(s: &Session, _: &[String]) -> Result<String, CoreError> {
     ))
 }
 
+fn cost(s: &Session, _: &[String]) -> Result<String, CoreError> {
+    let v = s.status_json();
+    let u = &v["usage"];
+    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    Ok(format!(
+        "cost      ${:.4}{}\ntokens    {} in ({} cached), {} out ({} reasoning)\nsteps     {}",
+        v["cost_usd"].as_f64().unwrap_or(0.0),
+        match v["max_cost_usd"].as_f64() {
+            Some(m) => format!(" of a ${m:.4} ceiling"),
+            None => String::new(),
+        },
+        n("prompt_tokens"),
+        n("cached_tokens"),
+        n("completion_tokens"),
+        n("reasoning_tokens"),
+        v["steps"],
+    ))
+}
+
 fn tools(s: &Session, _: &[String]) -> Result<String, CoreError> {
     let names = s.advertised_names();
     let mut out = String::from("Tools available to the model:\n");
@@ -509,6 +655,9 @@ pub(crate) fn set_mode(s: &Session, v: &str) -> Result<String, CoreError> {
     let mut st = s.lock();
     if st.policy.mode != m {
         st.log_entry("mode", serde_json::json!({"value": m}));
+        if m == Mode::Plan {
+            st.mode_before_plan = Some(st.policy.mode);
+        }
     }
     st.policy.mode = m;
     Ok(format!("mode: {m}"))
@@ -535,9 +684,105 @@ pub(crate) fn set_role(s: &Session, v: &str) -> Result<String, CoreError> {
     let mut st = s.lock();
     if st.policy.role != r {
         st.log_entry("role", serde_json::json!({"value": r}));
+        if matches!(r, Role::Ask | Role::Debug) {
+            st.role_before = Some(st.policy.role);
+        }
     }
     st.policy.role = r;
     Ok(format!("role: {r}"))
+}
+
+/// `[on|off]` of a toggle command: `None` when no argument was given.
+fn toggle_arg(name: &str, args: &[String]) -> Result<Option<bool>, CoreError> {
+    match args {
+        [] => Ok(None),
+        [a] => match a.to_ascii_lowercase().as_str() {
+            "on" | "true" | "yes" => Ok(Some(true)),
+            "off" | "false" | "no" => Ok(Some(false)),
+            _ => Err(CoreError::Usage(format!(
+                "invalid argument '{a}' for /{name}: expected on or off"
+            ))),
+        },
+        _ => Err(usage(name)),
+    }
+}
+
+/// `/plan [on|off]`: off goes back to the mode plan mode was entered from.
+fn plan(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    if toggle_arg("plan", args)?.unwrap_or(true) {
+        return set_mode(s, "plan");
+    }
+    let (now, before) = {
+        let st = s.lock();
+        (st.policy.mode, st.mode_before_plan)
+    };
+    if now != Mode::Plan {
+        return Ok(format!("plan mode is not on (mode: {now})"));
+    }
+    set_mode(s, before.unwrap_or(Mode::Ask).as_str())
+}
+
+/// `/ask` and `/debug [on|off]`: off goes back to the role the switch was made from.
+fn role_toggle(s: &Session, name: &str, args: &[String]) -> Result<String, CoreError> {
+    if toggle_arg(name, args)?.unwrap_or(true) {
+        return set_role(s, name);
+    }
+    let (now, before) = {
+        let st = s.lock();
+        (st.policy.role, st.role_before)
+    };
+    if now.as_str() != name {
+        return Ok(format!("the {name} role is not on (role: {now})"));
+    }
+    set_role(s, before.unwrap_or(Role::Execute).as_str())
+}
+
+/// `/vim [on|off]`: the input's editing keys (`ui.editor_mode`, saved like `/config set`).
+fn vim(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let on = match toggle_arg("vim", args)? {
+        Some(on) => on,
+        None => {
+            s.config
+                .get("ui.editor_mode")
+                .map(|v| yuyao_store::config::display(&v))
+                .as_deref()
+                != Some("vi")
+        }
+    };
+    s.config
+        .set("ui.editor_mode", if on { "vi" } else { "emacs" }, None)
+        .map_err(|e| CoreError::Failed(e.to_string()))?;
+    s.lock().config_seen = crate::context::config_snapshot(&s.config);
+    Ok(format!(
+        "editor mode: {}",
+        if on { "vim" } else { "default" }
+    ))
+}
+
+/// The arguments of a switch typed during a turn, checked before it is queued (the same
+/// parsers its handler uses), so a typo is said at once rather than after the turn.
+pub(crate) fn check_args(name: &str, args: &[String]) -> Result<(), CoreError> {
+    let one = |args: &[String]| one_arg(name, args).map(str::to_string);
+    match name {
+        "mode" => parse::<Mode>(&one(args)?).map(drop),
+        "role" => parse::<Role>(&one(args)?).map(drop),
+        "think" => parse::<ThinkingLevel>(&one(args)?).map(drop),
+        "curiosity" => parse::<Curiosity>(&one(args)?).map(drop),
+        "model" => one(args).map(drop),
+        "plan" | "ask" | "debug" | "vim" => toggle_arg(name, args).map(drop),
+        "stream" => match one(args)?.to_ascii_lowercase().as_str() {
+            "on" | "off" | "true" | "false" => Ok(()),
+            other => Err(CoreError::Usage(format!(
+                "invalid value '{other}' for /stream: expected on or off"
+            ))),
+        },
+        "config" => match args.first().map(String::as_str) {
+            Some("set") if args.len() >= 3 => Ok(()),
+            Some("unset") if args.len() == 2 => Ok(()),
+            _ => Err(usage(name)),
+        },
+        _ => Ok(()),
+    }
 }
 
 fn role(s: &Session, args: &[String]) -> Result<String, CoreError> {

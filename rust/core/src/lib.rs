@@ -3,6 +3,7 @@
 //! A front opens a [`Session`], submits turns ([`Session::chat`]) and slash commands
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
+mod busy;
 mod cmd_background;
 mod cmd_files;
 mod cmd_permissions;
@@ -12,6 +13,7 @@ mod compact;
 mod context;
 mod handler;
 mod headless;
+mod next_step;
 mod prompt;
 mod refs;
 mod run_inputs;

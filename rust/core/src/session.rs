@@ -101,6 +101,9 @@ pub struct State {
     /// Seconds between the last entry of a resumed session and its resumption (a front
     /// shows a `/recap` when this is long).
     pub resumed_idle_s: Option<f64>,
+    /// What `/plan off` and `/ask off` / `/debug off` go back to.
+    pub mode_before_plan: Option<yuyao_protocol::Mode>,
+    pub role_before: Option<yuyao_protocol::Role>,
 }
 
 impl State {
@@ -168,6 +171,11 @@ pub struct Session {
     pub(crate) state: Mutex<State>,
     pub(crate) steer: Mutex<Vec<String>>,
     pub(crate) cancel: Arc<Mutex<CancellationToken>>,
+    /// A turn is running (`busy.rs`), and the switches typed during it.
+    pub(crate) busy: std::sync::atomic::AtomicBool,
+    pub(crate) after_turn: Mutex<Vec<String>>,
+    /// What the tool calls did, for the next-step prediction (`next_step.rs`).
+    pub(crate) work: Mutex<crate::next_step::WorkLog>,
     pub(crate) handler: Option<Arc<dyn Handler>>,
     pub(crate) pricing: Pricing,
     pub(crate) started: std::time::Instant,
@@ -414,6 +422,8 @@ impl Session {
             config_seen: crate::context::config_snapshot(&config),
             last_request_tokens: 0,
             resumed_idle_s: None,
+            mode_before_plan: None,
+            role_before: None,
         };
         let mcp = McpRegistry::new(paths.mcp_registry());
         let session = Session {
@@ -427,6 +437,9 @@ impl Session {
             state: Mutex::new(state),
             steer: Mutex::new(Vec::new()),
             cancel: Arc::new(Mutex::new(CancellationToken::new())),
+            busy: Default::default(),
+            after_turn: Mutex::new(Vec::new()),
+            work: Mutex::new(Default::default()),
             handler,
             pricing,
             started: std::time::Instant::now(),

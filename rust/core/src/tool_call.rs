@@ -216,6 +216,7 @@ impl Session {
             .read_only_call
             .store(false, std::sync::atomic::Ordering::SeqCst);
         crate::cmd_permissions::after_run(self, name, &action, &out.text);
+        self.observe_tool(name, &action, &out);
         (out, true)
     }
 

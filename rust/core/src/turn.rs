@@ -39,6 +39,15 @@ fn is_degenerate(text: &str) -> bool {
 impl Session {
     /// One agentic turn. Returns the final assistant text; an error status is an `Err`.
     pub fn chat(&self, text: &str) -> Result<String, CoreError> {
+        let result = {
+            let _busy = crate::busy::Busy::enter(self);
+            self.run_chat(text)
+        };
+        self.apply_after_turn();
+        result
+    }
+
+    fn run_chat(&self, text: &str) -> Result<String, CoreError> {
         let token = CancellationToken::new();
         if let Ok(mut c) = self.cancel.lock() {
             *c = token.clone();

@@ -264,6 +264,30 @@ impl PySession {
         self.inner.cwd()
     }
 
+    /// The checkpoints `/rewind` can go back to, oldest first (JSON list).
+    fn rewind_points_json(&self, py: Python<'_>) -> PyResult<String> {
+        let inner = self.inner.clone();
+        let points = py.detach(move || inner.rewind_points()).map_err(to_py)?;
+        Ok(points.to_string())
+    }
+
+    /// The predicted next step for the input's greyed suggestion ("" when none).
+    fn next_step(&self, py: Python<'_>) -> String {
+        let inner = self.inner.clone();
+        py.detach(move || inner.next_step())
+    }
+
+    /// True while a turn runs (slash commands typed then follow busy.rs's rules).
+    fn is_busy(&self) -> bool {
+        self.inner.is_busy()
+    }
+
+    /// The slash command table (JSON list of {name, aliases, usage, help, group, available}).
+    #[staticmethod]
+    fn command_table_json() -> String {
+        Session::command_table().to_string()
+    }
+
     /// Every slash command name and alias (for completion).
     #[staticmethod]
     fn command_names() -> Vec<&'static str> {

@@ -301,7 +301,7 @@ const COMMANDS: &[Command] = &[
         "gc",
         [],
         "[--dry-run]",
-        "remove ended sessions' spill files, job logs and snapshots past storage.retention_days / storage.max_mb",
+        "free ended sessions' spill files, job logs, snapshots (storage.*)",
         Some(gc)
     ),
     cmd!("hooks", [], "", "lifecycle hooks", None),
@@ -506,7 +506,7 @@ const GROUPS: &[&str] = &[
 fn group_title(name: &str) -> &'static str {
     let i = match name {
         "help" | "status" | "cost" | "exit" | "new" | "clear" | "sessions" | "title" | "export"
-        | "branch" | "tree" | "recap" | "usage" | "background" => 0,
+        | "branch" | "tree" | "recap" | "usage" | "background" | "gc" => 0,
         "mode" | "role" | "plan" | "ask" | "debug" | "model" | "think" | "curiosity" => 1,
         "undo" | "redo" | "rewind" | "diff" | "add-dir" | "cd" | "review" | "security-review"
         | "run" | "verify" => 2,

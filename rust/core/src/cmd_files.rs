@@ -103,6 +103,7 @@ impl Session {
             let k = self.ctx.knowledge(p)?;
             (yuyao_protocol::Stamp::of_path(p)? == k.stamp).then_some(k.hash?)
         };
+        let t0 = std::time::Instant::now();
         match self.with_store(|s| s.record_batch(&self.id, &pending, &known)) {
             Ok(Ok(Some(b))) => {
                 let files: Vec<String> = b
@@ -110,9 +111,10 @@ impl Session {
                     .iter()
                     .map(|f| f.path.display().to_string())
                     .collect();
-                self.lock()
-                    .trajectory
-                    .record("snapshot", json!({"batch": b.id, "files": files}));
+                self.lock().trajectory.record(
+                    "snapshot",
+                    json!({"batch": b.id, "files": files, "us": t0.elapsed().as_micros() as u64}),
+                );
             }
             Ok(Ok(None)) => {}
             Ok(Err(e)) | Err(e) => {

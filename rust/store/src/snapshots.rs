@@ -351,7 +351,7 @@ impl Snapshots {
             let cut = j.checkpoints.len() - KEEP;
             j.checkpoints.drain(..cut);
         }
-        let bytes = serde_json::to_vec_pretty(j).map_err(|e| e.to_string())?;
+        let bytes = serde_json::to_vec(j).map_err(|e| e.to_string())?;
         crate::write_atomic(&self.journal_path, &bytes)
             .map_err(|e| format!("cannot save {}: {e}", self.journal_path.display()))
     }
@@ -359,36 +359,58 @@ impl Snapshots {
     /// Stores the current bytes of `path` (its pre-image) and returns the object id, `None`
     /// when the file does not exist. Errors for files too large to snapshot.
     pub fn capture(&self, path: &Path) -> Result<PreImage, String> {
-        let mut new_dirs = Vec::new();
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            if d.as_os_str().is_empty() || d.exists() {
-                break;
-            }
-            new_dirs.push(d.to_path_buf());
-            dir = d.parent();
-        }
+        // One stat decides everything (a batch may capture a thousand new files).
         // Taken before the copy: a change during it shows as another stamp at the batch's end.
-        let stamp = disk_stamp(path)?;
-        let racy = stamp.is_some_and(|s| s.racy_at(std::time::SystemTime::now()));
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let Some(meta) = meta else {
+            let mut new_dirs = Vec::new();
+            let mut dir = path.parent();
+            while let Some(d) = dir {
+                if d.as_os_str().is_empty() || d.exists() {
+                    break;
+                }
+                new_dirs.push(d.to_path_buf());
+                dir = d.parent();
+            }
+            return Ok(PreImage {
+                path: path.to_path_buf(),
+                blob: None,
+                new_dirs,
+                stamp: None,
+            });
+        };
+        let stamp = Stamp::of(&meta);
+        let racy = stamp.racy_at(std::time::SystemTime::now());
         Ok(PreImage {
             path: path.to_path_buf(),
-            blob: self.store_file(path)?,
-            new_dirs,
-            stamp: stamp.map(|s| (s, racy)),
+            blob: self.store_existing(path, &meta)?,
+            new_dirs: Vec::new(),
+            stamp: Some((stamp, racy)),
         })
     }
 
     /// Stores the bytes of `path` as an object; `None` when it does not exist.
     fn store_file(&self, path: &Path) -> Result<Option<String>, String> {
-        if path.is_dir() {
+        match std::fs::metadata(path) {
+            Ok(m) => self.store_existing(path, &m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    fn store_existing(
+        &self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+    ) -> Result<Option<String>, String> {
+        if meta.is_dir() {
             return Err(format!("{} is a directory", path.display()));
         }
-        let size = match std::fs::metadata(path) {
-            Ok(m) => m.len(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-        };
+        let size = meta.len();
         if size > MAX_SNAPSHOT_BYTES {
             return Err(format!(
                 "{} is larger than {} MB and is not snapshotted",

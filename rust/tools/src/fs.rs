@@ -706,6 +706,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     stage_temp(path, bytes)?.commit()
 }
 
+/// Content from this size on is hashed on a second thread while it is being written.
+const HASH_ALONGSIDE_FROM: usize = 1024 * 1024;
+
+/// [`write_atomic`], then the session knows the file as these bytes (read-before-write for
+/// the next edit, and the post-image's hash for the snapshot). The hash of a large content is
+/// computed while the write and its fsync run, so it adds no time of its own.
+pub fn write_known(ctx: &ToolContext, path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let hash = if bytes.len() < HASH_ALONGSIDE_FROM {
+        write_atomic(path, bytes)?;
+        content_hash(bytes)
+    } else {
+        std::thread::scope(|s| {
+            let hashing = s.spawn(|| content_hash(bytes));
+            let written = write_atomic(path, bytes);
+            let hash = hashing.join().unwrap_or_else(|_| content_hash(bytes));
+            written.map(|()| hash)
+        })?
+    };
+    ctx.remember_digest(path, hash, true);
+    Ok(())
+}
+
 /// Deletes a file (resolved path) without following a symlink on the way.
 pub fn remove_file(path: &Path) -> Result<(), String> {
     let (dir, name) = open_parent(path, false)?;
@@ -814,8 +836,7 @@ fn write(a: &WriteParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
         let (current, stamp) = read_file_stamped(&path)?;
         check_fresh(ctx, &path, &stamp, &current)?;
     }
-    write_atomic(&path, content.as_bytes())?;
-    ctx.remember(&path, content.as_bytes(), true);
+    write_known(ctx, &path, content.as_bytes())?;
     let lines = content.lines().count();
     Ok(ToolOutput::ok(format!(
         "{} {} ({lines} line{}, {} bytes)",
@@ -957,8 +978,7 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
                 path.display()
             ));
         }
-        write_atomic(&path, specs[0].new.as_bytes())?;
-        ctx.remember(&path, specs[0].new.as_bytes(), true);
+        write_known(ctx, &path, specs[0].new.as_bytes())?;
         return Ok(ToolOutput::ok(format!("Created {}", path.display())));
     }
     if !exists {
@@ -970,8 +990,7 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
     let (current, stamp) = read_file_stamped(&path)?;
     check_fresh(ctx, &path, &stamp, &current)?;
     let (next, counts) = apply_edits(&current, &specs)?;
-    write_atomic(&path, &next)?;
-    ctx.remember(&path, &next, true);
+    write_known(ctx, &path, &next)?;
     let total: usize = counts.iter().sum();
     Ok(ToolOutput::ok(format!(
         "Edited {}: {} edit{} applied, {total} replacement{}",

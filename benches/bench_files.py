@@ -18,7 +18,8 @@ table gives the minimum and the median of each side and the ratio of the medians
   backup, replace, write a temp file, fsync, `os.replace`); each round changes the line again;
 - a batch of new files (one apply-patch adding --files files, snapshotted) — peer: Python
   creating the same files (makedirs + write);
-- /undo of that batch — peer: `shutil.rmtree` of the peer's copy.
+- /undo of that batch (after all the batches, newest first) — peer: `shutil.rmtree` of the
+  peer's copy.
 
 The large file is written before the session opens and left alone for a moment, as a log or a
 data file usually is (a file changed within the last 50 ms is hashed whole when read: see
@@ -166,10 +167,14 @@ def main() -> int:
                 ours = cost()
                 assert len(list((work / f"batch{r}").iterdir())) == opts.files
                 sample(batch_name, ours, timed(create_files, peer / f"batch{r}"))
+            # The undos after all the batches: on ext4 without a journal, a file created
+            # within 5 s of deletions makes the kernel scan the deleted inodes, which would
+            # measure the previous round's undo instead of the creation (both sides alike).
+            for r in reversed(range(opts.rounds)):
                 ours = timed(s.dispatch, "/undo")
                 assert not (work / f"batch{r}").exists(), "undo did not remove the batch"
                 sample(undo_name, ours, timed(shutil.rmtree, peer / f"batch{r}"))
-                trace.new_records()
+            trace.new_records()
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)

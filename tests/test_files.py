@@ -807,3 +807,140 @@ def test_edits_keep_file_permissions(fake_llm, session, repo):
     assert script.read_text() == "#!/bin/sh\necho newer\n"
     assert script.stat().st_mode & 0o777 == 0o750
     assert not [p for p in repo.iterdir() if p.name.endswith(".tmp")]
+
+
+# ---------------------------------------------------------------------------------------------
+# big files: page reads, stamps instead of hashes, the pre-image stored once
+
+
+def big_text(n_lines: int) -> str:
+    return "".join(f"row {i:07d} of a large log file\n" for i in range(1, n_lines + 1))
+
+
+def settle():
+    """Lets a just-written file's ctime fall out of the racy window (see freshness.rs)."""
+    import time
+
+    time.sleep(0.15)
+
+
+def shadow_store(yuyao_home: Path) -> Path:
+    (store,) = (yuyao_home / "snapshots").glob("*.git")
+    return store
+
+
+def loose_objects(store: Path) -> list[Path]:
+    return [p for p in (store / "objects").glob("??/*") if p.is_file()]
+
+
+def test_big_file_page_read_and_a_same_size_change_with_mtime_restored(fake_llm, session, repo):
+    big = repo / "big.log"
+    text = big_text(400_000)  # 12 MB
+    big.write_text(text)
+    settle()
+    mtime_ns = big.stat().st_mtime_ns
+
+    def responder(body, index):
+        if index == 0:
+            return calls([("read", {"file_path": "big.log", "limit": 3}, "r1")])
+        if index == 1:
+            # Out of band: same size, in place, mtime put back.
+            with big.open("r+") as f:
+                f.seek(len(text) // 2)
+                f.write("X")
+            os.utime(big, ns=(mtime_ns, mtime_ns))
+            return calls(
+                [
+                    (
+                        "edit",
+                        {
+                            "file_path": "big.log",
+                            "old_string": "row 0000002 ",
+                            "new_string": "ROW 0000002 ",
+                        },
+                        "e1",
+                    )
+                ]
+            )
+        if index == 2:
+            return calls([("read", {"file_path": "big.log", "offset": 2, "limit": 1}, "r2")])
+        if index == 3:
+            return calls(
+                [
+                    (
+                        "edit",
+                        {
+                            "file_path": "big.log",
+                            "old_string": "row 0000002 ",
+                            "new_string": "ROW 0000002 ",
+                        },
+                        "e2",
+                    )
+                ]
+            )
+        return say("Finished.")
+
+    server = fake_llm(responder)
+    session(server).chat("edit the big log")
+    first = server.tool_result("r1")
+    assert first.splitlines()[:3] == [
+        "1\trow 0000001 of a large log file",
+        "2\trow 0000002 of a large log file",
+        "3\trow 0000003 of a large log file",
+    ]
+    assert "(lines 1–3 of about " in first and "continue with offset=4" in first
+    refused = server.tool_result("e1")
+    assert "changed on disk" in refused
+    assert server.tool_result("r2").startswith("2\trow 0000002 ")
+    assert server.tool_result("e2").startswith("Edited")
+    final = big.read_text()
+    assert final.startswith("row 0000001 of a large log file\nROW 0000002 ")
+    assert final[len(text) // 2] == "X"  # the out-of-band change survived
+
+
+def test_big_file_edit_stores_one_copy_and_undo_redo_are_exact(fake_llm, session, repo, yuyao_home):
+    big = repo / "big.log"
+    big.write_text(big_text(200_000))  # 6 MB
+    settle()
+    original = big.read_bytes()
+    edit = {"file_path": "big.log", "old_string": "row 0100000 ", "new_string": "ROW 100000 "}
+    _, s = run_turn(
+        fake_llm,
+        session,
+        [("read", {"file_path": "big.log", "limit": 1}, "r")],
+        [("edit", edit, "e")],
+    )
+    edited = big.read_bytes()
+    assert edited == original.replace(b"row 0100000 ", b"ROW 100000 ")
+    store = shadow_store(yuyao_home)
+    # The pre-image once, as a plain copy; the post-image is the file itself.
+    raw = list((store / "yuyao-raw").iterdir())
+    assert [p.read_bytes() == original for p in raw] == [True]
+    assert loose_objects(store) == []
+    assert "big.log" in s.dispatch("/undo")
+    assert big.read_bytes() == original
+    assert "big.log" in s.dispatch("/redo")
+    assert big.read_bytes() == edited
+    s.dispatch("/undo")
+    assert big.read_bytes() == original
+
+
+def test_a_batch_of_new_files_stores_no_copies_and_undoes_exactly(
+    fake_llm, session, repo, yuyao_home
+):
+    n = 200
+    patch = ["*** Begin Patch"]
+    for i in range(n):
+        patch += [f"*** Add File: many/f{i:03d}.txt", f"+file {i}"]
+    patch.append("*** End Patch")
+    _, s = run_turn(fake_llm, session, [("apply-patch", {"patch": "\n".join(patch)}, "p")])
+    assert len(list((repo / "many").iterdir())) == n
+    store = shadow_store(yuyao_home)
+    assert loose_objects(store) == []  # nothing existed before; the files are the post-images
+    out = s.dispatch("/undo")
+    assert f"{n} files" in out
+    assert not (repo / "many").exists()
+    s.dispatch("/redo")
+    assert sorted(p.read_text() for p in (repo / "many").iterdir()) == sorted(
+        f"file {i}\n" for i in range(n)
+    )

@@ -113,6 +113,8 @@ impl Session {
         });
         let t0 = std::time::Instant::now();
         let (out, effective) = self.execute(client, call, token).await;
+        // The call's own cost (policy, snapshot capture, the tool), for benches and traces.
+        let run_us = t0.elapsed().as_micros() as u64;
         // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
         // what enters the history is scanned. The spill file keeps the raw output on the
         // user's disk; every way back to the model (read, grep, bash) is a tool result, and is
@@ -134,7 +136,8 @@ impl Session {
         self.lock().trajectory.record(
             "tool",
             json!({"id": call.id, "name": call.name, "arguments": call.arguments, "ok": out.ok,
-                   "executed": effective, "output": text, "ms": t0.elapsed().as_millis() as u64}),
+                   "executed": effective, "output": text, "ms": t0.elapsed().as_millis() as u64,
+                   "us": run_us}),
         );
         self.emit(Event::ToolEnd {
             id: call.id.clone(),

@@ -6,11 +6,13 @@
 mod enums;
 mod message;
 mod options;
+pub mod stamp;
 mod tool_names;
 
 pub use enums::{Curiosity, Mode, NetworkAccess, Role, SandboxLevel, ShowThinking, ThinkingLevel};
 pub use message::{Content, Message, MessageRole, ToolCall, Usage};
 pub use options::{ModelSettings, SessionOptions};
+pub use stamp::Stamp;
 pub use tool_names::canonical_tool_name;
 
 use serde::{Deserialize, Serialize};

@@ -167,10 +167,16 @@ struct SpillUse {
     live: bool,
 }
 
+/// The journal id prefix and folder of large pre-images kept as plain copies (`snapshots`).
+const RAW_PREFIX: &str = "raw:";
+const RAW_DIR: &str = "yuyao-raw";
+
 /// A project's snapshot store: its journal and loose objects.
 struct Store {
     journal: PathBuf,
     objects: PathBuf,
+    /// Large pre-images stored as plain copies (journal id `raw:<name>`, see `snapshots`).
+    raw: PathBuf,
     /// Object id → (size, mtime) of every loose object.
     loose: HashMap<String, (u64, SystemTime)>,
     /// Object id → the sessions whose batches reference it.
@@ -270,7 +276,10 @@ pub fn collect(home: &Path, limits: Limits, now: SystemTime, dry_run: bool) -> S
         summary.journal_entries += removed;
         let mut freed = (0, 0);
         for id in &ids {
-            let path = s.objects.join(&id[..2]).join(&id[2..]);
+            let path = match id.strip_prefix(RAW_PREFIX) {
+                Some(name) => s.raw.join(name),
+                None => s.objects.join(&id[..2]).join(&id[2..]),
+            };
             if dry_run || std::fs::remove_file(&path).is_ok() {
                 freed.0 += 1;
                 freed.1 += s.loose.get(id).map_or(0, |(n, _)| *n);
@@ -407,11 +416,29 @@ fn snapshot_stores(dir: &Path) -> Vec<Store> {
                 loose.insert(format!("{fan}{file}"), (meta.len(), mtime));
             }
         });
+        let raw = path.join(RAW_DIR);
+        if let Ok(rd) = std::fs::read_dir(&raw) {
+            for e in rd.flatten() {
+                let (Ok(meta), Some(file)) =
+                    (e.metadata(), e.file_name().to_str().map(String::from))
+                else {
+                    continue;
+                };
+                if meta.is_file()
+                    && !file.is_empty()
+                    && file.bytes().all(|b| b.is_ascii_alphanumeric())
+                {
+                    let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                    loose.insert(format!("{RAW_PREFIX}{file}"), (meta.len(), mtime));
+                }
+            }
+        }
         let journal = dir.join(format!("{name}.json"));
         let refs = journal_refs(&journal);
         out.push(Store {
             journal,
             objects,
+            raw,
             loose,
             refs,
         });
@@ -642,19 +669,36 @@ mod tests {
         let project = d.path().join("proj");
         std::fs::create_dir_all(&project).unwrap();
         let snaps = crate::snapshots::Snapshots::open(home, &project).unwrap();
+        // The old session changed f (shared content), g (its own) and a large file (a raw
+        // copy); the kept session changed f from the same content.
         let f = project.join("f.txt");
+        let g = project.join("g.txt");
+        let big = project.join("big.bin");
         std::fs::write(&f, b"shared\n").unwrap();
-        let pre = snaps.capture(&f).unwrap();
-        std::fs::write(&f, b"old only\n").unwrap();
-        snaps.record_batch("old", &[pre]).unwrap();
+        std::fs::write(&g, b"old only\n").unwrap();
+        std::fs::write(&big, vec![7u8; 3 << 20]).unwrap();
+        let pre = vec![
+            snaps.capture(&f).unwrap(),
+            snaps.capture(&g).unwrap(),
+            snaps.capture(&big).unwrap(),
+        ];
+        std::fs::write(&f, b"changed\n").unwrap();
+        std::fs::write(&g, b"changed\n").unwrap();
+        std::fs::write(&big, b"small now\n").unwrap();
+        snaps.record_batch("old", &pre, &|_| None).unwrap();
         std::fs::write(&f, b"shared\n").unwrap();
         let pre = snaps.capture(&f).unwrap();
         std::fs::write(&f, b"kept only\n").unwrap();
-        snaps.record_batch("kept", &[pre]).unwrap();
+        snaps.record_batch("kept", &[pre], &|_| None).unwrap();
         let shared = blob_path(&snaps, b"shared\n");
         let old_only = blob_path(&snaps, b"old only\n");
-        let kept_only = blob_path(&snaps, b"kept only\n");
-        for p in [&shared, &old_only, &kept_only] {
+        let raw: Vec<PathBuf> = std::fs::read_dir(snaps.git_dir().join(RAW_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(raw.len(), 1, "the large pre-image is a raw copy");
+        for p in [&shared, &old_only, &raw[0]] {
+            assert!(p.exists(), "{}", p.display());
             age(p, 40);
         }
         spill_session(home, "old", 40, 10);
@@ -675,9 +719,9 @@ mod tests {
         }
         std::fs::write(&journal, serde_json::to_vec(&j).unwrap()).unwrap();
         let s = collect(home, NO_SIZE_CAP, SystemTime::now(), false);
-        assert_eq!(s.snapshot_objects.0, 1, "{s}");
-        assert!(!old_only.exists());
-        assert!(shared.exists() && kept_only.exists());
+        assert_eq!(s.snapshot_objects.0, 2, "{s}");
+        assert!(!old_only.exists() && !raw[0].exists());
+        assert!(shared.exists());
         assert_eq!(snaps.batches().len(), 1);
         assert_eq!(snaps.batches()[0].session, "kept");
     }

@@ -1,14 +1,31 @@
 //! Per-batch snapshots of the files the agent changes, for /undo, /redo, /rewind and /diff.
 //!
-//! File contents live as blobs in a shadow bare git repository,
-//! `~/.yuyao/snapshots/<project-id>.git` (git2); the list of batches and checkpoints is a JSON
-//! journal beside it. Nothing is ever written into the user's repository: no commit, ref,
-//! index entry or hook, and it works the same outside git.
+//! Layout under `~/.yuyao/snapshots/`, per project (`<project-id>` = [`project_id`]):
+//! - `<project-id>.git/` — a shadow bare git repository (git2) holding pre- and post-images of
+//!   files up to [`RAW_FROM`] bytes as ordinary loose blobs; an object id in the journal that is
+//!   40 hex digits names one of them.
+//! - `<project-id>.git/yuyao-raw/<32 hex>` — larger images, stored as plain copies (made with
+//!   `copy_file_range`, a reflink where the file system has them): no deflate and no SHA-1 pass
+//!   over a 50 MB file. Their journal id is `raw:<32 hex>`. A pass that removes objects no
+//!   longer referenced by the journal treats these files like blobs (`retention.rs` does).
+//! - `<project-id>.json` — the journal of batches and checkpoints (`<project-id>.lock` while it
+//!   is being changed).
+//!
+//! A batch stores each file's pre-image once, when a file tool is about to change it. The
+//! post-image is not copied: it is the file itself, recorded by its SHA-256 (`after_sha256`;
+//! the tool's own hash of what it wrote, so usually no second pass). It is stored — `after`
+//! set — only when an undo is about to overwrite it, which is the only time /redo could need
+//! it. Journals written before this (with `after` always set) read the same.
+//!
+//! Nothing is ever written into the user's repository: no commit, ref, index entry or hook,
+//! and it works the same outside git.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use yuyao_protocol::Stamp;
 
 /// The journal keeps this many batches and checkpoints per project (the oldest go first).
 const KEEP: usize = 2000;
@@ -16,12 +33,22 @@ const KEEP: usize = 2000;
 /// Files larger than this are not snapshotted (the batch says so).
 pub const MAX_SNAPSHOT_BYTES: u64 = 512 * 1024 * 1024;
 
-/// One file of a batch: its bytes before and after (`None`: absent), as blob ids.
+/// Images of at least this many bytes are stored as plain copies, not git blobs.
+pub const RAW_FROM: u64 = 1024 * 1024;
+const RAW_PREFIX: &str = "raw:";
+const RAW_DIR: &str = "yuyao-raw";
+
+/// One file of a batch: its bytes before and after, as object ids (`None`: absent).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct FileChange {
     pub path: PathBuf,
     pub before: Option<String>,
+    /// The stored post-image; `None` with `after_sha256` set: not stored (yet), it is the
+    /// file on disk while its content has that hash.
     pub after: Option<String>,
+    /// SHA-256 (hex) of the post-image when the file existed after the batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_sha256: Option<String>,
     /// Folders the batch created for this file (deepest first); /undo removes them if empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub new_dirs: Vec<PathBuf>,
@@ -31,10 +58,12 @@ pub struct FileChange {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreImage {
     pub path: PathBuf,
-    /// Blob id of its bytes, `None` when it did not exist.
+    /// Object id of its bytes, `None` when it did not exist.
     pub blob: Option<String>,
     /// Missing folders above it (deepest first).
     pub new_dirs: Vec<PathBuf>,
+    /// Its stamp when stored, and whether that stamp could miss a same-tick change.
+    pub stamp: Option<(Stamp, bool)>,
 }
 
 /// The file changes of one tool batch (the tool calls of one model reply).
@@ -207,6 +236,68 @@ fn disk_id(path: &Path) -> Result<Option<String>, String> {
     Ok(disk(path)?.map(|b| blob_id(&b)))
 }
 
+/// The stamp of `path` now: `Ok(None)` when it does not exist.
+fn disk_stamp(path: &Path) -> Result<Option<Stamp>, String> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(Some(Stamp::of(&m))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 (hex) of the current content of `path`, streamed; `Ok(None)` when it does not
+/// exist.
+fn disk_sha256(path: &Path) -> Result<Option<String>, String> {
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+    Ok(Some(hex(&h.finalize())))
+}
+
+/// Whether two files have the same bytes (streamed; stops at the first difference).
+fn same_bytes(a: &Path, b: &Path) -> Result<bool, String> {
+    let open =
+        |p: &Path| std::fs::File::open(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+    let (mut fa, mut fb) = (open(a)?, open(b)?);
+    let (la, lb) = (
+        fa.metadata().map(|m| m.len()).unwrap_or(0),
+        fb.metadata().map(|m| m.len()).unwrap_or(1),
+    );
+    if la != lb {
+        return Ok(false);
+    }
+    let (mut ba, mut bb) = (vec![0u8; 256 * 1024], vec![0u8; 256 * 1024]);
+    loop {
+        let n = fa
+            .read(&mut ba)
+            .map_err(|e| format!("cannot read {}: {e}", a.display()))?;
+        if n == 0 {
+            return Ok(fb.read(&mut bb[..1]).map_err(|e| e.to_string())? == 0);
+        }
+        fb.read_exact(&mut bb[..n])
+            .map_err(|e| format!("cannot read {}: {e}", b.display()))?;
+        if ba[..n] != bb[..n] {
+            return Ok(false);
+        }
+    }
+}
+
 impl Snapshots {
     /// Opens (creating on first use) the store of `project` under `home/snapshots/`.
     pub fn open(home: &Path, project: &Path) -> Result<Snapshots, String> {
@@ -266,43 +357,75 @@ impl Snapshots {
             let cut = j.checkpoints.len() - KEEP;
             j.checkpoints.drain(..cut);
         }
-        let bytes = serde_json::to_vec_pretty(j).map_err(|e| e.to_string())?;
+        let bytes = serde_json::to_vec(j).map_err(|e| e.to_string())?;
         crate::write_atomic(&self.journal_path, &bytes)
             .map_err(|e| format!("cannot save {}: {e}", self.journal_path.display()))
     }
 
-    /// Stores the current bytes of `path` (its pre-image) and returns the blob id, `None` when
-    /// the file does not exist. Errors for files too large to snapshot.
+    /// Stores the current bytes of `path` (its pre-image) and returns the object id, `None`
+    /// when the file does not exist. Errors for files too large to snapshot.
     pub fn capture(&self, path: &Path) -> Result<PreImage, String> {
-        let mut new_dirs = Vec::new();
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            if d.as_os_str().is_empty() || d.exists() {
-                break;
+        // One stat decides everything (a batch may capture a thousand new files).
+        // Taken before the copy: a change during it shows as another stamp at the batch's end.
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let Some(meta) = meta else {
+            let mut new_dirs = Vec::new();
+            let mut dir = path.parent();
+            while let Some(d) = dir {
+                if d.as_os_str().is_empty() || d.exists() {
+                    break;
+                }
+                new_dirs.push(d.to_path_buf());
+                dir = d.parent();
             }
-            new_dirs.push(d.to_path_buf());
-            dir = d.parent();
-        }
+            return Ok(PreImage {
+                path: path.to_path_buf(),
+                blob: None,
+                new_dirs,
+                stamp: None,
+            });
+        };
+        let stamp = Stamp::of(&meta);
+        let racy = stamp.racy_at(std::time::SystemTime::now());
         Ok(PreImage {
             path: path.to_path_buf(),
-            blob: self.store_file(path)?,
-            new_dirs,
+            blob: self.store_existing(path, &meta)?,
+            new_dirs: Vec::new(),
+            stamp: Some((stamp, racy)),
         })
     }
 
-    /// Stores the bytes of `path` as a blob; `None` when it does not exist.
+    /// Stores the bytes of `path` as an object; `None` when it does not exist.
     fn store_file(&self, path: &Path) -> Result<Option<String>, String> {
-        if path.is_dir() {
+        match std::fs::metadata(path) {
+            Ok(m) => self.store_existing(path, &m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    fn store_existing(
+        &self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+    ) -> Result<Option<String>, String> {
+        if meta.is_dir() {
             return Err(format!("{} is a directory", path.display()));
         }
-        if let Ok(m) = std::fs::metadata(path)
-            && m.len() > MAX_SNAPSHOT_BYTES
-        {
+        let size = meta.len();
+        if size > MAX_SNAPSHOT_BYTES {
             return Err(format!(
                 "{} is larger than {} MB and is not snapshotted",
                 path.display(),
                 MAX_SNAPSHOT_BYTES / (1024 * 1024)
             ));
+        }
+        if size >= RAW_FROM {
+            return self.store_raw(path).map(Some);
         }
         match disk(path)? {
             None => Ok(None),
@@ -314,30 +437,101 @@ impl Snapshots {
         }
     }
 
+    /// Copies a large file into `yuyao-raw/` (in-kernel copy; a reflink where supported).
+    fn store_raw(&self, path: &Path) -> Result<String, String> {
+        let dir = self.repo.path().join(RAW_DIR);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let name = uuid::Uuid::new_v4().simple().to_string();
+        let dest = dir.join(&name);
+        match std::fs::copy(path, &dest) {
+            Ok(_) => Ok(format!("{RAW_PREFIX}{name}")),
+            Err(e) => {
+                let _ = std::fs::remove_file(&dest);
+                Err(format!("cannot snapshot {}: {e}", path.display()))
+            }
+        }
+    }
+
+    /// Where a `raw:` object lives, `None` for a git blob id.
+    fn raw_path(&self, id: &str) -> Option<PathBuf> {
+        let name = id.strip_prefix(RAW_PREFIX)?;
+        // Ids come from the journal, a file the user may edit: a plain name only.
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Some(self.repo.path().join(RAW_DIR).join("invalid"));
+        }
+        Some(self.repo.path().join(RAW_DIR).join(name))
+    }
+
+    /// The bytes of a stored object (a git blob or a `raw:` copy).
     pub fn blob(&self, id: &str) -> Result<Vec<u8>, String> {
+        if let Some(p) = self.raw_path(id) {
+            return std::fs::read(&p)
+                .map_err(|e| format!("snapshot store: cannot read {}: {e}", p.display()));
+        }
         let oid = git2::Oid::from_str(id).map_err(git_err)?;
         let blob = self.repo.find_blob(oid).map_err(git_err)?;
         Ok(blob.content().to_vec())
     }
 
-    /// Ends a batch: `pre` holds each touched file's pre-image. Files that did not change are
-    /// dropped; a batch with changes is journaled and makes any pending /redo impossible.
-    pub fn record_batch(&self, session: &str, pre: &[PreImage]) -> Result<Option<Batch>, String> {
+    /// Whether `path` now holds the object `id` (`None`: is absent).
+    fn holds(&self, path: &Path, id: Option<&str>) -> Result<bool, String> {
+        match id {
+            None => Ok(disk_stamp(path)?.is_none()),
+            Some(id) => match self.raw_path(id) {
+                Some(raw) => Ok(disk_stamp(path)?.is_some() && same_bytes(path, &raw)?),
+                None => Ok(disk_id(path)?.as_deref() == Some(id)),
+            },
+        }
+    }
+
+    /// Whether `path` now holds the batch's post-image of it.
+    fn holds_after(&self, f: &FileChange) -> Result<bool, String> {
+        match &f.after_sha256 {
+            Some(h) => Ok(disk_sha256(&f.path)?.as_ref() == Some(h)),
+            None => self.holds(&f.path, f.after.as_deref()),
+        }
+    }
+
+    /// Ends a batch: `pre` holds each touched file's pre-image; `known` gives the SHA-256 of a
+    /// file's current content when the caller already has it (a tool hashed what it wrote).
+    /// Files that did not change are dropped; a batch with changes is journaled and makes any
+    /// pending /redo impossible.
+    pub fn record_batch(
+        &self,
+        session: &str,
+        pre: &[PreImage],
+        known: &dyn Fn(&Path) -> Option<[u8; 32]>,
+    ) -> Result<Option<Batch>, String> {
         let mut files = Vec::new();
         for p in pre {
-            let now = disk(&p.path)?;
-            let now_id = now.as_deref().map(blob_id);
-            if now_id == p.blob {
+            let now = disk_stamp(&p.path)?;
+            let changed = match (&p.blob, now) {
+                (None, None) => false,
+                (None, Some(_)) | (Some(_), None) => true,
+                // The same stamp, taken well after the last change: the same content.
+                (Some(_), Some(s)) if p.stamp == Some((s, false)) => false,
+                (Some(id), Some(_)) => !self.holds(&p.path, Some(id))?,
+            };
+            if !changed {
+                // A copy is never shared (blobs are, by content): this one is garbage now.
+                if let Some(raw) = p.blob.as_deref().and_then(|id| self.raw_path(id)) {
+                    let _ = std::fs::remove_file(raw);
+                }
                 continue;
             }
-            let after = match now {
-                Some(b) => Some(self.repo.blob(&b).map_err(git_err)?.to_string()),
+            let after_sha256 = match now {
                 None => None,
+                Some(_) => match known(&p.path) {
+                    Some(h) => Some(hex(&h)),
+                    None => disk_sha256(&p.path)?,
+                },
             };
             files.push(FileChange {
                 path: p.path.clone(),
                 before: p.blob.clone(),
-                after,
+                after: None,
+                after_sha256,
                 new_dirs: p.new_dirs.clone(),
             });
         }
@@ -401,15 +595,18 @@ impl Snapshots {
         self.load().batches
     }
 
-    /// Restores the batch's files to their pre-images, skipping files changed since.
-    fn revert(&self, b: &Batch, report: &mut Report) -> Result<(), String> {
-        for f in b.files.iter().rev() {
-            let cur = disk_id(&f.path)?;
-            if cur != f.after {
-                if cur != f.before {
+    /// Restores the batch's files to their pre-images, skipping files changed since. A
+    /// post-image not stored yet is stored first (it is what /redo puts back).
+    fn revert(&self, b: &mut Batch, report: &mut Report) -> Result<(), String> {
+        for f in b.files.iter_mut().rev() {
+            if !self.holds_after(f)? {
+                if !self.holds(&f.path, f.before.as_deref())? {
                     report.skipped.push(f.path.clone());
                 }
                 continue;
+            }
+            if f.after.is_none() && f.after_sha256.is_some() {
+                f.after = self.store_file(&f.path)?;
             }
             self.put(&f.path, f.before.as_deref(), &f.new_dirs, report)?;
         }
@@ -454,9 +651,15 @@ impl Snapshots {
         let Some(pos) = j.batches.iter().rposition(|b| !b.undone) else {
             return Ok(None);
         };
-        let b = j.batches[pos].clone();
+        let mut b = j.batches[pos].clone();
         let mut report = Report::default();
-        self.revert(&b, &mut report)?;
+        let reverted = self.revert(&mut b, &mut report);
+        // Post-images stored before a failure are kept track of all the same.
+        j.batches[pos].files = b.files.clone();
+        if let Err(e) = reverted {
+            let _ = self.save(&mut j);
+            return Err(e);
+        }
         j.batches[pos].undone = true;
         j.redo.push(b.id);
         j.redo_fingerprint = Some(self.fingerprint());
@@ -480,9 +683,23 @@ impl Snapshots {
         let b = j.batches[pos].clone();
         let mut changed: Vec<PathBuf> = Vec::new();
         for f in &b.files {
-            if disk_id(&f.path)? != f.before {
+            if !self.holds(&f.path, f.before.as_deref())? {
                 changed.push(f.path.clone());
             }
+        }
+        // A post-image is stored when an undo overwrites it; one the undo left alone (the
+        // file had changed) was never stored, and cannot be put back.
+        let lost: Vec<String> = b
+            .files
+            .iter()
+            .filter(|f| f.after.is_none() && f.after_sha256.is_some())
+            .map(|f| f.path.display().to_string())
+            .collect();
+        if changed.is_empty() && !lost.is_empty() {
+            return Err(format!(
+                "nothing was redone: the agent's version of {} was not kept (the file had changed before the undo). No file was modified.",
+                lost.join(", ")
+            ));
         }
         let fp_same = j.redo_fingerprint.as_deref() == Some(self.fingerprint().as_str());
         if !changed.is_empty() || !fp_same {
@@ -531,8 +748,13 @@ impl Snapshots {
             .filter(|&i| j.batches[i].id >= cp.first_batch && !j.batches[i].undone)
             .collect();
         for pos in positions {
-            let b = j.batches[pos].clone();
-            self.revert(&b, &mut report)?;
+            let mut b = j.batches[pos].clone();
+            let reverted = self.revert(&mut b, &mut report);
+            j.batches[pos].files = b.files.clone();
+            if let Err(e) = reverted {
+                let _ = self.save(&mut j);
+                return Err(e);
+            }
             j.batches[pos].undone = true;
             j.redo.push(b.id);
         }
@@ -716,7 +938,7 @@ mod tests {
         let pre = vec![s.capture(&a).unwrap(), s.capture(&b).unwrap()];
         std::fs::write(&a, "two\n").unwrap();
         std::fs::write(&b, "new\n").unwrap();
-        let batch = s.record_batch("s1", &pre).unwrap().unwrap();
+        let batch = s.record_batch("s1", &pre, &|_| None).unwrap().unwrap();
         assert_eq!(batch.files.len(), 2);
         let (_, r) = s.undo().unwrap().unwrap();
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "one\n");
@@ -737,5 +959,107 @@ mod tests {
         assert!(!b.exists());
         // The user's repository gets nothing.
         assert!(!proj.path().join(".git").exists());
+    }
+
+    fn raw_objects(home: &Path) -> usize {
+        std::fs::read_dir(home.join("snapshots"))
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter_map(|e| std::fs::read_dir(e.path().join(RAW_DIR)).ok())
+            .map(|d| d.count())
+            .sum()
+    }
+
+    #[test]
+    fn a_large_file_is_stored_once_and_undo_redo_stay_exact() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let big = proj.path().join("big.txt");
+        let v1: Vec<u8> = (0..3_000_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut v2 = v1.clone();
+        v2[1_500_000] = b'#';
+        let mut v3 = v2.clone();
+        v3.truncate(2_000_000);
+        std::fs::write(&big, &v1).unwrap();
+        // Batch 1: one byte changed (same size). Only the pre-image is stored.
+        let pre = vec![s.capture(&big).unwrap()];
+        assert!(pre[0].blob.as_deref().unwrap().starts_with(RAW_PREFIX));
+        std::fs::write(&big, &v2).unwrap();
+        let b1 = s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+        assert_eq!(b1.files[0].after, None);
+        assert_eq!(
+            b1.files[0].after_sha256.as_deref(),
+            Some(hex(&Sha256::digest(&v2)).as_str())
+        );
+        assert_eq!(raw_objects(home.path()), 1);
+        // Batch 2 on the same file, its post-image hash handed over by the tool.
+        let pre = vec![s.capture(&big).unwrap()];
+        std::fs::write(&big, &v3).unwrap();
+        let h3: [u8; 32] = Sha256::digest(&v3).into();
+        s.record_batch("s", &pre, &|_| Some(h3)).unwrap().unwrap();
+        // A file captured and left alone is no batch.
+        let pre = vec![s.capture(&big).unwrap()];
+        assert!(s.record_batch("s", &pre, &|_| None).unwrap().is_none());
+        assert_eq!(raw_objects(home.path()), 2);
+        // Undo twice: v3 -> v2 -> v1, each post-image stored on the way for /redo.
+        s.undo().unwrap().unwrap();
+        assert_eq!(std::fs::read(&big).unwrap(), v2);
+        let (_, r) = s.undo().unwrap().unwrap();
+        assert_eq!(r.restored, vec![big.clone()]);
+        assert_eq!(std::fs::read(&big).unwrap(), v1);
+        assert_eq!(raw_objects(home.path()), 4);
+        s.redo().unwrap().unwrap();
+        assert_eq!(std::fs::read(&big).unwrap(), v2);
+        s.redo().unwrap().unwrap();
+        assert_eq!(std::fs::read(&big).unwrap(), v3);
+        // Undo once more, then a change the user made: redo refuses, nothing written.
+        s.undo().unwrap().unwrap();
+        std::fs::write(&big, b"user").unwrap();
+        assert!(s.redo().unwrap_err().contains("changed after the undo"));
+        assert_eq!(std::fs::read(&big).unwrap(), b"user");
+    }
+
+    #[test]
+    fn a_post_image_the_undo_left_alone_is_never_redone_blindly() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let f = proj.path().join("f.txt");
+        std::fs::write(&f, "v1\n").unwrap();
+        let pre = vec![s.capture(&f).unwrap()];
+        std::fs::write(&f, "agent\n").unwrap();
+        s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+        // The user put v1 back by hand: undo has nothing to do for it and stores nothing.
+        std::fs::write(&f, "v1\n").unwrap();
+        let (_, r) = s.undo().unwrap().unwrap();
+        assert!(r.restored.is_empty() && r.skipped.is_empty());
+        let e = s.redo().unwrap_err();
+        assert!(e.contains("was not kept"), "{e}");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "v1\n");
+    }
+
+    #[test]
+    fn journals_with_stored_post_images_still_undo() {
+        // The format before post-images were recorded by hash: `after` is a blob id.
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let f = proj.path().join("f.txt");
+        std::fs::write(&f, "two\n").unwrap();
+        let before = s.repo.blob(b"one\n").unwrap().to_string();
+        let after = s.repo.blob(b"two\n").unwrap().to_string();
+        let journal = serde_json::json!({
+            "project": proj.path(), "next_batch": 2, "next_checkpoint": 1, "checkpoints": [],
+            "redo": [], "redo_fingerprint": null,
+            "batches": [{"id": 1, "session": "old", "checkpoint": null, "time": "t",
+                         "undone": false,
+                         "files": [{"path": f, "before": before, "after": after}]}]
+        });
+        std::fs::write(&s.journal_path, journal.to_string()).unwrap();
+        s.undo().unwrap().unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "one\n");
+        s.redo().unwrap().unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "two\n");
     }
 }

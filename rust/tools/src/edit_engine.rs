@@ -14,7 +14,8 @@ pub struct EditSpec {
 /// number of replacements; on failure a message naming the edit and what to do next.
 pub fn apply_edits(bytes: &[u8], edits: &[EditSpec]) -> Result<(Vec<u8>, Vec<usize>), String> {
     let crlf = uses_crlf_throughout(bytes);
-    let mut buf = bytes.to_vec();
+    // Borrowed until the first replacement: a large file is copied once, not twice.
+    let mut buf = std::borrow::Cow::Borrowed(bytes);
     let mut counts = Vec::with_capacity(edits.len());
     for (k, e) in edits.iter().enumerate() {
         let which = if edits.len() > 1 {
@@ -58,10 +59,10 @@ pub fn apply_edits(bytes: &[u8], edits: &[EditSpec]) -> Result<(Vec<u8>, Vec<usi
             }
             _ => {}
         }
-        buf = replace_at(&buf, &hits, old.len(), &new);
+        buf = std::borrow::Cow::Owned(replace_at(&buf, &hits, old.len(), &new));
         counts.push(hits.len());
     }
-    Ok((buf, counts))
+    Ok((buf.into_owned(), counts))
 }
 
 /// True when the file has line breaks and every one of them is CRLF.

@@ -1,20 +1,22 @@
-//! File tools: read, write, edit, multi-edit. Read-before-write is enforced with the content
-//! hash seen at read time, so an external change since the read is detected (not only mtime).
+//! File tools: read, write, edit, multi-edit. Read-before-write is enforced with the file's
+//! stamp (inode, size, mtime, ctime) seen at read time, and the content hash when the stamp
+//! cannot vouch alone (`freshness`), so an external change since the read is detected.
+//! Text is read page by page (`page`).
 
 use crate::args::{EditItem, EditParams, MultiEditParams, ReadParams, ToolArgs, WriteParams};
 use crate::edit_engine::{EditSpec, apply_edits};
+use crate::freshness::{FileKnowledge, Stale, Stamp, verify};
 use crate::{Tool, ToolContext, ToolOutput, content_hash};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::ffi::CString;
-use std::io::{BufRead, Read as _};
+use std::io::{BufRead, Read as _, Seek as _};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 const DEFAULT_LIMIT: usize = 2000;
-const LINE_CAP: usize = 2000;
 /// Largest slice of a file one read returns, in bytes; past it the read is paginated. It stays
 /// under the result cap, so a page is never cut in the middle and its continuation hint is exact.
 const READ_BYTES_CAP: usize = crate::RESULT_CAP - 1000;
@@ -82,7 +84,13 @@ fn read(a: &ReadParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     }
     let path = ctx.resolve(&a.file_path);
     let file = open_for_read(&path)?;
-    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    // Taken before reading: a change during the read shows as a different stamp later.
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let stamp = Stamp::of(&meta);
+    let racy = stamp.racy_at(std::time::SystemTime::now());
+    let size = meta.len();
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
     // The first block decides what the file is; only text is streamed.
     let head = reader
@@ -118,7 +126,10 @@ fn read(a: &ReadParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
             let shown = path.display().to_string();
             ToolOutput::ok(crate::notebook::render_notebook(&bytes, &shown)?)
         };
-        ctx.remember(&path, &bytes, true);
+        ctx.know(
+            &path,
+            FileKnowledge::new(stamp, Some(content_hash(&bytes)), true),
+        );
         return Ok(out);
     }
     if head.iter().take(8192).any(|&b| b == 0) {
@@ -129,11 +140,46 @@ fn read(a: &ReadParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     }
     let start = offset.unwrap_or(1) as usize;
     let want = limit.map(|l| l as usize).unwrap_or(DEFAULT_LIMIT);
-    let page = stream_page(&mut reader, start, want)
+    // A racy stamp cannot vouch for the content later: then the page comes from a pass over
+    // the whole file that also hashes it (see `freshness`). Otherwise the read starts at the
+    // nearest line start an earlier read learnt and stops after the page.
+    let at = if racy {
+        (1, 0)
+    } else {
+        ctx.line_marks
+            .lock()
+            .map(|m| m.nearest(&path, &stamp, start))
+            .unwrap_or((1, 0))
+    };
+    if at.1 > 0 {
+        reader
+            .seek(std::io::SeekFrom::Start(at.1))
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    }
+    let q = crate::page::Request {
+        start,
+        want,
+        byte_cap: READ_BYTES_CAP,
+        at,
+        size,
+        whole: racy,
+    };
+    let page = crate::page::stream_page(&mut reader, &q)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let total = page.total;
-    if total == 0 {
-        ctx.remember_digest(&path, page.hash, true);
+    if !racy && let Ok(mut m) = ctx.line_marks.lock() {
+        m.add(&path, stamp, &page.marks);
+    }
+    let full = start == 1 && page.total.is_some_and(|t| page.end == t);
+    ctx.know(
+        &path,
+        FileKnowledge {
+            stamp,
+            racy,
+            hash: page.hash,
+            read_in_full: full,
+        },
+    );
+    if page.total == Some(0) {
         if let Some(o) = offset
             && o > 1
         {
@@ -147,7 +193,9 @@ fn read(a: &ReadParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
             path.display()
         )));
     }
-    if start > total {
+    if let Some(total) = page.total
+        && start > total
+    {
         return Err(format!(
             "offset {start} is past the end: {} has {total} line{}",
             path.display(),
@@ -155,126 +203,22 @@ fn read(a: &ReadParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
         ));
     }
     let (mut out, end) = (page.text, page.end);
-    let full = start == 1 && end == total;
-    ctx.remember_digest(&path, page.hash, full);
-    if end < total {
-        out.push_str(&format!(
+    match page.total {
+        Some(total) if end < total => out.push_str(&format!(
             "\n(lines {start}–{end} of {total}; continue with offset={})\n",
             end + 1
-        ));
+        )),
+        Some(_) => {}
+        None => {
+            // Counting every line would cost a read of the whole file: estimated instead.
+            let estimate = (page.lines_seen as u64).saturating_mul(size) / page.bytes.max(1);
+            out.push_str(&format!(
+                "\n(lines {start}–{end} of about {estimate}, estimated from the file's {size} bytes; continue with offset={})\n",
+                end + 1
+            ));
+        }
     }
     Ok(ToolOutput::ok(out))
-}
-
-/// One page of a text file, read in one streaming pass: memory stays at the page's size
-/// whatever the file's size (a 2 GB log, or one 2 GB line).
-struct Page {
-    text: String,
-    /// The last line shown (start - 1 when none).
-    end: usize,
-    /// Lines in the file (`split_inclusive('\n')` counting).
-    total: usize,
-    /// SHA-256 of the whole content (read-before-write knowledge).
-    hash: [u8; 32],
-}
-
-fn stream_page(r: &mut impl BufRead, start: usize, want: usize) -> std::io::Result<Page> {
-    let byte_cap = LINE_CAP * 4 + 4;
-    let mut hasher = Sha256::new();
-    let mut text = String::new();
-    let mut end = start.saturating_sub(1);
-    let mut line_no = 1usize;
-    let mut cur: Vec<u8> = Vec::new();
-    let mut cut = false;
-    let mut page_full = false;
-    let mut pending = false; // bytes of an unfinished line were seen
-    let finish = |cur: &mut Vec<u8>,
-                  cut: &mut bool,
-                  line_no: usize,
-                  text: &mut String,
-                  end: &mut usize,
-                  page_full: &mut bool| {
-        let s = String::from_utf8_lossy(cur);
-        let line = s.trim_end_matches('\r');
-        let shown: String = if *cut || line.chars().count() > LINE_CAP {
-            let c: String = line.chars().take(LINE_CAP).collect();
-            format!("{c}… [line cut at {LINE_CAP} characters]")
-        } else {
-            line.to_string()
-        };
-        let row = format!("{line_no}\t{shown}\n");
-        if text.len() + row.len() > READ_BYTES_CAP && *end >= start {
-            *page_full = true;
-        } else {
-            text.push_str(&row);
-            *end = line_no;
-        }
-        cur.clear();
-        *cut = false;
-    };
-    loop {
-        let chunk = r.fill_buf()?;
-        if chunk.is_empty() {
-            break;
-        }
-        hasher.update(chunk);
-        let n = chunk.len();
-        let mut rest = chunk;
-        while !rest.is_empty() {
-            let in_page = !page_full && line_no >= start && line_no < start.saturating_add(want);
-            match memchr::memchr(b'\n', rest) {
-                Some(i) => {
-                    if in_page {
-                        let room = byte_cap.saturating_sub(cur.len());
-                        cur.extend_from_slice(&rest[..i.min(room)]);
-                        cut |= i > room;
-                        finish(
-                            &mut cur,
-                            &mut cut,
-                            line_no,
-                            &mut text,
-                            &mut end,
-                            &mut page_full,
-                        );
-                    }
-                    line_no += 1;
-                    pending = false;
-                    rest = &rest[i + 1..];
-                }
-                None => {
-                    if in_page {
-                        let room = byte_cap.saturating_sub(cur.len());
-                        cur.extend_from_slice(&rest[..rest.len().min(room)]);
-                        cut |= rest.len() > room;
-                    }
-                    pending = true;
-                    rest = &[];
-                }
-            }
-        }
-        r.consume(n);
-    }
-    let total = if pending {
-        if !page_full && line_no >= start && line_no < start.saturating_add(want) {
-            finish(
-                &mut cur,
-                &mut cut,
-                line_no,
-                &mut text,
-                &mut end,
-                &mut page_full,
-            );
-        }
-        line_no
-    } else {
-        line_no - 1
-    };
-    Ok(Page {
-        text,
-        end,
-        total,
-        hash: hasher.finalize().into(),
-    })
 }
 
 /// Opens a resolved path for reading with no symlink followed anywhere on the way (a link
@@ -345,15 +289,23 @@ pub fn hash_file(path: &Path) -> Option<[u8; 32]> {
 
 /// Reads a whole file (resolved path, no symlink followed) with errors that say what to do.
 pub fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+    read_file_stamped(path).map(|(b, _)| b)
+}
+
+/// [`read_file`] with the file's stamp, taken on the descriptor before reading.
+pub fn read_file_stamped(path: &Path) -> Result<(Vec<u8>, Stamp), String> {
     let mut f = open_for_read(path)?;
-    let mut bytes = Vec::new();
+    let meta = f
+        .metadata()
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
     f.read_to_end(&mut bytes).map_err(|e| match e.kind() {
         std::io::ErrorKind::PermissionDenied => {
             format!("permission denied reading {}", path.display())
         }
         _ => format!("cannot read {}: {e}", path.display()),
     })?;
-    Ok(bytes)
+    Ok((bytes, Stamp::of(&meta)))
 }
 
 /// Opening beneath `/` with no symlink followed: `openat2(RESOLVE_BENEATH |
@@ -562,17 +514,29 @@ fn extension(path: &Path) -> String {
 }
 
 /// Refuses to change an existing file the session has not read, or that changed since.
-pub(crate) fn check_fresh(ctx: &ToolContext, path: &Path, current: &[u8]) -> Result<(), String> {
-    match ctx.knowledge(path) {
-        None => Err(format!(
+/// `now` is the stamp of the descriptor `current` was read from, taken before reading.
+pub(crate) fn check_fresh(
+    ctx: &ToolContext,
+    path: &Path,
+    now: &Stamp,
+    current: &[u8],
+) -> Result<(), String> {
+    let Some(k) = ctx.knowledge(path) else {
+        return Err(format!(
             "{} exists and has not been read in this session; read it first, then retry",
             path.display()
-        )),
-        Some(k) if k.hash != content_hash(current) => Err(format!(
+        ));
+    };
+    match verify(&k, now, current) {
+        Ok(()) => Ok(()),
+        Err(Stale::Content) => Err(format!(
             "{} changed on disk since it was last read (by the user or another process); read it again before changing it",
             path.display()
         )),
-        Some(_) => Ok(()),
+        Err(Stale::Metadata) => Err(format!(
+            "{} changed on disk since it was last read (its size, times or inode differ; only part of it was read, so the change cannot be ruled out); read it again before changing it",
+            path.display()
+        )),
     }
 }
 
@@ -742,6 +706,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     stage_temp(path, bytes)?.commit()
 }
 
+/// Content from this size on is hashed on a second thread while it is being written.
+const HASH_ALONGSIDE_FROM: usize = 1024 * 1024;
+
+/// [`write_atomic`], then the session knows the file as these bytes (read-before-write for
+/// the next edit, and the post-image's hash for the snapshot). The hash of a large content is
+/// computed while the write and its fsync run, so it adds no time of its own.
+pub fn write_known(ctx: &ToolContext, path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let hash = if bytes.len() < HASH_ALONGSIDE_FROM {
+        write_atomic(path, bytes)?;
+        content_hash(bytes)
+    } else {
+        std::thread::scope(|s| {
+            let hashing = s.spawn(|| content_hash(bytes));
+            let written = write_atomic(path, bytes);
+            let hash = hashing.join().unwrap_or_else(|_| content_hash(bytes));
+            written.map(|()| hash)
+        })?
+    };
+    ctx.remember_digest(path, hash, true);
+    Ok(())
+}
+
 /// Deletes a file (resolved path) without following a symlink on the way.
 pub fn remove_file(path: &Path) -> Result<(), String> {
     let (dir, name) = open_parent(path, false)?;
@@ -847,11 +833,10 @@ fn write(a: &WriteParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     }
     let existed = path.exists();
     if existed {
-        let current = read_file(&path)?;
-        check_fresh(ctx, &path, &current)?;
+        let (current, stamp) = read_file_stamped(&path)?;
+        check_fresh(ctx, &path, &stamp, &current)?;
     }
-    write_atomic(&path, content.as_bytes())?;
-    ctx.remember(&path, content.as_bytes(), true);
+    write_known(ctx, &path, content.as_bytes())?;
     let lines = content.lines().count();
     Ok(ToolOutput::ok(format!(
         "{} {} ({lines} line{}, {} bytes)",
@@ -993,8 +978,7 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
                 path.display()
             ));
         }
-        write_atomic(&path, specs[0].new.as_bytes())?;
-        ctx.remember(&path, specs[0].new.as_bytes(), true);
+        write_known(ctx, &path, specs[0].new.as_bytes())?;
         return Ok(ToolOutput::ok(format!("Created {}", path.display())));
     }
     if !exists {
@@ -1003,11 +987,10 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
             path.display()
         ));
     }
-    let current = read_file(&path)?;
-    check_fresh(ctx, &path, &current)?;
+    let (current, stamp) = read_file_stamped(&path)?;
+    check_fresh(ctx, &path, &stamp, &current)?;
     let (next, counts) = apply_edits(&current, &specs)?;
-    write_atomic(&path, &next)?;
-    ctx.remember(&path, &next, true);
+    write_known(ctx, &path, &next)?;
     let total: usize = counts.iter().sum();
     Ok(ToolOutput::ok(format!(
         "Edited {}: {} edit{} applied, {total} replacement{}",
@@ -1021,38 +1004,6 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn page(text: &[u8], start: usize, want: usize) -> Page {
-        // A tiny buffer, so lines cross chunk boundaries.
-        let mut r = std::io::BufReader::with_capacity(7, text);
-        stream_page(&mut r, start, want).unwrap()
-    }
-
-    #[test]
-    fn streamed_pages_count_like_split_inclusive() {
-        for text in ["", "a", "a\n", "a\nb", "a\nb\n", "\n\n", "x\r\ny\r\n"] {
-            let p = page(text.as_bytes(), 1, 2000);
-            assert_eq!(p.total, text.split_inclusive('\n').count(), "{text:?}");
-            assert_eq!(p.hash, content_hash(text.as_bytes()));
-        }
-        let text: String = (1..=100).map(|i| format!("line {i}\n")).collect();
-        let p = page(text.as_bytes(), 10, 3);
-        assert_eq!(p.text, "10\tline 10\n11\tline 11\n12\tline 12\n");
-        assert_eq!((p.end, p.total), (12, 100));
-        let p = page(b"a\r\nb", 2, 5);
-        assert_eq!((p.text.as_str(), p.end, p.total), ("2\tb\n", 2, 2));
-    }
-
-    #[test]
-    fn a_huge_line_is_cut_without_being_held() {
-        let mut text = vec![b'x'; 1_000_000];
-        text.extend_from_slice(b"\nsecond\n");
-        let p = page(&text, 1, 5);
-        assert!(p.text.contains("[line cut at 2000 characters]"));
-        assert!(p.text.len() < 3000);
-        assert!(p.text.ends_with("2\tsecond\n"));
-        assert_eq!(p.total, 2);
-    }
 
     #[test]
     fn stale_temp_files_of_our_pattern_are_removed() {
@@ -1077,27 +1028,119 @@ mod tests {
         assert!(is_temp_name(&temp_name("x.txt")));
     }
 
+    fn read_call(ctx: &ToolContext, args: serde_json::Value) -> ToolOutput {
+        let args = ToolArgs::from_value("read", &args).unwrap();
+        Read.run_args(&args, ctx, &CancellationToken::new())
+    }
+
+    /// A file last changed long enough ago for its stamp to vouch for it.
+    fn settled(path: &Path, text: &str) {
+        std::fs::write(path, text).unwrap();
+        std::thread::sleep(crate::freshness::RACY_WINDOW * 2);
+    }
+
     #[test]
-    fn read_pages_a_large_file_and_knows_its_hash() {
+    fn read_pages_a_large_file_without_hashing_it() {
         let d = tempfile::tempdir().unwrap();
         let root = d.path().canonicalize().unwrap();
         let text: String = (1..=200_000).map(|i| format!("row {i}\n")).collect();
-        std::fs::write(root.join("huge.log"), &text).unwrap();
+        settled(&root.join("huge.log"), &text);
         let ctx = ToolContext::new(root.clone(), root.clone(), root.join("spill"));
-        let args = ToolArgs::from_value(
-            "read",
-            &serde_json::json!({"file_path": "huge.log", "offset": "1", "limit": 5}),
-        )
-        .unwrap();
-        let out = Read.run_args(&args, &ctx, &CancellationToken::new());
+        let out = read_call(
+            &ctx,
+            json!({"file_path": "huge.log", "offset": "1", "limit": 5}),
+        );
         assert!(out.ok, "{}", out.text);
         assert!(out.text.starts_with("1\trow 1\n2\trow 2\n"));
-        assert!(
-            out.text
-                .contains("(lines 1–5 of 200000; continue with offset=6)")
-        );
+        assert!(out.text.contains("(lines 1–5 of about "), "{}", out.text);
+        assert!(out.text.contains("continue with offset=6)"));
         let k = ctx.knowledge(&root.join("huge.log")).unwrap();
-        assert_eq!(k.hash, content_hash(text.as_bytes()));
-        assert!(!k.read_in_full);
+        assert_eq!(k.hash, None);
+        assert!(!k.racy && !k.read_in_full);
+        // The next page starts where this one ended; a far one is found by scanning.
+        let next = read_call(
+            &ctx,
+            json!({"file_path": "huge.log", "offset": 6, "limit": 2}),
+        );
+        assert!(
+            next.text.starts_with("6\trow 6\n7\trow 7\n"),
+            "{}",
+            next.text
+        );
+        let far = read_call(
+            &ctx,
+            json!({"file_path": "huge.log", "offset": 150_000, "limit": 1}),
+        );
+        assert!(far.text.starts_with("150000\trow 150000\n"), "{}", far.text);
+        let end = read_call(&ctx, json!({"file_path": "huge.log", "offset": 199_999}));
+        assert!(end.text.ends_with("200000\trow 200000\n"), "{}", end.text);
+        let past = read_call(&ctx, json!({"file_path": "huge.log", "offset": 200_001}));
+        assert!(past.text.contains("has 200000 lines"), "{}", past.text);
+    }
+
+    #[test]
+    fn a_page_read_then_an_out_of_band_change_blocks_the_edit() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let path = root.join("huge.log");
+        let text: String = (1..=200_000).map(|i| format!("row {i}\n")).collect();
+        settled(&path, &text);
+        let old_mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let ctx = ToolContext::new(root.clone(), root.clone(), root.join("spill"));
+        assert!(read_call(&ctx, json!({"file_path": "huge.log", "limit": 3})).ok);
+        // Same size, same inode, mtime put back: only ctime tells.
+        let changed = text.replacen("row 150000", "row 15000X", 1);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, changed.as_bytes()))
+            .unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old_mtime)
+            .unwrap();
+        let edit = ToolArgs::from_value(
+            "edit",
+            &json!({"file_path": "huge.log", "old_string": "row 2\n", "new_string": "ROW 2\n"}),
+        )
+        .unwrap();
+        let out = Edit.run_args(&edit, &ctx, &CancellationToken::new());
+        assert!(
+            !out.ok && out.text.contains("changed on disk"),
+            "{}",
+            out.text
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), changed);
+        // Read again: the edit goes through, and edits after it need no new read.
+        assert!(read_call(&ctx, json!({"file_path": "huge.log", "limit": 3})).ok);
+        assert!(Edit.run_args(&edit, &ctx, &CancellationToken::new()).ok);
+        let again = ToolArgs::from_value(
+            "edit",
+            &json!({"file_path": "huge.log", "old_string": "ROW 2\n", "new_string": "Row 2\n"}),
+        )
+        .unwrap();
+        let out = Edit.run_args(&again, &ctx, &CancellationToken::new());
+        assert!(out.ok, "{}", out.text);
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .starts_with("row 1\nRow 2\n")
+        );
+    }
+
+    #[test]
+    fn a_racy_read_hashes_the_whole_file() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let text: String = (1..=200_000).map(|i| format!("row {i}\n")).collect();
+        std::fs::write(root.join("fresh.log"), &text).unwrap();
+        let ctx = ToolContext::new(root.clone(), root.clone(), root.join("spill"));
+        let out = read_call(&ctx, json!({"file_path": "fresh.log", "limit": 2}));
+        assert!(out.text.contains("(lines 1–2 of 200000;"), "{}", out.text);
+        let k = ctx.knowledge(&root.join("fresh.log")).unwrap();
+        assert!(k.racy);
+        assert_eq!(k.hash, Some(content_hash(text.as_bytes())));
     }
 }

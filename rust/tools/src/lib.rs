@@ -5,39 +5,30 @@
 pub mod args;
 mod edit_engine;
 pub mod exec;
+pub mod freshness;
 pub mod fs;
 mod grep_rows;
 pub mod jobs;
 pub mod media;
 pub mod notebook;
 mod output;
+pub mod page;
 pub mod patch;
 mod registry;
 pub mod search;
 
 pub use args::ToolArgs;
 pub use edit_engine::{EditSpec, apply_edits};
+pub use freshness::{FileKnowledge, content_hash};
 pub use output::{RESULT_CAP, cap_output, strip_ansi};
 pub use patch::patch_paths;
 pub use registry::{Registry, ToolCallSpec, parse_arguments};
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use tokio_util::sync::CancellationToken;
-
-/// What the session knows about a file it has read (for read-before-write).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileKnowledge {
-    pub hash: [u8; 32],
-    pub read_in_full: bool,
-}
-
-pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
-}
 
 /// Session state the tools share.
 pub struct ToolContext {
@@ -45,8 +36,10 @@ pub struct ToolContext {
     pub cwd: Mutex<PathBuf>,
     /// Folders the tools may work in: the project root first, then `/add-dir` folders.
     pub roots: Mutex<Vec<PathBuf>>,
-    /// Files read in this session, with the content hash seen.
+    /// Files read or written in this session: their stamp, and the content hash when seen.
     pub files: Mutex<HashMap<PathBuf, FileKnowledge>>,
+    /// Byte offsets of line starts seen by earlier reads, so a later page starts there.
+    pub line_marks: Mutex<page::LineMarks>,
     /// Where oversized outputs are written.
     pub spill_dir: PathBuf,
     /// Default bash timeout in milliseconds (`tools.bash.timeout_ms`, changed live).
@@ -88,6 +81,7 @@ impl ToolContext {
             cwd: Mutex::new(cwd),
             roots: Mutex::new(vec![project]),
             files: Mutex::new(HashMap::new()),
+            line_marks: Mutex::new(page::LineMarks::default()),
             spill_dir,
             bash_timeout_ms: std::sync::atomic::AtomicU64::new(DEFAULT_BASH_TIMEOUT_MS),
             sandbox: Mutex::new(Default::default()),
@@ -211,20 +205,34 @@ impl ToolContext {
             .any(|r| p.starts_with(r) || p.starts_with(resolve_path(r)))
     }
 
+    /// Records content the session holds whole (it wrote or attached these bytes): the stamp
+    /// is taken now and marked racy, so the hash decides at the next edit (a stamp taken
+    /// right after a write cannot prove a same-tick change absent).
     pub fn remember(&self, path: &Path, bytes: &[u8], full: bool) {
         self.remember_digest(path, content_hash(bytes), full);
     }
 
     /// Like [`ToolContext::remember`] with the content's hash already computed (streamed).
     pub fn remember_digest(&self, path: &Path, hash: [u8; 32], full: bool) {
+        let Some(stamp) = freshness::Stamp::of_path(path) else {
+            self.forget(path);
+            return;
+        };
+        self.know(
+            path,
+            FileKnowledge {
+                stamp,
+                racy: true,
+                hash: Some(hash),
+                read_in_full: full,
+            },
+        );
+    }
+
+    /// Records what a read saw (its stamp taken on the descriptor before reading).
+    pub fn know(&self, path: &Path, k: FileKnowledge) {
         if let Ok(mut f) = self.files.lock() {
-            f.insert(
-                path.to_path_buf(),
-                FileKnowledge {
-                    hash,
-                    read_in_full: full,
-                },
-            );
+            f.insert(path.to_path_buf(), k);
         }
     }
 

@@ -4,7 +4,7 @@
 //! and the trailing newline stay byte-for-byte identical.
 
 use crate::args::{NotebookEditParams, ToolArgs};
-use crate::fs::{check_fresh, read_file, write_atomic};
+use crate::fs::{check_fresh, read_file_stamped, write_known};
 use crate::{Tool, ToolContext, ToolOutput, strip_ansi};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -388,11 +388,10 @@ fn edit(args: &NotebookEditParams, ctx: &ToolContext) -> Result<ToolOutput, Stri
             path.display()
         ));
     }
-    let bytes = read_file(&path)?;
-    check_fresh(ctx, &path, &bytes)?;
+    let (bytes, stamp) = read_file_stamped(&path)?;
+    check_fresh(ctx, &path, &stamp, &bytes)?;
     let next = req.apply(&bytes)?;
-    write_atomic(&path, &next.bytes)?;
-    ctx.remember(&path, &next.bytes, true);
+    write_known(ctx, &path, &next.bytes)?;
     Ok(ToolOutput::ok(format!(
         "{} in {}",
         next.summary,

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fakellm import FAKE_MODEL, FakeLLM, call, say  # noqa: E402
 
 RESULTS_DIR = ROOT / "benches" / "results"
-PEER_PACKAGE = "mini-swe-agent"
+PEER_PACKAGE = "mini-swe-agent==2.4.6"
 DEFAULT_PEER_VENV = Path(tempfile.gettempdir()) / "yuyao-bench-peer-venv"
 FILE_NAME = "small.txt"
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -73,7 +73,7 @@ def _child_yuyao(args: argparse.Namespace) -> dict:
     t1 = time.perf_counter()
     session = create_session(mode="yolo", cwd=args.repo)
     t2 = time.perf_counter()
-    answer = session.chat(TASK)
+    answer = session.chat(args.task)
     t3 = time.perf_counter()
     n_messages = len(session.messages)
     session.close()
@@ -137,7 +137,7 @@ def _child_peer(args: argparse.Namespace) -> dict:
     agent_config.pop("mode", None)
     agent = DefaultAgent(model, env, **agent_config)
     t2 = time.perf_counter()
-    result = agent.run(TASK)
+    result = agent.run(args.task)
     t3 = time.perf_counter()
     return {
         "import_s": t1 - t0,
@@ -295,17 +295,21 @@ def measure_create_session(work: Path, repo: Path, repeat: int) -> dict:
 # The peer's venv
 
 
-def ensure_peer(venv: Path, work: Path) -> tuple[str | None, str | None]:
-    """(python of a venv that has the peer, None) or (None, what failed)."""
+def ensure_peer(
+    venv: Path, work: Path, package: str = PEER_PACKAGE
+) -> tuple[str | None, str | None]:
+    """(python of a venv that has the pinned peer, None) or (None, what failed)."""
     python = venv / "bin" / "python"
-    probe = [str(python), "-c", "import minisweagent.agents.default, litellm"]
+    want = package.split("==")[-1]
+    check = f"import minisweagent.agents.default, litellm, minisweagent as m; assert m.__version__ == {want!r}, m.__version__"
+    probe = [str(python), "-c", check]
     quiet = {"capture_output": True, "text": True, "env": child_env(work, None)}
     if python.exists() and subprocess.run(probe, **quiet).returncode == 0:
         return str(python), None
     print(f"installing the peer ({PEER_PACKAGE}) into {venv} ...", file=sys.stderr)
     steps = [
         [sys.executable, "-m", "venv", str(venv)],
-        [str(python), "-m", "pip", "install", "-q", PEER_PACKAGE],
+        [str(python), "-m", "pip", "install", "-q", package],
         probe,
     ]
     for cmd in steps:
@@ -385,6 +389,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--repo", help=argparse.SUPPRESS)
     ap.add_argument("--peer-format", choices=("toolcall", "text"), help=argparse.SUPPRESS)
+    ap.add_argument("--task", default=TASK, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 

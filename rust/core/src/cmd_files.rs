@@ -380,6 +380,7 @@ pub(crate) fn rewind(s: &Session, args: &[String]) -> Result<String, CoreError> 
                     let len = cp.history_len.min(st.history.len());
                     let dropped = st.history.len() - len;
                     st.history.truncate(len);
+                    st.reset_prefix();
                     st.trajectory.record(
                         "rewind",
                         json!({"checkpoint": id, "dropped_messages": dropped}),
@@ -476,10 +477,12 @@ fn summarize(s: &Session, split: usize, from: bool) -> Result<String, CoreError>
     let n = part.len();
     if from {
         st.history.truncate(split);
+        st.reset_prefix();
         st.push(note);
     } else {
         let rest = st.history.split_off(split);
         st.history = std::iter::once(note).chain(rest).collect();
+        st.reset_prefix();
     }
     st.trajectory
         .record("rewind_summary", json!({"from": from, "messages": n}));

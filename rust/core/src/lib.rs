@@ -16,6 +16,7 @@ mod prompt;
 mod refs;
 mod session;
 mod settings;
+mod state_notes;
 mod tool_call;
 mod turn;
 mod words;

@@ -21,6 +21,9 @@ pub struct CallOutcome {
     pub ok: bool,
     /// The tool really ran (it was not refused, unknown or malformed).
     pub effective: bool,
+    /// It ran and could have changed the repository (a file tool that writes, a command that
+    /// is not read-only): git HEAD is read again before the next call.
+    pub may_change_repo: bool,
 }
 
 /// The one-line "why" shown before a batch: the model's own first line, else a summary.
@@ -110,7 +113,7 @@ impl Session {
             intent: intent.to_string(),
         });
         let t0 = std::time::Instant::now();
-        let (out, effective) = self.execute(client, call, token).await;
+        let (out, effective, may_change_repo) = self.execute(client, call, token).await;
         // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
         // what enters the history is scanned. The spill file keeps the raw output on the
         // user's disk; every way back to the model (read, grep, bash) is a tool result, and is
@@ -146,6 +149,7 @@ impl Session {
             images: out.images,
             ok: out.ok,
             effective,
+            may_change_repo,
         }
     }
 
@@ -154,7 +158,7 @@ impl Session {
         client: &ModelClient,
         call: &ToolCall,
         token: &CancellationToken,
-    ) -> (ToolOutput, bool) {
+    ) -> (ToolOutput, bool, bool) {
         let available = self.advertised_names();
         let Some(name) = canonical_tool_name(&call.name).filter(|n| available.contains(n)) else {
             return (
@@ -164,19 +168,20 @@ impl Session {
                     available.join(", ")
                 )),
                 false,
+                false,
             );
         };
         // The one parse of this call: everything below reads `args`, never the raw JSON.
         let args = match ToolArgs::parse(name, &call.arguments) {
             Ok(a) => a,
-            Err(e) => return (ToolOutput::err(e), false),
+            Err(e) => return (ToolOutput::err(e), false, false),
         };
         if let ToolArgs::AskUser(a) = &args {
-            return (self.ask_user(a), true);
+            return (self.ask_user(a), true, false);
         }
         let action = match self.action_for(name, &args) {
             Ok(a) => a,
-            Err(e) => return (ToolOutput::err(e), false),
+            Err(e) => return (ToolOutput::err(e), false, false),
         };
         let decision = self.decide(&action);
         self.lock().trajectory.record(
@@ -191,11 +196,12 @@ impl Session {
         };
         if let Err(refusal) = approved {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
-            return (ToolOutput::err(refusal), false);
+            return (ToolOutput::err(refusal), false, false);
         }
         let Some(tool) = self.tools.get(name) else {
             return (
                 ToolOutput::err(format!("tool '{name}' is not available in this build")),
+                false,
                 false,
             );
         };
@@ -214,7 +220,8 @@ impl Session {
             .read_only_call
             .store(false, std::sync::atomic::Ordering::SeqCst);
         crate::cmd_permissions::after_run(self, name, &action, &out.text);
-        (out, true)
+        let may_change_repo = self.lock().policy.is_mutating(&action);
+        (out, true, may_change_repo)
     }
 
     /// The policy's decision, with the tool's family: a deny rule written for `Bash` also

@@ -40,6 +40,7 @@ from fakellm import call, say  # noqa: E402  (bench_harness put tests/ on the pa
 PEER_PIN = "mini-swe-agent==2.4.6"
 WORKLOADS = ("1KB", "14KB", "write")
 WRITE_BYTES = 600
+KEYS = ("uncacheable_bytes", "first_request_bytes", "rewritten_bytes", "total_bytes")
 TASK = "Work through the data files one step at a time, then say done."
 
 
@@ -105,10 +106,11 @@ def prompt_bytes(body: dict) -> bytes:
     return "".join(parts).encode()
 
 
-def uncacheable(bodies: list[dict]) -> tuple[int, int, list[int]]:
-    """(uncacheable bytes, total bytes, per-request uncacheable bytes) of one run."""
+def uncacheable(bodies: list[dict]) -> tuple[int, int, list[int], int]:
+    """(uncacheable bytes, total bytes, per-request uncacheable bytes, rewritten bytes) of one
+    run; rewritten: bytes of a request that the next one did not keep (0 when append-only)."""
     prev = b""
-    total = unc = 0
+    total = unc = rewritten = 0
     per = []
     for body in bodies:
         cur = prompt_bytes(body)
@@ -123,11 +125,12 @@ def uncacheable(bodies: list[dict]) -> tuple[int, int, list[int]]:
             else:
                 hi = mid - 1
         same = lo
+        rewritten += len(prev) - same
         per.append(len(cur) - same)
         unc += len(cur) - same
         total += len(cur)
         prev = cur
-    return unc, total, per
+    return unc, total, per, rewritten
 
 
 def run_once(harness: str, python: str, workload: str, work: Path, steps: int) -> dict:
@@ -143,13 +146,15 @@ def run_once(harness: str, python: str, workload: str, work: Path, steps: int) -
     finally:
         server.stop()
     bodies = [r["body"] for r in server.requests if r.get("body")]
-    unc, total, per = uncacheable(bodies)
+    unc, total, per, rewritten = uncacheable(bodies)
     return {
         "harness": harness,
         "workload": workload,
         "requests": len(bodies),
         "uncacheable_bytes": unc,
         "total_bytes": total,
+        "first_request_bytes": per[0] if per else 0,
+        "rewritten_bytes": rewritten,
         "per_request_uncacheable": per,
         "finished": result.get("answer") == "done" or result.get("exit_status") == "Submitted",
         "script_exhausted": len(server.exhausted),
@@ -164,7 +169,7 @@ def summarize(runs: list[dict]) -> dict:
     if not runs or any(r.get("error") for r in runs):
         return {"error": next((r["error"] for r in runs if r.get("error")), "no run")}
     out = {}
-    for key in ("uncacheable_bytes", "total_bytes"):
+    for key in KEYS:
         values = [r[key] for r in runs]
         out[key] = {"min": min(values), "median": statistics.median(values)}
     out["requests"] = runs[0]["requests"]
@@ -177,29 +182,41 @@ def _kb(value: float | None) -> str:
 
 
 def print_table(report: dict) -> None:
-    head = ("workload", "yuyao uncache KB", "peer uncache KB", "ratio", "yuyao total KB",
-            "peer total KB", "ratio")  # fmt: skip
-    print(f"{head[0]:<9}" + "".join(f"{x:>17}" for x in head[1:]))
+    head = ("workload", "harness", "uncacheable KB", "of it 1st req", "rewritten KB", "total KB")
+    print(f"{head[0]:<9}{head[1]:<8}" + "".join(f"{x:>16}" for x in head[2:]))
     for w in report["workloads"]:
-        y, p = report["summary"][w]["yuyao"], report["summary"][w].get("peer", {})
-        if "error" in y:
-            print(f"{w:<9}  yuyao failed: {y['error']}")
-            continue
-        yu, yt = y["uncacheable_bytes"]["min"], y["total_bytes"]["min"]
-        pu = p.get("uncacheable_bytes", {}).get("min")
-        pt = p.get("total_bytes", {}).get("min")
-        ratio = lambda a, b: "-" if not b else f"{a / b:.2f}x"  # noqa: E731
-        cells = [_kb(yu), _kb(pu), ratio(yu, pu), _kb(yt), _kb(pt), ratio(yt, pt)]
-        print(f"{w:<9}" + "".join(f"{c:>17}" for c in cells))
-        for side, s in (("yuyao", y), ("peer", p)):
-            for key in ("uncacheable_bytes", "total_bytes"):
-                v = s.get(key)
-                if v and v["min"] != v["median"]:
-                    print(f"  note: {side} {key} varied between rounds: {v}")
-            if s and "error" not in s and not s["finished"]:
+        by = report["summary"][w]
+        y, p = by["yuyao"], by.get("peer", {})
+        for side, row in (("yuyao", y), ("peer", p)):
+            if not row:
+                continue
+            if "error" in row:
+                print(f"{w:<9}{side:<8}  failed: {row['error']}")
+                continue
+            cells = [_kb(row[k]["min"]) for k in KEYS]
+            print(f"{w:<9}{side:<8}" + "".join(f"{c:>16}" for c in cells))
+            for key in KEYS:
+                if row[key]["min"] != row[key]["median"]:
+                    print(f"  note: {side} {key} varied between rounds: {row[key]}")
+            if not row["finished"]:
                 print(f"  warning: {side} did not finish as scripted on {w}")
-        if p.get("error"):
-            print(f"  peer failed on {w}: {p['error']}")
+        if "error" not in y and p and "error" not in p:
+
+            def ratio(key: str, y=y, p=p) -> str:
+                a, b = y[key]["min"], p[key]["min"]
+                return f"{a / b:.2f}x" if b else "-"
+
+            after = (
+                (y["uncacheable_bytes"]["min"] - y["first_request_bytes"]["min"])
+                / max(1, p["uncacheable_bytes"]["min"] - p["first_request_bytes"]["min"])
+            )  # fmt: skip
+            print(
+                f"{w:<9}{'ratio':<8}{ratio('uncacheable_bytes'):>16}{'':>16}{'':>16}"
+                f"{ratio('total_bytes'):>16}   (uncacheable after the 1st request: {after:.2f}x)"
+            )
+    print(
+        "(KB = 1024 bytes of the rendered prompt; ratio = yuyao / peer, below 1: yuyao sends less)"
+    )
     print(f"peer: {report.get('peer_version') or report.get('peer_error')}")
 
 

@@ -191,3 +191,17 @@ def test_cache_hit_rate_in_usage_status_and_the_usage_line(fake_llm, core):
     assert "80.0% of prompt tokens from the cache" in s.dispatch("/usage")
     lines = [e["line"] for e in events.events if e.get("type") == "usage"]
     assert lines and all("80% cache hits" in line for line in lines), lines
+
+
+def test_a_cd_into_a_folder_with_agents_md_reaches_the_model_in_a_note(fake_llm, core, repo):
+    (repo / "AGENTS.md").write_text("Top rule: keep it small.\n")
+    (repo / "sub").mkdir()
+    (repo / "sub" / "AGENTS.md").write_text("Sub rule: use tabs in sub/.\n")
+    server = fake_llm([call("bash", command="cd sub"), say("in sub")])
+    s, _ = core(server)
+    s.chat("go to sub")
+    assert "Top rule" in server.system_prompt(0) and "Sub rule" not in server.system_prompt(0)
+    assert server.stated("Working directory", 1) == str(repo / "sub")
+    assert "Sub rule: use tabs" in server.messages(1)[-1]["content"]
+    assert server.system_prompt(1) == server.system_prompt(0)
+    assert server.messages(1)[:2] == server.messages(0)

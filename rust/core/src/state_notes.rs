@@ -145,7 +145,10 @@ impl Session {
         }
         if changed(|s| s.cwd.display().to_string()) {
             lines.push(format!("- Working directory: {}", now.cwd.display()));
-            lines.extend(self.new_conventions(told.as_ref().map(|t| t.cwd.clone()), &now));
+            // (A restatement follows a prompt just built for this directory: it has them.)
+            if let Some(t) = &told {
+                lines.extend(self.new_conventions(&t.cwd, &now));
+            }
         }
         match &told {
             None if !prompt_git.is_empty() => lines.push(format!("- Git: {prompt_git}")),
@@ -170,13 +173,11 @@ impl Session {
 
     /// AGENTS.md / CLAUDE.md files that apply in the new working directory and did not in
     /// the old one, as note lines.
-    fn new_conventions(&self, old_cwd: Option<PathBuf>, now: &Stated) -> Vec<String> {
+    fn new_conventions(&self, old_cwd: &std::path::Path, now: &Stated) -> Vec<String> {
         if self.opts.no_memory || self.opts.system_prompt.is_some() {
             return Vec::new();
         }
-        let had: Vec<PathBuf> = old_cwd
-            .map(|c| prompt::convention_files(&self.paths.project, &c))
-            .unwrap_or_default()
+        let had: Vec<PathBuf> = prompt::convention_files(&self.paths.project, old_cwd)
             .into_iter()
             .map(|(p, _)| p)
             .collect();

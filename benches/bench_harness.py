@@ -1,9 +1,14 @@
 """Harness overhead per step of yuyao, side by side with a peer agent (mini-swe-agent).
 
-    python benches/bench_harness.py [-n STEPS] [--no-peer] [--peer-venv DIR]
+    python benches/bench_harness.py [-n STEPS] [--rounds R] [--big-files N] [--no-peer]
+                                    [--peer-venv DIR]
 
 Each harness is driven through its Python API in its own subprocess, against the scripted
-model server of tests/fakellm.py (zero latency) running in this process, on a temp git repo:
+model server of tests/fakellm.py (zero latency) running in this process, in two temp git
+repositories: a tiny one (one file) and a big one generated here (78 000 committed files by
+default, the size where a `git status` per model call cost ~150 ms). The rows run interleaved
+(yuyao, peer, yuyao, peer, …), the whole sequence `--rounds` times (3); the table gives the
+min and the median over the rounds.
 
 - yuyao: `create_session(mode="yolo", cwd=repo).chat(...)`; the model asks for N `read` tool
   calls of a small file, then answers. A second row does the same with N `bash` calls of
@@ -15,8 +20,9 @@ model server of tests/fakellm.py (zero latency) running in this process, on a te
   (`mini_textbased.yaml`, a fenced `mswea_bash_command` block per reply).
 
 Per row: wall time of the run / model calls, the server's own time per call (measured inside
-the request handler), their difference (the harness's overhead per step) and the peak RSS
-(VmHWM) of the harness's process. Also the median time of `create_session` over 20 calls.
+the request handler), their difference (the harness's overhead per step, the figure compared)
+and the peak RSS (VmHWM) of the harness's process. Also the median time of `create_session`
+over 20 calls (tiny repository). The peer's version is recorded (pinned: mini-swe-agent 2.4.6).
 The raw figures go to benches/results/harness-<date>.json. Nothing is asserted about absolute
 times; the script exits 0 when it ran.
 """
@@ -43,7 +49,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fakellm import FAKE_MODEL, FakeLLM, call, say  # noqa: E402
 
 RESULTS_DIR = ROOT / "benches" / "results"
-PEER_PACKAGE = "mini-swe-agent"
+PEER_PACKAGE = "mini-swe-agent==2.4.6"
 DEFAULT_PEER_VENV = Path(tempfile.gettempdir()) / "yuyao-bench-peer-venv"
 FILE_NAME = "small.txt"
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -73,7 +79,7 @@ def _child_yuyao(args: argparse.Namespace) -> dict:
     t1 = time.perf_counter()
     session = create_session(mode="yolo", cwd=args.repo)
     t2 = time.perf_counter()
-    answer = session.chat(TASK)
+    answer = session.chat(args.task)
     t3 = time.perf_counter()
     n_messages = len(session.messages)
     session.close()
@@ -137,7 +143,7 @@ def _child_peer(args: argparse.Namespace) -> dict:
     agent_config.pop("mode", None)
     agent = DefaultAgent(model, env, **agent_config)
     t2 = time.perf_counter()
-    result = agent.run(TASK)
+    result = agent.run(args.task)
     t3 = time.perf_counter()
     return {
         "import_s": t1 - t0,
@@ -192,11 +198,16 @@ class TimedFakeLLM(FakeLLM):
             self.handler_s += time.perf_counter() - start
 
 
-def make_repo(root: Path) -> Path:
-    """A git repository with one small committed file."""
-    repo = root / "repo"
+def make_repo(root: Path, name: str = "repo", files: int = 0) -> Path:
+    """A git repository with one small committed file, plus `files` more (100 a folder)."""
+    repo = root / name
     repo.mkdir()
     (repo / FILE_NAME).write_text("hello from the benchmark\n")
+    for k in range(files):
+        folder = repo / "src" / f"d{k // 100:04d}"
+        if k % 100 == 0:
+            folder.mkdir(parents=True)
+        (folder / f"f{k % 100:02d}.py").write_text(f"VALUE_{k} = {k}\n")
     git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
     for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "initial"]):
         subprocess.run([*git, *args], cwd=repo, check=True, capture_output=True)
@@ -295,17 +306,21 @@ def measure_create_session(work: Path, repo: Path, repeat: int) -> dict:
 # The peer's venv
 
 
-def ensure_peer(venv: Path, work: Path) -> tuple[str | None, str | None]:
-    """(python of a venv that has the peer, None) or (None, what failed)."""
+def ensure_peer(
+    venv: Path, work: Path, package: str = PEER_PACKAGE
+) -> tuple[str | None, str | None]:
+    """(python of a venv that has the pinned peer, None) or (None, what failed)."""
     python = venv / "bin" / "python"
-    probe = [str(python), "-c", "import minisweagent.agents.default, litellm"]
+    want = package.split("==")[-1]
+    check = f"import minisweagent.agents.default, litellm, minisweagent as m; assert m.__version__ == {want!r}, m.__version__"
+    probe = [str(python), "-c", check]
     quiet = {"capture_output": True, "text": True, "env": child_env(work, None)}
     if python.exists() and subprocess.run(probe, **quiet).returncode == 0:
         return str(python), None
     print(f"installing the peer ({PEER_PACKAGE}) into {venv} ...", file=sys.stderr)
     steps = [
         [sys.executable, "-m", "venv", str(venv)],
-        [str(python), "-m", "pip", "install", "-q", PEER_PACKAGE],
+        [str(python), "-m", "pip", "install", "-q", package],
         probe,
     ]
     for cmd in steps:
@@ -331,35 +346,55 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def print_table(rows: list[dict], reference: dict | None, create: dict) -> None:
-    head = ("harness", "steps", "wall/step ms", "server ms", "overhead ms", "peak RSS MB")
-    extra = ("wall ratio", "RSS ratio") if reference else ()
-    print(f"{head[0]:<22}" + "".join(f"{h:>13}" for h in head[1:] + extra))
-    for row in rows:
-        if "error" in row:
-            print(f"{row['label']:<22}  failed: {row['error']}")
-            continue
-        cells = [
-            str(row["model_calls"]),
-            _fmt(row.get("wall_per_step_ms")),
-            _fmt(row.get("server_per_step_ms")),
-            _fmt(row.get("overhead_per_step_ms")),
-            _fmt(row.get("peak_rss_mb"), ".1f"),
-        ]
-        if reference:
-            ref_wall = reference.get("wall_per_step_ms")
-            cells.append(_fmt(_ratio(row.get("wall_per_step_ms"), ref_wall)))
-            cells.append(_fmt(_ratio(row.get("peak_rss_mb"), reference.get("peak_rss_mb"))))
-        print(f"{row['label']:<22}" + "".join(f"{c:>13}" for c in cells))
-    for row in rows:
-        if "error" not in row and (not row["finished"] or row["script_exhausted"]):
-            print(f"warning: {row['label']} did not finish as scripted: {row}")
-    if reference:
-        print(f"(ratios are against '{reference['label']}'; below 1 means yuyao is lighter)")
+def summarize(rows: list[dict]) -> dict:
+    """min / median over the rounds of one row label in one repository."""
+    ok = [r for r in rows if "error" not in r and "overhead_per_step_ms" in r]
+    out: dict = {"runs": len(rows), "ok": len(ok)}
+    if not ok:
+        out["error"] = next((r.get("error") for r in rows if "error" in r), "no run")
+        return out
+    for key in ("overhead_per_step_ms", "wall_per_step_ms", "peak_rss_mb"):
+        values = [r[key] for r in ok]
+        out[key] = {"min": min(values), "median": statistics.median(values)}
+    out["finished"] = all(r["finished"] and not r["script_exhausted"] for r in ok)
+    out["model_calls"] = ok[0]["model_calls"]
+    return out
+
+
+def print_table(report: dict) -> None:
+    for repo_name, by_label in report["summary"].items():
+        files = report["repos"][repo_name]["files"]
+        print(f"\n{repo_name} repository ({files} files), {report['rounds']} interleaved rounds")
+        head = ("harness", "steps", "overhead min", "overhead med", "wall/step med", "RSS MB",
+                "ratio min", "ratio med")  # fmt: skip
+        print(f"{head[0]:<20}" + "".join(f"{h:>14}" for h in head[1:]))
+        ref = by_label.get("peer (tool call)", {})
+        for label, row in by_label.items():
+            if "error" in row:
+                print(f"{label:<20}  failed: {row['error']}")
+                continue
+            over, wall = row["overhead_per_step_ms"], row["wall_per_step_ms"]
+            ref_over = ref.get("overhead_per_step_ms", {})
+            cells = [
+                str(row["model_calls"]),
+                _fmt(over["min"]),
+                _fmt(over["median"]),
+                _fmt(wall["median"]),
+                _fmt(row["peak_rss_mb"]["median"], ".1f"),
+                _fmt(_ratio(over["min"], ref_over.get("min"))),
+                _fmt(_ratio(over["median"], ref_over.get("median"))),
+            ]
+            print(f"{label:<20}" + "".join(f"{c:>14}" for c in cells))
+            if not row["finished"]:
+                print(f"  warning: {label} did not finish as scripted")
+    print("\n(overhead = wall time per model call minus the fake server's own time per call;")
+    print(" ratios are against 'peer (tool call)'; below 1 means yuyao costs less per step)")
+    create = report["create_session"]
     if "median_ms" in create:
         print(f"create_session: median {create['median_ms']:.2f} ms, min {create['min_ms']:.2f} ms")
     else:
         print(f"create_session: failed: {create.get('error')}")
+    print(f"peer: {report.get('peer_version') or report.get('peer_error')}")
 
 
 def save(report: dict) -> Path:
@@ -379,40 +414,60 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("-n", "--steps", type=int, default=100, help="file reads per run (100)")
     ap.add_argument("--repeat", type=int, default=20, help="create_session calls timed (20)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (3)")
+    ap.add_argument(
+        "--big-files", type=int, default=78_000, help="files of the big repository (78000)"
+    )
     ap.add_argument("--no-peer", action="store_true", help="measure yuyao only")
     ap.add_argument("--peer-venv", type=Path, default=DEFAULT_PEER_VENV, help="peer's venv")
     ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--repo", help=argparse.SUPPRESS)
     ap.add_argument("--peer-format", choices=("toolcall", "text"), help=argparse.SUPPRESS)
+    ap.add_argument("--task", default=TASK, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
 
 def run_all(args: argparse.Namespace, work: Path) -> dict:
-    repo = make_repo(work)
     steps = max(1, args.steps)
-    plan = [
-        ("yuyao (read)", sys.executable, "yuyao-read"),
-        ("yuyao (bash cat)", sys.executable, "yuyao-bash"),
-    ]
+    print(f"generating the big repository ({args.big_files} files) ...", file=sys.stderr)
+    repos = {"tiny": make_repo(work, "tiny"), "big": make_repo(work, "big", args.big_files)}
     peer_python, peer_error = (None, "skipped (--no-peer)")
     if not args.no_peer:
         peer_python, peer_error = ensure_peer(args.peer_venv, work)
+    # Interleaved: yuyao, peer, yuyao, peer (the machine's load hits both sides alike).
+    plan = [("yuyao (read)", sys.executable, "yuyao-read")]
     if peer_python:
-        plan += [
-            ("peer (tool call)", peer_python, "peer-toolcall"),
-            ("peer (text)", peer_python, "peer-text"),
-        ]
-    rows = [measure(label, py, kind, work, repo, steps) for label, py, kind in plan]
+        plan.append(("peer (tool call)", peer_python, "peer-toolcall"))
+    plan.append(("yuyao (bash cat)", sys.executable, "yuyao-bash"))
+    if peer_python:
+        plan.append(("peer (text)", peer_python, "peer-text"))
+    rows = []
+    for k in range(max(1, args.rounds)):
+        for repo_name, repo in repos.items():
+            for label, py, kind in plan:
+                row = measure(label, py, kind, work, repo, steps)
+                row.update(repo=repo_name, round=k)
+                rows.append(row)
+    summary = {
+        name: {label: summarize([r for r in rows if r["repo"] == name and r["label"] == label])
+               for label, _, _ in plan}
+        for name in repos
+    }  # fmt: skip
+    versions = sorted({r["peer_version"] for r in rows if r.get("peer_version")})
     return {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "steps": steps,
+        "rounds": max(1, args.rounds),
+        "repos": {"tiny": {"files": 1}, "big": {"files": args.big_files + 1}},
         "server": {"latency_s": 0.0, "tcp_nodelay": True, "stream": False},
         "peer": PEER_PACKAGE,
+        "peer_version": f"mini-swe-agent {', '.join(versions)}" if versions else None,
         "peer_error": peer_error,
+        "summary": summary,
         "rows": rows,
-        "create_session": measure_create_session(work, repo, max(1, args.repeat)),
+        "create_session": measure_create_session(work, repos["tiny"], max(1, args.repeat)),
     }
 
 
@@ -422,10 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         return child_main(args)
     with tempfile.TemporaryDirectory(prefix="yuyao-bench-harness-") as tmp:
         report = run_all(args, Path(tmp))
-    peers = [r for r in report["rows"] if r["kind"] == "peer-toolcall" and "error" not in r]
-    print_table(report["rows"], peers[0] if peers else None, report["create_session"])
-    if report["peer_error"]:
-        print(f"peer: {report['peer_error']}")
+    print_table(report)
     print(f"raw figures: {save(report)}")
     return 0
 

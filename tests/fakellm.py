@@ -605,6 +605,17 @@ class FakeLLM:
     def system_prompt(self, i: int = -1) -> str:
         return "\n".join(_text(m.get("content")) for m in self.messages(i) if m["role"] == "system")
 
+    def stated(self, label: str, i: int = -1) -> str | None:
+        """What request ``i`` says last for ``- {label}: …`` ("Permission mode", "Role",
+        "Network for tools", "Asking", "Answer style"…): the system prompt states every level
+        and a later settings note at the end of the messages replaces it."""
+        found = None
+        for m in self.messages(i):
+            for line in _text(m.get("content")).splitlines():
+                if line.startswith(f"- {label}: "):
+                    found = line[len(f"- {label}: ") :]
+        return found
+
     def user_text(self, i: int = -1) -> str:
         return "\n".join(_text(m.get("content")) for m in self.messages(i) if m["role"] == "user")
 

@@ -137,7 +137,7 @@ def test_a_hand_edit_takes_effect_at_the_next_model_call(fake_llm, session, yuya
     server.expect_model("edited-model")
     (yuyao_home / "config.toml").write_text('mode = "plan"\n[model]\nname = "edited-model"\n')
     s.chat("again")
-    assert "Permission mode: plan" in server.system_prompt(1)
+    assert server.stated("Permission mode", 1).startswith("plan")
     assert server.body(1)["model"] == "edited-model"
     assert s.config_get("mode") == "plan"
     assert "mode      plan" in s.dispatch("/status")

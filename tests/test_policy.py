@@ -122,7 +122,7 @@ def test_mode_switch_is_effective_immediately(fake_llm, api, repo):
     s.dispatch("/plan")
     s.chat("two")
     assert not (repo / "second.txt").exists()
-    assert "plan" in server.system_prompt(-1)
+    assert server.stated("Permission mode", -1).startswith("plan")
 
 
 # ---------------------------------------------------------------------------------------------

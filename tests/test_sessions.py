@@ -285,16 +285,25 @@ def test_context_list_adds_up_to_the_request(fake_llm, session, repo):
 def test_older_tool_results_are_stubbed_in_the_request_only(fake_llm, session, repo):
     path = big_file(repo, "big.txt", 4000)
     script = []
-    for _ in range(3):
+    for _ in range(7):
         script += [call("read", file_path=str(path)), say("Read.")]
     server = fake_llm(script)
     s = session(server, mode="yolo")
-    for k in range(3):
+    # Old results are stubbed in batches of a quarter of the compaction budget (16 000
+    # characters here): four old results of 4 216 characters make one, at round 5; round 4's
+    # result, old from round 6 on, waits for the next batch.
+    s.dispatch("/config set model.context_window 20000")
+    for k in range(7):
         s.chat(f"Read big.txt, round {k}")
     results = list(server.tool_results(-1).values())
-    assert len(results) == 3
-    assert "shortened to save context" in results[0]
-    assert "shortened" not in results[2] and len(results[2]) >= 4000
+    assert len(results) == 7
+    assert all("shortened to save context" in r for r in results[:4]), results
+    assert all("shortened" not in r and len(r) >= 4000 for r in results[4:])
+    stubbed_per_request = [
+        sum("shortened" in r for r in server.tool_results(i).values())
+        for i in range(len(server.requests))
+    ]
+    assert sorted(set(stubbed_per_request)) == [0, 4], "one batch of four, never one by one"
     durable = [m for m in s.messages if m["role"] == "tool"]
     assert all(len(m["content"]) >= 4000 for m in durable), "the durable history keeps them"
     assert "stubbed: read" in s.dispatch("/context detail")

@@ -189,7 +189,7 @@ def effect_mode(fake_llm, live, **_):
     s, _ = live(server)
     set_key(s, "mode", "plan")
     s.chat("again")
-    assert "Permission mode: plan" in server.system_prompt(1)
+    assert server.stated("Permission mode", 1).startswith("plan")
 
 
 def effect_role(fake_llm, live, **_):
@@ -197,7 +197,7 @@ def effect_role(fake_llm, live, **_):
     s, _ = live(server)
     set_key(s, "role", "debug")
     s.chat("again")
-    assert "Role: debug" in server.system_prompt(1)
+    assert server.stated("Role", 1).startswith("debug")
 
 
 def effect_sandbox(fake_llm, live, repo, **_):
@@ -212,10 +212,10 @@ def effect_sandbox(fake_llm, live, repo, **_):
 def effect_network(fake_llm, live, **_):
     server = fake_llm([say("one"), say("two")])
     s, _ = live(server)
-    assert "Network for tools: off" in server.system_prompt(0)
+    assert server.stated("Network for tools", 0) == "off"
     set_key(s, "network", "on")
     s.chat("again")
-    assert "Network for tools: on" in server.system_prompt(1)
+    assert server.stated("Network for tools", 1) == "on"
 
 
 def effect_thinking(fake_llm, live, **_):
@@ -231,7 +231,30 @@ def effect_curiosity(fake_llm, live, **_):
     s, _ = live(server)
     set_key(s, "curiosity", "high")
     s.chat("again")
-    assert "whenever a choice of approach" in server.system_prompt(1)
+    assert "whenever a choice of approach" in server.stated("Asking", 1)
+
+
+def effect_cache_hints(fake_llm, live, **_):
+    server = fake_llm([say("one"), say("two"), say("three"), say("four")])
+    s, _ = live(server)
+
+    def marked(i: int) -> list[str]:
+        return [m["role"] for m in server.messages(i) if "cache_control" in json.dumps(m)]
+
+    assert marked(0) == [], "auto: no hints for a model outside the Anthropic family"
+    set_key(s, "model.cache_hints", "on")
+    s.chat("again")
+    assert marked(1) == ["system", "user"], "the system prompt and the newest message"
+    system = server.messages(1)[0]["content"]
+    assert system[0]["cache_control"] == {"type": "ephemeral"}
+    server.expect_model("anthropic/claude-test")
+    set_key(s, "model.name", "anthropic/claude-test")
+    set_key(s, "model.cache_hints", "auto")
+    s.chat("claude")
+    assert marked(2) == ["system", "user"], "auto: hints for an Anthropic-family model"
+    set_key(s, "model.cache_hints", "off")
+    s.chat("off")
+    assert marked(3) == []
 
 
 def effect_max_steps(fake_llm, live, **_):
@@ -284,7 +307,7 @@ def effect_output_style(fake_llm, live, **_):
     s, _ = live(server)
     set_key(s, "ui.output_style", "concise")
     s.chat("again")
-    assert "The user changed the answer style to concise" in server.user_text(1)
+    assert server.stated("Answer style", 1).startswith("Concise")
 
 
 def effect_bash_timeout(fake_llm, live, **_):
@@ -367,6 +390,7 @@ EFFECTS = {
     "model.cache_creation_input_token_cost": effect_cache_creation_cost,
     "model.idle_timeout_s": effect_idle_timeout,
     "model.max_retries": effect_max_retries,
+    "model.cache_hints": effect_cache_hints,
     "mode": effect_mode,
     "role": effect_role,
     "sandbox": effect_sandbox,

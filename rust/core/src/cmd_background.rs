@@ -62,6 +62,8 @@ impl Session {
         let policy = self.lock().policy.clone();
         let for_model = crate::cmd_permissions::redact(self, &policy, &run.text).into_owned();
         let mut st = self.lock();
+        // The user's command may have moved git HEAD: read again before the next call.
+        st.git_stale = true;
         st.trajectory.record(
             "user_shell",
             json!({"command": command, "cwd": cwd, "exit_code": run.exit_code, "output": for_model}),

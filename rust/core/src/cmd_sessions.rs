@@ -113,6 +113,7 @@ impl Session {
         st.logged = messages.len();
         st.history = messages;
         st.log = log;
+        st.reset_prefix();
     }
 
     /// User prompts on the current path of the session tree, oldest first: `(entry id,
@@ -133,6 +134,7 @@ impl Session {
         let messages = st.log.replay().messages;
         st.logged = messages.len();
         st.history = messages;
+        st.reset_prefix();
         Ok(text)
     }
 
@@ -244,6 +246,7 @@ pub(crate) fn new_command(s: &Session, _: &[String]) -> Result<String, CoreError
     st.log = SessionLog::create(&dir, &id, &s.cwd());
     st.history.clear();
     st.logged = 0;
+    st.reset_prefix();
     st.trajectory.record(
         "new_conversation",
         json!({"archived": old, "session_id": id}),
@@ -258,6 +261,7 @@ pub(crate) fn clear_command(s: &Session, _: &[String]) -> Result<String, CoreErr
     st.log_entry("clear", json!({}));
     st.history.clear();
     st.logged = 0;
+    st.reset_prefix();
     Ok(
         "context cleared (not archived: the earlier messages stay in the session tree, see /tree)"
             .into(),
@@ -297,6 +301,7 @@ pub(crate) fn tree_command(s: &Session, args: &[String]) -> Result<String, CoreE
         let n = messages.len();
         st.logged = n;
         st.history = messages;
+        st.reset_prefix();
         return Ok(format!("switched to {target}: {n} messages in context"));
     }
     let entries = st.log.entries();
@@ -460,7 +465,15 @@ pub(crate) fn export_command(s: &Session, args: &[String]) -> Result<String, Cor
 
 pub(crate) fn usage_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
     match args {
-        [] => Ok(format!("usage display: {}", s.lock().usage_display)),
+        [] => {
+            let priced = s.price() != yuyao_model::Pricing::default();
+            let st = s.lock();
+            Ok(format!(
+                "usage display: {}\nsession: {}",
+                st.usage_display,
+                crate::settings::session_usage_text(&st.usage, st.cost_usd, priced)
+            ))
+        }
         [v] => crate::settings::set_usage_display(s, v),
         _ => Err(CoreError::Usage("usage: /usage <off|tokens|full>".into())),
     }

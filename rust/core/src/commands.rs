@@ -591,7 +591,7 @@ fn status(s: &Session, _: &[String]) -> Result<String, CoreError> {
         other => other.to_string(),
     };
     Ok(format!(
-        "yuyao {}\nsession   {}{}\nmodel     {}\ncwd       {}\nmode      {}\nrole      {}\nsandbox   {}\nnetwork   {}\nsteps     {}\ncost      ${:.4}{}\ncontext   {}% of {} tokens",
+        "yuyao {}\nsession   {}{}\nmodel     {}\ncwd       {}\nmode      {}\nrole      {}\nsandbox   {}\nnetwork   {}\nsteps     {}\ncost      ${:.4}{}\ntokens    {}\ncontext   {}% of {} tokens",
         get("version"),
         get("session_id"),
         match v["title"].as_str() {
@@ -609,6 +609,20 @@ fn status(s: &Session, _: &[String]) -> Result<String, CoreError> {
         match v["max_cost_usd"].as_f64() {
             Some(m) => format!(" (ceiling ${m:.4})"),
             None => String::new(),
+        },
+        {
+            let u = &v["usage"];
+            let n = |k: &str| u[k].as_u64().unwrap_or(0);
+            let hits = match u["cache_hit_percent"].as_f64() {
+                Some(p) => format!("{p:.1}% cache hits"),
+                None => "no cache hits reported".into(),
+            };
+            format!(
+                "{} in ({} cached) / {} out · {hits}",
+                n("prompt_tokens"),
+                n("cached_tokens"),
+                n("completion_tokens")
+            )
         },
         get("context_percent"),
         get("context_window"),

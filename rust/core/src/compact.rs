@@ -68,7 +68,7 @@ impl Session {
             return Ok("nothing to compact yet".into());
         }
         let before = crate::context::request_tokens(&self.next_request(&history).0);
-        let (mut view, _) = request_view(&history[..cut]);
+        let (mut view, _) = request_view(&history[..cut], self.stub_batch_chars());
         let mut ask = COMPACT_ASK.to_string();
         if let Some(f) = focus.filter(|f| !f.trim().is_empty()) {
             ask.push_str(&format!(" Pay particular attention to: {f}"));
@@ -100,6 +100,7 @@ impl Session {
             next.extend(tail);
             st.logged = next.len();
             st.history = next;
+            st.reset_prefix();
             st.trajectory.record(
                 "compaction",
                 json!({"replaced": cut, "kept": keep, "summary": summary, "cost_usd": cost}),
@@ -125,7 +126,7 @@ impl Session {
         let start = (start..history.len())
             .find(|&i| history[i].role != MessageRole::Tool)
             .unwrap_or(history.len());
-        let (mut view, _) = request_view(&history[start..]);
+        let (mut view, _) = request_view(&history[start..], self.stub_batch_chars());
         if let Some(task) = original_task(&history) {
             view.insert(0, Message::user(format!("(the session's task) {task}")));
         }

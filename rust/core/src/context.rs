@@ -18,6 +18,12 @@ const RECENT_RESULTS: usize = 10;
 /// A result this short is cheaper to keep than to stub.
 const STUB_MIN_CHARS: usize = 600;
 const STUB_HEAD_CHARS: usize = 200;
+/// Old results are stubbed in one batch once they add up to this share of the compaction
+/// budget: the request's prefix changes at these few points only (a provider's prompt cache
+/// then reuses everything before the newest messages), not at every step.
+const STUB_BATCH_SHARE: f64 = 0.25;
+/// The batch threshold never falls below this (a tiny configured window).
+const STUB_BATCH_MIN_CHARS: usize = 16_000;
 
 /// One tool result replaced by a stub in the request view.
 #[derive(Debug, Clone)]
@@ -28,30 +34,70 @@ pub struct Stub {
     pub stub_chars: usize,
 }
 
-/// The history as it is sent: tool results older than the recent turns become short stubs.
-pub fn request_view(history: &[Message]) -> (Vec<Message>, Vec<Stub>) {
-    let user_idx: Vec<usize> = history
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.role == MessageRole::User)
-        .map(|(i, _)| i)
-        .collect();
-    let turn_start = if user_idx.len() >= RECENT_TURNS {
-        user_idx[user_idx.len() - RECENT_TURNS]
-    } else {
-        0
-    };
-    let tool_idx: Vec<usize> = history
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.role == MessageRole::Tool)
-        .map(|(i, _)| i)
-        .collect();
-    let recent_from = tool_idx
-        .len()
-        .checked_sub(RECENT_RESULTS)
-        .map(|k| tool_idx[k])
-        .unwrap_or(0);
+/// Characters of old, unstubbed results that make the next stub batch.
+pub fn stub_batch_chars(context_window: u64, threshold: f64) -> usize {
+    let budget_chars = context_window as f64 * threshold * 4.0;
+    ((budget_chars * STUB_BATCH_SHARE) as usize).max(STUB_BATCH_MIN_CHARS)
+}
+
+fn stubbable(m: &Message) -> Option<usize> {
+    (m.role == MessageRole::Tool)
+        .then(|| m.text().chars().count())
+        .filter(|n| *n > STUB_MIN_CHARS)
+}
+
+/// A user message that starts a turn (settings notes do not).
+fn is_prompt(m: &Message) -> bool {
+    m.role == MessageRole::User && !m.text().starts_with(crate::state_notes::NOTE_PREFIX)
+}
+
+/// Where stubbing stops: results before this index are stubbed. A pure function of the
+/// history, replayed message by message as the history grew: a result becomes "old" once it
+/// is outside the last `RECENT_TURNS` turns or the `RECENT_RESULTS` most recent results, and
+/// old results are stubbed all together when the unstubbed ones exceed `batch_chars` — so
+/// the mark only moves at those points, and a longer history never un-stubs anything.
+fn stub_mark(history: &[Message], batch_chars: usize) -> usize {
+    let mut prompts: Vec<usize> = Vec::new();
+    let mut results: Vec<usize> = Vec::new();
+    let mut sizes: Vec<usize> = vec![0; history.len()];
+    let (mut mark, mut counted, mut pending) = (0usize, 0usize, 0usize);
+    for (p, m) in history.iter().enumerate() {
+        if is_prompt(m) {
+            prompts.push(p);
+        }
+        if let Some(n) = stubbable(m) {
+            sizes[p] = n;
+        }
+        if m.role == MessageRole::Tool {
+            results.push(p);
+        }
+        let turn_start = prompts
+            .len()
+            .checked_sub(RECENT_TURNS)
+            .map_or(0, |k| prompts[k]);
+        let recent_from = results
+            .len()
+            .checked_sub(RECENT_RESULTS)
+            .map_or(0, |k| results[k]);
+        let old_before = turn_start.max(recent_from);
+        while counted < old_before {
+            if counted >= mark {
+                pending += sizes[counted];
+            }
+            counted += 1;
+        }
+        if pending > batch_chars {
+            mark = old_before;
+            pending = 0;
+        }
+    }
+    mark
+}
+
+/// The history as it is sent: tool results older than the recent turns become short stubs,
+/// in batches (see [`stub_mark`]). The durable history is untouched.
+pub fn request_view(history: &[Message], batch_chars: usize) -> (Vec<Message>, Vec<Stub>) {
+    let mark = stub_mark(history, batch_chars);
     let mut names: BTreeMap<String, String> = BTreeMap::new();
     let mut stubs = Vec::new();
     let mut out = Vec::with_capacity(history.len());
@@ -59,20 +105,20 @@ pub fn request_view(history: &[Message]) -> (Vec<Message>, Vec<Stub>) {
         for c in &m.tool_calls {
             names.insert(c.id.clone(), c.name.clone());
         }
-        let text = m.text();
-        let old = i < turn_start || i < recent_from;
-        if m.role == MessageRole::Tool && old && text.chars().count() > STUB_MIN_CHARS {
+        if i < mark
+            && let Some(chars) = stubbable(m)
+        {
+            let text = m.text();
             let id = m.tool_call_id.clone().unwrap_or_default();
             let tool = names.get(&id).cloned().unwrap_or_else(|| "tool".into());
             let head: String = text.chars().take(STUB_HEAD_CHARS).collect();
             let stub = format!(
-                "[older {tool} result shortened to save context ({} characters); it began:\n{head}\n… run the tool again if you need the rest]",
-                text.chars().count()
+                "[older {tool} result shortened to save context ({chars} characters); it began:\n{head}\n… run the tool again if you need the rest]"
             );
             stubs.push(Stub {
                 tool,
                 call_id: id.clone(),
-                raw_chars: text.chars().count(),
+                raw_chars: chars,
                 stub_chars: stub.chars().count(),
             });
             out.push(Message::tool(id, stub));
@@ -134,6 +180,22 @@ impl Session {
             cache_read_input_token_cost: f("model.cache_read_input_token_cost"),
             cache_creation_input_token_cost: f("model.cache_creation_input_token_cost"),
         }
+    }
+
+    /// `model.cache_hints` (read at every call): whether requests carry prompt-cache
+    /// breakpoints for the model in force.
+    pub(crate) fn cache_hints(&self) -> bool {
+        let setting = self
+            .config
+            .get("model.cache_hints")
+            .map(|v| yuyao_store::config::display(&v))
+            .unwrap_or_else(|| "auto".into());
+        yuyao_model::cache_hints::wanted(&setting, &self.model_name().unwrap_or_default())
+    }
+
+    /// Characters of old tool results stubbed together (a share of the compaction budget).
+    pub(crate) fn stub_batch_chars(&self) -> usize {
+        stub_batch_chars(self.context_window(), self.compaction_threshold())
     }
 
     /// `compaction.threshold`, default 0.8 of the window.
@@ -239,15 +301,14 @@ impl Session {
     /// The request the next model call would send, with the stubs applied to build it.
     pub(crate) fn next_request(&self, history: &[Message]) -> (ChatRequest, Vec<Stub>) {
         let system = self.system_prompt();
-        let (view, stubs) = request_view(history);
+        let (view, stubs) = request_view(history, self.stub_batch_chars());
         let (stream, effort) = {
             let st = self.lock();
             (st.stream, crate::turn::effort(st.thinking))
         };
-        (
-            build_request(&system, &view, self.tool_schemas(), stream, effort),
-            stubs,
-        )
+        let mut req = build_request(&system, &view, self.tool_schemas(), stream, effort);
+        req.cache_hints = self.cache_hints();
+        (req, stubs)
     }
 }
 
@@ -409,26 +470,86 @@ mod tests {
     use super::*;
     use yuyao_protocol::ToolCall;
 
+    fn step(h: &mut Vec<Message>, k: usize, chars: usize) {
+        let mut a = Message::assistant("");
+        a.tool_calls = vec![ToolCall {
+            id: format!("c{k}"),
+            name: "read".into(),
+            arguments: "{}".into(),
+        }];
+        h.push(a);
+        h.push(Message::tool(format!("c{k}"), "x".repeat(chars)));
+    }
+
     #[test]
     fn old_results_are_stubbed_recent_ones_kept() {
         let mut h = Vec::new();
         for turn in 0..3 {
             h.push(Message::user(format!("task {turn}")));
-            let mut a = Message::assistant("");
-            a.tool_calls = vec![ToolCall {
-                id: format!("c{turn}"),
-                name: "read".into(),
-                arguments: "{}".into(),
-            }];
-            h.push(a);
-            h.push(Message::tool(format!("c{turn}"), "x".repeat(5000)));
+            step(&mut h, turn, 5000);
             h.push(Message::assistant("ok"));
         }
-        let (view, stubs) = request_view(&h);
+        // A batch as small as one result: the first turn's result is stubbed at once.
+        let (view, stubs) = request_view(&h, 4000);
         assert_eq!(stubs.len(), 1);
         assert_eq!(stubs[0].call_id, "c0");
         assert!(view[2].text().len() < 600);
         assert_eq!(view[6].text().len(), 5000);
         assert_eq!(h[2].text().len(), 5000, "the durable history is untouched");
+        // Below the batch threshold nothing is stubbed yet.
+        assert!(request_view(&h, 6000).1.is_empty());
+    }
+
+    /// Over a long turn, each request's messages extend the previous request's, except at
+    /// the few steps where a batch of old results is stubbed; nothing is ever un-stubbed.
+    #[test]
+    fn stubs_come_in_batches_and_requests_stay_append_only_between_them() {
+        let batch = stub_batch_chars(DEFAULT_CONTEXT_WINDOW, DEFAULT_COMPACTION_THRESHOLD);
+        let mut h = vec![Message::user("task")];
+        let mut prev: Vec<Message> = Vec::new();
+        let mut prev_stubs = 0;
+        let mut rewrites = Vec::new();
+        for k in 0..60 {
+            step(&mut h, k, 14_000);
+            let (view, stubs) = request_view(&h, batch);
+            if view[..prev.len()] != prev[..] {
+                rewrites.push(k);
+                assert!(
+                    stubs.len() > prev_stubs + 1,
+                    "a batch, not one result: step {k}"
+                );
+            }
+            assert!(stubs.len() >= prev_stubs, "nothing is un-stubbed");
+            prev_stubs = stubs.len();
+            prev = view;
+        }
+        assert!(
+            (2..=8).contains(&rewrites.len()),
+            "60 steps of 14 KB results rewrite the prefix a few times: {rewrites:?}"
+        );
+        // The 10 most recent results are whole.
+        let (view, _) = request_view(&h, batch);
+        let whole = view
+            .iter()
+            .filter(|m| m.role == MessageRole::Tool && m.text().len() == 14_000)
+            .count();
+        assert!(whole >= RECENT_RESULTS, "{whole}");
+    }
+
+    #[test]
+    fn settings_notes_do_not_start_a_turn() {
+        let mut h = vec![Message::user("task")];
+        step(&mut h, 0, 5000);
+        h.push(Message::user(format!(
+            "{} mode changed",
+            crate::state_notes::NOTE_PREFIX
+        )));
+        step(&mut h, 1, 5000);
+        h.push(Message::user(format!(
+            "{} role changed",
+            crate::state_notes::NOTE_PREFIX
+        )));
+        step(&mut h, 2, 5000);
+        assert!(request_view(&h, 1000).1.is_empty());
     }
 }

@@ -19,6 +19,7 @@ mod refs;
 mod run_inputs;
 mod session;
 mod settings;
+mod state_notes;
 mod task_kind;
 mod tool_call;
 mod turn;

@@ -1,25 +1,37 @@
 //! The system prompt: written for real coding work, and stating the mode, role, sandbox and
-//! network in force so the request itself shows which level applies (spec §8).
+//! network in force so the request itself shows which level applies (spec §8). It is built
+//! once per conversation from a [`Stated`] snapshot; what changes later reaches the model as a
+//! note (`state_notes.rs`) whose lines are the same ones.
 
 use std::path::{Path, PathBuf};
 use yuyao_protocol::{Curiosity, Mode, NetworkAccess, Role, SandboxLevel};
 
-pub struct PromptInputs<'a> {
+/// What a request tells the model about the session's state: the system prompt states all of
+/// it, a later settings note what changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stated {
     pub mode: Mode,
     pub role: Role,
     pub sandbox: SandboxLevel,
     pub network: NetworkAccess,
     pub curiosity: Curiosity,
+    /// `ui.output_style`.
+    pub output_style: String,
+    pub cwd: PathBuf,
+    /// HEAD of the project's repository (`None` outside one).
+    pub head: Option<yuyao_store::hostgit::Head>,
+}
+
+pub struct PromptInputs<'a> {
+    pub stated: &'a Stated,
     pub headless: bool,
-    pub cwd: &'a Path,
     pub project: &'a Path,
     pub no_memory: bool,
     pub replace: Option<&'a str>,
     pub append: Option<&'a str>,
+    /// `branch <name>, N changed files`, read once for this prompt.
     pub git_summary: &'a str,
     pub tools: &'a [&'a str],
-    /// `ui.output_style` when the session opened.
-    pub output_style: &'a str,
 }
 
 const IDENTITY: &str = "You are yuyao, a coding agent working in the user's terminal and repository. You solve software tasks by exploring the code, making small exact changes, and verifying them. You act through tools; your final message reports the outcome.";
@@ -70,7 +82,7 @@ fn role_line(role: Role) -> &'static str {
     }
 }
 
-fn curiosity_line(c: Curiosity) -> &'static str {
+pub(crate) fn curiosity_line(c: Curiosity) -> &'static str {
     match c {
         Curiosity::Low => {
             "Ask the user (ask-user tool, 2–4 concrete options) only when two readings of the request lead to materially different work and a wrong guess would be costly; otherwise pick the obvious default and state it."
@@ -84,6 +96,16 @@ fn curiosity_line(c: Curiosity) -> &'static str {
     }
 }
 
+/// The lines of the "Permissions in force" section (and of a settings note): `(label, text)`.
+pub fn level_lines(st: &Stated, headless: bool) -> [(&'static str, String); 4] {
+    [
+        ("Permission mode", mode_line(st.mode, headless).to_string()),
+        ("Role", role_line(st.role).to_string()),
+        ("Sandbox", st.sandbox.to_string()),
+        ("Network for tools", st.network.to_string()),
+    ]
+}
+
 pub fn build(i: &PromptInputs<'_>) -> String {
     let mut s = match i.replace {
         Some(r) => r.to_string(),
@@ -91,16 +113,13 @@ pub fn build(i: &PromptInputs<'_>) -> String {
     };
     s.push_str(&format!(
         "\n\n# Answer style\n{}",
-        crate::settings::output_style_text(i.output_style)
+        crate::settings::output_style_text(&i.stated.output_style)
     ));
     // The levels in force are always stated, even with a replaced prompt.
-    s.push_str(&format!(
-        "\n\n# Permissions in force\n- Permission mode: {}\n- Role: {}\n- Sandbox: {}\n- Network for tools: {}\n",
-        mode_line(i.mode, i.headless),
-        role_line(i.role),
-        i.sandbox,
-        i.network
-    ));
+    s.push_str("\n\n# Permissions in force\n");
+    for (label, text) in level_lines(i.stated, i.headless) {
+        s.push_str(&format!("- {label}: {text}\n"));
+    }
     if let Some(a) = i.append {
         s.push('\n');
         s.push_str(a);
@@ -115,11 +134,11 @@ fn default_body(i: &PromptInputs<'_>) -> String {
     s.push_str("\n\n");
     s.push_str(METHOD);
     s.push_str("\n\n# Asking\n");
-    s.push_str(curiosity_line(i.curiosity));
+    s.push_str(curiosity_line(i.stated.curiosity));
     s.push_str(&format!(
         "\n\n# Environment\n- Date: {}\n- Working directory: {}\n- Project root: {}\n- Tools: {}\n",
         chrono::Local::now().format("%Y-%m-%d"),
-        i.cwd.display(),
+        i.stated.cwd.display(),
         i.project.display(),
         i.tools.join(", ")
     ));
@@ -127,7 +146,7 @@ fn default_body(i: &PromptInputs<'_>) -> String {
         s.push_str(&format!("- Git: {}\n", i.git_summary));
     }
     if !i.no_memory {
-        for (path, text) in convention_files(i.project, i.cwd) {
+        for (path, text) in convention_files(i.project, &i.stated.cwd) {
             s.push_str(&format!(
                 "\n# Instructions from {}\nThese are the user's standing instructions for this project; follow them.\n{}\n",
                 path.display(),
@@ -162,10 +181,4 @@ pub fn convention_files(project: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
         }
     }
     out
-}
-
-/// `branch <name>, N changed files` from git, or "" outside a repository (libgit2: the host
-/// never runs the git CLI on the user's repository, see `yuyao_store::hostgit`).
-pub fn git_summary(project: &Path) -> String {
-    yuyao_store::hostgit::summary(project)
 }

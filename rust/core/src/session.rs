@@ -88,10 +88,13 @@ pub struct State {
     pub logged: usize,
     /// `/usage off|tokens|full`: what the fronts show after each call.
     pub usage_display: String,
-    /// `ui.output_style` in force (the system prompt keeps the one the session opened with).
+    /// `ui.output_style` in force (the system prompt keeps the one it was built with).
     pub output_style: String,
-    /// Notes for the model about a setting that changed, appended before its next call.
-    pub pending_notes: Vec<String>,
+    /// The conversation's system prompt and what the requests told the model since
+    /// (`None`: built at the next call). Reset whenever the history is replaced.
+    pub prefix: Option<crate::state_notes::Prefix>,
+    /// A tool batch could have moved git HEAD since it was last read.
+    pub git_stale: bool,
     /// The "ceiling cannot be enforced without prices" warning was shown.
     pub warned_unpriced_ceiling: bool,
     /// The configuration files as last seen, to apply hand edits at the next call.
@@ -132,6 +135,7 @@ impl State {
             return;
         }
         self.history.truncate(len);
+        self.reset_prefix();
         self.logged = len;
         self.log
             .append("truncate", serde_json::json!({"keep": len}));
@@ -150,7 +154,14 @@ impl State {
         self.history = std::iter::once(Message::user(summary))
             .chain(tail)
             .collect();
+        self.reset_prefix();
         self.logged = self.history.len();
+    }
+
+    /// The history was replaced (compaction, clear, rewind, resume, another session): the
+    /// next call builds a new system prompt.
+    pub fn reset_prefix(&mut self) {
+        self.prefix = None;
     }
 
     /// Records a non-message entry (mode/role/model change, checkpoint…) in the session tree.
@@ -180,9 +191,6 @@ pub struct Session {
     pub(crate) pricing: Pricing,
     pub(crate) started: std::time::Instant,
     pub(crate) snaps: Mutex<crate::cmd_files::FileSnaps>,
-    /// `ui.output_style` when the session opened: the system prompt's answer style, fixed
-    /// for the session so requests stay append-only.
-    pub(crate) opening_output_style: String,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -416,8 +424,9 @@ impl Session {
                 .get("ui.usage")
                 .map(|v| yuyao_store::config::display(&v))
                 .unwrap_or_else(|| "tokens".into()),
-            output_style: output_style.clone(),
-            pending_notes: Vec::new(),
+            output_style,
+            prefix: None,
+            git_stale: false,
             warned_unpriced_ceiling: false,
             config_seen: crate::context::config_snapshot(&config),
             last_request_tokens: 0,
@@ -444,7 +453,6 @@ impl Session {
             pricing,
             started: std::time::Instant::now(),
             snaps: Mutex::new(Default::default()),
-            opening_output_style: output_style,
             runtime: Mutex::new(None),
             _live: live,
         };
@@ -589,7 +597,9 @@ impl Session {
                 "prompt_tokens": st.usage.prompt_tokens,
                 "completion_tokens": st.usage.completion_tokens,
                 "cached_tokens": st.usage.cached_tokens,
+                "cache_write_tokens": st.usage.cache_write_tokens,
                 "reasoning_tokens": st.usage.reasoning_tokens,
+                "cache_hit_percent": crate::settings::cache_hit_percent(&st.usage),
             },
             "last_turn": {
                 "status": st.last_turn.status,

@@ -24,6 +24,7 @@ const READ_AT_USE: &[&str] = &[
     "model.cache_creation_input_token_cost",
     "model.idle_timeout_s",
     "model.max_retries",
+    "model.cache_hints",
     "compaction.threshold",
 ];
 
@@ -136,8 +137,21 @@ pub(crate) fn set_usage_display(s: &Session, v: &str) -> Result<String, CoreErro
     Ok(format!("usage display: {v}"))
 }
 
-/// One usage line as `ui.usage` asks: nothing with `off`, token counts with `tokens`, and
-/// with `full` the cache and reasoning counts, the cost and the session's cost too.
+/// Share of the prompt tokens the provider served from its prompt cache, when it reported any.
+pub fn cache_hit_percent(u: &Usage) -> Option<f64> {
+    (u.prompt_tokens > 0 && u.cached_tokens > 0)
+        .then(|| u.cached_tokens.min(u.prompt_tokens) as f64 * 100.0 / u.prompt_tokens as f64)
+}
+
+fn cache_hits(u: &Usage) -> String {
+    cache_hit_percent(u)
+        .map(|p| format!(" · {p:.0}% cache hits"))
+        .unwrap_or_default()
+}
+
+/// One usage line as `ui.usage` asks: nothing with `off`, token counts (and the prompt-cache
+/// hit rate, when the provider reports one) with `tokens`, and with `full` the cache and
+/// reasoning counts, the cost and the session's cost too.
 pub fn usage_line(display: &str, u: &Usage, cost: f64, session_cost: f64, priced: bool) -> String {
     match display {
         "off" => String::new(),
@@ -148,19 +162,39 @@ pub fn usage_line(display: &str, u: &Usage, cost: f64, session_cost: f64, priced
                 "cost unknown (no prices: D2A_MODEL_COST)".into()
             };
             format!(
-                "{} in ({} cached, {} cache-written) / {} out ({} reasoning) tokens · {cost}",
+                "{} in ({} cached, {} cache-written) / {} out ({} reasoning) tokens{} · {cost}",
                 u.prompt_tokens,
                 u.cached_tokens,
                 u.cache_write_tokens,
                 u.completion_tokens,
-                u.reasoning_tokens
+                u.reasoning_tokens,
+                cache_hits(u),
             )
         }
         _ => format!(
-            "{} in / {} out tokens",
-            u.prompt_tokens, u.completion_tokens
+            "{} in / {} out tokens{}",
+            u.prompt_tokens,
+            u.completion_tokens,
+            cache_hits(u)
         ),
     }
+}
+
+/// The session's totals for `/usage` and `/status`: tokens, the prompt-cache hit rate, cost.
+pub(crate) fn session_usage_text(u: &Usage, cost: f64, priced: bool) -> String {
+    let hits = match cache_hit_percent(u) {
+        Some(p) => format!("{p:.1}% of prompt tokens from the cache"),
+        None => "no prompt-cache hits reported".into(),
+    };
+    let cost = if priced {
+        format!("${cost:.4}")
+    } else {
+        "cost unknown (no prices)".into()
+    };
+    format!(
+        "{} in ({} cached, {} cache-written) / {} out tokens · {hits} · {cost}",
+        u.prompt_tokens, u.cached_tokens, u.cache_write_tokens, u.completion_tokens
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -183,9 +217,9 @@ pub(crate) fn output_style_text(style: &str) -> &'static str {
     }
 }
 
-/// A style change mid-session: the system prompt keeps the style the session opened with
-/// (requests stay append-only, DESIGN §4); the new style reaches the model as a note
-/// appended before its next call, and the session remembers it.
+/// A style change mid-session: the system prompt keeps the style the conversation opened
+/// with (requests stay append-only, DESIGN §4); the new style reaches the model in the
+/// settings note appended before its next call (`state_notes.rs`).
 fn set_output_style(s: &Session, v: &str) -> Result<(), CoreError> {
     let v = v.trim().to_ascii_lowercase();
     if !OUTPUT_STYLES.contains(&v.as_str()) {
@@ -194,15 +228,7 @@ fn set_output_style(s: &Session, v: &str) -> Result<(), CoreError> {
             OUTPUT_STYLES.join(", ")
         )));
     }
-    let mut st = s.lock();
-    if st.output_style == v {
-        return Ok(());
-    }
-    st.output_style = v.clone();
-    st.pending_notes.push(format!(
-        "[settings] The user changed the answer style to {v}. From now on: {} This replaces the answer style in the system prompt.",
-        output_style_text(&v)
-    ));
+    s.lock().output_style = v;
     Ok(())
 }
 
@@ -266,9 +292,20 @@ mod tests {
         };
         assert_eq!(usage_line("off", &u, 0.5, 1.0, true), "");
         let t = usage_line("tokens", &u, 0.5, 1.0, true);
-        assert_eq!(t, "1200 in / 34 out tokens");
+        assert_eq!(t, "1200 in / 34 out tokens · 83% cache hits");
+        let none = Usage {
+            cached_tokens: 0,
+            ..u
+        };
+        assert_eq!(
+            usage_line("tokens", &none, 0.5, 1.0, true),
+            "1200 in / 34 out tokens"
+        );
         let f = usage_line("full", &u, 0.5, 1.0, true);
         assert!(f.contains("1000 cached") && f.contains("$0.5000") && f.contains("$1.0000"));
+        assert!(f.contains("83% cache hits"), "{f}");
+        let s = session_usage_text(&u, 1.0, true);
+        assert!(s.contains("83.3% of prompt tokens from the cache"), "{s}");
         assert!(usage_line("full", &u, 0.0, 0.0, false).contains("cost unknown"));
     }
 }

@@ -23,6 +23,9 @@ pub struct CallOutcome {
     /// its result can back an answer; a question to the user, answered or not, is no
     /// evidence of work done.
     pub evidence: bool,
+    /// It ran and could have changed the repository (a file tool that writes, a command that
+    /// is not read-only): git HEAD is read again before the next call.
+    pub may_change_repo: bool,
 }
 
 /// The one-line "why" shown before a batch: the model's own first line, else a summary.
@@ -112,7 +115,7 @@ impl Session {
             intent: intent.to_string(),
         });
         let t0 = std::time::Instant::now();
-        let (out, effective) = self.execute(client, call, token).await;
+        let (out, effective, may_change_repo) = self.execute(client, call, token).await;
         // The call's own cost (policy, snapshot capture, the tool), for benches and traces.
         let run_us = t0.elapsed().as_micros() as u64;
         // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
@@ -151,6 +154,7 @@ impl Session {
             images: out.images,
             ok: out.ok,
             evidence: effective && canonical_tool_name(&call.name) != Some("ask-user"),
+            may_change_repo,
         }
     }
 
@@ -159,7 +163,7 @@ impl Session {
         client: &ModelClient,
         call: &ToolCall,
         token: &CancellationToken,
-    ) -> (ToolOutput, bool) {
+    ) -> (ToolOutput, bool, bool) {
         let available = self.advertised_names();
         let Some(name) = canonical_tool_name(&call.name).filter(|n| available.contains(n)) else {
             return (
@@ -169,19 +173,20 @@ impl Session {
                     available.join(", ")
                 )),
                 false,
+                false,
             );
         };
         // The one parse of this call: everything below reads `args`, never the raw JSON.
         let args = match ToolArgs::parse(name, &call.arguments) {
             Ok(a) => a,
-            Err(e) => return (ToolOutput::err(e), false),
+            Err(e) => return (ToolOutput::err(e), false, false),
         };
         if let ToolArgs::AskUser(a) = &args {
-            return (self.ask_user(a), true);
+            return (self.ask_user(a), true, false);
         }
         let action = match self.action_for(name, &args) {
             Ok(a) => a,
-            Err(e) => return (ToolOutput::err(e), false),
+            Err(e) => return (ToolOutput::err(e), false, false),
         };
         let decision = self.decide(&action);
         self.lock().trajectory.record(
@@ -196,11 +201,12 @@ impl Session {
         };
         if let Err(refusal) = approved {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
-            return (ToolOutput::err(refusal), false);
+            return (ToolOutput::err(refusal), false, false);
         }
         let Some(tool) = self.tools.get(name) else {
             return (
                 ToolOutput::err(format!("tool '{name}' is not available in this build")),
+                false,
                 false,
             );
         };
@@ -220,7 +226,8 @@ impl Session {
             .store(false, std::sync::atomic::Ordering::SeqCst);
         crate::cmd_permissions::after_run(self, name, &action, &out.text);
         self.observe_tool(name, &action, &out);
-        (out, true)
+        let may_change_repo = self.lock().policy.is_mutating(&action);
+        (out, true, may_change_repo)
     }
 
     /// "Refused: <reason>." and what would allow the call, derived from the decision's

@@ -2,7 +2,6 @@
 //! own result; a failure does not skip the rest), feed the results back, repeat until the
 //! model answers without tool calls or a limit stops the turn.
 
-use crate::prompt::{self, PromptInputs};
 use crate::session::{CoreError, Session, TurnSummary};
 use crate::tool_call::{CallOutcome, images_message, intent_line};
 use serde_json::json;
@@ -166,30 +165,6 @@ impl Session {
             && want.max_retries == have.max_retries
     }
 
-    /// The system prompt as of now (mode and role switches show up in the next request).
-    pub(crate) fn system_prompt(&self) -> String {
-        let cwd = self.ctx.cwd();
-        let git = prompt::git_summary(&self.paths.project);
-        let tools = self.advertised_names();
-        let st = self.lock();
-        prompt::build(&PromptInputs {
-            mode: st.policy.mode,
-            role: st.policy.role,
-            sandbox: st.policy.sandbox,
-            network: st.policy.network,
-            curiosity: st.curiosity,
-            headless: self.opts.headless,
-            cwd: &cwd,
-            project: &self.paths.project,
-            no_memory: self.opts.no_memory,
-            replace: self.opts.system_prompt.as_deref(),
-            append: self.opts.append_system_prompt.as_deref(),
-            git_summary: &git,
-            tools: &tools,
-            output_style: &self.opening_output_style,
-        })
-    }
-
     /// The spend ceiling, applied before a model call: the `max_tokens` the call may ask
     /// for — the configured limit, lowered to what the remaining budget can pay after the
     /// call's input — so no call can pass the ceiling. `Err` (LimitsExceeded) when not even a
@@ -314,19 +289,20 @@ impl Session {
                 .lock()
                 .map(|mut q| q.drain(..).collect())
                 .unwrap_or_default();
-            let history = {
+            {
                 let mut st = self.lock();
                 for q in queued {
                     st.trajectory.record("steer", json!({"text": q}));
                     st.push(Message::user(q));
                 }
-                for note in std::mem::take(&mut st.pending_notes) {
-                    st.trajectory.record("note", json!({"text": note}));
-                    st.push(Message::user(note));
-                }
                 self.inject_background(&mut st);
-                st.history.clone()
-            };
+            }
+            // What changed since the model was last told (a mode switch, a commit) is
+            // appended: the request's prefix stays as it was.
+            if let Some(note) = self.settings_note() {
+                crate::state_notes::push_note(&mut self.lock(), note);
+            }
+            let history = self.lock().history.clone();
             let (mut req, _) = self.next_request(&history);
             let max_out = self
                 .config
@@ -482,6 +458,9 @@ impl Session {
                 }
                 let outcome: CallOutcome = self.run_tool_call(&client, call, &intent, token).await;
                 acted |= outcome.ok && outcome.evidence;
+                if outcome.may_change_repo {
+                    self.mark_git_stale();
+                }
                 images.extend(outcome.images);
                 self.lock().push(outcome.message);
             }

@@ -57,6 +57,8 @@ pub struct ChatRequest {
     pub stream: bool,
     pub reasoning_effort: Option<String>,
     pub max_tokens: Option<u64>,
+    /// Mark the prompt-cache breakpoints (`cache_hints.rs`).
+    pub cache_hints: bool,
 }
 
 /// A streamed piece, handed to the caller as it arrives.
@@ -157,6 +159,11 @@ impl ModelClient {
         }
         if let Some(n) = req.max_tokens {
             body["max_tokens"] = json!(n);
+        }
+        if req.cache_hints
+            && let Some(Value::Array(messages)) = body.get_mut("messages")
+        {
+            crate::cache_hints::mark(messages);
         }
         body
     }

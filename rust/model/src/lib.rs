@@ -3,6 +3,7 @@
 //! Every request (main loop, compaction, classifier, sub-agents) is built by
 //! [`build_request`], which passes the history through [`sanitize`] on a copy.
 
+pub mod cache_hints;
 mod client;
 mod cost;
 mod key;
@@ -31,6 +32,7 @@ pub fn build_request(
         stream,
         reasoning_effort,
         max_tokens: None,
+        cache_hints: false,
     }
 }
 

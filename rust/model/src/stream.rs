@@ -194,4 +194,15 @@ mod tests {
         assert_eq!(c.tool_calls[1].id, "b");
         assert_eq!(c.usage.cached_tokens, 4);
     }
+
+    /// Anthropic models through litellm report cache reads and writes in their own fields.
+    #[test]
+    fn anthropic_cache_fields_are_read() {
+        let u = read_usage(&json!({
+            "prompt_tokens": 1200, "completion_tokens": 5,
+            "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 150,
+            "prompt_tokens_details": {"cached_tokens": null}
+        }));
+        assert_eq!((u.cached_tokens, u.cache_write_tokens), (1000, 150));
+    }
 }

@@ -161,6 +161,12 @@ const KNOWN: &[Key] = &[
         "price of a prompt token written to the cache",
     ),
     key(
+        "model.cache_hints",
+        Kind::OneOf(&["auto", "on", "off"]),
+        Applies::Live,
+        "prompt-cache breakpoints (cache_control) on the system prompt and the newest message; auto: for model names with claude or anthropic",
+    ),
+    key(
         "model.idle_timeout_s",
         Kind::PosInt,
         Applies::Live,

@@ -18,21 +18,46 @@ fn open(project: &Path) -> Option<Repository> {
     .ok()
 }
 
-/// `branch <name>, N changed files`, or "" outside a repository.
+/// Where HEAD points: the branch (or "HEAD" when detached) and the commit, if any.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Head {
+    pub branch: String,
+    pub commit: Option<String>,
+}
+
+fn head_of(repo: &Repository) -> Head {
+    match repo.head() {
+        Ok(h) => Head {
+            branch: h.shorthand().unwrap_or("HEAD").to_string(),
+            commit: h.target().map(|o| o.to_string()),
+        },
+        // A new repository: HEAD names a branch with no commit yet.
+        Err(_) => Head {
+            branch: repo
+                .find_reference("HEAD")
+                .ok()
+                .and_then(|r| r.symbolic_target().map(str::to_string))
+                .map(|t| t.trim_start_matches("refs/heads/").to_string())
+                .unwrap_or_else(|| "unknown".into()),
+            commit: None,
+        },
+    }
+}
+
+/// HEAD of the project's repository, `None` outside one. Cheap (a few small files are read,
+/// the work tree is not walked): the question asked after a tool batch that could have moved
+/// it.
+pub fn head(project: &Path) -> Option<Head> {
+    open(project).map(|r| head_of(&r))
+}
+
+/// `branch <name>, N changed files`, or "" outside a repository. Walks the whole work tree
+/// (~150 ms in a 78 000-file repository): asked once per system prompt, never per call.
 pub fn summary(project: &Path) -> String {
     let Some(repo) = open(project) else {
         return String::new();
     };
-    let branch = match repo.head() {
-        Ok(h) => h.shorthand().unwrap_or("HEAD").to_string(),
-        // A new repository: HEAD names a branch with no commit yet.
-        Err(_) => repo
-            .find_reference("HEAD")
-            .ok()
-            .and_then(|r| r.symbolic_target().map(str::to_string))
-            .map(|t| t.trim_start_matches("refs/heads/").to_string())
-            .unwrap_or_else(|| "unknown".into()),
-    };
+    let branch = head_of(&repo).branch;
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(false)
@@ -189,6 +214,8 @@ mod tests {
         std::fs::write(r.join("new.txt"), "new\n").unwrap();
         let s = summary(r);
         assert!(s.contains("3 changed files"), "{s}");
+        let h = head(r).unwrap();
+        assert_eq!(h.commit.as_deref().map(str::len), Some(40), "{h:?}");
         let patch = worktree_diff(r).unwrap();
         assert!(patch.contains("-one") && patch.contains("+two"), "{patch}");
         assert!(patch.contains("+new"), "{patch}");

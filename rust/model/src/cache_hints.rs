@@ -1,0 +1,108 @@
+//! Provider prompt-cache hints. Anthropic-family models (through litellm) reuse a cached
+//! prefix only up to an explicit `cache_control` breakpoint: one is set on the system prompt
+//! (fixed for the conversation) and one on the newest message (requests are append-only
+//! between compactions, so the next request starts with everything up to it). Only the wire
+//! copy is marked; the history is untouched.
+
+use serde_json::{Value, json};
+
+/// `model.cache_hints`: `on`, `off`, or `auto` (the default: Anthropic-family model names).
+pub fn wanted(setting: &str, model: &str) -> bool {
+    match setting.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" => true,
+        "off" | "false" => false,
+        _ => {
+            let m = model.to_ascii_lowercase();
+            m.contains("claude") || m.contains("anthropic")
+        }
+    }
+}
+
+/// Marks the system message and the newest message of a request body's `messages`.
+pub fn mark(messages: &mut [Value]) {
+    let n = messages.len();
+    if let Some(first) = messages.first_mut()
+        && first.get("role").and_then(Value::as_str) == Some("system")
+    {
+        mark_one(first);
+    }
+    if n > 1 {
+        mark_one(&mut messages[n - 1]);
+    }
+}
+
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+fn mark_one(m: &mut Value) {
+    let tool = m.get("role").and_then(Value::as_str) == Some("tool");
+    let Some(obj) = m.as_object_mut() else {
+        return;
+    };
+    match obj.get_mut("content") {
+        Some(Value::String(text)) => {
+            let mut part = json!({"type": "text", "text": std::mem::take(text)});
+            if !tool {
+                part["cache_control"] = ephemeral();
+            }
+            obj.insert("content".into(), Value::Array(vec![part]));
+        }
+        Some(Value::Array(parts)) if !tool && !parts.is_empty() => {
+            if let Some(last) = parts.last_mut().and_then(Value::as_object_mut) {
+                last.insert("cache_control".into(), ephemeral());
+            }
+            return;
+        }
+        _ => {}
+    }
+    // A tool result (litellm reads its marker on the message) or an assistant message with
+    // tool calls only.
+    if tool || !obj.contains_key("content") || obj["content"].is_null() {
+        obj.insert("cache_control".into(), ephemeral());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_follows_the_model_family() {
+        assert!(wanted("auto", "litellm_proxy/anthropic/claude-sonnet-4"));
+        assert!(wanted("", "claude-3-5-haiku"));
+        assert!(!wanted("auto", "litellm_proxy/fake-model"));
+        assert!(wanted("on", "gpt-4o"));
+        assert!(!wanted("off", "claude-opus"));
+    }
+
+    #[test]
+    fn system_and_newest_message_are_marked() {
+        let mut ms = vec![
+            json!({"role": "system", "content": "sys"}),
+            json!({"role": "user", "content": "hi"}),
+            json!({"role": "assistant", "tool_calls": [{"id": "a"}]}),
+            json!({"role": "tool", "tool_call_id": "a", "content": "out"}),
+        ];
+        mark(&mut ms);
+        assert_eq!(ms[0]["content"][0]["text"], "sys");
+        assert_eq!(ms[0]["content"][0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(ms[1]["content"], "hi", "only the newest message");
+        assert!(ms[2].get("cache_control").is_none());
+        assert_eq!(ms[3]["cache_control"]["type"], "ephemeral");
+        assert_eq!(ms[3]["content"][0]["text"], "out");
+        let mut ms = vec![
+            json!({"role": "system", "content": "sys"}),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "a"}]}),
+        ];
+        mark(&mut ms);
+        assert_eq!(ms[1]["cache_control"]["type"], "ephemeral");
+        let mut ms = vec![
+            json!({"role": "system", "content": "sys"}),
+            json!({"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url"}]}),
+        ];
+        mark(&mut ms);
+        assert!(ms[1]["content"][0].get("cache_control").is_none());
+        assert_eq!(ms[1]["content"][1]["cache_control"]["type"], "ephemeral");
+    }
+}

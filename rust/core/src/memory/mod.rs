@@ -22,6 +22,7 @@ pub use bootstrap::DEFAULT_BOOTSTRAP_CHARS;
 pub(crate) struct Memory {
     pub enabled: bool,
     pub layout: Layout,
+    budget: usize,
     state: Mutex<Loaded>,
 }
 
@@ -42,6 +43,7 @@ impl Memory {
         Memory {
             enabled: false,
             layout,
+            budget: 0,
             state: Mutex::new(Loaded::default()),
         }
     }
@@ -49,23 +51,33 @@ impl Memory {
     /// Loads the memory files at session start: the prompt section within `budget`
     /// characters, the watched files' state, the compiled rules.
     pub fn open(layout: Layout, budget: usize) -> Self {
-        let boot = bootstrap::load(&layout, budget, &today(), &yesterday());
+        let m = Memory {
+            enabled: true,
+            layout,
+            budget,
+            state: Mutex::new(Loaded::default()),
+        };
+        m.reload();
+        m
+    }
+
+    /// Loads the files again into a new prompt section: for a new conversation (`/new`,
+    /// `/clear`), whose prefix is new anyway.
+    pub fn reload(&self) {
+        if !self.enabled {
+            return;
+        }
+        let boot = bootstrap::load(&self.layout, self.budget, &today(), &yesterday());
         let mut loaded = Loaded {
             section: boot.section,
             report: boot.report,
             ..Default::default()
         };
-        let m = Memory {
-            enabled: true,
-            layout,
-            state: Mutex::new(Loaded::default()),
-        };
-        for p in m.watched() {
+        for p in self.watched() {
             loaded.seen.insert(p.clone(), observe(&p));
         }
-        loaded.rules = rules::compile_files(&m.layout);
-        *m.lock() = loaded;
-        m
+        loaded.rules = rules::compile_files(&self.layout);
+        *self.lock() = loaded;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Loaded> {

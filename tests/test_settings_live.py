@@ -335,6 +335,38 @@ def effect_storage(key: str, value: str, days: float, size: int):
     return check
 
 
+def effect_next_session_memory_enabled(fake_llm, live, repo, **_):
+    (repo / "MEMORY.md").write_text("- remembered fact 42\n")
+    server = fake_llm([say("one"), say("two"), say("three")])
+    s, _ = live(server)
+    answer = set_key(s, "memory.enabled", "false")
+    assert "next session" in answer, answer
+    s.chat("still there")
+    assert "remembered fact 42" in server.system_prompt(), "the running session keeps memory"
+    fresh, _ = live(server, first_turn=False)
+    fresh.chat("gone")
+    assert "remembered fact 42" not in server.system_prompt()
+    assert "memory-get" not in server.tool_names()
+
+
+def effect_next_session_bootstrap_chars(fake_llm, live, repo, **_):
+    (repo / "MEMORY.md").write_text(
+        "".join(f"- fact {i:03} of the project memory\n" for i in range(60))
+    )
+    server = fake_llm([say("one"), say("two"), say("three")])
+    s, _ = live(server)
+    answer = set_key(s, "memory.bootstrap_chars", "800")
+    assert "next session" in answer, answer
+    s.chat("whole")
+    assert (
+        "fact 000" in server.system_prompt() and "[memory truncated" not in server.system_prompt()
+    )
+    fresh, _ = live(server, first_turn=False)
+    fresh.chat("cut")
+    assert "fact 000" not in server.system_prompt() and "fact 059" in server.system_prompt()
+    assert "[memory truncated" in server.system_prompt()
+
+
 def effect_not_in_build(key: str):
     def check(fake_llm, live, **_):
         server = fake_llm([say("one")])
@@ -385,7 +417,8 @@ EFFECTS = {
     "ui.output_style": effect_output_style,
     "ui.usage": effect_usage,
     "trajectory": effect_next_session_trajectory,
-    "memory.enabled": effect_not_in_build("memory.enabled"),
+    "memory.enabled": effect_next_session_memory_enabled,
+    "memory.bootstrap_chars": effect_next_session_bootstrap_chars,
     "memorySearch.provider": effect_not_in_build("memorySearch.provider"),
     "dreaming.enabled": effect_not_in_build("dreaming.enabled"),
     "architect.editor_model": effect_not_in_build("architect.editor_model"),

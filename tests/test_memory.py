@@ -244,3 +244,33 @@ def test_run_agent_reads_repo_memory_and_writes_only_to_out_dir(
     assert git_status(repo) == set(), "nothing is written into --repo-dir"
     assert (repo / "MEMORY.md").read_text() == "- The repo memory says hi\n"
     assert "the API lives in src/api" in (out / "memory" / "MEMORY.md").read_text()
+
+
+def test_tui_offers_a_correction_with_one_key_and_shows_the_rule(fake_llm, env, repo):
+    from test_tui import CTRL_D, yuyao_term
+
+    server = fake_llm(
+        [
+            say("Understood."),
+            calls([("bash", {"command": "npm install"}, "n1")]),
+            say("Installed with bun instead."),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_ready()
+        term.line("Use bun, not npm")
+        term.wait_for(r"remember this preference\?")
+        term.send("p")
+        term.wait_for(r"Understood\.")
+        text = (repo / "MEMORY.md").read_text()
+        assert "Use bun, not npm" in text and "src:correction" in text, text
+        term.line("install the dependencies")
+        term.wait_for(r"applying your rule: use bun, not npm \(remembered \d{4}-\d\d-\d\d")
+        term.wait_for(r"Installed with bun instead\.")
+        # The rule reached the model: the first request after the correction carried it.
+        assert "Use bun, not npm" in json.dumps(server.messages())
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

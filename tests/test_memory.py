@@ -274,3 +274,41 @@ def test_tui_offers_a_correction_with_one_key_and_shows_the_rule(fake_llm, env, 
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+def test_flush_before_compaction_appends_to_the_daily_note_only(fake_llm, api, repo, tmp_path):
+    import datetime
+
+    marker = tmp_path / "flush-ran-bash"
+    server = fake_llm(
+        [
+            say("Step one done."),
+            say("Step two done."),
+            calls(
+                [
+                    ("memory-append", {"text": "The user wants the parser split by Friday"}, "f1"),
+                    ("bash", {"command": f"touch {marker}"}, "f2"),
+                ]
+            ),
+            say("## Task\nsplit the parser\n## Current state\nstarted"),
+            say("Continuing."),
+        ]
+    )
+    s = api(server, mode="yolo")
+    s.chat("Split the parser into modules")
+    s.chat("next")
+    assert "compacted" in s.dispatch("/compact")
+    systems = [server.system_prompt(r["index"]) for r in server.requests]
+    assert systems[2].startswith("You keep a coding agent's memory"), "the flush runs first"
+    assert systems[3].startswith("You summarize"), "then compaction proceeds"
+    assert [t["function"]["name"] for t in server.body(2)["tools"]] == ["memory-append"]
+    today = datetime.date.today().isoformat()
+    note = (repo / "memory" / f"{today}.md").read_text()
+    assert "The user wants the parser split by Friday" in note and "src:flush" in note, note
+    assert not marker.exists(), "the flush can only append to the daily note"
+    assert not any("flush" in json.dumps(m) for m in s.messages), "the flush is silent"
+    trace = "".join(p.read_text() for p in (repo / ".trajectory").rglob("*") if p.is_file())
+    assert '"memory_flush"' in trace
+    s.chat("go on")
+    # The new daily note entry reaches the model as a memory note.
+    assert "split by Friday" in json.dumps(server.messages())

@@ -6,6 +6,7 @@
 mod bootstrap;
 pub(crate) mod commands;
 pub(crate) mod detect;
+pub(crate) mod flush;
 pub(crate) mod rules;
 pub(crate) mod tools;
 pub(crate) mod write;

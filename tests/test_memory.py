@@ -312,3 +312,30 @@ def test_flush_before_compaction_appends_to_the_daily_note_only(fake_llm, api, r
     s.chat("go on")
     # The new daily note entry reaches the model as a memory note.
     assert "split by Friday" in json.dumps(server.messages())
+
+
+def test_agents_imports_and_a_nested_agents_file_join_the_context(fake_llm, api, repo):
+    (repo / "docs").mkdir()
+    (repo / "docs" / "rules.md").write_text("RULE-IMPORTED: run make check.\n")
+    (repo / ".env").write_text("TOKEN=sk-do-not-leak\n")
+    (repo / "AGENTS.md").write_text("# Project rules\n@docs/rules.md\n@.env\n")
+    (repo / "web").mkdir()
+    (repo / "web" / "AGENTS.md").write_text("WEB-NESTED: the web app uses bun.\n")
+    (repo / "web" / "app.ts").write_text("export const x = 1;\n")
+    server = fake_llm(
+        [
+            calls([("read", {"file_path": "web/app.ts"}, "r1")]),
+            calls([("read", {"file_path": "web/app.ts"}, "r2")]),
+            say("done"),
+        ]
+    )
+    s = api(server, mode="yolo")
+    s.chat("look at the web app")
+    first = server.system_prompt(0)
+    assert "RULE-IMPORTED" in first and "sk-do-not-leak" not in first
+    assert "WEB-NESTED" not in json.dumps(server.messages(0))
+    second = server.messages(1)
+    assert server.system_prompt(1) == first, "the prefix is not rewritten"
+    assert "WEB-NESTED" in json.dumps(second[1:]), second
+    # Added once, not at every read below it.
+    assert json.dumps(server.messages(2)).count("WEB-NESTED") == 1

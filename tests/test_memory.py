@@ -339,3 +339,25 @@ def test_agents_imports_and_a_nested_agents_file_join_the_context(fake_llm, api,
     assert "WEB-NESTED" in json.dumps(second[1:]), second
     # Added once, not at every read below it.
     assert json.dumps(server.messages(2)).count("WEB-NESTED") == 1
+
+
+def test_init_writes_agents_md_read_only_and_only_proposes_when_one_exists(fake_llm, api, repo):
+    generated = "# AGENTS.md\n\n## Commands\n- test: `python -m pytest -q`\n- entry: calc.py\n"
+    server = fake_llm(
+        [
+            calls([("glob", {"pattern": "**/*.py"}, "g1")]),
+            calls([("write", {"file_path": "x.txt", "content": "no"}, "w1")]),
+            say(f"Here it is:\n```markdown\n{generated}```"),
+            say(f"```markdown\n{generated}- style: 4 spaces\n```"),
+        ]
+    )
+    s = api(server, mode="yolo")
+    out = s.dispatch("/init")
+    assert "wrote" in out and (repo / "AGENTS.md").read_text() == generated
+    assert "Permission mode: plan" in server.system_prompt(0), "explored read-only"
+    assert not (repo / "x.txt").exists(), "no write during /init"
+    assert re.search(r"mode\s+yolo", s.dispatch("/status")), "the mode is restored"
+    # An existing AGENTS.md: agent_api gets the proposed additions, the file is untouched.
+    out = s.dispatch("/init")
+    assert "not changed" in out and "+- style: 4 spaces" in out, out
+    assert (repo / "AGENTS.md").read_text() == generated

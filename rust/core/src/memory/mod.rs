@@ -8,6 +8,7 @@ pub(crate) mod commands;
 pub(crate) mod conventions;
 pub(crate) mod detect;
 pub(crate) mod flush;
+pub(crate) mod init;
 pub(crate) mod rules;
 pub(crate) mod tools;
 pub(crate) mod write;

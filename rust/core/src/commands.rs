@@ -241,14 +241,14 @@ const COMMANDS: &[Command] = &[
         "init",
         [],
         "",
-        "generate AGENTS.md from the repository (read-only exploration; an existing file: additions shown and asked)",
+        "write AGENTS.md from the repository",
         Some(crate::memory::init::init)
     ),
     cmd!(
         "memory",
         [],
-        "[list | edit <id> [text] | delete <id> | open [global]]",
-        "list memory entries; edit, delete or open them",
+        "[list|edit <id> [text]|delete <id>|open [global]]",
+        "list, edit, delete or open memory entries",
         Some(crate::memory::commands::memory)
     ),
     cmd!(
@@ -395,14 +395,14 @@ const COMMANDS: &[Command] = &[
         "remember",
         [],
         "[--global] <text>",
-        "keep a memory entry (project MEMORY.md; --global: ~/.yuyao/MEMORY.md)",
+        "keep a memory entry (--global: for every project)",
         Some(crate::memory::commands::remember)
     ),
     cmd!(
         "forget",
         [],
-        "<query or id>",
-        "remove the memory entry that matches (several: listed, none removed)",
+        "<words or id>",
+        "remove the matching memory entry",
         Some(crate::memory::commands::forget)
     ),
     cmd!("dream", [], "", "consolidate memory", None),

@@ -237,8 +237,20 @@ const COMMANDS: &[Command] = &[
         "detach the session into the background",
         None
     ),
-    cmd!("init", [], "", "generate AGENTS.md", None),
-    cmd!("memory", [], "", "view and manage memory", None),
+    cmd!(
+        "init",
+        [],
+        "",
+        "write AGENTS.md from the repository",
+        Some(crate::memory::init::init)
+    ),
+    cmd!(
+        "memory",
+        [],
+        "[list|edit <id> [text]|delete <id>|open [global]]",
+        "list, edit, delete or open memory entries",
+        Some(crate::memory::commands::memory)
+    ),
     cmd!(
         "recap",
         [],
@@ -379,8 +391,20 @@ const COMMANDS: &[Command] = &[
         "token and usage display",
         Some(crate::cmd_sessions::usage_command)
     ),
-    cmd!("remember", [], "<text>", "write a memory entry", None),
-    cmd!("forget", [], "<query>", "delete a memory entry", None),
+    cmd!(
+        "remember",
+        [],
+        "[--global] <text>",
+        "keep a memory entry (--global: for every project)",
+        Some(crate::memory::commands::remember)
+    ),
+    cmd!(
+        "forget",
+        [],
+        "<words or id>",
+        "remove the matching memory entry",
+        Some(crate::memory::commands::forget)
+    ),
     cmd!("dream", [], "", "consolidate memory", None),
 ];
 

@@ -32,6 +32,8 @@ pub struct PromptInputs<'a> {
     /// `branch <name>, N changed files`, read once for this prompt.
     pub git_summary: &'a str,
     pub tools: &'a [&'a str],
+    /// The memory section, loaded when the session opened ("" without memory).
+    pub memory: &'a str,
 }
 
 const IDENTITY: &str = "You are yuyao, a coding agent working in the user's terminal and repository. You solve software tasks by exploring the code, making small exact changes, and verifying them. You act through tools; your final message reports the outcome.";
@@ -153,6 +155,7 @@ fn default_body(i: &PromptInputs<'_>) -> String {
                 text.trim()
             ));
         }
+        s.push_str(i.memory);
     }
     s
 }
@@ -175,6 +178,7 @@ pub fn convention_files(project: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
             if let Ok(text) = std::fs::read_to_string(&p) {
                 // Cap so a huge file cannot crowd out the task.
                 let text: String = text.chars().take(40_000).collect();
+                let text = crate::memory::conventions::expand_imports(&text, &p, project);
                 out.push((p, text));
                 break;
             }

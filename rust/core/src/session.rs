@@ -95,6 +95,9 @@ pub struct State {
     pub prefix: Option<crate::state_notes::Prefix>,
     /// A tool batch could have moved git HEAD since it was last read.
     pub git_stale: bool,
+    /// Notes for the model appended before its next call (a memory file edited by hand, a
+    /// nested AGENTS.md met for the first time): never a rewrite of earlier messages.
+    pub pending_notes: Vec<String>,
     /// The "ceiling cannot be enforced without prices" warning was shown.
     pub warned_unpriced_ceiling: bool,
     /// The configuration files as last seen, to apply hand edits at the next call.
@@ -191,6 +194,8 @@ pub struct Session {
     pub(crate) pricing: Pricing,
     pub(crate) started: std::time::Instant,
     pub(crate) snaps: Mutex<crate::cmd_files::FileSnaps>,
+    /// Persistent memory: loaded at open, hand edits noticed before each call.
+    pub(crate) memory: crate::memory::Memory,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -427,6 +432,7 @@ impl Session {
             output_style,
             prefix: None,
             git_stale: false,
+            pending_notes: Vec::new(),
             warned_unpriced_ceiling: false,
             config_seen: crate::context::config_snapshot(&config),
             last_request_tokens: 0,
@@ -435,6 +441,7 @@ impl Session {
             role_before: None,
         };
         let mcp = McpRegistry::new(paths.mcp_registry());
+        let memory = crate::memory::open(&opts, &paths, &config);
         let session = Session {
             id,
             opts,
@@ -453,6 +460,7 @@ impl Session {
             pricing,
             started: std::time::Instant::now(),
             snaps: Mutex::new(Default::default()),
+            memory,
             runtime: Mutex::new(None),
             _live: live,
         };

@@ -26,6 +26,8 @@ const READ_AT_USE: &[&str] = &[
     "model.max_retries",
     "model.cache_hints",
     "compaction.threshold",
+    "compaction.memoryFlush.enabled",
+    "compaction.memoryFlush.model",
 ];
 
 /// The setter of a live key that changes the session's state.

@@ -69,6 +69,7 @@ impl Session {
         let head = yuyao_store::hostgit::head(&self.paths.project);
         let stated = self.current_stated(head);
         let tools = self.advertised_names();
+        let memory = self.memory.section();
         let system = prompt::build(&PromptInputs {
             stated: &stated,
             headless: self.opts.headless,
@@ -78,6 +79,7 @@ impl Session {
             append: self.opts.append_system_prompt.as_deref(),
             git_summary: &git,
             tools: &tools,
+            memory: &memory,
         });
         let mut st = self.lock();
         // Notes in the history were written against an earlier prompt: the next note states

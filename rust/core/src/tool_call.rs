@@ -72,6 +72,9 @@ fn ask_user_schema() -> Value {
 
 impl Session {
     fn tool_enabled(&self, name: &str) -> bool {
+        if crate::memory::tools::NAMES.contains(&name) && !self.memory.enabled {
+            return false;
+        }
         match &self.opts.tools {
             None => true,
             Some(list) => {
@@ -87,6 +90,7 @@ impl Session {
             .names()
             .into_iter()
             .chain(CORE_TOOLS.iter().copied())
+            .chain(crate::memory::tools::NAMES.iter().copied())
             .filter(|n| self.tool_enabled(n))
             .collect()
     }
@@ -95,6 +99,11 @@ impl Session {
         let mut schemas = self.tools.schemas(|n| self.tool_enabled(n));
         if self.tool_enabled("ask-user") {
             schemas.push(ask_user_schema());
+        }
+        for s in crate::memory::tools::schemas() {
+            if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
+                schemas.push(s);
+            }
         }
         schemas
     }
@@ -176,6 +185,11 @@ impl Session {
                 false,
             );
         };
+        // Memory tools read only memory files, which are the user's own notes.
+        if let Some(out) = crate::memory::tools::run(&self.memory, name, &call.arguments) {
+            // A memory write changes a memory file, never the repository's tracked state.
+            return (out, true, false);
+        }
         // The one parse of this call: everything below reads `args`, never the raw JSON.
         let args = match ToolArgs::parse(name, &call.arguments) {
             Ok(a) => a,
@@ -188,6 +202,17 @@ impl Session {
             Ok(a) => a,
             Err(e) => return (ToolOutput::err(e), false, false),
         };
+        // A remembered preference ("use bun, not npm") that forbids this command's program.
+        if let Some(cmd) = &action.command
+            && let Some(rule) = crate::memory::rules::violation(&self.memory.rules(), cmd)
+        {
+            self.notice(yuyao_protocol::NoticeLevel::Warning, rule.clone());
+            self.lock().trajectory.record(
+                "decision",
+                json!({"tool": name, "arguments": args.to_value(), "verdict": "Deny", "source": "memory rule", "reason": rule}),
+            );
+            return (ToolOutput::err(rule), false, false);
+        }
         let decision = self.decide(&action);
         self.lock().trajectory.record(
             "decision",
@@ -226,6 +251,7 @@ impl Session {
             .store(false, std::sync::atomic::Ordering::SeqCst);
         crate::cmd_permissions::after_run(self, name, &action, &out.text);
         self.observe_tool(name, &action, &out);
+        self.add_nested_conventions(name, &action.paths);
         let may_change_repo = self.lock().policy.is_mutating(&action);
         (out, true, may_change_repo)
     }

@@ -52,6 +52,7 @@ impl Session {
             *c = token.clone();
         }
         self.checkpoint_prompt(text);
+        crate::memory::commands::on_submit(self, text);
         // `@path` references are attached to the prompt (the only content that enters a
         // request without a tool call).
         let message = crate::refs::user_message(self, text);
@@ -296,6 +297,9 @@ impl Session {
                     st.push(Message::user(q));
                 }
                 self.inject_background(&mut st);
+                for note in std::mem::take(&mut st.pending_notes) {
+                    crate::state_notes::push_note(&mut st, note);
+                }
             }
             // What changed since the model was last told (a mode switch, a commit) is
             // appended: the request's prefix stays as it was.

@@ -235,14 +235,14 @@ const KNOWN: &[Key] = &[
     key(
         "compaction.memoryFlush.enabled",
         Kind::Bool,
-        Applies::NotInBuild("memory flush before compaction"),
-        "flush memory before compaction",
+        Applies::Live,
+        "before compaction, one silent model call may append notes to today's daily note (default true)",
     ),
     key(
         "compaction.memoryFlush.model",
         Kind::Str,
-        Applies::NotInBuild("memory flush before compaction"),
-        "model of the memory-flush turn",
+        Applies::Live,
+        "model of the memory-flush call (default: the session's model)",
     ),
     key(
         "ui.stream",
@@ -289,8 +289,14 @@ const KNOWN: &[Key] = &[
     key(
         "memory.enabled",
         Kind::Bool,
-        Applies::NotInBuild("the memory system"),
-        "load and write memory files",
+        Applies::NextSession,
+        "load and write memory files (MEMORY.md, daily notes); false = no memory and no memory tools",
+    ),
+    key(
+        "memory.bootstrap_chars",
+        Kind::NonNegInt,
+        Applies::NextSession,
+        "characters of memory loaded into the system prompt at session start (default 12000)",
     ),
     key(
         "memorySearch.provider",

@@ -10,8 +10,9 @@
 //!
 //! The plan is built in the parent ([`NsPlan::new`]). The spawner thread keeps one namespace
 //! per plan ([`Holders`]): a holder's PID 1 builds the mounts once ([`NsPlan::mount_all`]) and
-//! then only reaps; each command is forked straight into the holder's PID namespace and joins
-//! its mount namespace in `pre_exec` ([`NsSlot::join`], system calls on prepared data only).
+//! then only reaps; each command is started straight into the holder's PID namespace and joins
+//! its mount namespace before exec (`yuyao_sandbox_exec::confine`, system calls on prepared
+//! data only, run by the spawn helper or in `pre_exec` on the fork path).
 //! The holder dies with yuyao (`PR_SET_PDEATHSIG`), and with its PID 1 everything inside.
 
 use std::ffi::CString;
@@ -280,8 +281,9 @@ pub fn probe() -> Result<(), String> {
 // ----------------------------------------------------------------------------------------
 // Namespace holders: one namespace per plan, joined by every command (no per-spawn cost)
 
-/// Where a confined child finds the namespace it joins: set by the spawner thread right
-/// before the fork (the child reads its copy after it).
+/// Where a confined process finds the namespace it joins: set by the spawner thread right
+/// before the spawn (a forked child reads its copy after the fork; the helper path sends the
+/// descriptors with the request).
 #[derive(Debug)]
 pub struct NsSlot {
     pub mnt: std::sync::atomic::AtomicI32,
@@ -294,36 +296,6 @@ impl Default for NsSlot {
             mnt: std::sync::atomic::AtomicI32::new(-1),
             user: std::sync::atomic::AtomicI32::new(-1),
         }
-    }
-}
-
-impl NsSlot {
-    /// In the child, before exec: joins the holder's mount (and user) namespace and enters
-    /// the working directory again through its mounts. Async-signal-safe.
-    pub fn join(&self) -> std::io::Result<()> {
-        use std::sync::atomic::Ordering;
-        let mnt = self.mnt.load(Ordering::SeqCst);
-        if mnt < 0 {
-            // Namespaces were asked for but none was prepared: never run unconfined.
-            return Err(std::io::Error::from_raw_os_error(libc::ENOTSUP));
-        }
-        let mut buf = [0u8; 4096];
-        // SAFETY: getcwd writes into our stack buffer; setns/chdir take live descriptors and
-        // a NUL-terminated path.
-        unsafe {
-            let have_cwd = !libc::getcwd(buf.as_mut_ptr().cast(), buf.len()).is_null();
-            let user = self.user.load(Ordering::SeqCst);
-            if user >= 0 && libc::setns(user, libc::CLONE_NEWUSER) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::setns(mnt, libc::CLONE_NEWNS) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if have_cwd && libc::chdir(buf.as_ptr().cast()) != 0 {
-                libc::chdir(c"/".as_ptr());
-            }
-        }
-        Ok(())
     }
 }
 

@@ -197,15 +197,15 @@ fn probe() -> Support {
     } else {
         seccomp_available()
     };
-    let namespaces = if disabled.iter().any(|d| d == "namespaces") {
-        Err("switched off by YUYAO_SANDBOX_DISABLE".into())
-    } else {
-        crate::namespaces::probe()
-    };
     let helper = if disabled.iter().any(|d| d == "helper") {
         Err("switched off by YUYAO_SANDBOX_DISABLE".into())
     } else {
         crate::helper_exe::status()
+    };
+    let namespaces = if disabled.iter().any(|d| d == "namespaces") {
+        Err("switched off by YUYAO_SANDBOX_DISABLE".into())
+    } else {
+        crate::namespaces::probe(helper.is_ok())
     };
     Support {
         landlock,

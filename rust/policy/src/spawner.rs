@@ -128,9 +128,10 @@ fn start(
     prepared: Prepared,
     helper: bool,
 ) -> Started {
+    let helper = helper && crate::sandbox::support().helper.is_ok();
     let joins = prepared.namespaces().cloned();
     if let Some((plan, slot)) = &joins {
-        holders.enter(plan, slot).map_err(|e| {
+        holders.enter(plan, slot, helper).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("cannot prepare the sandbox namespaces: {e}"),
@@ -145,10 +146,7 @@ fn start(
 }
 
 fn start_here(launch: Launch, prepared: Prepared, helper: bool) -> Started {
-    if helper
-        && crate::sandbox::support().helper.is_ok()
-        && let Some(helper) = helper_exe::get()
-    {
+    if helper && let Some(helper) = helper_exe::get() {
         match via_helper(&helper, &launch, &prepared) {
             Ok(started) => return Ok(started),
             // The helper itself could not be executed: the fork path from now on.
@@ -157,6 +155,15 @@ fn start_here(launch: Launch, prepared: Prepared, helper: bool) -> Started {
         }
     }
     fork_path(launch, prepared).map(|c| (c, None))
+}
+
+/// Whether starting the helper failed because of the helper itself (not executable here),
+/// rather than for a reason any spawn would fail for (no memory, too many processes).
+pub(crate) fn helper_cannot_run(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EACCES | libc::ENOEXEC | libc::EPERM | libc::ENOENT | libc::ELIBBAD)
+    )
 }
 
 enum HelperError {

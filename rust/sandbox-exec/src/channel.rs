@@ -76,9 +76,9 @@ pub fn send(sock: BorrowedFd<'_>, bytes: &[u8], fds: &[RawFd]) -> io::Result<()>
     Ok(())
 }
 
-/// The helper's side: reads one request from `fd` with the descriptors that came with it
+/// The helper's side: reads one record from `fd` with the descriptors that came with it
 /// (close-on-exec). `Err` is an `errno`.
-pub fn receive(fd: RawFd) -> Result<(Request, Vec<OwnedFd>), i32> {
+pub fn receive(fd: RawFd) -> Result<(Vec<u8>, Vec<OwnedFd>), i32> {
     let mut bytes: Vec<u8> = Vec::new();
     let mut fds: Vec<OwnedFd> = Vec::new();
     let mut want = 8usize;
@@ -135,11 +135,16 @@ pub fn receive(fd: RawFd) -> Result<(Request, Vec<OwnedFd>), i32> {
             }
         }
     }
-    let req = Request::decode(&bytes).ok_or(libc::EINVAL)?;
+    Ok((bytes, fds))
+}
+
+/// [`receive`] of an exec request, its descriptors checked against it.
+pub fn receive_exec(bytes: &[u8], fds: &[OwnedFd]) -> Result<Request, i32> {
+    let req = Request::decode(bytes).ok_or(libc::EINVAL)?;
     if fds.len() != req.fd_count() {
         return Err(libc::EBADF);
     }
-    Ok((req, fds))
+    Ok(req)
 }
 
 /// yuyao's side, after the spawn: `Ok(None)` once the helper exec'd (the socket closed
@@ -207,7 +212,8 @@ mod tests {
         let bytes = req.encode();
         let raw = file.as_raw_fd();
         let sender = std::thread::spawn(move || send(ours.as_fd(), &bytes, &[raw]).map(|_| ours));
-        let (got, fds) = receive(theirs.as_raw_fd()).unwrap();
+        let (bytes, fds) = receive(theirs.as_raw_fd()).unwrap();
+        let got = receive_exec(&bytes, &fds).unwrap();
         let ours = sender.join().unwrap().unwrap();
         assert_eq!(got, req);
         assert_eq!(fds.len(), 1);
@@ -236,7 +242,8 @@ mod tests {
             ..Default::default()
         };
         send(ours.as_fd(), &req.encode(), &[]).unwrap();
-        assert_eq!(receive(theirs.as_raw_fd()).unwrap_err(), libc::EBADF);
+        let (bytes, fds) = receive(theirs.as_raw_fd()).unwrap();
+        assert_eq!(receive_exec(&bytes, &fds).unwrap_err(), libc::EBADF);
         // Garbage is refused too.
         let (ours, theirs) = pair().unwrap();
         send(ours.as_fd(), b"GET / HTTP/1.0\r\n\r\n", &[]).unwrap();

@@ -10,7 +10,11 @@
 //! fork path runs between fork and exec) and then `exec`s the command. Any failure before the
 //! `exec` is reported back on the socket, so yuyao refuses the command as before; a successful
 //! `exec` closes the socket (close-on-exec).
+//!
+//! The helper also creates the namespace holders ([`holder`]) the same way, so that neither a
+//! command nor a new namespace ever forks yuyao.
 
 pub mod channel;
 pub mod confine;
+pub mod holder;
 pub mod wire;

@@ -6,10 +6,20 @@ use std::ffi::{CStr, CString};
 use std::os::fd::{AsRawFd, RawFd};
 use yuyao_sandbox_exec::channel;
 use yuyao_sandbox_exec::confine::{Failure, Namespaces, Stage, Steps, confine_self};
-use yuyao_sandbox_exec::wire::Request;
+use yuyao_sandbox_exec::holder::HolderPlan;
+use yuyao_sandbox_exec::wire::{self, Request};
 
 fn main() {
-    let (req, fds) = match channel::receive(0) {
+    let received = channel::receive(0).and_then(|(bytes, fds)| {
+        if wire::kind(&bytes) == Some(wire::HOLD) {
+            // A namespace holder: reports on the socket, never returns.
+            let plan = HolderPlan::decode(&bytes).ok_or(libc::EINVAL)?;
+            drop(fds);
+            plan.hold(0);
+        }
+        channel::receive_exec(&bytes, &fds).map(|req| (req, fds))
+    });
+    let (req, fds) = match received {
         Ok(r) => r,
         Err(errno) => {
             channel::report(

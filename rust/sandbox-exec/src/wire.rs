@@ -1,7 +1,8 @@
 //! What yuyao sends the helper: a length-prefixed binary record (no parser dependency, and
 //! nothing in it is interpreted by a shell or an environment variable).
 //!
-//! Layout (integers little endian): `YSX1`, total length (u32), flags (u8), parent pid (i32),
+//! Layout (integers little endian): `YSX1`, total length (u32), kind (u8: [`EXEC`] or
+//! [`HOLD`], see `holder.rs`), then the body. An exec request: flags (u8), parent pid (i32),
 //! filter length (u32) and 8 bytes per BPF instruction, then the working directory, the
 //! program, the arguments and the environment (`KEY=value`) as length-prefixed byte strings,
 //! the last two preceded by their count.
@@ -21,6 +22,11 @@ pub struct SockFilter {
 const MAGIC: &[u8; 4] = b"YSX1";
 /// Far above what `execve` accepts (argv + environment are limited to a few MB).
 pub const MAX_LEN: usize = 64 << 20;
+
+/// Start a command confined ([`Request`]).
+pub const EXEC: u8 = 1;
+/// Become a namespace holder (`holder::HolderPlan`).
+pub const HOLD: u8 = 2;
 
 const F_NO_NEW_PRIVS: u8 = 1;
 const F_LANDLOCK: u8 = 2;
@@ -58,9 +64,7 @@ impl Request {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(256);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&[0; 4]);
+        let mut out = begin(EXEC);
         let mut flags = 0;
         for (on, bit) in [
             (self.no_new_privs, F_NO_NEW_PRIVS),
@@ -83,15 +87,9 @@ impl Request {
         }
         put_bytes(&mut out, self.cwd.as_bytes());
         put_bytes(&mut out, self.program.as_bytes());
-        for list in [&self.argv, &self.env] {
-            out.extend_from_slice(&(list.len() as u32).to_le_bytes());
-            for s in list {
-                put_bytes(&mut out, s.as_bytes());
-            }
-        }
-        let total = out.len() as u32;
-        out[4..8].copy_from_slice(&total.to_le_bytes());
-        out
+        put_list(&mut out, &self.argv);
+        put_list(&mut out, &self.env);
+        finish(out)
     }
 
     /// The total length announced by a record's first 8 bytes.
@@ -100,14 +98,11 @@ impl Request {
             return None;
         }
         let n = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
-        (8..=MAX_LEN).contains(&n).then_some(n)
+        (9..=MAX_LEN).contains(&n).then_some(n)
     }
 
     pub fn decode(bytes: &[u8]) -> Option<Request> {
-        if Request::announced_len(bytes)? != bytes.len() {
-            return None;
-        }
-        let mut r = Reader { b: bytes, at: 8 };
+        let mut r = Reader::open(bytes, EXEC)?;
         let flags = r.take(1)?[0];
         let parent = i32::from_le_bytes(r.take(4)?.try_into().ok()?);
         let n = r.u32()? as usize;
@@ -128,7 +123,7 @@ impl Request {
         let program = r.cstring()?;
         let argv = r.list()?;
         let env = r.list()?;
-        if r.at != bytes.len() || program.as_bytes().is_empty() {
+        if !r.done() || program.as_bytes().is_empty() {
             return None;
         }
         Some(Request {
@@ -146,31 +141,67 @@ impl Request {
     }
 }
 
-fn put_bytes(out: &mut Vec<u8>, s: &[u8]) {
+/// The kind of a complete record.
+pub fn kind(bytes: &[u8]) -> Option<u8> {
+    (Request::announced_len(bytes)? == bytes.len()).then(|| bytes[8])
+}
+
+pub(crate) fn begin(kind: u8) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&[0; 4]);
+    out.push(kind);
+    out
+}
+
+pub(crate) fn finish(mut out: Vec<u8>) -> Vec<u8> {
+    let total = out.len() as u32;
+    out[4..8].copy_from_slice(&total.to_le_bytes());
+    out
+}
+
+pub(crate) fn put_bytes(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s);
 }
 
-struct Reader<'a> {
+pub(crate) fn put_list(out: &mut Vec<u8>, list: &[CString]) {
+    out.extend_from_slice(&(list.len() as u32).to_le_bytes());
+    for s in list {
+        put_bytes(out, s.as_bytes());
+    }
+}
+
+pub(crate) struct Reader<'a> {
     b: &'a [u8],
     at: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    /// A reader of a complete record of `kind`, past its header.
+    pub(crate) fn open(bytes: &'a [u8], want: u8) -> Option<Reader<'a>> {
+        (kind(bytes)? == want).then_some(Reader { b: bytes, at: 9 })
+    }
+    pub(crate) fn done(&self) -> bool {
+        self.at == self.b.len()
+    }
+    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let end = self.at.checked_add(n)?;
         let s = self.b.get(self.at..end)?;
         self.at = end;
         Some(s)
     }
-    fn u32(&mut self) -> Option<u32> {
+    pub(crate) fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
-    fn cstring(&mut self) -> Option<CString> {
+    pub(crate) fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = self.u32()? as usize;
-        CString::new(self.take(n)?).ok()
+        self.take(n)
     }
-    fn list(&mut self) -> Option<Vec<CString>> {
+    pub(crate) fn cstring(&mut self) -> Option<CString> {
+        CString::new(self.bytes()?).ok()
+    }
+    pub(crate) fn list(&mut self) -> Option<Vec<CString>> {
         let n = self.u32()? as usize;
         // Each entry takes at least its 4-byte length: a count beyond that is a lie.
         if n > (self.b.len() - self.at) / 4 {

@@ -18,9 +18,29 @@ static BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/yuyao-sandbox-ex
 /// The helper ready to run.
 #[derive(Debug)]
 pub(crate) struct HelperExe {
-    _fd: OwnedFd,
+    /// Never closed by us: if the host closes descriptors it does not own (some daemons close
+    /// everything), the number may be someone else's by the time we would close it.
+    fd: std::mem::ManuallyDrop<OwnedFd>,
+    /// What `fd` was when we made it (device, inode).
+    id: (u64, u64),
     /// `/proc/self/fd/<n>`.
     pub path: CString,
+}
+
+impl HelperExe {
+    /// Whether `fd` still is our memory file: never execute whatever a host put at that
+    /// number after closing ours.
+    fn intact(&self) -> bool {
+        file_id(self.fd.as_raw_fd()) == Some(self.id)
+    }
+}
+
+fn file_id(fd: std::os::fd::RawFd) -> Option<(u64, u64)> {
+    // SAFETY: fstat fills the zeroed struct it is given.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        (libc::fstat(fd, &mut st) == 0).then_some((st.st_dev, st.st_ino))
+    }
 }
 
 /// `None`: not tried yet; `Some(Err)`: unavailable, and why.
@@ -32,6 +52,11 @@ const F_SEAL_EXEC: libc::c_int = 0x20; // Linux 6.3: the mode cannot change eith
 /// The helper, made on first use; `None` when it cannot be used (see [`status`]).
 pub(crate) fn get() -> Option<Arc<HelperExe>> {
     let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(Ok(h)) = g.as_ref()
+        && !h.intact()
+    {
+        *g = None; // made again below
+    }
     if g.is_none() {
         let made = make();
         if let Err(e) = &made {
@@ -110,12 +135,33 @@ fn make() -> Result<HelperExe, String> {
         }
     }
     let path = CString::new(format!("/proc/self/fd/{raw}")).expect("no NUL in a number");
-    Ok(HelperExe { _fd: fd, path })
+    let id = file_id(raw).ok_or_else(|| "cannot stat its memory file".to_string())?;
+    Ok(HelperExe {
+        fd: std::mem::ManuallyDrop::new(fd),
+        id,
+        path,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_descriptor_reused_by_the_host_is_never_executed() {
+        let h = get().expect("helper available");
+        let forged = HelperExe {
+            fd: std::mem::ManuallyDrop::new(std::fs::File::open("/dev/null").unwrap().into()),
+            id: h.id,
+            path: h.path.clone(),
+        };
+        assert!(h.intact());
+        assert!(
+            !forged.intact(),
+            "another file at a descriptor is not the helper"
+        );
+        drop(std::mem::ManuallyDrop::into_inner(forged.fd));
+    }
 
     #[test]
     fn the_memory_file_is_sealed_and_private() {

@@ -11,9 +11,10 @@ the page tables are as large as they get), opens an agent_api session (yolo mode
 workspace-write sandbox with the network off: namespaces, Landlock, seccomp) against the
 scripted fake model, and then alternates the two sides round by round (ABAB…):
 
-  A  one turn in which the model asks for K `bash` calls of `true`, minus a turn in which it
-     asks for one, divided by K-1: the cost of one more bash call, everything included
-     (policy, spawn, confinement, output capture, trace, session file);
+  A  one turn in which the model asks for K `bash` calls of `true`, and one in which it asks
+     for one: the cost of one more bash call is (T_K - T_1) / (K-1), from the minima (and the
+     medians) of each turn's times over the rounds, everything included (policy, spawn,
+     confinement, output capture, trace, session file);
   B  K-1 `subprocess.run(["bash", "-c", "true"])` from the same host, per call.
 
 It prints min and median per side and their ratios. `--fork` adds a host per size in which
@@ -78,7 +79,7 @@ def host(size: int, rounds: int, k: int) -> dict:
         subprocess.run(["git", "init", "-q", str(work)], check=True)
         from yuyao.agent_api import create_session
 
-        a, b = [], []
+        long, short, b = [], [], []
         with create_session(mode="yolo", cwd=str(work)) as s:
             for r in range(rounds + 1):
                 t0 = time.perf_counter()
@@ -91,7 +92,8 @@ def host(size: int, rounds: int, k: int) -> dict:
                 t3 = time.perf_counter()
                 if r == 0:
                     continue  # warm-up round: holders, page cache, first session write
-                a.append(((t1 - t0) - (t2 - t1)) / (k - 1) * 1e3)
+                long.append((t1 - t0) * 1e3)
+                short.append((t2 - t1) * 1e3)
                 b.append((t3 - t2) / (k - 1) * 1e3)
             results = [m for m in s.messages if m.get("role") == "tool"]
             bad = [m["content"] for m in results if "exit code 0" not in m["content"]]
@@ -103,7 +105,12 @@ def host(size: int, rounds: int, k: int) -> dict:
             if line.startswith("VmRSS:"):
                 rss = int(line.split()[1]) * 1024
     del mem
-    return {"rss": rss, "yuyao_ms": a, "subprocess_ms": b}
+    return {"rss": rss, "k": k, "turn_k_ms": long, "turn_1_ms": short, "subprocess_ms": b}
+
+
+def per_call(r: dict, stat) -> float:
+    """One more bash call: (T_K - T_1) / (K - 1), each turn summarised by `stat`."""
+    return (stat(r["turn_k_ms"]) - stat(r["turn_1_ms"])) / (r["k"] - 1)
 
 
 def run_host(size: int, rounds: int, k: int, fork: bool) -> dict:
@@ -129,7 +136,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100M,4G", help="host sizes (default 100M,4G)")
     ap.add_argument("-n", "--rounds", type=int, default=9, help="measured rounds per host")
-    ap.add_argument("-k", "--calls", type=int, default=11, help="bash calls in the long turn")
+    ap.add_argument("-k", "--calls", type=int, default=21, help="bash calls in the long turn")
     ap.add_argument("--fork", action="store_true", help="also the fork path (helper off)")
     ap.add_argument("--json", type=Path, help="write the raw figures there")
     args = ap.parse_args()
@@ -143,15 +150,15 @@ def main() -> int:
         for fork in [False, True] if args.fork else [False]:
             r = run_host(size, args.rounds, args.calls, fork)
             raw.append({"size": label, "fork": fork, **r})
-            a, b = r["yuyao_ms"], r["subprocess_ms"]
+            b = r["subprocess_ms"]
             side = "yuyao bash (fork path)" if fork else "yuyao bash"
             rows.append(
                 (
                     label,
                     f"{r['rss'] / (1 << 20):.0f} MB",
                     side,
-                    min(a),
-                    statistics.median(a),
+                    per_call(r, min),
+                    per_call(r, statistics.median),
                     min(b),
                     statistics.median(b),
                 )

@@ -666,12 +666,12 @@ pub(crate) fn sandbox_cmd(s: &Session, args: &[String]) -> Result<String, CoreEr
 }
 
 fn self_test(c: &sandbox::Confinement) -> String {
-    let mut cmd = std::process::Command::new("sh");
-    cmd.arg("-c").arg("exit 0");
-    if let Err(e) = sandbox::confine(&mut cmd, c) {
-        return format!("FAILED: {e}");
-    }
-    match cmd.status() {
+    let prepared = match sandbox::prepare(c) {
+        Ok(p) => p,
+        Err(e) => return format!("FAILED: {e}"),
+    };
+    let launch = sandbox::Launch::new("sh", &["-c", "exit 0"], "/");
+    match sandbox::spawn(launch, prepared).and_then(|mut child| child.wait()) {
         Ok(st) if st.success() => format!("ok ({})", sandbox::describe(c)),
         Ok(st) => format!("FAILED: a confined `sh -c 'exit 0'` ended with {st}"),
         Err(e) => format!("FAILED: cannot start a confined process: {e}"),

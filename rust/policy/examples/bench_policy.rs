@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
-use yuyao_policy::sandbox::{Confinement, confine, spawn, support};
+use yuyao_policy::sandbox::{Confinement, Launch, prepare, spawn, support};
 use yuyao_policy::{Action, Policy, Rule};
 use yuyao_protocol::{Mode, NetworkAccess, Role, SandboxLevel};
 
@@ -33,15 +33,18 @@ fn time_decide(p: &Policy, a: &Action, n: u32) -> f64 {
 fn time_spawn(c: Option<&Confinement>, n: u32) -> f64 {
     let t = Instant::now();
     for _ in 0..n {
-        let mut cmd = Command::new("bash");
-        cmd.arg("-c").arg("true");
         let st = match c {
             // The production path: confined, spawned from yuyao's spawner thread.
             Some(c) => {
-                confine(&mut cmd, c).expect("sandbox available");
-                spawn(cmd).and_then(|mut ch| ch.wait()).expect("bash runs")
+                let launch = Launch::new("bash", &["-c", "true"], "/");
+                spawn(launch, prepare(c).expect("sandbox available"))
+                    .and_then(|mut ch| ch.wait())
+                    .expect("bash runs")
             }
-            None => cmd.status().expect("bash runs"),
+            None => Command::new("bash")
+                .args(["-c", "true"])
+                .status()
+                .expect("bash runs"),
         };
         assert!(st.success());
     }

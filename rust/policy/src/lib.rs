@@ -4,6 +4,7 @@
 
 mod advice;
 mod bash_tree;
+mod helper_exe;
 mod namespaces;
 pub mod os_denies;
 pub mod protected;
@@ -13,6 +14,7 @@ pub mod rules;
 pub mod sandbox;
 pub mod sensitive;
 pub mod shell;
+mod spawner;
 
 use std::path::{Path, PathBuf};
 use yuyao_protocol::{Mode, NetworkAccess, Role, SandboxLevel};

@@ -10,50 +10,21 @@
 //!
 //! The plan is built in the parent ([`NsPlan::new`]). The spawner thread keeps one namespace
 //! per plan ([`Holders`]): a holder's PID 1 builds the mounts once ([`NsPlan::mount_all`]) and
-//! then only reaps; each command is forked straight into the holder's PID namespace and joins
-//! its mount namespace in `pre_exec` ([`NsSlot::join`], system calls on prepared data only).
+//! then only reaps; each command is started straight into the holder's PID namespace and joins
+//! its mount namespace before exec (`yuyao_sandbox_exec::confine`, system calls on prepared
+//! data only, run by the spawn helper or in `pre_exec` on the fork path).
 //! The holder dies with yuyao (`PR_SET_PDEATHSIG`), and with its PID 1 everything inside.
 
 use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use yuyao_sandbox_exec::holder::HolderPlan;
 
-const MOUNT_ATTR_RDONLY: u64 = 0x1;
-const MOUNT_ATTR_NOSUID: u64 = 0x2;
-const MOUNT_ATTR_NODEV: u64 = 0x4;
-const AT_RECURSIVE: libc::c_uint = 0x8000;
-
-#[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
-
-/// What the namespace looks like, prepared in the parent.
+/// What the namespace looks like, prepared in the parent (see `HolderPlan`).
 #[derive(Debug)]
 pub struct NsPlan {
-    /// Mount namespace with read-only binds (only for file-system confinement).
-    mounts: bool,
-    /// Folders that stay writable, outermost first.
-    writable: Vec<CString>,
-    /// Bind mounts in order: the writable folders, then writable folders inside protected
-    /// ones (bound again after the protection).
-    binds: Vec<CString>,
-    /// Paths inside writable folders that stay read-only (control files, `Edit` denies).
-    protected: Vec<CString>,
-    /// Files and folders masked for reading (`Read` denies): /dev/null or an empty tmpfs.
-    masked_files: Vec<CString>,
-    masked_dirs: Vec<CString>,
-    /// Unprivileged users need a user namespace to own the others.
-    user_ns: Option<UserMaps>,
-}
-
-#[derive(Debug)]
-struct UserMaps {
-    uid_map: Vec<u8>,
-    gid_map: Vec<u8>,
+    plan: HolderPlan,
 }
 
 fn cstr(p: &Path) -> Option<CString> {
@@ -118,161 +89,41 @@ impl NsPlan {
         binds.extend(again);
         // SAFETY: geteuid/getegid cannot fail.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        let user_ns = (uid != 0).then(|| UserMaps {
-            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        let user_maps = (uid != 0).then(|| {
+            (
+                format!("{uid} {uid} 1\n").into_bytes(),
+                format!("{gid} {gid} 1\n").into_bytes(),
+            )
         });
         NsPlan {
-            mounts,
-            writable: w.iter().filter_map(|p| cstr(p)).collect(),
-            binds: binds.iter().filter_map(|p| cstr(p)).collect(),
-            protected: protected.iter().filter_map(|p| cstr(p)).collect(),
-            masked_files: deny_read
-                .iter()
-                .filter(|p| p.is_file())
-                .filter_map(|p| cstr(p))
-                .collect(),
-            masked_dirs: deny_read
-                .iter()
-                .filter(|p| p.is_dir())
-                .filter_map(|p| cstr(p))
-                .collect(),
-            user_ns,
+            plan: HolderPlan {
+                parent: std::process::id() as i32,
+                mounts,
+                writable: w.iter().filter_map(|p| cstr(p)).collect(),
+                binds: binds.iter().filter_map(|p| cstr(p)).collect(),
+                protected: protected.iter().filter_map(|p| cstr(p)).collect(),
+                masked_files: deny_read
+                    .iter()
+                    .filter(|p| p.is_file())
+                    .filter_map(|p| cstr(p))
+                    .collect(),
+                masked_dirs: deny_read
+                    .iter()
+                    .filter(|p| p.is_dir())
+                    .filter_map(|p| cstr(p))
+                    .collect(),
+                user_maps,
+            },
         }
     }
-
-    fn mount_all(&self) -> std::io::Result<()> {
-        // Nothing done here propagates back to the host's mounts.
-        mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE)?;
-        // A /proc of this PID namespace only.
-        mount(
-            Some(c"proc"),
-            c"/proc",
-            Some(c"proc"),
-            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        )?;
-        if !self.mounts {
-            return Ok(());
-        }
-        let first = self.writable.len();
-        for w in &self.binds[..first] {
-            bind(w, w)?;
-        }
-        for p in &self.protected {
-            bind(p, p)?;
-        }
-        for w in &self.binds[first..] {
-            bind(w, w)?;
-        }
-        for f in &self.masked_files {
-            bind(c"/dev/null", f)?;
-        }
-        for d in &self.masked_dirs {
-            mount(
-                Some(c"tmpfs"),
-                d,
-                Some(c"tmpfs"),
-                libc::MS_NOSUID | libc::MS_NODEV,
-            )?;
-        }
-        // Everything read-only and without devices, then the writable folders opened again.
-        setattr(c"/", true, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV, 0)?;
-        for w in &self.binds {
-            setattr(
-                w,
-                false,
-                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                MOUNT_ATTR_RDONLY,
-            )?;
-        }
-        // Devices stay usable where they belong (/dev/null, /dev/tty); terminals (`script`,
-        // Python's pty) allocate under /dev/pts.
-        let _ = setattr(c"/dev", false, 0, MOUNT_ATTR_NODEV);
-        let _ = setattr(c"/dev/pts", false, 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV);
-        // The working directory was entered before the binds: enter it again through them.
-        let mut buf = [0u8; 4096];
-        // SAFETY: getcwd writes at most buf.len() bytes into our stack buffer; chdir reads
-        // the NUL-terminated result.
-        unsafe {
-            if !libc::getcwd(buf.as_mut_ptr().cast(), buf.len()).is_null() {
-                libc::chdir(buf.as_ptr().cast());
-            }
-        }
-        Ok(())
-    }
-}
-
-fn check(r: libc::c_int) -> std::io::Result<()> {
-    if r < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-fn mount(
-    src: Option<&std::ffi::CStr>,
-    target: &std::ffi::CStr,
-    fstype: Option<&std::ffi::CStr>,
-    flags: libc::c_ulong,
-) -> std::io::Result<()> {
-    let p = |c: Option<&std::ffi::CStr>| c.map_or(std::ptr::null(), |c| c.as_ptr());
-    // SAFETY: NUL-terminated strings (or null) that outlive the call.
-    check(unsafe { libc::mount(p(src), target.as_ptr(), p(fstype), flags, std::ptr::null()) })
-}
-
-fn bind(src: &std::ffi::CStr, target: &std::ffi::CStr) -> std::io::Result<()> {
-    mount(Some(src), target, None, libc::MS_BIND | libc::MS_REC)
-}
-
-fn setattr(path: &std::ffi::CStr, recursive: bool, set: u64, clr: u64) -> std::io::Result<()> {
-    let attr = MountAttr {
-        attr_set: set,
-        attr_clr: clr,
-        propagation: 0,
-        userns_fd: 0,
-    };
-    let flags = if recursive { AT_RECURSIVE } else { 0 };
-    // SAFETY: attr outlives the call; size is its size.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            path.as_ptr(),
-            flags,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if r < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
-    // SAFETY: open/write/close on a NUL-terminated path and a live buffer.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let n = libc::write(fd, data.as_ptr().cast(), data.len());
-        libc::close(fd);
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
 }
 
 /// Whether this machine lets us build the namespaces: a throwaway holder is made and
 /// dropped (probed once).
-pub fn probe() -> Result<(), String> {
+pub fn probe(helper: bool) -> Result<(), String> {
     let plan = NsPlan::new(true, &[std::env::temp_dir()], None, &[], &[]);
     let key = plan.key();
-    create_holder(&plan, key)
+    create_holder(&plan, key, helper)
         .map(drop)
         .map_err(|e| format!("cannot create mount/PID namespaces: {e}"))
 }
@@ -280,8 +131,9 @@ pub fn probe() -> Result<(), String> {
 // ----------------------------------------------------------------------------------------
 // Namespace holders: one namespace per plan, joined by every command (no per-spawn cost)
 
-/// Where a confined child finds the namespace it joins: set by the spawner thread right
-/// before the fork (the child reads its copy after it).
+/// Where a confined process finds the namespace it joins: set by the spawner thread right
+/// before the spawn (a forked child reads its copy after the fork; the helper path sends the
+/// descriptors with the request).
 #[derive(Debug)]
 pub struct NsSlot {
     pub mnt: std::sync::atomic::AtomicI32,
@@ -294,36 +146,6 @@ impl Default for NsSlot {
             mnt: std::sync::atomic::AtomicI32::new(-1),
             user: std::sync::atomic::AtomicI32::new(-1),
         }
-    }
-}
-
-impl NsSlot {
-    /// In the child, before exec: joins the holder's mount (and user) namespace and enters
-    /// the working directory again through its mounts. Async-signal-safe.
-    pub fn join(&self) -> std::io::Result<()> {
-        use std::sync::atomic::Ordering;
-        let mnt = self.mnt.load(Ordering::SeqCst);
-        if mnt < 0 {
-            // Namespaces were asked for but none was prepared: never run unconfined.
-            return Err(std::io::Error::from_raw_os_error(libc::ENOTSUP));
-        }
-        let mut buf = [0u8; 4096];
-        // SAFETY: getcwd writes into our stack buffer; setns/chdir take live descriptors and
-        // a NUL-terminated path.
-        unsafe {
-            let have_cwd = !libc::getcwd(buf.as_mut_ptr().cast(), buf.len()).is_null();
-            let user = self.user.load(Ordering::SeqCst);
-            if user >= 0 && libc::setns(user, libc::CLONE_NEWUSER) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::setns(mnt, libc::CLONE_NEWNS) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if have_cwd && libc::chdir(buf.as_ptr().cast()) != 0 {
-                libc::chdir(c"/".as_ptr());
-            }
-        }
-        Ok(())
     }
 }
 
@@ -381,7 +203,8 @@ impl Holders {
 
     /// Makes this thread's next child start in `plan`'s namespace (created on first use) and
     /// tells the child, through `slot`, which mount namespace to join.
-    pub fn enter(&mut self, plan: &NsPlan, slot: &NsSlot) -> std::io::Result<()> {
+    /// `helper`: create it through the spawn helper (no fork of yuyao).
+    pub fn enter(&mut self, plan: &NsPlan, slot: &NsSlot, helper: bool) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
         use std::sync::atomic::Ordering;
         let key = plan.key();
@@ -391,7 +214,7 @@ impl Holders {
                 if self.list.len() >= MAX_HOLDERS {
                     self.list.remove(0);
                 }
-                self.list.push(create_holder(plan, key)?);
+                self.list.push(create_holder(plan, key, helper)?);
                 self.list.len() - 1
             }
         };
@@ -430,13 +253,14 @@ impl Default for Holders {
 impl NsPlan {
     /// Identifies the namespace this plan needs (same plan, same namespace).
     fn key(&self) -> String {
-        let mut k = format!("{}|{}|", self.mounts, self.user_ns.is_some());
+        let p = &self.plan;
+        let mut k = format!("{}|{}|", p.mounts, p.user_maps.is_some());
         for (tag, list) in [
-            ("w", &self.writable),
-            ("b", &self.binds),
-            ("p", &self.protected),
-            ("mf", &self.masked_files),
-            ("md", &self.masked_dirs),
+            ("w", &p.writable),
+            ("b", &p.binds),
+            ("p", &p.protected),
+            ("mf", &p.masked_files),
+            ("md", &p.masked_dirs),
         ] {
             k.push_str(tag);
             for c in list {
@@ -448,111 +272,34 @@ impl NsPlan {
     }
 }
 
-fn write_msg(fd: libc::c_int, tag: u8, value: i32) {
-    let mut m = [0u8; 5];
-    m[0] = tag;
-    m[1..].copy_from_slice(&value.to_le_bytes());
-    // SAFETY: a write of our stack buffer (atomic: under PIPE_BUF).
-    unsafe { libc::write(fd, m.as_ptr().cast(), m.len()) };
-}
-
-/// Forks the holder: `outer` (outside, dies with this thread's process) and `init` (PID 1 of
-/// the new namespaces, which builds the mounts and then only reaps). Runs on the spawner
-/// thread, so the parent-death signal is tied to yuyao's life.
-fn create_holder(plan: &NsPlan, key: String) -> std::io::Result<Holder> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 fills the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let (r, w) = (fds[0], fds[1]);
-    // SAFETY: getpid cannot fail.
-    let me = unsafe { libc::getpid() };
-    let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
-    if plan.user_ns.is_some() {
-        flags |= libc::CLONE_NEWUSER;
-    }
-    // SAFETY: the child only makes system calls on prepared data and _exits.
-    let outer = unsafe { libc::fork() };
-    if outer < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if outer == 0 {
-        // SAFETY: system calls only, in the forked child.
-        unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            if libc::getppid() != me {
-                libc::_exit(1);
+/// Starts the holder: its `outer` process (outside, dies with yuyao) makes the namespaces and
+/// their PID 1, which builds the mounts and then only reaps (`HolderPlan::hold`). Runs on the
+/// spawner thread, so the parent-death signal is tied to yuyao's life. Through the spawn
+/// helper when `helper` (and it can run), else by forking yuyao.
+fn create_holder(plan: &NsPlan, key: String, helper: bool) -> std::io::Result<Holder> {
+    let started = match helper.then(crate::helper_exe::get).flatten() {
+        Some(h) => match hold_via_helper(&h, plan) {
+            Err(e) if crate::spawner::helper_cannot_run(&e) => {
+                crate::helper_exe::broken(format!("it cannot be executed: {e}"));
+                hold_via_fork(plan)
             }
-            for sig in 1..32 {
-                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                    libc::signal(sig, libc::SIG_DFL);
-                }
-            }
-            libc::close(r);
-            let fail = |w| {
-                write_msg(
-                    w,
-                    b'E',
-                    std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
-                );
-                libc::_exit(1)
-            };
-            if libc::unshare(flags) != 0 {
-                fail(w);
-            }
-            if let Some(maps) = &plan.user_ns
-                && (write_file(c"/proc/self/setgroups", b"deny").is_err()
-                    || write_file(c"/proc/self/uid_map", &maps.uid_map).is_err()
-                    || write_file(c"/proc/self/gid_map", &maps.gid_map).is_err())
-            {
-                fail(w);
-            }
-            let init = libc::fork();
-            if init < 0 {
-                fail(w);
-            }
-            if init == 0 {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-                if plan.mount_all().is_err() {
-                    fail(w);
-                }
-                write_msg(w, b'R', 0);
-                libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-                // PID 1: commands that joined and left orphans behind are reaped here.
-                let pause = libc::timespec {
-                    tv_sec: 1,
-                    tv_nsec: 0,
-                };
-                loop {
-                    while libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) > 0 {}
-                    libc::nanosleep(&pause, std::ptr::null_mut());
-                }
-            }
-            write_msg(w, b'P', init);
-            libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-            let mut status = 0;
-            while libc::waitpid(init, &mut status, 0) < 0
-                && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-            {}
-            libc::_exit(0);
-        }
-    }
-    // SAFETY: our copy of the write end.
-    unsafe { libc::close(w) };
+            r => r,
+        },
+        None => hold_via_fork(plan),
+    }?;
+    let (outer, report) = started;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 64];
     loop {
         // SAFETY: reading into our buffer.
-        let n = unsafe { libc::read(r, chunk.as_mut_ptr().cast(), chunk.len()) };
+        let n = unsafe { libc::read(report.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
         if n > 0 {
             buf.extend_from_slice(&chunk[..n as usize]);
         } else if n == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             break;
         }
     }
-    // SAFETY: our read end.
-    unsafe { libc::close(r) };
+    drop(report);
     let (mut init, mut ready, mut err) = (0, false, None);
     for m in buf.chunks(5).filter(|m| m.len() == 5) {
         let v = i32::from_le_bytes([m[1], m[2], m[3], m[4]]);
@@ -581,7 +328,7 @@ fn create_holder(plan: &NsPlan, key: String) -> std::io::Result<Holder> {
         (Ok(p), Ok(m)) => (p, m),
         (Err(e), _) | (_, Err(e)) => return give_up(e),
     };
-    let user = if plan.user_ns.is_some() {
+    let user = if plan.plan.user_maps.is_some() {
         match ns("user") {
             Ok(u) => Some(u),
             Err(e) => return give_up(e),
@@ -596,4 +343,54 @@ fn create_holder(plan: &NsPlan, key: String) -> std::io::Result<Holder> {
         mnt,
         user,
     })
+}
+
+/// The holder's `outer` is the spawn helper: `posix_spawn`, the plan over its stdin socket,
+/// the reports back on it.
+fn hold_via_helper(
+    h: &crate::helper_exe::HelperExe,
+    plan: &NsPlan,
+) -> std::io::Result<(libc::pid_t, OwnedFd)> {
+    use std::os::fd::AsFd;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let (ours, theirs) = yuyao_sandbox_exec::channel::pair()?;
+    let child = std::process::Command::new(std::ffi::OsStr::from_bytes(h.path.as_bytes()))
+        .arg0("yuyao-sandbox-exec")
+        .env_clear()
+        .stdin(Stdio::from(theirs))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let outer = child.id() as libc::pid_t;
+    if let Err(e) = yuyao_sandbox_exec::channel::send(ours.as_fd(), &plan.plan.encode(), &[]) {
+        // SAFETY: our own child.
+        unsafe {
+            libc::kill(outer, libc::SIGKILL);
+            libc::waitpid(outer, std::ptr::null_mut(), 0);
+        }
+        return Err(e);
+    }
+    Ok((outer, ours))
+}
+
+/// The holder's `outer` is a forked child of yuyao (the fallback).
+fn hold_via_fork(plan: &NsPlan) -> std::io::Result<(libc::pid_t, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: two fresh descriptors we own.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: the child only makes system calls on prepared data and _exits (hold).
+    let outer = unsafe { libc::fork() };
+    if outer < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if outer == 0 {
+        plan.plan.hold(w.as_raw_fd());
+    }
+    drop(w);
+    Ok((outer, r))
 }

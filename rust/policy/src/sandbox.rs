@@ -3,11 +3,12 @@
 //! folders and the temp dir), `no_new_privs` stops setuid escalation, and a seccomp filter
 //! refuses every socket family but `AF_UNIX` when the network is off.
 //!
-//! Everything that allocates or touches the file system is prepared in the parent
-//! ([`prepare`]): the Landlock ruleset is built there and only its file descriptor crosses
-//! the fork; the seccomp program is a ready array. The child ([`Prepared::apply`], run from
-//! `pre_exec`, right before `exec`) makes three system calls and nothing else, so it is
-//! async-signal-safe in a multi-threaded host.
+//! Everything that allocates or touches the file system is prepared in yuyao ([`prepare`]):
+//! the Landlock ruleset is built there and only its file descriptor reaches the new process;
+//! the seccomp program is a ready array. [`spawn`] (`spawner.rs`) starts the command through
+//! the spawn helper, which receives the prepared steps and applies them to itself before it
+//! execs the command, or on the fork path applies them in `pre_exec` ([`Prepared::apply`]).
+//! Both run the same system calls (`yuyao_sandbox_exec::confine`) and nothing else.
 //!
 //! When the kernel cannot enforce the requested confinement, [`prepare`] fails with a message
 //! that says so and points to `yuyao sandbox explain`; a restricted command is then refused,
@@ -19,6 +20,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use yuyao_protocol::{NetworkAccess, SandboxLevel};
+use yuyao_sandbox_exec::confine::{Namespaces, Steps, confine_self};
+use yuyao_sandbox_exec::wire::Request;
 
 /// What a tool process is confined to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +81,8 @@ pub struct Support {
     pub seccomp: Result<(), String>,
     /// Mount and PID namespaces (read-only binds, a private `/proc`), or why not.
     pub namespaces: Result<(), String>,
+    /// The spawn helper (commands start without forking yuyao), or why the fork path is used.
+    pub helper: Result<(), String>,
     /// `uname -r`.
     pub kernel: String,
     /// Features switched off with `YUYAO_SANDBOX_DISABLE` (troubleshooting and tests).
@@ -132,6 +137,14 @@ impl Support {
             ),
             Err(e) => out.push_str(&format!("namespaces        unavailable: {e}\n")),
         }
+        match &self.helper {
+            Ok(()) => out.push_str(
+                "spawn helper      in use (posix_spawn of yuyao-sandbox-exec from memory: the cost of a command does not grow with yuyao's size)\n",
+            ),
+            Err(e) => out.push_str(&format!(
+                "spawn helper      not in use: {e}; commands start by forking yuyao\n"
+            )),
+        }
         out.push_str("no_new_privs      always set for confined processes\n");
         out.push_str("parent death      tool processes are killed when yuyao dies\n");
         if !self.disabled.is_empty() {
@@ -148,8 +161,16 @@ static SUPPORT: Mutex<Option<Support>> = Mutex::new(None);
 
 /// What this machine enforces (probed once, see [`reprobe`]).
 pub fn support() -> Support {
-    let mut g = SUPPORT.lock().unwrap_or_else(|e| e.into_inner());
-    g.get_or_insert_with(probe).clone()
+    let mut s = SUPPORT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(probe)
+        .clone();
+    if s.helper.is_ok() {
+        // The helper may have failed to run since the probe.
+        s.helper = crate::helper_exe::status();
+    }
+    s
 }
 
 /// Probes the kernel again (`sandbox recreate`).
@@ -176,15 +197,21 @@ fn probe() -> Support {
     } else {
         seccomp_available()
     };
+    let helper = if disabled.iter().any(|d| d == "helper") {
+        Err("switched off by YUYAO_SANDBOX_DISABLE".into())
+    } else {
+        crate::helper_exe::status()
+    };
     let namespaces = if disabled.iter().any(|d| d == "namespaces") {
         Err("switched off by YUYAO_SANDBOX_DISABLE".into())
     } else {
-        crate::namespaces::probe()
+        crate::namespaces::probe(helper.is_ok())
     };
     Support {
         landlock,
         seccomp,
         namespaces,
+        helper,
         kernel: kernel_release(),
         disabled,
     }
@@ -208,7 +235,6 @@ fn kernel_release() -> String {
 
 const SYS_LANDLOCK_CREATE_RULESET: libc::c_long = 444;
 const SYS_LANDLOCK_ADD_RULE: libc::c_long = 445;
-const SYS_LANDLOCK_RESTRICT_SELF: libc::c_long = 446;
 const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
 const LANDLOCK_RULE_PATH_BENEATH: u32 = 1;
 const LANDLOCK_RULE_NET_PORT: u32 = 2;
@@ -383,20 +409,7 @@ fn add_path(ruleset: &OwnedFd, path: &Path, rights: u64) -> Result<(), String> {
 // ----------------------------------------------------------------------------------------
 // seccomp (linux/filter.h, linux/seccomp.h)
 
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct SockFilter {
-    code: u16,
-    jt: u8,
-    jf: u8,
-    k: u32,
-}
-
-#[repr(C)]
-struct SockFprog {
-    len: u16,
-    filter: *const SockFilter,
-}
+use yuyao_sandbox_exec::wire::SockFilter;
 
 const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS (0x20)
 const BPF_JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
@@ -467,7 +480,7 @@ fn seccomp_available() -> Result<(), String> {
         libc::prctl(
             libc::PR_SET_SECCOMP,
             libc::SECCOMP_MODE_FILTER,
-            std::ptr::null::<SockFprog>(),
+            std::ptr::null::<u8>(),
             0,
             0,
         )
@@ -497,10 +510,6 @@ pub struct Prepared {
     /// yuyao's pid: the process dies with it (`PR_SET_PDEATHSIG`).
     parent: libc::pid_t,
 }
-
-// SAFETY: the filter is plain data; the raw pointer built from it only lives during apply.
-unsafe impl Send for Prepared {}
-unsafe impl Sync for Prepared {}
 
 impl std::fmt::Debug for Prepared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -560,144 +569,65 @@ pub fn prepare(c: &Confinement) -> Result<Prepared, String> {
 }
 
 impl Prepared {
-    /// Applies the confinement to the calling process. Async-signal-safe: only system calls,
-    /// no allocation. Meant for `pre_exec`.
+    /// Applies the confinement to the calling process (the fork path, from `pre_exec`).
+    /// Async-signal-safe: only system calls, no allocation.
     pub fn apply(&self) -> std::io::Result<()> {
-        // Dies with yuyao (the spawning thread lives as long as the process, see `spawn`).
-        // SAFETY: prctl/getppid on the calling process.
-        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-        match &self.ns {
-            // Born in the holder's PID namespace (its parent is outside: getppid() is 0);
-            // joins its mount namespace.
-            Some((_, slot)) => slot.join()?,
-            None => {
-                // SAFETY: getppid cannot fail.
-                if unsafe { libc::getppid() } != self.parent {
-                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
-                }
-            }
+        use std::sync::atomic::Ordering;
+        let namespaces = self.ns.as_ref().map(|(_, slot)| Namespaces {
+            user: slot.user.load(Ordering::SeqCst),
+            mnt: slot.mnt.load(Ordering::SeqCst),
+        });
+        confine_self(&Steps {
+            parent: self.parent,
+            namespaces,
+            no_new_privs: self.no_new_privs,
+            ruleset: self.ruleset.as_ref().map_or(-1, |f| f.as_raw_fd()),
+            filter: &self.filter,
+        })
+        .map_err(|f| std::io::Error::from_raw_os_error(f.errno))
+    }
+
+    /// The request the spawn helper applies: the same steps, sent over its socket with the
+    /// descriptors they need (listed in the request's order).
+    pub(crate) fn request(&self) -> (Request, Vec<std::os::fd::RawFd>) {
+        use std::sync::atomic::Ordering;
+        let mut fds = Vec::new();
+        let mut req = Request {
+            parent: self.parent,
+            no_new_privs: self.no_new_privs,
+            filter: self.filter.clone(),
+            ..Default::default()
+        };
+        if let Some(r) = &self.ruleset {
+            req.landlock = true;
+            fds.push(r.as_raw_fd());
         }
-        if self.no_new_privs {
-            // SAFETY: plain prctl on the calling thread.
-            if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-                return Err(std::io::Error::last_os_error());
+        if let Some((_, slot)) = &self.ns {
+            let user = slot.user.load(Ordering::SeqCst);
+            if user >= 0 {
+                req.user_ns = true;
+                fds.push(user);
             }
+            // Never -1 once the spawner entered the holder; if it were, sending the request
+            // fails (EBADF) and the command is refused, never run without its namespaces.
+            req.mnt_ns = true;
+            fds.push(slot.mnt.load(Ordering::SeqCst));
         }
-        if let Some(fd) = &self.ruleset {
-            // SAFETY: the ruleset descriptor is open (owned by self).
-            let r = unsafe { libc::syscall(SYS_LANDLOCK_RESTRICT_SELF, fd.as_raw_fd(), 0u32) };
-            if r != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        if !self.filter.is_empty() {
-            let prog = SockFprog {
-                len: self.filter.len() as u16,
-                filter: self.filter.as_ptr(),
-            };
-            // SAFETY: prog points at our filter, alive for the call; no_new_privs is set.
-            let r = unsafe {
-                libc::prctl(
-                    libc::PR_SET_SECCOMP,
-                    libc::SECCOMP_MODE_FILTER,
-                    &prog as *const SockFprog,
-                    0,
-                    0,
-                )
-            };
-            if r != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        Ok(())
+        (req, fds)
+    }
+
+    /// Whether the process joins namespaces (the spawner enters their holder first).
+    pub(crate) fn namespaces(&self) -> Option<&NsRequest> {
+        self.ns.as_ref()
     }
 }
 
-/// Confines a command about to be spawned: prepares in the parent, applies in `pre_exec`.
-/// Start it with [`spawn`], so that the parent-death signal follows the process, not a thread.
-pub fn confine(cmd: &mut std::process::Command, c: &Confinement) -> Result<(), String> {
-    use std::os::unix::process::CommandExt;
-    // The agent's own model credential is not the tools' business (exfiltration guard).
-    cmd.env_remove("D2A_MODEL_API_KEY");
-    let prepared = prepare(c)?;
-    PENDING_NS.with(|p| *p.borrow_mut() = prepared.ns.clone());
-    // SAFETY: the closure only makes system calls (see Prepared::apply).
-    unsafe {
-        cmd.pre_exec(move || prepared.apply());
-    }
-    Ok(())
-}
-
-type NsRequest = (
+pub(crate) type NsRequest = (
     std::sync::Arc<crate::namespaces::NsPlan>,
     std::sync::Arc<crate::namespaces::NsSlot>,
 );
 
-thread_local! {
-    /// The namespace the command confined last on this thread asks for; `spawn` takes it.
-    static PENDING_NS: std::cell::RefCell<Option<NsRequest>> = const { std::cell::RefCell::new(None) };
-}
-
-type SpawnJob = (
-    std::process::Command,
-    Option<NsRequest>,
-    std::sync::mpsc::Sender<std::io::Result<std::process::Child>>,
-);
-
-/// Spawns `cmd` (confined by [`confine`] on this thread, if at all) from one long-lived
-/// thread. `PR_SET_PDEATHSIG` fires when the *thread* that forked dies, and the threads that
-/// run tools come and go (a TUI turn, a blocking pool): forking from a thread that lives as
-/// long as yuyao ties tool processes to yuyao itself. That thread also keeps one namespace
-/// per plan (`namespaces::Holders`) and starts each confined child inside it, so a command
-/// costs a `setns`, not a new namespace.
-pub fn spawn(cmd: std::process::Command) -> std::io::Result<std::process::Child> {
-    static SPAWNER: Mutex<Option<std::sync::mpsc::Sender<SpawnJob>>> = Mutex::new(None);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let ns = PENDING_NS.with(|p| p.borrow_mut().take());
-    let job: SpawnJob = (cmd, ns, tx);
-    let mut job = Some(job);
-    {
-        let mut g = SPAWNER.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = g.as_ref()
-            && let Err(back) = s.send(job.take().expect("job present"))
-        {
-            job = Some(back.0);
-        }
-        if let Some(j) = job.take() {
-            let (stx, srx) = std::sync::mpsc::channel::<SpawnJob>();
-            std::thread::Builder::new()
-                .name("yuyao-spawner".into())
-                .spawn(move || {
-                    let mut holders = crate::namespaces::Holders::new();
-                    for (mut cmd, ns, reply) in srx {
-                        let r = match &ns {
-                            Some((plan, slot)) => match holders.enter(plan, slot) {
-                                Ok(()) => {
-                                    let r = cmd.spawn();
-                                    holders.leave();
-                                    r
-                                }
-                                Err(e) => Err(std::io::Error::new(
-                                    e.kind(),
-                                    format!("cannot prepare the sandbox namespaces: {e}"),
-                                )),
-                            },
-                            None => cmd.spawn(),
-                        };
-                        // The command (with its copies of pipe ends) is dropped before the
-                        // reply, so the caller sees EOF when the child closes its ends.
-                        drop(cmd);
-                        let _ = reply.send(r);
-                    }
-                })?;
-            stx.send(j)
-                .map_err(|_| std::io::Error::other("the spawner thread is gone"))?;
-            *g = Some(stx);
-        }
-    }
-    rx.recv()
-        .map_err(|_| std::io::Error::other("the spawner thread is gone"))?
-}
+pub use crate::spawner::{Launch, spawn};
 
 /// What the confinement means, in words (for `sandbox explain` and the system prompt).
 pub fn describe(c: &Confinement) -> String {
@@ -770,18 +700,25 @@ pub fn blocked_note(c: &Confinement, exit_code: Option<i32>, output: &str) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
 
+    /// Runs `script` through the spawn helper and on the fork path: both must agree. The
+    /// output is the helper's, then the fork path's.
     fn run(c: &Confinement, script: &str) -> (bool, String) {
-        let mut cmd = Command::new("bash");
-        cmd.arg("-c").arg(script);
-        cmd.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        confine(&mut cmd, c).unwrap();
-        let out = spawn(cmd).unwrap().wait_with_output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string()
-            + &String::from_utf8_lossy(&out.stderr);
-        (out.status.success(), text)
+        let once = |helper: bool| {
+            let (reader, writer) = std::io::pipe().unwrap();
+            let mut launch = Launch::new("bash", &["-c", script], std::env::current_dir().unwrap());
+            launch.stderr = Some(writer.try_clone().unwrap().into());
+            launch.stdout = Some(writer.into());
+            let mut child =
+                crate::spawner::spawn_with(launch, prepare(c).unwrap(), helper).unwrap();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut { reader }, &mut text).unwrap();
+            (child.wait().unwrap().success(), text)
+        };
+        let (ok, out) = once(true);
+        let (fork_ok, fork_out) = once(false);
+        assert_eq!(ok, fork_ok, "helper: {out}\nfork path: {fork_out}");
+        (ok, out + &fork_out)
     }
 
     fn enforced() -> bool {
@@ -974,6 +911,7 @@ mod tests {
             landlock: Err("x".into()),
             seccomp: Ok(()),
             namespaces: Ok(()),
+            helper: Ok(()),
             kernel: "k".into(),
             disabled: vec![],
         };

@@ -12,14 +12,14 @@ use crate::{Tool, ToolContext, ToolOutput};
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::{PipeReader, Read as _, Write as _};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
+use yuyao_policy::sandbox::Launch;
 
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Output kept in memory while a command runs; beyond it, everything streams to a spill file.
@@ -39,23 +39,24 @@ pub(crate) fn unique(label: &str) -> String {
 }
 
 /// THE spawn path: `bash -c script` in `cwd`, its own process group, stdin from /dev/null, a
-/// non-interactive environment. Every shell process of yuyao is built here, so the OS
-/// sandbox (Landlock + seccomp, issue 6) is applied in this one place, from `ctx`.
-pub fn shell_command(ctx: &ToolContext, script: &str, cwd: &Path) -> Command {
-    // The sandbox is applied by `spawn_piped`, the one place commands start.
-    let mut c = Command::new("bash");
-    c.arg("-c")
-        .arg(script)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .env("PAGER", "cat")
-        .env("GIT_PAGER", "cat")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("TERM", "dumb")
-        .env("NO_COLOR", "1")
-        .envs(ctx.env.iter().copied())
-        .process_group(0);
-    c
+/// non-interactive environment. Every shell process of yuyao is built here and started by
+/// `spawn_piped_as` under the OS sandbox, in this one place.
+pub fn shell_command(ctx: &ToolContext, script: &str, cwd: &Path) -> Launch {
+    let mut launch = Launch::new("bash", &["-c", script], cwd);
+    launch.process_group = true;
+    for (k, v) in [
+        ("PAGER", "cat"),
+        ("GIT_PAGER", "cat"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+        ("TERM", "dumb"),
+        ("NO_COLOR", "1"),
+    ]
+    .into_iter()
+    .chain(ctx.env.iter().copied())
+    {
+        launch.env.push((k.into(), Some(v.into())));
+    }
+    launch
 }
 
 /// Whose rights a shell process has.
@@ -101,26 +102,29 @@ fn spawn_piped_as(
     let writer2 = writer
         .try_clone()
         .map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let mut cmd = shell_command(ctx, script, cwd);
-    cmd.stdout(writer).stderr(writer2);
+    let mut launch = shell_command(ctx, script, cwd);
+    launch.stdout = Some(writer.into());
+    launch.stderr = Some(writer2.into());
     if confinement.level == yuyao_protocol::SandboxLevel::ReadOnly {
         // Caches go to the private /tmp instead of failing on the read-only tree.
         if let Some(tmp) = &confinement.private_tmp {
-            cmd.env("TMPDIR", tmp)
-                .env("PYTHONDONTWRITEBYTECODE", "1")
-                .env("PYTHONPYCACHEPREFIX", tmp.join("pycache"))
-                .env("npm_config_cache", tmp.join("npm-cache"));
+            let mut set = |k: &str, v: std::ffi::OsString| launch.env.push((k.into(), Some(v)));
+            set("TMPDIR", tmp.into());
+            set("PYTHONDONTWRITEBYTECODE", "1".into());
+            set("PYTHONPYCACHEPREFIX", tmp.join("pycache").into());
+            set("npm_config_cache", tmp.join("npm-cache").into());
             if !ctx.project().join("target").is_dir() {
-                cmd.env("CARGO_TARGET_DIR", tmp.join("cargo-target"));
+                set("CARGO_TARGET_DIR", tmp.join("cargo-target").into());
             }
         }
     }
     // The OS sandbox (namespaces, Landlock, seccomp, no_new_privs, parent-death signal) for
     // every command, job and monitor.
-    yuyao_policy::sandbox::confine(&mut cmd, confinement)?;
-    // `cmd` (holding the write ends) is dropped by the spawner, so EOF comes when the group
+    let prepared = yuyao_policy::sandbox::prepare(confinement)?;
+    // The spawner drops `launch` (holding the write ends), so EOF comes when the group
     // closes them.
-    let child = yuyao_policy::sandbox::spawn(cmd).map_err(|e| format!("cannot start bash: {e}"))?;
+    let child = yuyao_policy::sandbox::spawn(launch, prepared)
+        .map_err(|e| format!("cannot start bash: {e}"))?;
     Ok((child, reader))
 }
 

@@ -304,7 +304,20 @@ const COMMANDS: &[Command] = &[
         "free ended sessions' spill files, job logs, snapshots (storage.*)",
         Some(gc)
     ),
-    cmd!("hooks", [], "", "lifecycle hooks", None),
+    cmd!(
+        "hooks",
+        [],
+        "[list | enable <n> | disable <n>]",
+        "lifecycle hooks (hooks.json) by event and source",
+        Some(crate::hook_run::hooks_cmd)
+    ),
+    cmd!(
+        "features",
+        [],
+        "[list | enable|disable <hooks|skills|plugins|mcp>]",
+        "turn a kind of extension on or off (persisted)",
+        Some(crate::features::features_cmd)
+    ),
     cmd!("agents", [], "", "sub-agent configuration", None),
     cmd!(
         "goal",
@@ -511,8 +524,8 @@ fn group_title(name: &str) -> &'static str {
         "undo" | "redo" | "rewind" | "diff" | "add-dir" | "cd" | "review" | "security-review"
         | "run" | "verify" => 2,
         "compact" | "context" | "memory" | "remember" | "forget" | "dream" | "init" => 3,
-        "config" | "permissions" | "trust" | "sandbox" | "mcp" | "hooks" | "tools" | "agents"
-        | "skills" => 4,
+        "config" | "permissions" | "trust" | "sandbox" | "mcp" | "hooks" | "features" | "tools"
+        | "agents" | "skills" => 4,
         "stream" | "show-thinking" | "copy" | "focus" | "tui" | "vim" => 5,
         _ => 6,
     };

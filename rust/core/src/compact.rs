@@ -67,6 +67,11 @@ impl Session {
         if cut == 0 || history.is_empty() {
             return Ok("nothing to compact yet".into());
         }
+        self.run_hooks(
+            crate::hooks::HookEvent::PreCompact,
+            None,
+            serde_json::json!({"trigger": if focus.is_some() { "manual" } else { "auto" }, "custom_instructions": focus}),
+        );
         let before = crate::context::request_tokens(&self.next_request(&history).0);
         let (mut view, _) = request_view(&history[..cut]);
         let mut ask = COMPACT_ASK.to_string();

@@ -183,6 +183,8 @@ pub struct Session {
     /// `ui.output_style` when the session opened: the system prompt's answer style, fixed
     /// for the session so requests stay append-only.
     pub(crate) opening_output_style: String,
+    /// Lifecycle hooks (`hooks.json`), loaded at open.
+    pub(crate) hooks: Mutex<crate::hook_run::HookState>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -445,6 +447,7 @@ impl Session {
             started: std::time::Instant::now(),
             snaps: Mutex::new(Default::default()),
             opening_output_style: output_style,
+            hooks: Mutex::new(Default::default()),
             runtime: Mutex::new(None),
             _live: live,
         };
@@ -480,6 +483,11 @@ impl Session {
                 "network": st.policy.network,
             });
             st.trajectory.record("session_start", fields);
+        }
+        session.load_hooks();
+        // One-shot sub-commands (`yuyao config …`) are not sessions a hook should see.
+        if !session.opts.no_session {
+            session.session_start_hooks();
         }
         Ok(session)
     }
@@ -606,6 +614,9 @@ impl Session {
     /// the runtime: it is then released with the session). Safe to call twice.
     pub fn close(&self) {
         self.interrupt();
+        if !self.opts.no_session {
+            self.session_end_hooks();
+        }
         self.ctx.jobs.shutdown();
         {
             let mut st = self.lock();

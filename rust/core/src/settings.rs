@@ -25,6 +25,8 @@ const READ_AT_USE: &[&str] = &[
     "model.idle_timeout_s",
     "model.max_retries",
     "compaction.threshold",
+    "hooks.max_stop_blocks",
+    "features.hooks",
 ];
 
 /// The setter of a live key that changes the session's state.

@@ -183,7 +183,35 @@ impl Session {
             Ok(a) => a,
             Err(e) => return (ToolOutput::err(e), false),
         };
-        let decision = self.decide(&action);
+        let mut decision = self.decide(&action);
+        // PreToolUse / beforeShellExecution hooks: a deny stops the call whatever the policy
+        // said; an ask puts it to the user; an allow spares the question, never a refusal.
+        if let Some((permission, why)) =
+            self.tool_hooks(name, &args.to_value(), action.command.as_deref())
+        {
+            match permission {
+                crate::hooks::Permission::Deny => {
+                    let refusal = format!("Refused by a hook: {why}. The call did not run.");
+                    self.lock().trajectory.record(
+                        "decision",
+                        json!({"tool": name, "arguments": args.to_value(), "verdict": "Deny", "reason": why, "source": "hook"}),
+                    );
+                    crate::cmd_permissions::record_block(self, name, &action, None, &refusal);
+                    return (ToolOutput::err(refusal), false);
+                }
+                crate::hooks::Permission::Ask if decision.verdict != Verdict::Deny => {
+                    decision.verdict = Verdict::Ask;
+                    decision.reason = format!("a hook asks for confirmation: {why}");
+                }
+                crate::hooks::Permission::Allow
+                    if matches!(decision.verdict, Verdict::Ask | Verdict::Review) =>
+                {
+                    decision.verdict = Verdict::Allow;
+                    decision.reason = format!("allowed by a hook: {why}");
+                }
+                _ => {}
+            }
+        }
         self.lock().trajectory.record(
             "decision",
             json!({"tool": name, "arguments": args.to_value(), "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
@@ -220,6 +248,12 @@ impl Session {
             .store(false, std::sync::atomic::Ordering::SeqCst);
         crate::cmd_permissions::after_run(self, name, &action, &out.text);
         self.observe_tool(name, &action, &out);
+        // PostToolUse hooks: what they say joins the result the model reads.
+        let feedback = self.post_tool_hooks(name, &args.to_value(), out.ok, &out.text);
+        let mut out = out;
+        if !feedback.is_empty() {
+            out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);
+        }
         (out, true)
     }
 

@@ -431,6 +431,10 @@ impl Session {
         let (name, rest) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
         let name = name.to_ascii_lowercase();
         let Some(cmd) = find(&name) else {
+            // Not a built-in: a custom command (commands/*.md), read from disk now.
+            if let Some(result) = self.run_custom_command(&name, rest) {
+                return result;
+            }
             return Err(CoreError::Usage(format!(
                 "unknown command: /{name} (type /help for the list)"
             )));
@@ -489,6 +493,11 @@ impl Session {
     }
 }
 
+/// A built-in command or alias of that name (a custom command never shadows one).
+pub(crate) fn is_builtin(name: &str) -> bool {
+    find(name).is_some()
+}
+
 fn usage(name: &str) -> CoreError {
     let c = find(name).expect("usage is only asked for known commands");
     CoreError::Usage(format!("usage: /{} {}", c.name, c.usage))
@@ -540,7 +549,7 @@ fn names_of(c: &Command) -> String {
         .join(", ")
 }
 
-fn help(_: &Session, args: &[String]) -> Result<String, CoreError> {
+fn help(s: &Session, args: &[String]) -> Result<String, CoreError> {
     if let [name] = args {
         let name = name.trim_start_matches('/').to_ascii_lowercase();
         let c = find(&name).ok_or_else(|| {
@@ -590,6 +599,19 @@ fn help(_: &Session, args: &[String]) -> Result<String, CoreError> {
             } else {
                 out.push_str(&format!("  {head:<30} {}{avail}\n", c.help));
             }
+        }
+    }
+    let custom = s.custom_commands();
+    if !custom.is_empty() {
+        out.push_str("Custom commands\n");
+        for c in custom {
+            let head = format!("/{} {}", c.name, c.argument_hint);
+            out.push_str(&format!(
+                "  {:<30} {} ({})\n",
+                head.trim_end(),
+                c.description,
+                c.source.label()
+            ));
         }
     }
     out.push_str("Prefixes: /command, @path (reference a file), !command (run a shell command)");

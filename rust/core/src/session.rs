@@ -185,6 +185,10 @@ pub struct Session {
     pub(crate) opening_output_style: String,
     /// Lifecycle hooks (`hooks.json`), loaded at open.
     pub(crate) hooks: Mutex<crate::hook_run::HookState>,
+    /// Custom-command problems already reported (each is said once).
+    pub(crate) custom_warned: Mutex<std::collections::HashSet<String>>,
+    /// The next prompt is a custom command's expanded text (no `@path` attachments).
+    pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -448,6 +452,8 @@ impl Session {
             snaps: Mutex::new(Default::default()),
             opening_output_style: output_style,
             hooks: Mutex::new(Default::default()),
+            custom_warned: Mutex::new(Default::default()),
+            expanded_prompt: Default::default(),
             runtime: Mutex::new(None),
             _live: live,
         };

@@ -335,7 +335,7 @@ impl Session {
         }
     }
 
-    fn ask_permission(
+    pub(crate) fn ask_permission(
         &self,
         name: &str,
         args: &ToolArgs,

@@ -52,6 +52,11 @@ impl Session {
         if let Ok(mut c) = self.cancel.lock() {
             *c = token.clone();
         }
+        // A custom command's expanded text attached its files itself (`@{file}`, through
+        // the policy): words in it name nothing on the user's behalf.
+        let expanded = self
+            .expanded_prompt
+            .swap(false, std::sync::atomic::Ordering::SeqCst);
         // UserPromptSubmit hooks may refuse the prompt (it never reaches the model) or add
         // context after it.
         let gate = self.prompt_hooks(text);
@@ -73,7 +78,11 @@ impl Session {
                 self.checkpoint_prompt(text);
                 // `@path` references are attached to the prompt (the only content that
                 // enters a request without a tool call).
-                let message = crate::refs::user_message(self, text);
+                let message = if expanded {
+                    Message::user(text)
+                } else {
+                    crate::refs::user_message(self, text)
+                };
                 {
                     let mut st = self.lock();
                     st.push(message);
@@ -84,7 +93,9 @@ impl Session {
                         )));
                     }
                 }
-                crate::cmd_permissions::note_mentions(self, text);
+                if !expanded {
+                    crate::cmd_permissions::note_mentions(self, text);
+                }
                 self.block_on(self.run_turn(&token))?
             }
         };

@@ -21,6 +21,7 @@ mod hooks;
 mod next_step;
 mod prompt;
 mod refs;
+mod rule_files;
 mod run_inputs;
 mod session;
 mod settings;

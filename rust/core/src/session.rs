@@ -187,6 +187,8 @@ pub struct Session {
     pub(crate) hooks: Mutex<crate::hook_run::HookState>,
     /// Custom-command problems already reported (each is said once).
     pub(crate) custom_warned: Mutex<std::collections::HashSet<String>>,
+    /// Rule files that joined the context (`rule_files.rs`).
+    pub(crate) rules: Mutex<crate::rule_files::RuleState>,
     /// The next prompt is a custom command's expanded text (no `@path` attachments).
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
@@ -454,6 +456,7 @@ impl Session {
             hooks: Mutex::new(Default::default()),
             custom_warned: Mutex::new(Default::default()),
             expanded_prompt: Default::default(),
+            rules: Mutex::new(Default::default()),
             runtime: Mutex::new(None),
             _live: live,
         };
@@ -491,6 +494,7 @@ impl Session {
             st.trajectory.record("session_start", fields);
         }
         session.load_hooks();
+        session.always_rules();
         // One-shot sub-commands (`yuyao config …`) are not sessions a hook should see.
         if !session.opts.no_session {
             session.session_start_hooks();

@@ -248,6 +248,10 @@ impl Session {
             .store(false, std::sync::atomic::Ordering::SeqCst);
         crate::cmd_permissions::after_run(self, name, &action, &out.text);
         self.observe_tool(name, &action, &out);
+        // A file read or edited brings the rule files that match it into the context.
+        if !matches!(name, "grep" | "glob") {
+            self.rules_for_paths(&action.paths);
+        }
         // PostToolUse hooks: what they say joins the result the model reads.
         let feedback = self.post_tool_hooks(name, &args.to_value(), out.ok, &out.text);
         let mut out = out;

@@ -300,6 +300,9 @@ impl Session {
             &paths,
             trusted,
         )?);
+        let (claude_ignored, claude_warnings) =
+            crate::cmd_permissions::load_claude_settings(&mut policy, &paths, trusted);
+        ignored.extend(claude_ignored);
         if let Some(tools) = &opts.tools {
             for t in tools {
                 if yuyao_protocol::canonical_tool_name(t).is_none() {
@@ -465,6 +468,9 @@ impl Session {
             session.notice(NoticeLevel::Warning, w);
         }
         // A value the configuration files hold in the wrong shape is ignored, and said so.
+        for w in claude_warnings {
+            session.notice(NoticeLevel::Warning, w);
+        }
         for p in session.config.problems() {
             session.notice(NoticeLevel::Warning, p);
         }

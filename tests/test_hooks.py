@@ -227,6 +227,8 @@ def test_project_hooks_follow_the_front(fake_llm, api, use_env, repo, tmp_path):
     try:
         assert not marker.exists(), "an untrusted project's hook ran in an interactive session"
         assert "not run: project not trusted" in tui.dispatch("/hooks")
+        # The TUI's trust prompt shows exactly what would run.
+        assert f"PreToolUse hook runs `echo pre >> {marker}`" in tui.dispatch("/trust status")
         tui.dispatch("/trust")
         assert "not run" not in tui.dispatch("/hooks list")
     finally:

@@ -149,15 +149,27 @@ impl Session {
             .unwrap_or_else(|| self.lock().trusted)
     }
 
-    /// Loads the hook files (at session open); problems become warnings.
-    pub(crate) fn load_hooks(&self) {
+    /// Loads the hook files (at session open); problems become warnings. Returns what the
+    /// project's hooks would run while they wait for the user's trust (the TUI's trust
+    /// prompt shows it).
+    pub(crate) fn load_hooks(&self) -> Vec<String> {
         let (list, warnings) = hooks::load(&self.paths.home, &self.paths.project);
         for w in warnings {
             self.notice(NoticeLevel::Warning, format!("hooks: {w}"));
         }
+        let waiting =
+            if self.opts.project_extensions.is_none() && !self.project_extensions_allowed() {
+                list.iter()
+                    .filter(|h| h.source == HookSource::Project)
+                    .map(|h| format!("{} hook runs `{}`", h.event.name(), h.raw))
+                    .collect()
+            } else {
+                Vec::new()
+            };
         if let Ok(mut h) = self.hooks.lock() {
             h.list = list;
         }
+        waiting
     }
 
     fn active_hooks(&self, event: HookEvent, tool: Option<&str>) -> Vec<Hook> {

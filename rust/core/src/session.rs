@@ -477,6 +477,12 @@ impl Session {
         session.warn_unenforceable_ceiling();
         session.open_saved_session()?;
         crate::cmd_permissions::startup_notice(&session);
+        let waiting = session.load_hooks();
+        session
+            .lock()
+            .ignored_project_settings
+            .extend(waiting.iter().cloned());
+        ignored.extend(waiting);
         if !ignored.is_empty() {
             session.notice(
                 NoticeLevel::Warning,
@@ -499,7 +505,6 @@ impl Session {
             });
             st.trajectory.record("session_start", fields);
         }
-        session.load_hooks();
         session.always_rules();
         // One-shot sub-commands (`yuyao config …`) are not sessions a hook should see.
         if !session.opts.no_session {

@@ -31,6 +31,7 @@ def test_namespaced_command_with_args_file_and_shell(fake_llm, api, repo):
     server = fake_llm([say("Committed.")])
     s = api(server)
     assert "/git:commit" in s.dispatch("/help")
+    assert "Commit with a message" in s.dispatch("/help git:commit")
     assert s.dispatch("/git:commit fix the adder") == "Committed."
     prompt = server.user_text(0)
     assert "Commit the work with message: fix the adder (first word: fix)" in prompt, prompt

@@ -267,6 +267,11 @@ def test_hooks_list_by_event_and_disable_one(fake_llm, api, repo, tmp_path):
     s.chat("go")
     assert not marker.exists(), "a disabled hook ran"
     assert "disabled" in s.dispatch("/hooks list")
+    s.close()
+    again = api(server, mode="yolo")
+    assert "disabled" in again.dispatch("/hooks list"), "the choice was not kept"
+    again.dispatch("/hooks enable 1")
+    assert "(on," in again.dispatch("/hooks list")
 
 
 def test_features_disable_hooks_makes_them_inert(fake_llm, env, yuyao, api, repo):
@@ -280,3 +285,39 @@ def test_features_disable_hooks_makes_them_inert(fake_llm, env, yuyao, api, repo
     assert not (repo / "calc.py").exists(), "a disabled feature's hook still denied the call"
     assert yuyao("features", "enable", "hooks", env=env()).returncode == 0
     assert "hooks    enabled" in yuyao("features", "list", env=env()).stdout
+
+
+def test_a_hanging_hook_is_killed_at_its_timeout(fake_llm, api, repo, tmp_path):
+    """A hook past its timeout is killed with its process group (a child it started too); the
+    call it gated is not denied by a timeout; the user is told."""
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    write_hooks(
+        repo / ".yuyao" / "hooks.json",
+        {
+            "PreToolUse": [
+                {
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": f"sleep 30 & echo $! > {pid_file}; wait",
+                            "timeout": 0.5,
+                        }
+                    ]
+                }
+            ]
+        },
+    )
+    server = fake_llm([call("bash", command="echo ran > ran.txt"), say("Done.")])
+    s = api(server, mode="yolo")
+    t0 = time.monotonic()
+    s.chat("go")
+    assert time.monotonic() - t0 < 10
+    assert (repo / "ran.txt").exists(), "a timed-out hook is not a deny"
+    child = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert (
+        not Path(f"/proc/{child}").exists()
+        or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    ), "the hook's child outlived its timeout"

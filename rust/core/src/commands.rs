@@ -552,6 +552,18 @@ fn names_of(c: &Command) -> String {
 fn help(s: &Session, args: &[String]) -> Result<String, CoreError> {
     if let [name] = args {
         let name = name.trim_start_matches('/').to_ascii_lowercase();
+        if find(&name).is_none()
+            && let Some(c) = s.custom_commands().into_iter().find(|c| c.name == name)
+        {
+            return Ok(format!(
+                "/{} {}\n  {}\n  custom command ({}): {}",
+                c.name,
+                c.argument_hint,
+                c.description,
+                c.source.label(),
+                c.file.display()
+            ));
+        }
         let c = find(&name).ok_or_else(|| {
             CoreError::Usage(format!(
                 "unknown command: /{name} (type /help for the list)"

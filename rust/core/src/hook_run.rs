@@ -166,6 +166,11 @@ impl Session {
             } else {
                 Vec::new()
             };
+        let off = disabled_keys(&self.paths.home);
+        let mut list = list;
+        for h in &mut list {
+            h.enabled = !off.contains(&key(h));
+        }
         if let Ok(mut h) = self.hooks.lock() {
             h.list = list;
         }
@@ -371,6 +376,42 @@ impl Session {
     }
 }
 
+/// The user's `/hooks disable` choices: in `~/.yuyao/`, out of the repository's reach.
+fn disabled_file(home: &std::path::Path) -> std::path::PathBuf {
+    home.join("hooks-disabled.json")
+}
+
+/// A hook's identity across sessions: its file, event and command.
+fn key(h: &Hook) -> String {
+    format!(
+        "{}\u{1f}{}\u{1f}{}",
+        h.file.display(),
+        h.event.name(),
+        h.raw
+    )
+}
+
+fn disabled_keys(home: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(disabled_file(home))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
+        .unwrap_or_default()
+}
+
+fn save_disabled(home: &std::path::Path, k: &str, on: bool) -> std::io::Result<()> {
+    let mut keys = disabled_keys(home);
+    keys.retain(|x| x != k);
+    if !on {
+        keys.push(k.to_string());
+    }
+    yuyao_store::write_atomic(
+        &disabled_file(home),
+        serde_json::to_string_pretty(&keys)
+            .unwrap_or_default()
+            .as_bytes(),
+    )
+}
+
 /// `/hooks [list] | enable <n> | disable <n>`: the hooks by event, with their source and file.
 pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let pick = |args: &[String], on: bool| -> Result<String, CoreError> {
@@ -391,11 +432,15 @@ pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
             .and_then(|i| h.list.get_mut(i))
             .ok_or_else(|| CoreError::Usage(format!("no hook #{i} (see /hooks list)")))?;
         hook.enabled = on;
+        let k = key(hook);
+        let (event, raw) = (hook.event.name(), hook.raw.clone());
+        drop(h);
+        save_disabled(&s.paths.home, &k, on)
+            .map_err(|e| CoreError::Failed(format!("cannot save the choice: {e}")))?;
         Ok(format!(
-            "hook #{i} ({} `{}`) {} for this session",
-            hook.event.name(),
-            hook.raw,
-            if on { "enabled" } else { "disabled" }
+            "hook #{i} ({event} `{raw}`) {} (saved in {})",
+            if on { "enabled" } else { "disabled" },
+            disabled_file(&s.paths.home).display()
         ))
     };
     match args.first().map(String::as_str) {

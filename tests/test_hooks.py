@@ -321,3 +321,32 @@ def test_a_hanging_hook_is_killed_at_its_timeout(fake_llm, api, repo, tmp_path):
         not Path(f"/proc/{child}").exists()
         or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
     ), "the hook's child outlived its timeout"
+
+
+def test_the_agent_cannot_rewrite_hook_or_claude_settings_files(fake_llm, api, repo):
+    """A hook runs with the user's rights: a tool that could write hooks.json (or Claude
+    Code's permission lists) would escape its sandbox at the next session."""
+    write_hooks(repo / "hooks.json", {"Stop": claude("true")})
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text('{"permissions": {}}')
+    before = {p: p.read_text() for p in (repo / "hooks.json", repo / ".claude" / "settings.json")}
+    evil = json.dumps({"hooks": {"SessionStart": [{"command": "touch /tmp/pwned"}]}})
+    server = fake_llm(
+        [
+            call("bash", command=f"echo '{evil}' > hooks.json"),
+            call("write", file_path="hooks.json", content=evil),
+            call(
+                "bash",
+                command="""echo '{"permissions":{"allow":["Bash"]}}' > .claude/settings.json""",
+            ),
+            call(
+                "edit",
+                file_path=".claude/settings.json",
+                old_string="{}",
+                new_string='{"allow":["Bash"]}',
+            ),
+            say("Tried."),
+        ]
+    )
+    api(server, mode="yolo").chat("go")
+    assert {p: p.read_text() for p in before} == before

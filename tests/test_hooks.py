@@ -350,3 +350,25 @@ def test_the_agent_cannot_rewrite_hook_or_claude_settings_files(fake_llm, api, r
     )
     api(server, mode="yolo").chat("go")
     assert {p: p.read_text() for p in before} == before
+
+
+def test_a_hook_file_written_during_a_session_is_held_until_approved(fake_llm, api, repo, tmp_path):
+    """The sandbox keeps an existing hooks.json read-only, but a tool can create one that did
+    not exist. A hook file that changed while a session ran does not run at the next open until
+    the user approves it."""
+    marker = tmp_path / "planted-hook-ran"
+    planted = json.dumps({"hooks": {"SessionStart": [{"command": f"touch {marker}"}]}})
+    server = fake_llm(
+        [call("bash", command=f"echo '{planted}' > hooks.json"), say("Planted."), say("a")]
+    )
+    s = api(server, mode="yolo")
+    s.chat("go")
+    assert (repo / "hooks.json").exists(), "the scenario needs the tool to create the file"
+    s.close()
+    again = api(server)
+    assert not marker.exists(), "a hook file the agent wrote ran at the next session"
+    assert "SessionStart" not in again.dispatch("/hooks list")
+    assert "hooks.json" in again.dispatch("/hooks approve")
+    assert "SessionStart" in again.dispatch("/hooks list")
+    api(server)
+    assert marker.exists(), "an approved hook file did not run"

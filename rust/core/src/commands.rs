@@ -307,7 +307,7 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "hooks",
         [],
-        "[list | enable <n> | disable <n>]",
+        "[list | enable <n> | disable <n> | approve]",
         "lifecycle hooks (hooks.json) by event and source",
         Some(crate::hook_run::hooks_cmd)
     ),

@@ -21,6 +21,8 @@ pub const DEFAULT_MAX_STOP_BLOCKS: i64 = 3;
 pub struct HookState {
     pub list: Vec<Hook>,
     pub ended: bool,
+    /// The project's hook files as the session opened (`hook_review.rs`).
+    pub opened: Vec<(std::path::PathBuf, Option<String>)>,
 }
 
 pub struct HookRun {
@@ -153,9 +155,27 @@ impl Session {
     /// project's hooks would run while they wait for the user's trust (the TUI's trust
     /// prompt shows it).
     pub(crate) fn load_hooks(&self) -> Vec<String> {
-        let (list, warnings) = hooks::load(&self.paths.home, &self.paths.project);
+        let (mut list, warnings) = hooks::load(&self.paths.home, &self.paths.project);
         for w in warnings {
             self.notice(NoticeLevel::Warning, format!("hooks: {w}"));
+        }
+        let home = &self.paths.home;
+        let mut held: Vec<std::path::PathBuf> = Vec::new();
+        list.retain(|h| {
+            let hold = h.source == HookSource::Project && crate::hook_review::held(home, &h.file);
+            if hold && !held.contains(&h.file) {
+                held.push(h.file.clone());
+            }
+            !hold
+        });
+        for f in held {
+            self.notice(
+                NoticeLevel::Warning,
+                format!(
+                    "hooks: {} changed while a yuyao session ran (perhaps written by the agent); its hooks do not run until you review it and type /hooks approve",
+                    f.display()
+                ),
+            );
         }
         let waiting =
             if self.opts.project_extensions.is_none() && !self.project_extensions_allowed() {
@@ -173,6 +193,7 @@ impl Session {
         }
         if let Ok(mut h) = self.hooks.lock() {
             h.list = list;
+            h.opened = crate::hook_review::snapshot(&self.paths.home, &self.paths.project);
         }
         waiting
     }
@@ -372,6 +393,12 @@ impl Session {
             .unwrap_or(false);
         if first {
             self.run_hooks(HookEvent::SessionEnd, None, json!({"reason": "exit"}));
+            let opened = self
+                .hooks
+                .lock()
+                .map(|h| h.opened.clone())
+                .unwrap_or_default();
+            crate::hook_review::note_changes(&self.paths.home, &opened);
         }
     }
 }
@@ -447,8 +474,19 @@ pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         None | Some("list") | Some("ls") => Ok(list(s)),
         Some("enable") | Some("on") => pick(args, true),
         Some("disable") | Some("off") => pick(args, false),
+        Some("approve") => {
+            let files = crate::hook_review::approve(&s.paths.home, &s.paths.project);
+            if files.is_empty() {
+                return Ok("no hook file of this project is held for review".into());
+            }
+            s.load_hooks();
+            Ok(format!(
+                "approved: {} (their hooks run from now on)",
+                files.join(", ")
+            ))
+        }
         Some(other) => Err(CoreError::Usage(format!(
-            "unknown /hooks action '{other}': use list, enable <n> or disable <n>"
+            "unknown /hooks action '{other}': use list, enable <n>, disable <n> or approve"
         ))),
     }
 }

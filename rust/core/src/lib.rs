@@ -16,6 +16,7 @@ mod features;
 mod frontmatter;
 mod handler;
 mod headless;
+mod hook_review;
 mod hook_run;
 mod hooks;
 mod next_step;

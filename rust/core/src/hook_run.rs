@@ -526,7 +526,7 @@ fn list(s: &Session) -> String {
                     "on"
                 };
                 format!(
-                    "  #{} [{}] {}{}  ({}, {}s, {}) {}",
+                    "  #{} [{}] {}{}  ({}, {}s, {})",
                     i + 1,
                     x.source.label(),
                     x.raw,
@@ -537,10 +537,7 @@ fn list(s: &Session) -> String {
                     state,
                     x.timeout.as_secs_f64(),
                     x.file.display(),
-                    ""
                 )
-                .trim_end()
-                .to_string()
             })
             .collect();
         if !rows.is_empty() {

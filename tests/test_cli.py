@@ -309,7 +309,6 @@ UNAVAILABLE = [
     (["memory", "status"], "memory"),
     (["memory", "index", "--force"], "memory"),
     (["agents", "list"], "agents"),
-    (["features", "disable", "plugins"], "features"),
 ]
 
 

@@ -441,7 +441,52 @@ def effect_on_display(test_name: str):
     return check
 
 
+def effect_max_stop_blocks(fake_llm, live, repo, **_):
+    """A failing Stop gate sends the model back as many times as the key says, then the turn
+    ends reporting it."""
+    (repo / ".yuyao").mkdir(exist_ok=True)
+    (repo / ".yuyao" / "hooks.json").write_text(
+        json.dumps({"hooks": {"Stop": [{"command": "echo 'gate fails'; exit 1"}]}})
+    )
+    server = fake_llm([say("a")] * 4)
+    s, _ = live(server, first_turn=False, project_extensions=True)
+    set_key(s, "hooks.max_stop_blocks", "1")
+    with pytest.raises(RuntimeError, match="gate fails"):
+        s.chat("go")
+    assert len(server.requests) == 2, "one answer, one block, then the turn ends"
+
+
+def effect_features_hooks(fake_llm, live, repo, **_):
+    marker = repo / "hook-ran"
+    (repo / ".yuyao").mkdir(exist_ok=True)
+    (repo / ".yuyao" / "hooks.json").write_text(
+        json.dumps({"hooks": {"UserPromptSubmit": [{"command": f"touch {marker}"}]}})
+    )
+    server = fake_llm([say("one"), say("two")])
+    s, _ = live(server, project_extensions=True)
+    assert marker.exists()
+    marker.unlink()
+    set_key(s, "features.hooks", "false")
+    s.chat("again")
+    assert not marker.exists(), "a hook ran with features.hooks = false"
+
+
+def effect_feature_not_in_build(key: str):
+    def check(fake_llm, live, **_):
+        server = fake_llm([say("one")])
+        s, _ = live(server)
+        answer = set_key(s, key, "false")
+        assert "not in this build" in answer and "no effect" in answer, answer
+
+    return check
+
+
 EFFECTS = {
+    "hooks.max_stop_blocks": effect_max_stop_blocks,
+    "features.hooks": effect_features_hooks,
+    "features.skills": effect_feature_not_in_build("features.skills"),
+    "features.plugins": effect_feature_not_in_build("features.plugins"),
+    "features.mcp": effect_feature_not_in_build("features.mcp"),
     "model.name": effect_model_name,
     "model.context_window": effect_context_window,
     "model.max_output_tokens": effect_max_output_tokens,

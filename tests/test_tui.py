@@ -1600,3 +1600,34 @@ def test_core_next_step_is_predicted_from_edits_and_test_runs(fake_llm, env, rep
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+@pytest.mark.core
+def test_core_custom_command_and_untrusted_project_hook(fake_llm, env, repo, tmp_path):
+    """Issue 16 in the TUI: the trust prompt shows what a project hook would run; refused, the
+    hook does not run; a namespaced custom command is in /help and runs as a turn."""
+    marker = tmp_path / "hook-ran"
+    (repo / ".yuyao" / "commands" / "git").mkdir(parents=True)
+    (repo / ".yuyao" / "commands" / "git" / "commit.md").write_text(
+        "---\ndescription: Commit the work\n---\nCommit with message: {{args}}\n"
+    )
+    (repo / ".yuyao" / "hooks.json").write_text(
+        json.dumps({"hooks": {"UserPromptSubmit": [{"command": f"touch {marker}"}]}})
+    )
+    server = fake_llm([say("Committed as asked.")])
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_for(r"trust this project\?")
+        term.wait_for(r"UserPromptSubmit hook runs")
+        term.send("n")
+        term.wait_for(r"kept the defaults")
+        term.line("/help")
+        term.wait_for(r"/git:commit")
+        term.line("/git:commit fix the adder")
+        term.wait_for(r"Committed as asked\.")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    assert "Commit with message: fix the adder" in server.user_text(0)
+    assert not marker.exists(), "an untrusted project's hook ran in the TUI"

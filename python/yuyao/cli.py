@@ -290,6 +290,12 @@ FLAGS = {
             option="trust_project",
         ),
         Flag(
+            "--no-project-extensions",
+            "Run nothing the project ships (its hooks.json hooks); user-level ones still run",
+            G_SECURITY,
+            option="no_project_extensions",
+        ),
+        Flag(
             "--allow",
             "Allow a tool or path without asking, e.g. 'Bash(git log *)' (repeatable)",
             G_SECURITY,
@@ -635,9 +641,8 @@ COMMANDS = {
             (
                 Action("list", "List features and their state"),
                 Action("enable", "Enable a feature", (Arg("name"),)),
-                Action("disable", "Disable a feature", (Arg("name"),)),
+                Action("disable", "Disable a feature: it is inert everywhere", (Arg("name"),)),
             ),
-            available=False,
         ),
     )
 }

@@ -377,7 +377,10 @@ def run_task(task: str, options: dict, *, output_format: str, verbose: bool) -> 
         show_thinking=options.get("show_thinking", "collapsed"),
         verbose=verbose,
     )
-    session, code = _open_session(core, {**options, "headless": True}, handler)
+    # The caller chose this directory: what the project ships (hooks) runs, as with Claude
+    # Code's -p, unless --no-project-extensions.
+    opened = {**options, "headless": True, "project_extensions": True}
+    session, code = _open_session(core, opened, handler)
     if session is None:
         return code
     # The setting in force: the flag, else the configured ui.show_thinking.

@@ -661,6 +661,12 @@ class App:
             table = json.loads(getter())
         except Exception:  # noqa: BLE001 - the text /help is the fallback
             return []
+        custom = getattr(self.session, "custom_command_table_json", None)
+        if callable(custom) and isinstance(table, list):
+            try:  # commands/*.md, read by the core now: a file dropped in is listed at once
+                table = table + json.loads(custom())
+            except Exception:  # noqa: BLE001 - the built-ins still list
+                pass
         return [c for c in table if isinstance(c, dict)] if isinstance(table, list) else []
 
     def slash_local(self, line: str) -> bool:

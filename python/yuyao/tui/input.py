@@ -106,6 +106,8 @@ class YuyaoCompleter(Completer):
     def get_completions(self, document, complete_event):
         text = document.text_before_cursor
         if text.startswith("/") and not any(c.isspace() for c in text):
+            if text == "/":
+                self.app.load_commands()  # custom commands dropped in since the last look
             for name, meta in sorted(self.app.commands.items()):
                 if name.startswith(text.lower()):
                     yield Completion(

@@ -51,6 +51,38 @@ pub(crate) fn load_persisted(
     Ok(ignored)
 }
 
+/// Claude Code's `permissions.allow|ask|deny` (`.claude/settings.json`, `~/.claude/…`): deny
+/// and ask rules always apply; allow rules from the user scope, or from a trusted project.
+/// Returns (ignored allow rules, warnings: unreadable files, rules yuyao cannot parse).
+pub(crate) fn load_claude_settings(
+    policy: &mut Policy,
+    paths: &Paths,
+    trusted: bool,
+) -> (Vec<String>, Vec<String>) {
+    let (rules, mut warnings) = permissions::claude_rules(paths);
+    let mut ignored = Vec::new();
+    for r in rules {
+        if r.kind == RuleKind::Allow && r.scope == Scope::Project && !trusted {
+            ignored.push(format!("allow {} ({})", r.text, r.file.display()));
+            continue;
+        }
+        match Rule::parse(&r.text) {
+            Ok(rule) => match r.kind {
+                RuleKind::Allow => policy.allow.push(rule),
+                RuleKind::Ask => policy.ask.push(rule),
+                RuleKind::Deny => policy.deny.push(rule),
+            },
+            Err(e) => warnings.push(format!(
+                "{}: {} rule '{}' skipped: {e}",
+                r.file.display(),
+                r.kind.as_str(),
+                r.text
+            )),
+        }
+    }
+    (ignored, warnings)
+}
+
 static WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Once per process: say so when the kernel cannot enforce the requested confinement.
@@ -584,6 +616,7 @@ pub(crate) fn permissions_cmd(s: &Session, args: &[String]) -> Result<String, Co
 
 fn list(s: &Session) -> Result<String, CoreError> {
     let persisted = permissions::merged(&s.paths).map_err(CoreError::Failed)?;
+    let (claude, _) = permissions::claude_rules(&s.paths);
     let st = s.lock();
     let p = &st.policy;
     let mut out = format!(
@@ -597,6 +630,12 @@ fn list(s: &Session) -> Result<String, CoreError> {
             .map(|(sc, _, _)| match sc {
                 Scope::Project => "project".to_string(),
                 Scope::User => "user".to_string(),
+            })
+            .or_else(|| {
+                claude
+                    .iter()
+                    .find(|c| c.kind == kind && c.text == text)
+                    .map(|c| format!("{}: {}", c.scope.as_str(), c.file.display()))
             })
             .unwrap_or_else(|| "session".into())
     };

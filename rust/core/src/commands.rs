@@ -316,7 +316,20 @@ const COMMANDS: &[Command] = &[
         "free ended sessions' spill files, job logs, snapshots (storage.*)",
         Some(gc)
     ),
-    cmd!("hooks", [], "", "lifecycle hooks", None),
+    cmd!(
+        "hooks",
+        [],
+        "[list | enable <n> | disable <n> | approve]",
+        "lifecycle hooks (hooks.json) by event and source",
+        Some(crate::hook_run::hooks_cmd)
+    ),
+    cmd!(
+        "features",
+        [],
+        "[list | enable|disable <hooks|skills|plugins|mcp>]",
+        "turn a kind of extension on or off (persisted)",
+        Some(crate::features::features_cmd)
+    ),
     cmd!("agents", [], "", "sub-agent configuration", None),
     cmd!(
         "goal",
@@ -442,6 +455,10 @@ impl Session {
         let (name, rest) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
         let name = name.to_ascii_lowercase();
         let Some(cmd) = find(&name) else {
+            // Not a built-in: a custom command (commands/*.md), read from disk now.
+            if let Some(result) = self.run_custom_command(&name, rest) {
+                return result;
+            }
             return Err(CoreError::Usage(format!(
                 "unknown command: /{name} (type /help for the list)"
             )));
@@ -500,6 +517,11 @@ impl Session {
     }
 }
 
+/// A built-in command or alias of that name (a custom command never shadows one).
+pub(crate) fn is_builtin(name: &str) -> bool {
+    find(name).is_some()
+}
+
 fn usage(name: &str) -> CoreError {
     let c = find(name).expect("usage is only asked for known commands");
     CoreError::Usage(format!("usage: /{} {}", c.name, c.usage))
@@ -535,8 +557,8 @@ fn group_title(name: &str) -> &'static str {
         "undo" | "redo" | "rewind" | "diff" | "add-dir" | "cd" | "review" | "security-review"
         | "run" | "verify" => 2,
         "compact" | "context" | "memory" | "remember" | "forget" | "dream" | "init" => 3,
-        "config" | "permissions" | "trust" | "sandbox" | "mcp" | "hooks" | "tools" | "agents"
-        | "skills" => 4,
+        "config" | "permissions" | "trust" | "sandbox" | "mcp" | "hooks" | "features" | "tools"
+        | "agents" | "skills" => 4,
         "stream" | "show-thinking" | "copy" | "focus" | "tui" | "vim" => 5,
         _ => 6,
     };
@@ -551,9 +573,21 @@ fn names_of(c: &Command) -> String {
         .join(", ")
 }
 
-fn help(_: &Session, args: &[String]) -> Result<String, CoreError> {
+fn help(s: &Session, args: &[String]) -> Result<String, CoreError> {
     if let [name] = args {
         let name = name.trim_start_matches('/').to_ascii_lowercase();
+        if find(&name).is_none()
+            && let Some(c) = s.custom_commands().into_iter().find(|c| c.name == name)
+        {
+            return Ok(format!(
+                "/{} {}\n  {}\n  custom command ({}): {}",
+                c.name,
+                c.argument_hint,
+                c.description,
+                c.source.label(),
+                c.file.display()
+            ));
+        }
         let c = find(&name).ok_or_else(|| {
             CoreError::Usage(format!(
                 "unknown command: /{name} (type /help for the list)"
@@ -601,6 +635,19 @@ fn help(_: &Session, args: &[String]) -> Result<String, CoreError> {
             } else {
                 out.push_str(&format!("  {head:<30} {}{avail}\n", c.help));
             }
+        }
+    }
+    let custom = s.custom_commands();
+    if !custom.is_empty() {
+        out.push_str("Custom commands\n");
+        for c in custom {
+            let head = format!("/{} {}", c.name, c.argument_hint);
+            out.push_str(&format!(
+                "  {:<30} {} ({})\n",
+                head.trim_end(),
+                c.description,
+                c.source.label()
+            ));
         }
     }
     out.push_str("Prefixes: /command, @path (reference a file), !command (run a shell command)");

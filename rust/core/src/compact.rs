@@ -67,6 +67,11 @@ impl Session {
         if cut == 0 || history.is_empty() {
             return Ok("nothing to compact yet".into());
         }
+        self.run_hooks(
+            crate::hooks::HookEvent::PreCompact,
+            None,
+            serde_json::json!({"trigger": if focus.is_some() { "manual" } else { "auto" }, "custom_instructions": focus}),
+        );
         // What is about to be summarized may hold things worth keeping: the memory flush.
         crate::memory::flush::run(self, client, &history[..cut], token, max_tokens).await?;
         let before = crate::context::request_tokens(&self.next_request(&history).0);

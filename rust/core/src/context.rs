@@ -445,6 +445,7 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
         "  used {:.1}% of the window",
         tokens(total) as f64 * 100.0 / window.max(1) as f64
     ));
+    out.push_str(&s.rules_context_lines());
     if !detail {
         return Ok(out);
     }

@@ -196,6 +196,14 @@ pub struct Session {
     pub(crate) snaps: Mutex<crate::cmd_files::FileSnaps>,
     /// Persistent memory: loaded at open, hand edits noticed before each call.
     pub(crate) memory: crate::memory::Memory,
+    /// Lifecycle hooks (`hooks.json`), loaded at open.
+    pub(crate) hooks: Mutex<crate::hook_run::HookState>,
+    /// Custom-command problems already reported (each is said once).
+    pub(crate) custom_warned: Mutex<std::collections::HashSet<String>>,
+    /// Rule files that joined the context (`rule_files.rs`).
+    pub(crate) rules: Mutex<crate::rule_files::RuleState>,
+    /// The next prompt is a custom command's expanded text (no `@path` attachments).
+    pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -305,6 +313,9 @@ impl Session {
             &paths,
             trusted,
         )?);
+        let (claude_ignored, claude_warnings) =
+            crate::cmd_permissions::load_claude_settings(&mut policy, &paths, trusted);
+        ignored.extend(claude_ignored);
         if let Some(tools) = &opts.tools {
             for t in tools {
                 if yuyao_protocol::canonical_tool_name(t).is_none() {
@@ -461,6 +472,10 @@ impl Session {
             started: std::time::Instant::now(),
             snaps: Mutex::new(Default::default()),
             memory,
+            hooks: Mutex::new(Default::default()),
+            custom_warned: Mutex::new(Default::default()),
+            expanded_prompt: Default::default(),
+            rules: Mutex::new(Default::default()),
             runtime: Mutex::new(None),
             _live: live,
         };
@@ -469,12 +484,21 @@ impl Session {
             session.notice(NoticeLevel::Warning, w);
         }
         // A value the configuration files hold in the wrong shape is ignored, and said so.
+        for w in claude_warnings {
+            session.notice(NoticeLevel::Warning, w);
+        }
         for p in session.config.problems() {
             session.notice(NoticeLevel::Warning, p);
         }
         session.warn_unenforceable_ceiling();
         session.open_saved_session()?;
         crate::cmd_permissions::startup_notice(&session);
+        let waiting = session.load_hooks();
+        session
+            .lock()
+            .ignored_project_settings
+            .extend(waiting.iter().cloned());
+        ignored.extend(waiting);
         if !ignored.is_empty() {
             session.notice(
                 NoticeLevel::Warning,
@@ -496,6 +520,11 @@ impl Session {
                 "network": st.policy.network,
             });
             st.trajectory.record("session_start", fields);
+        }
+        session.always_rules();
+        // One-shot sub-commands (`yuyao config …`) are not sessions a hook should see.
+        if !session.opts.no_session {
+            session.session_start_hooks();
         }
         Ok(session)
     }
@@ -624,6 +653,9 @@ impl Session {
     /// the runtime: it is then released with the session). Safe to call twice.
     pub fn close(&self) {
         self.interrupt();
+        if !self.opts.no_session {
+            self.session_end_hooks();
+        }
         self.ctx.jobs.shutdown();
         {
             let mut st = self.lock();

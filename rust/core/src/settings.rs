@@ -28,6 +28,8 @@ const READ_AT_USE: &[&str] = &[
     "compaction.threshold",
     "compaction.memoryFlush.enabled",
     "compaction.memoryFlush.model",
+    "hooks.max_stop_blocks",
+    "features.hooks",
 ];
 
 /// The setter of a live key that changes the session's state.

@@ -213,7 +213,35 @@ impl Session {
             );
             return (ToolOutput::err(rule), false, false);
         }
-        let decision = self.decide(&action);
+        let mut decision = self.decide(&action);
+        // PreToolUse / beforeShellExecution hooks: a deny stops the call whatever the policy
+        // said; an ask puts it to the user; an allow spares the question, never a refusal.
+        if let Some((permission, why)) =
+            self.tool_hooks(name, &args.to_value(), action.command.as_deref())
+        {
+            match permission {
+                crate::hooks::Permission::Deny => {
+                    let refusal = format!("Refused by a hook: {why}. The call did not run.");
+                    self.lock().trajectory.record(
+                        "decision",
+                        json!({"tool": name, "arguments": args.to_value(), "verdict": "Deny", "reason": why, "source": "hook"}),
+                    );
+                    crate::cmd_permissions::record_block(self, name, &action, None, &refusal);
+                    return (ToolOutput::err(refusal), false, false);
+                }
+                crate::hooks::Permission::Ask if decision.verdict != Verdict::Deny => {
+                    decision.verdict = Verdict::Ask;
+                    decision.reason = format!("a hook asks for confirmation: {why}");
+                }
+                crate::hooks::Permission::Allow
+                    if matches!(decision.verdict, Verdict::Ask | Verdict::Review) =>
+                {
+                    decision.verdict = Verdict::Allow;
+                    decision.reason = format!("allowed by a hook: {why}");
+                }
+                _ => {}
+            }
+        }
         self.lock().trajectory.record(
             "decision",
             json!({"tool": name, "arguments": args.to_value(), "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
@@ -252,6 +280,16 @@ impl Session {
         crate::cmd_permissions::after_run(self, name, &action, &out.text);
         self.observe_tool(name, &action, &out);
         self.add_nested_conventions(name, &action.paths);
+        // A file read or edited brings the rule files that match it into the context.
+        if !matches!(name, "grep" | "glob") {
+            self.rules_for_paths(&action.paths);
+        }
+        // PostToolUse hooks: what they say joins the result the model reads.
+        let feedback = self.post_tool_hooks(name, &args.to_value(), out.ok, &out.text);
+        let mut out = out;
+        if !feedback.is_empty() {
+            out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);
+        }
         let may_change_repo = self.lock().policy.is_mutating(&action);
         (out, true, may_change_repo)
     }
@@ -334,7 +372,7 @@ impl Session {
         }
     }
 
-    fn ask_permission(
+    pub(crate) fn ask_permission(
         &self,
         name: &str,
         args: &ToolArgs,

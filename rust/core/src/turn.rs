@@ -51,22 +51,54 @@ impl Session {
         if let Ok(mut c) = self.cancel.lock() {
             *c = token.clone();
         }
-        self.checkpoint_prompt(text);
-        crate::memory::commands::on_submit(self, text);
-        // `@path` references are attached to the prompt (the only content that enters a
-        // request without a tool call).
-        let message = crate::refs::user_message(self, text);
-        {
-            let mut st = self.lock();
-            st.push(message);
-            st.trajectory.record("user", json!({"text": text}));
-        }
-        crate::cmd_permissions::note_mentions(self, text);
+        // A custom command's expanded text attached its files itself (`@{file}`, through
+        // the policy): words in it name nothing on the user's behalf.
+        let expanded = self
+            .expanded_prompt
+            .swap(false, std::sync::atomic::Ordering::SeqCst);
+        // UserPromptSubmit hooks may refuse the prompt (it never reaches the model) or add
+        // context after it.
+        let gate = self.prompt_hooks(text);
         let (usage_before, cost_before) = {
             let st = self.lock();
             (st.usage, st.cost_usd)
         };
-        let summary = self.block_on(self.run_turn(&token))?;
+        let summary = match gate {
+            Err(why) => {
+                self.lock()
+                    .trajectory
+                    .record("prompt_blocked", json!({"text": text, "reason": why}));
+                self.failure(
+                    "NotSubmitted",
+                    format!("the prompt was blocked by a UserPromptSubmit hook: {why}"),
+                )
+            }
+            Ok(context) => {
+                self.checkpoint_prompt(text);
+                crate::memory::commands::on_submit(self, text);
+                // `@path` references are attached to the prompt (the only content that
+                // enters a request without a tool call).
+                let message = if expanded {
+                    Message::user(text)
+                } else {
+                    crate::refs::user_message(self, text)
+                };
+                {
+                    let mut st = self.lock();
+                    st.push(message);
+                    st.trajectory.record("user", json!({"text": text}));
+                    for c in context {
+                        st.push(Message::user(format!(
+                            "(from a UserPromptSubmit hook)\n{c}"
+                        )));
+                    }
+                }
+                if !expanded {
+                    crate::cmd_permissions::note_mentions(self, text);
+                }
+                self.block_on(self.run_turn(&token))?
+            }
+        };
         self.finish_file_batch();
         let usage_line = {
             let st = self.lock();
@@ -260,6 +292,7 @@ impl Session {
         };
         let mut nudged = false;
         let mut acted = false;
+        let mut stop_blocks: u32 = 0;
         let mut turn_steps: u32 = 0;
         loop {
             if token.is_cancelled() {
@@ -430,6 +463,26 @@ impl Session {
                         "NotSubmitted",
                         "the model sent empty replies twice; the turn ends without a result".into(),
                     );
+                }
+                // Stop hooks are quality gates: a failing one sends the model back to work,
+                // a bounded number of times; then the turn ends reporting the gate.
+                if let Some(gate) = self.stop_hooks(&reply.text, stop_blocks) {
+                    let max = self.max_stop_blocks();
+                    if stop_blocks >= max {
+                        return self.failure(
+                            "NotSubmitted",
+                            format!("a Stop hook (quality gate) still fails after {stop_blocks} attempt(s) to fix it: {gate}"),
+                        );
+                    }
+                    stop_blocks += 1;
+                    self.notice(
+                        NoticeLevel::Warning,
+                        format!("a Stop hook failed; the model continues ({stop_blocks}/{max})"),
+                    );
+                    self.lock().push(Message::user(format!(
+                        "A Stop hook (quality gate) failed, so the task is not finished. Fix what it reports, then finish:\n{gate}"
+                    )));
+                    continue;
                 }
                 let exit_status = if acted && !reply.text.trim().is_empty() {
                     "Submitted"

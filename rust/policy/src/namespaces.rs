@@ -39,6 +39,10 @@ pub fn protected_within(root: &Path) -> Vec<PathBuf> {
         ".git/hooks",
         ".git/info",
         ".mcp.json",
+        // Hooks run with the user's rights; Claude Code's permission lists are rules.
+        "hooks.json",
+        ".claude/settings.json",
+        ".claude/settings.local.json",
     ]
     .iter()
     .map(|rel| root.join(rel))

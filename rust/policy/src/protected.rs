@@ -15,6 +15,10 @@ const IN_PROJECT: &[&str] = &[
     ".git/info",
     ".mcp.json",
     "hooks.json",
+    // Claude Code's permission lists, read as rules (a written allow rule would widen the
+    // next session of a trusted project).
+    ".claude/settings.json",
+    ".claude/settings.local.json",
 ];
 
 /// Why `path` (absolute, resolved) is protected, if it is.
@@ -67,6 +71,9 @@ mod tests {
             "/p/.git/hooks/pre-commit",
             "/p/.git/info/attributes",
             "/p/.mcp.json",
+            "/p/hooks.json",
+            "/p/.claude/settings.json",
+            "/p/.claude/settings.local.json",
             "/h/.yuyao/config.toml",
             "/h/.yuyao/permissions.json",
         ] {
@@ -80,6 +87,7 @@ mod tests {
             "/p/.gitignore",
             "/p/.git-blame",
             "/p/.yuyaorc",
+            "/p/.claude/commands/x.md",
             "/q/.yuyao/x",
         ] {
             assert!(

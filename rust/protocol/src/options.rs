@@ -66,4 +66,10 @@ pub struct SessionOptions {
     /// decision. Untrusted projects' widening settings are ignored.
     #[serde(default)]
     pub trust_project: Option<bool>,
+    /// Project-provided executables (project hooks, `!{cmd}` of project commands): `Some(true)`
+    /// runs them (`-p`, agent_api: the caller chose the directory), `Some(false)` never
+    /// (run_agent.sh), `None` once the project is trusted (the TUI).
+    pub project_extensions: Option<bool>,
+    /// `--no-project-extensions`: never run them, whatever the above says.
+    pub no_project_extensions: bool,
 }

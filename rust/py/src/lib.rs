@@ -288,6 +288,11 @@ impl PySession {
         Session::command_table().to_string()
     }
 
+    /// The custom commands (commands/*.md) as of now, in the shape of `command_table_json`.
+    fn custom_command_table_json(&self) -> String {
+        self.inner.custom_command_table().to_string()
+    }
+
     /// Every slash command name and alias (for completion).
     #[staticmethod]
     fn command_names() -> Vec<&'static str> {

@@ -323,6 +323,36 @@ const KNOWN: &[Key] = &[
         "default bash timeout in ms",
     ),
     key(
+        "hooks.max_stop_blocks",
+        Kind::NonNegInt,
+        Applies::Live,
+        "how many times a failing Stop hook (quality gate) sends the model back to work in one turn (default 3)",
+    ),
+    key(
+        "features.hooks",
+        Kind::Bool,
+        Applies::Live,
+        "run hooks.json hooks (default true)",
+    ),
+    key(
+        "features.skills",
+        Kind::Bool,
+        Applies::NotInBuild("skills"),
+        "load skills",
+    ),
+    key(
+        "features.plugins",
+        Kind::Bool,
+        Applies::NotInBuild("plugins"),
+        "load plugins",
+    ),
+    key(
+        "features.mcp",
+        Kind::Bool,
+        Applies::NotInBuild("live MCP connections"),
+        "connect to MCP servers",
+    ),
+    key(
         "storage.retention_days",
         Kind::NonNegInt,
         Applies::NextSession,

@@ -164,6 +164,70 @@ pub fn merged(paths: &Paths) -> Result<Vec<(Scope, RuleKind, String)>, String> {
     Ok(out)
 }
 
+/// Claude Code's settings files whose `permissions.allow|ask|deny` users already keep:
+/// `~/.claude/settings.json` (or `$CLAUDE_CONFIG_DIR/settings.json`) is the user scope;
+/// `<project>/.claude/settings.json` and `.claude/settings.local.json` the project's.
+pub fn claude_files(paths: &Paths) -> Vec<(Scope, PathBuf)> {
+    let user_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")));
+    let mut out = Vec::new();
+    if let Some(d) = user_dir {
+        out.push((Scope::User, d.join("settings.json")));
+    }
+    let project = paths.project.join(".claude");
+    out.push((Scope::Project, project.join("settings.json")));
+    out.push((Scope::Project, project.join("settings.local.json")));
+    out
+}
+
+/// A rule read from one of Claude Code's settings files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaudeRule {
+    pub scope: Scope,
+    pub kind: RuleKind,
+    pub text: String,
+    pub file: PathBuf,
+}
+
+/// Every rule of Claude Code's settings files, and a warning per file that cannot be read
+/// (that file is skipped, the others load).
+pub fn claude_rules(paths: &Paths) -> (Vec<ClaudeRule>, Vec<String>) {
+    let mut rules = Vec::new();
+    let mut warnings = Vec::new();
+    for (scope, file) in claude_files(paths) {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let v: serde_json::Value = match serde_json::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                warnings.push(format!(
+                    "{}: line {}: invalid JSON ({e}); its permission rules are skipped",
+                    file.display(),
+                    e.line()
+                ));
+                continue;
+            }
+        };
+        for kind in RuleKind::ALL {
+            let list = v
+                .get("permissions")
+                .and_then(|p| p.get(kind.as_str()))
+                .and_then(|l| l.as_array());
+            for r in list.into_iter().flatten().filter_map(|r| r.as_str()) {
+                rules.push(ClaudeRule {
+                    scope,
+                    kind,
+                    text: r.to_string(),
+                    file: file.clone(),
+                });
+            }
+        }
+    }
+    (rules, warnings)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

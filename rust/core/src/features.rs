@@ -1,0 +1,77 @@
+//! `/features` (and `yuyao features`): turn a kind of extension on or off, persisted as
+//! `features.<kind>` in the configuration. A disabled kind is inert everywhere: the code that
+//! runs it asks `Session::feature_enabled` at every use.
+
+use crate::session::{CoreError, Session};
+
+/// The kinds, with what disabling one does in this build.
+const KINDS: &[(&str, &str)] = &[
+    ("hooks", "hooks.json hooks do not run"),
+    ("skills", "skills are not in this build"),
+    ("plugins", "plugins are not in this build"),
+    ("mcp", "live MCP connections are not in this build"),
+];
+
+impl Session {
+    pub(crate) fn feature_enabled(&self, kind: &str) -> bool {
+        self.config
+            .get(&format!("features.{kind}"))
+            .and_then(|v| v.as_bool())
+            != Some(false)
+    }
+}
+
+pub(crate) fn features_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let usage = || {
+        CoreError::Usage(
+            "usage: /features [list | enable|disable <hooks|skills|plugins|mcp>]".into(),
+        )
+    };
+    match args {
+        [] => Ok(list(s)),
+        [a] if a == "list" || a == "ls" => Ok(list(s)),
+        [action, kind] => {
+            let on = match action.as_str() {
+                "enable" | "on" => true,
+                "disable" | "off" => false,
+                _ => return Err(usage()),
+            };
+            let kind = kind.to_ascii_lowercase();
+            if !KINDS.iter().any(|(k, _)| *k == kind) {
+                return Err(CoreError::Usage(format!(
+                    "unknown feature '{kind}': use hooks, skills, plugins or mcp"
+                )));
+            }
+            let key = format!("features.{kind}");
+            s.config
+                .set(&key, if on { "true" } else { "false" }, None)
+                .map_err(|e| CoreError::Failed(e.to_string()))?;
+            s.lock().config_seen = crate::context::config_snapshot(&s.config);
+            let when = match yuyao_store::config::applies(&key) {
+                Some(yuyao_store::config::Applies::NotInBuild(what)) => {
+                    format!("{what} not in this build: no effect yet")
+                }
+                _ => "applies at once".to_string(),
+            };
+            Ok(format!(
+                "{kind}: {} (saved as {key} = {on}; {when})",
+                if on { "enabled" } else { "disabled" }
+            ))
+        }
+        _ => Err(usage()),
+    }
+}
+
+fn list(s: &Session) -> String {
+    KINDS
+        .iter()
+        .map(|(k, off)| {
+            if s.feature_enabled(k) {
+                format!("{k:<8} enabled")
+            } else {
+                format!("{k:<8} disabled ({off})")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,564 @@
+//! Running lifecycle hooks for a session. A hook is the user's own configured program: it runs
+//! like the user's `!` shell (the user's rights, no sandbox, the model key removed from its
+//! environment), with the event as JSON on stdin, in the project root, under a timeout that
+//! kills its process group. Project hooks run only where the project's executables may
+//! (`Session::project_extensions_allowed`); `features.hooks = false` makes every hook inert.
+
+use crate::hooks::{self, Hook, HookEvent, HookSource, Permission, Reply};
+use crate::session::{CoreError, Session};
+use serde_json::{Value, json};
+use std::io::Write as _;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use yuyao_protocol::NoticeLevel;
+
+/// Output kept of a hook's stdout or stderr.
+const OUTPUT_CAP: usize = 64 * 1024;
+pub const DEFAULT_MAX_STOP_BLOCKS: i64 = 3;
+
+/// The hooks a session loaded, and whether `SessionEnd` already ran.
+#[derive(Default)]
+pub struct HookState {
+    pub list: Vec<Hook>,
+    pub ended: bool,
+    /// The project's hook files as the session opened (`hook_review.rs`).
+    pub opened: Vec<(std::path::PathBuf, Option<String>)>,
+}
+
+pub struct HookRun {
+    pub exit: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+}
+
+impl HookRun {
+    /// What the hook printed, for a model or a status file.
+    pub fn output(&self) -> String {
+        let mut parts = Vec::new();
+        for s in [&self.stdout, &self.stderr] {
+            if !s.trim().is_empty() {
+                parts.push(s.trim().to_string());
+            }
+        }
+        if self.timed_out {
+            parts.push("(timed out)".into());
+        }
+        parts.join("\n")
+    }
+}
+
+fn read_capped(mut r: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 8192];
+        while let Ok(n) = r.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            if buf.len() < OUTPUT_CAP {
+                buf.extend_from_slice(&chunk[..n.min(OUTPUT_CAP - buf.len())]);
+            }
+        }
+        let _ = tx.send(String::from_utf8_lossy(&buf).into_owned());
+    });
+    rx
+}
+
+/// Runs one hook command with `input` on stdin.
+fn run_command(s: &Session, hook: &Hook, input: &Value) -> HookRun {
+    let dir = s.paths.project.clone();
+    // The user's own configured program: their rights, no sandbox (like the `!` shell), a
+    // process group of its own so a timeout kills everything it started. No `pre_exec`, so
+    // std starts it with posix_spawn (no copy of a large host).
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg("-c").arg(&hook.command).current_dir(&dir);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    for (k, v) in [
+        ("PAGER", "cat"),
+        ("GIT_PAGER", "cat"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+    ]
+    .into_iter()
+    .chain(s.ctx.env.iter().copied())
+    {
+        cmd.env(k, v);
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_remove("D2A_MODEL_API_KEY")
+        .env("YUYAO_PROJECT_DIR", &dir)
+        .env("CLAUDE_PROJECT_DIR", &dir)
+        .env("YUYAO_HOOK_EVENT", hook.event.name());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return HookRun {
+                exit: None,
+                stdout: String::new(),
+                stderr: format!("cannot start the hook: {e}"),
+                timed_out: false,
+            };
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let body = input.to_string();
+        // A hook that never reads its stdin must not block us.
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(body.as_bytes());
+        });
+    }
+    let out = child.stdout.take().map(read_capped);
+    let err = child.stderr.take().map(read_capped);
+    let t0 = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if t0.elapsed() >= hook.timeout => {
+                timed_out = true;
+                // SAFETY: the hook leads its own process group (`shell_command`).
+                unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
+                break child.wait().ok();
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => break None,
+        }
+    };
+    // A daemon the hook left behind may hold the pipes: what came within a second is kept.
+    let collect = |rx: Option<std::sync::mpsc::Receiver<String>>| {
+        rx.and_then(|rx| rx.recv_timeout(Duration::from_secs(1)).ok())
+            .unwrap_or_default()
+    };
+    HookRun {
+        exit: status.and_then(|s| s.code()),
+        stdout: collect(out),
+        stderr: collect(err),
+        timed_out,
+    }
+}
+
+/// The combined answer of the hooks of one event.
+#[derive(Default)]
+pub struct Outcome {
+    /// The strongest permission any hook asked for (deny > ask > allow).
+    pub permission: Option<Permission>,
+    /// The reasons of the hooks that asked for it, with their source.
+    pub reason: String,
+    /// What the hooks had to say to the model.
+    pub context: Vec<String>,
+    /// Hooks that failed (exit ≠ 0, a block decision or a timeout): their output.
+    pub failures: Vec<String>,
+}
+
+impl Session {
+    /// Project-provided executables may run: `-p` and agent_api say so in their options
+    /// (unless `--no-project-extensions` / `project_extensions=False`), run_agent.sh never,
+    /// the TUI once the project is trusted.
+    pub(crate) fn project_extensions_allowed(&self) -> bool {
+        if self.opts.no_project_extensions {
+            return false;
+        }
+        self.opts
+            .project_extensions
+            .unwrap_or_else(|| self.lock().trusted)
+    }
+
+    /// Loads the hook files (at session open); problems become warnings. Returns what the
+    /// project's hooks would run while they wait for the user's trust (the TUI's trust
+    /// prompt shows it).
+    pub(crate) fn load_hooks(&self) -> Vec<String> {
+        let (mut list, warnings) = hooks::load(&self.paths.home, &self.paths.project);
+        for w in warnings {
+            self.notice(NoticeLevel::Warning, format!("hooks: {w}"));
+        }
+        let home = &self.paths.home;
+        let mut held: Vec<std::path::PathBuf> = Vec::new();
+        list.retain(|h| {
+            let hold = h.source == HookSource::Project && crate::hook_review::held(home, &h.file);
+            if hold && !held.contains(&h.file) {
+                held.push(h.file.clone());
+            }
+            !hold
+        });
+        for f in held {
+            self.notice(
+                NoticeLevel::Warning,
+                format!(
+                    "hooks: {} changed while a yuyao session ran (perhaps written by the agent); its hooks do not run until you review it and type /hooks approve",
+                    f.display()
+                ),
+            );
+        }
+        let waiting =
+            if self.opts.project_extensions.is_none() && !self.project_extensions_allowed() {
+                list.iter()
+                    .filter(|h| h.source == HookSource::Project)
+                    .map(|h| format!("{} hook runs `{}`", h.event.name(), h.raw))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+        let off = disabled_keys(&self.paths.home);
+        let mut list = list;
+        for h in &mut list {
+            h.enabled = !off.contains(&key(h));
+        }
+        if let Ok(mut h) = self.hooks.lock() {
+            h.list = list;
+            h.opened = crate::hook_review::snapshot(&self.paths.home, &self.paths.project);
+        }
+        waiting
+    }
+
+    fn active_hooks(&self, event: HookEvent, tool: Option<&str>) -> Vec<Hook> {
+        if !self.feature_enabled("hooks") {
+            return Vec::new();
+        }
+        let project_ok = self.project_extensions_allowed();
+        let Ok(h) = self.hooks.lock() else {
+            return Vec::new();
+        };
+        h.list
+            .iter()
+            .filter(|h| h.event == event && h.enabled && h.applies_to(tool))
+            .filter(|h| h.source == HookSource::User || project_ok)
+            .cloned()
+            .collect()
+    }
+
+    /// Runs the hooks of `event` (for `tool`, if any) in order and combines their replies.
+    pub(crate) fn run_hooks(&self, event: HookEvent, tool: Option<&str>, extra: Value) -> Outcome {
+        let list = self.active_hooks(event, tool);
+        let mut outcome = Outcome::default();
+        if list.is_empty() {
+            return outcome;
+        }
+        let mut input = json!({
+            "hook_event_name": event.name(),
+            "session_id": self.id,
+            "cwd": self.cwd(),
+            "project_dir": self.paths.project.display().to_string(),
+        });
+        if let (Some(obj), Value::Object(more)) = (input.as_object_mut(), extra) {
+            obj.extend(more);
+        }
+        for hook in list {
+            let t0 = Instant::now();
+            let run = run_command(self, &hook, &input);
+            let reply: Reply = hooks::read_reply(run.exit, &run.stdout, &run.stderr);
+            self.lock().trajectory.record(
+                "hook",
+                json!({"event": event.name(), "command": hook.raw, "source": hook.source.label(),
+                       "exit_code": run.exit, "timed_out": run.timed_out,
+                       "permission": reply.permission.map(|p| format!("{p:?}").to_lowercase()),
+                       "output": run.output(), "ms": t0.elapsed().as_millis() as u64}),
+            );
+            let label = format!(
+                "{} hook `{}` ({})",
+                event.name(),
+                hook.raw,
+                hook.source.label()
+            );
+            let failed =
+                run.timed_out || run.exit != Some(0) || reply.permission == Some(Permission::Deny);
+            if failed {
+                let why = if reply.reason.is_empty() {
+                    run.output()
+                } else {
+                    reply.reason.clone()
+                };
+                outcome.failures.push(format!("{label}: {why}"));
+                if reply.permission != Some(Permission::Deny) {
+                    let how = match (run.timed_out, run.exit) {
+                        (true, _) => format!("timed out after {} s", hook.timeout.as_secs_f64()),
+                        (_, Some(c)) => format!("exited with {c}"),
+                        (_, None) => "was killed".into(),
+                    };
+                    self.notice(
+                        NoticeLevel::Warning,
+                        format!("{label} {how}: {}", run.output()),
+                    );
+                }
+            }
+            if reply.permission.is_some() && reply.permission >= outcome.permission {
+                if reply.permission > outcome.permission {
+                    outcome.reason.clear();
+                }
+                outcome.permission = reply.permission;
+                if !reply.reason.is_empty() {
+                    if !outcome.reason.is_empty() {
+                        outcome.reason.push_str("; ");
+                    }
+                    outcome.reason.push_str(&reply.reason);
+                }
+            }
+            if !reply.context.is_empty() && run.exit == Some(0) {
+                outcome.context.push(reply.context);
+            }
+        }
+        outcome
+    }
+
+    /// PreToolUse (every tool) and beforeShellExecution (commands): a permission to apply
+    /// on top of the policy's decision, with the hooks' reason.
+    pub(crate) fn tool_hooks(
+        &self,
+        tool: &str,
+        args: &Value,
+        command: Option<&str>,
+    ) -> Option<(Permission, String)> {
+        let shown = hooks::claude_name(tool).unwrap_or(tool);
+        let mut out = self.run_hooks(
+            HookEvent::PreToolUse,
+            Some(tool),
+            json!({"tool_name": shown, "yuyao_tool": tool, "tool_input": args}),
+        );
+        if let Some(cmd) = command
+            && out.permission != Some(Permission::Deny)
+        {
+            let shell = self.run_hooks(
+                HookEvent::BeforeShellExecution,
+                Some(tool),
+                json!({"command": cmd, "tool_name": shown, "yuyao_tool": tool, "tool_input": args}),
+            );
+            if shell.permission > out.permission {
+                out = shell;
+            }
+        }
+        let p = out.permission?;
+        let reason = if out.reason.is_empty() {
+            "a hook said so".to_string()
+        } else {
+            out.reason
+        };
+        Some((p, reason))
+    }
+
+    /// PostToolUse: what the hooks say about a tool's result, for the model.
+    pub(crate) fn post_tool_hooks(
+        &self,
+        tool: &str,
+        args: &Value,
+        ok: bool,
+        output: &str,
+    ) -> String {
+        let shown = hooks::claude_name(tool).unwrap_or(tool);
+        let out = self.run_hooks(
+            HookEvent::PostToolUse,
+            Some(tool),
+            json!({"tool_name": shown, "yuyao_tool": tool, "tool_input": args,
+                   "tool_response": {"ok": ok, "output": output}}),
+        );
+        let mut lines = out.context;
+        if out.permission == Some(Permission::Deny) && !out.reason.is_empty() {
+            lines.push(out.reason);
+        }
+        lines.join("\n")
+    }
+
+    /// UserPromptSubmit: `Err(reason)` blocks the prompt; `Ok` carries context to add.
+    pub(crate) fn prompt_hooks(&self, prompt: &str) -> Result<Vec<String>, String> {
+        let out = self.run_hooks(HookEvent::UserPromptSubmit, None, json!({"prompt": prompt}));
+        if out.permission == Some(Permission::Deny) {
+            return Err(if out.reason.is_empty() {
+                "a UserPromptSubmit hook blocked it".into()
+            } else {
+                out.reason
+            });
+        }
+        Ok(out.context)
+    }
+
+    /// Stop: the failing quality gates' output, if any gate failed.
+    pub(crate) fn stop_hooks(&self, answer: &str, blocks_so_far: u32) -> Option<String> {
+        let out = self.run_hooks(
+            HookEvent::Stop,
+            None,
+            json!({"last_assistant_message": answer, "stop_hook_active": blocks_so_far > 0}),
+        );
+        (!out.failures.is_empty()).then(|| out.failures.join("\n"))
+    }
+
+    /// How many times Stop gates may send the model back to work in one turn.
+    pub(crate) fn max_stop_blocks(&self) -> u32 {
+        self.config
+            .get("hooks.max_stop_blocks")
+            .and_then(|v| v.as_integer())
+            .unwrap_or(DEFAULT_MAX_STOP_BLOCKS)
+            .max(0) as u32
+    }
+
+    /// SessionStart: its context reaches the model before the first call.
+    pub(crate) fn session_start_hooks(&self) {
+        let out = self.run_hooks(HookEvent::SessionStart, None, json!({"source": "startup"}));
+        if !out.context.is_empty() {
+            self.lock().pending_notes.push(out.context.join("\n"));
+        }
+    }
+
+    /// SessionEnd, once.
+    pub(crate) fn session_end_hooks(&self) {
+        let first = self
+            .hooks
+            .lock()
+            .map(|mut h| !std::mem::replace(&mut h.ended, true))
+            .unwrap_or(false);
+        if first {
+            self.run_hooks(HookEvent::SessionEnd, None, json!({"reason": "exit"}));
+            let opened = self
+                .hooks
+                .lock()
+                .map(|h| h.opened.clone())
+                .unwrap_or_default();
+            crate::hook_review::note_changes(&self.paths.home, &opened);
+        }
+    }
+}
+
+/// The user's `/hooks disable` choices: in `~/.yuyao/`, out of the repository's reach.
+fn disabled_file(home: &std::path::Path) -> std::path::PathBuf {
+    home.join("hooks-disabled.json")
+}
+
+/// A hook's identity across sessions: its file, event and command.
+fn key(h: &Hook) -> String {
+    format!(
+        "{}\u{1f}{}\u{1f}{}",
+        h.file.display(),
+        h.event.name(),
+        h.raw
+    )
+}
+
+fn disabled_keys(home: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(disabled_file(home))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
+        .unwrap_or_default()
+}
+
+fn save_disabled(home: &std::path::Path, k: &str, on: bool) -> std::io::Result<()> {
+    let mut keys = disabled_keys(home);
+    keys.retain(|x| x != k);
+    if !on {
+        keys.push(k.to_string());
+    }
+    yuyao_store::write_atomic(
+        &disabled_file(home),
+        serde_json::to_string_pretty(&keys)
+            .unwrap_or_default()
+            .as_bytes(),
+    )
+}
+
+/// `/hooks [list] | enable <n> | disable <n>`: the hooks by event, with their source and file.
+pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let pick = |args: &[String], on: bool| -> Result<String, CoreError> {
+        let [_, n] = args else {
+            return Err(CoreError::Usage(
+                "usage: /hooks enable|disable <number from /hooks list>".into(),
+            ));
+        };
+        let i: usize = n.trim_start_matches('#').parse().map_err(|_| {
+            CoreError::Usage(format!("'{n}' is not a hook number (see /hooks list)"))
+        })?;
+        let mut h = s
+            .hooks
+            .lock()
+            .map_err(|_| CoreError::Failed("hooks unavailable".into()))?;
+        let hook = i
+            .checked_sub(1)
+            .and_then(|i| h.list.get_mut(i))
+            .ok_or_else(|| CoreError::Usage(format!("no hook #{i} (see /hooks list)")))?;
+        hook.enabled = on;
+        let k = key(hook);
+        let (event, raw) = (hook.event.name(), hook.raw.clone());
+        drop(h);
+        save_disabled(&s.paths.home, &k, on)
+            .map_err(|e| CoreError::Failed(format!("cannot save the choice: {e}")))?;
+        Ok(format!(
+            "hook #{i} ({event} `{raw}`) {} (saved in {})",
+            if on { "enabled" } else { "disabled" },
+            disabled_file(&s.paths.home).display()
+        ))
+    };
+    match args.first().map(String::as_str) {
+        None | Some("list") | Some("ls") => Ok(list(s)),
+        Some("enable") | Some("on") => pick(args, true),
+        Some("disable") | Some("off") => pick(args, false),
+        Some("approve") => {
+            let files = crate::hook_review::approve(&s.paths.home, &s.paths.project);
+            if files.is_empty() {
+                return Ok("no hook file of this project is held for review".into());
+            }
+            s.load_hooks();
+            Ok(format!(
+                "approved: {} (their hooks run from now on)",
+                files.join(", ")
+            ))
+        }
+        Some(other) => Err(CoreError::Usage(format!(
+            "unknown /hooks action '{other}': use list, enable <n>, disable <n> or approve"
+        ))),
+    }
+}
+
+fn list(s: &Session) -> String {
+    let project_ok = s.project_extensions_allowed();
+    let h = match s.hooks.lock() {
+        Ok(h) => h.list.clone(),
+        Err(_) => Vec::new(),
+    };
+    let mut out = Vec::new();
+    if !s.feature_enabled("hooks") {
+        out.push("hooks are disabled (features.hooks = false): none runs".to_string());
+    }
+    if h.is_empty() {
+        out.push(format!(
+            "no hooks; files read: {}",
+            hooks::files(&s.paths.home, &s.paths.project)
+                .iter()
+                .map(|(p, _)| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        return out.join("\n");
+    }
+    for event in hooks::EVENTS {
+        let rows: Vec<String> = h
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| x.event == *event)
+            .map(|(i, x)| {
+                let state = if !x.enabled {
+                    "disabled"
+                } else if x.source == HookSource::Project && !project_ok {
+                    "not run: project not trusted"
+                } else {
+                    "on"
+                };
+                format!(
+                    "  #{} [{}] {}{}  ({}, {}s, {})",
+                    i + 1,
+                    x.source.label(),
+                    x.raw,
+                    x.matcher
+                        .as_ref()
+                        .map(|m| format!("  matcher: {}", m.text))
+                        .unwrap_or_default(),
+                    state,
+                    x.timeout.as_secs_f64(),
+                    x.file.display(),
+                )
+            })
+            .collect();
+        if !rows.is_empty() {
+            out.push(format!("{}:", event.name()));
+            out.extend(rows);
+        }
+    }
+    out.join("\n")
+}

@@ -1,0 +1,224 @@
+//! Rule files: `<project>/.yuyao/rules/*.md`, `.cursor/rules/*.mdc`, `.claude/rules/*.md`
+//! (subfolders too) with frontmatter `paths:` / `globs:` (patterns relative to the project
+//! root) or `alwaysApply: true`. An always-rule joins the context when the session opens; a
+//! path rule joins it, once, when a tool reads or edits a matching file. Both arrive as an
+//! appended note (`pending_notes`), never by rewriting the system prompt, so the request
+//! prefix stays as it was. A rule without any of these keys applies always, except Cursor's
+//! `alwaysApply: false` without globs (applied by hand in Cursor, not here).
+
+use crate::session::Session;
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use yuyao_protocol::NoticeLevel;
+
+pub struct RuleFile {
+    pub file: PathBuf,
+    pub always: bool,
+    matcher: Option<GlobSet>,
+    pub body: String,
+}
+
+/// The rules in force this session: which joined the context, and why.
+#[derive(Default)]
+pub struct RuleState {
+    pub applied: Vec<(PathBuf, String)>,
+    pub warned: std::collections::HashSet<String>,
+}
+
+fn walk(dir: &Path, ext: &str, depth: usize, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() && depth < 4 {
+            walk(&p, ext, depth + 1, out);
+        } else if p.extension().is_some_and(|e| e == ext) && p.is_file() {
+            out.push(p);
+        }
+    }
+}
+
+pub fn load(project: &Path) -> (Vec<RuleFile>, Vec<String>) {
+    let mut files = Vec::new();
+    walk(&project.join(".yuyao/rules"), "md", 0, &mut files);
+    walk(&project.join(".cursor/rules"), "mdc", 0, &mut files);
+    walk(&project.join(".claude/rules"), "md", 0, &mut files);
+    let mut rules = Vec::new();
+    let mut warnings = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        match parse(&text, file.clone()) {
+            Ok(Some(r)) => rules.push(r),
+            Ok(None) => {}
+            Err(e) => warnings.push(format!("{}: {e}; this rule is skipped", file.display())),
+        }
+    }
+    (rules, warnings)
+}
+
+/// One rule file; `None` for one that never applies by itself.
+pub fn parse(text: &str, file: PathBuf) -> Result<Option<RuleFile>, String> {
+    let (fm, body) = crate::frontmatter::split(text)?;
+    let mut globs = crate::frontmatter::list(fm.get("paths"));
+    globs.extend(crate::frontmatter::list(fm.get("globs")));
+    let always_key = fm.get("alwaysApply").and_then(Value::as_bool);
+    let always = always_key == Some(true) || (globs.is_empty() && always_key.is_none());
+    if !always && globs.is_empty() {
+        return Ok(None);
+    }
+    let matcher = if globs.is_empty() {
+        None
+    } else {
+        let mut b = GlobSetBuilder::new();
+        for g in &globs {
+            let g = g.trim_start_matches("./").trim_start_matches('/');
+            b.add(Glob::new(g).map_err(|e| format!("line 2: bad glob '{g}': {e}"))?);
+            // `src/` or `src` also covers what is inside.
+            if !g.contains('*') {
+                let inside = format!("{}/**", g.trim_end_matches('/'));
+                b.add(Glob::new(&inside).map_err(|e| format!("line 2: bad glob '{g}': {e}"))?);
+            }
+        }
+        Some(b.build().map_err(|e| format!("line 2: {e}"))?)
+    };
+    Ok(Some(RuleFile {
+        file,
+        always,
+        matcher,
+        body: body.trim().to_string(),
+    }))
+}
+
+impl RuleFile {
+    pub fn matches(&self, rel: &Path) -> bool {
+        self.matcher.as_ref().is_some_and(|m| m.is_match(rel))
+    }
+}
+
+impl Session {
+    fn rule_warnings(&self, warnings: Vec<String>) {
+        let fresh: Vec<String> = {
+            let mut st = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+            warnings
+                .into_iter()
+                .filter(|w| st.warned.insert(w.clone()))
+                .collect()
+        };
+        for w in fresh {
+            self.notice(NoticeLevel::Warning, format!("rules: {w}"));
+        }
+    }
+
+    /// Queues the rules that apply now and have not joined the context yet.
+    fn apply_rules(&self, pick: impl Fn(&RuleFile) -> Option<String>) {
+        let (rules, warnings) = load(&self.paths.project);
+        self.rule_warnings(warnings);
+        let mut notes = Vec::new();
+        {
+            let mut st = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+            for r in rules {
+                if st.applied.iter().any(|(f, _)| *f == r.file) {
+                    continue;
+                }
+                if let Some(why) = pick(&r) {
+                    let shown = r
+                        .file
+                        .strip_prefix(&self.paths.project)
+                        .unwrap_or(&r.file)
+                        .display()
+                        .to_string();
+                    notes.push(format!("Project rule {shown} ({why}):\n{}", r.body));
+                    st.applied.push((r.file, why));
+                }
+            }
+        }
+        if !notes.is_empty() {
+            self.lock().pending_notes.extend(notes);
+        }
+    }
+
+    /// At session open: the always-rules.
+    pub(crate) fn always_rules(&self) {
+        self.apply_rules(|r| r.always.then(|| "always applies".to_string()));
+    }
+
+    /// After a tool read or edited `paths`: the rules whose patterns match one of them.
+    pub(crate) fn rules_for_paths(&self, paths: &[PathBuf]) {
+        let rels: Vec<PathBuf> = paths
+            .iter()
+            .filter_map(|p| {
+                p.strip_prefix(&self.paths.project)
+                    .ok()
+                    .map(Path::to_path_buf)
+            })
+            .collect();
+        if rels.is_empty() {
+            return;
+        }
+        self.apply_rules(|r| {
+            rels.iter()
+                .find(|p| r.matches(p))
+                .map(|p| format!("matches {}", p.display()))
+        });
+    }
+
+    /// `/context list`'s lines about rules.
+    pub(crate) fn rules_context_lines(&self) -> String {
+        let st = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+        if st.applied.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from("\nrules in the context:\n");
+        for (f, why) in &st.applied {
+            let shown = f.strip_prefix(&self.paths.project).unwrap_or(f);
+            out.push_str(&format!("  {} ({why})\n", shown.display()));
+        }
+        out.trim_end().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frontmatter_kinds() {
+        let f = || PathBuf::from("/p/.yuyao/rules/x.md");
+        let r = parse(
+            "---\npaths: [\"src/api/**\", docs]\n---\nUse snake_case.\n",
+            f(),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(!r.always);
+        assert!(r.matches(Path::new("src/api/v1/handler.rs")));
+        assert!(r.matches(Path::new("docs/intro.md")));
+        assert!(!r.matches(Path::new("src/main.rs")));
+        assert_eq!(r.body, "Use snake_case.");
+        let cursor = parse(
+            "---\nglobs: \"*.py, tests/*.py\"\nalwaysApply: false\n---\nx",
+            f(),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(cursor.matches(Path::new("calc.py")) && !cursor.always);
+        assert!(
+            parse("---\nalwaysApply: false\n---\nmanual", f())
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            parse("---\nalwaysApply: true\n---\nx", f())
+                .unwrap()
+                .unwrap()
+                .always
+        );
+        assert!(parse("plain rule\n", f()).unwrap().unwrap().always);
+        assert!(parse("---\nglobs: [\"a/[\"]\n---\nx", f()).is_err());
+    }
+}

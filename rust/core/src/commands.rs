@@ -238,7 +238,13 @@ const COMMANDS: &[Command] = &[
         None
     ),
     cmd!("init", [], "", "generate AGENTS.md", None),
-    cmd!("memory", [], "", "view and manage memory", None),
+    cmd!(
+        "memory",
+        [],
+        "[list | edit <id> [text] | delete <id> | open [global]]",
+        "list memory entries; edit, delete or open them",
+        Some(crate::memory::commands::memory)
+    ),
     cmd!(
         "recap",
         [],
@@ -379,8 +385,20 @@ const COMMANDS: &[Command] = &[
         "token and usage display",
         Some(crate::cmd_sessions::usage_command)
     ),
-    cmd!("remember", [], "<text>", "write a memory entry", None),
-    cmd!("forget", [], "<query>", "delete a memory entry", None),
+    cmd!(
+        "remember",
+        [],
+        "[--global] <text>",
+        "keep a memory entry (project MEMORY.md; --global: ~/.yuyao/MEMORY.md)",
+        Some(crate::memory::commands::remember)
+    ),
+    cmd!(
+        "forget",
+        [],
+        "<query or id>",
+        "remove the memory entry that matches (several: listed, none removed)",
+        Some(crate::memory::commands::forget)
+    ),
     cmd!("dream", [], "", "consolidate memory", None),
 ];
 

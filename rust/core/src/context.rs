@@ -150,6 +150,11 @@ impl Session {
     /// given explicitly for this session (a flag) keeps precedence over the files.
     pub(crate) fn reload_config(&self) {
         self.reload_config_files();
+        // A memory file edited since it was last read reaches the model as a note.
+        let notes = self.memory.refresh();
+        if !notes.is_empty() {
+            self.lock().pending_notes.extend(notes);
+        }
         self.sync_confinement();
     }
 
@@ -294,7 +299,16 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
             }
         }
     }
-    let conv_injected = conv_injected.min(system_chars);
+    // The memory section is part of the system prompt: shown on its own rows.
+    let memory_report = s.memory.report();
+    let memory_section = s.memory.section().chars().count();
+    let memory_in_prompt = if s.opts.system_prompt.is_none() {
+        memory_section
+    } else {
+        0
+    };
+    let conv_injected =
+        (conv_injected + memory_in_prompt).min(system_chars) - memory_in_prompt.min(system_chars);
     let tools_chars: usize = req
         .tools
         .iter()
@@ -335,31 +349,31 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
         "sent tok",
         "sent chr"
     );
-    out.push_str(&row(
-        "system prompt",
-        Some(system_chars - conv_injected),
-        system_chars - conv_injected,
-    ));
+    let system_own =
+        system_chars - conv_injected - memory_in_prompt.min(system_chars - conv_injected);
+    out.push_str(&row("system prompt", Some(system_own), system_own));
     out.push_str(&row("AGENTS.md / CLAUDE.md", Some(conv_raw), conv_injected));
-    // Memory files on disk; this build injects none of them (the memory system is separate).
-    let memory_raw: usize = [
-        s.paths.project.join("MEMORY.md"),
-        s.paths.home.join("MEMORY.md"),
-    ]
-    .iter()
-    .filter_map(|p| std::fs::read_to_string(p).ok())
-    .map(|t| t.chars().count())
-    .sum();
-    out.push_str(&row("memory", Some(memory_raw), 0));
+    // Memory loaded at session start: each file's size on disk and in the prompt.
+    let memory_raw: usize = memory_report.iter().map(|r| r.raw_chars).sum::<usize>()
+        + memory_in_prompt.saturating_sub(memory_report.iter().map(|r| r.injected_chars).sum());
+    out.push_str(&row("memory", Some(memory_raw), memory_in_prompt));
+    for r in &memory_report {
+        let name = r
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let label = if r.path.starts_with(&s.paths.home) {
+            format!("  global {name}")
+        } else {
+            format!("  {name}")
+        };
+        out.push_str(&row(&label, Some(r.raw_chars), r.injected_chars));
+    }
     out.push_str(&row("tool schemas", Some(tools_chars), tools_chars));
     out.push_str(&row("history (messages)", Some(hist_chars), hist_chars));
     out.push_str(&row("tool results", Some(results_raw), results_chars));
-    let raw_total = system_chars - conv_injected
-        + conv_raw
-        + memory_raw
-        + tools_chars
-        + hist_chars
-        + results_raw;
+    let raw_total = system_own + conv_raw + memory_raw + tools_chars + hist_chars + results_raw;
     out.push_str(&row("total", Some(raw_total), total));
     out.push_str(&format!(
         "  used {:.1}% of the window",
@@ -388,7 +402,30 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
     for t in &conv_truncated {
         out.push_str(&format!("  truncated: {t}\n"));
     }
-    out.push_str("  memory: no memory file is injected by this build\n");
+    if !s.memory.enabled {
+        out.push_str("  memory: off in this session (--no-memory or memory.enabled = false)\n");
+    } else if memory_report.is_empty() {
+        out.push_str("  memory: no memory file to load (/remember writes one)\n");
+    }
+    for r in &memory_report {
+        if r.cut.is_empty() {
+            out.push_str(&format!(
+                "  memory: {} loaded whole ({} characters)\n",
+                r.path.display(),
+                r.raw_chars
+            ));
+        } else {
+            out.push_str(&format!(
+                "  memory: {} cut to memory.bootstrap_chars ({} of {} characters injected); left out:\n",
+                r.path.display(),
+                r.injected_chars,
+                r.raw_chars
+            ));
+            for c in &r.cut {
+                out.push_str(&format!("    {c}\n"));
+            }
+        }
+    }
     let budget = (window as f64 * threshold) as u64;
     if tokens(total) > budget {
         out.push_str(&format!(

@@ -95,6 +95,7 @@ pub fn run_headless(mut req: HeadlessRequest) -> i32 {
         headless: true,
         trajectory_dir: Some(out_dir.join(".trajectory").display().to_string()),
         home: req.home.clone(),
+        memory_dir: Some(out_dir.join("memory").display().to_string()),
         // The headless contract never trusts the repository it is pointed at.
         trust_project: Some(false),
         ..Default::default()

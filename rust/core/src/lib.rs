@@ -13,6 +13,7 @@ mod compact;
 mod context;
 mod handler;
 mod headless;
+mod memory;
 mod next_step;
 mod prompt;
 mod refs;

@@ -20,6 +20,8 @@ pub struct PromptInputs<'a> {
     pub tools: &'a [&'a str],
     /// `ui.output_style` when the session opened.
     pub output_style: &'a str,
+    /// The memory section, loaded when the session opened ("" without memory).
+    pub memory: &'a str,
 }
 
 const IDENTITY: &str = "You are yuyao, a coding agent working in the user's terminal and repository. You solve software tasks by exploring the code, making small exact changes, and verifying them. You act through tools; your final message reports the outcome.";
@@ -134,6 +136,7 @@ fn default_body(i: &PromptInputs<'_>) -> String {
                 text.trim()
             ));
         }
+        s.push_str(i.memory);
     }
     s
 }

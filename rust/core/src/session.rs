@@ -183,6 +183,8 @@ pub struct Session {
     /// `ui.output_style` when the session opened: the system prompt's answer style, fixed
     /// for the session so requests stay append-only.
     pub(crate) opening_output_style: String,
+    /// Persistent memory: loaded at open, hand edits noticed before each call.
+    pub(crate) memory: crate::memory::Memory,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -426,6 +428,7 @@ impl Session {
             role_before: None,
         };
         let mcp = McpRegistry::new(paths.mcp_registry());
+        let memory = crate::memory::open(&opts, &paths, &config);
         let session = Session {
             id,
             opts,
@@ -445,6 +448,7 @@ impl Session {
             started: std::time::Instant::now(),
             snaps: Mutex::new(Default::default()),
             opening_output_style: output_style,
+            memory,
             runtime: Mutex::new(None),
             _live: live,
         };

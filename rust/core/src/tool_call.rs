@@ -69,6 +69,9 @@ fn ask_user_schema() -> Value {
 
 impl Session {
     fn tool_enabled(&self, name: &str) -> bool {
+        if crate::memory::tools::NAMES.contains(&name) && !self.memory.enabled {
+            return false;
+        }
         match &self.opts.tools {
             None => true,
             Some(list) => {
@@ -84,6 +87,7 @@ impl Session {
             .names()
             .into_iter()
             .chain(CORE_TOOLS.iter().copied())
+            .chain(crate::memory::tools::NAMES.iter().copied())
             .filter(|n| self.tool_enabled(n))
             .collect()
     }
@@ -92,6 +96,11 @@ impl Session {
         let mut schemas = self.tools.schemas(|n| self.tool_enabled(n));
         if self.tool_enabled("ask-user") {
             schemas.push(ask_user_schema());
+        }
+        for s in crate::memory::tools::schemas() {
+            if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
+                schemas.push(s);
+            }
         }
         schemas
     }
@@ -168,6 +177,10 @@ impl Session {
                 false,
             );
         };
+        // Memory tools read only memory files, which are the user's own notes.
+        if let Some(out) = crate::memory::tools::run(&self.memory, name, &call.arguments) {
+            return (out, true);
+        }
         // The one parse of this call: everything below reads `args`, never the raw JSON.
         let args = match ToolArgs::parse(name, &call.arguments) {
             Ok(a) => a,
@@ -180,6 +193,17 @@ impl Session {
             Ok(a) => a,
             Err(e) => return (ToolOutput::err(e), false),
         };
+        // A remembered preference ("use bun, not npm") that forbids this command's program.
+        if let Some(cmd) = &action.command
+            && let Some(rule) = crate::memory::rules::violation(&self.memory.rules(), cmd)
+        {
+            self.notice(yuyao_protocol::NoticeLevel::Warning, rule.clone());
+            self.lock().trajectory.record(
+                "decision",
+                json!({"tool": name, "arguments": args.to_value(), "verdict": "Deny", "source": "memory rule", "reason": rule}),
+            );
+            return (ToolOutput::err(rule), false);
+        }
         let decision = self.decide(&action);
         self.lock().trajectory.record(
             "decision",

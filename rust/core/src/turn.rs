@@ -53,6 +53,7 @@ impl Session {
             *c = token.clone();
         }
         self.checkpoint_prompt(text);
+        crate::memory::commands::on_submit(self, text);
         // `@path` references are attached to the prompt (the only content that enters a
         // request without a tool call).
         let message = crate::refs::user_message(self, text);
@@ -171,6 +172,7 @@ impl Session {
         let cwd = self.ctx.cwd();
         let git = prompt::git_summary(&self.paths.project);
         let tools = self.advertised_names();
+        let memory = self.memory.section();
         let st = self.lock();
         prompt::build(&PromptInputs {
             mode: st.policy.mode,
@@ -187,6 +189,7 @@ impl Session {
             git_summary: &git,
             tools: &tools,
             output_style: &self.opening_output_style,
+            memory: &memory,
         })
     }
 

@@ -120,6 +120,10 @@ pub enum Request {
         estimate_usd: f64,
         ceiling_usd: f64,
     },
+    /// A preference the user just stated ("use bun, not npm"): keep it in memory? Answer
+    /// `"p"` (the project's MEMORY.md), `"g"` (the global one); anything else skips it.
+    /// Only interactive fronts are asked.
+    RememberCandidate { text: String },
 }
 
 /// A handler's answer to a [`Request::Permission`].

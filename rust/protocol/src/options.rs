@@ -40,6 +40,9 @@ pub struct SessionOptions {
     pub system_prompt: Option<String>,
     pub append_system_prompt: Option<String>,
     pub no_memory: bool,
+    /// Where project memory is written instead of the project (the headless contract:
+    /// `<out-dir>/memory`, so `--repo-dir` is never written).
+    pub memory_dir: Option<String>,
     /// Nobody is there to answer a question: refuse what would need one.
     pub headless: bool,
     /// Where the run's trace goes (default `<cwd>/.trajectory/`).

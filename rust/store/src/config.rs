@@ -283,8 +283,14 @@ const KNOWN: &[Key] = &[
     key(
         "memory.enabled",
         Kind::Bool,
-        Applies::NotInBuild("the memory system"),
-        "load and write memory files",
+        Applies::NextSession,
+        "load and write memory files (MEMORY.md, daily notes); false = no memory and no memory tools",
+    ),
+    key(
+        "memory.bootstrap_chars",
+        Kind::NonNegInt,
+        Applies::NextSession,
+        "characters of memory loaded into the system prompt at session start (default 12000)",
     ),
     key(
         "memorySearch.provider",

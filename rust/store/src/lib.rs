@@ -4,6 +4,7 @@
 pub mod config;
 pub mod hostgit;
 pub mod mcp;
+pub mod memory;
 pub mod paths;
 pub mod permissions;
 pub mod retention;

@@ -1,0 +1,274 @@
+//! `/remember`, `/forget`, `/memory`, and what a submitted prompt writes: an explicit
+//! "remember that …" is kept at once (every front); a correction is offered to the person
+//! (TUI, one keystroke) and never saved unattended.
+
+use super::write::{Found, forget_candidates};
+use crate::session::{CoreError, Session};
+use yuyao_protocol::{NoticeLevel, Request};
+use yuyao_store::memory::{Kind, Scope};
+
+fn memory_on(s: &Session) -> Result<(), CoreError> {
+    if s.memory.enabled {
+        Ok(())
+    } else {
+        Err(CoreError::Usage(
+            "memory is off in this session (--no-memory or memory.enabled = false)".into(),
+        ))
+    }
+}
+
+fn describe(f: &Found) -> String {
+    let e = &f.entry;
+    format!(
+        "{} [{}{}] {}{}{}",
+        e.id,
+        e.scope
+            .clone()
+            .unwrap_or_else(|| f.file.scope.as_str().to_string()),
+        match f.file.kind {
+            Kind::Daily => ", daily note",
+            _ => "",
+        },
+        e.when
+            .as_deref()
+            .map(|w| format!("{w} "))
+            .unwrap_or_default(),
+        e.text.replace('\n', " "),
+        e.why
+            .as_deref()
+            .filter(|w| !w.is_empty())
+            .map(|w| format!("  (why: {w})"))
+            .unwrap_or_default()
+    )
+}
+
+/// `/remember [--global] <text>`.
+pub(crate) fn remember(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    memory_on(s)?;
+    let mut global = false;
+    let mut src = "remember";
+    let mut words = Vec::new();
+    for a in args {
+        match a.as_str() {
+            "--global" | "-g" => global = true,
+            // The TUI's accepted correction candidate.
+            "--correction" => src = "correction",
+            _ => words.push(a.as_str()),
+        }
+    }
+    let text = words.join(" ");
+    if text.trim().is_empty() {
+        return Err(CoreError::Usage(
+            "usage: /remember [--global] <text>".into(),
+        ));
+    }
+    let scope = if global {
+        Scope::Global
+    } else {
+        Scope::Project
+    };
+    let why = format!("user said: {text}");
+    let f = s
+        .memory
+        .add(scope, &text, &why, src)
+        .map_err(CoreError::Failed)?;
+    Ok(format!(
+        "remembered in {} ({}): {}",
+        f.file.path.display(),
+        f.entry.id,
+        f.entry.text
+    ))
+}
+
+/// `/forget <query>`: one match is removed; several are listed and nothing is removed unless
+/// the query is an id.
+pub(crate) fn forget(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    memory_on(s)?;
+    let query = args.join(" ");
+    if query.trim().is_empty() {
+        return Err(CoreError::Usage("usage: /forget <query or id>".into()));
+    }
+    let all = s.memory.all();
+    let hits = forget_candidates(&all, &query);
+    match hits.as_slice() {
+        [] => Err(CoreError::Usage(format!(
+            "no memory entry matches '{query}' (/memory lists them)"
+        ))),
+        [one] => {
+            let f = s.memory.delete(&one.entry.id).map_err(CoreError::Failed)?;
+            Ok(format!(
+                "forgot {} from {}: {}",
+                f.entry.id,
+                f.file.path.display(),
+                f.entry.text
+            ))
+        }
+        many => {
+            let mut out = format!(
+                "{} entries match '{query}'; nothing was removed. Forget one by its id (/forget <id>):\n",
+                many.len()
+            );
+            for f in many {
+                out.push_str(&format!("  {}\n", describe(f)));
+            }
+            Ok(out.trim_end().to_string())
+        }
+    }
+}
+
+/// `/memory [list | edit <id> [text] | delete <id> | open [global]]`.
+pub(crate) fn memory(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    memory_on(s)?;
+    match args.first().map(String::as_str) {
+        None | Some("list") => {
+            let all = s.memory.all();
+            if all.is_empty() {
+                return Ok(format!(
+                    "no memory yet: /remember <text> writes {} (--global: {})",
+                    s.memory.layout.target(Scope::Project).display(),
+                    s.memory.layout.target(Scope::Global).display()
+                ));
+            }
+            let mut out = String::new();
+            let mut file = None;
+            for f in &all {
+                if file.as_ref() != Some(&f.file.path) {
+                    out.push_str(&format!("{}\n", f.file.path.display()));
+                    file = Some(f.file.path.clone());
+                }
+                out.push_str(&format!("  {}\n", describe(f)));
+            }
+            Ok(out.trim_end().to_string())
+        }
+        Some("delete") => {
+            let [_, id] = args else {
+                return Err(CoreError::Usage("usage: /memory delete <id>".into()));
+            };
+            let f = s.memory.delete(id).map_err(CoreError::Usage)?;
+            Ok(format!(
+                "deleted {} from {}: {}",
+                f.entry.id,
+                f.file.path.display(),
+                f.entry.text
+            ))
+        }
+        Some("edit") => {
+            let Some(id) = args.get(1) else {
+                return Err(CoreError::Usage(
+                    "usage: /memory edit <id> [new text]".into(),
+                ));
+            };
+            let text = args[2..].join(" ");
+            if text.trim().is_empty() {
+                // Without text the front opens the file in $EDITOR at the entry.
+                let all = s.memory.all();
+                let f = all
+                    .iter()
+                    .find(|f| &f.entry.id == id)
+                    .ok_or_else(|| CoreError::Usage(format!("no memory entry has the id {id}")))?;
+                return Ok(format!(
+                    "open in $EDITOR: {}:{}",
+                    f.file.path.display(),
+                    f.entry.line_start
+                ));
+            }
+            let f = s.memory.edit(id, &text).map_err(CoreError::Usage)?;
+            Ok(format!(
+                "edited {} in {}: {text}",
+                f.entry.id,
+                f.file.path.display()
+            ))
+        }
+        Some("open") => {
+            let scope = match args.get(1).map(String::as_str) {
+                Some("global" | "--global") => Scope::Global,
+                None | Some("project") => Scope::Project,
+                Some(o) => {
+                    return Err(CoreError::Usage(format!(
+                        "usage: /memory open [project|global] (got '{o}')"
+                    )));
+                }
+            };
+            let path = s.memory.layout.target(scope);
+            if !path.exists() {
+                yuyao_store::write_atomic(&path, b"# Memory\n\n").map_err(|e| {
+                    CoreError::Failed(format!("cannot create {}: {e}", path.display()))
+                })?;
+                if scope == Scope::Project && s.memory.layout.write == s.memory.layout.project {
+                    yuyao_store::memory::files::exclude_written(&s.memory.layout.project, &path);
+                }
+            }
+            Ok(format!("open in $EDITOR: {}:1", path.display()))
+        }
+        Some(other) => Err(CoreError::Usage(format!(
+            "unknown /memory action '{other}': use list, edit <id> [text], delete <id> or open"
+        ))),
+    }
+}
+
+/// On submit, before the prompt joins the history: an explicit "remember that …" is written;
+/// a correction is offered to a person (interactive sessions only).
+pub(crate) fn on_submit(s: &Session, text: &str) {
+    if !s.memory.enabled {
+        return;
+    }
+    if let Some(r) = super::detect::remember_request(text) {
+        let scope = if r.global {
+            Scope::Global
+        } else {
+            Scope::Project
+        };
+        let why = format!("user said: {}", text.trim());
+        match s.memory.add(scope, &r.text, &why, "natural-language") {
+            Ok(f) => s.notice(
+                NoticeLevel::Info,
+                format!(
+                    "remembered in {} ({}): {}",
+                    f.file.path.display(),
+                    f.entry.id,
+                    f.entry.text
+                ),
+            ),
+            Err(e) => s.notice(
+                NoticeLevel::Warning,
+                format!("could not remember that: {e}"),
+            ),
+        }
+        return;
+    }
+    if s.opts.headless {
+        return;
+    }
+    let Some(candidate) = super::detect::correction(text) else {
+        return;
+    };
+    let Some(handler) = &s.handler else {
+        return;
+    };
+    let answer = handler
+        .request(&Request::RememberCandidate {
+            text: candidate.clone(),
+        })
+        .unwrap_or_default();
+    let scope = match answer.trim() {
+        "p" | "project" => Scope::Project,
+        "g" | "global" => Scope::Global,
+        _ => return,
+    };
+    let why = format!("user said: {}", text.trim());
+    match s.memory.add(scope, &candidate, &why, "correction") {
+        Ok(f) => s.notice(
+            NoticeLevel::Info,
+            format!(
+                "remembered in {} ({}): {}",
+                f.file.path.display(),
+                f.entry.id,
+                f.entry.text
+            ),
+        ),
+        Err(e) => s.notice(
+            NoticeLevel::Warning,
+            format!("could not remember that: {e}"),
+        ),
+    }
+}

@@ -1,0 +1,193 @@
+//! Persistent memory in a session (spec 002 §6): what is loaded into the system prompt at
+//! session start, how hand edits reach the model (an appended "memory changed" note, never a
+//! rewrite of the prompt, so the cached prefix stays stable), and the writing surfaces.
+//! The file format and layout live in `yuyao_store::memory`.
+
+mod bootstrap;
+pub(crate) mod commands;
+pub(crate) mod detect;
+pub(crate) mod rules;
+pub(crate) mod tools;
+pub(crate) mod write;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::SystemTime;
+use yuyao_store::memory::{Layout, format};
+
+pub use bootstrap::DEFAULT_BOOTSTRAP_CHARS;
+
+/// The memory of one session.
+pub(crate) struct Memory {
+    pub enabled: bool,
+    pub layout: Layout,
+    state: Mutex<Loaded>,
+}
+
+#[derive(Default)]
+struct Loaded {
+    /// The memory section of the system prompt, fixed at session start.
+    section: String,
+    /// Per injected file: raw and injected sizes, and what the budget cut.
+    report: Vec<bootstrap::FileReport>,
+    /// Per watched file: modification time and length when last read, and its entries' texts.
+    seen: BTreeMap<PathBuf, (Option<SystemTime>, u64, Vec<String>)>,
+    /// Preference rules compiled from the MEMORY.md files (re-read on change).
+    rules: Vec<rules::Rule>,
+}
+
+impl Memory {
+    pub fn disabled(layout: Layout) -> Self {
+        Memory {
+            enabled: false,
+            layout,
+            state: Mutex::new(Loaded::default()),
+        }
+    }
+
+    /// Loads the memory files at session start: the prompt section within `budget`
+    /// characters, the watched files' state, the compiled rules.
+    pub fn open(layout: Layout, budget: usize) -> Self {
+        let boot = bootstrap::load(&layout, budget, &today(), &yesterday());
+        let mut loaded = Loaded {
+            section: boot.section,
+            report: boot.report,
+            ..Default::default()
+        };
+        let m = Memory {
+            enabled: true,
+            layout,
+            state: Mutex::new(Loaded::default()),
+        };
+        for p in m.watched() {
+            loaded.seen.insert(p.clone(), observe(&p));
+        }
+        loaded.rules = rules::compile_files(&m.layout);
+        *m.lock() = loaded;
+        m
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Loaded> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The memory section of the system prompt ("" when memory is off).
+    pub fn section(&self) -> String {
+        self.lock().section.clone()
+    }
+
+    pub fn rules(&self) -> Vec<rules::Rule> {
+        self.lock().rules.clone()
+    }
+
+    pub fn report(&self) -> Vec<bootstrap::FileReport> {
+        self.lock().report.clone()
+    }
+
+    /// The files whose edits reach the model: both MEMORY.md files (and the headless write
+    /// root's), today's and yesterday's daily notes.
+    fn watched(&self) -> Vec<PathBuf> {
+        let l = &self.layout;
+        let mut v = vec![
+            l.target(yuyao_store::memory::Scope::Global),
+            l.project.join("MEMORY.md"),
+        ];
+        for day in [yesterday(), today()] {
+            v.push(l.project.join("memory").join(format!("{day}.md")));
+        }
+        if l.write != l.project {
+            v.push(l.write.join("MEMORY.md"));
+            for day in [yesterday(), today()] {
+                v.push(l.daily_target(&day));
+            }
+        }
+        v
+    }
+
+    /// Re-reads the watched files whose modification time or length changed since they were
+    /// last seen and returns one note per change for the model ("memory changed: …"). The
+    /// rules are recompiled when any changed.
+    pub fn refresh(&self) -> Vec<String> {
+        if !self.enabled {
+            return Vec::new();
+        }
+        let mut notes = Vec::new();
+        let mut st = self.lock();
+        for p in self.watched() {
+            let (mtime, len, _) = observe_stat(&p);
+            let known = st.seen.get(&p);
+            if known.is_some_and(|(m, l, _)| *m == mtime && *l == len) {
+                continue;
+            }
+            let now = observe(&p);
+            let before = known.map(|k| k.2.clone()).unwrap_or_default();
+            let added: Vec<&String> = now.2.iter().filter(|t| !before.contains(t)).collect();
+            let removed: Vec<&String> = before.iter().filter(|t| !now.2.contains(t)).collect();
+            if !added.is_empty() || !removed.is_empty() {
+                let mut note = format!("memory changed: {} was edited.", p.display());
+                for a in added {
+                    note.push_str(&format!("\n+ {a}"));
+                }
+                for r in removed {
+                    note.push_str(&format!("\n- (removed) {r}"));
+                }
+                note.push_str("\nFollow the memory as it reads now.");
+                notes.push(note);
+            }
+            st.seen.insert(p, now);
+        }
+        if !notes.is_empty() {
+            st.rules = rules::compile_files(&self.layout);
+        }
+        notes
+    }
+}
+
+fn observe_stat(p: &std::path::Path) -> (Option<SystemTime>, u64, ()) {
+    match std::fs::metadata(p) {
+        Ok(m) => (m.modified().ok(), m.len(), ()),
+        Err(_) => (None, 0, ()),
+    }
+}
+
+fn observe(p: &std::path::Path) -> (Option<SystemTime>, u64, Vec<String>) {
+    let (m, l, _) = observe_stat(p);
+    let text = std::fs::read_to_string(p).unwrap_or_default();
+    let entries = format::parse(&text).into_iter().map(|e| e.text).collect();
+    (m, l, entries)
+}
+
+/// Today's date (`YYYY-MM-DD`, local time): the daily note being written.
+pub fn today() -> String {
+    chrono::Local::now().format("%Y-%m-%d").to_string()
+}
+
+fn yesterday() -> String {
+    (chrono::Local::now() - chrono::Duration::days(1))
+        .format("%Y-%m-%d")
+        .to_string()
+}
+
+/// The memory of a session being opened: off with `--no-memory` or `memory.enabled = false`;
+/// a headless run writes into `memory_dir`; the prompt section is cut to
+/// `memory.bootstrap_chars`.
+pub(crate) fn open(
+    opts: &yuyao_protocol::SessionOptions,
+    paths: &yuyao_store::Paths,
+    config: &yuyao_store::Config,
+) -> Memory {
+    let write = opts.memory_dir.as_deref().map(std::path::Path::new);
+    let layout = Layout::new(&paths.home, &paths.project, write);
+    let enabled =
+        !opts.no_memory && config.get("memory.enabled").and_then(|v| v.as_bool()) != Some(false);
+    if !enabled {
+        return Memory::disabled(layout);
+    }
+    let budget = config
+        .get("memory.bootstrap_chars")
+        .and_then(|v| v.as_integer())
+        .filter(|n| *n >= 0)
+        .map_or(DEFAULT_BOOTSTRAP_CHARS, |n| n as usize);
+    Memory::open(layout, budget)
+}

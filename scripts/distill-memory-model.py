@@ -101,25 +101,78 @@ def encode(w, ids):
     return x.mean(1)
 
 
-def main(src, dst):
+def wordpiece(vocab_ids, word):
+    """Greedy longest-match WordPiece ids of one lower-case word (None when unknown)."""
+    out, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while start < end:
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab_ids:
+                out.append(vocab_ids[piece])
+                break
+            end -= 1
+        else:
+            return None
+        start = end
+    return out
+
+
+def extra_words(path, vocab_ids, limit):
+    """The most frequent words of a word-count list (`word<TAB>count`, most frequent first)
+    that the vocabulary splits into several pieces: they get a row of their own, distilled
+    from the encoder reading all their pieces together ("npm" is "np" + "##m" otherwise)."""
+    out = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        word, count = line.split("\t")
+        if int(count) < 20 or not word.isalnum() or not word.isascii() or len(word) > 20:
+            continue
+        if word in vocab_ids:
+            continue
+        pieces = wordpiece(vocab_ids, word)
+        if pieces and len(pieces) >= 2:
+            out.append((word, pieces))
+        if len(out) == limit:
+            break
+    return out
+
+
+def encode_all(w, rows, cls, sep):
+    """Mean-pooled outputs of `[CLS] pieces [SEP]` for every row, batched by length."""
+    out = np.zeros((len(rows), 384), dtype=np.float32)
+    by_len = {}
+    for i, pieces in enumerate(rows):
+        by_len.setdefault(len(pieces), []).append(i)
+    done = 0
+    for _, idx in sorted(by_len.items()):
+        for start in range(0, len(idx), BATCH):
+            part = idx[start : start + BATCH]
+            ids = np.array([[cls, *rows[i], sep] for i in part])
+            out[part] = encode(w, ids)
+            done += len(part)
+            print(f"\r{done}/{len(rows)}", end="", file=sys.stderr)
+    print(file=sys.stderr)
+    return out
+
+
+def main(src, dst, words_path=None, extra=0):
     src, dst = Path(src), Path(dst)
     w = load_safetensors(src / "model.safetensors")
     vocab = (src / "vocab.txt").read_text(encoding="utf-8").splitlines()
-    cls, sep = vocab.index("[CLS]"), vocab.index("[SEP]")
-    rows = []
-    for start in range(0, len(vocab), BATCH):
-        ids = np.array([[cls, t, sep] for t in range(start, min(start + BATCH, len(vocab)))])
-        rows.append(encode(w, ids).astype(np.float32))
-        print(f"\r{min(start + BATCH, len(vocab))}/{len(vocab)}", end="", file=sys.stderr)
-    print(file=sys.stderr)
-    emb = np.concatenate(rows).astype(np.float64)
-    # PCA (centred, by SVD of the covariance) down to DIMS.
+    vocab_ids = {t: i for i, t in enumerate(vocab)}
+    cls, sep = vocab_ids["[CLS]"], vocab_ids["[SEP]"]
+    added = extra_words(words_path, vocab_ids, extra) if words_path else []
+    rows = [[t] for t in range(len(vocab))] + [p for _, p in added]
+    emb = encode_all(w, rows, cls, sep).astype(np.float64)
+    # PCA (centred, by eigendecomposition of the covariance) down to DIMS.
     centred = emb - emb.mean(0)
     _, vecs = np.linalg.eigh(centred.T @ centred)
     emb = centred @ vecs[:, ::-1][:, :DIMS]
-    # SIF weighting on a Zipf estimate of frequency (the vocab is roughly frequency-ordered
-    # after its special and unused entries): frequent tokens weigh less.
-    rank = np.arange(1, len(vocab) + 1, dtype=np.float64)
+    # SIF weighting on a Zipf estimate of frequency: the base vocabulary is roughly
+    # frequency-ordered; added words (rarer, several pieces each) rank after its first 5000.
+    rank = np.concatenate(
+        [np.arange(1, len(vocab) + 1), 5000 + np.arange(1, len(added) + 1)]
+    ).astype(np.float64)
     proba = (1.0 / rank) / (1.0 / rank).sum()
     emb *= (SIF / (SIF + proba))[:, None]
     scale = np.abs(emb).max(1) / 127.0
@@ -128,18 +181,31 @@ def main(src, dst):
     dst.mkdir(parents=True, exist_ok=True)
     with open(dst / "embeddings.bin", "wb") as f:
         f.write(b"YYSE0001")
-        f.write(struct.pack("<II", len(vocab), DIMS))
+        f.write(struct.pack("<II", len(rows), DIMS))
         f.write(scale.astype("<f4").tobytes())
         f.write(q.tobytes())
-    shutil.copy(src / "vocab.txt", dst / "vocab.txt")
+    (dst / "vocab.txt").write_text(
+        "\n".join(vocab + [word for word, _ in added]) + "\n", encoding="utf-8"
+    )
     (dst / "MODEL.md").write_text(
         "Static token embeddings distilled from sentence-transformers/all-MiniLM-L6-v2\n"
-        "(Apache-2.0) by scripts/distill-memory-model.py: per-token encoder output, PCA to\n"
-        f"{DIMS} dimensions, SIF weighting, int8 with a per-row scale. vocab.txt is the model's\n"
-        "WordPiece vocabulary (uncased).\n",
+        "(Apache-2.0) by scripts/distill-memory-model.py: per-token encoder output (mean of\n"
+        f"[CLS] token [SEP]), PCA to {DIMS} dimensions, SIF weighting, int8 with a per-row\n"
+        "scale. vocab.txt is the model's WordPiece vocabulary (uncased) followed by\n"
+        f"{len(added)} whole words that it splits into several pieces (technical words by\n"
+        "frequency in man pages, /usr/share/doc, the Python standard library and crate sources),\n"
+        "each distilled from the encoder reading all its pieces together.\n",
         encoding="utf-8",
     )
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("src", help="the unpacked model folder (model.safetensors, vocab.txt)")
+    ap.add_argument("dst", help="python/yuyao/models/memory-embed")
+    ap.add_argument("--words", help="word counts (word<TAB>count, most frequent first)")
+    ap.add_argument("--extra", type=int, default=20000, help="whole words to add")
+    a = ap.parse_args()
+    main(a.src, a.dst, a.words, a.extra if a.words else 0)

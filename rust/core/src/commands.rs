@@ -241,7 +241,7 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "memory",
         [],
-        "[list | edit <id> [text] | delete <id> | open [global]]",
+        "[list | edit <id> [text] | delete <id> | open [global] | status | search <query> | index [--force] | rem-backfill [--rollback]]",
         "list memory entries; edit, delete or open them",
         Some(crate::memory::commands::memory)
     ),
@@ -399,7 +399,13 @@ const COMMANDS: &[Command] = &[
         "remove the memory entry that matches (several: listed, none removed)",
         Some(crate::memory::commands::forget)
     ),
-    cmd!("dream", [], "", "consolidate memory", None),
+    cmd!(
+        "dream",
+        [],
+        "",
+        "consolidate memory: promote recalled daily notes into MEMORY.md, drop stale entries, journal in DREAMS.md",
+        Some(crate::memory::search::dream_command)
+    ),
 ];
 
 /// UI-only commands live in the TUI; `dispatch` knows them and says where they work.

@@ -185,6 +185,8 @@ pub struct Session {
     pub(crate) opening_output_style: String,
     /// Persistent memory: loaded at open, hand edits noticed before each call.
     pub(crate) memory: crate::memory::Memory,
+    /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
+    pub(crate) dreamed: std::sync::atomic::AtomicBool,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -449,6 +451,7 @@ impl Session {
             snaps: Mutex::new(Default::default()),
             opening_output_style: output_style,
             memory,
+            dreamed: std::sync::atomic::AtomicBool::new(false),
             runtime: Mutex::new(None),
             _live: live,
         };
@@ -610,6 +613,9 @@ impl Session {
     /// the runtime: it is then released with the session). Safe to call twice.
     pub fn close(&self) {
         self.interrupt();
+        if !self.dreamed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            crate::memory::search::dream_at_end(self);
+        }
         self.ctx.jobs.shutdown();
         {
             let mut st = self.lock();

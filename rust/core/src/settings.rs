@@ -25,6 +25,9 @@ const READ_AT_USE: &[&str] = &[
     "model.idle_timeout_s",
     "model.max_retries",
     "compaction.threshold",
+    "memorySearch.provider",
+    "memorySearch.model",
+    "dreaming.enabled",
 ];
 
 /// The setter of a live key that changes the session's state.

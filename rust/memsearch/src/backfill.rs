@@ -53,9 +53,11 @@ pub fn durable_prompt(text: &str) -> Option<(String, bool)> {
             return Some((capitalize(t[start..].trim()), true));
         }
     }
-    let durable = ["always ", "never ", "don't ", "do not ", "we use ", "prefer "]
-        .iter()
-        .any(|p| lower.starts_with(p))
+    let durable = [
+        "always ", "never ", "don't ", "do not ", "we use ", "prefer ",
+    ]
+    .iter()
+    .any(|p| lower.starts_with(p))
         || (lower.starts_with("use ") && lower.contains(" not "));
     durable.then(|| (t.to_string(), false))
 }
@@ -167,7 +169,10 @@ mod tests {
             let found = vec![("Use bun, not npm".to_string(), vec!["a".into(), "b".into()])];
             assert_eq!(stage(&p, &found, "2026-12-01").unwrap(), 1);
             let staged = std::fs::read_to_string(&p).unwrap();
-            assert!(staged.contains("- Use bun, not npm <!-- staged from: a, b -->"), "{staged}");
+            assert!(
+                staged.contains("- Use bun, not npm <!-- staged from: a, b -->"),
+                "{staged}"
+            );
             assert_eq!(rollback(&p).unwrap(), 1);
             assert_eq!(std::fs::read_to_string(&p).unwrap(), original);
         }
@@ -189,8 +194,18 @@ mod tests {
         ];
         let got = candidates(&all, &["use bun not npm".into()], "");
         let texts: Vec<&str> = got.iter().map(|(t, _)| t.as_str()).collect();
-        assert_eq!(texts, vec!["Deploys happen on Fridays", "The API lives in src/api"]);
-        assert!(candidates(&all, &[], "- Deploys happen on Fridays\n- The API lives in src/api\n- use bun not npm").is_empty());
+        assert_eq!(
+            texts,
+            vec!["Deploys happen on Fridays", "The API lives in src/api"]
+        );
+        assert!(
+            candidates(
+                &all,
+                &[],
+                "- Deploys happen on Fridays\n- The API lives in src/api\n- use bun not npm"
+            )
+            .is_empty()
+        );
     }
 
     #[test]
@@ -199,7 +214,10 @@ mod tests {
             durable_prompt("Remember that the API lives in src/api"),
             Some(("The API lives in src/api".into(), true))
         );
-        assert_eq!(durable_prompt("always run pytest -q").map(|x| x.1), Some(false));
+        assert_eq!(
+            durable_prompt("always run pytest -q").map(|x| x.1),
+            Some(false)
+        );
         assert!(durable_prompt("fix the failing test").is_none());
     }
 }

@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 const STOP: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i",
-    "in", "is", "it", "its", "of", "on", "or", "our", "so", "that", "the", "this", "to", "we",
-    "what", "when", "where", "which", "who", "why", "with", "you", "your",
+    "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i", "in",
+    "is", "it", "its", "of", "on", "or", "our", "so", "that", "the", "this", "to", "we", "what",
+    "when", "where", "which", "who", "why", "with", "you", "your",
 ];
 
 pub fn terms(text: &str) -> Vec<String> {
@@ -113,7 +113,11 @@ mod tests {
 
     #[test]
     fn the_document_with_the_rarer_matching_term_ranks_first() {
-        let docs = ["use bun for packages", "run the tests with pytest", "the package registry is private"];
+        let docs = [
+            "use bun for packages",
+            "run the tests with pytest",
+            "the package registry is private",
+        ];
         let bm = Bm25::new(docs.iter().copied());
         let r = bm.rank("which packages");
         assert_eq!(r[0].0, 0);

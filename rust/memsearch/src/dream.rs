@@ -6,9 +6,10 @@
 use crate::MemorySearch;
 use crate::index::Index;
 use crate::recall::{self, Recalls};
-use crate::source::{Chunk, FileKind, chunks, content_id, normalized};
+use crate::source::{Chunk, FileKind, chunks, normalized};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use yuyao_store::memory::format;
 
 /// Promotion thresholds: all three must hold.
 pub const MIN_SCORE: f32 = 0.5;
@@ -58,7 +59,7 @@ fn day_of(s: &str) -> Option<chrono::NaiveDate> {
 /// What a dream would do now.
 pub fn plan(ms: &MemorySearch, index: &Index, today: &str) -> Plan {
     let recalls = recall::load(&ms.dir);
-    let project_memory = ms.project.join("MEMORY.md");
+    let project_memory = ms.layout.target(yuyao_store::memory::Scope::Project);
     let long_term: Vec<String> = index
         .files
         .iter()
@@ -121,7 +122,10 @@ fn stale(entries: &[Chunk], path: &Path, recalls: &Recalls, today: &str) -> Vec<
     let mut out = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         let norm = normalized(&e.text);
-        if let Some(later) = entries[i + 1..].iter().find(|o| normalized(&o.text) == norm) {
+        if let Some(later) = entries[i + 1..]
+            .iter()
+            .find(|o| normalized(&o.text) == norm)
+        {
             out.push(Removal {
                 id: e.id.clone(),
                 text: e.text.clone(),
@@ -187,41 +191,42 @@ pub fn facts(plan: &Plan, project: &Path) -> String {
 /// and gains the promoted entries; DREAMS.md gains a dated section with `summary` and the
 /// facts. Returns what was done.
 pub fn apply(ms: &MemorySearch, plan: &Plan, summary: &str, today: &str) -> Result<String, String> {
-    let memory = ms.project.join("MEMORY.md");
+    let memory = ms.layout.target(yuyao_store::memory::Scope::Project);
     if !plan.promote.is_empty() || !plan.remove.is_empty() {
-        let text = std::fs::read_to_string(&memory).unwrap_or_default();
-        let mut kept = String::new();
-        for (n, line) in text.split_inclusive('\n').enumerate() {
-            let line_no = n + 1;
-            if !plan
-                .remove
-                .iter()
-                .any(|r| (r.line_start..=r.line_end).contains(&line_no))
-            {
-                kept.push_str(line);
+        let mut text = std::fs::read_to_string(&memory).unwrap_or_default();
+        for r in &plan.remove {
+            if let Some(t) = format::remove(&text, &r.id) {
+                text = t;
             }
         }
-        if !kept.is_empty() && !kept.ends_with('\n') {
-            kept.push('\n');
-        }
+        let mut taken: Vec<String> = format::parse(&text).into_iter().map(|e| e.id).collect();
         for c in &plan.promote {
             let note = c
                 .notes
                 .first()
                 .map(|p| crate::display_path(p, &ms.project, &ms.home))
                 .unwrap_or_default();
-            kept.push_str(&format!(
-                "- {} <!-- id:d{} when:{today} scope:project why:\"dreaming: recalled {} times by {} queries, from {note}\" src:dream -->\n",
-                c.text.replace("-->", "- ->"),
-                &content_id(&c.text)[1..],
-                c.recalls,
-                c.queries,
-            ));
+            let id = format::new_id(&c.text, today, &taken);
+            taken.push(id.clone());
+            let line = format::render(
+                &c.text,
+                &format::Meta {
+                    id,
+                    when: today.to_string(),
+                    scope: "project".into(),
+                    why: format!(
+                        "dreaming: recalled {} times by {} queries, from {note}",
+                        c.recalls, c.queries
+                    ),
+                    src: "dream".into(),
+                },
+            );
+            text = format::append(&text, &line);
         }
-        write_atomic(&memory, &kept)?;
+        write_atomic(&memory, &text)?;
     }
     let facts = facts(plan, &ms.project);
-    let dreams = ms.project.join("DREAMS.md");
+    let dreams = ms.layout.write.join("DREAMS.md");
     let mut journal = std::fs::read_to_string(&dreams).unwrap_or_default();
     if !journal.is_empty() && !journal.ends_with('\n') {
         journal.push('\n');
@@ -246,7 +251,9 @@ pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let tmp = dir.join(format!(
         ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("memory"),
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("memory"),
         std::process::id()
     ));
     std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;

@@ -197,7 +197,9 @@ fn gateway_embed(g: &Gateway, batch: &[String]) -> Result<Vec<Vec<f32>>, String>
                 .await
                 .map_err(|e| format!("embeddings answer from {url} is not JSON: {e}"))?;
             if !status.is_success() {
-                return Err(format!("embeddings request to {url}: HTTP {status}: {body}"));
+                return Err(format!(
+                    "embeddings request to {url}: HTTP {status}: {body}"
+                ));
             }
             parse_embeddings(&body, batch.len())
         })
@@ -226,7 +228,10 @@ fn parse_embeddings(body: &serde_json::Value, n: usize) -> Result<Vec<Vec<f32>>,
         }
     }
     if out.iter().any(|v| v.is_empty()) {
-        return Err(format!("embeddings answer has {} vectors for {n} texts", data.len()));
+        return Err(format!(
+            "embeddings answer has {} vectors for {n} texts",
+            data.len()
+        ));
     }
     Ok(out)
 }

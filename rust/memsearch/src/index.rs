@@ -55,11 +55,19 @@ pub fn index_dir(home: &Path, project: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "root".into())
         .chars()
-        .map(|c| if c.is_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(40)
         .collect();
-    home.join("memory-index")
-        .join(format!("{name}-{:02x}{:02x}{:02x}{:02x}", h[0], h[1], h[2], h[3]))
+    home.join("memory-index").join(format!(
+        "{name}-{:02x}{:02x}{:02x}{:02x}",
+        h[0], h[1], h[2], h[3]
+    ))
 }
 
 fn mtime_ns(m: &std::fs::Metadata) -> i128 {
@@ -108,7 +116,8 @@ impl Index {
     }
 
     pub fn save(&self, dir: &Path) -> Result<(), String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let header = serde_json::to_vec(&Header {
             provider: self.provider.clone(),
             dims: self.dims,
@@ -128,6 +137,19 @@ impl Index {
         std::fs::write(&tmp, &out).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
         std::fs::rename(&tmp, Index::path(dir))
             .map_err(|e| format!("cannot write {}: {e}", Index::path(dir).display()))
+    }
+
+    /// Whether the index was built from exactly these files as they are now (paths, kinds,
+    /// sizes, modification times).
+    pub fn matches(&self, files: &[MemoryFile]) -> bool {
+        self.files.len() == files.len()
+            && self.files.iter().zip(files).all(|(r, f)| {
+                r.path == f.path
+                    && r.kind == f.kind
+                    && std::fs::metadata(&f.path)
+                        .map(|m| m.len() == r.size && mtime_ns(&m) == r.mtime_ns)
+                        .unwrap_or(false)
+            })
     }
 
     pub fn chunk_count(&self) -> usize {
@@ -162,7 +184,10 @@ impl Index {
         let old: HashMap<PathBuf, FileRecord> = if rebuild {
             HashMap::new()
         } else {
-            self.files.iter().map(|f| (f.path.clone(), f.clone())).collect()
+            self.files
+                .iter()
+                .map(|f| (f.path.clone(), f.clone()))
+                .collect()
         };
         let mut records = Vec::with_capacity(files.len());
         let mut pending: Vec<String> = Vec::new();
@@ -180,7 +205,8 @@ impl Index {
                 records.push(r.clone());
                 continue;
             }
-            let text = std::fs::read(&f.path).map_err(|e| format!("cannot read {}: {e}", f.path.display()))?;
+            let text = std::fs::read(&f.path)
+                .map_err(|e| format!("cannot read {}: {e}", f.path.display()))?;
             let text = String::from_utf8_lossy(&text);
             report.files_read += 1;
             let cs = chunks(&text);

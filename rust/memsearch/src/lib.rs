@@ -17,9 +17,12 @@ pub use index::{Index, UpdateReport};
 pub use search::{Hit, Searcher};
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// The memory of one project as memory-search sees it.
 pub struct MemorySearch {
+    /// Where the memory files are (the project, `~/.yuyao`, a headless run's write root).
+    pub layout: yuyao_store::memory::Layout,
     pub home: PathBuf,
     pub project: PathBuf,
     pub provider: Provider,
@@ -43,17 +46,23 @@ pub const DEFAULT_K: usize = 5;
 pub const MAX_K: usize = 50;
 
 impl MemorySearch {
-    pub fn new(home: &Path, project: &Path, provider: Provider) -> MemorySearch {
+    /// `home` is yuyao's folder (`~/.yuyao`): the global MEMORY.md and the index live there.
+    pub fn new(
+        layout: yuyao_store::memory::Layout,
+        home: &Path,
+        provider: Provider,
+    ) -> MemorySearch {
         MemorySearch {
             home: home.to_path_buf(),
-            project: project.to_path_buf(),
-            dir: index::index_dir(home, project),
+            project: layout.project.clone(),
+            dir: index::index_dir(home, &layout.write),
+            layout,
             provider,
         }
     }
 
     pub fn files(&self) -> Vec<source::MemoryFile> {
-        source::memory_files(&self.home, &self.project)
+        source::memory_files(&self.layout)
     }
 
     /// The index brought up to date (and saved when anything changed).
@@ -70,18 +79,49 @@ impl MemorySearch {
         Ok((idx, report))
     }
 
+    /// A searcher over the up-to-date index. Kept in the process between calls while the
+    /// memory files (paths, sizes, mtimes) and the provider stay the same, so a query costs a
+    /// `stat` per file and the ranking, not a load.
+    pub fn searcher(&self) -> Result<Arc<Searcher>, String> {
+        static LOADED: Mutex<Vec<(PathBuf, Arc<Searcher>)>> = Mutex::new(Vec::new());
+        let files = self.files();
+        {
+            let cache = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((_, s)) = cache.iter().find(|(d, _)| *d == self.dir)
+                && s.index.provider == self.provider.id()
+                && s.index.matches(&files)
+            {
+                return Ok(s.clone());
+            }
+        }
+        let (idx, _) = self.refresh(false, &mut |_, _| {})?;
+        let s = Arc::new(Searcher::new(idx));
+        let mut cache = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+        cache.retain(|(d, _)| *d != self.dir);
+        cache.push((self.dir.clone(), s.clone()));
+        if cache.len() > 8 {
+            cache.remove(0);
+        }
+        Ok(s)
+    }
+
     /// The `k` best entries for `query`, the index refreshed first.
     pub fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>, String> {
-        let (idx, _) = self.refresh(false, &mut |_, _| {})?;
-        let qv = embed::embed_all(&self.provider, &[query.to_string()])?
-            .and_then(|mut v| v.pop());
-        Ok(Searcher::new(&idx).search(query, qv.as_deref(), k.clamp(1, MAX_K)))
+        let searcher = self.searcher()?;
+        let qv = if searcher.index.dims == 0 {
+            None
+        } else {
+            embed::embed_all(&self.provider, &[query.to_string()])?.and_then(|mut v| v.pop())
+        };
+        Ok(searcher.search(query, qv.as_deref(), k.clamp(1, MAX_K)))
     }
 
     /// Counts the hits for dreaming (memory-search tool calls, not the user's own look-ups).
     pub fn record_recall(&self, query: &str, hits: &[Hit]) {
-        let keys: Vec<(PathBuf, String)> =
-            hits.iter().map(|h| (h.path.clone(), h.id.clone())).collect();
+        let keys: Vec<(PathBuf, String)> = hits
+            .iter()
+            .map(|h| (h.path.clone(), h.id.clone()))
+            .collect();
         recall::record(&self.dir, &keys, query, &today());
     }
 
@@ -94,14 +134,7 @@ impl MemorySearch {
         };
         let (ready, entries) = match &saved {
             Some(idx) if idx.provider == self.provider.id() => {
-                let fresh = idx.files.len() == files.len()
-                    && idx.files.iter().zip(&files).all(|(r, f)| {
-                        r.path == f.path
-                            && std::fs::metadata(&f.path)
-                                .map(|m| m.len() == r.size)
-                                .unwrap_or(false)
-                    });
-                (fresh && problem.is_none(), idx.chunk_count())
+                (idx.matches(&files) && problem.is_none(), idx.chunk_count())
             }
             _ => (false, 0),
         };

@@ -32,8 +32,11 @@ pub fn load(dir: &Path) -> Recalls {
 pub fn save(dir: &Path, r: &Recalls) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
     let tmp = dir.join(format!("recalls.json.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_vec_pretty(r).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec_pretty(r).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
     std::fs::rename(&tmp, dir.join("recalls.json")).map_err(|e| e.to_string())
 }
 

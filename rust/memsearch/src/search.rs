@@ -22,22 +22,26 @@ pub struct Hit {
 }
 
 /// An index ready to answer queries (BM25 statistics built once).
-pub struct Searcher<'a> {
-    index: &'a Index,
+pub struct Searcher {
+    pub index: Index,
     bm25: Bm25,
     /// (file, chunk) of every chunk, in vector order.
     slots: Vec<(usize, usize)>,
 }
 
-impl<'a> Searcher<'a> {
-    pub fn new(index: &'a Index) -> Searcher<'a> {
+impl Searcher {
+    pub fn new(index: Index) -> Searcher {
         let mut slots = Vec::new();
         for (fi, f) in index.files.iter().enumerate() {
             for ci in 0..f.chunks.len() {
                 slots.push((fi, ci));
             }
         }
-        let bm25 = Bm25::new(slots.iter().map(|&(f, c)| index.files[f].chunks[c].text.as_str()));
+        let bm25 = Bm25::new(
+            slots
+                .iter()
+                .map(|&(f, c)| index.files[f].chunks[c].text.as_str()),
+        );
         Searcher { index, bm25, slots }
     }
 

@@ -7,6 +7,7 @@ mod bootstrap;
 pub(crate) mod commands;
 pub(crate) mod detect;
 pub(crate) mod rules;
+pub(crate) mod search;
 pub(crate) mod tools;
 pub(crate) mod write;
 

@@ -93,7 +93,8 @@ def _compaction_happened(server) -> bool:
 
 
 def effect_context_window(fake_llm, live, **_):
-    server = fake_llm([say("one"), say("the summary"), say("two")])
+    # one, the memory flush before compaction, the summary, two
+    server = fake_llm([say("one"), say("NONE"), say("the summary"), say("two")])
     s, _ = live(server)
     set_key(s, "model.context_window", "100")
     s.chat("again")
@@ -101,7 +102,7 @@ def effect_context_window(fake_llm, live, **_):
 
 
 def effect_compaction_threshold(fake_llm, live, **_):
-    server = fake_llm([say("one"), say("the summary"), say("two")])
+    server = fake_llm([say("one"), say("two"), say("NONE"), say("the summary"), say("three")])
     s, _ = live(server)
     s.chat("more")
     assert not _compaction_happened(server)
@@ -335,6 +336,66 @@ def effect_storage(key: str, value: str, days: float, size: int):
     return check
 
 
+def _flush_requests(server) -> list[dict]:
+    return [
+        server.body(r["index"])
+        for r in server.requests
+        if server.system_prompt(r["index"]).startswith("You keep a coding agent's memory")
+    ]
+
+
+def effect_memory_flush_enabled(fake_llm, live, **_):
+    server = fake_llm([say("one"), say("the summary"), say("two")])
+    s, _ = live(server)
+    set_key(s, "compaction.memoryFlush.enabled", "false")
+    set_key(s, "model.context_window", "100")
+    s.chat("again")
+    assert _compaction_happened(server) and not _flush_requests(server)
+
+
+def effect_memory_flush_model(fake_llm, live, **_):
+    server = fake_llm([say("one"), say("NONE"), say("the summary"), say("two")])
+    s, _ = live(server)
+    server.expect_model("fake-model", "flush-model")
+    set_key(s, "compaction.memoryFlush.model", "flush-model")
+    set_key(s, "model.context_window", "100")
+    s.chat("again")
+    [flush] = _flush_requests(server)
+    assert flush["model"] == "flush-model"
+
+
+def effect_next_session_memory_enabled(fake_llm, live, repo, **_):
+    (repo / "MEMORY.md").write_text("- remembered fact 42\n")
+    server = fake_llm([say("one"), say("two"), say("three")])
+    s, _ = live(server)
+    answer = set_key(s, "memory.enabled", "false")
+    assert "next session" in answer, answer
+    s.chat("still there")
+    assert "remembered fact 42" in server.system_prompt(), "the running session keeps memory"
+    fresh, _ = live(server, first_turn=False)
+    fresh.chat("gone")
+    assert "remembered fact 42" not in server.system_prompt()
+    assert "memory-get" not in server.tool_names()
+
+
+def effect_next_session_bootstrap_chars(fake_llm, live, repo, **_):
+    (repo / "MEMORY.md").write_text(
+        "".join(f"- fact {i:03} of the project memory\n" for i in range(60))
+    )
+    server = fake_llm([say("one"), say("two"), say("three")])
+    s, _ = live(server)
+    answer = set_key(s, "memory.bootstrap_chars", "800")
+    assert "next session" in answer, answer
+    s.chat("whole")
+    assert (
+        "fact 000" in server.system_prompt() and "[memory truncated" not in server.system_prompt()
+    )
+    fresh, _ = live(server, first_turn=False)
+    fresh.chat("cut")
+    assert "fact 000" not in server.system_prompt() and "fact 059" in server.system_prompt()
+    assert "[memory truncated" in server.system_prompt()
+
+
 def effect_not_in_build(key: str):
     def check(fake_llm, live, **_):
         server = fake_llm([say("one")])
@@ -376,8 +437,8 @@ EFFECTS = {
     "max_steps": effect_max_steps,
     "maxCostUsd": effect_max_cost,
     "compaction.threshold": effect_compaction_threshold,
-    "compaction.memoryFlush.enabled": effect_not_in_build("compaction.memoryFlush.enabled"),
-    "compaction.memoryFlush.model": effect_not_in_build("compaction.memoryFlush.model"),
+    "compaction.memoryFlush.enabled": effect_memory_flush_enabled,
+    "compaction.memoryFlush.model": effect_memory_flush_model,
     "ui.stream": effect_stream,
     "ui.show_thinking": effect_show_thinking,
     "ui.theme": effect_on_display("test_core_settings_view_writes_the_config_and_applies_it"),
@@ -385,7 +446,8 @@ EFFECTS = {
     "ui.output_style": effect_output_style,
     "ui.usage": effect_usage,
     "trajectory": effect_next_session_trajectory,
-    "memory.enabled": effect_not_in_build("memory.enabled"),
+    "memory.enabled": effect_next_session_memory_enabled,
+    "memory.bootstrap_chars": effect_next_session_bootstrap_chars,
     "memorySearch.provider": effect_not_in_build("memorySearch.provider"),
     "dreaming.enabled": effect_not_in_build("dreaming.enabled"),
     "architect.editor_model": effect_not_in_build("architect.editor_model"),

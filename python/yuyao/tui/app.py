@@ -1062,6 +1062,8 @@ class App:
         keys = keys or self.keys
         if kind == "permission":
             return prompts.ask_permission(self.console, req, keys)
+        if kind == "remember_candidate":
+            return prompts.remember_candidate(self.console, req, keys)
         if kind == "ask_user":
             was = keys.active
             keys.disable()

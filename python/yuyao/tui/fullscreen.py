@@ -595,6 +595,9 @@ class Fullscreen:
         elif kind == "ask_user":
             opts = prompts.show_ask_user(con, req)
             self.pending = ("ask_user", req, box, opts)
+        elif kind == "remember_candidate":
+            prompts.show_remember(con, req)
+            self.pending = ("other", req, box, [])
         else:
             opts = [str(o) for o in (req.get("options") or [])]
             lines = [

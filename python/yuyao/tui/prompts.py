@@ -174,6 +174,45 @@ def show_ask_user(console: Console, request: dict) -> list[str]:
     return options
 
 
+def show_remember(console: Console, request: dict) -> None:
+    text = str(request.get("text") or "")
+    console.print(
+        Text.assemble(
+            ("  remember this preference? ", "accent"),
+            (f"“{text}”", "bold"),
+            ("  p project · g global · any other key skips", "muted"),
+        )
+    )
+
+
+def remember_candidate(console: Console, request: dict, keys: RawKeys) -> str:
+    """A preference the user just stated: one keystroke keeps it (p / g) or skips it."""
+    show_remember(console, request)
+    key = _read_any_key(keys)
+    said = {"p": "kept in the project's MEMORY.md", "g": "kept in ~/.yuyao/MEMORY.md"}
+    if key in said:
+        console.print(Text(f"  {theme.SYM_STEER} {said[key]}", "ok"))
+        return key
+    console.print(Text("  not kept", "muted"))
+    return "skip"
+
+
+def _read_any_key(keys: RawKeys) -> str | None:
+    """The next keystroke as a lower-case character (None for a non-character key)."""
+    if keys.fd is None:
+        line = _read_line("› ")
+        return (line or "").strip().lower()[:1] or None
+    was_active = keys.active
+    keys.enable()
+    try:
+        while True:
+            for ev in keys.poll(0.2):
+                return ev[1].lower() if ev[0] == "char" else None
+    finally:
+        if not was_active:
+            keys.disable()
+
+
 def ask_other(console: Console, request: dict) -> str:
     """A request type this front does not know: show everything, take a line of text."""
     kind = str(request.get("type") or "request")

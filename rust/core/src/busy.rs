@@ -29,6 +29,8 @@ pub(crate) fn while_busy(name: &str, args: &[String]) -> WhileBusy {
         "mcp" | "permissions" | "sessions" | "trust" if query => Now,
         "sandbox" if query || first == Some("explain") => Now,
         "gc" if first == Some("--dry-run") => Now,
+        // Memory files are re-read before every call: a change made now reaches the next.
+        "remember" | "forget" | "memory" => Now,
         "mode" | "role" | "model" if args.is_empty() => Now,
         "mode" | "role" | "model" | "plan" | "ask" | "debug" | "vim" | "think" | "curiosity"
         | "stream" | "config" | "permissions" | "exit" => AfterTurn,

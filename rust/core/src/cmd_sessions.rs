@@ -236,6 +236,8 @@ pub(crate) fn title_command(s: &Session, args: &[String]) -> Result<String, Core
 }
 
 pub(crate) fn new_command(s: &Session, _: &[String]) -> Result<String, CoreError> {
+    // A new conversation starts from the memory as it reads now.
+    s.memory.reload();
     let dir = s.sessions_dir();
     let mut st = s.lock();
     let old = st.log.id().to_string();
@@ -254,6 +256,7 @@ pub(crate) fn new_command(s: &Session, _: &[String]) -> Result<String, CoreError
 }
 
 pub(crate) fn clear_command(s: &Session, _: &[String]) -> Result<String, CoreError> {
+    s.memory.reload();
     let mut st = s.lock();
     st.log_entry("clear", json!({}));
     st.history.clear();

@@ -237,7 +237,13 @@ const COMMANDS: &[Command] = &[
         "detach the session into the background",
         None
     ),
-    cmd!("init", [], "", "generate AGENTS.md", None),
+    cmd!(
+        "init",
+        [],
+        "",
+        "generate AGENTS.md from the repository (read-only exploration; an existing file: additions shown and asked)",
+        Some(crate::memory::init::init)
+    ),
     cmd!(
         "memory",
         [],

@@ -67,6 +67,8 @@ impl Session {
         if cut == 0 || history.is_empty() {
             return Ok("nothing to compact yet".into());
         }
+        // What is about to be summarized may hold things worth keeping: the memory flush.
+        crate::memory::flush::run(self, client, &history[..cut], token, max_tokens).await?;
         let before = crate::context::request_tokens(&self.next_request(&history).0);
         let (mut view, _) = request_view(&history[..cut]);
         let mut ask = COMPACT_ASK.to_string();

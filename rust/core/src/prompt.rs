@@ -159,6 +159,7 @@ pub fn convention_files(project: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
             if let Ok(text) = std::fs::read_to_string(&p) {
                 // Cap so a huge file cannot crowd out the task.
                 let text: String = text.chars().take(40_000).collect();
+                let text = crate::memory::conventions::expand_imports(&text, &p, project);
                 out.push((p, text));
                 break;
             }

@@ -25,6 +25,8 @@ const READ_AT_USE: &[&str] = &[
     "model.idle_timeout_s",
     "model.max_retries",
     "compaction.threshold",
+    "compaction.memoryFlush.enabled",
+    "compaction.memoryFlush.model",
     "memorySearch.provider",
     "memorySearch.model",
     "dreaming.enabled",

@@ -244,6 +244,7 @@ impl Session {
             .store(false, std::sync::atomic::Ordering::SeqCst);
         crate::cmd_permissions::after_run(self, name, &action, &out.text);
         self.observe_tool(name, &action, &out);
+        self.add_nested_conventions(name, &action.paths);
         (out, true)
     }
 

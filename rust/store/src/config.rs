@@ -229,14 +229,14 @@ const KNOWN: &[Key] = &[
     key(
         "compaction.memoryFlush.enabled",
         Kind::Bool,
-        Applies::NotInBuild("memory flush before compaction"),
-        "flush memory before compaction",
+        Applies::Live,
+        "before compaction, one silent model call may append notes to today's daily note (default true)",
     ),
     key(
         "compaction.memoryFlush.model",
         Kind::Str,
-        Applies::NotInBuild("memory flush before compaction"),
-        "model of the memory-flush turn",
+        Applies::Live,
+        "model of the memory-flush call (default: the session's model)",
     ),
     key(
         "ui.stream",

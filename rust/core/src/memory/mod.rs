@@ -5,7 +5,10 @@
 
 mod bootstrap;
 pub(crate) mod commands;
+pub(crate) mod conventions;
 pub(crate) mod detect;
+pub(crate) mod flush;
+pub(crate) mod init;
 pub(crate) mod rules;
 pub(crate) mod search;
 pub(crate) mod tools;
@@ -22,7 +25,10 @@ pub use bootstrap::DEFAULT_BOOTSTRAP_CHARS;
 /// The memory of one session.
 pub(crate) struct Memory {
     pub enabled: bool,
+    /// Convention files already in the context (nested ones join on first use).
+    pub conventions: Mutex<std::collections::BTreeSet<PathBuf>>,
     pub layout: Layout,
+    budget: usize,
     state: Mutex<Loaded>,
 }
 
@@ -42,7 +48,9 @@ impl Memory {
     pub fn disabled(layout: Layout) -> Self {
         Memory {
             enabled: false,
+            conventions: Default::default(),
             layout,
+            budget: 0,
             state: Mutex::new(Loaded::default()),
         }
     }
@@ -50,23 +58,38 @@ impl Memory {
     /// Loads the memory files at session start: the prompt section within `budget`
     /// characters, the watched files' state, the compiled rules.
     pub fn open(layout: Layout, budget: usize) -> Self {
-        let boot = bootstrap::load(&layout, budget, &today(), &yesterday());
+        let m = Memory {
+            enabled: true,
+            conventions: Default::default(),
+            layout,
+            budget,
+            state: Mutex::new(Loaded::default()),
+        };
+        m.reload();
+        m
+    }
+
+    /// Loads the files again into a new prompt section: for a new conversation (`/new`,
+    /// `/clear`), whose prefix is new anyway.
+    pub fn reload(&self) {
+        self.conventions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        if !self.enabled {
+            return;
+        }
+        let boot = bootstrap::load(&self.layout, self.budget, &today(), &yesterday());
         let mut loaded = Loaded {
             section: boot.section,
             report: boot.report,
             ..Default::default()
         };
-        let m = Memory {
-            enabled: true,
-            layout,
-            state: Mutex::new(Loaded::default()),
-        };
-        for p in m.watched() {
+        for p in self.watched() {
             loaded.seen.insert(p.clone(), observe(&p));
         }
-        loaded.rules = rules::compile_files(&m.layout);
-        *m.lock() = loaded;
-        m
+        loaded.rules = rules::compile_files(&self.layout);
+        *self.lock() = loaded;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Loaded> {
@@ -191,4 +214,54 @@ pub(crate) fn open(
         .filter(|n| *n >= 0)
         .map_or(DEFAULT_BOOTSTRAP_CHARS, |n| n as usize);
     Memory::open(layout, budget)
+}
+
+/// Tools whose paths are files the agent reads or edits (a nested AGENTS.md above one joins
+/// the context).
+const FILE_TOOLS: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "multi-edit",
+    "apply-patch",
+    "notebook-edit",
+    "read-media",
+];
+
+impl crate::session::Session {
+    /// After a file tool ran: a nested AGENTS.md above one of its files that is not in the
+    /// context yet is appended as a note before the next model call.
+    pub(crate) fn add_nested_conventions(&self, tool: &str, paths: &[PathBuf]) {
+        if self.opts.no_memory || !FILE_TOOLS.contains(&tool) || paths.is_empty() {
+            return;
+        }
+        let found = {
+            let mut loaded = self
+                .memory
+                .conventions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if loaded.is_empty() {
+                // Those of the system prompt (the project root down to cwd) are loaded.
+                for (p, _) in crate::prompt::convention_files(&self.paths.project, &self.ctx.cwd())
+                {
+                    loaded.insert(p);
+                }
+                loaded.insert(PathBuf::new());
+            }
+            conventions::nested_for(paths, &self.paths.project, &mut loaded)
+        };
+        let mut st = self.lock();
+        for (path, text) in found {
+            let dir = path
+                .parent()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default();
+            st.pending_notes.push(format!(
+                "Instructions from {} (they apply to files below {dir}/; follow them there):\n{}",
+                path.display(),
+                text.trim()
+            ));
+        }
+    }
 }

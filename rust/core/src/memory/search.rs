@@ -357,21 +357,25 @@ fn run_dream(s: &Session) -> Result<String, CoreError> {
     let today = yuyao_memsearch::today();
     let plan = dream::plan(&ms, &idx, &today);
     let facts = dream::facts(&plan, &ms.project);
-    let summary = word_summary(s, &facts).unwrap_or_default();
+    let (summary, unworded) = match word_summary(s, &facts) {
+        Ok(t) => (t, None),
+        Err(e) => (String::new(), Some(e)),
+    };
     dream::apply(&ms, &plan, &summary, &today).map_err(CoreError::Failed)?;
-    s.lock()
-        .trajectory
-        .record("dream", json!({"facts": facts, "summary": summary}));
+    s.lock().trajectory.record(
+        "dream",
+        json!({"facts": facts, "summary": summary, "summary_error": unworded}),
+    );
     Ok(format!(
         "dream written to {}\n{facts}",
         ms.layout.write.join("DREAMS.md").display()
     ))
 }
 
-/// One model call that words the summary; `None` without a model, over the spend ceiling,
-/// or when the call fails (the facts alone are journaled then).
-fn word_summary(s: &Session, facts: &str) -> Option<String> {
-    let client = s.client().ok()?;
+/// One model call that words the summary; an error without a model, over the spend
+/// ceiling, or when the call fails (the facts alone are journaled then).
+fn word_summary(s: &Session, facts: &str) -> Result<String, String> {
+    let client = s.client()?;
     let mut req = build_request(
         DREAM_SYSTEM,
         &[Message::user(format!(
@@ -383,11 +387,11 @@ fn word_summary(s: &Session, facts: &str) -> Option<String> {
     );
     req.max_tokens = s
         .spend_cap(crate::context::request_tokens(&req), Some(300))
-        .ok()?;
+        .map_err(|stop| stop.error.unwrap_or_else(|| "spend ceiling reached".into()))?;
     let reply = s
         .block_on(client.complete(&req, &mut |_| {}, &CancellationToken::new()))
-        .ok()?
-        .ok()?;
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
     let cost = s.price().cost(&reply.usage);
     {
         let mut st = s.lock();
@@ -395,7 +399,10 @@ fn word_summary(s: &Session, facts: &str) -> Option<String> {
         st.usage.add(&reply.usage);
     }
     let text = reply.text.trim().to_string();
-    (!text.is_empty()).then_some(text)
+    if text.is_empty() {
+        return Err("the model gave an empty summary".into());
+    }
+    Ok(text)
 }
 
 /// Dreaming at session end (`dreaming.enabled`, read now): runs when the session had a

@@ -239,3 +239,75 @@ fn parse_embeddings(body: &serde_json::Value, n: usize) -> Result<Vec<Vec<f32>>,
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_model(dir: &Path, rows: &[[i8; 2]], scales: &[f32], vocab: &str) {
+        let mut b = b"YYSE0001".to_vec();
+        b.extend_from_slice(&(rows.len() as u32).to_le_bytes());
+        b.extend_from_slice(&2u32.to_le_bytes());
+        for s in scales {
+            b.extend_from_slice(&s.to_le_bytes());
+        }
+        for r in rows {
+            b.extend(r.iter().map(|&x| x as u8));
+        }
+        std::fs::write(dir.join("embeddings.bin"), b).unwrap();
+        std::fs::write(dir.join("vocab.txt"), vocab).unwrap();
+    }
+
+    #[test]
+    fn a_text_is_the_normalised_mean_of_its_tokens_rows() {
+        let d = tempfile::tempdir().unwrap();
+        write_model(
+            d.path(),
+            &[[0, 0], [127, 0], [0, 127]],
+            &[1.0, 0.5, 0.5],
+            "[UNK]\nbun\nnpm\n",
+        );
+        let m = StaticModel::load(d.path()).unwrap();
+        let v = m.embed("bun npm unknownword");
+        assert!(
+            (v[0] - v[1]).abs() < 1e-6 && (v[0] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6
+        );
+        assert_eq!(m.embed("nothing known"), vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn a_truncated_table_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        write_model(d.path(), &[[1, 1]], &[1.0], "a\nb\n");
+        assert!(
+            StaticModel::load(d.path())
+                .err()
+                .unwrap_or_default()
+                .contains("vocab.txt has 2 tokens")
+        );
+        std::fs::write(
+            d.path().join("embeddings.bin"),
+            b"YYSE0001\x05\0\0\0\x02\0\0\0",
+        )
+        .unwrap();
+        assert!(
+            StaticModel::load(d.path())
+                .err()
+                .unwrap_or_default()
+                .contains("truncated")
+        );
+    }
+
+    #[test]
+    fn gateway_answers_are_put_back_in_input_order() {
+        let body = serde_json::json!({"data": [
+            {"index": 1, "embedding": [0.0, 2.0]},
+            {"index": 0, "embedding": [3.0, 0.0]},
+        ]});
+        assert_eq!(
+            parse_embeddings(&body, 2).unwrap(),
+            vec![vec![1.0, 0.0], vec![0.0, 1.0]]
+        );
+        assert!(parse_embeddings(&body, 3).is_err());
+    }
+}

@@ -264,3 +264,65 @@ impl Index {
         Ok(report)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::memory_files;
+    use yuyao_store::memory::Layout;
+
+    #[test]
+    fn only_changed_files_are_read_again_and_the_saved_index_loads_back() {
+        let d = tempfile::tempdir().unwrap();
+        let (home, project) = (d.path().join("home"), d.path().join("p"));
+        std::fs::create_dir_all(project.join("memory")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(project.join("MEMORY.md"), "- Use bun, not npm.\n").unwrap();
+        std::fs::write(
+            project.join("memory/2026-11-30.md"),
+            "- Alice owns billing.\n",
+        )
+        .unwrap();
+        let layout = Layout::new(&home, &project, None);
+        let mut idx = Index::default();
+        let r = idx
+            .update(
+                &memory_files(&layout),
+                &Provider::Bm25,
+                false,
+                &mut |_, _| {},
+            )
+            .unwrap();
+        assert_eq!((r.files_read, r.changed), (2, true));
+        let dir = index_dir(&home, &project);
+        idx.save(&dir).unwrap();
+        let mut back = Index::load(&dir).unwrap();
+        assert_eq!(back.chunk_count(), 2);
+        assert!(back.matches(&memory_files(&layout)));
+        let r = back
+            .update(
+                &memory_files(&layout),
+                &Provider::Bm25,
+                false,
+                &mut |_, _| {},
+            )
+            .unwrap();
+        assert_eq!((r.files_read, r.changed), (0, false));
+        std::fs::write(
+            project.join("memory/2026-11-30.md"),
+            "- Alice owns billing.\n- Bob owns search.\n",
+        )
+        .unwrap();
+        assert!(!back.matches(&memory_files(&layout)));
+        let r = back
+            .update(
+                &memory_files(&layout),
+                &Provider::Bm25,
+                false,
+                &mut |_, _| {},
+            )
+            .unwrap();
+        assert_eq!((r.files_read, r.changed), (1, true));
+        assert_eq!(back.chunk_count(), 3);
+    }
+}

@@ -111,7 +111,9 @@ def scale(n_files: int = 100, per_file: int = 100, queries: int = 30) -> dict:
             lines = []
             for i in range(per_file):
                 words = rng.sample(WORDS, 8)
-                lines.append(f"- Note {f}-{i}: the {words[0]} {words[1]} uses {' '.join(words[2:])}.")
+                lines.append(
+                    f"- Note {f}-{i}: the {words[0]} {words[1]} uses {' '.join(words[2:])}."
+                )
             name = (day + datetime.timedelta(days=f)).isoformat()
             (project / "memory" / f"{name}.md").write_text("\n".join(lines) + "\n")
         s = open_session(project)

@@ -98,6 +98,8 @@ def fake_embedding(text: str) -> list[float]:
         h = hashlib.sha256(word.encode()).digest()
         v[h[0] % EMBEDDING_DIMS] += 1.0 if h[1] % 2 else -1.0
     return v
+
+
 ROLES = ("system", "user", "assistant", "tool")
 EXHAUSTED_TEXT = "(script exhausted)"
 

@@ -9,7 +9,6 @@ endpoint received with the gateway provider.
 from __future__ import annotations
 
 import datetime
-import json
 import re
 import sys
 from pathlib import Path
@@ -69,9 +68,7 @@ def test_memory_search_finds_a_paraphrased_note(fake_llm, api, repo):
     server.assert_well_formed()
 
 
-def test_memory_search_covers_daily_notes_and_the_global_memory(
-    fake_llm, api, repo, yuyao_home
-):
+def test_memory_search_covers_daily_notes_and_the_global_memory(fake_llm, api, repo, yuyao_home):
     write_memory(repo)
     (yuyao_home / "MEMORY.md").write_text("- Answer in British English.\n")
     server = fake_llm(
@@ -90,7 +87,9 @@ def test_memory_search_covers_daily_notes_and_the_global_memory(
 
 def test_bad_arguments_are_a_tool_error_that_says_what_to_send(fake_llm, api, repo):
     write_memory(repo)
-    server = fake_llm([call("memory-search", question="x"), call("memory-search", query="x", k=0), say("ok")])
+    server = fake_llm(
+        [call("memory-search", question="x"), call("memory-search", query="x", k=0), say("ok")]
+    )
     api(server).chat("search")
     assert "invalid arguments for memory-search" in server.tool_result("call_0_0")
     assert "k must be a whole number" in server.tool_result("call_1_0")
@@ -222,7 +221,9 @@ def test_rem_backfill_stages_candidates_and_rollback_removes_exactly_them(
     fake_llm, yuyao, env, repo
 ):
     (repo / "memory").mkdir()
-    (repo / "memory" / "2026-11-01.md").write_text("- Deploys happen on Fridays after 3pm.\n- Read the logs\n")
+    (repo / "memory" / "2026-11-01.md").write_text(
+        "- Deploys happen on Fridays after 3pm.\n- Read the logs\n"
+    )
     (repo / "memory" / "2026-11-02.md").write_text("- deploys happen on fridays after 3pm\n")
     (repo / "MEMORY.md").write_text("- Use bun, not npm.\n")
     dreams = "# Dreams\n\n## Dream 2026-11-20\n\nNothing promoted.\n"
@@ -237,7 +238,10 @@ def test_rem_backfill_stages_candidates_and_rollback_removes_exactly_them(
     assert staged.startswith(dreams)
     section = staged[len(dreams) :]
     assert f"## REM backfill {today()}: promotion candidates" in section
-    assert "- Deploys happen on Fridays after 3pm. <!-- staged from: memory/2026-11-01.md, memory/2026-11-02.md -->" in section
+    assert (
+        "- Deploys happen on Fridays after 3pm. <!-- staged from: memory/2026-11-01.md, memory/2026-11-02.md -->"
+        in section
+    )
     assert "- always run pytest with -q <!-- staged from: session " in section
     assert "Read the logs" not in section and "bun" not in section
     assert "0 promotion candidate(s)" in yuyao("memory", "rem-backfill", env=env()).stdout

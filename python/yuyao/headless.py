@@ -108,7 +108,9 @@ def _progress_bar(event: dict, width: int = 30) -> None:
         return
     filled = width * min(done, total) // total
     bar = "#" * filled + "-" * (width - filled)
-    line = f"{event.get('label', '')} [{bar}] {100 * min(done, total) // total:3d}% ({done}/{total})"
+    line = (
+        f"{event.get('label', '')} [{bar}] {100 * min(done, total) // total:3d}% ({done}/{total})"
+    )
     end = "\n" if finished else ""
     sys.stderr.write(("\r" if sys.stderr.isatty() else "") + line + end)
     sys.stderr.flush()

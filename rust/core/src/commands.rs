@@ -247,7 +247,7 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "memory",
         [],
-        "[list | edit <id> [text] | delete <id> | open [global] | status | search <query> | index [--force] | rem-backfill [--rollback]]",
+        "[list|edit|delete|open|status|search|index|rem-backfill]",
         "list memory entries; edit, delete or open them",
         Some(crate::memory::commands::memory)
     ),
@@ -409,7 +409,7 @@ const COMMANDS: &[Command] = &[
         "dream",
         [],
         "",
-        "consolidate memory: promote recalled daily notes into MEMORY.md, drop stale entries, journal in DREAMS.md",
+        "promote recalled notes to MEMORY.md, drop stale ones, journal",
         Some(crate::memory::search::dream_command)
     ),
 ];

@@ -1,5 +1,6 @@
 //! Ranking: BM25 and dense cosine similarity, fused by reciprocal rank fusion
-//! (score = Σ 1 / (60 + rank) over the two rankings). With `bm25` only the BM25 ranking.
+//! (score = Σ 1 / (60 + rank) over the two rankings, each cut to its first RANK_WINDOW
+//! entries, as search engines' RRF does). With `bm25` only the BM25 ranking.
 
 use crate::bm25::Bm25;
 use crate::embed::cosine;
@@ -9,6 +10,9 @@ use std::path::PathBuf;
 
 /// RRF's constant: large enough that the top few ranks of either list count about the same.
 const RRF_K: f32 = 60.0;
+/// How many candidates each ranking contributes. Without a window the dense ranking, which
+/// ranks every entry, would lend each BM25 match a second vote however unrelated it is.
+const RANK_WINDOW: usize = 20;
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Hit {
@@ -68,8 +72,12 @@ impl Searcher {
             lexical
         } else {
             let mut fused = vec![0f32; self.slots.len()];
+            let mut similarity = vec![0f32; self.slots.len()];
+            for (i, s) in &dense {
+                similarity[*i] = *s;
+            }
             for list in [&lexical, &dense] {
-                for (rank, (i, _)) in list.iter().enumerate() {
+                for (rank, (i, _)) in list.iter().take(RANK_WINDOW.max(k)).enumerate() {
                     fused[*i] += 1.0 / (RRF_K + rank as f32 + 1.0);
                 }
             }
@@ -78,7 +86,12 @@ impl Searcher {
                 .enumerate()
                 .filter(|(_, s)| *s > 0.0)
                 .collect();
-            v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            // Equal fused scores: the closer in meaning first.
+            v.sort_by(|a, b| {
+                b.1.total_cmp(&a.1)
+                    .then(similarity[b.0].total_cmp(&similarity[a.0]))
+                    .then(a.0.cmp(&b.0))
+            });
             v
         };
         scored

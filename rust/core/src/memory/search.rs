@@ -299,10 +299,9 @@ fn rem_backfill(s: &Session, rollback: bool) -> Result<String, CoreError> {
 /// The user prompts of this project's stored sessions that state something durable.
 fn session_prompts(s: &Session) -> Vec<backfill::Said> {
     let dir = s.paths.home.join("sessions");
-    let project = s.paths.project.display().to_string();
     let mut out = Vec::new();
     for info in yuyao_store::sessions::list_sessions(&dir) {
-        if !info.cwd.starts_with(&project) {
+        if !std::path::Path::new(&info.cwd).starts_with(&s.paths.project) {
             continue;
         }
         let Ok(text) = std::fs::read_to_string(&info.path) else {

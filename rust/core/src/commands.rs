@@ -241,14 +241,14 @@ const COMMANDS: &[Command] = &[
         "init",
         [],
         "",
-        "generate AGENTS.md from the repository (read-only exploration; an existing file: additions shown and asked)",
+        "write AGENTS.md from the repository",
         Some(crate::memory::init::init)
     ),
     cmd!(
         "memory",
         [],
         "[list|edit|delete|open|status|search|index|rem-backfill]",
-        "list memory entries; edit, delete or open them",
+        "memory entries and the search index",
         Some(crate::memory::commands::memory)
     ),
     cmd!(
@@ -395,14 +395,14 @@ const COMMANDS: &[Command] = &[
         "remember",
         [],
         "[--global] <text>",
-        "keep a memory entry (project MEMORY.md; --global: ~/.yuyao/MEMORY.md)",
+        "keep a memory entry (--global: for every project)",
         Some(crate::memory::commands::remember)
     ),
     cmd!(
         "forget",
         [],
-        "<query or id>",
-        "remove the memory entry that matches (several: listed, none removed)",
+        "<words or id>",
+        "remove the matching memory entry",
         Some(crate::memory::commands::forget)
     ),
     cmd!(

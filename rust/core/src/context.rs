@@ -300,12 +300,17 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
         }
     }
     // The memory section is part of the system prompt: shown on its own rows.
-    let memory_report = s.memory.report();
-    let memory_section = s.memory.section().chars().count();
-    let memory_in_prompt = if s.opts.system_prompt.is_none() {
-        memory_section
+    // A replaced system prompt (--system-prompt) carries no memory section.
+    let replaced = s.opts.system_prompt.is_some();
+    let memory_report = if replaced {
+        Vec::new()
     } else {
+        s.memory.report()
+    };
+    let memory_in_prompt = if replaced {
         0
+    } else {
+        s.memory.section().chars().count()
     };
     let conv_injected =
         (conv_injected + memory_in_prompt).min(system_chars) - memory_in_prompt.min(system_chars);

@@ -39,12 +39,18 @@ is not the one the test configured (``model=``, default ``FAKE_MODEL``; several 
 given, ``None`` accepts any) is answered 400 and recorded as a violation, so a test that sends
 the wrong model fails. The ``litellm_proxy/`` routing prefix is stripped as litellm does.
 ``server.expect_model(...)`` changes the accepted names mid-test.
+
+``POST /v1/embeddings`` answers every input with a deterministic 64-dimension vector (a hashed
+bag of its lower-case words), in the OpenAI shape; the requests are kept in
+``server.embedding_requests`` (not in ``requests``, which holds the chat requests only).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import re
 import signal
 import socket
 import sys
@@ -81,6 +87,19 @@ def wire_model(name: str) -> str:
 
 CHAT_PATHS = ("/chat/completions", "/v1/chat/completions")
 MODEL_PATHS = ("/models", "/v1/models")
+EMBEDDING_PATHS = ("/embeddings", "/v1/embeddings")
+EMBEDDING_DIMS = 64
+
+
+def fake_embedding(text: str) -> list[float]:
+    """A hashed bag of words: texts sharing words get similar vectors."""
+    v = [0.0] * EMBEDDING_DIMS
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        h = hashlib.sha256(word.encode()).digest()
+        v[h[0] % EMBEDDING_DIMS] += 1.0 if h[1] % 2 else -1.0
+    return v
+
+
 ROLES = ("system", "user", "assistant", "tool")
 EXHAUSTED_TEXT = "(script exhausted)"
 
@@ -537,6 +556,7 @@ class FakeLLM:
         self.log = log
         self.requests: list[dict] = []
         self.other_requests: list[dict] = []
+        self.embedding_requests: list[dict] = []
         self.violations: list[str] = []
         self._malformed: list[int] = []
         self.exhausted: list[int] = []
@@ -730,7 +750,9 @@ class FakeLLM:
         raw = handler.read_body() if handler.command == "POST" else b""
         record, problems = self._record(handler, raw)
         if "index" not in record:
-            if handler.path.split("?")[0] in MODEL_PATHS:
+            if handler.path.split("?")[0] in EMBEDDING_PATHS and handler.command == "POST":
+                self._embeddings(handler, record)
+            elif handler.path.split("?")[0] in MODEL_PATHS:
                 handler.send_json(200, {"object": "list", "data": [{"id": "fake-model"}]})
             else:
                 handler.send_json(404, {"error": {"message": f"no route {handler.path}"}})
@@ -764,6 +786,26 @@ class FakeLLM:
             handler.send_json(500, {"error": {"message": f"fakellm script error: {exc!r}"}})
             return
         self._reply(handler, record, step, len(raw))
+
+    def _embeddings(self, handler: _Handler, record: dict) -> None:
+        with self._lock:
+            self.embedding_requests.append(record)
+        if self.api_key is not None and record["headers"].get("authorization") != (
+            f"Bearer {self.api_key}"
+        ):
+            handler.send_json(401, {"error": {"message": "invalid api key", "code": 401}})
+            return
+        body = record["body"] if isinstance(record["body"], dict) else {}
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            handler.send_json(400, {"error": {"message": "input must be a string or strings"}})
+            return
+        data = [
+            {"object": "embedding", "index": i, "embedding": fake_embedding(t)}
+            for i, t in enumerate(texts)
+        ]
+        handler.send_json(200, {"object": "list", "data": data, "model": body.get("model")})
 
     def _reply(self, handler: _Handler, record: dict, step: Step, prompt_chars: int) -> None:
         index, body = record["index"], record["body"]

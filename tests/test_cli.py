@@ -306,8 +306,6 @@ UNAVAILABLE = [
     (["-p", "x", "--input-format", "stream-json"], "--input-format stream-json"),
     (["--role", "orchestrator"], "--role orchestrator"),
     (["--role", "orchestrator", "--team-name", "t"], "--role orchestrator"),
-    (["memory", "status"], "memory"),
-    (["memory", "index", "--force"], "memory"),
     (["agents", "list"], "agents"),
 ]
 

@@ -103,10 +103,17 @@ def test_both_chat_paths_and_other_routes():
             http(srv, {"model": MODEL, "messages": [SYS, USER]}, path="/v1/chat/completions")[0]
             == 200
         )
-        assert http(srv, {"model": MODEL, "messages": [SYS, USER]}, path="/v1/embeddings")[0] == 404
+        assert (
+            http(srv, {"model": MODEL, "messages": [SYS, USER]}, path="/v1/completions")[0] == 404
+        )
+        status, _, raw = http(srv, {"model": "e", "input": ["a b", "b"]}, path="/v1/embeddings")
+        body = json.loads(raw)
+        assert status == 200 and [d["index"] for d in body["data"]] == [0, 1]
+        assert len(body["data"][0]["embedding"]) == 64
         assert http(srv, path="/v1/models")[0] == 200
         assert [r["path"] for r in srv.requests] == ["/chat/completions", "/v1/chat/completions"]
-        assert len(srv.other_requests) == 2 and not srv.exhausted
+        assert len(srv.other_requests) == 3 and not srv.exhausted
+        assert [r["path"] for r in srv.embedding_requests] == ["/v1/embeddings"]
 
 
 def test_stream_splits_text_and_ends_with_usage():

@@ -419,6 +419,39 @@ def effect_next_session_bootstrap_chars(fake_llm, live, repo, **_):
     assert "[memory truncated" in server.system_prompt()
 
 
+def effect_memory_search_provider(fake_llm, live, repo, **_):
+    (repo / "MEMORY.md").write_text("- Alice owns the billing service.\n")
+    script = [say("one"), call("memory-search", query="billing owner"), say("ok")]
+    server = fake_llm(script + script[1:])
+    s, _ = live(server)
+    s.chat("search")
+    assert "Alice owns the billing service" in server.tool_result("call_1_0")
+    assert not server.embedding_requests, "local: the shipped model, no endpoint call"
+    set_key(s, "memorySearch.provider", "gateway")
+    s.chat("search again")
+    assert server.embedding_requests, "gateway: vectors from {base}/embeddings"
+    assert "Alice owns the billing service" in server.tool_result("call_3_0")
+
+
+def effect_memory_search_model(fake_llm, live, repo, **_):
+    (repo / "MEMORY.md").write_text("- Alice owns the billing service.\n")
+    server = fake_llm([say("one"), call("memory-search", query="billing"), say("ok")])
+    s, _ = live(server)
+    set_key(s, "memorySearch.provider", "gateway")
+    set_key(s, "memorySearch.model", "embed-live")
+    s.chat("search")
+    assert {q["body"]["model"] for q in server.embedding_requests} == {"embed-live"}
+
+
+def effect_dreaming(fake_llm, live, repo, **_):
+    server = fake_llm([say("one"), say("The journal, worded by the model.")])
+    s, _ = live(server)
+    set_key(s, "dreaming.enabled", "true")
+    assert not (repo / "DREAMS.md").exists()
+    s.close()
+    assert "The journal, worded by the model." in (repo / "DREAMS.md").read_text()
+
+
 def effect_not_in_build(key: str):
     def check(fake_llm, live, **_):
         server = fake_llm([say("one")])
@@ -517,8 +550,9 @@ EFFECTS = {
     "trajectory": effect_next_session_trajectory,
     "memory.enabled": effect_next_session_memory_enabled,
     "memory.bootstrap_chars": effect_next_session_bootstrap_chars,
-    "memorySearch.provider": effect_not_in_build("memorySearch.provider"),
-    "dreaming.enabled": effect_not_in_build("dreaming.enabled"),
+    "memorySearch.provider": effect_memory_search_provider,
+    "memorySearch.model": effect_memory_search_model,
+    "dreaming.enabled": effect_dreaming,
     "architect.editor_model": effect_not_in_build("architect.editor_model"),
     "tools.bash.timeout_ms": effect_bash_timeout,
     # 5 days old: kept by the default 30 days, removed once 1 day is set.

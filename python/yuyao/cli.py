@@ -596,7 +596,6 @@ COMMANDS = {
                     flags=(Flag("--rollback", "Remove the staged candidates", G_GENERAL),),
                 ),
             ),
-            available=False,
         ),
         Command(
             "sandbox",

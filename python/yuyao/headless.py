@@ -83,7 +83,8 @@ def _open_session(core, options: dict, handler):
 
 class _WarningsHandler:
     """A sub-command's session only reports its warnings (e.g. a malformed configuration
-    value that is ignored) on stderr; stdout stays the command's answer."""
+    value that is ignored) and the progress of long operations on stderr; stdout stays the
+    command's answer."""
 
     def event(self, event_json: str) -> None:
         try:
@@ -92,9 +93,27 @@ class _WarningsHandler:
             return
         if event.get("type") == "notice" and event.get("level") in ("warning", "error"):
             sys.stderr.write(f"{PROG}: {event['level']}: {event.get('text', '')}\n")
+        elif event.get("type") == "progress":
+            _progress_bar(event)
 
     def request(self, request_json: str) -> str:
         return "deny"
+
+
+def _progress_bar(event: dict, width: int = 30) -> None:
+    """A determinate bar on stderr: redrawn in place on a terminal, one final line otherwise."""
+    done, total = int(event.get("done", 0)), max(int(event.get("total", 0)), 1)
+    finished = done >= total
+    if not finished and not sys.stderr.isatty():
+        return
+    filled = width * min(done, total) // total
+    bar = "#" * filled + "-" * (width - filled)
+    line = (
+        f"{event.get('label', '')} [{bar}] {100 * min(done, total) // total:3d}% ({done}/{total})"
+    )
+    end = "\n" if finished else ""
+    sys.stderr.write(("\r" if sys.stderr.isatty() else "") + line + end)
+    sys.stderr.flush()
 
 
 def run_slash_command(line: str, options: dict) -> int:

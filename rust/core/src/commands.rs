@@ -247,8 +247,8 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "memory",
         [],
-        "[list|edit <id> [text]|delete <id>|open [global]]",
-        "list, edit, delete or open memory entries",
+        "[list|edit|delete|open|status|search|index|rem-backfill]",
+        "memory entries and the search index",
         Some(crate::memory::commands::memory)
     ),
     cmd!(
@@ -418,7 +418,13 @@ const COMMANDS: &[Command] = &[
         "remove the matching memory entry",
         Some(crate::memory::commands::forget)
     ),
-    cmd!("dream", [], "", "consolidate memory", None),
+    cmd!(
+        "dream",
+        [],
+        "",
+        "promote recalled notes to MEMORY.md, drop stale ones, journal",
+        Some(crate::memory::search::dream_command)
+    ),
 ];
 
 /// UI-only commands live in the TUI; `dispatch` knows them and says where they work.

@@ -204,6 +204,8 @@ pub struct Session {
     pub(crate) rules: Mutex<crate::rule_files::RuleState>,
     /// The next prompt is a custom command's expanded text (no `@path` attachments).
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
+    /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
+    pub(crate) dreamed: std::sync::atomic::AtomicBool,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -476,6 +478,7 @@ impl Session {
             custom_warned: Mutex::new(Default::default()),
             expanded_prompt: Default::default(),
             rules: Mutex::new(Default::default()),
+            dreamed: std::sync::atomic::AtomicBool::new(false),
             runtime: Mutex::new(None),
             _live: live,
         };
@@ -653,6 +656,9 @@ impl Session {
     /// the runtime: it is then released with the session). Safe to call twice.
     pub fn close(&self) {
         self.interrupt();
+        if !self.dreamed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            crate::memory::search::dream_at_end(self);
+        }
         if !self.opts.no_session {
             self.session_end_hooks();
         }

@@ -30,6 +30,9 @@ const READ_AT_USE: &[&str] = &[
     "compaction.memoryFlush.model",
     "hooks.max_stop_blocks",
     "features.hooks",
+    "memorySearch.provider",
+    "memorySearch.model",
+    "dreaming.enabled",
 ];
 
 /// The setter of a live key that changes the session's state.

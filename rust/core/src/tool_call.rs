@@ -186,6 +186,9 @@ impl Session {
             );
         };
         // Memory tools read only memory files, which are the user's own notes.
+        if let Some(out) = crate::memory::search::run_tool(self, name, &call.arguments) {
+            return (out, true, false);
+        }
         if let Some(out) = crate::memory::tools::run(&self.memory, name, &call.arguments) {
             // A memory write changes a memory file, never the repository's tracked state.
             return (out, true, false);

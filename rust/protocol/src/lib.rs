@@ -62,6 +62,12 @@ pub enum Event {
     },
     /// Something the user should see that is not the model's words.
     Notice { level: NoticeLevel, text: String },
+    /// A long operation's determinate progress (`yuyao memory index`): `done` of `total`.
+    Progress {
+        label: String,
+        done: u64,
+        total: u64,
+    },
     /// A line of a background monitor's output (`matched`: `notify`, `until` or null).
     JobLine {
         id: String,

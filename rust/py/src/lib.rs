@@ -326,6 +326,16 @@ fn config_keys_json() -> String {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", yuyao_protocol::VERSION)?;
+    // memory-search's shipped model: package data beside this module (yuyao/models/).
+    if let Ok(file) = m
+        .py()
+        .import("yuyao")
+        .and_then(|p| p.getattr("__file__"))
+        .and_then(|f| f.extract::<String>())
+        && let Some(dir) = std::path::Path::new(&file).parent()
+    {
+        yuyao_memsearch::embed::set_package_model_dir(dir.join("models").join("memory-embed"));
+    }
     m.add_class::<PySession>()?;
     m.add_function(wrap_pyfunction!(run_headless, m)?)?;
     m.add_function(wrap_pyfunction!(hide_model_key, m)?)?;

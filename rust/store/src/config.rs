@@ -300,15 +300,21 @@ const KNOWN: &[Key] = &[
     ),
     key(
         "memorySearch.provider",
+        Kind::OneOf(&["local", "gateway", "bm25"]),
+        Applies::Live,
+        "memory-search vectors: local (shipped model), gateway ({base}/embeddings of the endpoint), bm25 (words only)",
+    ),
+    key(
+        "memorySearch.model",
         Kind::Str,
-        Applies::NotInBuild("memory search"),
-        "memory search provider",
+        Applies::Live,
+        "embedding model asked of the endpoint with memorySearch.provider = gateway (default text-embedding-3-small)",
     ),
     key(
         "dreaming.enabled",
         Kind::Bool,
-        Applies::NotInBuild("dreaming (memory consolidation)"),
-        "background memory consolidation",
+        Applies::Live,
+        "dream at session end: promote recalled daily notes into MEMORY.md, drop stale entries, journal in DREAMS.md",
     ),
     key(
         "architect.editor_model",

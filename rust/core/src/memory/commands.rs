@@ -119,6 +119,10 @@ pub(crate) fn forget(s: &Session, args: &[String]) -> Result<String, CoreError> 
 /// `/memory [list | edit <id> [text] | delete <id> | open [global]]`.
 pub(crate) fn memory(s: &Session, args: &[String]) -> Result<String, CoreError> {
     memory_on(s)?;
+    // The index and maintenance actions (also `yuyao memory …`).
+    if let Some(r) = super::search::memory_action(s, args) {
+        return r;
+    }
     match args.first().map(String::as_str) {
         None | Some("list") => {
             let all = s.memory.all();

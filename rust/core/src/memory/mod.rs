@@ -10,6 +10,7 @@ pub(crate) mod detect;
 pub(crate) mod flush;
 pub(crate) mod init;
 pub(crate) mod rules;
+pub(crate) mod search;
 pub(crate) mod tools;
 pub(crate) mod write;
 

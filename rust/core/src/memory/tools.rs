@@ -10,22 +10,25 @@ use std::path::{Path, PathBuf};
 use yuyao_store::memory::{Layout, Scope};
 use yuyao_tools::ToolOutput;
 
-pub(crate) const NAMES: &[&str] = &["memory-get"];
+pub(crate) const NAMES: &[&str] = &["memory-get", super::search::NAME];
 
 pub(crate) fn schemas() -> Vec<Value> {
-    vec![json!({
-        "type": "function",
-        "function": {
-            "name": "memory-get",
-            "description": "Read a memory file (MEMORY.md, ~/.yuyao/MEMORY.md, memory/YYYY-MM-DD.md, DREAMS.md), whole or a line range: path `MEMORY.md`, `MEMORY.md:10-20`, `global`, `memory/2026-01-02.md`. Refuses any other file.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string", "description": "memory file, optionally :start-end (1-based lines)"}},
-                "required": ["path"],
-                "additionalProperties": false
+    vec![
+        super::search::schema(),
+        json!({
+            "type": "function",
+            "function": {
+                "name": "memory-get",
+                "description": "Read a memory file (MEMORY.md, ~/.yuyao/MEMORY.md, memory/YYYY-MM-DD.md, DREAMS.md), whole or a line range: path `MEMORY.md`, `MEMORY.md:10-20`, `global`, `memory/2026-01-02.md`. Refuses any other file.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"path": {"type": "string", "description": "memory file, optionally :start-end (1-based lines)"}},
+                    "required": ["path"],
+                    "additionalProperties": false
+                }
             }
-        }
-    })]
+        }),
+    ]
 }
 
 #[derive(Deserialize)]

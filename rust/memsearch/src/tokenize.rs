@@ -1,0 +1,139 @@
+//! The uncased BERT tokenizer of the shipped model: basic splitting (lower case, accents
+//! folded for Latin letters, punctuation and CJK characters on their own) then WordPiece
+//! (greedy longest match, `##` continuations). Written here rather than pulled in: it is
+//! forty lines, and the `tokenizers` crate would bring a large dependency tree.
+
+use std::collections::HashMap;
+
+pub struct WordPiece {
+    vocab: HashMap<String, u32>,
+}
+
+impl WordPiece {
+    /// From a `vocab.txt`: one token per line, the line number is the id.
+    pub fn from_vocab(text: &str) -> WordPiece {
+        let vocab: HashMap<String, u32> = text
+            .lines()
+            .enumerate()
+            .map(|(i, t)| (t.to_string(), i as u32))
+            .collect();
+        WordPiece { vocab }
+    }
+
+    pub fn len(&self) -> usize {
+        self.vocab.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.vocab.is_empty()
+    }
+
+    /// Token ids of `text`; unknown words are left out (they carry no vector).
+    pub fn ids(&self, text: &str) -> Vec<u32> {
+        let mut out = Vec::new();
+        for word in basic_words(text) {
+            self.word_ids(&word, &mut out);
+        }
+        out
+    }
+
+    fn word_ids(&self, word: &str, out: &mut Vec<u32>) {
+        let chars: Vec<char> = word.chars().collect();
+        if chars.len() > 100 {
+            return;
+        }
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        while start < chars.len() {
+            let mut end = chars.len();
+            let mut found = None;
+            while start < end {
+                let mut piece: String = chars[start..end].iter().collect();
+                if start > 0 {
+                    piece.insert_str(0, "##");
+                }
+                if let Some(&id) = self.vocab.get(&piece) {
+                    found = Some(id);
+                    break;
+                }
+                end -= 1;
+            }
+            match found {
+                Some(id) => pieces.push(id),
+                // One piece that matches nothing makes the whole word unknown (as BERT does).
+                None => return,
+            }
+            start = end;
+        }
+        out.extend(pieces);
+    }
+}
+
+/// Lower-cased words with punctuation split off, as BERT's basic tokenizer does.
+pub fn basic_words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let flush = |cur: &mut String, words: &mut Vec<String>| {
+        if !cur.is_empty() {
+            words.push(std::mem::take(cur));
+        }
+    };
+    for c in text.chars() {
+        if c.is_whitespace() || c.is_control() {
+            flush(&mut cur, &mut words);
+        } else if is_punct(c) || is_cjk(c) {
+            flush(&mut cur, &mut words);
+            words.push(c.to_string());
+        } else {
+            for l in c.to_lowercase() {
+                cur.push(fold_accent(l));
+            }
+        }
+    }
+    flush(&mut cur, &mut words);
+    words
+}
+
+fn is_punct(c: char) -> bool {
+    c.is_ascii_punctuation()
+        || matches!(c, '\u{2000}'..='\u{206F}' | '\u{3000}'..='\u{303F}' | '«' | '»' | '¿' | '¡')
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}' | '\u{F900}'..='\u{FAFF}')
+}
+
+/// The common Latin accented letters to their base letter (BERT uncased strips accents).
+fn fold_accent(c: char) -> char {
+    match c {
+        'à' | 'á' | 'â' | 'ã' | 'ä' | 'å' => 'a',
+        'ç' => 'c',
+        'è' | 'é' | 'ê' | 'ë' => 'e',
+        'ì' | 'í' | 'î' | 'ï' => 'i',
+        'ñ' => 'n',
+        'ò' | 'ó' | 'ô' | 'õ' | 'ö' => 'o',
+        'ù' | 'ú' | 'û' | 'ü' => 'u',
+        'ý' | 'ÿ' => 'y',
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_split_on_punctuation_and_fold_case_and_accents() {
+        assert_eq!(
+            basic_words("Use Bun, not npm! Café"),
+            vec!["use", "bun", ",", "not", "npm", "!", "cafe"]
+        );
+    }
+
+    #[test]
+    fn wordpiece_takes_the_longest_pieces_and_drops_unknown_words() {
+        let wp = WordPiece::from_vocab("[PAD]\n[UNK]\nplay\n##ing\n##s\nthe\n");
+        assert_eq!(wp.ids("the playing plays"), vec![5, 2, 3, 2, 4]);
+        assert_eq!(wp.ids("zzz the"), vec![5]);
+    }
+}

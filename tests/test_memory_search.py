@@ -1,0 +1,350 @@
+"""memory-search and its index, `yuyao memory …`, /dream and dreaming, driven through the public
+surfaces (agent_api, the `yuyao` CLI, `-p`) against the scripted fake model server.
+
+What a user observes: the hits the model receives (file, line range, score, text), the files
+MEMORY.md / DREAMS.md after a dream, exit codes and output of `yuyao memory`, the requests the
+endpoint received with the gateway provider.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from fakellm import call, say
+
+pytestmark = pytest.mark.core
+
+ROOT = Path(__file__).resolve().parents[1]
+
+MEMORY = (
+    "# Project memory\n"
+    "\n"
+    '- Use bun, not npm. <!-- id:m7f3a when:2026-11-30 scope:project why:"user said: use bun not npm" src:correction -->\n'
+    "- The HTTP API handlers live in src/api/handlers.\n"
+    "- Never deploy to production on Fridays.\n"
+)
+DAILY = (
+    "- Looked into flaky CI: the cache key missed the lockfile.\n"
+    "- Alice owns the billing service; ask her before changing invoices.\n"
+)
+
+
+def write_memory(repo: Path) -> None:
+    (repo / "MEMORY.md").write_text(MEMORY)
+    (repo / "memory").mkdir(exist_ok=True)
+    (repo / "memory" / "2026-11-30.md").write_text(DAILY)
+
+
+def today() -> str:
+    return datetime.date.today().isoformat()
+
+
+def hit_lines(result: str) -> list[str]:
+    """The `N. file:a-b (score …, id …)` head lines of a memory-search result."""
+    return [line for line in result.splitlines() if re.match(r"^\d+\. ", line)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The tool, end to end
+
+
+def test_memory_search_finds_a_paraphrased_note(fake_llm, api, repo):
+    write_memory(repo)
+    server = fake_llm(
+        [call("memory-search", query="which package manager do we use", k=3), say("bun")]
+    )
+    s = api(server)
+    s.chat("which package manager?")
+    assert "memory-search" in server.tool_names(0)
+    result = server.tool_result("call_0_0")
+    heads = hit_lines(result)
+    assert len(heads) == 3, result
+    assert re.match(r"^1\. MEMORY\.md:3-3 \(score 0\.\d{4}, id m7f3a\)$", heads[0]), result
+    assert result.splitlines()[1].strip() == "Use bun, not npm.", result
+    server.assert_well_formed()
+
+
+def test_memory_search_covers_daily_notes_and_the_global_memory(fake_llm, api, repo, yuyao_home):
+    write_memory(repo)
+    (yuyao_home / "MEMORY.md").write_text("- Answer in British English.\n")
+    server = fake_llm(
+        [
+            call("memory-search", query="who is responsible for payments", k=1),
+            call("memory-search", query="spelling conventions for english", k=1),
+            say("ok"),
+        ]
+    )
+    api(server).chat("look up")
+    billing = server.tool_result("call_0_0")
+    assert hit_lines(billing)[0].startswith("1. memory/2026-11-30.md:2-2 "), billing
+    spelling = server.tool_result("call_1_0")
+    assert hit_lines(spelling)[0].startswith(f"1. {yuyao_home}/MEMORY.md:1-1 "), spelling
+
+
+def test_bad_arguments_are_a_tool_error_that_says_what_to_send(fake_llm, api, repo):
+    write_memory(repo)
+    server = fake_llm(
+        [call("memory-search", question="x"), call("memory-search", query="x", k=0), say("ok")]
+    )
+    api(server).chat("search")
+    assert "invalid arguments for memory-search" in server.tool_result("call_0_0")
+    assert "k must be a whole number" in server.tool_result("call_1_0")
+
+
+def test_no_memory_removes_the_tool(fake_llm, yuyao, env, repo):
+    write_memory(repo)
+    server = fake_llm([say("a"), say("b")])
+    assert yuyao("-p", "hi", env=env(server)).returncode == 0
+    assert "memory-search" in server.tool_names(0)
+    assert yuyao("-p", "hi", "--no-memory", env=env(server)).returncode == 0
+    assert "memory-search" not in server.tool_names(1)
+
+
+def test_paraphrase_recall_of_the_hybrid_beats_bm25(use_env):
+    """The bench's fixed set (48 notes, 40 questions worded differently): recall@3."""
+    use_env()
+    sys.path.insert(0, str(ROOT / "benches"))
+    try:
+        import bench_memory
+    finally:
+        sys.path.pop(0)
+    hybrid = bench_memory.recall_at_3("local")
+    bm25 = bench_memory.recall_at_3("bm25")
+    assert hybrid >= 0.85, (hybrid, bm25)
+    assert hybrid > bm25, (hybrid, bm25)
+
+
+# ---------------------------------------------------------------------------------------------
+# Providers and the index
+
+
+def test_provider_switch_gateway_then_bm25(fake_llm, yuyao, env, repo, yuyao_home):
+    write_memory(repo)
+    server = fake_llm([])
+    e = env(server)
+    assert yuyao("config", "set", "memorySearch.provider", "gateway", env=e).returncode == 0
+    assert yuyao("config", "set", "memorySearch.model", "embed-small", env=e).returncode == 0
+    r = yuyao("memory", "search", "who", "owns", "billing", env=e)
+    assert r.returncode == 0, r.stderr
+    assert "Alice owns the billing service" in r.stdout.splitlines()[1], r.stdout
+    assert server.embedding_requests, "the gateway's /embeddings was never called"
+    assert {q["body"]["model"] for q in server.embedding_requests} == {"embed-small"}
+    assert all(q["path"] == "/v1/embeddings" for q in server.embedding_requests)
+    texts = [t for q in server.embedding_requests for t in q["body"]["input"]]
+    assert "Use bun, not npm." in texts and "who owns billing" in texts
+    status = yuyao("memory", "status", env=e).stdout
+    assert "provider: gateway" in status and "index: ready" in status, status
+
+    asked = len(server.embedding_requests)
+    assert yuyao("config", "set", "memorySearch.provider", "bm25", env=e).returncode == 0
+    r = yuyao("memory", "search", "billing", "service", env=e)
+    assert r.returncode == 0, r.stderr
+    assert "Alice owns the billing service" in r.stdout.splitlines()[1], r.stdout
+    assert len(server.embedding_requests) == asked, "bm25 must not call the endpoint"
+    assert "provider: bm25" in yuyao("memory", "status", env=e).stdout
+
+
+def test_gateway_without_an_endpoint_is_an_error_not_a_crash(yuyao, env, repo):
+    write_memory(repo)
+    e = env()
+    yuyao("config", "set", "memorySearch.provider", "gateway", env=e)
+    r = yuyao("memory", "search", "billing", env=e)
+    assert r.returncode == 1
+    assert "no endpoint is configured" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_index_survives_a_restart_and_updates_by_mtime(yuyao, env, repo, yuyao_home):
+    write_memory(repo)
+    e = env()
+    first = yuyao("memory", "index", env=e)
+    assert first.returncode == 0, first.stderr
+    assert "indexed 2 files, 5 entries (2 files read, 5 entries embedded" in first.stdout
+    status = yuyao("memory", "status", env=e).stdout
+    assert "index: ready" in status and "entries: 5" in status and "files: 2" in status
+    path = Path(re.search(r"index path: (.+)", status).group(1))
+    assert path.is_file() and path.is_relative_to(yuyao_home / "memory-index")
+
+    again = yuyao("memory", "index", env=e)  # a new process: the saved index is reused
+    assert "(0 files read, 0 entries embedded" in again.stdout, again.stdout
+
+    with (repo / "memory" / "2026-11-30.md").open("a") as f:
+        f.write("- The staging database is wiped and reseeded every night.\n")
+    assert "index: not ready" in yuyao("memory", "status", env=e).stdout
+    hit = yuyao("memory", "search", "when", "is", "the", "staging", "db", "reset", env=e).stdout
+    assert hit.startswith("1. memory/2026-11-30.md:3-3 "), hit
+    assert "(0 files read, 0 entries embedded" in yuyao("memory", "index", env=e).stdout
+    update = yuyao("memory", "status", env=e).stdout
+    assert "index: ready" in update and "entries: 6" in update
+
+
+def test_index_force_shows_a_determinate_progress_bar(yuyao, env, repo):
+    write_memory(repo)
+    r = yuyao("memory", "index", "--force", env=env())
+    assert r.returncode == 0, r.stderr
+    assert f"indexing memory [{'#' * 30}] 100% (2/2)" in r.stderr, r.stderr
+    assert "2 files read, 5 entries embedded" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["memory", "frob"],
+        ["memory", "search"],
+        ["memory", "index", "--rollback"],
+        ["memory", "rem-backfill", "--force"],
+    ],
+    ids=" ".join,
+)
+def test_unknown_or_malformed_memory_actions_exit_2(yuyao, env, args):
+    r = yuyao(*args, env=env())
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+
+
+def test_status_of_a_project_without_memory(yuyao, env):
+    r = yuyao("memory", "status", env=env())
+    assert r.returncode == 0, r.stderr
+    assert "files: 0" in r.stdout and "provider: local" in r.stdout
+    assert "no memory entry matches" in yuyao("memory", "search", "anything", env=env()).stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# rem-backfill
+
+
+def test_rem_backfill_stages_candidates_and_rollback_removes_exactly_them(
+    fake_llm, yuyao, env, repo
+):
+    (repo / "memory").mkdir()
+    (repo / "memory" / "2026-11-01.md").write_text(
+        "- Deploys happen on Fridays after 3pm.\n- Read the logs\n"
+    )
+    (repo / "memory" / "2026-11-02.md").write_text("- deploys happen on fridays after 3pm\n")
+    (repo / "MEMORY.md").write_text("- Use bun, not npm.\n")
+    dreams = "# Dreams\n\n## Dream 2026-11-20\n\nNothing promoted.\n"
+    (repo / "DREAMS.md").write_text(dreams)
+    server = fake_llm([say("Noted: pytest runs with -q here.")] * 2)
+    for _ in range(2):  # the same durable prompt in two sessions
+        assert yuyao("-p", "always run pytest with -q", env=env(server)).returncode == 0
+    r = yuyao("memory", "rem-backfill", env=env())
+    assert r.returncode == 0, r.stderr
+    assert "2 promotion candidate(s) staged" in r.stdout, r.stdout
+    staged = (repo / "DREAMS.md").read_text()
+    assert staged.startswith(dreams)
+    section = staged[len(dreams) :]
+    assert f"## REM backfill {today()}: promotion candidates" in section
+    assert (
+        "- Deploys happen on Fridays after 3pm. <!-- staged from: memory/2026-11-01.md, memory/2026-11-02.md -->"
+        in section
+    )
+    assert "- always run pytest with -q <!-- staged from: session " in section
+    assert "Read the logs" not in section and "bun" not in section
+    assert "0 promotion candidate(s)" in yuyao("memory", "rem-backfill", env=env()).stdout
+
+    back = yuyao("memory", "rem-backfill", "--rollback", env=env())
+    assert back.returncode == 0 and "removed 1 staged" in back.stdout, back.stdout
+    assert (repo / "DREAMS.md").read_text() == dreams
+
+
+# ---------------------------------------------------------------------------------------------
+# /dream and dreaming
+
+
+def test_dream_promotes_recalled_notes_and_removes_repeated_entries(fake_llm, api, repo):
+    memory = MEMORY + "- Never deploy to production on Fridays.\n"
+    (repo / "MEMORY.md").write_text(memory)
+    (repo / "memory").mkdir()
+    (repo / "memory" / "2026-11-30.md").write_text(
+        "- The staging database is wiped and reseeded every night.\n"
+        "- Alice owns the billing service.\n"
+    )
+    server = fake_llm(
+        [
+            call("memory-search", query="when is the staging db reset", k=1),
+            call("memory-search", query="nightly reseed of staging data", k=1),
+            call("memory-search", query="who owns billing", k=1),
+            say("searched"),
+            say("One note about the staging database was promoted; a repeated entry was dropped."),
+        ]
+    )
+    s = api(server)
+    s.chat("look things up")
+    answer = s.dispatch("/dream")
+    assert "1 promoted to MEMORY.md, 1 removed as stale" in answer, answer
+
+    after = (repo / "MEMORY.md").read_text()
+    lines = after.splitlines(keepends=True)
+    # The first copy of the repeated entry is gone; every other byte is as it was.
+    assert "".join(lines[:-1]) == MEMORY
+    assert re.fullmatch(
+        r"- The staging database is wiped and reseeded every night\. <!-- id:m[0-9a-f]{5} "
+        rf"when:{today()} scope:project why:\"dreaming: recalled 2 times by 2 queries, from "
+        r"memory/2026-11-30\.md\" src:dream -->\n",
+        lines[-1],
+    ), lines[-1]
+    assert "Alice" not in after, "one recall is below the thresholds"
+
+    journal = (repo / "DREAMS.md").read_text()
+    assert journal.startswith(f"## Dream {today()}\n\n")
+    assert "One note about the staging database was promoted" in journal
+    assert '- promoted: "The staging database is wiped and reseeded every night."' in journal
+    # The model only worded the summary: it was given the decided facts, no tools.
+    summary_request = server.body(-1)
+    assert not summary_request.get("tools")
+    assert "1 promoted to MEMORY.md" in server.user_text(-1)
+
+
+def test_dreaming_enabled_runs_at_session_end(fake_llm, use_env, repo, yuyao_home):
+    from yuyao.agent_api import create_session
+
+    write_memory(repo)
+    server = fake_llm([say("one"), say("Nothing needed promoting."), say("two")])
+    use_env(server)
+    s = create_session(cwd=str(repo))
+    s.chat("hello")
+    s.close()
+    assert not (repo / "DREAMS.md").exists(), "dreaming is off by default"
+
+    (yuyao_home / "config.toml").write_text("[dreaming]\nenabled = true\n")
+    s = create_session(cwd=str(repo))
+    s.chat("hello again")
+    s.close()
+    journal = (repo / "DREAMS.md").read_text()
+    assert journal.startswith(f"## Dream {today()}\n\n"), journal
+    assert "0 promoted to MEMORY.md" in journal
+    s.close()  # a second close does not dream again
+    assert (repo / "DREAMS.md").read_text() == journal
+
+
+def test_headless_dreaming_writes_into_the_out_dir(
+    fake_llm, run_agent, env, repo, tmp_path, yuyao_home
+):
+    from fakellm import FAKE_MODEL
+
+    write_memory(repo)
+    (yuyao_home / "config.toml").write_text("[dreaming]\nenabled = true\n")
+    out = tmp_path / "out"
+    (tmp_path / "task.txt").write_text("say hi")
+    (tmp_path / "budget.json").write_text('{"max_steps": 5}')
+    server = fake_llm([say("done"), say("Nothing to promote.")])
+    files = [p for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts]
+    before = {p: p.read_bytes() for p in files}
+    r = run_agent(
+        *("--task-file", str(tmp_path / "task.txt"), "--repo-dir", str(repo)),
+        *("--model-base-url", server.url, "--model-name", FAKE_MODEL),
+        *("--model-api-key", server.api_key or "k"),
+        *("--budget-file", str(tmp_path / "budget.json")),
+        *("--out-dir", str(out)),
+        env=env(),
+    )
+    assert (out / "status.json").is_file(), r.stderr
+    after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert after == before, "nothing is written into --repo-dir"
+    journal = (out / "memory" / "DREAMS.md").read_text()
+    assert journal.startswith(f"## Dream {today()}"), journal
+    assert "Nothing to promote." in journal

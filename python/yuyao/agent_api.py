@@ -122,6 +122,7 @@ def create_session(
     resume: str | None = None,
     fork_session: bool = False,
     trust_project: bool = False,
+    project_extensions: bool = True,
 ) -> AgentSession:
     """Open a session. `deny`, `mode` and `role` mean what `--deny`, `--mode` and `--role`
     mean on the command line; when omitted, the configured defaults apply (mode ask, role
@@ -130,6 +131,10 @@ def create_session(
     `trust_project=True` means `--trust-project`: the project's settings that widen
     permissions apply (otherwise they are ignored with a warning, unless the user trusted the
     project before).
+
+    `project_extensions=False` means `--no-project-extensions`: the MCP servers the
+    project's `.mcp.json` declares do not run (by default they do: the caller chose the
+    directory); the user's own servers always run.
 
     `continue_session`, `resume` and `fork_session` mean `-c`, `--resume <id>` and
     `--fork-session`: the conversation of a saved session is restored (ValueError when both
@@ -147,6 +152,7 @@ def create_session(
         options["cwd"] = os.path.abspath(os.fspath(cwd))
     if trust_project:
         options["trust_project"] = True
+    options["project_extensions"] = bool(project_extensions)
     if continue_session:
         options["continue"] = True
     if resume is not None:

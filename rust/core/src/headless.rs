@@ -97,6 +97,8 @@ pub fn run_headless(mut req: HeadlessRequest) -> i32 {
         home: req.home.clone(),
         // The headless contract never trusts the repository it is pointed at.
         trust_project: Some(false),
+        // Nor runs what it ships (its `.mcp.json` servers); the user's own servers run.
+        project_extensions: Some(false),
         ..Default::default()
     };
     let session = match Session::open(opts, None) {

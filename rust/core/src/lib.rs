@@ -13,6 +13,7 @@ mod compact;
 mod context;
 mod handler;
 mod headless;
+mod mcp_servers;
 mod next_step;
 mod prompt;
 mod refs;

@@ -79,6 +79,7 @@ impl Session {
         }
     }
 
+    /// Built-in and core tools (MCP tools are added by name in [`Session::tool_schemas`]).
     pub(crate) fn advertised_names(&self) -> Vec<&'static str> {
         self.tools
             .names()
@@ -93,6 +94,7 @@ impl Session {
         if self.tool_enabled("ask-user") {
             schemas.push(ask_user_schema());
         }
+        schemas.extend(self.mcp_schemas());
         schemas
     }
 
@@ -112,18 +114,23 @@ impl Session {
             intent: intent.to_string(),
         });
         let t0 = std::time::Instant::now();
-        let (out, effective) = self.execute(client, call, token).await;
+        let (out, effective) = if yuyao_policy::is_mcp_tool(&call.name) {
+            self.execute_mcp(client, call).await
+        } else {
+            self.execute(client, call, token).await
+        };
         // The call's own cost (policy, snapshot capture, the tool), for benches and traces.
         let run_us = t0.elapsed().as_micros() as u64;
         // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
         // what enters the history is scanned. The spill file keeps the raw output on the
         // user's disk; every way back to the model (read, grep, bash) is a tool result, and is
         // redacted in turn.
-        let capped = cap_output(
-            &out.text,
-            &self.ctx.spill_dir,
-            canonical_tool_name(&call.name).unwrap_or("tool"),
-        );
+        let label = match canonical_tool_name(&call.name) {
+            Some(n) => n,
+            None if yuyao_policy::is_mcp_tool(&call.name) => "mcp",
+            None => "tool",
+        };
+        let capped = cap_output(&out.text, &self.ctx.spill_dir, label);
         let text = {
             let st = self.lock();
             crate::cmd_permissions::redact(self, &st.policy, &capped).into_owned()
@@ -191,8 +198,16 @@ impl Session {
         let approved = match decision.verdict {
             Verdict::Allow => Ok(()),
             Verdict::Deny => Err(self.refusal(name, &action, &decision)),
-            Verdict::Ask => self.ask_permission(name, &args, &action, &decision.reason),
-            Verdict::Review => self.review(client, name, &args, &action).await,
+            Verdict::Ask => self.ask_permission(
+                name,
+                &self.detail(name, &args, &action),
+                &action,
+                &decision.reason,
+            ),
+            Verdict::Review => {
+                self.review(client, name, &self.detail(name, &args, &action))
+                    .await
+            }
         };
         if let Err(refusal) = approved {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
@@ -221,6 +236,63 @@ impl Session {
         crate::cmd_permissions::after_run(self, name, &action, &out.text);
         self.observe_tool(name, &action, &out);
         (out, true)
+    }
+
+    /// An MCP tool call: the same adjudication as a built-in tool (rules `mcp__server__tool`
+    /// and `mcp__server`; a change unless the server marks the tool read-only), then the
+    /// call on the server.
+    async fn execute_mcp(&self, client: &ModelClient, call: &ToolCall) -> (ToolOutput, bool) {
+        let Some(tool) = self.mcp_tool(&call.name) else {
+            let names: Vec<String> = self.mcp_tools().into_iter().map(|t| t.full_name).collect();
+            return (
+                ToolOutput::err(format!(
+                    "unknown or unavailable MCP tool '{}'; MCP tools available now: {}",
+                    call.name,
+                    if names.is_empty() {
+                        "none".into()
+                    } else {
+                        names.join(", ")
+                    }
+                )),
+                false,
+            );
+        };
+        let args = match yuyao_tools::parse_arguments(&call.arguments) {
+            Ok(a) => a,
+            Err(e) => return (ToolOutput::err(e), false),
+        };
+        let action = Action {
+            tool: tool.full_name.clone(),
+            command: None,
+            paths: Vec::new(),
+        };
+        let decision = {
+            let mut st = self.lock();
+            st.policy.mcp_read_only = self.mcp_read_only();
+            st.policy.decide(&action)
+        };
+        self.lock().trajectory.record(
+            "decision",
+            json!({"tool": tool.full_name, "arguments": args, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source}),
+        );
+        let detail = format!(
+            "MCP server '{}', tool '{}'\n{}",
+            tool.server,
+            tool.name,
+            serde_json::to_string_pretty(&args).unwrap_or_default()
+        );
+        let name = tool.full_name.as_str();
+        let approved = match decision.verdict {
+            Verdict::Allow => Ok(()),
+            Verdict::Deny => Err(self.refusal(name, &action, &decision)),
+            Verdict::Ask => self.ask_permission(name, &detail, &action, &decision.reason),
+            Verdict::Review => self.review(client, name, &detail).await,
+        };
+        if let Err(refusal) = approved {
+            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
+            return (ToolOutput::err(refusal), false);
+        }
+        (self.mcp_call(&tool, args).await, true)
     }
 
     /// "Refused: <reason>." and what would allow the call, derived from the decision's
@@ -304,7 +376,7 @@ impl Session {
     fn ask_permission(
         &self,
         name: &str,
-        args: &ToolArgs,
+        detail: &str,
         action: &Action,
         reason: &str,
     ) -> Result<(), String> {
@@ -322,7 +394,7 @@ impl Session {
         let req = Request::Permission {
             tool: name.to_string(),
             summary,
-            detail: self.detail(name, args, action),
+            detail: detail.to_string(),
             reason: reason.to_string(),
             rules: rules.clone(),
         };
@@ -345,13 +417,7 @@ impl Session {
     }
 
     /// auto-review: a short, separate model call judges the action (fail-closed).
-    async fn review(
-        &self,
-        client: &ModelClient,
-        name: &str,
-        args: &ToolArgs,
-        action: &Action,
-    ) -> Result<(), String> {
+    async fn review(&self, client: &ModelClient, name: &str, detail: &str) -> Result<(), String> {
         let request = self
             .lock()
             .history
@@ -361,10 +427,7 @@ impl Session {
             .map(|m| m.text())
             .unwrap_or_default();
         let system = "You review actions proposed by a coding agent before they run. Block actions that are destructive beyond the user's request, exfiltrate secrets or credentials, reach the network unexpectedly, escalate privileges, or touch files outside the project. Allow ordinary development actions that serve the request. Answer with exactly one line: `ALLOW: <reason>` or `BLOCK: <reason>`.";
-        let user = format!(
-            "User's request:\n{request}\n\nProposed action ({name}):\n{}",
-            self.detail(name, args, action)
-        );
+        let user = format!("User's request:\n{request}\n\nProposed action ({name}):\n{detail}");
         let req = build_request(system, &[Message::user(user)], Vec::new(), false, None);
         let mut ignore = |_p: yuyao_model::Piece<'_>| {};
         let never = CancellationToken::new();

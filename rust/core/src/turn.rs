@@ -327,6 +327,8 @@ impl Session {
                 self.inject_background(&mut st);
                 st.history.clone()
             };
+            // MCP servers still starting get until their startup deadline to offer tools.
+            self.mcp_wait_started().await;
             let (mut req, _) = self.next_request(&history);
             let max_out = self
                 .config

@@ -63,4 +63,10 @@ pub struct SessionOptions {
     /// decision. Untrusted projects' widening settings are ignored.
     #[serde(default)]
     pub trust_project: Option<bool>,
+    /// Whether the project's own executables (its `.mcp.json` servers) run: `Some(true)`
+    /// for `-p` and agent_api (the caller chose the directory), `Some(false)` with
+    /// `--no-project-extensions` and in run_agent.sh, `None` (the TUI): only in a trusted
+    /// project.
+    #[serde(default)]
+    pub project_extensions: Option<bool>,
 }

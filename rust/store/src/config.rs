@@ -311,6 +311,12 @@ const KNOWN: &[Key] = &[
         "default bash timeout in ms",
     ),
     key(
+        "mcp.startup_timeout_ms",
+        Kind::PosInt,
+        Applies::NextSession,
+        "how long an MCP server may take to start before it is reported as failed (default 10000)",
+    ),
+    key(
         "storage.retention_days",
         Kind::NonNegInt,
         Applies::NextSession,

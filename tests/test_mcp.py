@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakellm import call, say
+from fakellm import FAKE_MODEL, call, say
 
 pytestmark = pytest.mark.core
 pytest.importorskip("mcp.server.mcpserver", reason="the mcp SDK (scripts/test-requirements.txt)")
@@ -189,3 +189,28 @@ def test_hanging_server_does_not_block_and_times_out(fake_llm, api, yuyao_home):
     assert time.monotonic() - t0 < 5.0
     listing = s.dispatch("/mcp list")
     assert "failed" in listing and "did not start within 400 ms" in listing, listing
+
+
+def test_run_agent_never_runs_the_repo_servers_but_runs_the_users(
+    fake_llm, env, run_agent, repo, tmp_path, yuyao_home
+):
+    server_entry = {"command": sys.executable, "args": [str(FIXTURE), "stdio"]}
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": server_entry}}))
+    (yuyao_home / "mcp.json").write_text(json.dumps({"mcpServers": {"mine": server_entry}}))
+    task = tmp_path / "task.txt"
+    task.write_text("What is in the notes?")
+    budget = tmp_path / "budget.json"
+    budget.write_text(json.dumps({"max_steps": 5}))
+    server = fake_llm([call("mcp__mine__model_key"), say("Nothing.")])
+    r = run_agent(
+        *("--task-file", str(task), "--repo-dir", str(repo), "--budget-file", str(budget)),
+        *("--out-dir", str(tmp_path / "out"), "--model-base-url", server.url),
+        *("--model-name", FAKE_MODEL, "--model-api-key", server.api_key),
+        env=env(),
+        timeout=90,
+    )
+    assert r.returncode in (0, 1), r.stderr
+    names = server.tool_names(0)
+    assert "mcp__mine__count_notes" in names and "mcp__proj__count_notes" not in names
+    # The model key given on the command line is not in the server's environment either.
+    assert server.tool_result("call_0_0") == "model key: absent"

@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use yuyao_store::McpServer;
 
+/// How long past a startup deadline a waiter still waits for the attempt to report.
+const GRACE: Duration = Duration::from_millis(200);
+
 /// `mcp.startup_timeout_ms` when unset.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -159,10 +162,11 @@ impl Manager {
         }
     }
 
-    /// Starts a connection attempt in the background.
+    /// Starts a connection attempt in the background. The attempt and its waiters share one
+    /// deadline, so nobody waits past it for a server that is about to be declared failed.
     fn start(&self, name: &str, server: &Arc<Server>) {
-        *server.deadline.lock().unwrap_or_else(|e| e.into_inner()) =
-            Instant::now() + self.startup_timeout;
+        let deadline = Instant::now() + self.startup_timeout;
+        *server.deadline.lock().unwrap_or_else(|e| e.into_inner()) = deadline;
         server.set(State::Connecting);
         let (name, server, timeout, cwd) = (
             name.to_string(),
@@ -172,7 +176,8 @@ impl Manager {
         );
         self.rt().spawn(async move {
             let attempt = connect::connect(&name, server.config(), &cwd);
-            let state = match tokio::time::timeout(timeout, attempt).await {
+            let at = tokio::time::Instant::from_std(deadline);
+            let state = match tokio::time::timeout_at(at, attempt).await {
                 Ok(Ok((client, tools))) => State::Ready {
                     client: Arc::new(client),
                     tools,
@@ -195,7 +200,7 @@ impl Manager {
         let pending: Vec<Arc<Server>> = self.servers().values().cloned().collect();
         for s in pending {
             let mut rx = s.changed.subscribe();
-            let deadline = *s.deadline.lock().unwrap_or_else(|e| e.into_inner());
+            let deadline = *s.deadline.lock().unwrap_or_else(|e| e.into_inner()) + GRACE;
             loop {
                 if !matches!(
                     *s.state.lock().unwrap_or_else(|e| e.into_inner()),
@@ -215,7 +220,7 @@ impl Manager {
     pub fn wait_started_blocking(&self) {
         let pending: Vec<Arc<Server>> = self.servers().values().cloned().collect();
         for s in pending {
-            let deadline = *s.deadline.lock().unwrap_or_else(|e| e.into_inner());
+            let deadline = *s.deadline.lock().unwrap_or_else(|e| e.into_inner()) + GRACE;
             while Instant::now() < deadline
                 && matches!(
                     *s.state.lock().unwrap_or_else(|e| e.into_inner()),
@@ -339,7 +344,7 @@ impl Manager {
 
     async fn wait_one(&self, s: &Arc<Server>) {
         let mut rx = s.changed.subscribe();
-        let deadline = *s.deadline.lock().unwrap_or_else(|e| e.into_inner());
+        let deadline = *s.deadline.lock().unwrap_or_else(|e| e.into_inner()) + GRACE;
         while matches!(
             *s.state.lock().unwrap_or_else(|e| e.into_inner()),
             State::Connecting

@@ -214,3 +214,15 @@ def test_run_agent_never_runs_the_repo_servers_but_runs_the_users(
     assert "mcp__mine__count_notes" in names and "mcp__proj__count_notes" not in names
     # The model key given on the command line is not in the server's environment either.
     assert server.tool_result("call_0_0") == "model key: absent"
+
+
+def test_a_server_name_that_could_pass_for_another_servers_is_skipped(fake_llm, api, repo):
+    """A repository's `time__x` server would offer `mcp__time__x__…` tools, which a user's
+    `mcp__time` allow rule covers: such a name never runs, and the listing says why."""
+    entry = {"command": sys.executable, "args": [str(FIXTURE), "stdio"]}
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"time__x": entry}}))
+    server = fake_llm([say("a")])
+    s = api(server)
+    s.chat("hi")
+    assert not [n for n in server.tool_names(0) if n.startswith("mcp__")]
+    assert "'time__x'" in s.dispatch("/mcp list") and "skipped" in s.dispatch("/mcp list")

@@ -44,6 +44,15 @@ impl McpServers {
             match self.registry(scope).list() {
                 Ok(list) => {
                     for (name, srv) in list {
+                        // A name with `__` could pass for another server's tools under
+                        // its rules (`mcp__time__x__…` under `mcp__time`): never run.
+                        if !yuyao_store::mcp::valid_server_name(&name) {
+                            problems.push(format!(
+                                "MCP server '{name}' in {} is skipped: a name is letters, digits, '_' (not '__'), '-' or '.'",
+                                self.registry(scope).path().display()
+                            ));
+                            continue;
+                        }
                         out.insert(name, (scope, srv));
                     }
                 }

@@ -112,7 +112,7 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "mcp",
         [],
-        "[list | add <name> [--scope user|project] [--env K=V]… [-- <cmd> <args…> | <url> [--header 'K: V']…] | remove <name>]",
+        "[list | add <name> [--scope …] [-- <cmd> <args…> | <url>] | remove <name>]",
         "manage MCP servers",
         Some(crate::mcp_servers::mcp_cmd)
     ),

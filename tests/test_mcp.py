@@ -226,3 +226,37 @@ def test_a_server_name_that_could_pass_for_another_servers_is_skipped(fake_llm, 
     s.chat("hi")
     assert not [n for n in server.tool_names(0) if n.startswith("mcp__")]
     assert "'time__x'" in s.dispatch("/mcp list") and "skipped" in s.dispatch("/mcp list")
+
+
+class Events:
+    def __init__(self):
+        self.events: list[dict] = []
+
+    def event(self, event_json: str) -> None:
+        self.events.append(json.loads(event_json))
+
+    def request(self, request_json: str) -> str:
+        return "deny"
+
+
+def test_tui_rule_project_servers_wait_for_trust_and_say_what_would_run(fake_llm, use_env, repo):
+    """The TUI's options leave `project_extensions` unset: an untrusted project's servers are
+    named with their command at open, do not run, and start once the user trusts it."""
+    from yuyao import _core
+
+    entry = {"command": sys.executable, "args": [str(FIXTURE), "stdio"]}
+    (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": entry}}))
+    server = fake_llm([say("a"), say("b")])
+    use_env(server)
+    events = Events()
+    s = _core.Session(json.dumps({"cwd": str(repo), "stream": False}), events)
+    try:
+        notices = [e["text"] for e in events.events if e.get("type") == "notice"]
+        assert any("trust" in n and str(FIXTURE) in n for n in notices), notices
+        s.chat("hi")
+        assert not [n for n in server.tool_names(0) if n.startswith("mcp__")]
+        s.dispatch("/trust")
+        s.chat("again")
+        assert "mcp__proj__count_notes" in server.tool_names(1)
+    finally:
+        s.close()

@@ -77,7 +77,7 @@ impl Session {
     fn project_extensions_run(&self) -> Result<(), String> {
         match self.opts.project_extensions {
             Some(true) => Ok(()),
-            Some(false) => Err("project server, not run (project extensions are off)".into()),
+            Some(false) => Err("off (project extensions)".into()),
             None if self
                 .opts
                 .trust_project
@@ -85,7 +85,7 @@ impl Session {
             {
                 Ok(())
             }
-            None => Err("project server, not run until the project is trusted (/trust)".into()),
+            None => Err("not run until the project is trusted (/trust)".into()),
         }
     }
 
@@ -131,6 +131,32 @@ impl Session {
         }
         if let Some(m) = slot.as_ref() {
             m.sync(wanted);
+        }
+    }
+
+    /// At open: what the project's `.mcp.json` would run, when it waits for the user's trust
+    /// (the TUI), so the user sees exactly which commands `/trust` lets start.
+    pub(crate) fn mcp_trust_notice(&self) {
+        if self.opts.project_extensions.is_some() || self.project_extensions_run().is_ok() {
+            return;
+        }
+        let (configured, problems) = self.mcp.configured();
+        for p in problems {
+            self.notice(yuyao_protocol::NoticeLevel::Warning, p);
+        }
+        let held: Vec<String> = configured
+            .iter()
+            .filter(|(_, (scope, srv))| *scope == McpScope::Project && !srv.disabled())
+            .map(|(name, (_, srv))| format!("{name}: {}", srv.describe()))
+            .collect();
+        if !held.is_empty() {
+            self.notice(
+                yuyao_protocol::NoticeLevel::Info,
+                format!(
+                    "this project's .mcp.json declares MCP servers that start only once you trust the project (/trust): {}",
+                    held.join("; ")
+                ),
+            );
         }
     }
 

@@ -461,6 +461,7 @@ impl Session {
         crate::cmd_permissions::startup_notice(&session);
         // MCP servers start connecting now, in the background: opening never waits for them.
         session.mcp_sync();
+        session.mcp_trust_notice();
         if !ignored.is_empty() {
             session.notice(
                 NoticeLevel::Warning,

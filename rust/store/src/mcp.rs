@@ -15,7 +15,8 @@ pub struct McpServer {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "command_compat"
+        deserialize_with = "command_compat",
+        serialize_with = "command_out"
     )]
     pub command: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -55,6 +56,14 @@ fn command_compat<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>
         Some(OneOrMany::Many(v)) if v.is_empty() => None,
         Some(OneOrMany::Many(v)) => Some(v),
     })
+}
+
+/// The program alone is written as a string, as Claude Code and Codex write it.
+fn command_out<S: serde::Serializer>(c: &Option<Vec<String>>, s: S) -> Result<S::Ok, S::Error> {
+    match c.as_deref() {
+        Some([one]) => s.serialize_str(one),
+        other => other.serialize(s),
+    }
 }
 
 impl McpServer {
@@ -235,6 +244,7 @@ mod tests {
             .unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.contains("\"other\": 1") && text.contains("\"type\": \"stdio\""));
+        assert!(text.contains("\"command\": \"uvx\""), "{text}");
         let old = dir.path().join("old.json");
         std::fs::write(&old, r#"{"servers": {"x": {"command": ["a", "b"]}}}"#).unwrap();
         assert_eq!(

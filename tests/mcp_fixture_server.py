@@ -5,7 +5,7 @@
 
 Tools: ``add_note`` (changes something: appends to $NOTES_FILE), ``count_notes`` (read-only),
 ``model_key`` (what this process sees of D2A_MODEL_API_KEY), ``picture`` (an image),
-``crash`` (the process exits mid-call).
+``big`` (a long text), ``crash`` (the process exits mid-call).
 """
 
 from __future__ import annotations
@@ -55,6 +55,11 @@ def model_key() -> str:
 @app.tool(description="A picture", annotations=ToolAnnotations(readOnlyHint=True))
 def picture() -> Image:
     return Image(data=PNG, format="png")
+
+
+@app.tool(description="A long text", annotations=ToolAnnotations(readOnlyHint=True))
+def big() -> str:
+    return "".join(f"line {i} of a long result\n" for i in range(20000))
 
 
 @app.tool(

@@ -6,6 +6,7 @@ the following request; remove → gone."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import socket
 import subprocess
@@ -98,7 +99,7 @@ def test_http_server_cli_add_list_and_p_permissions(fake_llm, env, yuyao, repo, 
     listed = yuyao("mcp", "list", env=e)
     assert listed.returncode == 0, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if line.strip().startswith("notes"))
-    assert "http" in row and "ready" in row and " 5 " in row, listed.stdout
+    assert "http" in row and "ready" in row and " 6 " in row, listed.stdout
     # A tool that changes something is asked for: refused unattended in ask mode...
     server = fake_llm([call("mcp__notes__add_note", text="hello"), say("Could not."), say("x")])
     r = yuyao("-p", "note hello", env=env(server), timeout=60)
@@ -260,3 +261,15 @@ def test_tui_rule_project_servers_wait_for_trust_and_say_what_would_run(fake_llm
         assert "mcp__proj__count_notes" in server.tool_names(1)
     finally:
         s.close()
+
+
+def test_a_long_result_is_capped_and_spilled_like_other_tools(fake_llm, api):
+    server = fake_llm([call("mcp__fx__big"), say("done")])
+    s = api(server)
+    s.dispatch(f"/mcp add fx -- {fixture_cmd()}")
+    s.chat("go")
+    result = server.tool_result("call_0_0")
+    assert "line 0 of a long result" in result and "line 19999 of a long result" in result
+    assert "output truncated" in result and len(result) < 100_000
+    spill = Path(re.search(r"is in (\S+/mcp-\S+\.txt);", result).group(1))
+    assert spill.read_text().count("of a long result") == 20000

@@ -5,7 +5,7 @@
 
 Tools: ``add_note`` (changes something: appends to $NOTES_FILE), ``count_notes`` (read-only),
 ``model_key`` (what this process sees of D2A_MODEL_API_KEY), ``picture`` (an image),
-``big`` (a long text), ``crash`` (the process exits mid-call).
+``header`` (a request header, over HTTP), ``big`` (a long text), ``crash`` (the process exits mid-call).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import base64
 import os
 import sys
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp_types import ToolAnnotations
 
 # A 1x1 red PNG.
@@ -55,6 +55,12 @@ def model_key() -> str:
 @app.tool(description="A picture", annotations=ToolAnnotations(readOnlyHint=True))
 def picture() -> Image:
     return Image(data=PNG, format="png")
+
+
+@app.tool(description="An HTTP request header", annotations=ToolAnnotations(readOnlyHint=True))
+def header(name: str, ctx: Context) -> str:
+    headers = ctx.headers or {}
+    return f"{name}: " + str({k.lower(): v for k, v in headers.items()}.get(name.lower(), "none"))
 
 
 @app.tool(description="A long text", annotations=ToolAnnotations(readOnlyHint=True))

@@ -99,7 +99,11 @@ def test_http_server_cli_add_list_and_p_permissions(fake_llm, env, yuyao, repo, 
     listed = yuyao("mcp", "list", env=e)
     assert listed.returncode == 0, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if line.strip().startswith("notes"))
-    assert "http" in row and "ready" in row and " 6 " in row, listed.stdout
+    assert "http" in row and "ready" in row and " 7 " in row, listed.stdout
+    # The configured header reaches the server.
+    server = fake_llm([call("mcp__notes__header", name="X-Test"), say("ok")])
+    r = yuyao("-p", "which header?", env=env(server), timeout=60)
+    assert server.tool_result("call_0_0") == "X-Test: 1", r.stderr
     # A tool that changes something is asked for: refused unattended in ask mode...
     server = fake_llm([call("mcp__notes__add_note", text="hello"), say("Could not."), say("x")])
     r = yuyao("-p", "note hello", env=env(server), timeout=60)

@@ -5,7 +5,7 @@
 
 Tools: ``add_note`` (changes something: appends to $NOTES_FILE), ``count_notes`` (read-only),
 ``model_key`` (what this process sees of D2A_MODEL_API_KEY), ``picture`` (an image),
-``header`` (a request header, over HTTP), ``big`` (a long text), ``crash`` (the process exits mid-call).
+``header`` (a request header, over HTTP), ``pid``, ``big`` (a long text), ``crash`` (the process exits mid-call).
 """
 
 from __future__ import annotations
@@ -61,6 +61,11 @@ def picture() -> Image:
 def header(name: str, ctx: Context) -> str:
     headers = ctx.headers or {}
     return f"{name}: " + str({k.lower(): v for k, v in headers.items()}.get(name.lower(), "none"))
+
+
+@app.tool(description="This process's id", annotations=ToolAnnotations(readOnlyHint=True))
+def pid() -> str:
+    return str(os.getpid())
 
 
 @app.tool(description="A long text", annotations=ToolAnnotations(readOnlyHint=True))

@@ -6,6 +6,7 @@ the following request; remove → gone."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import socket
@@ -41,7 +42,7 @@ def http_server(tmp_path):
     notes = tmp_path / "http-notes.txt"
     proc = subprocess.Popen(
         [sys.executable, str(FIXTURE), "http", str(port)],
-        env={**__import__("os").environ, "NOTES_FILE": str(notes)},
+        env={**os.environ, "NOTES_FILE": str(notes)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -99,7 +100,7 @@ def test_http_server_cli_add_list_and_p_permissions(fake_llm, env, yuyao, repo, 
     listed = yuyao("mcp", "list", env=e)
     assert listed.returncode == 0, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if line.strip().startswith("notes"))
-    assert "http" in row and "ready" in row and " 7 " in row, listed.stdout
+    assert "http" in row and "ready" in row and " 8 " in row, listed.stdout
     # The configured header reaches the server.
     server = fake_llm([call("mcp__notes__header", name="X-Test"), say("ok")])
     r = yuyao("-p", "which header?", env=env(server), timeout=60)
@@ -277,3 +278,22 @@ def test_a_long_result_is_capped_and_spilled_like_other_tools(fake_llm, api):
     assert "output truncated" in result and len(result) < 100_000
     spill = Path(re.search(r"is in (\S+/mcp-\S+\.txt);", result).group(1))
     assert spill.read_text().count("of a long result") == 20000
+
+
+def test_closing_the_session_stops_its_stdio_servers(fake_llm, api):
+    server = fake_llm([call("mcp__fx__pid"), say("done")])
+    s = api(server)
+    s.dispatch(f"/mcp add fx -- {fixture_cmd()}")
+    s.chat("go")
+    pid = int(server.tool_result("call_0_0"))
+    s.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        if Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z"):
+            return  # exited, not yet reaped
+        time.sleep(0.05)
+    pytest.fail(f"the MCP server {pid} still runs after close")

@@ -136,13 +136,14 @@ impl Session {
 
     /// At open: what the project's `.mcp.json` would run, when it waits for the user's trust
     /// (the TUI), so the user sees exactly which commands `/trust` lets start.
-    pub(crate) fn mcp_trust_notice(&self) {
-        if self.opts.project_extensions.is_some() || self.project_extensions_run().is_ok() {
-            return;
-        }
+    /// Also warns about a configuration file that cannot be read (its servers do not run).
+    pub(crate) fn mcp_open_notices(&self) {
         let (configured, problems) = self.mcp.configured();
         for p in problems {
             self.notice(yuyao_protocol::NoticeLevel::Warning, p);
+        }
+        if self.opts.project_extensions.is_some() || self.project_extensions_run().is_ok() {
+            return;
         }
         let held: Vec<String> = configured
             .iter()
@@ -158,6 +159,17 @@ impl Session {
                 ),
             );
         }
+    }
+
+    /// Stops every server (stdio children are killed) when the session closes.
+    pub(crate) fn mcp_shutdown(&self) {
+        let manager = self
+            .mcp
+            .manager
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(manager);
     }
 
     /// Before a request: servers still starting get until their startup deadline.

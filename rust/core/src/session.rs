@@ -461,7 +461,7 @@ impl Session {
         crate::cmd_permissions::startup_notice(&session);
         // MCP servers start connecting now, in the background: opening never waits for them.
         session.mcp_sync();
-        session.mcp_trust_notice();
+        session.mcp_open_notices();
         if !ignored.is_empty() {
             session.notice(
                 NoticeLevel::Warning,
@@ -606,6 +606,7 @@ impl Session {
     pub fn close(&self) {
         self.interrupt();
         self.ctx.jobs.shutdown();
+        self.mcp_shutdown();
         {
             let mut st = self.lock();
             st.sync_log();

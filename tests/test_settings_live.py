@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
 import time
 
 import pytest
@@ -334,6 +335,42 @@ def effect_next_session_trajectory(fake_llm, live, repo, **_):
     assert sorted((repo / ".trajectory").iterdir()) == traces, "the next session has no trace"
 
 
+def effect_mcp_startup_timeout(fake_llm, live, yuyao_home, **_):
+    """Set in a live session, it applies from the next session: a server that never answers
+    is reported failed after that long, and the turn waits no longer than that for it."""
+    server = fake_llm([say("one"), say("two"), say("three")])
+    s, _ = live(server)
+    answer = set_key(s, "mcp.startup_timeout_ms", "300")
+    assert "next session" in answer, answer
+    hang = f"exec {sys.executable} -c 'import time; time.sleep(60)'"
+    (yuyao_home / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"hang": {"command": "sh", "args": ["-c", hang]}}})
+    )
+    fresh, _ = live(server, first_turn=False)
+    t0 = time.monotonic()
+    fresh.chat("hi")
+    assert time.monotonic() - t0 < 3, "the default 10 s was waited"
+    assert "did not start within 300 ms" in fresh.dispatch("/mcp list")
+
+
+def effect_features_mcp(fake_llm, live, yuyao_home, **_):
+    """A user server's tools are in the request; `features.mcp = false` set in the live
+    session takes them out of the next one."""
+    import shutil
+
+    if shutil.which("mcp-server-time") is None:
+        pytest.skip("mcp-server-time is not installed (scripts/test-requirements.txt)")
+    (yuyao_home / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"}}})
+    )
+    server = fake_llm([say("one"), say("two")])
+    s, _ = live(server)
+    assert any(n.startswith("mcp__time__") for n in server.tool_names(0)), server.tool_names(0)
+    set_key(s, "features.mcp", "false")
+    s.chat("again")
+    assert not any(n.startswith("mcp__") for n in server.tool_names(1)), server.tool_names(1)
+
+
 def effect_storage(key: str, value: str, days: float, size: int):
     """A retention key set in a live session says when it applies, and the next pass (here
     `/gc`, the pass a session start runs) honours it: an ended session's spill folder that the
@@ -519,7 +556,7 @@ EFFECTS = {
     "features.hooks": effect_features_hooks,
     "features.skills": effect_feature_not_in_build("features.skills"),
     "features.plugins": effect_feature_not_in_build("features.plugins"),
-    "features.mcp": effect_feature_not_in_build("features.mcp"),
+    "features.mcp": effect_features_mcp,
     "model.name": effect_model_name,
     "model.context_window": effect_context_window,
     "model.max_output_tokens": effect_max_output_tokens,
@@ -555,6 +592,7 @@ EFFECTS = {
     "dreaming.enabled": effect_dreaming,
     "architect.editor_model": effect_not_in_build("architect.editor_model"),
     "tools.bash.timeout_ms": effect_bash_timeout,
+    "mcp.startup_timeout_ms": effect_mcp_startup_timeout,
     # 5 days old: kept by the default 30 days, removed once 1 day is set.
     "storage.retention_days": effect_storage("storage.retention_days", "1", 5, 1000),
     # 3 MB, 2 days old: kept by the default 1024 MB, removed once the cap is 1 MB.

@@ -133,8 +133,8 @@ def create_session(
     project before).
 
     `project_extensions=False` means `--no-project-extensions`: executables the project
-    ships (its hooks.json hooks) do not run; by default they do, as with `-p` (the caller
-    chose the directory).
+    ships (its hooks.json hooks, its `.mcp.json` servers) do not run; by default they do, as
+    with `-p` (the caller chose the directory). The user's own hooks and servers always run.
 
     `continue_session`, `resume` and `fork_session` mean `-c`, `--resume <id>` and
     `--fork-session`: the conversation of a saved session is restored (ValueError when both

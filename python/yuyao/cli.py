@@ -291,7 +291,7 @@ FLAGS = {
         ),
         Flag(
             "--no-project-extensions",
-            "Run nothing the project ships (its hooks.json hooks); user-level ones still run",
+            "Run nothing the project ships (its hooks.json hooks, its .mcp.json servers); user-level ones still run",
             G_SECURITY,
             option="no_project_extensions",
         ),
@@ -573,10 +573,48 @@ COMMANDS = {
                     "add",
                     "Register a server: an HTTP URL, or a stdio command after --",
                     (Arg("name"), Arg("url", required=False)),
+                    flags=(
+                        Flag(
+                            "--scope",
+                            "Where to keep it: user (~/.yuyao/mcp.json, default) or project (.mcp.json)",
+                            G_GENERAL,
+                            CHOICE,
+                            choices=("user", "project"),
+                        ),
+                        Flag(
+                            "--env",
+                            "A variable for a stdio server, KEY=VALUE (repeatable)",
+                            G_GENERAL,
+                            TEXT,
+                            metavar="K=V",
+                            repeatable=True,
+                        ),
+                        Flag(
+                            "--header",
+                            "An HTTP header for a URL server, 'Name: value' (repeatable)",
+                            G_GENERAL,
+                            TEXT,
+                            metavar="K:V",
+                            repeatable=True,
+                        ),
+                    ),
                     command_tail=True,
                 ),
-                Action("list", "List the configured servers"),
-                Action("remove", "Remove a server", (Arg("name"),)),
+                Action("list", "List the servers: transport, status, tool count and last error"),
+                Action(
+                    "remove",
+                    "Remove a server",
+                    (Arg("name"),),
+                    flags=(
+                        Flag(
+                            "--scope",
+                            "Remove it only from user or project",
+                            G_GENERAL,
+                            CHOICE,
+                            choices=("user", "project"),
+                        ),
+                    ),
+                ),
             ),
         ),
         Command(
@@ -797,10 +835,21 @@ class _Parser:
         """Switches that belong to one sub-action (`memory index --force`)."""
         command = COMMANDS.get(self.result.command)
         action = command.actions.get(self.result.action or command.default) if command else None
-        if action is None or name not in (flag.name for flag in action.flags):
+        flag = next((f for f in action.flags if f.name == name), None) if action else None
+        if flag is None:
             return False
-        self._refuse_inline(name, inline)
-        self.result.action_flags.append(name)
+        if not flag.takes_value:
+            self._refuse_inline(name, inline)
+            self.result.action_flags.append(name)
+            return True
+        # A valued sub-action flag (`mcp add --env K=V`) is passed on with its value.
+        raw = inline if inline is not None else self._next_value(name)
+        if flag.kind == CHOICE and raw not in flag.choices:
+            raise UsageError(
+                f"invalid value '{raw}' for {name} (choose from {', '.join(flag.choices)})",
+                self.result.command,
+            )
+        self.result.action_flags += [name, raw]
         return True
 
     def _next_value(self, spelling: str) -> str:
@@ -1188,6 +1237,8 @@ def run_print(invocation: Invocation, options: dict) -> int:
         )
     from yuyao.headless import run_task
 
+    # `-p` runs what the project ships (the caller chose the directory) unless told not to.
+    options.setdefault("project_extensions", True)
     return run_task(
         task,
         options,

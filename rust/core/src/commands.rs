@@ -5,7 +5,7 @@ use crate::session::{CoreError, Session};
 use crate::words::split_words;
 use std::str::FromStr;
 use yuyao_protocol::{Curiosity, Mode, Role, ShowThinking, ThinkingLevel};
-use yuyao_store::{Layer, McpServer};
+use yuyao_store::Layer;
 
 type Handler = fn(&Session, &[String]) -> Result<String, CoreError>;
 
@@ -112,9 +112,9 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "mcp",
         [],
-        "[list | add <name> [-- <cmd> <args…> | <url>] | remove <name>]",
+        "[list | add <name> [--scope …] [-- <cmd> <args…> | <url>] | remove <name>]",
         "manage MCP servers",
-        Some(mcp)
+        Some(crate::mcp_servers::mcp_cmd)
     ),
     cmd!(
         "stream",
@@ -1071,67 +1071,6 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
         }
         Some(other) => Err(CoreError::Usage(format!(
             "unknown /config action '{other}': use get, set, unset or list"
-        ))),
-    }
-}
-
-fn mcp(s: &Session, args: &[String]) -> Result<String, CoreError> {
-    match args.first().map(String::as_str) {
-        None | Some("list") => {
-            let servers = s.mcp.list().map_err(CoreError::Failed)?;
-            if servers.is_empty() {
-                return Ok("no MCP servers configured".into());
-            }
-            let mut out =
-                String::from("MCP servers (connecting to them is not available in this build):\n");
-            for (name, srv) in servers {
-                out.push_str(&format!("  {name:<16} {}\n", srv.describe()));
-            }
-            Ok(out.trim_end().to_string())
-        }
-        Some("add") => {
-            let name = args.get(1).ok_or_else(|| usage("mcp"))?;
-            let rest = &args[2..];
-            let server = match rest.first().map(String::as_str) {
-                None => McpServer::default(),
-                Some("--") if rest.len() > 1 => McpServer {
-                    command: rest[1..].to_vec(),
-                    url: None,
-                },
-                Some(u)
-                    if rest.len() == 1
-                        && (u.starts_with("http://") || u.starts_with("https://")) =>
-                {
-                    McpServer {
-                        command: Vec::new(),
-                        url: Some(u.to_string()),
-                    }
-                }
-                Some(_) => McpServer {
-                    command: rest.to_vec(),
-                    url: None,
-                },
-            };
-            let described = server.describe();
-            let replaced = s.mcp.add(name, server).map_err(CoreError::Usage)?;
-            Ok(format!(
-                "{} MCP server '{name}' ({described})",
-                if replaced { "updated" } else { "added" }
-            ))
-        }
-        Some("remove") | Some("rm") => {
-            let name = args
-                .get(1)
-                .filter(|_| args.len() == 2)
-                .ok_or_else(|| usage("mcp"))?;
-            if s.mcp.remove(name).map_err(CoreError::Failed)? {
-                Ok(format!("removed MCP server '{name}'"))
-            } else {
-                Err(CoreError::Usage(format!("no MCP server named '{name}'")))
-            }
-        }
-        Some(other) => Err(CoreError::Usage(format!(
-            "unknown /mcp action '{other}': use list, add or remove"
         ))),
     }
 }

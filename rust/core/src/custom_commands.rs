@@ -289,7 +289,12 @@ impl Session {
             Verdict::Ask | Verdict::Review => {
                 match yuyao_tools::ToolArgs::parse("bash", &json!({"command": command}).to_string())
                 {
-                    Ok(args) => self.ask_permission("bash", &args, &action, &decision.reason),
+                    Ok(args) => self.ask_permission(
+                        "bash",
+                        &self.detail("bash", &args, &action),
+                        &action,
+                        &decision.reason,
+                    ),
                     Err(e) => Err(e),
                 }
             }

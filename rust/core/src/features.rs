@@ -9,7 +9,10 @@ const KINDS: &[(&str, &str)] = &[
     ("hooks", "hooks.json hooks do not run"),
     ("skills", "skills are not in this build"),
     ("plugins", "plugins are not in this build"),
-    ("mcp", "live MCP connections are not in this build"),
+    (
+        "mcp",
+        "MCP servers are stopped and their tools leave the next request",
+    ),
 ];
 
 impl Session {

@@ -98,7 +98,8 @@ pub fn run_headless(mut req: HeadlessRequest) -> i32 {
         memory_dir: Some(out_dir.join("memory").display().to_string()),
         // The headless contract never trusts the repository it is pointed at.
         trust_project: Some(false),
-        // Nor runs what it ships (hooks, commands' `!{cmd}`): nobody vetted that repository.
+        // Nor runs what it ships (hooks, commands' `!{cmd}`, its `.mcp.json` servers): nobody
+        // vetted that repository. The user's own servers and hooks run.
         project_extensions: Some(false),
         ..Default::default()
     };

@@ -19,6 +19,7 @@ mod headless;
 mod hook_review;
 mod hook_run;
 mod hooks;
+mod mcp_servers;
 mod memory;
 mod next_step;
 mod prompt;

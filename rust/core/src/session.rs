@@ -13,7 +13,7 @@ use yuyao_protocol::{
     SessionOptions, ShowThinking, ThinkingLevel, Usage,
 };
 use yuyao_store::sessions::SessionLog;
-use yuyao_store::{Config, McpRegistry, Paths, Trajectory};
+use yuyao_store::{Config, Paths, Trajectory};
 use yuyao_tools::{Registry, ToolContext};
 
 /// Why a session could not be opened or a command could not run. The variant decides how a
@@ -179,7 +179,7 @@ pub struct Session {
     pub(crate) opts: SessionOptions,
     pub(crate) paths: Paths,
     pub(crate) config: Config,
-    pub(crate) mcp: McpRegistry,
+    pub(crate) mcp: crate::mcp_servers::McpServers,
     pub(crate) tools: Registry,
     pub(crate) ctx: Arc<ToolContext>,
     pub(crate) state: Mutex<State>,
@@ -453,7 +453,7 @@ impl Session {
             mode_before_plan: None,
             role_before: None,
         };
-        let mcp = McpRegistry::new(paths.mcp_registry());
+        let mcp = crate::mcp_servers::McpServers::new(&paths);
         let memory = crate::memory::open(&opts, &paths, &config);
         let session = Session {
             id,
@@ -502,6 +502,9 @@ impl Session {
             .ignored_project_settings
             .extend(waiting.iter().cloned());
         ignored.extend(waiting);
+        // MCP servers start connecting now, in the background: opening never waits for them.
+        session.mcp_sync();
+        session.mcp_open_notices();
         if !ignored.is_empty() {
             session.notice(
                 NoticeLevel::Warning,
@@ -542,10 +545,6 @@ impl Session {
 
     pub fn messages(&self) -> Vec<Message> {
         self.lock().history.clone()
-    }
-
-    pub fn mcp_servers(&self) -> Vec<String> {
-        self.mcp.names()
     }
 
     pub fn config_get(&self, key: &str) -> serde_json::Value {
@@ -663,6 +662,7 @@ impl Session {
             self.session_end_hooks();
         }
         self.ctx.jobs.shutdown();
+        self.mcp_shutdown();
         {
             let mut st = self.lock();
             st.sync_log();

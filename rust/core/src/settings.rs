@@ -30,6 +30,7 @@ const READ_AT_USE: &[&str] = &[
     "compaction.memoryFlush.model",
     "hooks.max_stop_blocks",
     "features.hooks",
+    "features.mcp",
     "memorySearch.provider",
     "memorySearch.model",
     "dreaming.enabled",

@@ -85,6 +85,7 @@ impl Session {
         }
     }
 
+    /// Built-in and core tools (MCP tools are added by name in [`Session::tool_schemas`]).
     pub(crate) fn advertised_names(&self) -> Vec<&'static str> {
         self.tools
             .names()
@@ -105,6 +106,7 @@ impl Session {
                 schemas.push(s);
             }
         }
+        schemas.extend(self.mcp_schemas());
         schemas
     }
 
@@ -124,18 +126,25 @@ impl Session {
             intent: intent.to_string(),
         });
         let t0 = std::time::Instant::now();
-        let (out, effective, may_change_repo) = self.execute(client, call, token).await;
+        let (out, effective, may_change_repo) = if yuyao_policy::is_mcp_tool(&call.name) {
+            // A server may change files too: HEAD is read again after it ran.
+            let (out, effective) = self.execute_mcp(client, call).await;
+            (out, effective, effective)
+        } else {
+            self.execute(client, call, token).await
+        };
         // The call's own cost (policy, snapshot capture, the tool), for benches and traces.
         let run_us = t0.elapsed().as_micros() as u64;
         // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
         // what enters the history is scanned. The spill file keeps the raw output on the
         // user's disk; every way back to the model (read, grep, bash) is a tool result, and is
         // redacted in turn.
-        let capped = cap_output(
-            &out.text,
-            &self.ctx.spill_dir,
-            canonical_tool_name(&call.name).unwrap_or("tool"),
-        );
+        let label = match canonical_tool_name(&call.name) {
+            Some(n) => n,
+            None if yuyao_policy::is_mcp_tool(&call.name) => "mcp",
+            None => "tool",
+        };
+        let capped = cap_output(&out.text, &self.ctx.spill_dir, label);
         let text = {
             let st = self.lock();
             crate::cmd_permissions::redact(self, &st.policy, &capped).into_owned()
@@ -252,8 +261,16 @@ impl Session {
         let approved = match decision.verdict {
             Verdict::Allow => Ok(()),
             Verdict::Deny => Err(self.refusal(name, &action, &decision)),
-            Verdict::Ask => self.ask_permission(name, &args, &action, &decision.reason),
-            Verdict::Review => self.review(client, name, &args, &action).await,
+            Verdict::Ask => self.ask_permission(
+                name,
+                &self.detail(name, &args, &action),
+                &action,
+                &decision.reason,
+            ),
+            Verdict::Review => {
+                self.review(client, name, &self.detail(name, &args, &action))
+                    .await
+            }
         };
         if let Err(refusal) = approved {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
@@ -295,6 +312,63 @@ impl Session {
         }
         let may_change_repo = self.lock().policy.is_mutating(&action);
         (out, true, may_change_repo)
+    }
+
+    /// An MCP tool call: the same adjudication as a built-in tool (rules `mcp__server__tool`
+    /// and `mcp__server`; a change unless the server marks the tool read-only), then the
+    /// call on the server.
+    async fn execute_mcp(&self, client: &ModelClient, call: &ToolCall) -> (ToolOutput, bool) {
+        let Some(tool) = self.mcp_tool(&call.name) else {
+            let names: Vec<String> = self.mcp_tools().into_iter().map(|t| t.full_name).collect();
+            return (
+                ToolOutput::err(format!(
+                    "unknown or unavailable MCP tool '{}'; MCP tools available now: {}",
+                    call.name,
+                    if names.is_empty() {
+                        "none".into()
+                    } else {
+                        names.join(", ")
+                    }
+                )),
+                false,
+            );
+        };
+        let args = match yuyao_tools::parse_arguments(&call.arguments) {
+            Ok(a) => a,
+            Err(e) => return (ToolOutput::err(e), false),
+        };
+        let action = Action {
+            tool: tool.full_name.clone(),
+            command: None,
+            paths: Vec::new(),
+        };
+        let decision = {
+            let mut st = self.lock();
+            st.policy.mcp_read_only = self.mcp_read_only();
+            st.policy.decide(&action)
+        };
+        self.lock().trajectory.record(
+            "decision",
+            json!({"tool": tool.full_name, "arguments": args, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source}),
+        );
+        let detail = format!(
+            "MCP server '{}', tool '{}'\n{}",
+            tool.server,
+            tool.name,
+            serde_json::to_string_pretty(&args).unwrap_or_default()
+        );
+        let name = tool.full_name.as_str();
+        let approved = match decision.verdict {
+            Verdict::Allow => Ok(()),
+            Verdict::Deny => Err(self.refusal(name, &action, &decision)),
+            Verdict::Ask => self.ask_permission(name, &detail, &action, &decision.reason),
+            Verdict::Review => self.review(client, name, &detail).await,
+        };
+        if let Err(refusal) = approved {
+            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
+            return (ToolOutput::err(refusal), false);
+        }
+        (self.mcp_call(&tool, args).await, true)
     }
 
     /// "Refused: <reason>." and what would allow the call, derived from the decision's
@@ -345,7 +419,7 @@ impl Session {
     }
 
     /// The actual command or the actual diff: what a permission prompt must show.
-    fn detail(&self, name: &str, args: &ToolArgs, action: &Action) -> String {
+    pub(crate) fn detail(&self, name: &str, args: &ToolArgs, action: &Action) -> String {
         if let Some(c) = &action.command {
             return c.clone();
         }
@@ -378,7 +452,7 @@ impl Session {
     pub(crate) fn ask_permission(
         &self,
         name: &str,
-        args: &ToolArgs,
+        detail: &str,
         action: &Action,
         reason: &str,
     ) -> Result<(), String> {
@@ -396,7 +470,7 @@ impl Session {
         let req = Request::Permission {
             tool: name.to_string(),
             summary,
-            detail: self.detail(name, args, action),
+            detail: detail.to_string(),
             reason: reason.to_string(),
             rules: rules.clone(),
         };
@@ -419,13 +493,7 @@ impl Session {
     }
 
     /// auto-review: a short, separate model call judges the action (fail-closed).
-    async fn review(
-        &self,
-        client: &ModelClient,
-        name: &str,
-        args: &ToolArgs,
-        action: &Action,
-    ) -> Result<(), String> {
+    async fn review(&self, client: &ModelClient, name: &str, detail: &str) -> Result<(), String> {
         let request = self
             .lock()
             .history
@@ -435,10 +503,7 @@ impl Session {
             .map(|m| m.text())
             .unwrap_or_default();
         let system = "You review actions proposed by a coding agent before they run. Block actions that are destructive beyond the user's request, exfiltrate secrets or credentials, reach the network unexpectedly, escalate privileges, or touch files outside the project. Allow ordinary development actions that serve the request. Answer with exactly one line: `ALLOW: <reason>` or `BLOCK: <reason>`.";
-        let user = format!(
-            "User's request:\n{request}\n\nProposed action ({name}):\n{}",
-            self.detail(name, args, action)
-        );
+        let user = format!("User's request:\n{request}\n\nProposed action ({name}):\n{detail}");
         let req = build_request(system, &[Message::user(user)], Vec::new(), false, None);
         let mut ignore = |_p: yuyao_model::Piece<'_>| {};
         let never = CancellationToken::new();

@@ -340,6 +340,8 @@ impl Session {
                 crate::state_notes::push_note(&mut self.lock(), note);
             }
             let history = self.lock().history.clone();
+            // MCP servers still starting get until their startup deadline to offer tools.
+            self.mcp_wait_started().await;
             let (mut req, _) = self.next_request(&history);
             let max_out = self
                 .config

@@ -109,6 +109,14 @@ pub struct Policy {
     pub roots: Vec<PathBuf>,
     /// yuyao's own folder (`~/.yuyao`): never written by a tool.
     pub home: Option<PathBuf>,
+    /// MCP tools their server marks read-only (`readOnlyHint`); every other MCP tool is
+    /// taken to change something.
+    pub mcp_read_only: Vec<String>,
+}
+
+/// An MCP tool as the model calls it: `mcp__<server>__<tool>`.
+pub fn is_mcp_tool(tool: &str) -> bool {
+    tool.starts_with("mcp__")
 }
 
 /// The shell command's segments, or why they cannot be determined. Scripts the line runs
@@ -132,13 +140,18 @@ impl Policy {
             headless: false,
             roots: vec![project.to_path_buf()],
             home: None,
+            mcp_read_only: Vec::new(),
         }
     }
 
     /// Whether the action changes the workspace (seed 001's definition).
     pub fn is_mutating(&self, a: &Action) -> bool {
         let segs = a.command.as_deref().map(|c| parse(c, self.project()));
-        Self::mutating_with(a, segs.as_ref())
+        Self::mutating_with(a, segs.as_ref()) || self.mcp_mutating(a)
+    }
+
+    fn mcp_mutating(&self, a: &Action) -> bool {
+        is_mcp_tool(&a.tool) && !self.mcp_read_only.contains(&a.tool)
     }
 
     fn mutating_with(a: &Action, segs: Option<&Result<Vec<Segment>, Undetermined>>) -> bool {
@@ -170,7 +183,7 @@ impl Policy {
     pub fn decide(&self, a: &Action) -> Decision {
         let tool = a.tool.as_str();
         let segs = a.command.as_deref().map(|c| parse(c, self.project()));
-        let mutating = Self::mutating_with(a, segs.as_ref());
+        let mutating = Self::mutating_with(a, segs.as_ref()) || self.mcp_mutating(a);
 
         // 2. role and mode
         if mutating && let Some(why) = self.read_only_reason() {
@@ -352,6 +365,9 @@ impl Policy {
                     c.trim()
                 )
             }),
+            (None, true) if matches!(r.pattern, Some(rules::Pattern::Mcp(_))) => {
+                Some(a.tool.clone())
+            }
             (None, true) => a
                 .paths
                 .iter()
@@ -650,6 +666,7 @@ impl Policy {
             Some(Err(_)) => None,
             None => candidates.into_iter().find(|r| {
                 r.pattern.is_none()
+                    || matches!(r.pattern, Some(rules::Pattern::Mcp(_)))
                     || (!a.paths.is_empty()
                         && a.paths.iter().all(|p| r.matches_path(p, self.project())))
             }),
@@ -721,6 +738,35 @@ mod tests {
 
     fn policy(mode: Mode) -> Policy {
         Policy::new(mode, Role::Execute, Path::new("/proj"))
+    }
+
+    #[test]
+    fn mcp_tools_are_changes_unless_read_only_and_rules_name_tools_or_servers() {
+        let call = |t: &str| Action {
+            tool: t.into(),
+            command: None,
+            paths: vec![],
+        };
+        let get = call("mcp__time__get_current_time");
+        let mut p = policy(Mode::Ask);
+        assert_eq!(p.decide(&get).verdict, Verdict::Ask);
+        assert_eq!(policy(Mode::Plan).decide(&get).verdict, Verdict::Deny);
+        p.mcp_read_only.push(get.tool.clone());
+        assert_eq!(p.decide(&get).verdict, Verdict::Allow);
+        let mut p = policy(Mode::Ask);
+        p.allow.push(Rule::parse("mcp__time").unwrap());
+        assert_eq!(p.decide(&get).verdict, Verdict::Allow);
+        // `mcp__time` is not `mcp__timeline`.
+        assert_eq!(p.decide(&call("mcp__timeline__x")).verdict, Verdict::Ask);
+        let mut p = policy(Mode::Yolo);
+        p.deny
+            .push(Rule::parse("mcp__time__get_current_time").unwrap());
+        assert_eq!(p.decide(&get).verdict, Verdict::Deny);
+        assert_eq!(
+            p.decide(&call("mcp__time__convert_time")).verdict,
+            Verdict::Allow
+        );
+        assert!(Rule::parse("mcp__").is_err());
     }
 
     #[test]

@@ -44,6 +44,16 @@ pub enum Pattern {
     Command(String),
     /// For file tools: a glob over the target path.
     Path(GlobMatcher, String),
+    /// An MCP tool (`mcp__server__tool`) or a whole server (`mcp__server`): the prefix.
+    Mcp(String),
+}
+
+/// Whether `tool` is what an MCP rule (`mcp__server` or `mcp__server__tool`) names.
+fn mcp_covers(rule: &str, tool: &str) -> bool {
+    tool == rule
+        || tool
+            .strip_prefix(rule)
+            .is_some_and(|rest| rest.starts_with("__"))
 }
 
 /// Tools whose `file_path`/`path` argument path rules apply to.
@@ -64,6 +74,26 @@ impl Rule {
         let t = text.trim();
         if t.is_empty() {
             return Err("empty permission rule".into());
+        }
+        // MCP tools have no fixed name: the rule names one (`mcp__time__get_current_time`),
+        // a whole server (`mcp__time`, `mcp__time__*`), and `Mcp(…)` spellings of both.
+        let mcp = t
+            .strip_prefix("Mcp(")
+            .or_else(|| t.strip_prefix("mcp("))
+            .and_then(|i| i.strip_suffix(')'))
+            .unwrap_or(t);
+        if let Some(rest) = mcp.strip_prefix("mcp__") {
+            let name = rest.trim_end_matches('*').trim_end_matches("__");
+            if name.is_empty() || name.contains(['(', ')', ' ', '/']) {
+                return Err(format!(
+                    "invalid rule '{t}': use mcp__<server> or mcp__<server>__<tool>"
+                ));
+            }
+            return Ok(Rule {
+                text: t.to_string(),
+                tool: None,
+                pattern: Some(Pattern::Mcp(format!("mcp__{name}"))),
+            });
         }
         if let Some(open) = t.find('(') {
             let Some(inner) = t[open + 1..].strip_suffix(')') else {
@@ -115,6 +145,7 @@ impl Rule {
         match (self.tool, &self.pattern) {
             (Some(t), Some(Pattern::Command(_))) => t == tool || (shell(t) && shell(tool)),
             (Some(t), _) => t == tool || (t == "bash" && shell(tool)),
+            (None, Some(Pattern::Mcp(m))) => mcp_covers(m, tool),
             (None, None) => true,
             (None, Some(_)) => FILE_TOOLS.contains(&tool),
         }
@@ -125,7 +156,7 @@ impl Rule {
         match &self.pattern {
             None => true,
             Some(Pattern::Command(p)) => CommandPattern::parse(p).allows(s),
-            Some(Pattern::Path(..)) => false,
+            Some(Pattern::Path(..) | Pattern::Mcp(_)) => false,
         }
     }
 
@@ -135,7 +166,7 @@ impl Rule {
         match &self.pattern {
             None => true,
             Some(Pattern::Command(p)) => CommandPattern::parse(p).vetoes(s),
-            Some(Pattern::Path(..)) => false,
+            Some(Pattern::Path(..) | Pattern::Mcp(_)) => false,
         }
     }
 
@@ -145,7 +176,7 @@ impl Rule {
         match &self.pattern {
             None => true,
             Some(Pattern::Command(p)) => CommandPattern::parse(p).vetoes_text(cmd),
-            Some(Pattern::Path(..)) => false,
+            Some(Pattern::Path(..) | Pattern::Mcp(_)) => false,
         }
     }
 
@@ -196,7 +227,7 @@ impl Rule {
     pub fn matches_path(&self, path: &Path, project: &Path) -> bool {
         match &self.pattern {
             None => true,
-            Some(Pattern::Command(_)) => false,
+            Some(Pattern::Command(_) | Pattern::Mcp(_)) => false,
             Some(Pattern::Path(g, _)) => {
                 let rel = path.strip_prefix(project).unwrap_or(path);
                 g.is_match(path) || g.is_match(rel)

@@ -66,7 +66,7 @@ pub struct SessionOptions {
     /// decision. Untrusted projects' widening settings are ignored.
     #[serde(default)]
     pub trust_project: Option<bool>,
-    /// Project-provided executables (project hooks, `!{cmd}` of project commands): `Some(true)`
+    /// Project-provided executables (project hooks, `!{cmd}` of project commands, `.mcp.json` servers): `Some(true)`
     /// runs them (`-p`, agent_api: the caller chose the directory), `Some(false)` never
     /// (run_agent.sh), `None` once the project is trusted (the TUI).
     pub project_extensions: Option<bool>,

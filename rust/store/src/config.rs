@@ -355,8 +355,14 @@ const KNOWN: &[Key] = &[
     key(
         "features.mcp",
         Kind::Bool,
-        Applies::NotInBuild("live MCP connections"),
+        Applies::Live,
         "connect to MCP servers",
+    ),
+    key(
+        "mcp.startup_timeout_ms",
+        Kind::PosInt,
+        Applies::NextSession,
+        "how long an MCP server may take to start before it is reported as failed (default 10000)",
     ),
     key(
         "storage.retention_days",

@@ -14,7 +14,7 @@ pub mod trajectory;
 pub mod trust;
 
 pub use config::{Config, ConfigError, Layer};
-pub use mcp::{McpRegistry, McpServer};
+pub use mcp::{McpRegistry, McpScope, McpServer};
 pub use paths::{Paths, project_root};
 pub use snapshots::Snapshots;
 pub use trajectory::Trajectory;

@@ -1,0 +1,426 @@
+//! The session's MCP servers: the two configuration files (user `~/.yuyao/mcp.json`,
+//! project `<project>/.mcp.json`), which of their servers may run (a project's only when its
+//! extensions are allowed), the live connections (`yuyao_mcp::Manager`), their tools in the
+//! request, their calls through the permission engine, and `/mcp`.
+
+use crate::session::{CoreError, Session};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use yuyao_mcp::{Entry, Manager, ToolInfo};
+use yuyao_store::{McpRegistry, McpScope, McpServer, Paths};
+use yuyao_tools::ToolOutput;
+
+pub(crate) struct McpServers {
+    user: McpRegistry,
+    project: McpRegistry,
+    /// Made when the first server is configured, so a session without any starts nothing.
+    manager: Mutex<Option<Arc<Manager>>>,
+}
+
+impl McpServers {
+    pub(crate) fn new(paths: &Paths) -> Self {
+        McpServers {
+            user: McpRegistry::new(paths.mcp_registry()),
+            project: McpRegistry::new(paths.project.join(".mcp.json")),
+            manager: Mutex::new(None),
+        }
+    }
+
+    fn registry(&self, scope: McpScope) -> &McpRegistry {
+        match scope {
+            McpScope::User => &self.user,
+            McpScope::Project => &self.project,
+        }
+    }
+
+    /// Every configured server with its scope; a user entry wins over a project entry of the
+    /// same name (a repository cannot replace a server the user configured).
+    fn configured(&self) -> (BTreeMap<String, (McpScope, McpServer)>, Vec<String>) {
+        let mut out = BTreeMap::new();
+        let mut problems = Vec::new();
+        for scope in [McpScope::Project, McpScope::User] {
+            match self.registry(scope).list() {
+                Ok(list) => {
+                    for (name, srv) in list {
+                        // A name with `__` could pass for another server's tools under
+                        // its rules (`mcp__time__x__…` under `mcp__time`): never run.
+                        if !yuyao_store::mcp::valid_server_name(&name) {
+                            problems.push(format!(
+                                "MCP server '{name}' in {} is skipped: a name is letters, digits, '_' (not '__'), '-' or '.'",
+                                self.registry(scope).path().display()
+                            ));
+                            continue;
+                        }
+                        out.insert(name, (scope, srv));
+                    }
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+        (out, problems)
+    }
+
+    fn manager(&self) -> Option<Arc<Manager>> {
+        self.manager
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl Session {
+    /// Whether the project's own executables (`.mcp.json` servers) may run: as the front
+    /// chose (`-p`/agent_api yes unless told otherwise, run_agent.sh never), else (the TUI)
+    /// only in a trusted project.
+    fn project_extensions_run(&self) -> Result<(), String> {
+        // One predicate for every project-provided executable (hooks, `!{cmd}`, servers).
+        if self.project_extensions_allowed() {
+            Ok(())
+        } else if self.opts.no_project_extensions || self.opts.project_extensions == Some(false) {
+            Err("off (project extensions)".into())
+        } else {
+            Err("not run until the project is trusted (/trust)".into())
+        }
+    }
+
+    /// Makes the running servers match the configuration files (started in the background,
+    /// never waited for here). Called at open, after `/mcp add|remove`, before each request.
+    pub(crate) fn mcp_sync(&self) {
+        let (configured, _) = self.mcp.configured();
+        let mut slot = self.mcp.manager.lock().unwrap_or_else(|e| e.into_inner());
+        if configured.is_empty() && slot.is_none() {
+            return;
+        }
+        let project_ok = self.project_extensions_run();
+        // `features.mcp = false` holds every server: their tools leave the next request.
+        let mcp_on = self.feature_enabled("mcp");
+        let wanted: BTreeMap<String, Entry> = configured
+            .into_iter()
+            .map(|(name, (scope, srv))| {
+                let entry = if !mcp_on {
+                    Entry::Held(srv, "off (features.mcp = false)".into())
+                } else if srv.disabled() {
+                    Entry::Held(srv, "disabled".into())
+                } else {
+                    match (&project_ok, scope) {
+                        (Err(why), McpScope::Project) => Entry::Held(srv, why.clone()),
+                        _ => Entry::Run(srv),
+                    }
+                };
+                (name, entry)
+            })
+            .collect();
+        if slot.is_none() {
+            let timeout = self
+                .config
+                .get("mcp.startup_timeout_ms")
+                .and_then(|v| v.as_integer())
+                .filter(|n| *n > 0)
+                .map(|n| Duration::from_millis(n as u64))
+                .unwrap_or(yuyao_mcp::DEFAULT_STARTUP_TIMEOUT);
+            match Manager::new(timeout, self.paths.project.clone()) {
+                Ok(m) => *slot = Some(Arc::new(m)),
+                Err(e) => {
+                    drop(slot);
+                    self.notice(yuyao_protocol::NoticeLevel::Warning, e);
+                    return;
+                }
+            }
+        }
+        if let Some(m) = slot.as_ref() {
+            m.sync(wanted);
+        }
+    }
+
+    /// At open: what the project's `.mcp.json` would run, when it waits for the user's trust
+    /// (the TUI), so the user sees exactly which commands `/trust` lets start.
+    /// Also warns about a configuration file that cannot be read (its servers do not run).
+    pub(crate) fn mcp_open_notices(&self) {
+        let (configured, problems) = self.mcp.configured();
+        for p in problems {
+            self.notice(yuyao_protocol::NoticeLevel::Warning, p);
+        }
+        if self.opts.project_extensions.is_some()
+            || self.opts.no_project_extensions
+            || self.project_extensions_run().is_ok()
+        {
+            return;
+        }
+        let held: Vec<String> = configured
+            .iter()
+            .filter(|(_, (scope, srv))| *scope == McpScope::Project && !srv.disabled())
+            .map(|(name, (_, srv))| format!("{name}: {}", srv.describe()))
+            .collect();
+        if !held.is_empty() {
+            self.notice(
+                yuyao_protocol::NoticeLevel::Info,
+                format!(
+                    "this project's .mcp.json declares MCP servers that start only once you trust the project (/trust): {}",
+                    held.join("; ")
+                ),
+            );
+        }
+    }
+
+    /// Stops every server (stdio children are killed) when the session closes.
+    pub(crate) fn mcp_shutdown(&self) {
+        let manager = self
+            .mcp
+            .manager
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(manager);
+    }
+
+    /// Before a request: servers still starting get until their startup deadline.
+    pub(crate) async fn mcp_wait_started(&self) {
+        self.mcp_sync();
+        if let Some(m) = self.mcp.manager() {
+            m.wait_started().await;
+        }
+    }
+
+    /// The ready servers' tools the session offers (`--tools` may name them, or a server
+    /// as `mcp__<server>`).
+    pub(crate) fn mcp_tools(&self) -> Vec<ToolInfo> {
+        let Some(m) = self.mcp.manager() else {
+            return Vec::new();
+        };
+        let mut tools = m.tools();
+        if let Some(list) = &self.opts.tools {
+            tools.retain(|t| {
+                list.iter().any(|n| {
+                    *n == t.full_name || *n == format!("{}{}", yuyao_mcp::TOOL_PREFIX, t.server)
+                })
+            });
+        }
+        tools.sort_by(|a, b| a.full_name.cmp(&b.full_name));
+        tools
+    }
+
+    pub(crate) fn mcp_schemas(&self) -> Vec<Value> {
+        self.mcp_tools()
+            .into_iter()
+            .map(|t| {
+                serde_json::json!({
+                    "type": "function",
+                    "function": {
+                        "name": t.full_name,
+                        "description": format!("[MCP server {}] {}", t.server, t.description),
+                        "parameters": t.schema,
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// Runs an MCP call the policy allowed.
+    pub(crate) async fn mcp_call(&self, tool: &ToolInfo, args: Value) -> ToolOutput {
+        let Some(m) = self.mcp.manager() else {
+            return ToolOutput::err("no MCP server is running");
+        };
+        match m.call(&tool.server, &tool.name, args).await {
+            Ok(out) => ToolOutput {
+                ok: !out.is_error,
+                text: out.text,
+                images: out.images,
+            },
+            Err(e) => ToolOutput::err(e),
+        }
+    }
+
+    pub(crate) fn mcp_tool(&self, name: &str) -> Option<ToolInfo> {
+        self.mcp_tools().into_iter().find(|t| t.full_name == name)
+    }
+
+    /// The names of every configured server (user and project).
+    pub fn mcp_servers(&self) -> Vec<String> {
+        self.mcp.configured().0.into_keys().collect()
+    }
+
+    /// Read-only MCP tools, for the policy.
+    pub(crate) fn mcp_read_only(&self) -> Vec<String> {
+        self.mcp_tools()
+            .into_iter()
+            .filter(|t| t.read_only)
+            .map(|t| t.full_name)
+            .collect()
+    }
+}
+
+/// `/mcp list|add|remove` (also `yuyao mcp …`).
+pub(crate) fn mcp_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    match args.first().map(String::as_str) {
+        None | Some("list") => list(s),
+        Some("add") => add(s, &args[1..]),
+        Some("remove") | Some("rm") => {
+            let (scope, rest) = take_scope(&args[1..])?;
+            let [name] = rest.as_slice() else {
+                return Err(usage());
+            };
+            let scopes = match scope {
+                Some(sc) => vec![sc],
+                None => vec![McpScope::User, McpScope::Project],
+            };
+            let mut removed = Vec::new();
+            for sc in scopes {
+                if s.mcp.registry(sc).remove(name).map_err(CoreError::Failed)? {
+                    removed.push(sc.as_str());
+                }
+            }
+            if removed.is_empty() {
+                return Err(CoreError::Usage(format!("no MCP server named '{name}'")));
+            }
+            s.mcp_sync();
+            Ok(format!(
+                "removed MCP server '{name}' ({} scope)",
+                removed.join(" and ")
+            ))
+        }
+        Some(other) => Err(CoreError::Usage(format!(
+            "unknown /mcp action '{other}': use list, add or remove"
+        ))),
+    }
+}
+
+fn usage() -> CoreError {
+    CoreError::Usage(
+        "usage: /mcp list | /mcp add NAME [--scope user|project] [--env K=V]... -- CMD ARGS... | /mcp add NAME URL [--header 'K: V']... | /mcp remove NAME".into(),
+    )
+}
+
+fn take_scope(args: &[String]) -> Result<(Option<McpScope>, Vec<String>), CoreError> {
+    let mut scope = None;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--" {
+            rest.push(a.clone());
+            rest.extend(it.cloned());
+            break;
+        }
+        if let Some(v) = a.strip_prefix("--scope=").map(str::to_string).or_else(|| {
+            (a == "--scope" || a == "-s").then(|| it.next().cloned().unwrap_or_default())
+        }) {
+            scope = Some(McpScope::parse(&v).ok_or_else(|| {
+                CoreError::Usage(format!("invalid scope '{v}': use user or project"))
+            })?);
+        } else {
+            rest.push(a.clone());
+        }
+    }
+    Ok((scope, rest))
+}
+
+fn add(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let (scope, rest) = take_scope(args)?;
+    let mut env = BTreeMap::new();
+    let mut headers = BTreeMap::new();
+    let mut words = Vec::new();
+    let mut command: Option<Vec<String>> = None;
+    let mut it = rest.into_iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--" => {
+                command = Some(it.by_ref().collect());
+            }
+            "--env" | "-e" => {
+                let kv = it.next().ok_or_else(usage)?;
+                let (k, v) = kv
+                    .split_once('=')
+                    .filter(|(k, _)| !k.is_empty())
+                    .ok_or_else(|| {
+                        CoreError::Usage(format!("--env takes KEY=VALUE, got '{kv}'"))
+                    })?;
+                env.insert(k.to_string(), v.to_string());
+            }
+            "--header" | "-H" => {
+                let kv = it.next().ok_or_else(usage)?;
+                let (k, v) = kv
+                    .split_once(':')
+                    .filter(|(k, _)| !k.trim().is_empty())
+                    .ok_or_else(|| {
+                        CoreError::Usage(format!("--header takes 'NAME: VALUE', got '{kv}'"))
+                    })?;
+                headers.insert(k.trim().to_string(), v.trim().to_string());
+            }
+            _ => words.push(a),
+        }
+    }
+    let (name, rest) = words.split_first().ok_or_else(usage)?;
+    let server = match (rest, command) {
+        ([], Some(argv)) if !argv.is_empty() => {
+            if !headers.is_empty() {
+                return Err(CoreError::Usage(
+                    "--header is for HTTP servers (a URL)".into(),
+                ));
+            }
+            McpServer::stdio(&argv, env)
+        }
+        ([url], None) if url.starts_with("http://") || url.starts_with("https://") => {
+            if !env.is_empty() {
+                return Err(CoreError::Usage(
+                    "--env is for stdio servers (-- CMD ARGS)".into(),
+                ));
+            }
+            McpServer::http(url, headers)
+        }
+        ([], None) => McpServer::default(),
+        _ => return Err(usage()),
+    };
+    let scope = scope.unwrap_or(McpScope::User);
+    let described = server.describe();
+    let replaced = s
+        .mcp
+        .registry(scope)
+        .add(name, server)
+        .map_err(CoreError::Usage)?;
+    s.mcp_sync();
+    Ok(format!(
+        "{} MCP server '{name}' ({described}; {} scope, {})",
+        if replaced { "updated" } else { "added" },
+        scope.as_str(),
+        s.mcp.registry(scope).path().display()
+    ))
+}
+
+fn list(s: &Session) -> Result<String, CoreError> {
+    let (configured, problems) = s.mcp.configured();
+    let mut out = String::new();
+    for p in &problems {
+        out.push_str(&format!("warning: {p}\n"));
+    }
+    if configured.is_empty() {
+        out.push_str("no MCP servers configured");
+        return Ok(out);
+    }
+    // A listing shows where each server stands: those still starting get their deadline.
+    s.mcp_sync();
+    let statuses = match s.mcp.manager() {
+        Some(m) => {
+            m.wait_started_blocking();
+            m.statuses()
+        }
+        None => Vec::new(),
+    };
+    out.push_str(&format!(
+        "  {:<16} {:<8} {:<10} {:<32} {:>5}  last error\n",
+        "name", "scope", "transport", "status", "tools"
+    ));
+    for (name, (scope, srv)) in configured {
+        let st = statuses.iter().find(|x| x.name == name);
+        let status = st.map(|x| x.status.clone()).unwrap_or_else(|| "-".into());
+        let tools = st.map(|x| x.tools).unwrap_or(0);
+        let error = st.and_then(|x| x.error.clone()).unwrap_or_default();
+        out.push_str(&format!(
+            "  {name:<16} {:<8} {:<10} {status:<32} {tools:>5}  {error}\n",
+            scope.as_str(),
+            srv.transport(),
+        ));
+        out.push_str(&format!("      {}\n", srv.describe()));
+    }
+    Ok(out.trim_end().to_string())
+}

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCE = REPO / "python"
 RUN_AGENT = REPO / "run_agent.sh"
 VERSION = (REPO / "VERSION").read_text().strip()
 MODEL_VARIABLES = ("D2A_MODEL_BASE_URL", "D2A_MODEL_NAME", "D2A_MODEL_API_KEY")
@@ -31,11 +30,16 @@ def yuyao_command() -> list[str]:
 
 @pytest.fixture
 def env(tmp_path):
-    """No model configured, a private YUYAO_HOME, the source tree importable."""
+    """No model configured, a private YUYAO_HOME, yuyao importable from where this test
+    process imports it (the installed wheel in CI, the source tree in development: putting
+    the source first would shadow an installed wheel with a tree that has no compiled core)."""
+    import yuyao
+
+    importable = Path(yuyao.__file__).resolve().parent.parent
     environment = {k: v for k, v in os.environ.items() if not k.startswith("D2A_MODEL_")}
     environment["YUYAO_HOME"] = str(tmp_path / "home")
     environment["PYTHONPATH"] = os.pathsep.join(
-        [str(SOURCE)] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else [])
+        [str(importable)] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else [])
     )
     # run_agent.sh looks for `python3` on PATH: make it this interpreter.
     environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), environment["PATH"]])

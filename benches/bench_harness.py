@@ -463,7 +463,7 @@ def run_all(args: argparse.Namespace, work: Path) -> dict:
         "repos": {"tiny": {"files": 1}, "big": {"files": args.big_files + 1}},
         "server": {"latency_s": 0.0, "tcp_nodelay": True, "stream": False},
         "peer": PEER_PACKAGE,
-        "peer_version": f"mini-swe-agent {', '.join(versions)}" if versions else None,
+        "peer_version": f"peer harness {', '.join(versions)}" if versions else None,
         "peer_error": peer_error,
         "summary": summary,
         "rows": rows,

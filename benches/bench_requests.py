@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             "steps": steps,
             "rounds": args.rounds,
             "workloads": workloads,
-            "peer_version": f"mini-swe-agent {sorted(v for v in versions if v)}"
+            "peer_version": f"peer harness {sorted(v for v in versions if v)}"
             if versions
             else None,
             "peer_error": peer_error,

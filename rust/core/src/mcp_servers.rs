@@ -17,15 +17,39 @@ pub(crate) struct McpServers {
     project: McpRegistry,
     /// Made when the first server is configured, so a session without any starts nothing.
     manager: Mutex<Option<Arc<Manager>>>,
+    /// The project's servers as the session first read them, or as the user wrote them with
+    /// `/mcp`. A tool process can write `.mcp.json` (a file that does not exist yet is not
+    /// protected by the sandbox's mounts), and servers run with the user's rights: an entry
+    /// that differs from this is held until the next session, never started mid-session.
+    vetted: Mutex<BTreeMap<String, McpServer>>,
 }
 
 impl McpServers {
     pub(crate) fn new(paths: &Paths) -> Self {
-        McpServers {
+        let servers = McpServers {
             user: McpRegistry::new(paths.mcp_registry()),
             project: McpRegistry::new(paths.project.join(".mcp.json")),
             manager: Mutex::new(None),
-        }
+            vetted: Mutex::new(BTreeMap::new()),
+        };
+        servers.vet_project();
+        servers
+    }
+
+    /// Records the project file's entries as they are now as vetted (at open, and after the
+    /// user's own `/mcp add|remove`).
+    fn vet_project(&self) {
+        let now: BTreeMap<String, McpServer> = self.project.list().unwrap_or_default();
+        *self.vetted.lock().unwrap_or_else(|e| e.into_inner()) = now;
+    }
+
+    /// Whether the project entry `name` is the one the session vetted.
+    fn is_vetted(&self, name: &str, srv: &McpServer) -> bool {
+        self.vetted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            == Some(srv)
     }
 
     fn registry(&self, scope: McpScope) -> &McpRegistry {
@@ -106,6 +130,12 @@ impl Session {
                 } else {
                     match (&project_ok, scope) {
                         (Err(why), McpScope::Project) => Entry::Held(srv, why.clone()),
+                        (Ok(()), McpScope::Project) if !self.mcp.is_vetted(&name, &srv) => {
+                            Entry::Held(
+                                srv,
+                                "written to .mcp.json during this session, not with /mcp: starts in the next session".into(),
+                            )
+                        }
                         _ => Entry::Run(srv),
                     }
                 };
@@ -378,6 +408,9 @@ fn add(s: &Session, args: &[String]) -> Result<String, CoreError> {
         .registry(scope)
         .add(name, server)
         .map_err(CoreError::Usage)?;
+    if scope == McpScope::Project {
+        s.mcp.vet_project();
+    }
     s.mcp_sync();
     Ok(format!(
         "{} MCP server '{name}' ({described}; {} scope, {})",

@@ -356,12 +356,13 @@ def effect_mcp_startup_timeout(fake_llm, live, yuyao_home, **_):
 def effect_features_mcp(fake_llm, live, yuyao_home, **_):
     """A user server's tools are in the request; `features.mcp = false` set in the live
     session takes them out of the next one."""
-    import shutil
+    from pathlib import Path
 
-    if shutil.which("mcp-server-time") is None:
+    time_server = Path(sys.executable).parent / "mcp-server-time"
+    if not time_server.exists():
         pytest.skip("mcp-server-time is not installed (scripts/test-requirements.txt)")
     (yuyao_home / "mcp.json").write_text(
-        json.dumps({"mcpServers": {"time": {"command": "mcp-server-time"}}})
+        json.dumps({"mcpServers": {"time": {"command": str(time_server)}}})
     )
     server = fake_llm([say("one"), say("two")])
     s, _ = live(server)

@@ -233,7 +233,7 @@ def effect_curiosity(fake_llm, live, **_):
     s, _ = live(server)
     set_key(s, "curiosity", "high")
     s.chat("again")
-    assert "whenever a choice of approach" in server.stated("Asking", 1)
+    assert "less than 95% sure" in server.stated("Asking", 1)
 
 
 def effect_cache_hints(fake_llm, live, **_):

@@ -3,6 +3,7 @@
 //! A front opens a [`Session`], submits turns ([`Session::chat`]) and slash commands
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
+mod ask;
 mod busy;
 mod cmd_background;
 mod cmd_files;
@@ -26,6 +27,7 @@ mod prompt;
 mod refs;
 mod rule_files;
 mod run_inputs;
+mod scope;
 mod session;
 mod settings;
 mod state_notes;

@@ -84,18 +84,21 @@ fn role_line(role: Role) -> &'static str {
     }
 }
 
-pub(crate) fn curiosity_line(c: Curiosity) -> &'static str {
+/// The one threshold `--curiosity` moves (issue 18 §1): how sure the agent must be of the
+/// user's meaning to go ahead without asking. Everything else about asking stays the same.
+pub(crate) fn curiosity_threshold(c: Curiosity) -> u8 {
     match c {
-        Curiosity::Low => {
-            "Ask the user (ask-user tool, 2–4 concrete options) only when two readings of the request lead to materially different work and a wrong guess would be costly; otherwise pick the obvious default and state it."
-        }
-        Curiosity::Normal => {
-            "When two readings of the request lead to materially different work, ask first with the ask-user tool, offering 2–4 concrete options. Do not ask when there is an obvious default."
-        }
-        Curiosity::High => {
-            "Ask with the ask-user tool (2–4 concrete options) whenever a choice of approach, scope or behaviour is open, before doing the work. Still do not ask about things with an obvious default."
-        }
+        Curiosity::Low => 50,
+        Curiosity::Normal => 80,
+        Curiosity::High => 95,
     }
+}
+
+pub(crate) fn curiosity_line(c: Curiosity) -> String {
+    format!(
+        "Curiosity {c}: ask before guessing when you are less than {}% sure which reading of the request the user means and the readings lead to different work. Ask with the ask-user tool and 2–4 concrete options (an open question is rejected); never ask what the user, AGENTS.md, memory or an earlier answer already settled. Above the threshold, take the most likely reading and state it.",
+        curiosity_threshold(c)
+    )
 }
 
 /// The lines of the "Permissions in force" section (and of a settings note): `(label, text)`.
@@ -136,7 +139,7 @@ fn default_body(i: &PromptInputs<'_>) -> String {
     s.push_str("\n\n");
     s.push_str(METHOD);
     s.push_str("\n\n# Asking\n");
-    s.push_str(curiosity_line(i.stated.curiosity));
+    s.push_str(&curiosity_line(i.stated.curiosity));
     s.push_str(&format!(
         "\n\n# Environment\n- Date: {}\n- Working directory: {}\n- Project root: {}\n- Tools: {}\n",
         chrono::Local::now().format("%Y-%m-%d"),

@@ -206,6 +206,8 @@ pub struct Session {
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
+    /// The turn's declared scope and what its guard let through (`scope/`).
+    pub(crate) scope: Mutex<crate::scope::Tracker>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -479,6 +481,7 @@ impl Session {
             expanded_prompt: Default::default(),
             rules: Mutex::new(Default::default()),
             dreamed: std::sync::atomic::AtomicBool::new(false),
+            scope: Mutex::new(Default::default()),
             runtime: Mutex::new(None),
             _live: live,
         };

@@ -34,6 +34,9 @@ const READ_AT_USE: &[&str] = &[
     "memorySearch.provider",
     "memorySearch.model",
     "dreaming.enabled",
+    "scope.guard",
+    "ask_user.require_options",
+    "ask_user.reuse_answers",
 ];
 
 /// The setter of a live key that changes the session's state.

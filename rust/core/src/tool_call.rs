@@ -7,11 +7,10 @@ use tokio_util::sync::CancellationToken;
 use yuyao_model::{ModelClient, build_request};
 use yuyao_policy::{Action, Verdict};
 use yuyao_protocol::{Event, Message, PermissionAnswer, Request, ToolCall, canonical_tool_name};
-use yuyao_tools::args::AskUserParams;
 use yuyao_tools::{ToolArgs, ToolOutput, cap_output};
 
 /// Tools the core itself implements (they need the session or the user).
-const CORE_TOOLS: &[&str] = &["ask-user"];
+const CORE_TOOLS: &[&str] = &["ask-user", "declare-scope"];
 
 pub struct CallOutcome {
     pub message: Message,
@@ -52,24 +51,6 @@ pub fn intent_line(text: &str, calls: &[ToolCall]) -> String {
     }
 }
 
-fn ask_user_schema() -> Value {
-    json!({
-        "type": "function",
-        "function": {
-            "name": "ask-user",
-            "description": "Ask the user a structured question when two readings of the request lead to materially different work. Offer 2-4 concrete options. Do not ask about things with an obvious default.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string"},
-                    "options": {"type": "array", "items": {"type": "string"}, "description": "2-4 concrete choices"}
-                },
-                "required": ["question"]
-            }
-        }
-    })
-}
-
 impl Session {
     fn tool_enabled(&self, name: &str) -> bool {
         if crate::memory::tools::NAMES.contains(&name) && !self.memory.enabled {
@@ -99,7 +80,10 @@ impl Session {
     pub(crate) fn tool_schemas(&self) -> Vec<Value> {
         let mut schemas = self.tools.schemas(|n| self.tool_enabled(n));
         if self.tool_enabled("ask-user") {
-            schemas.push(ask_user_schema());
+            schemas.push(crate::ask::schema());
+        }
+        if self.tool_enabled("declare-scope") {
+            schemas.push(crate::scope::declare::schema());
         }
         for s in crate::memory::tools::schemas() {
             if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
@@ -171,7 +155,11 @@ impl Session {
             message,
             images: out.images,
             ok: out.ok,
-            evidence: effective && canonical_tool_name(&call.name) != Some("ask-user"),
+            evidence: effective
+                && !matches!(
+                    canonical_tool_name(&call.name),
+                    Some("ask-user" | "declare-scope")
+                ),
             may_change_repo,
         }
     }
@@ -200,6 +188,9 @@ impl Session {
         }
         if let Some(out) = crate::memory::tools::run(&self.memory, name, &call.arguments) {
             // A memory write changes a memory file, never the repository's tracked state.
+            return (out, true, false);
+        }
+        if let Some(out) = crate::scope::declare::run_tool(self, name, &call.arguments) {
             return (out, true, false);
         }
         // The one parse of this call: everything below reads `args`, never the raw JSON.
@@ -253,6 +244,11 @@ impl Session {
                 }
                 _ => {}
             }
+        }
+        // The turn's declared scope (issue 18 §2): a hit asks the user or is refused.
+        if let Err(refusal) = crate::scope::guard::gate(self, name, &args, &action, &mut decision) {
+            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
+            return (ToolOutput::err(refusal), false, false);
         }
         self.lock().trajectory.record(
             "decision",
@@ -549,30 +545,6 @@ impl Session {
             Err(format!(
                 "Refused: the safety review gave no clear verdict ({line:?}); auto-review blocks when it cannot decide."
             ))
-        }
-    }
-
-    fn ask_user(&self, args: &AskUserParams) -> ToolOutput {
-        let question = args.question.trim().to_string();
-        if question.is_empty() {
-            return ToolOutput::err("missing required argument 'question'");
-        }
-        let options = args.options.clone().unwrap_or_default();
-        let answer = self.handler.as_ref().and_then(|h| {
-            h.request(&Request::AskUser {
-                question: question.clone(),
-                options: options.clone(),
-            })
-        });
-        self.lock().trajectory.record(
-            "ask_user",
-            json!({"question": question, "options": options, "answer": answer}),
-        );
-        match answer.filter(|a| !a.trim().is_empty()) {
-            Some(a) => ToolOutput::ok(format!("The user answered: {a}")),
-            None => ToolOutput::ok(
-                "No user is available to answer in this run. Proceed with the most reasonable reading, state the assumption you made in your final answer.",
-            ),
         }
     }
 }

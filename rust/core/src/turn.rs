@@ -75,6 +75,7 @@ impl Session {
             }
             Ok(context) => {
                 self.checkpoint_prompt(text);
+                self.scope_begin_turn();
                 crate::memory::commands::on_submit(self, text);
                 // `@path` references are attached to the prompt (the only content that
                 // enters a request without a tool call).

@@ -215,6 +215,24 @@ const KNOWN: &[Key] = &[
         "how readily the agent asks",
     ),
     key(
+        "ask_user.require_options",
+        Kind::Bool,
+        Applies::Live,
+        "ask-user needs 2-4 concrete options; an open question is sent back (default true)",
+    ),
+    key(
+        "ask_user.reuse_answers",
+        Kind::Bool,
+        Applies::Live,
+        "a question already answered in the session, memory or AGENTS.md is answered from there (default true)",
+    ),
+    key(
+        "scope.guard",
+        Kind::Bool,
+        Applies::Live,
+        "check each change of a turn that declared a scope before it runs (default true)",
+    ),
+    key(
         "max_steps",
         Kind::PosInt,
         Applies::Live,

@@ -792,7 +792,55 @@ fn near_line(doc: &Doc, first: &[u8]) -> String {
 /// The final content of every touched path (`None`: deleted), computed in memory.
 type Plan = BTreeMap<PathBuf, Option<Vec<u8>>>;
 
+/// What a patch would do, computed without writing: per file (sorted by path) its bytes
+/// before (`None`: absent) and after (`None`: deleted, or the source of a move). The scope
+/// guard judges a patch from this before it runs.
+pub fn patch_preview(
+    ctx: &ToolContext,
+    text: &str,
+) -> Result<Vec<(PathBuf, Option<Vec<u8>>, Option<Vec<u8>>)>, String> {
+    let planned = plan_patch(ctx, text)?;
+    Ok(planned
+        .plan
+        .into_iter()
+        .map(|(p, after)| {
+            let before = planned.originals.get(&p).cloned().flatten();
+            (p, before, after)
+        })
+        .collect())
+}
+
+struct Planned {
+    plan: Plan,
+    originals: BTreeMap<PathBuf, Option<Vec<u8>>>,
+    summary: Vec<String>,
+    notes: Vec<String>,
+}
+
 fn apply_patch_text(ctx: &ToolContext, text: &str) -> Result<ToolOutput, String> {
+    let Planned {
+        plan,
+        originals,
+        summary,
+        notes,
+    } = plan_patch(ctx, text)?;
+    commit_plan(&plan, &originals)?;
+    for (p, v) in &plan {
+        match v {
+            Some(b) => ctx.remember(p, b, true),
+            None => ctx.forget(p),
+        }
+    }
+    let mut out = format!("Applied the patch:\n{}", summary.join("\n"));
+    if !notes.is_empty() {
+        out.push_str("\nLenient matches (check these places):\n");
+        out.push_str(&notes.join("\n"));
+    }
+    Ok(ToolOutput::ok(out))
+}
+
+/// The patch planned in memory: every file's new bytes, or the first error.
+fn plan_patch(ctx: &ToolContext, text: &str) -> Result<Planned, String> {
     let ops = parse(text)?;
     let mut plan: Plan = BTreeMap::new();
     let mut originals: BTreeMap<PathBuf, Option<Vec<u8>>> = BTreeMap::new();
@@ -900,19 +948,12 @@ fn apply_patch_text(ctx: &ToolContext, text: &str) -> Result<ToolOutput, String>
             }
         }
     }
-    commit_plan(&plan, &originals)?;
-    for (p, v) in &plan {
-        match v {
-            Some(b) => ctx.remember(p, b, true),
-            None => ctx.forget(p),
-        }
-    }
-    let mut out = format!("Applied the patch:\n{}", summary.join("\n"));
-    if !notes.is_empty() {
-        out.push_str("\nLenient matches (check these places):\n");
-        out.push_str(&notes.join("\n"));
-    }
-    Ok(ToolOutput::ok(out))
+    Ok(Planned {
+        plan,
+        originals,
+        summary,
+        notes,
+    })
 }
 
 /// Writes every planned file or none: temp files first, then renames and deletions; on a

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from fakellm import FAKE_MODEL, call, calls, say
+from fakellm import FAKE_MODEL, calls, say
 from test_tui import CTRL_D, yuyao_term
 
 pytestmark = pytest.mark.core
@@ -376,10 +376,43 @@ def test_declare_scope_rejects_bad_arguments(fake_llm, yuyao, env, repo):
         [
             calls([("declare-scope", {"files": [], "behaviours": "x"}, "e1")]),
             calls([("declare-scope", {"files": ["a"], "behaviours": "x", "allow": ["all"]}, "e2")]),
-            call("declare-scope", files=["calc.py"], behaviours="ok"),
+            calls(
+                [("declare-scope", {"files": "calc.py", "behaviours": "ok", "estimate": "9"}, "ok")]
+            ),
             say("Done."),
         ]
     )
     run_p(yuyao, env, server)
     assert "at least one glob" in server.tool_result("e1")
     assert "unknown category" in server.tool_result("e2")
+    # A model's looser shapes (one string, a numeric string) are read as meant.
+    assert server.tool_result("ok").startswith("scope declared: calc.py — ok · about 9 changed")
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_shell_writes_and_patch_moves_are_judged_too(fake_llm, yuyao, env, repo, yuyao_home, guard):
+    """The guard sees what a command writes (redirections, sed -i, tee, …) and what a patch
+    does (a move is a rename), not only the file tools."""
+    if not guard:
+        guard_off(yuyao_home)
+    move = "*** Begin Patch\n*** Update File: calc.py\n*** Move to: arith.py\n@@\n def add(a, b):\n*** End Patch\n"
+    server = fake_llm(
+        [
+            declare(["calc.py", "arith.py"], "rename nothing yet"),
+            calls([("bash", {"command": "echo hi > notes.txt"}, "call_sh")]),
+            calls([("apply-patch", {"patch": move}, "call_mv")]),
+            calls([("bash", {"command": "echo '# ok' >> calc.py"}, "call_in")]),
+            say("Done."),
+        ]
+    )
+    run_p(yuyao, env, server)
+    sh, mv = refusal(server, "call_sh"), refusal(server, "call_mv")
+    assert "Refused" not in refusal(server, "call_in")
+    if guard:
+        assert "(outside the declared scope): `echo hi` writes notes.txt" in sh, sh
+        assert "(rename/delete): deletes or moves calc.py" in mv, mv
+        assert not (repo / "notes.txt").exists() and not (repo / "arith.py").exists()
+        assert (repo / "calc.py").read_text().endswith("# ok\n")
+    else:
+        assert "Refused" not in sh and "Refused" not in mv, (sh, mv)
+        assert (repo / "notes.txt").exists() and (repo / "arith.py").exists()

@@ -792,13 +792,13 @@ fn near_line(doc: &Doc, first: &[u8]) -> String {
 /// The final content of every touched path (`None`: deleted), computed in memory.
 type Plan = BTreeMap<PathBuf, Option<Vec<u8>>>;
 
+/// One file of [`patch_preview`]: its path, bytes before and bytes after.
+pub type PreviewedFile = (PathBuf, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// What a patch would do, computed without writing: per file (sorted by path) its bytes
 /// before (`None`: absent) and after (`None`: deleted, or the source of a move). The scope
 /// guard judges a patch from this before it runs.
-pub fn patch_preview(
-    ctx: &ToolContext,
-    text: &str,
-) -> Result<Vec<(PathBuf, Option<Vec<u8>>, Option<Vec<u8>>)>, String> {
+pub fn patch_preview(ctx: &ToolContext, text: &str) -> Result<Vec<PreviewedFile>, String> {
     let planned = plan_patch(ctx, text)?;
     Ok(planned
         .plan

@@ -169,6 +169,10 @@ impl Session {
                    "assumed": answer.is_none()}),
         );
         match answer {
+            // The TUI's dismissal is no answer: never reused as one (`reuse::from_history`).
+            Some(a) if a.trim().starts_with("(the user dismissed") => ToolOutput::ok(
+                "The user dismissed the question without answering. Do not ask it again; take the safest reading and state it.",
+            ),
             Some(a) => ToolOutput::ok(format!("The user answered: {}", a.trim())),
             None => ToolOutput::ok(NO_HUMAN),
         }

@@ -14,14 +14,52 @@ use yuyao_tools::ToolOutput;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Params {
-    #[serde(alias = "globs", alias = "paths")]
+    #[serde(alias = "globs", alias = "paths", deserialize_with = "one_or_many")]
     files: Vec<String>,
     #[serde(alias = "behaviors", alias = "behaviour", alias = "behavior")]
     behaviours: String,
-    #[serde(default, alias = "estimate", alias = "estimated_lines")]
+    #[serde(
+        default,
+        alias = "estimate",
+        alias = "estimated_lines",
+        deserialize_with = "lenient_count"
+    )]
     estimate_lines: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "one_or_many")]
     allow: Vec<String>,
+}
+
+/// A list, or the one string a model sent instead of a list of one.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum V {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match V::deserialize(d)? {
+        V::One(s) => vec![s],
+        V::Many(v) => v,
+    })
+}
+
+/// A count sent as a number or as a numeric string (`"600"`).
+fn lenient_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    use serde::de::Error;
+    match Value::deserialize(d)? {
+        Value::Null => Ok(None),
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+            .map(Some)
+            .ok_or_else(|| D::Error::custom("estimate_lines must be a positive number")),
+        Value::String(s) => s
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| D::Error::custom("estimate_lines must be a positive number")),
+        _ => Err(D::Error::custom("estimate_lines must be a positive number")),
+    }
 }
 
 /// A declared scope, with its globs compiled.

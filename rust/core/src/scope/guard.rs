@@ -197,6 +197,21 @@ fn file_changes(s: &Session, args: &ToolArgs, action: &Action) -> Option<Vec<Cha
     }
 }
 
+/// `a/./b/../c` → `a/c` without touching the disk (a command's target may not exist yet).
+fn lexical(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 fn rel(project: &Path, p: &Path) -> Option<String> {
     p.strip_prefix(project)
         .ok()
@@ -372,8 +387,11 @@ fn installs(program: &str, args: &[String]) -> bool {
     pkgs > 0 || matches!(sub, "add" | "get" | "require")
 }
 
-/// The guard's judgement of a shell command.
-fn judge_command(sc: &Declared, command: &str, cwd: &Path) -> Result<(), Hit> {
+/// The guard's judgement of a shell command: its effective programs (installers, removals,
+/// moves) and the project files it names as written (redirections, `sed -i`, `tee`, `cp`, …;
+/// `yuyao_policy::shell::segment_paths`). Writes outside the project (scratch files) are not
+/// the scope's business.
+fn judge_command(sc: &Declared, command: &str, cwd: &Path, project: &Path) -> Result<(), Hit> {
     let Ok(segments) = yuyao_policy::shell::segments_in(command, Some(cwd)) else {
         // Undetermined commands are never permitted automatically anyway (policy).
         return Ok(());
@@ -406,6 +424,31 @@ fn judge_command(sc: &Declared, command: &str, cwd: &Path) -> Result<(), Hit> {
                 detail: format!("`{}` deletes or renames files", seg.command_line()),
             });
         }
+        for (written, computed) in yuyao_policy::shell::segment_paths(&seg).writes {
+            if computed {
+                continue;
+            }
+            let path = lexical(&cwd.join(&written));
+            let Some(r) = rel(project, &path) else {
+                continue;
+            };
+            if is_manifest(&path) && !sc.names_exactly(&r) && !sc.allows(Category::Dependency) {
+                return Err(Hit {
+                    category: Category::Dependency,
+                    detail: format!("`{}` writes the dependency file {r}", seg.command_line()),
+                });
+            }
+            if !sc.covers(&r) {
+                return Err(Hit {
+                    category: Category::OutsideScope,
+                    detail: format!(
+                        "`{}` writes {r}, which is not in the declared files ({})",
+                        seg.command_line(),
+                        sc.files.join(", ")
+                    ),
+                });
+            }
+        }
     }
     Ok(())
 }
@@ -434,7 +477,7 @@ pub(crate) fn gate(
         return Ok(());
     };
     let judged = if let Some(cmd) = &action.command {
-        judge_command(sc, cmd, &s.ctx.cwd()).map(|()| 0)
+        judge_command(sc, cmd, &s.ctx.cwd(), &s.paths.project).map(|()| 0)
     } else if let Some(changes) = file_changes(s, args, action) {
         judge_files(sc, &s.paths.project, &changes, counted)
     } else {

@@ -236,6 +236,41 @@ def effect_curiosity(fake_llm, live, **_):
     assert "less than 95% sure" in server.stated("Asking", 1)
 
 
+def effect_ask_require_options(fake_llm, live, **_):
+    open_question = call("ask-user", question="What now?")
+    server = fake_llm([say("one"), open_question, say("two")])
+    s, _ = live(server)
+    set_key(s, "ask_user.require_options", "false")
+    s.chat("again")
+    # Accepted: put to the handler (which answers "deny") instead of sent back.
+    assert list(server.tool_results(2).values()) == ["The user answered: deny"]
+
+
+def effect_ask_reuse_answers(fake_llm, live, **_):
+    q = {"question": "Which db?", "options": ["sqlite", "postgres"]}
+    server = fake_llm([say("one"), call("ask-user", **q), call("ask-user", **q), say("two")])
+    s, _ = live(server)
+    set_key(s, "ask_user.reuse_answers", "false")
+    s.chat("again")
+    results = list(server.tool_results(3).values())
+    assert results == ["The user answered: deny", "The user answered: deny"], results
+
+
+def effect_scope_guard(fake_llm, live, repo, **_):
+    server = fake_llm(
+        [
+            say("one"),
+            call("declare-scope", files=["calc.py"], behaviours="fix add"),
+            call("write", file_path="elsewhere.txt", content="x\n"),
+            say("two"),
+        ]
+    )
+    s, _ = live(server)
+    set_key(s, "scope.guard", "false")
+    s.chat("again")
+    assert (repo / "elsewhere.txt").exists(), "the guard refused with scope.guard = false"
+
+
 def effect_cache_hints(fake_llm, live, **_):
     server = fake_llm([say("one"), say("two"), say("three"), say("four")])
     s, _ = live(server)
@@ -574,6 +609,9 @@ EFFECTS = {
     "network": effect_network,
     "thinking": effect_thinking,
     "curiosity": effect_curiosity,
+    "ask_user.require_options": effect_ask_require_options,
+    "ask_user.reuse_answers": effect_ask_reuse_answers,
+    "scope.guard": effect_scope_guard,
     "max_steps": effect_max_steps,
     "maxCostUsd": effect_max_cost,
     "compaction.threshold": effect_compaction_threshold,

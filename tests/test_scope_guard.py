@@ -97,6 +97,24 @@ def test_out_of_scope_write_asks_in_the_tui(fake_llm, env, repo, yuyao_home, gua
         assert (repo / "notes.txt").read_text() == "unrelated\n"
 
 
+def test_out_of_scope_write_in_tui_yolo_is_refused_without_a_question(fake_llm, env, repo):
+    """Yolo asks nothing, so in yolo the guard refuses even with a human at the terminal."""
+    server = fake_llm(out_of_scope_script())
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_ready()
+        term.line("add a subtract function to calc.py")
+        term.wait_for(r"Done\.")
+        assert "[n] no" not in term.transcript()
+        assert "scope guard refused write" in term.transcript()
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    assert "Refused by the scope guard" in refusal(server, "call_w")
+    assert not (repo / "notes.txt").exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # Dependencies
 
@@ -319,11 +337,13 @@ def test_an_unscoped_turn_never_prompts(fake_llm, env, repo):
     assert (repo / "calc.py").read_text() == "def add(a,b):\n  return a+b\n"
 
 
-def test_scope_covers_its_turn_only(fake_llm, api):
-    """A scope declared in one turn does not guard the next one."""
+def test_scope_covers_its_turn_only(fake_llm, api, repo):
+    """agent_api has no human: a hit is refused. A scope declared in one turn does not guard
+    the next one."""
     server = fake_llm(
         [
             declare(["calc.py"], "fix add"),
+            calls([("write", {"file_path": "later.txt", "content": "x\n"}, "call_now")]),
             say("Scoped."),
             calls([("write", {"file_path": "later.txt", "content": "x\n"}, "call_later")]),
             say("Done."),
@@ -331,8 +351,13 @@ def test_scope_covers_its_turn_only(fake_llm, api):
     )
     s = api(server, mode="yolo")
     s.chat("fix add")
+    assert "Refused by the scope guard (outside the declared scope)" in server.tool_result(
+        "call_now"
+    )
+    assert not (repo / "later.txt").exists()
     s.chat("now write later.txt")
     assert "Refused" not in (server.tool_result("call_later") or "")
+    assert (repo / "later.txt").read_text() == "x\n"
 
 
 def test_redeclaring_widens_visibly_and_every_hit_is_in_the_trajectory(

@@ -26,6 +26,8 @@ pub(crate) const NO_HUMAN: &str = "No human is present in this run to answer the
 const REQUIRE_OPTIONS_KEY: &str = "ask_user.require_options";
 const REUSE_KEY: &str = "ask_user.reuse_answers";
 
+/// The schema states the count in words only: the core enforces it ([`check_options`]), and
+/// not every provider accepts array-length keywords.
 pub(crate) fn schema() -> Value {
     json!({
         "type": "function",
@@ -39,8 +41,6 @@ pub(crate) fn schema() -> Value {
                     "options": {
                         "type": "array",
                         "items": {"type": "string"},
-                        "minItems": MIN_OPTIONS,
-                        "maxItems": MAX_OPTIONS,
                         "description": "2-4 concrete choices, each a short answer the user can pick"
                     }
                 },
@@ -219,5 +219,28 @@ impl Session {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_options;
+
+    fn o(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn options_must_be_two_to_four_concrete_choices() {
+        assert!(check_options(None).unwrap_err().contains("open question"));
+        assert!(check_options(Some(&o(&["only"]))).is_err());
+        assert!(check_options(Some(&o(&["a", "b", "c", "d", "e"]))).is_err());
+        assert!(check_options(Some(&o(&["sqlite", "Other"]))).is_err());
+        assert!(check_options(Some(&o(&["x", " X "]))).is_err());
+        assert!(check_options(Some(&o(&["x", ""]))).is_err());
+        assert_eq!(
+            check_options(Some(&o(&[" sqlite", "postgres "]))).unwrap(),
+            o(&["sqlite", "postgres"])
+        );
     }
 }

@@ -42,6 +42,7 @@ const METHOD: &str = "\
 # How to work
 - Explore before editing: use grep and glob to find the relevant code and read files before changing them. Never guess at code you have not opened.
 - Edit precisely: prefer edit/multi-edit with an exact, unique old_string over rewriting whole files. Keep diffs small and keep to what was asked: no unrequested refactors, renames, new dependencies or formatting sweeps.
+- Before the first change of a task, declare its scope with declare-scope (the files and the behaviours asked for); every later change of the turn is checked against it.
 - Verify: after changing code, run the project's tests or linters (the command declared in AGENTS.md, package.json scripts, Makefile, cargo test, pytest…) and read the output.
 - Finish honestly: report what changed, what you verified (with the command's actual result), and anything skipped, unverified or failing. If only part of the request is done, say which part. Never say \"done\" when it is not.
 - Before a batch of tool calls, say in one short line why you are making them.

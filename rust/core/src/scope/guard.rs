@@ -151,7 +151,11 @@ pub(crate) fn formatting_only(before: &str, after: &str) -> bool {
 }
 
 fn changed_lines(before: &str, after: &str) -> u64 {
-    similar::TextDiff::from_lines(before, after)
+    // Bounded: a huge rewrite must not stall the call; past the deadline the diff is coarser
+    // (more lines counted as changed), which only makes the backstop earlier.
+    similar::TextDiff::configure()
+        .timeout(std::time::Duration::from_millis(250))
+        .diff_lines(before, after)
         .iter_all_changes()
         .filter(|c| c.tag() != similar::ChangeTag::Equal)
         .count() as u64

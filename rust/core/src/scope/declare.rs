@@ -113,6 +113,11 @@ fn compile(files: &[String], project: &Path) -> Result<GlobSet, String> {
         } else if project.join(&g).is_dir() {
             pats.push(format!("{g}/**"));
         }
+        // As in .gitignore, a pattern without `/` names files at any depth (`*.py`).
+        if !g.trim_end_matches('/').contains('/') {
+            let any: Vec<String> = pats.iter().map(|p| format!("**/{p}")).collect();
+            pats.extend(any);
+        }
         for p in pats {
             let glob: Glob = GlobBuilder::new(&p)
                 .literal_separator(true)
@@ -264,4 +269,24 @@ fn describe(old: Option<&Declared>, new: &Declared) -> String {
         new.files.join(", "),
         new.behaviours
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compile;
+    use std::path::Path;
+
+    #[test]
+    fn globs_cover_like_gitignore_patterns() {
+        let set = |g: &[&str]| {
+            let v: Vec<String> = g.iter().map(|s| s.to_string()).collect();
+            compile(&v, Path::new("/nonexistent-project")).unwrap()
+        };
+        let s = set(&["*.py", "src/lib/", "docs/a.md"]);
+        assert!(s.is_match("calc.py") && s.is_match("pkg/deep/calc.py"));
+        assert!(s.is_match("src/lib/x/y.rs") && !s.is_match("src/main.rs"));
+        assert!(s.is_match("docs/a.md") && !s.is_match("docs/b.md"));
+        let s = set(&["src/*.rs"]);
+        assert!(s.is_match("src/main.rs") && !s.is_match("src/x/main.rs"));
+    }
 }

@@ -3,6 +3,7 @@
 //! A front opens a [`Session`], submits turns ([`Session::chat`]) and slash commands
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
+pub mod background;
 mod busy;
 mod cmd_background;
 mod cmd_files;

@@ -228,3 +228,11 @@ def test_slash_background_detaches_the_conversation(fake_llm, env, repo, yuyao, 
     texts = json.dumps(last)
     assert "remember the number 7" in texts and "now say what the number was" in texts
     assert "First answer." in texts
+
+
+def test_bg_without_a_task_is_a_usage_error(env, repo, yuyao, yuyao_home):
+    result = yuyao("--bg", env=env(None))
+    assert result.returncode == 2
+    assert "--bg needs a task" in result.stderr
+    assert not (yuyao_home / "agents").exists()
+    assert not (repo / ".yuyao").exists()

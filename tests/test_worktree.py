@@ -124,3 +124,18 @@ def test_tui_exit_without_changes_removes_the_worktree(fake_llm, env, repo):
         term.close()
     assert not (repo / ".yuyao" / "worktrees" / "idle").exists()
     assert git(repo, "branch", "--list", "yuyao/idle") == ""
+
+
+def test_agent_api_worktree_is_kept_with_its_path(fake_llm, api, repo, capsys):
+    server = fake_llm([call("write", file_path="api.txt", content="api\n"), say("Wrote api.txt.")])
+    session = api(server, worktree="api", mode="yolo")
+    info = session.worktree
+    assert info["branch"] == "yuyao/api"
+    assert session.cwd == info["path"]
+    session.chat("write api.txt")
+    session.close()
+    assert f"worktree kept: {info['path']}" in capsys.readouterr().err
+    assert Path(info["path"], "api.txt").read_text() == "api\n"
+    assert git(repo, "show", "yuyao/api:api.txt") == "api\n"
+    assert not (repo / "api.txt").exists()
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""

@@ -61,6 +61,9 @@ pub fn dispatch(req: DispatchRequest) -> Result<Status, String> {
     let id = new_id();
     let dir = bg_agents::dir(&home, &id)?;
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // The transcript and the pending question are the user's alone.
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
     let mut notes = Vec::new();
     // A session works in its own worktree; a shell job and `/background` where they are.
     let wt = if is_exec || req.in_place {
@@ -86,6 +89,12 @@ pub fn dispatch(req: DispatchRequest) -> Result<Status, String> {
         .unwrap_or_else(|| cwd.clone());
     let mut options = req.options.clone();
     options.cwd = Some(work_dir.display().to_string());
+    // Never on disk: the worker gets the key in its environment.
+    let key = options
+        .model
+        .api_key
+        .take()
+        .or_else(yuyao_model::hidden_model_key);
     let write_json = |name: &str, value: &serde_json::Value| {
         yuyao_store::write_atomic(
             &dir.join(name),
@@ -113,7 +122,7 @@ pub fn dispatch(req: DispatchRequest) -> Result<Status, String> {
         ..Default::default()
     };
     bg_agents::write(&dir, &status)?;
-    let pid = spawn_detached(&launcher, &dir, &work_dir).inspect_err(|e| {
+    let pid = spawn_detached(&launcher, &dir, &work_dir, key).inspect_err(|e| {
         let _ = bg_agents::update(&dir, |s| {
             s.state = bg_agents::FAILED.into();
             s.error = Some(e.clone());
@@ -131,7 +140,12 @@ pub fn dispatch(req: DispatchRequest) -> Result<Status, String> {
 
 /// Starts `launcher run <dir>` in a new session (`setsid`: its own process group, no
 /// controlling terminal), stdin from /dev/null, stdout/stderr into the folder.
-fn spawn_detached(launcher: &[String], dir: &Path, cwd: &Path) -> Result<u32, String> {
+fn spawn_detached(
+    launcher: &[String],
+    dir: &Path,
+    cwd: &Path,
+    key: Option<String>,
+) -> Result<u32, String> {
     let (program, args) = launcher.split_first().ok_or("empty launcher")?;
     let out = std::fs::File::create(dir.join("stdout.log")).map_err(|e| e.to_string())?;
     let err = std::fs::File::create(dir.join("stderr.log")).map_err(|e| e.to_string())?;
@@ -144,7 +158,7 @@ fn spawn_detached(launcher: &[String], dir: &Path, cwd: &Path) -> Result<u32, St
         .stdout(out)
         .stderr(err);
     // The key left this process's environment (hide_model_key): the session needs it.
-    if let Some(key) = yuyao_model::hidden_model_key() {
+    if let Some(key) = key {
         cmd.env("D2A_MODEL_API_KEY", key);
     }
     // SAFETY: setsid is async-signal-safe and touches no memory of the parent.

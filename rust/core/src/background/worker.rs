@@ -28,7 +28,17 @@ pub fn run(dir: &Path) -> i32 {
             Ok(_) if started.elapsed() < Duration::from_secs(10) => {
                 std::thread::sleep(Duration::from_millis(20))
             }
-            Ok(s) => break s,
+            // The launcher died before it could: record ourselves.
+            Ok(_) => match bg_agents::update(&dir, |s| {
+                s.pid = Some(std::process::id());
+                s.pid_start = bg_agents::process_start(std::process::id());
+            }) {
+                Ok(s) => break s,
+                Err(e) => {
+                    eprintln!("yuyao: {e}");
+                    return 1;
+                }
+            },
             Err(e) => {
                 eprintln!("yuyao: {e}");
                 return 1;
@@ -55,7 +65,7 @@ pub fn run(dir: &Path) -> i32 {
         }
         s.last_activity = match &s.error {
             Some(e) => format!("failed: {e}"),
-            None => format!("{state}"),
+            None => state.to_string(),
         };
     });
     if let Some(e) = error {

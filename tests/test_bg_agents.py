@@ -136,13 +136,16 @@ def test_bg_runs_then_awaits_approval_then_attach_answers_and_it_is_done(
     )
 
 
+@pytest.mark.parametrize("sandbox", ["workspace-write", "full-access"])
 def test_stop_kills_the_whole_process_group_and_keeps_the_worktree(
-    fake_llm, env, repo, yuyao, yuyao_home
+    fake_llm, env, repo, yuyao, yuyao_home, sandbox
 ):
-    marker = "61.25"
+    marker = "61.25" if sandbox == "workspace-write" else "62.75"
     server = fake_llm([call("bash", command=f"sleep {marker}"), say("slept")])
     e = env(server)
-    session_id, _ = dispatch(yuyao, e, "--bg", "sleep a while", "--mode", "yolo")
+    session_id, _ = dispatch(
+        yuyao, e, "--bg", "sleep a while", "--mode", "yolo", "--sandbox", sandbox
+    )
     deadline = time.monotonic() + 30
     while not processes_with(f"sleep {marker}") and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -236,3 +239,28 @@ def test_bg_without_a_task_is_a_usage_error(env, repo, yuyao, yuyao_home):
     assert "--bg needs a task" in result.stderr
     assert not (yuyao_home / "agents").exists()
     assert not (repo / ".yuyao").exists()
+
+
+def test_background_from_a_worktree_session_keeps_the_worktree(fake_llm, env, repo, yuyao):
+    from test_tui import Term
+
+    server = fake_llm([{**say("Working on it in the background."), "delay": 1.0}])
+    e = env(server)
+    term = Term([sys.executable, "-m", "yuyao", "--worktree=wb", "--mode", "yolo"], e, repo)
+    try:
+        term.wait_ready()
+        term.line("/background write the report")
+        term.wait_for(r"yuyao agents attach (bg-[0-9a-f]+)")
+        assert term.wait_exit() == 0
+        assert "Keep, merge or remove" not in term.transcript()
+    finally:
+        term.close()
+    import re
+
+    session_id = re.search(r"attach (bg-[0-9a-f]+)", term.transcript()).group(1)
+    worktree = repo / ".yuyao" / "worktrees" / "wb"
+    assert f"worktree kept: {worktree} (background session {session_id}" in term.transcript()
+    row = wait_state(yuyao, e, session_id, "done")
+    assert f"(in {worktree})" in row
+    assert worktree.is_dir()
+    assert "write the report" in server.user_text(0)

@@ -53,6 +53,12 @@ def end_worktree(worktree: dict, *, interactive: bool) -> None:
     from yuyao import _core
 
     text = json.dumps(worktree)
+    runner = _background_session_in(worktree["path"])
+    if runner is not None:  # `/background` moved the session there: it keeps working in it
+        sys.stderr.write(
+            f"{PROG}: worktree kept: {worktree['path']} (background session {runner} works in it)\n"
+        )
+        return
     try:
         changed = json.loads(_core.worktree_changes(text))
         has_changes = changed["uncommitted"] > 0 or changed["commits"] > 0
@@ -69,6 +75,20 @@ def end_worktree(worktree: dict, *, interactive: bool) -> None:
         sys.stderr.write(f"{PROG}: {exc}\n")
         if action != "keep":
             sys.stderr.write(f"{PROG}: worktree kept: {worktree['path']} ({worktree['branch']})\n")
+
+
+def _background_session_in(path: str):
+    """The id of a live background session working in `path`, if any."""
+    from yuyao import _core
+
+    try:
+        sessions = json.loads(_core.bg_list_json(None))
+    except Exception:
+        return None
+    for status in sessions:
+        if status.get("state") in LIVE_STATES and status.get("cwd") == path:
+            return status.get("id")
+    return None
 
 
 def _ask_worktree_action(worktree: dict, changed: dict) -> str:

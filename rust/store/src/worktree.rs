@@ -409,6 +409,26 @@ mod tests {
     }
 
     #[test]
+    fn a_merge_after_the_base_moved_is_a_merge_commit_and_leaves_main_clean() {
+        let d = repo();
+        let wt = create(d.path(), Some("m")).unwrap();
+        std::fs::write(Path::new(&wt.path).join("theirs.txt"), "t\n").unwrap();
+        std::fs::write(d.path().join("ours.txt"), "o\n").unwrap();
+        git(d.path(), &["add", "."]);
+        git(d.path(), &["commit", "-qm", "ours"]);
+        let said = merge(&wt, "work").unwrap();
+        assert_eq!(said, "merged yuyao/m into main");
+        assert!(d.path().join("theirs.txt").exists() && d.path().join("ours.txt").exists());
+        assert_eq!(git(d.path(), &["status", "--porcelain"]), "");
+        assert_eq!(
+            git(d.path(), &["log", "-1", "--format=%P"])
+                .split(' ')
+                .count(),
+            2
+        );
+    }
+
+    #[test]
     fn a_conflicting_merge_is_reported_not_forced() {
         let d = repo();
         let wt = create(d.path(), Some("c")).unwrap();

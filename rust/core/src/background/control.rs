@@ -84,8 +84,8 @@ pub fn list_text(home: &Path) -> String {
         .join("\n")
 }
 
-/// Processes whose process group is `pgid`.
-fn group_members(pgid: u32) -> Vec<u32> {
+/// Every live (non-zombie) process: (pid, parent pid, process group).
+fn processes() -> Vec<(u32, u32, u32)> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = entry
@@ -102,13 +102,53 @@ fn group_members(pgid: u32) -> Vec<u32> {
             continue;
         };
         let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let num = |i: usize| fields.get(i).and_then(|v| v.parse().ok());
         // state, ppid, pgrp: a zombie is already gone for our purpose.
-        if fields.first() != Some(&"Z") && fields.get(2).and_then(|g| g.parse().ok()) == Some(pgid)
+        if fields.first() != Some(&"Z")
+            && let (Some(ppid), Some(pgrp)) = (num(1), num(2))
         {
-            out.push(pid);
+            out.push((pid, ppid, pgrp));
         }
     }
     out
+}
+
+/// The session's processes: its process group, and every descendant of its leader (a
+/// command the bash tool started in a process group of its own included).
+fn session_processes(leader: u32) -> Vec<u32> {
+    let all = processes();
+    let mut found: Vec<u32> = all
+        .iter()
+        .filter(|(_, _, g)| *g == leader)
+        .map(|(p, _, _)| *p)
+        .collect();
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        for (p, pp, _) in &all {
+            if *pp == parent && !found.contains(p) {
+                found.push(*p);
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+fn still_alive(targets: &[u32]) -> Vec<u32> {
+    let live: Vec<u32> = processes().iter().map(|(p, _, _)| *p).collect();
+    targets
+        .iter()
+        .copied()
+        .filter(|p| live.contains(p))
+        .collect()
+}
+
+fn signal_all(pids: &[u32], signal: i32) {
+    for pid in pids {
+        // SAFETY: a plain signal send to a process of the session being stopped.
+        unsafe { libc::kill(*pid as i32, signal) };
+    }
 }
 
 /// Ends a background session: its process group gets SIGTERM, then SIGKILL after a grace
@@ -119,18 +159,19 @@ pub fn stop(home: &Path, id: &str) -> Result<Status, String> {
     if status.process_alive()
         && let Some(pid) = status.pid
     {
-        // setsid made the worker the leader: its pid is the group's id.
-        let pgid = pid as i32;
-        // SAFETY: plain signal sends to a process group we started.
-        unsafe { libc::kill(-pgid, libc::SIGTERM) };
+        // setsid made the worker the leader: its pid is the group's id. The descendants are
+        // listed before anything dies (an orphan's parent is no longer the worker).
+        let mut targets = session_processes(pid);
+        signal_all(&targets, libc::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline && !group_members(pid).is_empty() {
+        while Instant::now() < deadline && !still_alive(&targets).is_empty() {
             std::thread::sleep(Duration::from_millis(50));
         }
-        if !group_members(pid).is_empty() {
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        targets = still_alive(&targets);
+        if !targets.is_empty() {
+            signal_all(&targets, libc::SIGKILL);
             let deadline = Instant::now() + Duration::from_secs(2);
-            while Instant::now() < deadline && !group_members(pid).is_empty() {
+            while Instant::now() < deadline && !still_alive(&targets).is_empty() {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }

@@ -227,7 +227,8 @@ FLAGS = {
         ),
         Flag(
             "--worktree",
-            "Start in an isolated git worktree (created, or the named one)",
+            "Start in a new git worktree .yuyao/worktrees/<name> on branch yuyao/<name> (a name "
+            "is generated when omitted); the main work tree is not touched",
             G_RUN,
             OPTIONAL,
             metavar="name",

@@ -102,9 +102,19 @@ pub fn create(cwd: &Path, name: Option<&str>) -> Result<Worktree, String> {
         name = format!("{wanted}-{n}");
         n += 1;
     }
-    crate::paths::exclude_from_git(&root, &format!("/{WORKTREES_DIR}/"));
     let dir = root.join(WORKTREES_DIR);
+    // A repository may commit `.yuyao` or `.yuyao/worktrees` as a symbolic link: the checkout
+    // would then be written wherever it points. Only real folders inside the repo are used.
+    for part in [root.join(".yuyao"), dir.clone()] {
+        if std::fs::symlink_metadata(&part).is_ok_and(|m| !m.is_dir()) {
+            return Err(format!(
+                "{} is not a plain folder (a symbolic link?): refused",
+                part.display()
+            ));
+        }
+    }
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    crate::paths::exclude_from_git(&root, &format!("/{WORKTREES_DIR}/"));
     let path = dir.join(&name);
     let branch_name = format!("{BRANCH_PREFIX}{name}");
     let branch = repo
@@ -441,6 +451,22 @@ mod tests {
             std::fs::read_to_string(d.path().join("a.txt")).unwrap(),
             "ours\n"
         );
+    }
+
+    #[test]
+    fn a_worktrees_folder_that_is_a_link_is_refused() {
+        let d = repo();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), d.path().join(".yuyao")).unwrap();
+        let e = create(d.path(), Some("x")).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(
+            std::fs::read_dir(elsewhere.path())
+                .unwrap()
+                .next()
+                .is_none()
+        );
+        assert_eq!(git(d.path(), &["branch", "--list", "yuyao/x"]), "");
     }
 
     #[test]

@@ -179,6 +179,18 @@ def test_a_killed_background_process_shows_as_failed(fake_llm, env, repo, yuyao,
     row = list_row(yuyao, e, session_id)
     assert "  failed  " in row, row
     assert "awaiting input" not in row and "running" not in row
+    # Attaching shows it failed and does not ask the dead process's question.
+    from test_tui import CTRL_D, Term
+
+    term = Term([sys.executable, "-m", "yuyao", "agents", "attach", session_id], e, repo)
+    try:
+        term.wait_for(rf"{session_id}: failed")
+        term.wait_ready()
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+        assert "Allow?" not in term.transcript()
+    finally:
+        term.close()
 
 
 def test_bg_exec_runs_a_shell_job_in_the_background(env, repo, yuyao, yuyao_home):

@@ -264,13 +264,17 @@ def attach(core, session_id: str, options: dict) -> int:
         while True:
             offset = _follow(transcript, offset)
             status = _status(core, session_id, home)
-            if status.get("pending"):
+            # A question left behind by a process that died is not asked.
+            if status.get("pending") and status["state"] == "awaiting input":
                 answer = _ask_pending(status["pending"])
                 try:
                     core.bg_answer(session_id, answer, home)
                 except Exception as exc:  # it was answered or stopped meanwhile
                     print(f"({exc})")
-                while _status(core, session_id, home).get("pending"):
+                while True:
+                    now = _status(core, session_id, home)
+                    if not now.get("pending") or now["state"] not in LIVE_STATES:
+                        break
                     time.sleep(_FOLLOW_POLL_SECONDS)
                 continue
             if status["state"] not in LIVE_STATES:

@@ -276,3 +276,17 @@ def test_background_from_a_worktree_session_keeps_the_worktree(fake_llm, env, re
     assert f"(in {worktree})" in row
     assert worktree.is_dir()
     assert "write the report" in server.user_text(0)
+
+
+def test_bg_outside_git_works_in_the_directory_and_says_so(fake_llm, env, tmp_path, yuyao):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    server = fake_llm([say("Nothing to change.")])
+    e = env(server)
+    result = yuyao("--bg", "look around", env=e, cwd=plain)
+    assert result.returncode == 0, result.stderr
+    session_id = result.stdout.strip()
+    assert "not inside a git repository: the session works in it directly" in result.stderr
+    row = wait_state(yuyao, e, session_id, "done")
+    assert f"(in {plain})" in row
+    assert not (plain / ".yuyao").exists()

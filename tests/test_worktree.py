@@ -139,3 +139,13 @@ def test_agent_api_worktree_is_kept_with_its_path(fake_llm, api, repo, capsys):
     assert git(repo, "show", "yuyao/api:api.txt") == "api\n"
     assert not (repo / "api.txt").exists()
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_repository_without_a_commit_is_a_clear_error(tmp_path, env, yuyao):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    result = yuyao("--worktree=x", "-p", "anything", env=env(None), cwd=empty)
+    assert result.returncode == 1
+    assert "no commit yet" in result.stderr
+    assert git(empty, "branch", "--list") == ""

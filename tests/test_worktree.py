@@ -149,3 +149,56 @@ def test_a_repository_without_a_commit_is_a_clear_error(tmp_path, env, yuyao):
     assert result.returncode == 1
     assert "no commit yet" in result.stderr
     assert git(empty, "branch", "--list") == ""
+
+
+def test_tui_merge_conflict_is_reported_and_nothing_is_forced(fake_llm, env, repo):
+    from test_tui import CTRL_D, Term
+
+    server = fake_llm([call("bash", command="echo theirs > README.md"), say("changed")])
+    term = Term(
+        [sys.executable, "-m", "yuyao", "--worktree=clash", "--mode", "yolo"], env(server), repo
+    )
+    try:
+        term.wait_ready()
+        term.line("change the readme")
+        term.wait_for(r"changed")
+        # Meanwhile the main branch changes the same file.
+        (repo / "README.md").write_text("ours\n")
+        git(repo, "commit", "-qam", "ours")
+        term.send(CTRL_D)
+        term.wait_for(r"Keep, merge or remove\?")
+        term.line("m")
+        assert term.wait_exit() == 0
+        out = term.transcript()
+        assert "merge conflict in README.md" in out
+        assert "worktree kept" in out
+    finally:
+        term.close()
+    assert (repo / "README.md").read_text() == "ours\n"
+    assert git(repo, "status", "--porcelain") == ""
+    wt = repo / ".yuyao" / "worktrees" / "clash"
+    assert (wt / "README.md").read_text() == "theirs\n"
+    assert git(repo, "show", "yuyao/clash:README.md") == "theirs\n"
+
+
+def test_tui_remove_deletes_the_worktree_and_its_branch(fake_llm, env, repo):
+    from test_tui import CTRL_D, Term
+
+    server = fake_llm([call("write", file_path="tmp.txt", content="t\n"), say("wrote")])
+    term = Term(
+        [sys.executable, "-m", "yuyao", "--worktree=gone", "--mode", "yolo"], env(server), repo
+    )
+    try:
+        term.wait_ready()
+        term.line("write tmp.txt")
+        term.wait_for(r"wrote")
+        term.send(CTRL_D)
+        term.wait_for(r"Keep, merge or remove\?")
+        term.line("r")
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    assert not (repo / ".yuyao" / "worktrees" / "gone").exists()
+    assert git(repo, "branch", "--list", "yuyao/gone") == ""
+    assert not (repo / "tmp.txt").exists()
+    assert git(repo, "worktree", "list").count("\n") == 1

@@ -126,6 +126,9 @@ pub fn write(dir: &Path, status: &Status) -> Result<(), String> {
 /// Reads, changes and writes the status (only the session's own process updates it while it
 /// runs; `stop` writes after that process is gone).
 pub fn update(dir: &Path, change: impl FnOnce(&mut Status)) -> Result<Status, String> {
+    // The session's threads (the turn, job listeners) never interleave a read and a write.
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let mut s = read(dir)?;
     change(&mut s);
     write(dir, &s)?;

@@ -214,9 +214,10 @@ def test_agents_refuses_unknown_ids_and_path_tricks(env, repo, yuyao):
         result = yuyao("agents", "stop", bad, env=e)
         assert result.returncode == 1
         assert "background session" in result.stderr
-    result = yuyao("agents", "list", env=e)
-    assert result.returncode == 0
-    assert "no background sessions" in result.stdout
+    for args in (["agents", "list"], ["agents"]):  # list is the default action
+        result = yuyao(*args, env=e)
+        assert result.returncode == 0
+        assert "no background sessions" in result.stdout
 
 
 def test_slash_background_detaches_the_conversation(fake_llm, env, repo, yuyao, yuyao_home):

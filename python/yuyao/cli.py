@@ -663,11 +663,12 @@ COMMANDS = {
             "agents",
             "Agent View: background sessions, each in its own git worktree",
             (
-                Action("list", "List background sessions and their status"),
+                Action("list", "List background sessions and their status (the default action)"),
                 Action("dispatch", "Start a background session", (Arg("task", many=True),)),
                 Action("attach", "Attach to a background session", (Arg("id"),)),
                 Action("stop", "Stop a background session", (Arg("id"),)),
             ),
+            default="list",
         ),
         Command(
             "features",

@@ -58,8 +58,15 @@ impl Status {
     pub fn process_alive(&self) -> bool {
         match (self.pid, self.pid_start) {
             (Some(pid), Some(start)) => process_start(pid) == Some(start),
-            // The launcher has not recorded the pid yet (a few milliseconds after dispatch).
-            (None, _) => self.state == STARTING,
+            // The launcher has not recorded the pid yet (milliseconds after dispatch); a
+            // launcher that died before it could leaves a session that never started.
+            (None, _) => {
+                self.state == STARTING
+                    && chrono::DateTime::parse_from_rfc3339(&self.created_at).is_ok_and(|t| {
+                        chrono::Utc::now() - t.with_timezone(&chrono::Utc)
+                            < chrono::Duration::seconds(30)
+                    })
+            }
             _ => false,
         }
     }
@@ -192,6 +199,13 @@ mod tests {
         assert_eq!(s.effective_state(), FAILED);
         s.state = DONE.into();
         assert_eq!(s.effective_state(), DONE);
+        // Just dispatched (no pid yet): starting; never recorded after a while: failed.
+        s.state = STARTING.into();
+        s.pid = None;
+        s.created_at = now();
+        assert_eq!(s.effective_state(), STARTING);
+        s.created_at = "2020-01-01T00:00:00Z".into();
+        assert_eq!(s.effective_state(), FAILED);
     }
 
     #[test]

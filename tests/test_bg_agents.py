@@ -203,6 +203,21 @@ def test_bg_exec_runs_a_shell_job_in_the_background(env, repo, yuyao, yuyao_home
     assert "job-output-42" in output
     assert status(yuyao_home, session_id)["exit_code"] == 0
     assert "(in " in row  # a shell job runs where it was started, no worktree
+    # attach follows a running job's output as it grows, then says how it ended.
+    from test_tui import Term
+
+    slow = dispatch(
+        yuyao, e, "--bg", "--exec", "echo first-$((0+1)); sleep 3; echo second-$((1+1))"
+    )[0]
+    term = Term([sys.executable, "-m", "yuyao", "agents", "attach", slow], e, repo)
+    try:
+        term.wait_for(r"first-1")
+        assert "second-2" not in term.transcript()  # shown while the job still runs
+        term.wait_for(r"second-2")
+        term.wait_for(rf"{slow}: done")
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
     failing = dispatch(yuyao, e, "--bg", "--exec", "exit 3")[0]
     wait_state(yuyao, e, failing, "failed")
     assert status(yuyao_home, failing)["exit_code"] == 3

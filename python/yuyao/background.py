@@ -201,7 +201,7 @@ def _print_entry(entry: dict) -> None:
     elif kind == "final" and (entry.get("text") or "").strip():
         print(entry["text"].rstrip())
     elif kind == "exec":
-        print(f"$ {entry.get('command')}\n{entry.get('output', '')}")
+        print(f"$ {entry.get('command')}")
     sys.stdout.flush()
 
 
@@ -220,6 +220,23 @@ def _follow(path: str, offset: int) -> int:
         except ValueError:
             continue
     return offset + end
+
+
+def _follow_output(status: dict, offset: int) -> int:
+    """A shell job's output after `offset`, printed as it is; returns the new offset."""
+    path = status.get("log")
+    if not path:
+        return offset
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+    except OSError:
+        return offset
+    if data:
+        sys.stdout.write(data.decode("utf-8", "replace"))
+        sys.stdout.flush()
+    return offset + len(data)
 
 
 def _ask_pending(pending: dict) -> str:
@@ -259,11 +276,12 @@ def attach(core, session_id: str, options: dict) -> int:
     print(f"Attached to {session_id} ({status['state']}): {status.get('task', '')}")
     print(f"  in {status.get('worktree') or status.get('cwd')}")
     transcript = os.path.join(status["dir"], "transcript.jsonl")
-    offset = 0
+    offset = output = 0
     try:
         while True:
             offset = _follow(transcript, offset)
             status = _status(core, session_id, home)
+            output = _follow_output(status, output)
             # A question left behind by a process that died is not asked.
             if status.get("pending") and status["state"] == "awaiting input":
                 answer = _ask_pending(status["pending"])
@@ -284,6 +302,7 @@ def attach(core, session_id: str, options: dict) -> int:
         print(f"\ndetached; {session_id} runs on ({PROG} agents attach {session_id})")
         return EXIT_OK
     offset = _follow(transcript, offset)
+    _follow_output(_status(core, session_id, home), output)
     line = f"{session_id}: {status['state']}"
     if status.get("error"):
         line += f" ({status['error']})"

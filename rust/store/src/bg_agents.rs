@@ -39,6 +39,8 @@ pub struct Status {
     pub exit_status: Option<String>,
     pub exit_code: Option<i32>,
     pub error: Option<String>,
+    /// A shell job's output file (growing while it runs).
+    pub log: Option<String>,
 }
 
 impl Status {

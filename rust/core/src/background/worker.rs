@@ -6,15 +6,12 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 use yuyao_protocol::{Event, Request, SessionOptions};
 use yuyao_store::bg_agents::{self, Status};
 use yuyao_store::worktree::{self, Worktree};
 
 /// How often a waiting question looks for its answer.
 const ANSWER_POLL: Duration = Duration::from_millis(100);
-/// A shell job's time limit (a background job is meant to run long).
-const EXEC_TIMEOUT_MS: u64 = 7 * 24 * 3600 * 1000;
 
 /// Runs the background session in `dir` to its end; returns the process's exit code.
 pub fn run(dir: &Path) -> i32 {
@@ -141,28 +138,65 @@ fn commit_worktree(dir: &Path, status: &Status) -> Option<String> {
 }
 
 fn run_exec(dir: &Path, status: &Status, mut options: SessionOptions) -> Result<bool, String> {
-    // Only the tool context is used: the same sandboxed spawn path as the bash tool.
+    // Only the tool context is used: the bash tool's background-job path (the same sandboxed
+    // spawn), whose log grows while the job runs, so `attach` can follow it.
     options.headless = true;
     options.no_session = true;
     options.no_trajectory = true;
     let session =
         Session::open(options, None).map_err(|e| format!("cannot prepare the job: {e}"))?;
+    bg_agents::append_transcript(dir, &json!({"type": "exec", "command": status.task}));
+    let cwd = PathBuf::from(session.cwd());
+    let spec = yuyao_tools::jobs::JobSpec {
+        kind: yuyao_tools::jobs::JobKind::Bash,
+        command: &status.task,
+        description: None,
+        until: None,
+        notify: None,
+    };
+    let started = session.ctx.jobs.start(&session.ctx, spec, &cwd);
+    let job = match started {
+        Ok(id) => id,
+        Err(e) => {
+            session.close();
+            return Err(e);
+        }
+    };
+    let info = |id: &str| session.ctx.jobs.list().into_iter().find(|j| j.id == id);
+    let log = info(&job).map(|j| j.log.display().to_string());
     bg_agents::update(dir, |s| {
         s.state = bg_agents::RUNNING.into();
         s.last_activity = format!("$ {}", s.task);
+        s.log = log.clone();
     })?;
-    let token = CancellationToken::new();
-    let run =
-        yuyao_tools::exec::run_foreground(&session.ctx, &status.task, EXEC_TIMEOUT_MS, &token);
+    let done = loop {
+        match info(&job) {
+            Some(j) if j.state == yuyao_tools::jobs::JobState::Running => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            other => break other,
+        }
+    };
+    // The reader thread writes the last bytes after the exit is seen.
+    let mut last = u64::MAX;
+    for _ in 0..20 {
+        let now = info(&job).map(|j| j.bytes).unwrap_or(0);
+        if now == last {
+            break;
+        }
+        last = now;
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if let Some(log) = &log {
+        let _ = std::fs::copy(log, dir.join("output.log"));
+    }
     session.close();
-    let run = run?;
-    let _ = std::fs::write(dir.join("output.log"), &run.text);
-    bg_agents::append_transcript(
-        dir,
-        &json!({"type": "exec", "command": status.task, "output": run.text}),
-    );
-    bg_agents::update(dir, |s| s.exit_code = run.exit_code)?;
-    Ok(run.ok)
+    let code = done.as_ref().and_then(|j| j.exit_code);
+    bg_agents::update(dir, |s| {
+        s.exit_code = code;
+        s.log = Some(dir.join("output.log").display().to_string());
+    })?;
+    Ok(code == Some(0))
 }
 
 /// Events go to the transcript and the status; a question is persisted as pending and waits

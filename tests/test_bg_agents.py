@@ -261,6 +261,23 @@ def test_slash_background_detaches_the_conversation(fake_llm, env, repo, yuyao, 
     assert "First answer." in texts
 
 
+def test_bg_reads_a_piped_task(fake_llm, env, repo, yuyao, yuyao_home):
+    import subprocess
+
+    server = fake_llm([say("Read from stdin.")])
+    e = env(server)
+    from conftest import yuyao_command
+
+    proc = subprocess.run(
+        [*yuyao_command(), "--bg"], input=b"the piped task\n", env=e, cwd=repo, capture_output=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    session_id = proc.stdout.decode().strip()
+    wait_state(yuyao, e, session_id, "done")
+    assert status(yuyao_home, session_id)["task"] == "the piped task"
+    assert "the piped task" in server.user_text(0)
+
+
 def test_bg_without_a_task_is_a_usage_error(env, repo, yuyao, yuyao_home):
     result = yuyao("--bg", env=env(None))
     assert result.returncode == 2

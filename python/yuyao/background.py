@@ -147,6 +147,10 @@ def run_bg(invocation, options: dict) -> int:
     words = ([inline] if isinstance(inline, str) else []) + list(invocation.words)
     task = " ".join(words).strip()
     exec_command = invocation.get("--exec")
+    if not task and exec_command is None and sys.stdin is not None and not sys.stdin.isatty():
+        from yuyao.cli import decode_text
+
+        task = decode_text(sys.stdin.buffer.read()).strip()  # `... | yuyao --bg`
     if not task and exec_command is None:
         return _fail('error: --bg needs a task: yuyao --bg "<task>"', EXIT_USAGE)
     return dispatch(task, options, exec_command=exec_command, worktree=invocation.get("--worktree"))

@@ -112,9 +112,9 @@ def test_bg_runs_then_awaits_approval_then_attach_answers_and_it_is_done(
     term = Term([sys.executable, "-m", "yuyao", "agents", "attach", session_id], e, repo)
     try:
         term.wait_for(r"> write bg\.txt")  # the transcript so far
-        term.wait_for(r"Allow\?")
+        term.wait_for(r"permission: bash")  # the TUI's own approval panel
         term.wait_for(r"echo from-bg > bg\.txt")
-        term.line("y")
+        term.send("y")
         term.wait_for(r"Wrote bg\.txt in the background\.")
         term.wait_for(rf"{session_id}: done")
         term.wait_ready()  # then the TUI, on the same conversation, to continue
@@ -188,7 +188,7 @@ def test_a_killed_background_process_shows_as_failed(fake_llm, env, repo, yuyao,
         term.wait_ready()
         term.send(CTRL_D)
         assert term.wait_exit() == 0
-        assert "Allow?" not in term.transcript()
+        assert "permission:" not in term.transcript()
     finally:
         term.close()
 
@@ -323,3 +323,23 @@ def test_bg_outside_git_works_in_the_directory_and_says_so(fake_llm, env, tmp_pa
     row = wait_state(yuyao, e, session_id, "done")
     assert f"(in {plain})" in row
     assert not (plain / ".yuyao").exists()
+
+
+def test_attach_can_leave_a_question_unanswered(fake_llm, env, repo, yuyao, yuyao_home):
+    from test_tui import ESC, Term
+
+    server = fake_llm([call("bash", command="touch later.txt"), say("done later")])
+    e = env(server)
+    session_id, _ = dispatch(yuyao, e, "agents", "dispatch", "touch later.txt")
+    wait_state(yuyao, e, session_id, "awaiting input")
+    term = Term([sys.executable, "-m", "yuyao", "agents", "attach", session_id], e, repo)
+    try:
+        term.wait_for(r"permission: bash")
+        term.send(ESC)
+        term.wait_for(rf"detached; {session_id} runs on")
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    assert "  awaiting input  " in list_row(yuyao, e, session_id)
+    assert (yuyao_home / "agents" / session_id / "pending.json").exists()
+    assert yuyao("agents", "stop", session_id, env=e).returncode == 0

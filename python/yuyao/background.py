@@ -244,32 +244,26 @@ def _follow_output(status: dict, offset: int) -> int:
 
 
 def _ask_pending(pending: dict) -> str:
+    """The session's question, asked with the TUI's own prompts (the same permission panel
+    and one-key menu, the same ask-user line)."""
+    from rich.text import Text
+
+    from yuyao.tui import prompts, theme
+    from yuyao.tui.keys import RawKeys
+
     request = pending.get("request") or {}
+    console = theme.make_console()
     kind = request.get("type")
     if kind == "permission":
-        print(f"\n? {request.get('tool')} wants to run: {request.get('summary', '')}")
-        if request.get("detail"):
-            print(request["detail"])
-        if request.get("reason"):
-            print(f"  ({request['reason']})")
-        choices = {"y": "allow", "s": "allow_session", "n": "deny"}
-        prompt = "Allow? [y] yes once, [s] yes for this session, [n] no: "
-    elif kind == "ask_user":
-        print(f"\n? {request.get('question', '')}")
-        options = request.get("options") or []
-        for number, option in enumerate(options, 1):
-            print(f"  {number}. {option}")
-        answer = input("Your answer: ").strip()
-        if answer.isdigit() and 1 <= int(answer) <= len(options):
-            return options[int(answer) - 1]
-        return answer
-    else:
-        print(f"\n? {request.get('question') or 'the spend ceiling is reached'}")
-        return input("Answer (stop, remove, raise <usd>): ").strip() or "stop"
-    while True:
-        answer = input(prompt).strip().lower()[:1]
-        if answer in choices:
-            return choices[answer]
+        prompts.show_permission(console, request)
+        console.print(Text("  Esc/Ctrl+C: detach, the session keeps waiting", "muted"))
+        choice = prompts._read_choice(RawKeys(), "yapn")
+        if choice is None:
+            raise KeyboardInterrupt  # leave it unanswered
+        return prompts.permission_answer(console, choice)
+    if kind == "ask_user":
+        return prompts.ask_user(console, request)
+    return prompts.ask_other(console, request)
 
 
 def attach(core, session_id: str, options: dict) -> int:

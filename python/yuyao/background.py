@@ -191,9 +191,10 @@ def _print_entry(entry: dict) -> None:
     elif kind == "assistant_message" and (entry.get("text") or "").strip():
         print(entry["text"].rstrip())
     elif kind == "tool_begin":
-        args = entry.get("arguments")
-        args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        print(f"  ⏺ {entry.get('name')} {' '.join(str(args).split())[:160]}")
+        from yuyao.tui.render import summarize_arguments  # the TUI's one-line summary
+
+        what = summarize_arguments(str(entry.get("name")), entry.get("arguments"))
+        print(f"  ⏺ {entry.get('name')} {what}")
     elif kind == "tool_end":
         output = str(entry.get("output") or "").strip().splitlines()
         state = "ok" if entry.get("ok") else "failed"

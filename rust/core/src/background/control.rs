@@ -65,7 +65,11 @@ pub fn list_text(home: &Path) -> String {
                 .unwrap_or_else(|| format!("(in {})", s.cwd)),
             format!("${:.4}", s.cost_usd),
             age(&s.created_at),
-            activity.chars().take(80).collect(),
+            format!(
+                "{} ({} ago)",
+                activity.chars().take(80).collect::<String>(),
+                age(&s.updated_at)
+            ),
         ]);
     }
     let widths: Vec<usize> = (0..5)

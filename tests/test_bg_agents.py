@@ -90,6 +90,7 @@ def test_bg_runs_then_awaits_approval_then_attach_answers_and_it_is_done(
         [
             {**call("bash", command="echo from-bg > bg.txt"), "delay": 1.5},
             say("Wrote bg.txt in the background."),
+            say("Continued in the attached TUI."),
         ]
     )
     e = env(server)
@@ -118,6 +119,11 @@ def test_bg_runs_then_awaits_approval_then_attach_answers_and_it_is_done(
         term.wait_for(r"Wrote bg\.txt in the background\.")
         term.wait_for(rf"{session_id}: done")
         term.wait_ready()  # then the TUI, on the same conversation, to continue
+        term.line("anything else?")
+        term.wait_for(r"Continued in the attached TUI\.")
+        continued = json.dumps(server.messages(-1))
+        assert "write bg.txt" in continued and "anything else?" in continued
+        assert "Wrote bg.txt in the background." in continued
         term.send(CTRL_D)
         assert term.wait_exit() == 0
         assert "mini" not in term.transcript().lower()

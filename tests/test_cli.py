@@ -302,15 +302,9 @@ UNAVAILABLE = [
     (["--test-cmd", "pytest"], "--test-cmd"),
     (["--map-tokens", "0"], "--map-tokens"),
     (["--experimental-lsp"], "--experimental-lsp"),
-    (["--worktree"], "--worktree"),
-    (["--worktree=feature"], "--worktree"),
-    (["-w"], "-w"),
-    (["--bg", "task"], "--bg"),
-    (["--bg", "--exec", "make"], "--bg"),
     (["-p", "x", "--input-format", "stream-json"], "--input-format stream-json"),
     (["--role", "orchestrator"], "--role orchestrator"),
     (["--role", "orchestrator", "--team-name", "t"], "--role orchestrator"),
-    (["agents", "list"], "agents"),
 ]
 
 

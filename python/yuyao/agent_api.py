@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import sys
 import weakref
 from typing import Any
 
@@ -47,10 +48,17 @@ def _close_open_sessions() -> None:
 class AgentSession:
     """One session of the core, driven synchronously. Use `create_session` to get one."""
 
-    def __init__(self, core_session) -> None:
+    def __init__(self, core_session, worktree: dict | None = None) -> None:
         self._core = core_session
         self._closed = False
+        self._worktree = worktree
         _OPEN.add(self)
+
+    @property
+    def worktree(self) -> dict | None:
+        """With `create_session(worktree=...)`: the worktree's `path`, `branch`, `name`, ...
+        It is kept when the session closes (its changes committed on `branch`)."""
+        return dict(self._worktree) if self._worktree else None
 
     @property
     def cwd(self) -> str:
@@ -93,6 +101,11 @@ class AgentSession:
             self._closed = True
             _OPEN.discard(self)
             self._core.close()
+            if self._worktree:
+                from yuyao import _core
+
+                note = _core.worktree_finish(json.dumps(self._worktree), "keep")
+                sys.stderr.write(f"yuyao: {note}\n")
 
     def __enter__(self) -> AgentSession:
         return self
@@ -123,6 +136,7 @@ def create_session(
     fork_session: bool = False,
     trust_project: bool = False,
     project_extensions: bool = True,
+    worktree: bool | str = False,
 ) -> AgentSession:
     """Open a session. `deny`, `mode` and `role` mean what `--deny`, `--mode` and `--role`
     mean on the command line; when omitted, the configured defaults apply (mode ask, role
@@ -138,7 +152,10 @@ def create_session(
 
     `continue_session`, `resume` and `fork_session` mean `-c`, `--resume <id>` and
     `--fork-session`: the conversation of a saved session is restored (ValueError when both
-    of the first two are given, RuntimeError when there is nothing to resume)."""
+    of the first two are given, RuntimeError when there is nothing to resume).
+
+    `worktree=True` (or a name) means `--worktree`: the session works in a new git worktree
+    on branch `yuyao/<name>` (RuntimeError outside a git repository); see `.worktree`."""
     from yuyao import _core  # here, so importing this module does not load the extension
 
     options: dict[str, Any] = {"headless": True, "stream": False}
@@ -159,4 +176,15 @@ def create_session(
         options["resume"] = str(resume)
     if fork_session:
         options["fork_session"] = True
-    return AgentSession(_core.Session(json.dumps(options), None))
+    created = None
+    if worktree:
+        name = worktree if isinstance(worktree, str) else None
+        created = json.loads(_core.worktree_create(options.get("cwd") or os.getcwd(), name))
+        options["cwd"] = created["path"]
+    try:
+        core_session = _core.Session(json.dumps(options), None)
+    except Exception:
+        if created:  # nothing was done in it: leave no worktree behind
+            _core.worktree_finish(json.dumps(created), "remove")
+        raise
+    return AgentSession(core_session, created)

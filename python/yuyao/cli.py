@@ -195,7 +195,6 @@ FLAGS = {
             G_RUN,
             OPTIONAL,
             metavar="task",
-            available=False,
         ),
         Flag(
             "--exec",
@@ -204,7 +203,6 @@ FLAGS = {
             TEXT,
             metavar="cmd",
             requires=(("--bg", None),),
-            available=False,
         ),
         Flag(
             "--continue",
@@ -229,11 +227,11 @@ FLAGS = {
         ),
         Flag(
             "--worktree",
-            "Start in an isolated git worktree (created, or the named one)",
+            "Start in a new git worktree .yuyao/worktrees/<name> on branch yuyao/<name> (a name "
+            "is generated when omitted); the main work tree is not touched",
             G_RUN,
             OPTIONAL,
             metavar="name",
-            available=False,
         ),
         # Permission modes
         Flag(
@@ -665,12 +663,12 @@ COMMANDS = {
             "agents",
             "Agent View: background sessions, each in its own git worktree",
             (
-                Action("list", "List background sessions and their status"),
+                Action("list", "List background sessions and their status (the default action)"),
                 Action("dispatch", "Start a background session", (Arg("task", many=True),)),
                 Action("attach", "Attach to a background session", (Arg("id"),)),
                 Action("stop", "Stop a background session", (Arg("id"),)),
             ),
-            available=False,
+            default="list",
         ),
         Command(
             "features",
@@ -1281,13 +1279,42 @@ def _run(argv: list[str]) -> int:
         feature = unavailable_feature(invocation)
         if feature is not None:
             return _fail(f"{feature} is not available in this build")
+        if invocation.command == "agents":
+            from yuyao.background import run_agents
+
+            return run_agents(invocation, options)
         if invocation.command is not None:
             return run_command(invocation, options)
+        if invocation.has("--bg"):
+            from yuyao.background import run_bg
+
+            return run_bg(invocation, options)
+        if invocation.has("--worktree"):
+            return _run_in_worktree(invocation, options)
         if invocation.task_mode is not None:
             return run_print(invocation, options)
     except UsageError as error:
         return _usage_failure(error)
     return run_tui(options)
+
+
+def _run_in_worktree(invocation: Invocation, options: dict) -> int:
+    """`--worktree`/`-w`: the session runs in a new git worktree; what happens to it after
+    is asked in the TUI (keep / merge / remove), and it is kept after `-p`."""
+    from yuyao.background import end_worktree, start_worktree
+
+    if invocation.task_mode is not None:
+        # Read once (stdin may hold it), and a usage error before anything is created.
+        invocation.words = [task_text(invocation)]
+        invocation.values["--print"] = True
+    worktree = start_worktree(invocation.get("--worktree"), options)
+    if worktree is None:
+        return EXIT_RUNTIME
+    interactive = invocation.task_mode is None
+    try:
+        return run_tui(options) if interactive else run_print(invocation, options)
+    finally:
+        end_worktree(worktree, interactive=interactive)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -235,7 +235,7 @@ const COMMANDS: &[Command] = &[
         ["bg"],
         "[prompt]",
         "detach the session into the background",
-        None
+        Some(crate::background::background_command)
     ),
     cmd!(
         "init",

@@ -4,6 +4,7 @@
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
 mod ask;
+pub mod background;
 mod busy;
 mod cmd_background;
 mod cmd_files;

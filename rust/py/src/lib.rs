@@ -2,6 +2,8 @@
 //! Options and events cross as JSON text (docs/CORE_API.md). Turns run with the GIL
 //! released; handler callbacks re-attach.
 
+mod background;
+
 use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
@@ -340,5 +342,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_headless, m)?)?;
     m.add_function(wrap_pyfunction!(hide_model_key, m)?)?;
     m.add_function(wrap_pyfunction!(config_keys_json, m)?)?;
+    background::register(m)?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Persisted state of yuyao: where files live, the layered configuration, the MCP server
 //! registry and the execution trace.
 
+pub mod bg_agents;
 pub mod config;
 pub mod hostgit;
 pub mod mcp;
@@ -12,6 +13,7 @@ pub mod sessions;
 pub mod snapshots;
 pub mod trajectory;
 pub mod trust;
+pub mod worktree;
 
 pub use config::{Config, ConfigError, Layer};
 pub use mcp::{McpRegistry, McpScope, McpServer};

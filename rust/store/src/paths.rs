@@ -44,13 +44,27 @@ pub fn project_root(cwd: &Path) -> PathBuf {
         .to_path_buf()
 }
 
+/// The repository's own `.git` folder; for a linked worktree (`.git` is a file naming
+/// `<repo>/.git/worktrees/<name>`) the main one, whose `info/exclude` git reads for every work
+/// tree.
+fn common_git_dir(project: &Path) -> Option<PathBuf> {
+    let git = project.join(".git");
+    if git.is_dir() {
+        return Some(git);
+    }
+    let text = std::fs::read_to_string(&git).ok()?;
+    let own = project.join(text.strip_prefix("gitdir:")?.trim());
+    let common = std::fs::read_to_string(own.join("commondir")).ok()?;
+    let common = own.join(common.trim());
+    common.is_dir().then_some(common)
+}
+
 /// Adds `entry` to the repository's `.git/info/exclude` so files yuyao makes for itself
 /// (traces, plans) never show in `git status`. Best effort: outside git it does nothing.
 pub fn exclude_from_git(project: &Path, entry: &str) {
-    let git = project.join(".git");
-    if !git.is_dir() {
+    let Some(git) = common_git_dir(project) else {
         return;
-    }
+    };
     let path = git.join("info").join("exclude");
     let current = std::fs::read_to_string(&path).unwrap_or_default();
     if current.lines().any(|l| l.trim() == entry) {

@@ -34,6 +34,10 @@ const READ_AT_USE: &[&str] = &[
     "memorySearch.provider",
     "memorySearch.model",
     "dreaming.enabled",
+    // web_settings.rs: synced before every tool call.
+    "search.provider",
+    "search.api_key_env",
+    "browser.executable",
 ];
 
 /// The setter of a live key that changes the session's state.

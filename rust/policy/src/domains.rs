@@ -15,7 +15,12 @@ pub const DOMAIN_TOOLS: &[&str] = &["web-fetch", "browser"];
 /// The domain of a rule's inner text for a web tool (`domain:example.com`), `None` for any
 /// other tool; an error for a web tool rule that names no domain.
 pub fn parse_rule_domain(tool: &str, inner: &str) -> Result<Option<String>, String> {
-    if !DOMAIN_TOOLS.contains(&tool) && tool != "web-search" {
+    if tool == "web-search" {
+        return Err(format!(
+            "invalid rule 'WebSearch({inner})': web-search rules name no domain; allow or deny the tool as WebSearch"
+        ));
+    }
+    if !DOMAIN_TOOLS.contains(&tool) {
         return Ok(None);
     }
     let Some(d) = inner.strip_prefix("domain:") else {
@@ -129,5 +134,7 @@ mod tests {
         assert!(Rule::parse("WebFetch(example.com)").is_err());
         assert!(Rule::parse("WebFetch(domain:a/b)").is_err());
         assert!(Rule::parse("WebFetch").is_ok());
+        assert!(Rule::parse("WebSearch(domain:x.org)").is_err());
+        assert!(Rule::parse("Browser(domain:*.test)").is_ok());
     }
 }

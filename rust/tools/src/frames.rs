@@ -209,27 +209,14 @@ pub fn read_video(path: &Path, frames: Option<i64>) -> Result<ToolOutput, String
     };
     let mut picked = Vec::new();
     for t in times {
-        let png = run_capped(
-            Command::new("ffmpeg")
-                .args(["-v", "error", "-ss", &format!("{t:.3}"), "-i"])
-                .arg(path)
-                .args([
-                    "-frames:v",
-                    "1",
-                    "-vf",
-                    "scale='min(1568,iw)':-2",
-                    "-f",
-                    "image2pipe",
-                    "-vcodec",
-                    "png",
-                    "-",
-                ]),
-        )
-        .map_err(|e| {
-            format!("{shown}: the frame at {t:.2} s could not be decoded (ffmpeg: {e})")
-        })?;
-        if !png.is_empty() {
-            picked.push((t, png));
+        // A seek close to the end can land past the last picture: step back until one decodes.
+        for back in [0.0, 0.25, 0.5, 1.0] {
+            let at = (t - back).max(0.0);
+            let png = frame_at(path, at, &shown)?;
+            if !png.is_empty() {
+                picked.push((at, png));
+                break;
+            }
         }
     }
     if picked.is_empty() {
@@ -241,6 +228,27 @@ pub fn read_video(path: &Path, frames: Option<i64>) -> Result<ToolOutput, String
         if picked.len() == 1 { "" } else { "s" }
     );
     frames_output(&shown, summary, picked)
+}
+
+/// One PNG of the video at `t` seconds (empty when no picture is there).
+fn frame_at(path: &Path, t: f64, shown: &str) -> Result<Vec<u8>, String> {
+    run_capped(
+        Command::new("ffmpeg")
+            .args(["-v", "error", "-ss", &format!("{t:.3}"), "-i"])
+            .arg(path)
+            .args([
+                "-frames:v",
+                "1",
+                "-vf",
+                "scale='min(1568,iw)':-2",
+                "-f",
+                "image2pipe",
+                "-vcodec",
+                "png",
+                "-",
+            ]),
+    )
+    .map_err(|e| format!("{shown}: the frame at {t:.2} s could not be decoded (ffmpeg: {e})"))
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ def animated_gif(colors: list[tuple[int, int, int]], delay_cs: int = 25) -> byte
                 nbits -= 8
         if nbits:
             data.append(bits & 0xFF)
-        out += b"\x02"  # LZW minimum code size
+        out += b"\x02"  # LZW initial code size
         for i in range(0, len(data), 255):
             chunk = data[i : i + 255]
             out += bytes([len(chunk)]) + chunk

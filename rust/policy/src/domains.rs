@@ -107,6 +107,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_network_switch_refuses_the_web_tools_but_not_the_browser() {
+        use crate::{Action, Policy, Verdict};
+        use yuyao_protocol::{Mode, NetworkAccess, Role};
+        let mut p = Policy::new(Mode::Plan, Role::Execute, std::path::Path::new("/ws"));
+        let act = |tool: &str| Action {
+            tool: tool.into(),
+            command: None,
+            paths: Vec::new(),
+        };
+        for tool in ["web-fetch", "web-search"] {
+            let d = p.decide(&act(tool));
+            assert_eq!(d.verdict, Verdict::Deny, "{tool}");
+            assert!(d.reason.contains("--network on"), "{}", d.reason);
+        }
+        // Loopback only, enforced inside Chromium; read-only, so plan mode allows it.
+        assert_eq!(p.decide(&act("browser")).verdict, Verdict::Allow);
+        p.network = NetworkAccess::On;
+        assert_eq!(p.decide(&act("web-fetch")).verdict, Verdict::Allow);
+        p.deny.push(Rule::parse("WebFetch").unwrap());
+        assert_eq!(p.decide(&act("web-fetch")).verdict, Verdict::Deny);
+        p.deny
+            .push(Rule::parse("WebFetch(domain:evil.test)").unwrap());
+        assert!(p.host_rules("web-fetch").check("evil.test").is_err());
+        assert!(p.host_rules("browser").check("evil.test").is_ok());
+    }
+
+    #[test]
     fn domains_cover_their_subdomains() {
         assert!(host_matches("example.com", "example.com"));
         assert!(host_matches("example.com", "Docs.Example.com."));

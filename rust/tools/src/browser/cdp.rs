@@ -1,4 +1,4 @@
-//! A minimal Chrome DevTools Protocol client over `--remote-debugging-pipe`: Chromium reads
+//! A small Chrome DevTools Protocol client over `--remote-debugging-pipe`: Chromium reads
 //! commands from its fd 3 and writes replies and events to its fd 4, each message a JSON text
 //! ended by a NUL byte. A pipe, not a port: no other local process can drive this browser.
 //!

@@ -197,3 +197,32 @@ def test_a_missing_chromium_says_how_to_install(fake_llm, yuyao, env, yuyao_home
     assert yuyao("-p", "x", env=env(server)).returncode in (0, 1)
     assert "apt-get install chromium" in server.tool_result("open")
     assert site.requests == []
+
+
+def test_one_browser_per_session_until_close(fake_llm, yuyao, env, site):
+    steps = [
+        browser("open", "open", url=site.url()),
+        browser("set", "evaluate", expression="localStorage.setItem('k', 'kept'); 'set'"),
+        browser("same", "evaluate", expression="localStorage.getItem('k')"),
+        browser("close", "close"),
+        browser("reopen", "open", url=site.url()),
+        browser("fresh", "evaluate", expression="String(localStorage.getItem('k'))"),
+        browser("close2", "close"),
+        browser("close3", "close"),
+    ]
+    server = fake_llm([calls(steps), say("Checked the storage.")])
+    proc = yuyao("-p", "check", env=env(server), timeout=150)
+    assert proc.returncode == 0, proc.stderr
+    assert server.tool_result("same") == "kept", "the second call talks to the same browser"
+    assert server.tool_result("close") == "The browser is closed."
+    assert server.tool_result("fresh") == "null", "after close a new browser starts, fresh"
+    assert server.tool_result("close3") == "No browser was running."
+
+
+def test_browser_domain_rules(fake_llm, yuyao, env, site):
+    steps = [browser("open", "open", url=site.url(host="localhost"))]
+    server = fake_llm([calls(steps), say("Refused, as configured.")])
+    proc = yuyao("-p", "check", "--deny", "Browser(domain:localhost)", env=env(server))
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "denied by rule Browser(domain:localhost)" in server.tool_result("open")
+    assert site.requests == []

@@ -176,6 +176,8 @@ fn launch(exe: &Path, network_on: bool, scratch: &Path) -> Result<Running, Strin
         "--safebrowsing-disable-auto-update",
         "--dns-prefetch-disable",
         "--no-pings",
+        // Pop-ups would be pages whose requests the guard never sees.
+        "--block-new-web-contents",
         "--metrics-recording-only",
         "--mute-audio",
         "--hide-scrollbars",

@@ -525,6 +525,42 @@ def effect_dreaming(fake_llm, live, repo, **_):
     assert "The journal, worded by the model." in (repo / "DREAMS.md").read_text()
 
 
+def effect_search_provider(fake_llm, live, **_):
+    from test_web import Web
+
+    web = Web()
+    try:
+        server = fake_llm([say("one"), call("web-search", query="live key"), say("ok")])
+        s, _ = live(server)
+        set_key(s, "network", "on")
+        set_key(s, "search.provider", f"searxng:{web.url('')}")
+        s.chat("search")
+        assert "Result 1 for live key" in server.tool_result("call_1_0")
+        assert web.requests and web.requests[0].startswith("/search?q=live+key")
+    finally:
+        web.close()
+
+
+def effect_search_api_key_env(fake_llm, live, **_):
+    server = fake_llm([say("one"), call("web-search", query="x"), say("ok")])
+    s, _ = live(server)
+    set_key(s, "network", "on")
+    set_key(s, "search.provider", "brave")
+    set_key(s, "search.api_key_env", "YUYAO_TEST_SEARCH_KEY_UNSET")
+    s.chat("search")
+    assert "YUYAO_TEST_SEARCH_KEY_UNSET" in server.tool_result("call_1_0")
+
+
+def effect_browser_executable(fake_llm, live, **_):
+    server = fake_llm(
+        [say("one"), call("browser", action="open", url="http://127.0.0.1:9/"), say("ok")]
+    )
+    s, _ = live(server)
+    set_key(s, "browser.executable", "/nonexistent/yuyao-test-chromium")
+    s.chat("open")
+    assert "/nonexistent/yuyao-test-chromium" in server.tool_result("call_1_0")
+
+
 def effect_not_in_build(key: str):
     def check(fake_llm, live, **_):
         server = fake_llm([say("one")])
@@ -631,6 +667,9 @@ EFFECTS = {
     "dreaming.enabled": effect_dreaming,
     "architect.editor_model": effect_not_in_build("architect.editor_model"),
     "tools.bash.timeout_ms": effect_bash_timeout,
+    "search.provider": effect_search_provider,
+    "search.api_key_env": effect_search_api_key_env,
+    "browser.executable": effect_browser_executable,
     "mcp.startup_timeout_ms": effect_mcp_startup_timeout,
     # 5 days old: kept by the default 30 days, removed once 1 day is set.
     "storage.retention_days": effect_storage("storage.retention_days", "1", 5, 1000),

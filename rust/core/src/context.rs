@@ -230,6 +230,7 @@ impl Session {
             mine.deny_read = c.deny_read;
             mine.deny_write = c.deny_write;
         }
+        crate::web_settings::sync(self);
     }
 
     fn reload_config_files(&self) {

@@ -35,6 +35,7 @@ mod state_notes;
 mod task_kind;
 mod tool_call;
 mod turn;
+mod web_settings;
 mod words;
 
 pub use handler::Handler;

@@ -665,6 +665,8 @@ impl Session {
             self.session_end_hooks();
         }
         self.ctx.jobs.shutdown();
+        // The session's browser, if one was started, goes with it.
+        self.ctx.browser.close();
         self.mcp_shutdown();
         {
             let mut st = self.lock();

@@ -37,6 +37,10 @@ const READ_AT_USE: &[&str] = &[
     "scope.guard",
     "ask_user.require_options",
     "ask_user.reuse_answers",
+    // web_settings.rs: synced before every tool call.
+    "search.provider",
+    "search.api_key_env",
+    "browser.executable",
 ];
 
 /// The setter of a live key that changes the session's state.

@@ -4,6 +4,7 @@
 
 mod advice;
 mod bash_tree;
+pub mod domains;
 mod helper_exe;
 mod namespaces;
 pub mod os_denies;
@@ -217,7 +218,10 @@ impl Policy {
         {
             return Decision::new(Verdict::Deny, why, "protected control file");
         }
-        if NETWORK_TOOLS.contains(&tool) && self.network == NetworkAccess::Off {
+        // The browser stays available with the network off: it reaches loopback only
+        // (enforced inside Chromium, see yuyao_tools::browser).
+        if NETWORK_TOOLS.contains(&tool) && tool != "browser" && self.network == NetworkAccess::Off
+        {
             return Decision::new(
                 Verdict::Deny,
                 "network access is off (--network off); turn it on with --network on",

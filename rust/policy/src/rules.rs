@@ -46,6 +46,9 @@ pub enum Pattern {
     Path(GlobMatcher, String),
     /// An MCP tool (`mcp__server__tool`) or a whole server (`mcp__server`): the prefix.
     Mcp(String),
+    /// For web tools: `WebFetch(domain:example.com)`, the host and its subdomains
+    /// (`*.example.com`: subdomains only). Judged per URL by [`crate::domains`].
+    Domain(String),
 }
 
 /// Whether `tool` is what an MCP rule (`mcp__server` or `mcp__server__tool`) names.
@@ -107,6 +110,8 @@ impl Rule {
                 None
             } else if tool == "bash" || tool == "monitor" {
                 Some(Pattern::Command(inner.to_string()))
+            } else if let Some(d) = crate::domains::parse_rule_domain(tool, inner)? {
+                Some(Pattern::Domain(d))
             } else {
                 Some(path_pattern(inner)?)
             };
@@ -156,7 +161,7 @@ impl Rule {
         match &self.pattern {
             None => true,
             Some(Pattern::Command(p)) => CommandPattern::parse(p).allows(s),
-            Some(Pattern::Path(..) | Pattern::Mcp(_)) => false,
+            Some(Pattern::Path(..) | Pattern::Mcp(_) | Pattern::Domain(_)) => false,
         }
     }
 
@@ -166,7 +171,7 @@ impl Rule {
         match &self.pattern {
             None => true,
             Some(Pattern::Command(p)) => CommandPattern::parse(p).vetoes(s),
-            Some(Pattern::Path(..) | Pattern::Mcp(_)) => false,
+            Some(Pattern::Path(..) | Pattern::Mcp(_) | Pattern::Domain(_)) => false,
         }
     }
 
@@ -176,7 +181,7 @@ impl Rule {
         match &self.pattern {
             None => true,
             Some(Pattern::Command(p)) => CommandPattern::parse(p).vetoes_text(cmd),
-            Some(Pattern::Path(..) | Pattern::Mcp(_)) => false,
+            Some(Pattern::Path(..) | Pattern::Mcp(_) | Pattern::Domain(_)) => false,
         }
     }
 
@@ -227,7 +232,7 @@ impl Rule {
     pub fn matches_path(&self, path: &Path, project: &Path) -> bool {
         match &self.pattern {
             None => true,
-            Some(Pattern::Command(_) | Pattern::Mcp(_)) => false,
+            Some(Pattern::Command(_) | Pattern::Mcp(_) | Pattern::Domain(_)) => false,
             Some(Pattern::Path(g, _)) => {
                 let rel = path.strip_prefix(project).unwrap_or(path);
                 g.is_match(path) || g.is_match(rel)

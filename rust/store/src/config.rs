@@ -383,6 +383,24 @@ const KNOWN: &[Key] = &[
         "how long an MCP server may take to start before it is reported as failed (default 10000)",
     ),
     key(
+        "search.provider",
+        Kind::Str,
+        Applies::Live,
+        "web-search provider: searxng:<url> (a SearXNG instance with the JSON format), brave or tavily",
+    ),
+    key(
+        "search.api_key_env",
+        Kind::Str,
+        Applies::Live,
+        "environment variable holding the web-search API key (default BRAVE_API_KEY / TAVILY_API_KEY)",
+    ),
+    key(
+        "browser.executable",
+        Kind::Str,
+        Applies::Live,
+        "Chromium or Chrome binary of the browser tool (default: chromium, chromium-browser or google-chrome on PATH)",
+    ),
+    key(
         "storage.retention_days",
         Kind::NonNegInt,
         Applies::NextSession,

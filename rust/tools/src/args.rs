@@ -233,6 +233,96 @@ pub struct ReadMediaParams {
         skip_serializing_if = "Option::is_none"
     )]
     pub pages: Option<String>,
+    /// Screen recordings: how many frames to sample.
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub frames: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebFetchParams {
+    #[serde(alias = "uri")]
+    pub url: String,
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub prompt: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_chars: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebSearchParams {
+    #[serde(alias = "q")]
+    pub query: String,
+    #[serde(
+        default,
+        alias = "limit",
+        deserialize_with = "lenient_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_results: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserParams {
+    pub action: String,
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub url: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub selector: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub text: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub key: Option<String>,
+    #[serde(
+        default,
+        alias = "script",
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub expression: Option<String>,
+    /// extract: text (default), links or html.
+    #[serde(
+        default,
+        deserialize_with = "opt_str",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub what: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "lenient_bool",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub full_page: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -415,6 +505,9 @@ pub enum ToolArgs {
     ApplyPatch(ApplyPatchParams),
     NotebookEdit(NotebookEditParams),
     ReadMedia(ReadMediaParams),
+    WebFetch(WebFetchParams),
+    WebSearch(WebSearchParams),
+    Browser(BrowserParams),
     Grep(GrepParams),
     Glob(GlobParams),
     Monitor(MonitorParams),
@@ -482,7 +575,32 @@ pub const ACCEPTED: &[(&str, &[Key])] = &[
     ),
     (
         "read-media",
-        &[("file_path", &["path", "filePath"]), ("pages", &[])],
+        &[
+            ("file_path", &["path", "filePath"]),
+            ("pages", &[]),
+            ("frames", &[]),
+        ],
+    ),
+    (
+        "web-fetch",
+        &[("url", &["uri"]), ("prompt", &[]), ("max_chars", &[])],
+    ),
+    (
+        "web-search",
+        &[("query", &["q"]), ("max_results", &["limit"])],
+    ),
+    (
+        "browser",
+        &[
+            ("action", &[]),
+            ("url", &[]),
+            ("selector", &[]),
+            ("text", &[]),
+            ("key", &[]),
+            ("expression", &["script"]),
+            ("what", &[]),
+            ("full_page", &[]),
+        ],
     ),
     (
         "grep",
@@ -605,6 +723,9 @@ impl ToolArgs {
             "apply-patch" => ToolArgs::ApplyPatch(typed(name, raw)?),
             "notebook-edit" => ToolArgs::NotebookEdit(typed(name, raw)?),
             "read-media" => ToolArgs::ReadMedia(typed(name, raw)?),
+            "web-fetch" => ToolArgs::WebFetch(typed(name, raw)?),
+            "web-search" => ToolArgs::WebSearch(typed(name, raw)?),
+            "browser" => ToolArgs::Browser(typed(name, raw)?),
             "grep" => ToolArgs::Grep(typed(name, raw)?),
             "glob" => ToolArgs::Glob(typed(name, raw)?),
             "monitor" => ToolArgs::Monitor(typed(name, raw)?),
@@ -632,6 +753,9 @@ impl ToolArgs {
             ToolArgs::ApplyPatch(_) => "apply-patch",
             ToolArgs::NotebookEdit(_) => "notebook-edit",
             ToolArgs::ReadMedia(_) => "read-media",
+            ToolArgs::WebFetch(_) => "web-fetch",
+            ToolArgs::WebSearch(_) => "web-search",
+            ToolArgs::Browser(_) => "browser",
             ToolArgs::Grep(_) => "grep",
             ToolArgs::Glob(_) => "glob",
             ToolArgs::Monitor(_) => "monitor",
@@ -702,6 +826,9 @@ impl ToolArgs {
             ToolArgs::ApplyPatch(a) => serde_json::to_value(a),
             ToolArgs::NotebookEdit(a) => serde_json::to_value(a),
             ToolArgs::ReadMedia(a) => serde_json::to_value(a),
+            ToolArgs::WebFetch(a) => serde_json::to_value(a),
+            ToolArgs::WebSearch(a) => serde_json::to_value(a),
+            ToolArgs::Browser(a) => serde_json::to_value(a),
             ToolArgs::Grep(a) => serde_json::to_value(a),
             ToolArgs::Glob(a) => serde_json::to_value(a),
             ToolArgs::Monitor(a) => serde_json::to_value(a),

@@ -3,8 +3,10 @@
 //! input: every failure is a result that tells the model what to do next.
 
 pub mod args;
+pub mod browser;
 mod edit_engine;
 pub mod exec;
+pub mod frames;
 pub mod freshness;
 pub mod fs;
 mod grep_rows;
@@ -16,6 +18,7 @@ pub mod page;
 pub mod patch;
 mod registry;
 pub mod search;
+pub mod web;
 
 pub use args::ToolArgs;
 pub use edit_engine::{EditSpec, apply_edits};
@@ -56,6 +59,11 @@ pub struct ToolContext {
     pub read_only_call: std::sync::atomic::AtomicBool,
     /// Variables set on every tool process (headless runs: no bytecode caches in the repo).
     pub env: Vec<(&'static str, &'static str)>,
+    /// What the web tools and the browser read from the session (network, domain rules,
+    /// provider, executable), refreshed by the core before every call.
+    pub web: Mutex<web::WebSettings>,
+    /// The session's one browser, started on first use, closed with the context.
+    pub browser: browser::BrowserSlot,
 }
 
 /// The bash timeout when neither the call nor the configuration gives one.
@@ -89,7 +97,14 @@ impl ToolContext {
             home: None,
             read_only_call: std::sync::atomic::AtomicBool::new(false),
             env: Vec::new(),
+            web: Mutex::new(web::WebSettings::default()),
+            browser: browser::BrowserSlot::default(),
         }
+    }
+
+    /// The web settings in force now.
+    pub fn web_settings(&self) -> web::WebSettings {
+        self.web.lock().map(|w| w.clone()).unwrap_or_default()
     }
 
     /// The confinement for a process spawned now: the roots, the temp dir and the session's

@@ -307,14 +307,15 @@ impl Tool for ReadMedia {
         "read-media"
     }
     fn description(&self) -> &'static str {
-        "Look at an image (png, jpeg, gif, webp: screenshots, diagrams, mockups); it is attached to the result as an image, downscaled to at most 1568 px. PDFs are read as text by page range (pages: \"1-5\")."
+        "Look at an image (png, jpeg, gif, webp: screenshots, diagrams, mockups); it is attached to the result as an image, downscaled to at most 1568 px. PDFs are read as text by page range (pages: \"1-5\"). Screen recordings (animated gif, mp4, webm, mov) are sampled into `frames` images (default 8, at most 20) with their timestamps."
     }
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
                 "file_path": {"type": "string", "description": "Absolute path, or relative to the working directory"},
-                "pages": {"type": "string", "description": "PDF page range, e.g. \"1-5\""}
+                "pages": {"type": "string", "description": "PDF page range, e.g. \"1-5\""},
+                "frames": {"type": "integer", "description": "Recordings: frames to sample (default 8, at most 20)"}
             },
             "required": ["file_path"]
         })
@@ -325,6 +326,11 @@ impl Tool for ReadMedia {
         };
         (|| {
             let path = ctx.resolve(&args.file_path);
+            // Screen recordings: frames sampled with their timestamps by ffmpeg (frames.rs);
+            // ffmpeg reads the file itself, so no size limit applies.
+            if crate::frames::is_video(&path) && path.is_file() {
+                return crate::frames::read_video(&path, args.frames);
+            }
             if let Ok(m) = std::fs::metadata(&path)
                 && m.is_file()
                 && m.len() > 64 * 1024 * 1024
@@ -336,6 +342,11 @@ impl Tool for ReadMedia {
                 ));
             }
             let bytes = read_file(&path)?;
+            if image::guess_format(&bytes).ok() == Some(ImageFormat::Gif)
+                && let Some(out) = crate::frames::read_gif(&path, &bytes, args.frames)?
+            {
+                return Ok(out);
+            }
             if is_image(&path, &bytes) {
                 return read_image(&path, &bytes);
             }

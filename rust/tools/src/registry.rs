@@ -1,6 +1,6 @@
 //! The tool registry: advertised schemas and dispatch by any accepted spelling.
 
-use crate::{Tool, exec, fs, jobs, media, notebook, patch, search};
+use crate::{Tool, browser, exec, fs, jobs, media, notebook, patch, search, web};
 use serde_json::{Value, json};
 use yuyao_protocol::canonical_tool_name;
 
@@ -26,6 +26,9 @@ impl Default for Registry {
                 Box::new(patch::ApplyPatch),
                 Box::new(notebook::NotebookEdit),
                 Box::new(media::ReadMedia),
+                Box::new(web::fetch::WebFetch),
+                Box::new(web::search::WebSearch),
+                Box::new(browser::Browser),
                 Box::new(search::Grep),
                 Box::new(search::Glob),
                 Box::new(jobs::Monitor),

@@ -29,6 +29,7 @@ mod run_inputs;
 mod session;
 mod settings;
 mod state_notes;
+mod subagents;
 mod task_kind;
 mod tool_call;
 mod turn;

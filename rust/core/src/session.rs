@@ -206,6 +206,8 @@ pub struct Session {
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
+    /// This session's place among sub-agents: depth, the tree's shared ledger, its forks.
+    pub(crate) agents: crate::subagents::AgentLink,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -479,6 +481,7 @@ impl Session {
             expanded_prompt: Default::default(),
             rules: Mutex::new(Default::default()),
             dreamed: std::sync::atomic::AtomicBool::new(false),
+            agents: crate::subagents::AgentLink::at_open(),
             runtime: Mutex::new(None),
             _live: live,
         };
@@ -655,6 +658,8 @@ impl Session {
     /// the runtime: it is then released with the session). Safe to call twice.
     pub fn close(&self) {
         self.interrupt();
+        // Background sub-agents end with the session.
+        self.kill_subagents();
         if !self.dreamed.swap(true, std::sync::atomic::Ordering::SeqCst) {
             crate::memory::search::dream_at_end(self);
         }

@@ -71,7 +71,7 @@ fn ask_user_schema() -> Value {
 }
 
 impl Session {
-    fn tool_enabled(&self, name: &str) -> bool {
+    pub(crate) fn tool_enabled(&self, name: &str) -> bool {
         if crate::memory::tools::NAMES.contains(&name) && !self.memory.enabled {
             return false;
         }
@@ -92,6 +92,7 @@ impl Session {
             .into_iter()
             .chain(CORE_TOOLS.iter().copied())
             .chain(crate::memory::tools::NAMES.iter().copied())
+            .chain(["task"])
             .filter(|n| self.tool_enabled(n))
             .collect()
     }
@@ -100,6 +101,9 @@ impl Session {
         let mut schemas = self.tools.schemas(|n| self.tool_enabled(n));
         if self.tool_enabled("ask-user") {
             schemas.push(ask_user_schema());
+        }
+        if self.tool_enabled("task") {
+            schemas.push(self.task_schema());
         }
         for s in crate::memory::tools::schemas() {
             if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {

@@ -333,7 +333,7 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "agents",
         [],
-        "[list | show <name> | create <name> [--description …] [--tools a,b] [--model m] [--mode m] [--prompt …] [--user] | edit <name> [options] | delete <name>]",
+        "[list | show|create|edit|delete <name> [--tools a,b --mode m …]]",
         "sub-agent definitions (agents/<name>.md)",
         Some(crate::subagents::agents_cmd)
     ),

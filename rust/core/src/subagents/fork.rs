@@ -210,7 +210,7 @@ pub(crate) fn stop_all(s: &Session) -> String {
         r.halt();
     }
     match running.len() {
-        0 => "no background sub-agent is running".into(),
+        0 => "no background sub-agents to stop".into(),
         n => format!(
             "stopped {n} background sub-agent{}",
             if n == 1 { "" } else { "s" }

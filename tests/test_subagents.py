@@ -9,8 +9,10 @@ prompt; everything else is the main session."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from fakellm import call, calls, say, tool_call
@@ -499,3 +501,65 @@ def test_loop_until_stops_when_the_condition_is_met(fake_llm, api):
     s = api(server)
     out = s.dispatch('/loop run the tests --until "tests pass" --max 5 --interval 0.1')
     assert out.startswith("loop ended after 2 round(s): condition met: green"), out
+
+
+def test_a_deny_rule_on_task_refuses_it(fake_llm, api):
+    def respond(body, i):
+        if kind(body) == "sub":
+            return say("should not run")
+        if not tool_msgs(body):
+            return calls([task("x", "y", id="t1")])
+        return say("ok")
+
+    server = fake_llm(respond)
+    s = api(server, deny="task")
+    assert s.chat("go") == "ok"
+    assert "Refused by the deny rule 'task'" in server.tool_result("t1")
+    assert not [r for r in server.requests if kind(r["body"]) == "sub"]
+
+
+def test_the_trace_links_the_sub_agents_own_trace(fake_llm, yuyao, env, repo):
+    def respond(body, i):
+        if kind(body) == "sub":
+            if not tool_msgs(body):
+                return call("read", file_path="calc.py")
+            return say("found")
+        if not tool_msgs(body):
+            return calls([task("find", "find add", "explore", "t1")])
+        return say("done")
+
+    server = fake_llm(respond)
+    proc = yuyao("-p", "where is add?", "--verbose", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    # -p --verbose shows the sub-agent's tool call indented under the task call.
+    assert re.search(r"(?m)^    \[explore [0-9a-f]{8}\] read .*calc\.py", proc.stderr), proc.stderr
+    traces = sorted((repo / ".trajectory").glob("*.jsonl"))
+    entries = {
+        t: [json.loads(line) for line in t.read_text().splitlines() if line.strip()] for t in traces
+    }
+    parent = next(t for t, es in entries.items() if any(e["kind"] == "subagent_end" for e in es))
+    end = next(e for e in entries[parent] if e["kind"] == "subagent_end")
+    assert end["call_id"] == "t1" and end["status"] == "completed"
+    child = Path(end["trajectory"])
+    assert child != parent and child.exists()
+    tools = [e for e in entries[child] if e["kind"] == "tool"]
+    assert [t["name"] for t in tools] == ["read"]
+
+
+def test_esc_during_a_loops_wait_ends_it(fake_llm, api):
+    server = fake_llm(lambda body, i: say("ran"))
+    s = api(server)
+    result: dict = {}
+    worker = threading.Thread(
+        target=lambda: result.setdefault("v", s.dispatch("/loop ping --max 5 --interval 30"))
+    )
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not server.requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    s._core.interrupt()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert result["v"] == "loop ended after 1 round(s): interrupted"
+    assert len(server.requests) == 1

@@ -121,6 +121,7 @@ impl Session {
                     .names()
                     .into_iter()
                     .chain(["ask-user", "task"])
+                    .chain(crate::memory::tools::NAMES.iter().copied())
                     .map(str::to_string)
                     .collect()
             });
@@ -139,6 +140,11 @@ impl Session {
         // Limits are the tree's (the ledger): the parent's ceiling and step limit.
         o.max_steps = None;
         o.max_cost_usd = None;
+        // The wall-clock limit is the parent's deadline, not a new one.
+        o.max_wall_seconds = self
+            .opts
+            .max_wall_seconds
+            .map(|w| (w - self.started.elapsed().as_secs_f64()).max(0.0));
         let mut append = self.opts.append_system_prompt.clone().unwrap_or_default();
         if !def.prompt.trim().is_empty() {
             append.push_str(&format!("\n\n# Agent: {}\n{}", def.name, def.prompt.trim()));
@@ -180,6 +186,8 @@ struct ChildHandler {
     call_id: String,
     /// Open-time notices (settings warnings) are the parent's, already shown: not repeated.
     live: AtomicBool,
+    /// Nobody attends it (a fork, a headless parent): its questions get no answer.
+    unattended: bool,
     tally: Mutex<Tally>,
 }
 
@@ -222,6 +230,9 @@ impl Handler for ChildHandler {
     }
 
     fn request(&self, request: &Request) -> Option<String> {
+        if self.unattended {
+            return None;
+        }
         let p = self.parent.as_ref()?;
         // The person answering sees which sub-agent asks.
         let tagged = match request {
@@ -273,6 +284,7 @@ fn open(l: &Launch, stop: &CancellationToken) -> Result<(Session, Arc<ChildHandl
         depth: l.depth,
         call_id: l.call_id.clone(),
         live: AtomicBool::new(false),
+        unattended: l.opts.headless,
         tally: Mutex::default(),
     });
     PENDING.with(|p| {

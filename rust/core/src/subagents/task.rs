@@ -96,6 +96,12 @@ impl Session {
                     )
                 })
                 .and_then(|a| {
+                    // A deny rule naming the tool (`--deny task`) refuses it like any tool.
+                    if let Some(rule) = self.lock().policy.deny.iter().find(|r| {
+                        r.tool == Some("task") && r.pattern.is_none()
+                    }) {
+                        return Err(format!("Refused by the deny rule '{}'.", rule.text));
+                    }
                     if a.prompt.trim().is_empty() {
                         return Err("the task's prompt is empty".to_string());
                     }

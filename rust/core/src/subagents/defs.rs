@@ -19,6 +19,9 @@ pub(crate) struct AgentDef {
     pub mode: Option<Mode>,
     /// The body: the agent's instructions.
     pub prompt: String,
+    /// Declared tools this build does not have (another tool's definition, an MCP tool):
+    /// left out of its tool list, and said by `/agents`.
+    pub ignored_tools: Vec<String>,
     /// `built-in`, `project`, `user` or `plugin`.
     pub source: String,
     pub path: Option<PathBuf>,
@@ -33,6 +36,7 @@ pub(crate) fn builtins() -> Vec<AgentDef> {
             model: None,
             mode: Some(Mode::Plan),
             prompt: "You explore a code base to answer a question. Use grep and glob to find candidates and read to confirm them. Report the relevant paths with line numbers and what you found; say what you could not find.".into(),
+            ignored_tools: Vec::new(),
             source: "built-in".into(),
             path: None,
         },
@@ -43,11 +47,15 @@ pub(crate) fn builtins() -> Vec<AgentDef> {
             model: None,
             mode: None,
             prompt: String::new(),
+            ignored_tools: Vec::new(),
             source: "built-in".into(),
             path: None,
         },
     ]
 }
+
+/// `model:` values that mean "the session's model".
+const CLAUDE_ALIASES: &[&str] = &["inherit", "sonnet", "opus", "haiku"];
 
 /// A valid agent name: letters, digits, `-` and `_`.
 fn valid_name(name: &str) -> bool {
@@ -76,16 +84,17 @@ pub(crate) fn parse(text: &str, path: &Path, source: &str) -> Result<AgentDef, S
             "invalid agent name '{name}' (letters, digits, - and _)"
         ));
     }
+    // A declared tool this build lacks is left out (fewer tools, never more); one that is
+    // known keeps the agent to exactly its list.
+    let mut ignored_tools = Vec::new();
     let tools = match fm.get("tools") {
         None | Some(serde_json::Value::Null) => None,
         Some(v) => {
-            let list = crate::frontmatter::list(Some(v));
-            for t in &list {
-                if yuyao_protocol::canonical_tool_name(t).is_none() {
-                    return Err(format!("unknown tool '{t}' in tools"));
-                }
-            }
-            Some(list)
+            let (known, unknown): (Vec<String>, Vec<String>) = crate::frontmatter::list(Some(v))
+                .into_iter()
+                .partition(|t| yuyao_protocol::canonical_tool_name(t).is_some());
+            ignored_tools = unknown;
+            Some(known)
         }
     };
     let mode = match fm.get("mode").and_then(|v| v.as_str()) {
@@ -104,10 +113,12 @@ pub(crate) fn parse(text: &str, path: &Path, source: &str) -> Result<AgentDef, S
         model: fm
             .get("model")
             .and_then(|v| v.as_str())
-            .filter(|m| !m.trim().is_empty() && *m != "inherit")
+            // Another tool's family aliases name no model this gateway serves: inherit.
+            .filter(|m| !m.trim().is_empty() && !CLAUDE_ALIASES.contains(m))
             .map(str::to_string),
         mode,
         prompt: body.to_string(),
+        ignored_tools,
         source: source.into(),
         path: Some(path.to_path_buf()),
     })
@@ -208,7 +219,7 @@ fn render(d: &AgentDef) -> String {
 
 fn describe(d: &AgentDef) -> String {
     format!(
-        "{} ({}) — {}\n  tools: {} · mode: {} · model: {}{}",
+        "{} ({}) — {}\n  tools: {} · mode: {} · model: {}{}{}",
         d.name,
         d.source,
         if d.description.is_empty() {
@@ -224,6 +235,14 @@ fn describe(d: &AgentDef) -> String {
             .map(|m| m.to_string())
             .unwrap_or_else(|| "plan (read-only)".into()),
         d.model.as_deref().unwrap_or("the session's"),
+        if d.ignored_tools.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "\n  tools not in this build (left out): {}",
+                d.ignored_tools.join(", ")
+            )
+        },
         d.path
             .as_ref()
             .map(|p| format!("\n  file: {}", p.display()))
@@ -322,6 +341,7 @@ pub(crate) fn agents_cmd(s: &Session, args: &[String]) -> Result<String, CoreErr
                 model: None,
                 mode: None,
                 prompt: String::new(),
+                ignored_tools: Vec::new(),
                 source: String::new(),
                 path: None,
             };
@@ -432,14 +452,15 @@ mod tests {
         assert_eq!(d.tools, Some(vec!["read".into(), "grep".into()]));
         assert_eq!(d.mode, Some(Mode::Plan));
         assert_eq!(d.prompt.trim(), "Find things.");
-        assert!(
-            parse(
-                "---\ntools: [teleport]\n---\n",
-                Path::new("/a/b.md"),
-                "user"
-            )
-            .is_err()
-        );
+        let odd = parse(
+            "---\ntools: Read, Teleport\nmodel: sonnet\n---\n",
+            Path::new("/a/b.md"),
+            "user",
+        )
+        .unwrap();
+        assert_eq!(odd.tools, Some(vec!["Read".into()]));
+        assert_eq!(odd.ignored_tools, vec!["Teleport".to_string()]);
+        assert_eq!(odd.model, None);
         assert!(parse("---\nname: ../x\n---\n", Path::new("/a/b.md"), "user").is_err());
     }
 
@@ -470,6 +491,7 @@ mod tests {
             model: Some("m".into()),
             mode: Some(Mode::AutoEdit),
             prompt: "Do it.\n".into(),
+            ignored_tools: Vec::new(),
             source: "project".into(),
             path: Some(PathBuf::from("/p/r.md")),
         };

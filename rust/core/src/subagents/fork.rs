@@ -233,6 +233,7 @@ pub(crate) fn fork_cmd(s: &Session, args: &[String]) -> Result<String, CoreError
         // The parent's mode, but nobody attends it: what would need a question is refused.
         mode: None,
         prompt: String::new(),
+        ignored_tools: Vec::new(),
         source: "built-in".into(),
         path: None,
     };

@@ -63,3 +63,35 @@ def test_ctrl_x_ctrl_k_twice_stops_a_running_fork(fake_llm, env, repo):
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+def test_a_writing_sub_agent_asks_through_the_tui(fake_llm, env, repo, yuyao_home):
+    agents = yuyao_home / "agents"
+    agents.mkdir()
+    (agents / "writer.md").write_text("---\ndescription: writes\nmode: ask\n---\nWrite files.\n")
+
+    def respond(body, i):
+        tools = [m for m in body["messages"] if m["role"] == "tool"]
+        if is_sub(body):
+            if not tools:
+                return call("write", file_path="sub.txt", content="from the sub-agent\n")
+            return say("written")
+        if not tools:
+            args = {"description": "write", "prompt": "write sub.txt", "agent": "writer"}
+            return calls([tool_call("task", args, "t1")])
+        return say("The writer finished.")
+
+    server = fake_llm(respond)
+    term = yuyao_term(env(server), repo, "--mode", "ask")
+    try:
+        term.wait_ready()
+        term.line("delegate the write")
+        term.wait_for(r"sub-agent writer")
+        term.wait_for(r"from the sub-agent")
+        term.send("y")
+        term.wait_for(r"The writer finished\.")
+        assert (repo / "sub.txt").read_text() == "from the sub-agent\n"
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

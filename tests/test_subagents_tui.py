@@ -95,3 +95,26 @@ def test_a_writing_sub_agent_asks_through_the_tui(fake_llm, env, repo, yuyao_hom
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+def test_goal_rounds_and_verdict_show_in_the_tui(fake_llm, env, repo):
+    verdicts = iter(["NOT MET\nno greeting yet", "MET\nthe greeting is there"])
+
+    def respond(body, i):
+        if str(body["messages"][0].get("content")).startswith("You judge"):
+            return say(next(verdicts))
+        return say(f"working on it ({i})")
+
+    server = fake_llm(respond)
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_ready()
+        term.line("/goal a greeting exists")
+        term.wait_for(r"goal round 1/10: a greeting exists")
+        term.wait_for(r"not met yet — no greeting yet")
+        term.wait_for(r"goal round 2/10")
+        term.wait_for(r"goal met after 2 rounds: the greeting is there")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

@@ -75,7 +75,10 @@ impl Session {
             }
             Ok(context) => {
                 self.checkpoint_prompt(text);
-                crate::memory::commands::on_submit(self, text);
+                // A sub-agent's prompt is the model's: no preference of the user's to keep.
+                if !self.agents.is_child() {
+                    crate::memory::commands::on_submit(self, text);
+                }
                 // `@path` references are attached to the prompt (the only content that
                 // enters a request without a tool call).
                 let message = if expanded {

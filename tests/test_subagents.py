@@ -207,7 +207,8 @@ def test_project_agents_need_project_extensions(fake_llm, api, repo):
     assert s.chat("go") == "ok"
     assert "unknown agent 'finder'" in server.tool_result("t1")
     assert not [r for r in server.requests if kind(r["body"]) == "sub"]
-    assert "finder" not in s.dispatch("/agents list")
+    listed = s.dispatch("/agents list")
+    assert "finder" not in listed and "this project's agents are not loaded" in listed
 
 
 def test_agents_command_creates_shows_edits_and_deletes(fake_llm, api, repo):

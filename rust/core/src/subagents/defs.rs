@@ -316,9 +316,12 @@ pub(crate) fn agents_cmd(s: &Session, args: &[String]) -> Result<String, CoreErr
             for p in problems {
                 out.push(format!("problem: {p}"));
             }
-            if !s.project_extensions_allowed() {
+            let p = &s.paths.project;
+            let has_project_agents =
+                p.join(".yuyao/agents").is_dir() || p.join(".claude/agents").is_dir();
+            if has_project_agents && !s.project_extensions_allowed() {
                 out.push(
-                    "(this project's agents are not loaded until you trust it: /trust)".into(),
+                    "(this project's agents are not loaded: the project is not trusted (/trust) or project extensions are off)".into(),
                 );
             }
             Ok(out.join("\n"))

@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from fakellm import call, error, say
+from fakellm import call, calls, error, say
 
 pytestmark = pytest.mark.core
 
@@ -598,6 +598,39 @@ def effect_max_stop_blocks(fake_llm, live, repo, **_):
     assert len(server.requests) == 2, "one answer, one block, then the turn ends"
 
 
+def effect_agents_max_parallel(fake_llm, live, **_):
+    starts: list[float] = []
+
+    def respond(body, i):
+        system = body["messages"][0].get("content") or ""
+        if "# You are a sub-agent" in system:
+            starts.append(time.monotonic())
+            return say("sub", delay=0.4)
+        last = body["messages"][-1]
+        if last["role"] == "user" and "two tasks" in str(last.get("content")):
+            args = [{"description": d, "prompt": d} for d in ("one", "two")]
+            return calls([("task", a, f"t{k}") for k, a in enumerate(args)])
+        return say("ok")
+
+    server = fake_llm(respond)
+    s, _ = live(server)
+    set_key(s, "agents.max_parallel", "1")
+    s.chat("two tasks")
+    assert len(starts) == 2
+    assert starts[1] - starts[0] >= 0.35, "with 1, the second sub-agent waits for the first"
+
+
+def effect_goal_max_rounds(fake_llm, live, **_):
+    def respond(body, i):
+        system = body["messages"][0].get("content") or ""
+        return say("NOT MET\nno" if system.startswith("You judge") else "working")
+
+    server = fake_llm(respond)
+    s, _ = live(server)
+    set_key(s, "goal.max_rounds", "2")
+    assert s.dispatch("/goal never").startswith("goal not met after 2 rounds")
+
+
 def effect_features_hooks(fake_llm, live, repo, **_):
     marker = repo / "hook-ran"
     (repo / ".yuyao").mkdir(exist_ok=True)
@@ -624,6 +657,8 @@ def effect_feature_not_in_build(key: str):
 
 
 EFFECTS = {
+    "agents.max_parallel": effect_agents_max_parallel,
+    "goal.max_rounds": effect_goal_max_rounds,
     "hooks.max_stop_blocks": effect_max_stop_blocks,
     "features.hooks": effect_features_hooks,
     "features.skills": effect_feature_not_in_build("features.skills"),

@@ -240,6 +240,17 @@ class PrintHandler:
             lines.append(f"    ... {more} more lines")
         self._progress("\n".join(lines))
 
+    def _on_agent(self, event: dict) -> None:
+        """A sub-agent's tool calls (--verbose), indented under the parent's task call."""
+        inner = event.get("event") or {}
+        pad = "    " * int(event.get("depth") or 1)
+        tag = f"[{event.get('agent')} {event.get('agent_id')}]"
+        if inner.get("type") == "tool_begin":
+            self._progress(f"{pad}{tag} {inner.get('name')} {_short(inner.get('arguments'))}")
+        elif inner.get("type") == "tool_end" and not inner.get("ok"):
+            first = (str(inner.get("output") or "").splitlines() or [""])[0]
+            self._progress(f"{pad}{tag} {inner.get('name')} failed: {first}")
+
     def _on_usage(self, event: dict) -> None:
         if event.get("line"):  # the core renders it as ui.usage asks (empty with off)
             self._progress(f"[usage] {event['line']}")

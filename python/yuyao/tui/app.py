@@ -81,7 +81,12 @@ class Handler:
         self.queue: queue.Queue | None = None
 
     def _on_worker(self) -> bool:
-        return self.queue is not None and threading.current_thread() is self.worker
+        # While a turn runs, sub-agents' threads (task, /fork) report through its queue too:
+        # only the main thread draws and asks.
+        me = threading.current_thread()
+        if self.queue is None or me is threading.main_thread():
+            return False
+        return me is self.worker or (self.worker is not None and self.worker.is_alive())
 
     def event(self, event_json: str) -> None:
         try:

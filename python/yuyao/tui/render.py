@@ -323,6 +323,8 @@ class Renderer:
             self._tool_begin(event)
         elif kind == "tool_end":
             self._tool_end(event)
+        elif kind == "agent":
+            self._agent(event)
         elif kind == "usage":
             self.usage = event
             view.extra = self._usage_text()
@@ -448,6 +450,29 @@ class Renderer:
             self.print(line)
         else:
             self._focus_line = line  # printed with the outcome
+
+    def _agent(self, event: dict) -> None:
+        """A sub-agent's tool calls and notices, indented under the parent's task call."""
+        inner = event.get("event") or {}
+        pad = "  " * (int(event.get("depth") or 1) + 1)
+        tag = f"[{event.get('agent')} {event.get('agent_id')}] "
+        ikind = inner.get("type")
+        if ikind == "tool_begin":
+            self.flush_stream()
+            name = str(inner.get("name", "tool"))
+            summary = summarize_arguments(name, inner.get("arguments"))
+            line = Text(f"{pad}↳ {tag}", "muted")
+            line.append(name, "tool")
+            if summary:
+                line.append(f"  {summary}", "tool.arg")
+            self.print(line)
+        elif ikind == "tool_end" and not inner.get("ok"):
+            first = (str(inner.get("output") or "").splitlines() or [""])[0]
+            self.print(Text(f"{pad}  {theme.SYM_FAIL} {first[:160]}", "fail"))
+        elif ikind == "notice":
+            self.print(Text(f"{pad}{tag}{inner.get('text', '')}", "warn"))
+        elif ikind == "turn_end":
+            self.print(Text(f"{pad}{tag}{inner.get('status', '')}", "muted"))
 
     def _tool_end(self, event: dict) -> None:
         tid = str(event.get("id", ""))

@@ -27,6 +27,7 @@ impl Session {
             st.trajectory.record("background", json!({"text": text}));
             st.history.push(Message::user(text));
         }
+        self.inject_fork_reports(st);
     }
 
     /// `Ctrl+B`: moves the running foreground bash command (the bash tool's, or a `!`
@@ -85,7 +86,14 @@ pub(crate) fn tasks(s: &Session, args: &[String]) -> Result<String, CoreError> {
         }
     };
     match args.first().map(String::as_str) {
-        None | Some("list") | Some("ls") => Ok(format_list(&jobs.list())),
+        None | Some("list") | Some("ls") => {
+            let mut out = format_list(&jobs.list());
+            let agents = s.subagent_rows();
+            if !agents.is_empty() {
+                out = format!("{}\nsub-agents:\n  {}", out.trim_end(), agents.join("\n  "));
+            }
+            Ok(out)
+        }
         Some("show") | Some("output") | Some("inspect") => {
             let id = id_arg("show")?;
             let (info, text) = jobs.tail(id, SHOW_LINES).map_err(CoreError::Usage)?;
@@ -111,6 +119,9 @@ pub(crate) fn tasks(s: &Session, args: &[String]) -> Result<String, CoreError> {
         }
         Some("stop") | Some("kill") => {
             let target = id_arg("stop")?;
+            if let Some(said) = s.stop_subagent(target) {
+                return Ok(said);
+            }
             let ids: Vec<String> = if target == "all" {
                 jobs.list()
                     .into_iter()

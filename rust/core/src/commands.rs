@@ -330,22 +330,34 @@ const COMMANDS: &[Command] = &[
         "turn a kind of extension on or off (persisted)",
         Some(crate::features::features_cmd)
     ),
-    cmd!("agents", [], "", "sub-agent configuration", None),
+    cmd!(
+        "agents",
+        [],
+        "[list | show|create|edit|delete <name> [--tools a,b --mode m …]]",
+        "sub-agent definitions (agents/<name>.md)",
+        Some(crate::subagents::agents_cmd)
+    ),
     cmd!(
         "goal",
         [],
         "<condition>",
         "keep working until a condition holds",
-        None
+        Some(crate::subagents::goal_cmd)
     ),
     cmd!(
         "loop",
         [],
         "<prompt> [--interval s] [--max n] [--until cond]",
         "repeat a prompt",
-        None
+        Some(crate::subagents::loop_cmd)
     ),
-    cmd!("fork", [], "", "spawn a background sub-agent", None),
+    cmd!(
+        "fork",
+        [],
+        "[prompt]",
+        "a background sub-agent that starts from this conversation",
+        Some(crate::subagents::fork_cmd)
+    ),
     cmd!(
         "branch",
         [],
@@ -394,7 +406,7 @@ const COMMANDS: &[Command] = &[
         "tasks",
         ["bashes"],
         "[list | show <id> | stop <id|all>]",
-        "background shells and monitors: list, inspect, stop",
+        "background shells, monitors and sub-agents: list, inspect, stop",
         Some(crate::cmd_background::tasks)
     ),
     cmd!(

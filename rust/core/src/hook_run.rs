@@ -361,6 +361,11 @@ impl Session {
 
     /// UserPromptSubmit: `Err(reason)` blocks the prompt; `Ok` carries context to add.
     pub(crate) fn prompt_hooks(&self, prompt: &str) -> Result<Vec<String>, String> {
+        // A sub-agent's prompt is the model's, not the user's; its tool calls still pass
+        // PreToolUse hooks.
+        if self.agents.is_child() {
+            return Ok(Vec::new());
+        }
         let out = self.run_hooks(HookEvent::UserPromptSubmit, None, json!({"prompt": prompt}));
         if out.permission == Some(Permission::Deny) {
             return Err(if out.reason.is_empty() {
@@ -374,6 +379,10 @@ impl Session {
 
     /// Stop: the failing quality gates' output, if any gate failed.
     pub(crate) fn stop_hooks(&self, answer: &str, blocks_so_far: u32) -> Option<String> {
+        // Stop hooks gate the session's answer to the user, not a sub-agent's report.
+        if self.agents.is_child() {
+            return None;
+        }
         let out = self.run_hooks(
             HookEvent::Stop,
             None,

@@ -32,6 +32,7 @@ mod scope;
 mod session;
 mod settings;
 mod state_notes;
+mod subagents;
 mod task_kind;
 mod tool_call;
 mod turn;

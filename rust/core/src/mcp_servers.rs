@@ -112,6 +112,10 @@ impl Session {
     /// Makes the running servers match the configuration files (started in the background,
     /// never waited for here). Called at open, after `/mcp add|remove`, before each request.
     pub(crate) fn mcp_sync(&self) {
+        // A sub-agent starts no MCP server of its own (they are the main session's).
+        if self.agents.is_child() {
+            return;
+        }
         let (configured, _) = self.mcp.configured();
         let mut slot = self.mcp.manager.lock().unwrap_or_else(|e| e.into_inner());
         if configured.is_empty() && slot.is_none() {

@@ -208,6 +208,8 @@ pub struct Session {
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
     /// The turn's declared scope and what its guard let through (`scope/`).
     pub(crate) scope: Mutex<crate::scope::Tracker>,
+    /// This session's place among sub-agents: depth, the tree's shared ledger, its forks.
+    pub(crate) agents: crate::subagents::AgentLink,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -482,6 +484,7 @@ impl Session {
             rules: Mutex::new(Default::default()),
             dreamed: std::sync::atomic::AtomicBool::new(false),
             scope: Mutex::new(Default::default()),
+            agents: crate::subagents::AgentLink::at_open(),
             runtime: Mutex::new(None),
             _live: live,
         };
@@ -658,6 +661,8 @@ impl Session {
     /// the runtime: it is then released with the session). Safe to call twice.
     pub fn close(&self) {
         self.interrupt();
+        // Background sub-agents end with the session.
+        self.kill_subagents();
         if !self.dreamed.swap(true, std::sync::atomic::Ordering::SeqCst) {
             crate::memory::search::dream_at_end(self);
         }

@@ -29,6 +29,8 @@ const READ_AT_USE: &[&str] = &[
     "compaction.memoryFlush.enabled",
     "compaction.memoryFlush.model",
     "hooks.max_stop_blocks",
+    "agents.max_parallel",
+    "goal.max_rounds",
     "features.hooks",
     "features.mcp",
     "memorySearch.provider",

@@ -52,7 +52,7 @@ pub fn intent_line(text: &str, calls: &[ToolCall]) -> String {
 }
 
 impl Session {
-    fn tool_enabled(&self, name: &str) -> bool {
+    pub(crate) fn tool_enabled(&self, name: &str) -> bool {
         if crate::memory::tools::NAMES.contains(&name) && !self.memory.enabled {
             return false;
         }
@@ -73,6 +73,7 @@ impl Session {
             .into_iter()
             .chain(CORE_TOOLS.iter().copied())
             .chain(crate::memory::tools::NAMES.iter().copied())
+            .chain(["task"])
             .filter(|n| self.tool_enabled(n))
             .collect()
     }
@@ -84,6 +85,9 @@ impl Session {
         }
         if self.tool_enabled("declare-scope") {
             schemas.push(crate::scope::declare::schema());
+        }
+        if self.tool_enabled("task") {
+            schemas.push(self.task_schema());
         }
         for s in crate::memory::tools::schemas() {
             if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {

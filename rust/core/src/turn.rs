@@ -76,7 +76,10 @@ impl Session {
             Ok(context) => {
                 self.checkpoint_prompt(text);
                 self.scope_begin_turn();
-                crate::memory::commands::on_submit(self, text);
+                // A sub-agent's prompt is the model's: no preference of the user's to keep.
+                if !self.agents.is_child() {
+                    crate::memory::commands::on_submit(self, text);
+                }
                 // `@path` references are attached to the prompt (the only content that
                 // enters a request without a tool call).
                 let message = if expanded {
@@ -94,10 +97,17 @@ impl Session {
                         )));
                     }
                 }
+                // `@explore` naming an agent hands that work to it (the task tool).
+                if let Some(note) = crate::subagents::defs::mention_note(self, text) {
+                    self.lock().push(Message::user(note));
+                }
                 if !expanded {
                     crate::cmd_permissions::note_mentions(self, text);
                 }
-                self.block_on(self.run_turn(&token))?
+                let summary = self.block_on(self.run_turn(&token));
+                // A call that never happened gives its spend reservation back.
+                self.agents.release();
+                summary?
             }
         };
         self.finish_file_batch();
@@ -220,32 +230,45 @@ impl Session {
         // A raise by the human is checked again (a few times at most: float rounding must not
         // make this spin).
         for _ in 0..3 {
-            let (max, spent) = {
+            // The whole tree's spend (sub-agents and calls in flight reserved), not only ours.
+            let (max, spent, share) = {
                 let st = self.lock();
-                match st.max_cost_usd {
-                    Some(max) => (max, st.cost_usd),
-                    None => return Ok(max_out),
+                match self
+                    .agents
+                    .budget(st.max_cost_usd, st.cost_usd, st.max_steps)
+                {
+                    (Some(max), spent, share) => (max, spent, share),
+                    (None, ..) => return Ok(max_out),
                 }
             };
-            let left = max - spent - input_cost;
+            // Sub-agents running side by side share what is left.
+            let left = (max - spent - input_cost) / share as f64;
             if left >= 0.0 {
                 if price.output_cost_per_token <= 0.0 {
+                    self.agents.reserve(input_cost);
                     return Ok(max_out);
                 }
                 let affordable = (left / price.output_cost_per_token)
                     .floor()
                     .min(u64::MAX as f64) as u64;
                 if affordable >= MIN_ANSWER_TOKENS {
-                    return Ok(Some(max_out.map_or(affordable, |m| m.min(affordable))));
+                    let cap = max_out.map_or(affordable, |m| m.min(affordable));
+                    self.agents
+                        .reserve(input_cost + cap as f64 * price.output_cost_per_token);
+                    return Ok(Some(cap));
                 }
             }
-            if !self.cost_ceiling_allows(spent, minimal_cost, max) {
+            // A sub-agent does not ask the human: the ceiling is its parent's.
+            if self.agents.is_child() || !self.cost_ceiling_allows(spent, minimal_cost, max) {
                 break;
             }
         }
         let (max, spent) = {
             let st = self.lock();
-            (st.max_cost_usd.unwrap_or(0.0), st.cost_usd)
+            let (max, spent, _) = self
+                .agents
+                .budget(st.max_cost_usd, st.cost_usd, st.max_steps);
+            (max.unwrap_or(0.0), spent)
         };
         Err(self.limit(format!(
             "spend ceiling reached: ${spent:.4} spent of ${max:.4}; the next call needs about ${input_cost:.4} for its input plus ${:.4} for a minimal answer ({MIN_ANSWER_TOKENS} tokens)",
@@ -265,7 +288,7 @@ impl Session {
         }
     }
 
-    fn limit(&self, why: String) -> TurnSummary {
+    pub(crate) fn limit(&self, why: String) -> TurnSummary {
         self.notice(NoticeLevel::Warning, why.clone());
         TurnSummary {
             status: "limits_exceeded",
@@ -295,9 +318,14 @@ impl Session {
         let mut acted = false;
         let mut stop_blocks: u32 = 0;
         let mut turn_steps: u32 = 0;
+        self.agents.turn_start();
         loop {
             if token.is_cancelled() {
                 return interrupted();
+            }
+            // A stopped sub-agent, or the step limit of the whole tree (sub-agents included).
+            if let Some(stop) = self.subagent_gate() {
+                return stop;
             }
             // Limits are checked before the call, never after the money is spent.
             let max_steps = self.lock().max_steps;
@@ -406,6 +434,7 @@ impl Session {
                 st.steps += 1;
                 st.cost_usd += cost;
                 st.usage.add(&reply.usage);
+                self.agents.after_call(cost, st.cost_usd);
                 st.last_usage = reply.usage;
                 let mut m = Message::assistant(reply.text.clone());
                 m.tool_calls = reply.tool_calls.clone();
@@ -504,6 +533,8 @@ impl Session {
 
             let intent = intent_line(&reply.text, &assistant.tool_calls);
             let calls = assistant.tool_calls.clone();
+            // The reply's task calls run first, concurrently; their results keep call order.
+            let mut delegated = self.run_task_calls(&calls, &intent, token);
             let mut images = Vec::new();
             for (k, call) in calls.iter().enumerate() {
                 if token.is_cancelled() {
@@ -516,7 +547,10 @@ impl Session {
                     }
                     return interrupted();
                 }
-                let outcome: CallOutcome = self.run_tool_call(&client, call, &intent, token).await;
+                let outcome: CallOutcome = match delegated.remove(&call.id) {
+                    Some(done) => done,
+                    None => self.run_tool_call(&client, call, &intent, token).await,
+                };
                 acted |= outcome.ok && outcome.evidence;
                 if outcome.may_change_repo {
                     self.mark_git_stale();
@@ -532,7 +566,7 @@ impl Session {
     }
 }
 
-fn interrupted() -> TurnSummary {
+pub(crate) fn interrupted() -> TurnSummary {
     TurnSummary {
         status: "interrupted",
         exit_status: "Interrupted",

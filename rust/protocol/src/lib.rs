@@ -81,6 +81,15 @@ pub enum Event {
         state: String,
         exit_code: Option<i32>,
     },
+    /// An event of a sub-agent (the `task` tool, `/fork`), shown nested under the parent's
+    /// call `call_id` (a fork's id for `/fork`); `depth` 1 is a child of the main session.
+    Agent {
+        agent_id: String,
+        agent: String,
+        depth: u32,
+        call_id: String,
+        event: Box<Event>,
+    },
     /// The turn ended; `status` is one of `completed`, `limits_exceeded`, `interrupted`, `error`.
     TurnEnd {
         status: String,

@@ -220,6 +220,11 @@ impl PySession {
         py.detach(move || inner.user_shell(&command)).map_err(to_py)
     }
 
+    /// Ctrl+X Ctrl+K: stops every background sub-agent; says how many.
+    fn kill_subagents(&self) -> String {
+        self.inner.kill_subagents()
+    }
+
     /// Ctrl+B: the running bash command becomes a background job (thread-safe). False when
     /// no command is running.
     fn background_running(&self) -> bool {

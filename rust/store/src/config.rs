@@ -347,6 +347,18 @@ const KNOWN: &[Key] = &[
         "default bash timeout in ms",
     ),
     key(
+        "agents.max_parallel",
+        Kind::PosInt,
+        Applies::Live,
+        "how many sub-agents of one reply's task calls run at once (default 2)",
+    ),
+    key(
+        "goal.max_rounds",
+        Kind::PosInt,
+        Applies::Live,
+        "how many rounds /goal (and /loop without --max) runs at most (default 10)",
+    ),
+    key(
         "hooks.max_stop_blocks",
         Kind::NonNegInt,
         Applies::Live,

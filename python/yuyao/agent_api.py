@@ -123,6 +123,9 @@ def create_session(
     fork_session: bool = False,
     trust_project: bool = False,
     project_extensions: bool = True,
+    json_schema: str | os.PathLike | None = None,
+    thinking: str | None = None,
+    auto_commit: bool | None = None,
 ) -> AgentSession:
     """Open a session. `deny`, `mode` and `role` mean what `--deny`, `--mode` and `--role`
     mean on the command line; when omitted, the configured defaults apply (mode ask, role
@@ -135,6 +138,9 @@ def create_session(
     `project_extensions=False` means `--no-project-extensions`: executables the project
     ships (its hooks.json hooks, its `.mcp.json` servers) do not run; by default they do, as
     with `-p` (the caller chose the directory). The user's own hooks and servers always run.
+
+    `json_schema`, `thinking` and `auto_commit` mean `--json-schema <file>`, `--thinking
+    <level>` and `--auto-commit` (False: off even when `git.auto_commit` is set).
 
     `continue_session`, `resume` and `fork_session` mean `-c`, `--resume <id>` and
     `--fork-session`: the conversation of a saved session is restored (ValueError when both
@@ -159,4 +165,10 @@ def create_session(
         options["resume"] = str(resume)
     if fork_session:
         options["fork_session"] = True
+    if json_schema is not None:
+        options["json_schema"] = os.fspath(json_schema)
+    if thinking is not None:
+        options["thinking"] = fold_choice(str(thinking))
+    if auto_commit is not None:
+        options["auto_commit"] = bool(auto_commit)
     return AgentSession(_core.Session(json.dumps(options), None))

@@ -31,6 +31,8 @@ pub(crate) fn while_busy(name: &str, args: &[String]) -> WhileBusy {
         "gc" if first == Some("--dry-run") => Now,
         // Memory files are re-read before every call: a change made now reaches the next.
         "remember" | "forget" | "memory" => Now,
+        // It exists to act on the running turn (`queue.rs`).
+        "queue" => Now,
         "mode" | "role" | "model" if args.is_empty() => Now,
         "mode" | "role" | "model" | "plan" | "ask" | "debug" | "vim" | "think" | "curiosity"
         | "stream" | "config" | "permissions" | "exit" => AfterTurn,

@@ -3,6 +3,8 @@
 //! A front opens a [`Session`], submits turns ([`Session::chat`]) and slash commands
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
+mod architect;
+mod auto_commit;
 mod busy;
 mod cmd_background;
 mod cmd_files;
@@ -19,20 +21,26 @@ mod headless;
 mod hook_review;
 mod hook_run;
 mod hooks;
+mod json_answer;
 mod mcp_servers;
 mod memory;
 mod next_step;
 mod prompt;
+mod queue;
 mod refs;
 mod rule_files;
 mod run_inputs;
 mod session;
 mod settings;
+mod side_question;
 mod state_notes;
 mod task_kind;
+mod thinking;
 mod tool_call;
 mod turn;
+mod user_content;
 mod words;
+mod workdirs;
 
 pub use handler::Handler;
 pub use headless::{HeadlessRequest, run_headless};

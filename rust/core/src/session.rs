@@ -206,6 +206,14 @@ pub struct Session {
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
+    /// `--json-schema`: the schema the final answer must satisfy (`json_answer.rs`).
+    pub(crate) json_answer: Option<crate::json_answer::JsonAnswer>,
+    /// Images of the next turn's user message (`user_content.rs`).
+    pub(crate) pending_images: Mutex<Vec<String>>,
+    /// `--auto-commit` state: the batch's intent, commits made (`auto_commit.rs`).
+    pub(crate) auto_commit: Mutex<crate::auto_commit::AutoCommit>,
+    /// `/queue followup|collect|interrupt` turns waiting for the running one (`queue.rs`).
+    pub(crate) queued: Mutex<crate::queue::Queued>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -325,6 +333,12 @@ impl Session {
                 }
             }
         }
+        // A bad schema is a usage error before anything is written or called.
+        let json_answer = opts
+            .json_schema
+            .as_deref()
+            .map(crate::json_answer::JsonAnswer::load)
+            .transpose()?;
 
         let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
         let pricing_raw = opts
@@ -479,6 +493,10 @@ impl Session {
             expanded_prompt: Default::default(),
             rules: Mutex::new(Default::default()),
             dreamed: std::sync::atomic::AtomicBool::new(false),
+            json_answer,
+            pending_images: Mutex::new(Vec::new()),
+            auto_commit: Mutex::new(Default::default()),
+            queued: Mutex::new(Default::default()),
             runtime: Mutex::new(None),
             _live: live,
         };

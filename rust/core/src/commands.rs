@@ -205,16 +205,22 @@ const COMMANDS: &[Command] = &[
         [],
         "[--fix] [--security|--simplify]",
         "review the current diff",
-        None
+        Some(crate::review::review_command)
     ),
     cmd!(
         "security-review",
         [],
         "",
         "security review of the branch's changes",
-        None
+        Some(crate::review::security_review_command)
     ),
-    cmd!("run", [], "", "build, launch and drive the app", None),
+    cmd!(
+        "run",
+        [],
+        "[command]",
+        "start the app, wait until it is ready, report its URL",
+        Some(crate::run_app::run_command)
+    ),
     cmd!(
         "copy",
         [],

@@ -628,6 +628,7 @@ impl Session {
         let st = self.lock();
         let window = self.context_window();
         serde_json::json!({
+            "added_dirs": self.ctx.roots().iter().skip(1).map(|d| d.display().to_string()).collect::<Vec<_>>(),
             "session_id": st.log.id(),
             "title": st.log.title(),
             "session_file": st.log.path().display().to_string(),

@@ -1,0 +1,46 @@
+"""Issue 21 in the TUI: `/btw`, `/queue followup` typed mid-turn, `/add-dir` in `/status`,
+`/think` independent of the thinking display — the same core code as `dispatch`."""
+
+from __future__ import annotations
+
+import pytest
+from fakellm import say
+from test_tui import CTRL_D, yuyao_term
+
+pytestmark = pytest.mark.core
+
+
+def test_tui_btw_queue_add_dir_and_think(fake_llm, env, repo, tmp_path):
+    other = tmp_path / "shared-lib"
+    other.mkdir()
+    server = fake_llm(
+        [
+            say("ASIDE-ANSWER"),
+            say("first answer " * 30, chunk_delay=0.05),
+            say("FOLLOWUP-DONE"),
+        ]
+    )
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_ready()
+        term.line("/btw is calc.py tested?")
+        term.wait_for(r"ASIDE-ANSWER")
+        term.line(f"/add-dir {other}")
+        term.wait_for(r"added .*shared-lib")
+        term.line("/status")
+        term.wait_for(r"added\s+.*shared-lib")
+        term.line("/think high")
+        term.line("tell me a long story")
+        term.wait_for(r"first answer first answer")
+        term.line("/queue followup now summarize")
+        term.wait_for(r"FOLLOWUP-DONE", timeout=30)
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    # The aside left no trace; the follow-up ran as its own turn after the first.
+    assert "is calc.py tested" not in server.user_text(1)
+    assert "ASIDE-ANSWER" not in str(server.messages(1))
+    assert server.messages(2)[-1]["content"].endswith("now summarize")
+    # /think changed the request only; the display setting stayed the default.
+    assert server.body(1)["reasoning_effort"] == "high"

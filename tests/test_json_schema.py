@@ -121,3 +121,19 @@ def test_agent_api(fake_llm, api, schema_file):
     session = api(server, json_schema=schema_file())
     assert json.loads(session.chat("Describe calc.py")) == VALID
     assert server.body(0)["response_format"]["type"] == "json_schema"
+
+
+def test_a_short_string_document_is_a_clean_answer(fake_llm, yuyao, env, schema_file):
+    server = fake_llm([say('"ok"')])
+    proc = yuyao("-p", "x", "--json-schema", schema_file({"type": "string"}), env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == "ok"
+
+
+def test_architect_plan_is_not_held_to_the_schema(fake_llm, yuyao, env, schema_file):
+    server = fake_llm([say("1. Describe add."), say(json.dumps(VALID))])
+    proc = yuyao("-p", "x", "--role", "architect", "--json-schema", schema_file(), env=env(server))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout) == VALID
+    assert len(server.requests) == 2  # no repair turn for the plan
+    assert "response_format" not in server.body(0) and "response_format" in server.body(1)

@@ -41,7 +41,10 @@ impl Session {
             NoticeLevel::Info,
             format!("architect: {planner} plans the change (read-only)"),
         );
+        // The plan is not the final answer: --json-schema applies to the editor's.
+        self.suspend_json_answer(true);
         let plan = self.run_turn(token).await;
+        self.suspend_json_answer(false);
         let result = if plan.status != "completed" || plan.text.trim().is_empty() {
             plan
         } else {

@@ -22,6 +22,8 @@ pub(crate) struct JsonAnswer {
     validator: jsonschema::Validator,
     /// `auto` saw the endpoint refuse `response_format`: the instruction alone from now on.
     format_refused: AtomicBool,
+    /// A turn whose answer is not the final one (the architect's plan): no format, no check.
+    pub(crate) suspended: AtomicBool,
 }
 
 /// What the turn does with a final answer.
@@ -57,6 +59,7 @@ impl JsonAnswer {
             schema,
             validator,
             format_refused: AtomicBool::new(false),
+            suspended: AtomicBool::new(false),
         })
     }
 
@@ -134,6 +137,13 @@ impl Session {
     }
 
     /// The `[answer format]` note for a turn's prompt, with `--json-schema`.
+    /// Suspends (or resumes) `--json-schema` for turns whose answer is not the final one.
+    pub(crate) fn suspend_json_answer(&self, on: bool) {
+        if let Some(ja) = &self.json_answer {
+            ja.suspended.store(on, Ordering::SeqCst);
+        }
+    }
+
     pub(crate) fn json_answer_instruction(&self) -> Option<String> {
         self.json_answer.as_ref().map(JsonAnswer::instruction)
     }
@@ -141,6 +151,9 @@ impl Session {
     /// Adds `response_format` to a main-loop request when the schema and the setting ask.
     pub(crate) fn apply_json_answer(&self, req: &mut ChatRequest) {
         let Some(ja) = &self.json_answer else { return };
+        if ja.suspended.load(Ordering::SeqCst) {
+            return;
+        }
         if ja.use_response_format(&self.response_format_setting()) {
             req.extra.insert(
                 "response_format".into(),
@@ -173,7 +186,10 @@ impl Session {
     /// Judges a final answer under `--json-schema` (`None` without one). `repairs` counts the
     /// repair turns already given in this turn.
     pub(crate) fn settle_json_answer(&self, text: &str, repairs: &mut u32) -> Option<Verdict> {
-        let ja = self.json_answer.as_ref()?;
+        let ja = self
+            .json_answer
+            .as_ref()
+            .filter(|j| !j.suspended.load(Ordering::SeqCst))?;
         let (doc, errors) = ja.check(text);
         if errors.is_empty() {
             let doc = doc.unwrap_or(Value::Null);

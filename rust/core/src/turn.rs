@@ -504,9 +504,13 @@ impl Session {
                     continue;
                 }
                 // --json-schema: the answer must validate; one repair turn, then an error.
+                let mut document = false;
                 let text = match self.settle_json_answer(&reply.text, &mut json_repairs) {
                     None => reply.text,
-                    Some(crate::json_answer::Verdict::Valid(doc)) => doc,
+                    Some(crate::json_answer::Verdict::Valid(doc)) => {
+                        document = true;
+                        doc
+                    }
                     Some(crate::json_answer::Verdict::Repair(why)) => {
                         self.notice(
                             NoticeLevel::Warning,
@@ -521,7 +525,7 @@ impl Session {
                 };
                 let exit_status = if acted && !text.trim().is_empty() {
                     "Submitted"
-                } else if is_degenerate(&text) {
+                } else if !document && is_degenerate(&text) {
                     "NotSubmitted"
                 } else {
                     "Answered"

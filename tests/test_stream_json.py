@@ -79,6 +79,7 @@ def test_three_messages_three_turns_one_session(fake_llm, yuyao, env, repo):
     assert [r["result"] for r in results] == ["first answer", "second answer", "third answer"]
     assert all(r["exit_status"] and "cost_usd" in r and "usage" in r for r in results)
     assert results[0]["usage"]["prompt_tokens"] > 0
+    assert [r["num_steps"] for r in results] == [2, 1, 1]
     errors = [e for e in got if e["type"] == "error"]
     assert len(errors) == 2 and "line 2" in errors[0]["error"]
     tool_use = next(e for e in got if e["type"] == "tool_use")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 from yuyao.headless import PrintHandler
 
@@ -33,6 +34,8 @@ class StreamJsonHandler(PrintHandler):
         super().__init__(stream_text=False, show_thinking="off", verbose=verbose)
         self.session_id = None
         self.turn_usage = _zero_usage()
+        self.turn_started = time.monotonic()
+        self.turn_steps = 0
 
     def event(self, event_json: str) -> None:
         try:
@@ -73,6 +76,8 @@ class StreamJsonHandler(PrintHandler):
                         "content": event.get("output") or "",
                     }
                 )
+            elif kind == "model_call":
+                self.turn_steps += 1
             elif kind == "usage":
                 for key in self.turn_usage:
                     self.turn_usage[key] += int(event.get(key) or 0)
@@ -108,11 +113,15 @@ class StreamJsonHandler(PrintHandler):
             "cost_usd": round(total - cost_before, 8),
             "total_cost_usd": total,
             "usage": dict(self.turn_usage),
+            "num_steps": self.turn_steps,
+            "duration_ms": int((time.monotonic() - self.turn_started) * 1000),
         }
         if error:
             event["error"] = error
         write_event(event)
         self.turn_usage = _zero_usage()
+        self.turn_steps = 0
+        self.turn_started = time.monotonic()
 
 
 def _zero_usage() -> dict:

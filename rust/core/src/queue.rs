@@ -45,6 +45,16 @@ impl Session {
     }
 }
 
+/// Idle: the text runs as a turn now. The fronts with a handler rendered it from its events.
+fn run_now(s: &Session, text: &str) -> Result<String, CoreError> {
+    let answer = s.chat(text)?;
+    Ok(if s.handler.is_some() {
+        String::new()
+    } else {
+        answer
+    })
+}
+
 pub(crate) fn queue_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let usage = || CoreError::Usage("usage: /queue steer|followup|collect|interrupt [text]".into());
     let Some(kind) = args.first() else {
@@ -78,7 +88,7 @@ pub(crate) fn queue_command(s: &Session, args: &[String]) -> Result<String, Core
         "followup" | "follow-up" => {
             need_text()?;
             if !busy {
-                return s.chat(&text);
+                return run_now(s, &text);
             }
             s.queued().followups.push_back(text);
             Ok("follow-up queued: it runs as the next turn when this one ends".into())
@@ -103,7 +113,7 @@ pub(crate) fn queue_command(s: &Session, args: &[String]) -> Result<String, Core
         "interrupt" => {
             if !busy {
                 need_text()?;
-                return s.chat(&text);
+                return run_now(s, &text);
             }
             if !text.trim().is_empty() {
                 s.queued().followups.push_front(text);

@@ -44,3 +44,27 @@ def test_tui_btw_queue_add_dir_and_think(fake_llm, env, repo, tmp_path):
     assert server.messages(2)[-1]["content"].endswith("now summarize")
     # /think changed the request only; the display setting stayed the default.
     assert server.body(1)["reasoning_effort"] == "high"
+
+
+def test_tui_review_and_run(fake_llm, env, repo):
+    from test_review_run import APP, BUGGY
+
+    (repo / "calc.py").write_text(BUGGY)
+    (repo / "app.py").write_text(APP)
+    server = fake_llm([say("calc.py:2 — high — subtracts instead of adding\nFindings: 1")])
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_ready()
+        term.line("/review")
+        term.wait_for(r"calc\.py:2 — high")
+        term.line("/run")
+        term.wait_for(r"ready at http://127\.0\.0\.1:\d+", timeout=30)
+        term.line("/tasks")
+        term.wait_for(r"python3 app\.py")
+        term.line("/tasks stop all")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    assert "+    return a - b" in server.user_text(0)
+    assert (repo / "calc.py").read_text() == BUGGY

@@ -68,3 +68,28 @@ def test_tui_review_and_run(fake_llm, env, repo):
         term.close()
     assert "+    return a - b" in server.user_text(0)
     assert (repo / "calc.py").read_text() == BUGGY
+
+
+def test_tui_cd_outside_asks_first(fake_llm, env, repo, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    refused = tmp_path / "refused-place"
+    refused.mkdir()
+    term = yuyao_term(env(fake_llm([])), repo)
+    try:
+        term.wait_ready()
+        term.line(f"/cd {refused}")
+        term.wait_for(r"permission")
+        term.send("n")
+        term.wait_for(r"/cd refused")
+        term.line(f"/cd {outside}")
+        term.wait_for(r"elsewhere is outside the project")
+        term.settle(0.3)
+        term.send("y")
+        term.wait_for(r"working directory: .*elsewhere")
+        term.line("/status")
+        term.wait_for(r"cwd\s+.*elsewhere")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

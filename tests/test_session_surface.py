@@ -76,12 +76,12 @@ def test_add_dir_makes_an_outside_file_editable(fake_llm, api, outside):
     assert str(other) in server.user_text(-1)  # the model was told
 
 
-@pytest.mark.parametrize("where", ["/", "~", "~/..", "yuyao-home"])
+@pytest.mark.parametrize("where", ["/", "~", "~/..", "yuyao-home", "~/.ssh"])
 def test_add_dir_refuses_too_wide_or_own_folders(
     fake_llm, api, where, yuyao_home, monkeypatch, tmp_path
 ):
     home = tmp_path / "home"
-    home.mkdir()
+    (home / ".ssh").mkdir(parents=True)
     session = api(fake_llm([]))
     monkeypatch.setenv("HOME", str(home))
     path = str(yuyao_home) if where == "yuyao-home" else where

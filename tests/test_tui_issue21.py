@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 from fakellm import say
-from test_tui import CTRL_D, yuyao_term
+from test_tui import CTRL, CTRL_D, yuyao_term
+
+CTRL_C = CTRL["c"]
 
 pytestmark = pytest.mark.core
 
@@ -89,6 +91,26 @@ def test_tui_cd_outside_asks_first(fake_llm, env, repo, tmp_path):
         term.wait_for(r"working directory: .*elsewhere")
         term.line("/status")
         term.wait_for(r"cwd\s+.*elsewhere")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+def test_tui_at_path_completion_reaches_added_folders(fake_llm, env, repo, tmp_path):
+    other = tmp_path / "shared-lib"
+    (other / "pkg").mkdir(parents=True)
+    (other / "pkg" / "zebra_helpers.py").write_text("x = 1\n")
+    term = yuyao_term(env(fake_llm([])), repo)
+    try:
+        term.wait_ready()
+        term.line(f"/add-dir {other}")
+        term.wait_for(r"added .*shared-lib")
+        term.settle(0.3)
+        term.send("@zebra_h")
+        term.wait_for(r"shared-lib/pkg/zebra_helpers\.py", screen_only=True)
+        term.send(CTRL_C)  # clears the input
+        term.settle(0.3)
         term.send(CTRL_D)
         assert term.wait_exit() == 0
     finally:

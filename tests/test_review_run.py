@@ -125,6 +125,16 @@ def test_run_starts_a_tiny_http_app_and_reports_its_port(fake_llm, api, repo):
         assert s.connect_ex(("127.0.0.1", port)) != 0
 
 
+def test_run_of_an_untrusted_projects_command_needs_a_yes(fake_llm, api, repo):
+    (repo / "app.py").write_text(APP)
+    session = api(fake_llm([]), project_extensions=False)  # nobody to ask, nothing trusted
+    with pytest.raises(ValueError, match="not trusted"):
+        session.dispatch("/run")
+    assert "app.py" not in session.dispatch("/tasks")
+    # A command the user types is theirs.
+    assert "ended" in session.dispatch("/run echo mine")
+
+
 def test_run_reports_a_command_that_ends(fake_llm, api, repo):
     session = api(fake_llm([]))
     report = session.dispatch("/run echo built; exit 3")

@@ -60,6 +60,10 @@ def test_tui_review_and_run(fake_llm, env, repo):
         term.line("/review")
         term.wait_for(r"calc\.py:2 — high")
         term.line("/run")
+        # An untrusted project's start command runs with the user's rights: asked first.
+        term.wait_for(r"comes from this project")
+        term.settle(0.3)
+        term.send("y")
         term.wait_for(r"ready at http://127\.0\.0\.1:\d+", timeout=30)
         term.line("/tasks")
         term.wait_for(r"python3 app\.py")

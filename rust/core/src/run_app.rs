@@ -130,6 +130,41 @@ fn last_lines(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+fn project_trusted(s: &Session) -> bool {
+    s.opts
+        .trust_project
+        .unwrap_or_else(|| yuyao_store::trust::is_trusted(&s.paths))
+        || s.opts.project_extensions == Some(true)
+}
+
+/// Asks the user (interactive fronts only) to run a command the project names.
+fn confirmed(s: &Session, command: &str, source: &str) -> bool {
+    let Some(h) = s.handler.as_ref().filter(|_| !s.opts.headless) else {
+        return false;
+    };
+    let answer = h.request(&yuyao_protocol::Request::Permission {
+        tool: "run".into(),
+        summary: format!("/run {command}"),
+        detail: format!(
+            "`{command}` comes from this project ({source}) and would run with your rights, outside the sandbox."
+        ),
+        reason: "a start command named by an untrusted project".into(),
+        rules: Vec::new(),
+    });
+    matches!(
+        answer
+            .as_deref()
+            .map(str::trim)
+            .and_then(|a| serde_json::from_value(serde_json::Value::String(a.to_string())).ok()),
+        Some(
+            yuyao_protocol::PermissionAnswer::Allow
+                | yuyao_protocol::PermissionAnswer::AllowSession
+                | yuyao_protocol::PermissionAnswer::AllowProject
+                | yuyao_protocol::PermissionAnswer::AllowAlways
+        )
+    )
+}
+
 pub(crate) fn run_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let cwd = s.ctx.cwd();
     let (command, source) = if args.is_empty() {
@@ -143,6 +178,13 @@ pub(crate) fn run_command(s: &Session, args: &[String]) -> Result<String, CoreEr
     } else {
         (args.join(" "), "given".to_string())
     };
+    // A command the project names (not typed by the user) runs with the user's rights: in an
+    // untrusted project the user sees it and says yes first (as with project hooks).
+    if args.is_empty() && !project_trusted(s) && !confirmed(s, &command, &source) {
+        return Err(CoreError::Usage(format!(
+            "/run: not started: `{command}` ({source}) comes from a project you have not trusted; run /trust, or give the command: /run <command>"
+        )));
+    }
     let id = s
         .ctx
         .jobs

@@ -296,13 +296,10 @@ def test_help_and_version_import_nothing_heavy(env):
 # ---------------------------------------------------------------------------------------------
 
 UNAVAILABLE = [
-    (["-p", "x", "--json-schema", "schema.json"], "--json-schema"),
-    (["--auto-commit"], "--auto-commit"),
     (["--auto-test"], "--auto-test"),
     (["--test-cmd", "pytest"], "--test-cmd"),
     (["--map-tokens", "0"], "--map-tokens"),
     (["--experimental-lsp"], "--experimental-lsp"),
-    (["-p", "x", "--input-format", "stream-json"], "--input-format stream-json"),
     (["--role", "orchestrator"], "--role orchestrator"),
     (["--role", "orchestrator", "--team-name", "t"], "--role orchestrator"),
 ]

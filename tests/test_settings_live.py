@@ -13,6 +13,7 @@ import sys
 import time
 
 import pytest
+from conftest import git
 from fakellm import call, calls, error, say
 
 pytestmark = pytest.mark.core
@@ -226,6 +227,51 @@ def effect_thinking(fake_llm, live, **_):
     set_key(s, "thinking", "high")
     s.chat("again")
     assert server.body(1)["reasoning_effort"] == "high"
+
+
+def effect_thinking_param(fake_llm, live, **_):
+    server = fake_llm([say("one"), say("two")])
+    s, _ = live(server, thinking="high")
+    assert server.body(0)["reasoning_effort"] == "high"
+    set_key(s, "model.thinking_param", "thinking_budget")
+    s.chat("again")
+    assert "reasoning_effort" not in server.body(1)
+    assert server.body(1)["thinking"]["budget_tokens"] > 0
+
+
+def effect_response_format(fake_llm, live, yuyao_home, **_):
+    schema = yuyao_home.parent / "schema.json"
+    schema.write_text('{"type": "object"}')
+    server = fake_llm([say("{}"), say("{}")])
+    s, _ = live(server, json_schema=str(schema))
+    assert server.body(0)["response_format"]["type"] == "json_schema"
+    set_key(s, "model.response_format", "instruction")
+    s.chat("again")
+    assert "response_format" not in server.body(1)
+
+
+def effect_auto_commit(fake_llm, live, repo, **_):
+    server = fake_llm(
+        [say("one"), call("write", file_path=str(repo / "n.txt"), content="n\n"), say("ok")]
+    )
+    s, _ = live(server)
+    set_key(s, "git.auto_commit", "true")
+    s.chat("write n.txt")
+    assert "n.txt" in git(repo, "show", "--name-only", "--format=", "HEAD")
+
+
+def effect_architect_model(key: str):
+    def check(fake_llm, live, **_):
+        server = fake_llm([say("one"), say("1. plan"), say("edited")], model=None)
+        s, _ = live(server)
+        set_key(s, "role", "architect")
+        set_key(s, key, "litellm_proxy/other-model")
+        s.chat("change it")
+        models = [server.body(i)["model"] for i in (1, 2)]
+        want = 0 if key == "architect.model" else 1
+        assert models[want] == "other-model" and models[1 - want] != "other-model", models
+
+    return check
 
 
 def effect_curiosity(fake_llm, live, **_):
@@ -700,7 +746,11 @@ EFFECTS = {
     "memorySearch.provider": effect_memory_search_provider,
     "memorySearch.model": effect_memory_search_model,
     "dreaming.enabled": effect_dreaming,
-    "architect.editor_model": effect_not_in_build("architect.editor_model"),
+    "architect.model": effect_architect_model("architect.model"),
+    "architect.editor_model": effect_architect_model("architect.editor_model"),
+    "model.thinking_param": effect_thinking_param,
+    "model.response_format": effect_response_format,
+    "git.auto_commit": effect_auto_commit,
     "tools.bash.timeout_ms": effect_bash_timeout,
     "search.provider": effect_search_provider,
     "search.api_key_env": effect_search_api_key_env,

@@ -137,6 +137,9 @@ def create_session(
     trust_project: bool = False,
     project_extensions: bool = True,
     worktree: bool | str = False,
+    json_schema: str | os.PathLike | None = None,
+    thinking: str | None = None,
+    auto_commit: bool | None = None,
 ) -> AgentSession:
     """Open a session. `deny`, `mode` and `role` mean what `--deny`, `--mode` and `--role`
     mean on the command line; when omitted, the configured defaults apply (mode ask, role
@@ -149,6 +152,9 @@ def create_session(
     `project_extensions=False` means `--no-project-extensions`: executables the project
     ships (its hooks.json hooks, its `.mcp.json` servers) do not run; by default they do, as
     with `-p` (the caller chose the directory). The user's own hooks and servers always run.
+
+    `json_schema`, `thinking` and `auto_commit` mean `--json-schema <file>`, `--thinking
+    <level>` and `--auto-commit` (False: off even when `git.auto_commit` is set).
 
     `continue_session`, `resume` and `fork_session` mean `-c`, `--resume <id>` and
     `--fork-session`: the conversation of a saved session is restored (ValueError when both
@@ -176,6 +182,12 @@ def create_session(
         options["resume"] = str(resume)
     if fork_session:
         options["fork_session"] = True
+    if json_schema is not None:
+        options["json_schema"] = os.fspath(json_schema)
+    if thinking is not None:
+        options["thinking"] = fold_choice(str(thinking))
+    if auto_commit is not None:
+        options["auto_commit"] = bool(auto_commit)
     created = None
     if worktree:
         name = worktree if isinstance(worktree, str) else None

@@ -314,28 +314,30 @@ FLAGS = {
         # Output and input
         Flag(
             "--output-format",
-            "With -p: plain text, or exactly one JSON document on stdout",
+            "With -p: plain text, exactly one JSON document, or stream-json (one JSON event "
+            "per line: init, assistant, tool_use, tool_result, result)",
             G_OUTPUT,
             CHOICE,
-            choices=("text", "json"),
+            choices=("text", "json", "stream-json"),
             requires=(_PRINT,),
         ),
         Flag(
             "--json-schema",
-            "Produce a structured result that conforms to this JSON schema",
+            "The final answer is a JSON document valid against this JSON Schema file "
+            "(draft 2020-12 or 7); one repair turn, then exit 1",
             G_OUTPUT,
             TEXT,
             metavar="file",
-            available=False,
+            option="json_schema",
         ),
         Flag(
             "--input-format",
-            "With -p: how the task is read from stdin",
+            "With -p: how the task is read from stdin; stream-json: one user message per line "
+            "(SDK shape), one turn each",
             G_OUTPUT,
             CHOICE,
             choices=("text", "stream-json"),
             requires=(_PRINT,),
-            unavailable_choices=("stream-json",),
         ),
         Flag(
             "--stream",
@@ -485,9 +487,10 @@ FLAGS = {
         ),
         Flag(
             "--auto-commit",
-            "Commit to git after each edit, one commit per change",
+            "Commit each batch of the agent's file changes to git (only those files; the "
+            "user's own changes never); /undo reverts with a new commit",
             G_WORKFLOW,
-            available=False,
+            option="auto_commit",
         ),
         Flag(
             "--auto-test",
@@ -1228,7 +1231,9 @@ def _missing_model_config(options: dict) -> bool:
 
 
 def run_print(invocation: Invocation, options: dict) -> int:
-    task = task_text(invocation)  # may raise UsageError
+    input_format = invocation.get("--input-format", "text")
+    # With stream-json input the turns are read from stdin one by one by the runner.
+    task = None if input_format == "stream-json" else task_text(invocation)
     if _missing_model_config(options):
         return _fail(
             "no model configured: set D2A_MODEL_BASE_URL, D2A_MODEL_NAME and D2A_MODEL_API_KEY"
@@ -1242,6 +1247,7 @@ def run_print(invocation: Invocation, options: dict) -> int:
         options,
         output_format=invocation.get("--output-format", "text"),
         verbose=bool(invocation.get("--verbose")),
+        input_format=input_format,
     )
 
 

@@ -171,6 +171,7 @@ class PrintHandler:
         self.thinking_line_open = False  # ... and its last line has no newline yet
         self.thinking_unsummarized = 0  # collapsed: characters not yet summarized
         self.errors_shown: list[str] = []
+        self.last_intent = ""  # --verbose: one intent line per tool batch
 
     # Called by the core (possibly from its own thread).
     def event(self, event_json: str) -> None:
@@ -227,8 +228,11 @@ class PrintHandler:
         self._end_thinking()
 
     def _on_tool_begin(self, event: dict) -> None:
-        intent = f"  # {event['intent']}" if event.get("intent") else ""
-        self._progress(f"[tool] {event.get('name')} {_short(event.get('arguments'))}{intent}")
+        intent = str(event.get("intent") or "").strip()
+        if intent and intent != self.last_intent:
+            self.last_intent = intent
+            self._progress(f"[intent] {intent}")
+        self._progress(f"[tool] {event.get('name')} {_short(event.get('arguments'))}")
 
     def _on_tool_end(self, event: dict) -> None:
         state = "ok" if event.get("ok") else "failed"
@@ -252,8 +256,15 @@ class PrintHandler:
             self._progress(f"{pad}{tag} {inner.get('name')} failed: {first}")
 
     def _on_usage(self, event: dict) -> None:
+        self.last_intent = ""
         if event.get("line"):  # the core renders it as ui.usage asks (empty with off)
             self._progress(f"[usage] {event['line']}")
+        # --verbose always states the call's tokens and cost, whatever ui.usage says.
+        self._progress(
+            f"[tokens] {event.get('prompt_tokens', 0)} in, {event.get('completion_tokens', 0)} out"
+            f" · cost ${float(event.get('cost_usd') or 0):.4f}"
+            f" (session ${float(event.get('session_cost_usd') or 0):.4f})"
+        )
 
     def _on_notice(self, event: dict) -> None:
         level = event.get("level", "info")
@@ -327,13 +338,17 @@ class TurnOutcome:
         self.still_running = False  # the core did not stop after an interrupt
 
 
-def _run_turn(session, task: str) -> TurnOutcome:
-    """Run chat() on a worker thread so Ctrl+C reaches us while the core holds the turn."""
+def _run_turn(session, task) -> TurnOutcome:
+    """Run chat() on a worker thread so Ctrl+C reaches us while the core holds the turn.
+    `task`: the prompt text, or message content (a list of parts) for chat_content."""
     outcome = TurnOutcome()
 
     def work():
         try:
-            outcome.text = session.chat(task) or ""
+            if isinstance(task, str):
+                outcome.text = session.chat(task) or ""
+            else:
+                outcome.text = session.chat_content(json.dumps(task)) or ""
         except Exception as exc:  # reported, exit 1
             outcome.error = str(exc) or type(exc).__name__
 
@@ -392,30 +407,48 @@ def _json_document(status: dict, outcome: TurnOutcome, error) -> dict:
     return document
 
 
-def run_task(task: str, options: dict, *, output_format: str, verbose: bool) -> int:
-    """`yuyao -p`: one headless turn, printed; returns the exit code of spec §9."""
+def run_task(
+    task: str | None,
+    options: dict,
+    *,
+    output_format: str,
+    verbose: bool,
+    input_format: str = "text",
+) -> int:
+    """`yuyao -p`: one headless turn (or one per stdin message with --input-format
+    stream-json), printed; returns the exit code of spec §9."""
     core = _load_core()
     if core is None:
         return EXIT_RUNTIME
     hide_model_key(core)
     text_output = output_format == "text"
     # Streaming is on by default for a terminal; into a pipe only the final answer is printed
-    # unless --stream on asks for the deltas explicitly.
-    stream = options.get("stream", sys.stdout.isatty())
-    handler = PrintHandler(
-        stream_text=text_output and stream,
-        show_thinking=options.get("show_thinking", "collapsed"),
-        verbose=verbose,
-    )
+    # unless --stream on asks for the deltas explicitly. With --json-schema stdout is the
+    # validated document alone, so nothing is streamed.
+    stream = options.get("stream", sys.stdout.isatty()) and not options.get("json_schema")
+    if output_format == "stream-json":
+        from yuyao.stream_json import StreamJsonHandler
+
+        handler = StreamJsonHandler(verbose=verbose)
+    else:
+        handler = PrintHandler(
+            stream_text=text_output and stream,
+            show_thinking=options.get("show_thinking", "collapsed"),
+            verbose=verbose,
+        )
     # The caller chose this directory: what the project ships (hooks) runs, as with Claude
     # Code's -p, unless --no-project-extensions.
     opened = {**options, "headless": True, "project_extensions": True}
     session, code = _open_session(core, opened, handler)
     if session is None:
         return code
+    _close_at_exit(session)
+    if output_format == "stream-json":
+        return _run_stream_json(session, handler, options, task, input_format)
     # The setting in force: the flag, else the configured ui.show_thinking.
     handler.show_thinking = _read_status(session).get("show_thinking") or handler.show_thinking
-    _close_at_exit(session)
+    if input_format == "stream-json":
+        return _run_text_turns(session, handler, text_output)
     outcome = _run_turn(session, task)
     if outcome.still_running:
         # Closing or querying a session whose turn is still running could block: leave now.
@@ -429,7 +462,10 @@ def run_task(task: str, options: dict, *, output_format: str, verbose: bool) -> 
     if text_output:
         _print_text_result(handler, outcome)
     else:
-        sys.stdout.write(json.dumps(_json_document(status, outcome, error)) + "\n")
+        document = _json_document(status, outcome, error)
+        if options.get("json_schema") and not error:
+            document["structured_output"] = json.loads(outcome.text)
+        sys.stdout.write(json.dumps(document) + "\n")
     if error and not handler.already_reported(error):
         sys.stderr.write(f"{PROG}: {error}\n")
     return exit_code
@@ -440,3 +476,71 @@ def _print_text_result(handler: PrintHandler, outcome: TurnOutcome) -> None:
         handler.finish_line()
         handler.write_stdout(outcome.text)
     handler.finish_line()
+
+
+def _stdin_turns(task):
+    """The turns of a run: the one task, or each user message of stream-json stdin (`(None,
+    why)` for a malformed line)."""
+    if task is not None:
+        yield task, None
+        return
+    from yuyao.stream_json import read_messages
+
+    yield from read_messages(sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin)
+
+
+def _finish_turn(session, outcome: TurnOutcome):
+    if outcome.still_running:
+        sys.stderr.write(f"{PROG}: interrupted\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(EXIT_RUNTIME)
+    status = _read_status(session)
+    return status, *_exit_code_and_error(status, outcome)
+
+
+def _run_stream_json(session, handler, options: dict, task, input_format: str) -> int:
+    """--output-format stream-json: init, then each turn's events and its result line."""
+    from yuyao.stream_json import write_event
+
+    handler.init(_read_status(session), options)
+    worst = EXIT_OK
+    turns = _stdin_turns(task if input_format != "stream-json" else None)
+    for content, problem in turns:
+        if problem:
+            write_event({"type": "error", "session_id": handler.session_id, "error": problem})
+            continue
+        cost_before = float(_read_status(session).get("cost_usd") or 0.0)
+        outcome = _run_turn(session, content)
+        status, code, error = _finish_turn(session, outcome)
+        handler.result(status, outcome.text, error, code, cost_before)
+        worst = max(worst, code)
+        if outcome.interrupted:
+            break
+    session.close()
+    return worst
+
+
+def _run_text_turns(session, handler, text_output: bool) -> int:
+    """--input-format stream-json with text/json output: each message a turn, each answer
+    (or JSON document) printed as it ends; malformed lines are errors on stderr."""
+    worst = EXIT_OK
+    for content, problem in _stdin_turns(None):
+        if problem:
+            sys.stderr.write(f"{PROG}: error: {problem}\n")
+            continue
+        handler.reply_was_streamed = False
+        outcome = _run_turn(session, content)
+        status, code, error = _finish_turn(session, outcome)
+        if text_output:
+            _print_text_result(handler, outcome)
+        else:
+            sys.stdout.write(json.dumps(_json_document(status, outcome, error)) + "\n")
+            sys.stdout.flush()
+        if error and not handler.already_reported(error):
+            sys.stderr.write(f"{PROG}: {error}\n")
+        worst = max(worst, code)
+        if outcome.interrupted:
+            break
+    session.close()
+    return worst

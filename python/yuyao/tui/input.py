@@ -138,22 +138,25 @@ class YuyaoCompleter(Completer):
                 return
         if head or partial.startswith(("/", "~", ".")) or len(tail) < 2:
             return
-        # Deeper in the project: files and folders whose name starts with what was typed.
+        # Deeper in the project, then in the /add-dir folders (by absolute path): files and
+        # folders whose name starts with what was typed.
         seen = 0
-        for root, dirs, files in os.walk(base):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
-            rel = os.path.relpath(root, base)
-            if rel == ".":
-                continue
-            for name in sorted(dirs) + sorted(files):
-                seen += 1
-                if name.lower().startswith(tail.lower()):
-                    yield _path_completion(os.path.join(rel, name), name in dirs, tail)
-                    shown += 1
-                    if shown >= 60:
-                        return
-            if seen > WALK_LIMIT:
-                return
+        added = [d for d in self.app.status.get("added_dirs") or [] if isinstance(d, str)]
+        for top in [base, *added]:
+            for root, dirs, files in os.walk(top):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+                rel = os.path.relpath(root, base) if top == base else root
+                if rel == ".":
+                    continue
+                for name in sorted(dirs) + sorted(files):
+                    seen += 1
+                    if name.lower().startswith(tail.lower()):
+                        yield _path_completion(os.path.join(rel, name), name in dirs, tail)
+                        shown += 1
+                        if shown >= 60:
+                            return
+                if seen > WALK_LIMIT:
+                    return
 
 
 def clip_words(text: str, width: int) -> str:

@@ -33,6 +33,8 @@ pub(crate) fn while_busy(name: &str, args: &[String]) -> WhileBusy {
         "remember" | "forget" | "memory" => Now,
         // A fork runs beside the turn; agent definitions are read at each use.
         "fork" | "agents" => Now,
+        // It exists to act on the running turn (`queue.rs`).
+        "queue" => Now,
         "mode" | "role" | "model" if args.is_empty() => Now,
         "mode" | "role" | "model" | "plan" | "ask" | "debug" | "vim" | "think" | "curiosity"
         | "stream" | "config" | "permissions" | "exit" => AfterTurn,

@@ -115,6 +115,7 @@ impl Session {
                     "snapshot",
                     json!({"batch": b.id, "files": files, "us": t0.elapsed().as_micros() as u64}),
                 );
+                self.auto_commit_batch(&b);
             }
             Ok(Ok(None)) => {}
             Ok(Err(e)) | Err(e) => {
@@ -213,6 +214,10 @@ pub(crate) fn undo(s: &Session, args: &[String]) -> Result<String, CoreError> {
         out.push_str(
             "\nSome files were left as they are because they changed after the agent edited them.",
         );
+    }
+    if let Some(line) = s.auto_commit_undo(&b, &r) {
+        out.push('\n');
+        out.push_str(&line);
     }
     Ok(out)
 }

@@ -205,16 +205,22 @@ const COMMANDS: &[Command] = &[
         [],
         "[--fix] [--security|--simplify]",
         "review the current diff",
-        None
+        Some(crate::review::review_command)
     ),
     cmd!(
         "security-review",
         [],
         "",
         "security review of the branch's changes",
-        None
+        Some(crate::review::security_review_command)
     ),
-    cmd!("run", [], "", "build, launch and drive the app", None),
+    cmd!(
+        "run",
+        [],
+        "[command]",
+        "start the app, wait until it is ready, report its URL",
+        Some(crate::run_app::run_command)
+    ),
     cmd!(
         "copy",
         [],
@@ -286,8 +292,20 @@ const COMMANDS: &[Command] = &[
         "export the session as Markdown",
         Some(crate::cmd_sessions::export_command)
     ),
-    cmd!("add-dir", [], "<path>", "add a working directory", None),
-    cmd!("cd", [], "<path>", "change the working directory", None),
+    cmd!(
+        "add-dir",
+        [],
+        "<path>",
+        "add a working directory",
+        Some(crate::workdirs::add_dir_command)
+    ),
+    cmd!(
+        "cd",
+        [],
+        "<path>",
+        "change the working directory",
+        Some(crate::workdirs::cd_command)
+    ),
     cmd!(
         "permissions",
         [],
@@ -377,7 +395,7 @@ const COMMANDS: &[Command] = &[
         ["side"],
         "<question>",
         "a quick aside outside the history",
-        None
+        Some(crate::side_question::btw_command)
     ),
     cmd!("verify", [], "", "build, run and observe the change", None),
     cmd!(
@@ -400,7 +418,7 @@ const COMMANDS: &[Command] = &[
         [],
         "<steer|followup|collect|interrupt> [text]",
         "queue or steer mid-turn",
-        None
+        Some(crate::queue::queue_command)
     ),
     cmd!(
         "tasks",
@@ -715,7 +733,7 @@ fn status(s: &Session, _: &[String]) -> Result<String, CoreError> {
         },
         get("context_percent"),
         get("context_window"),
-    ))
+    ) + &crate::workdirs::status_line(s))
 }
 
 fn cost(s: &Session, _: &[String]) -> Result<String, CoreError> {

@@ -3,7 +3,9 @@
 //! A front opens a [`Session`], submits turns ([`Session::chat`]) and slash commands
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
+mod architect;
 mod ask;
+mod auto_commit;
 pub mod background;
 mod busy;
 mod cmd_background;
@@ -21,23 +23,31 @@ mod headless;
 mod hook_review;
 mod hook_run;
 mod hooks;
+mod json_answer;
 mod mcp_servers;
 mod memory;
 mod next_step;
 mod prompt;
+mod queue;
 mod refs;
+mod review;
 mod rule_files;
+mod run_app;
 mod run_inputs;
 mod scope;
 mod session;
 mod settings;
+mod side_question;
 mod state_notes;
 mod subagents;
 mod task_kind;
+mod thinking;
 mod tool_call;
 mod turn;
+mod user_content;
 mod web_settings;
 mod words;
+mod workdirs;
 
 pub use handler::Handler;
 pub use headless::{HeadlessRequest, run_headless};

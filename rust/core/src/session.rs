@@ -210,6 +210,14 @@ pub struct Session {
     pub(crate) scope: Mutex<crate::scope::Tracker>,
     /// This session's place among sub-agents: depth, the tree's shared ledger, its forks.
     pub(crate) agents: crate::subagents::AgentLink,
+    /// `--json-schema`: the schema the final answer must satisfy (`json_answer.rs`).
+    pub(crate) json_answer: Option<crate::json_answer::JsonAnswer>,
+    /// Images of the next turn's user message (`user_content.rs`).
+    pub(crate) pending_images: Mutex<Vec<String>>,
+    /// `--auto-commit` state: the batch's intent, commits made (`auto_commit.rs`).
+    pub(crate) auto_commit: Mutex<crate::auto_commit::AutoCommit>,
+    /// `/queue followup|collect|interrupt` turns waiting for the running one (`queue.rs`).
+    pub(crate) queued: Mutex<crate::queue::Queued>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -329,6 +337,12 @@ impl Session {
                 }
             }
         }
+        // A bad schema is a usage error before anything is written or called.
+        let json_answer = opts
+            .json_schema
+            .as_deref()
+            .map(crate::json_answer::JsonAnswer::load)
+            .transpose()?;
 
         let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
         let pricing_raw = opts
@@ -485,6 +499,10 @@ impl Session {
             dreamed: std::sync::atomic::AtomicBool::new(false),
             scope: Mutex::new(Default::default()),
             agents: crate::subagents::AgentLink::at_open(),
+            json_answer,
+            pending_images: Mutex::new(Vec::new()),
+            auto_commit: Mutex::new(Default::default()),
+            queued: Mutex::new(Default::default()),
             runtime: Mutex::new(None),
             _live: live,
         };
@@ -616,6 +634,7 @@ impl Session {
         let st = self.lock();
         let window = self.context_window();
         serde_json::json!({
+            "added_dirs": self.ctx.roots().iter().skip(1).map(|d| d.display().to_string()).collect::<Vec<_>>(),
             "session_id": st.log.id(),
             "title": st.log.title(),
             "session_file": st.log.path().display().to_string(),

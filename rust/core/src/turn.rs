@@ -38,12 +38,17 @@ fn is_degenerate(text: &str) -> bool {
 impl Session {
     /// One agentic turn. Returns the final assistant text; an error status is an `Err`.
     pub fn chat(&self, text: &str) -> Result<String, CoreError> {
+        let text = self.with_collected(text);
         let result = {
             let _busy = crate::busy::Busy::enter(self);
-            self.run_chat(text)
+            self.run_chat(&text)
         };
         self.apply_after_turn();
-        result
+        // `/queue followup|collect|interrupt` typed during the turn run now, in order.
+        match self.next_queued_turn() {
+            Some(next) => self.chat(&next),
+            None => result,
+        }
     }
 
     fn run_chat(&self, text: &str) -> Result<String, CoreError> {
@@ -87,6 +92,7 @@ impl Session {
                 } else {
                     crate::refs::user_message(self, text)
                 };
+                let message = self.attach_pending_images(message);
                 {
                     let mut st = self.lock();
                     st.push(message);
@@ -96,6 +102,9 @@ impl Session {
                             "(from a UserPromptSubmit hook)\n{c}"
                         )));
                     }
+                    if let Some(format) = self.json_answer_instruction() {
+                        st.push(Message::user(format));
+                    }
                 }
                 // `@explore` naming an agent hands that work to it (the task tool).
                 if let Some(note) = crate::subagents::defs::mention_note(self, text) {
@@ -104,7 +113,11 @@ impl Session {
                 if !expanded {
                     crate::cmd_permissions::note_mentions(self, text);
                 }
-                let summary = self.block_on(self.run_turn(&token));
+                let summary = if self.lock().policy.role == yuyao_protocol::Role::Architect {
+                    self.block_on(self.run_architect(&token))
+                } else {
+                    self.block_on(self.run_turn(&token))
+                };
                 // A call that never happened gives its spend reservation back.
                 self.agents.release();
                 summary?
@@ -308,7 +321,7 @@ impl Session {
         }
     }
 
-    async fn run_turn(&self, token: &CancellationToken) -> TurnSummary {
+    pub(crate) async fn run_turn(&self, token: &CancellationToken) -> TurnSummary {
         self.reload_config();
         let mut client = match self.client() {
             Ok(c) => c,
@@ -319,6 +332,7 @@ impl Session {
         let mut stop_blocks: u32 = 0;
         let mut turn_steps: u32 = 0;
         self.agents.turn_start();
+        let mut json_repairs: u32 = 0;
         loop {
             if token.is_cancelled() {
                 return interrupted();
@@ -397,6 +411,8 @@ impl Session {
                     ),
                 }
             }
+            self.apply_json_answer(&mut req);
+            self.apply_thinking(&mut req);
             let stream = req.stream;
             let request_tokens = crate::context::request_tokens(&req);
             req.max_tokens = match self.spend_cap(request_tokens, max_out) {
@@ -425,6 +441,7 @@ impl Session {
             let reply = match result {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => return interrupted(),
+                Err(e) if self.json_answer_refused(&e) => continue,
                 Err(e) => return self.failure("Error", e.to_string()),
             };
             turn_steps += 1;
@@ -516,9 +533,29 @@ impl Session {
                     )));
                     continue;
                 }
-                let exit_status = if acted && !reply.text.trim().is_empty() {
+                // --json-schema: the answer must validate; one repair turn, then an error.
+                let mut document = false;
+                let text = match self.settle_json_answer(&reply.text, &mut json_repairs) {
+                    None => reply.text,
+                    Some(crate::json_answer::Verdict::Valid(doc)) => {
+                        document = true;
+                        doc
+                    }
+                    Some(crate::json_answer::Verdict::Repair(why)) => {
+                        self.notice(
+                            NoticeLevel::Warning,
+                            "the answer does not match the JSON schema; one repair turn",
+                        );
+                        self.lock().push(Message::user(why));
+                        continue;
+                    }
+                    Some(crate::json_answer::Verdict::Fail(why)) => {
+                        return self.failure("Error", why);
+                    }
+                };
+                let exit_status = if acted && !text.trim().is_empty() {
                     "Submitted"
-                } else if is_degenerate(&reply.text) {
+                } else if !document && is_degenerate(&text) {
                     "NotSubmitted"
                 } else {
                     "Answered"
@@ -527,11 +564,12 @@ impl Session {
                     status: "completed",
                     exit_status,
                     error: None,
-                    text: reply.text,
+                    text,
                 };
             }
 
             let intent = intent_line(&reply.text, &assistant.tool_calls);
+            self.auto_commit_intent(&intent);
             let calls = assistant.tool_calls.clone();
             // The reply's task calls run first, concurrently; their results keep call order.
             let mut delegated = self.run_task_calls(&calls, &intent, token);

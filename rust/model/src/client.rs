@@ -59,6 +59,8 @@ pub struct ChatRequest {
     pub max_tokens: Option<u64>,
     /// Mark the prompt-cache breakpoints (`cache_hints.rs`).
     pub cache_hints: bool,
+    /// Further top-level body fields (`response_format`, an Anthropic-style `thinking`).
+    pub extra: serde_json::Map<String, Value>,
 }
 
 /// A streamed piece, handed to the caller as it arrives.
@@ -159,6 +161,9 @@ impl ModelClient {
         }
         if let Some(n) = req.max_tokens {
             body["max_tokens"] = json!(n);
+        }
+        for (k, v) in &req.extra {
+            body[k] = v.clone();
         }
         if req.cache_hints
             && let Some(Value::Array(messages)) = body.get_mut("messages")

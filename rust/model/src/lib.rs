@@ -33,6 +33,7 @@ pub fn build_request(
         reasoning_effort,
         max_tokens: None,
         cache_hints: false,
+        extra: Default::default(),
     }
 }
 

@@ -72,4 +72,9 @@ pub struct SessionOptions {
     pub project_extensions: Option<bool>,
     /// `--no-project-extensions`: never run them, whatever the above says.
     pub no_project_extensions: bool,
+    /// `--json-schema <file>`: the final answer is a JSON document valid against it.
+    pub json_schema: Option<String>,
+    /// `--auto-commit`: one git commit per batch of the agent's file changes (else
+    /// `git.auto_commit`).
+    pub auto_commit: Option<bool>,
 }

@@ -205,6 +205,15 @@ impl PySession {
         py.detach(move || inner.chat(&text)).map_err(to_py)
     }
 
+    /// One turn from message content JSON (a string or text/image parts).
+    fn chat_content(&self, py: Python<'_>, content_json: &str) -> PyResult<String> {
+        let content: serde_json::Value = serde_json::from_str(content_json)
+            .map_err(|e| PyValueError::new_err(format!("message content is not JSON: {e}")))?;
+        let inner = self.inner.clone();
+        py.detach(move || inner.chat_content(&content))
+            .map_err(to_py)
+    }
+
     /// One slash command; returns its text.
     fn dispatch(&self, py: Python<'_>, command: &Bound<'_, PyString>) -> PyResult<String> {
         let command = text(command);

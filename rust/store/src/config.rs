@@ -167,6 +167,18 @@ const KNOWN: &[Key] = &[
         "prompt-cache breakpoints (cache_control) on the system prompt and the newest message; auto: for model names with claude or anthropic",
     ),
     key(
+        "model.response_format",
+        Kind::OneOf(&["auto", "json-schema", "instruction"]),
+        Applies::Live,
+        "how --json-schema is asked of the model: json-schema (response_format), instruction only, or auto (response_format until the endpoint refuses it)",
+    ),
+    key(
+        "model.thinking_param",
+        Kind::OneOf(&["reasoning-effort", "thinking-budget", "none"]),
+        Applies::Live,
+        "how the thinking level is sent: reasoning-effort (default), thinking-budget (an Anthropic-style thinking budget_tokens), or none; _ spellings accepted",
+    ),
+    key(
         "model.idle_timeout_s",
         Kind::PosInt,
         Applies::Live,
@@ -335,10 +347,22 @@ const KNOWN: &[Key] = &[
         "dream at session end: promote recalled daily notes into MEMORY.md, drop stale entries, journal in DREAMS.md",
     ),
     key(
+        "architect.model",
+        Kind::Str,
+        Applies::Live,
+        "model that plans (read-only) in the architect role (default: the session's model)",
+    ),
+    key(
         "architect.editor_model",
         Kind::Str,
-        Applies::NotInBuild("a separate editor model for the architect role"),
-        "editor model of the architect role",
+        Applies::Live,
+        "model that turns the architect's plan into edits (default: the session's model)",
+    ),
+    key(
+        "git.auto_commit",
+        Kind::Bool,
+        Applies::Live,
+        "commit each batch of the agent's file changes to git (the user's own changes never); --auto-commit",
     ),
     key(
         "tools.bash.timeout_ms",

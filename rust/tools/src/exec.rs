@@ -70,7 +70,7 @@ pub enum Rights {
 }
 
 impl Rights {
-    fn confinement(self, ctx: &ToolContext) -> yuyao_policy::sandbox::Confinement {
+    pub(crate) fn confinement(self, ctx: &ToolContext) -> yuyao_policy::sandbox::Confinement {
         match self {
             Rights::Tool => ctx.confinement(),
             Rights::User => yuyao_policy::sandbox::Confinement {
@@ -82,17 +82,9 @@ impl Rights {
     }
 }
 
-/// Spawns `script` with stdout and stderr interleaved into one pipe, under the model's
-/// sandbox.
-pub(crate) fn spawn_piped(
-    ctx: &ToolContext,
-    script: &str,
-    cwd: &Path,
-) -> Result<(Child, PipeReader), String> {
-    spawn_piped_as(ctx, script, cwd, &ctx.confinement())
-}
-
-fn spawn_piped_as(
+/// Spawns `script` with stdout and stderr interleaved into one pipe, under `confinement`
+/// (the model's sandbox, or none for the user's own commands).
+pub(crate) fn spawn_piped_as(
     ctx: &ToolContext,
     script: &str,
     cwd: &Path,

@@ -6,7 +6,7 @@
 //! the core injects them at the next model call. Every job ends with the session.
 
 use crate::args::ToolArgs;
-use crate::exec::{group_alive, kill_group, spawn_piped, start_dir, unique};
+use crate::exec::{group_alive, kill_group, start_dir, unique};
 use crate::output::{cap_output, strip_ansi};
 use crate::{Tool, ToolContext, ToolOutput};
 use regex::Regex;
@@ -245,6 +245,17 @@ impl Jobs {
         spec: JobSpec<'_>,
         cwd: &Path,
     ) -> Result<String, String> {
+        self.start_as(ctx, spec, cwd, crate::exec::Rights::Tool)
+    }
+
+    /// Starts a job with `rights`: the model's sandbox, or the user's own (`/run`).
+    pub fn start_as(
+        &self,
+        ctx: &ToolContext,
+        spec: JobSpec<'_>,
+        cwd: &Path,
+        rights: crate::exec::Rights,
+    ) -> Result<String, String> {
         let id = {
             let mut s = self.shared.serial.lock().unwrap_or_else(|e| e.into_inner());
             let k = match spec.kind {
@@ -260,7 +271,8 @@ impl Jobs {
         let log = dir.join(format!("{id}-{}.log", unique("out")));
         let mut file = std::fs::File::create(&log)
             .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-        let (mut child, reader) = spawn_piped(ctx, spec.command, cwd)?;
+        let (mut child, reader) =
+            crate::exec::spawn_piped_as(ctx, spec.command, cwd, &rights.confinement(ctx))?;
         let pgid = child.id() as i32;
         self.shared.jobs().push(Job {
             id: id.clone(),

@@ -247,7 +247,7 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "memory",
         [],
-        "[list|edit|delete|open|status|search|index|rem-backfill]",
+        "[list|edit|delete|open|path|status|search|index|rem-backfill]",
         "memory entries and the search index",
         Some(crate::memory::commands::memory)
     ),
@@ -326,8 +326,8 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "features",
         [],
-        "[list | enable|disable <hooks|skills|plugins|mcp>]",
-        "turn a kind of extension on or off (persisted)",
+        "[list | enable|disable <hooks|skills|plugins|mcp|plugin:<name>>]",
+        "turn a kind of extension, or one plugin, on or off (persisted)",
         Some(crate::features::features_cmd)
     ),
     cmd!("agents", [], "", "sub-agent configuration", None),
@@ -382,7 +382,13 @@ const COMMANDS: &[Command] = &[
         "scripted multi-agent workflows",
         None
     ),
-    cmd!("skills", ["skill"], "[name]", "skill packages", None),
+    cmd!(
+        "skills",
+        ["skill"],
+        "[list | <name> [args]]",
+        "list skills (SKILL.md) and plugins, or run one; /flow:<name> runs a skill's flow graph",
+        Some(crate::skills::skills_cmd)
+    ),
     cmd!(
         "queue",
         [],
@@ -461,6 +467,10 @@ impl Session {
         let (name, rest) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
         let name = name.to_ascii_lowercase();
         let Some(cmd) = find(&name) else {
+            // `/flow:<name>`: a skill's flow graph, node by node (flow.rs).
+            if let Some(result) = self.run_flow_command(&name, rest) {
+                return result;
+            }
             // Not a built-in: a custom command (commands/*.md), read from disk now.
             if let Some(result) = self.run_custom_command(&name, rest) {
                 return result;

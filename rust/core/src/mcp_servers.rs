@@ -112,7 +112,11 @@ impl Session {
     /// Makes the running servers match the configuration files (started in the background,
     /// never waited for here). Called at open, after `/mcp add|remove`, before each request.
     pub(crate) fn mcp_sync(&self) {
-        let (configured, _) = self.mcp.configured();
+        let (mut configured, _) = self.mcp.configured();
+        // The active plugins' servers (a configured server of the same name wins).
+        for (name, srv) in self.plugin_mcp_servers() {
+            configured.entry(name).or_insert((McpScope::User, srv));
+        }
         let mut slot = self.mcp.manager.lock().unwrap_or_else(|e| e.into_inner());
         if configured.is_empty() && slot.is_none() {
             return;

@@ -204,6 +204,8 @@ pub struct Session {
     pub(crate) rules: Mutex<crate::rule_files::RuleState>,
     /// The next prompt is a custom command's expanded text (no `@path` attachments).
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
+    /// Skills and plugins (`skills.rs`, `plugins.rs`).
+    pub(crate) ext: crate::skills::ExtState,
     /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
@@ -478,6 +480,7 @@ impl Session {
             custom_warned: Mutex::new(Default::default()),
             expanded_prompt: Default::default(),
             rules: Mutex::new(Default::default()),
+            ext: Default::default(),
             dreamed: std::sync::atomic::AtomicBool::new(false),
             runtime: Mutex::new(None),
             _live: live,
@@ -502,6 +505,8 @@ impl Session {
             .ignored_project_settings
             .extend(waiting.iter().cloned());
         ignored.extend(waiting);
+        // Plugins' MCP servers are read once, at open (plugins.rs).
+        session.read_plugin_servers();
         // MCP servers start connecting now, in the background: opening never waits for them.
         session.mcp_sync();
         session.mcp_open_notices();

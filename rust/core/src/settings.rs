@@ -31,6 +31,8 @@ const READ_AT_USE: &[&str] = &[
     "hooks.max_stop_blocks",
     "features.hooks",
     "features.mcp",
+    "features.skills",
+    "features.plugins",
     "memorySearch.provider",
     "memorySearch.model",
     "dreaming.enabled",

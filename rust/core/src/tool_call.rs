@@ -93,6 +93,12 @@ impl Session {
             .chain(CORE_TOOLS.iter().copied())
             .chain(crate::memory::tools::NAMES.iter().copied())
             .filter(|n| self.tool_enabled(n))
+            .chain(
+                crate::skills::NAMES
+                    .iter()
+                    .copied()
+                    .filter(|_| self.skill_tool_offered()),
+            )
             .collect()
     }
 
@@ -105,6 +111,9 @@ impl Session {
             if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
                 schemas.push(s);
             }
+        }
+        if self.skill_tool_offered() {
+            schemas.push(crate::skills::schema());
         }
         schemas.extend(self.mcp_schemas());
         schemas
@@ -126,13 +135,17 @@ impl Session {
             intent: intent.to_string(),
         });
         let t0 = std::time::Instant::now();
-        let (out, effective, may_change_repo) = if yuyao_policy::is_mcp_tool(&call.name) {
-            // A server may change files too: HEAD is read again after it ran.
-            let (out, effective) = self.execute_mcp(client, call).await;
-            (out, effective, effective)
-        } else {
-            self.execute(client, call, token).await
-        };
+        // A skill's `allowed-tools` in force: another tool is refused here, in dispatch.
+        let (out, effective, may_change_repo) =
+            if let Some(refusal) = self.skill_gate(&call.name, &call.arguments) {
+                (refusal, false, false)
+            } else if yuyao_policy::is_mcp_tool(&call.name) {
+                // A server may change files too: HEAD is read again after it ran.
+                let (out, effective) = self.execute_mcp(client, call).await;
+                (out, effective, effective)
+            } else {
+                self.execute(client, call, token).await
+            };
         // The call's own cost (policy, snapshot capture, the tool), for benches and traces.
         let run_us = t0.elapsed().as_micros() as u64;
         // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
@@ -197,6 +210,10 @@ impl Session {
         // Memory tools read only memory files, which are the user's own notes.
         if let Some(out) = crate::memory::search::run_tool(self, name, &call.arguments) {
             return (out, true, false);
+        }
+        // Loading a skill reads instructions: no evidence of work on the workspace.
+        if let Some(out) = self.run_skill_tool(name, &call.arguments) {
+            return (out, false, false);
         }
         if let Some(out) = crate::memory::tools::run(&self.memory, name, &call.arguments) {
             // A memory write changes a memory file, never the repository's tracked state.

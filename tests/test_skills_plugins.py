@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,7 @@ def test_plugin_command_skill_and_hook_inert_after_features_disable(
     assert "kit-tips" not in server2.system_prompt(0)
     assert marker.read_text() == "pre\n", "a disabled plugin's hook ran"
     assert "off (features.plugins = false)" in s2.dispatch("/features")
+    assert "not run: its plugin is off" in s2.dispatch("/hooks")
 
 
 def test_one_plugin_disabled_at_once_and_kept(fake_llm, api, yuyao_home, tmp_path):
@@ -183,6 +185,33 @@ def test_one_plugin_disabled_at_once_and_kept(fake_llm, api, yuyao_home, tmp_pat
     assert "plugin:kit 0.3.0 [user] disabled" in again.dispatch("/features list")
     assert "enabled" in again.dispatch("/features enable plugin kit")
     assert "plugin:kit 0.3.0 [user] enabled" in again.dispatch("/skills")
+
+
+def test_plugin_mcp_server_tools_come_and_go_with_the_plugin(fake_llm, api, yuyao_home):
+    time_server = Path(sys.executable).parent / "mcp-server-time"
+    if not time_server.exists():
+        pytest.skip("mcp-server-time is not installed beside the test interpreter")
+    put(
+        yuyao_home / "plugins" / "clock" / "plugin.json",
+        json.dumps(
+            {
+                "name": "clock",
+                "mcpServers": {
+                    "time": {"command": str(time_server), "args": ["--local-timezone", "UTC"]}
+                },
+            }
+        ),
+    )
+    server = fake_llm([say("one"), say("two")])
+    s = api(server)
+    s.chat("what time is it")
+    assert any(n.startswith("mcp__clock-time__") for n in server.tool_names(0)), server.tool_names(
+        0
+    )
+    assert "clock-time" in s.dispatch("/mcp list")
+    s.dispatch("/features disable plugin:clock")
+    s.chat("and now")
+    assert not any(n.startswith("mcp__clock-time__") for n in server.tool_names(1))
 
 
 def test_project_plugin_never_runs_in_run_agent(fake_llm, env, run_agent, repo, tmp_path):
@@ -241,6 +270,7 @@ def test_flow_runs_node_by_node_with_a_branch(fake_llm, api, repo):
     )
     s = api(server)
     assert "flow: /flow:release" in s.dispatch("/skills")
+    assert "/flow:release [args]" in s.dispatch("/help")
     out = s.dispatch("/flow:release")
     assert "test → fix → test → ship" in out, out
     nodes = []
@@ -250,6 +280,20 @@ def test_flow_runs_node_by_node_with_a_branch(fake_llm, api, repo):
         nodes.append(next(n for n in ("TEST", "FIX", "SHIP") if f"NODE-{n}" in text))
     assert nodes == ["TEST", "FIX", "TEST", "SHIP"], nodes
     assert "exactly one of: pass, fail" in server.user_text(0)
+
+
+def test_flow_and_skill_from_the_print_front(fake_llm, env, yuyao, repo):
+    put(repo / ".yuyao" / "skills" / "release" / "SKILL.md", FLOW_SKILL)
+    put(repo / ".yuyao" / "skills" / "release-notes" / "SKILL.md", NOTES_SKILL)
+    server = fake_llm([say("ok\npass"), say("Shipped it."), say("Notes done.")])
+    proc = yuyao("-p", "/flow:release", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert "Shipped it." in proc.stdout, proc.stdout
+    assert "NODE-SHIP" in server.user_text(1)
+    proc = yuyao("-p", "/skill release-notes 3.0", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert "Notes done." in proc.stdout
+    assert "version 3.0." in server.user_text(2)
 
 
 def test_mermaid_flow_and_cycle_bound(fake_llm, api, repo):

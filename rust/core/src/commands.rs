@@ -666,6 +666,17 @@ fn help(s: &Session, args: &[String]) -> Result<String, CoreError> {
             ));
         }
     }
+    let flows = s.flow_table();
+    if !flows.is_empty() {
+        out.push_str("Flows\n");
+        for f in flows {
+            let head = format!("/{} [args]", f["name"].as_str().unwrap_or(""));
+            out.push_str(&format!(
+                "  {head:<30} {}\n",
+                f["help"].as_str().unwrap_or("")
+            ));
+        }
+    }
     out.push_str("Prefixes: /command, @path (reference a file), !command (run a shell command)");
     Ok(out)
 }

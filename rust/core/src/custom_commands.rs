@@ -340,7 +340,8 @@ impl Session {
     pub fn custom_command_table(&self) -> Value {
         let (list, warnings) = self.load_custom_commands();
         self.warn_custom_once(warnings);
-        list.iter()
+        let mut rows: Vec<Value> = list
+            .iter()
             .map(|c| {
                 json!({
                     "name": c.name,
@@ -353,7 +354,10 @@ impl Session {
                     "file": c.file.display().to_string(),
                 })
             })
-            .collect()
+            .collect();
+        // `/flow:<name>` of the skills holding a flow graph (skills.rs).
+        rows.extend(self.flow_table());
+        Value::Array(rows)
     }
 }
 

@@ -540,6 +540,8 @@ fn list(s: &Session) -> String {
             .map(|(i, x)| {
                 let state = if !x.enabled {
                     "disabled"
+                } else if !s.plugin_file_active(&x.file) {
+                    "not run: its plugin is off"
                 } else if x.source == HookSource::Project && !project_ok {
                     "not run: project not trusted"
                 } else {

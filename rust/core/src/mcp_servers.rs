@@ -425,7 +425,10 @@ fn add(s: &Session, args: &[String]) -> Result<String, CoreError> {
 }
 
 fn list(s: &Session) -> Result<String, CoreError> {
-    let (configured, problems) = s.mcp.configured();
+    let (mut configured, problems) = s.mcp.configured();
+    for (name, srv) in s.plugin_mcp_servers() {
+        configured.entry(name).or_insert((McpScope::User, srv));
+    }
     let mut out = String::new();
     for p in &problems {
         out.push_str(&format!("warning: {p}\n"));

@@ -596,6 +596,28 @@ fn allowed_by(allowed: &[String], tool: &str, raw_args: &str) -> bool {
     }
 }
 
+impl Session {
+    /// `/flow:<name>` rows for `/help` and completion (the shape of `custom_command_table`).
+    pub(crate) fn flow_table(&self) -> Vec<Value> {
+        self.skills()
+            .into_iter()
+            .filter(|k| k.is_flow())
+            .map(|k| {
+                json!({
+                    "name": format!("flow:{}", k.name),
+                    "aliases": [],
+                    "usage": "[args]",
+                    "help": format!("run the flow of the skill {}: {}", k.name, k.description),
+                    "group": "Flows",
+                    "available": true,
+                    "source": k.source,
+                    "file": k.file.display().to_string(),
+                })
+            })
+            .collect()
+    }
+}
+
 /// `/skills [list]` and `/skill <name> [args]`.
 pub(crate) fn skills_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
     match args.first().map(String::as_str) {

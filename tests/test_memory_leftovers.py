@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 
 import pytest
 from fakellm import call, say
@@ -82,3 +83,26 @@ def test_bootstrap_keeps_a_much_used_old_entry_over_new_unused_ones(fake_llm, ap
     assert "entry number 002" in system, "the much-used old entry was cut"
     assert "entry number 059" in system, "the newest entry was cut"
     assert "entry number 030" not in system
+
+
+def test_memory_open_in_the_full_screen_view(fake_llm, env, repo):
+    memory = repo / "MEMORY.md"
+    memory.write_text("- first note\n")
+    server = fake_llm([say("ok")])
+    term = Term([sys.executable, "-m", "yuyao"], env(server, EDITOR=EDITOR, VISUAL=None), repo)
+    try:
+        term.wait_ready()
+        term.line("/tui fullscreen")
+        term.wait_for(r"full screen \(/tui default leaves\)", screen_only=True)
+        term.line("/memory open")
+        deadline = time.monotonic() + 15
+        while "added by the editor" not in memory.read_text() and time.monotonic() < deadline:
+            term.pump()
+        assert memory.read_text().count("- added by the editor") == 1, term.display()
+        term.wait_for(r"edited .*MEMORY\.md", screen_only=True)
+        term.line("/tui default")
+        term.wait_for(r"back from full screen")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

@@ -32,11 +32,12 @@ pub struct Plugin {
     pub manifest: Value,
 }
 
-/// The folders plugins live in, in precedence order (the first plugin of a name wins).
+/// The folders plugins live in, in precedence order (the first plugin of a name wins: the
+/// user's, so a repository cannot replace a plugin the user installed).
 pub fn roots(home: &Path, project: &Path) -> Vec<(PathBuf, HookSource)> {
     vec![
-        (project.join(".yuyao").join("plugins"), HookSource::Project),
         (home.join("plugins"), HookSource::User),
+        (project.join(".yuyao").join("plugins"), HookSource::Project),
         (project.join("plugins"), HookSource::Project),
     ]
 }

@@ -116,6 +116,22 @@ pub fn load_from(roots: &[(PathBuf, HookSource, String)]) -> (Vec<Skill>, Vec<St
             else {
                 continue;
             };
+            // A repository's SKILL.md is read only from inside its folder: a link to a file
+            // elsewhere (a secret) would send that file to the model.
+            if *origin == HookSource::Project {
+                let inside = std::fs::canonicalize(&file)
+                    .ok()
+                    .zip(std::fs::canonicalize(root).ok())
+                    .is_some_and(|(f, r)| f.starts_with(r));
+                if !inside {
+                    warnings.push(format!(
+                        "{}: a link to a file outside {}; the skill is skipped",
+                        file.display(),
+                        root.display()
+                    ));
+                    continue;
+                }
+            }
             let Ok(text) = std::fs::read_to_string(&file) else {
                 continue;
             };
@@ -746,6 +762,16 @@ mod tests {
             root.join("broken/SKILL.md"),
             "---\nname: broken\ndescription: [oops\n---\nx\n",
         );
+        let secret = t.path().join("secret.txt");
+        std::fs::write(&secret, "TOKEN").unwrap();
+        std::fs::create_dir_all(root.join("linked")).unwrap();
+        std::os::unix::fs::symlink(&secret, root.join("linked/SKILL.md")).unwrap();
+        let (_, w) = load_from(&[(root.clone(), HookSource::Project, "project".into())]);
+        assert!(
+            w.iter().any(|w| w.contains("linked/SKILL.md: a link")),
+            "{w:?}"
+        );
+        std::fs::remove_file(root.join("linked/SKILL.md")).unwrap();
         let (list, warnings) = load_from(&[(root.clone(), HookSource::User, "user".into())]);
         assert_eq!(list.len(), 1);
         assert!(

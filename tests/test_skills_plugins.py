@@ -214,6 +214,36 @@ def test_plugin_mcp_server_tools_come_and_go_with_the_plugin(fake_llm, api, yuya
     assert not any(n.startswith("mcp__clock-time__") for n in server.tool_names(1))
 
 
+def test_project_plugin_waits_for_trust_in_an_interactive_session(
+    fake_llm, use_env, repo, tmp_path
+):
+    """A TUI-like session (no front decision): the trust prompt names what the repository's
+    plugin would run; nothing of it acts until /trust."""
+    from yuyao import _core
+
+    marker = tmp_path / "hook-ran.txt"
+    make_plugin(repo / ".yuyao" / "plugins", marker)
+    manifest = repo / ".yuyao" / "plugins" / "kit" / "plugin.json"
+    data = json.loads(manifest.read_text())
+    data["mcpServers"] = {"svc": {"command": "some-server", "args": ["--flag"]}}
+    manifest.write_text(json.dumps(data))
+    server = fake_llm([say("one"), say("two")])
+    use_env(server)
+    tui = _core.Session(json.dumps({"cwd": str(repo), "stream": False}), None)
+    try:
+        status = tui.dispatch("/trust status")
+        assert "plugin kit MCP server kit-svc runs `some-server --flag`" in status, status
+        assert f"PreToolUse hook runs `echo pre >> {marker}`" in status, status
+        assert "kit-tips" not in tui.dispatch("/skills")
+        with pytest.raises(ValueError, match="unknown command"):
+            tui.dispatch("/greet")
+        tui.dispatch("/trust")
+        assert "kit-tips" in tui.dispatch("/skills")
+        assert "plugin:kit 0.3.0 [project] enabled" in tui.dispatch("/features")
+    finally:
+        tui.close()
+
+
 def test_project_plugin_never_runs_in_run_agent(fake_llm, env, run_agent, repo, tmp_path):
     from test_hooks import headless_run
 

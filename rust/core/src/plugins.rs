@@ -403,6 +403,29 @@ impl Session {
             }
             let (servers, w) = p.mcp_servers();
             self.warn_ext_once(w.into_iter().map(|w| format!("plugins: {w}")).collect());
+            // The TUI's trust prompt names what a project plugin's servers would run.
+            if p.source == HookSource::Project
+                && self.opts.project_extensions.is_none()
+                && !self.project_extensions_allowed()
+            {
+                let waiting: Vec<String> = servers
+                    .iter()
+                    .map(|(name, srv)| {
+                        let run = match (&srv.command, &srv.url) {
+                            (Some(cmd), _) => cmd
+                                .iter()
+                                .chain(srv.args.iter())
+                                .cloned()
+                                .collect::<Vec<_>>()
+                                .join(" "),
+                            (None, Some(url)) => url.clone(),
+                            (None, None) => "nothing yet".into(),
+                        };
+                        format!("plugin {} MCP server {name} runs `{run}`", p.name)
+                    })
+                    .collect();
+                self.lock().ignored_project_settings.extend(waiting);
+            }
             for (name, srv) in servers {
                 all.insert(name, (p.name.clone(), p.source, srv));
             }

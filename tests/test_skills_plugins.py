@@ -326,6 +326,36 @@ def test_flow_and_skill_from_the_print_front(fake_llm, env, yuyao, repo):
     assert "version 3.0." in server.user_text(2)
 
 
+def test_flow_as_the_task_of_run_agent(fake_llm, env, run_agent, repo, yuyao_home, tmp_path):
+    """run_agent.sh runs what the user installed (not the repository's): a user flow named
+    by the task runs node by node, and its work is the submission."""
+    from fakellm import FAKE_MODEL
+
+    put(yuyao_home / "skills" / "release" / "SKILL.md", FLOW_SKILL)
+    server = fake_llm(
+        [
+            say("ok\npass"),
+            call("write", file_path=str(repo / "NOTES.md"), content="notes\n"),
+            say("Shipped."),
+        ]
+    )
+    task, out = tmp_path / "task.txt", tmp_path / "out"
+    task.write_text("/flow:release")
+    budget = tmp_path / "budget.json"
+    budget.write_text(json.dumps({"max_steps": 10}))
+    proc = run_agent(
+        "--task-file", str(task), "--repo-dir", str(repo), "--out-dir", str(out),
+        "--budget-file", str(budget),
+        "--model-base-url", server.url, "--model-name", FAKE_MODEL,
+        "--model-api-key", server.api_key, env=env(),
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    status = json.loads((out / "status.json").read_text())
+    assert status["exit_status"] == "Submitted", status
+    assert (repo / "NOTES.md").read_text() == "notes\n"
+    assert "NODE-TEST" in server.user_text(0) and "NODE-SHIP" in server.user_text(1)
+
+
 def test_mermaid_flow_and_cycle_bound(fake_llm, api, repo):
     put(
         repo / ".yuyao" / "skills" / "spin" / "SKILL.md",

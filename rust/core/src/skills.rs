@@ -612,7 +612,26 @@ fn allowed_by(allowed: &[String], tool: &str, raw_args: &str) -> bool {
     }
 }
 
+/// A task that is `/flow:<name> …` or `/skill <name> …`: the skill runs, in every front.
+pub fn runs_a_skill(task: &str) -> bool {
+    let mut words = task.split_whitespace();
+    match words.next() {
+        Some(w) if w.starts_with("/flow:") => true,
+        Some("/skill" | "/skills") => words.next().is_some_and(|w| w != "list" && w != "ls"),
+        _ => false,
+    }
+}
+
 impl Session {
+    /// A headless task: a skill line is dispatched, anything else is a prompt.
+    pub(crate) fn chat_or_skill(&self, task: &str) -> Result<String, CoreError> {
+        if runs_a_skill(task) {
+            self.dispatch(task.trim())
+        } else {
+            self.chat(task)
+        }
+    }
+
     /// `/flow:<name>` rows for `/help` and completion (the shape of `custom_command_table`).
     pub(crate) fn flow_table(&self) -> Vec<Value> {
         self.skills()

@@ -214,6 +214,15 @@ def test_plugin_mcp_server_tools_come_and_go_with_the_plugin(fake_llm, api, yuya
     assert not any(n.startswith("mcp__clock-time__") for n in server.tool_names(1))
 
 
+def test_cli_switches_one_plugin(env, yuyao, yuyao_home, tmp_path):
+    make_plugin(yuyao_home / "plugins", tmp_path / "m")
+    proc = yuyao("features", "disable", "plugin:kit", env=env())
+    assert proc.returncode == 0 and "plugin:kit disabled" in proc.stdout, proc
+    assert "plugin:kit 0.3.0 [user] disabled" in yuyao("features", "list", env=env()).stdout
+    proc = yuyao("features", "disable", "plugin:nope", env=env())
+    assert proc.returncode == 2 and "no plugin named 'nope'" in proc.stderr, proc
+
+
 def test_project_plugin_waits_for_trust_in_an_interactive_session(
     fake_llm, use_env, repo, tmp_path
 ):

@@ -758,6 +758,9 @@ fn tools(s: &Session, _: &[String]) -> Result<String, CoreError> {
     if names.contains(&"ask-user") {
         out.push_str("  ask-user     Ask the user a structured question with concrete options\n");
     }
+    if names.contains(&"skill") {
+        out.push_str("  skill        Load a skill's instructions (see /skills)\n");
+    }
     Ok(out.trim_end().to_string())
 }
 

@@ -347,6 +347,11 @@ impl Session {
         rest: &str,
     ) -> Option<Result<String, CoreError>> {
         let skill_name = name.strip_prefix("flow:")?;
+        // A custom command `commands/flow/<x>.md` keeps its name when no skill has it.
+        let is_skill = self.skills().iter().any(|s| s.name == skill_name);
+        if !is_skill && self.custom_commands().iter().any(|c| c.name == name) {
+            return None;
+        }
         Some(self.run_flow(skill_name, rest.trim()))
     }
 

@@ -148,6 +148,15 @@ fn inside(dir: &Path, rel: &str) -> Option<PathBuf> {
 }
 
 impl Plugin {
+    /// `${CLAUDE_PLUGIN_ROOT}` / `${YUYAO_PLUGIN_ROOT}` (Claude Code plugins' spelling) in a
+    /// hook or server command → this plugin's folder, in JSON text.
+    fn with_root_in_json(&self, text: &str) -> String {
+        let dir = serde_json::to_string(&self.dir.display().to_string()).unwrap_or_default();
+        let dir = dir.trim_matches('"');
+        text.replace("${CLAUDE_PLUGIN_ROOT}", dir)
+            .replace("${YUYAO_PLUGIN_ROOT}", dir)
+    }
+
     /// The folder of `kind` (`commands`, `skills`, `agents`): the manifest's path (a string,
     /// or the first of a list) or the folder of that name.
     pub fn dir_of(&self, kind: &str) -> Option<PathBuf> {
@@ -205,6 +214,7 @@ impl Plugin {
                 }
             }
         };
+        let text = self.with_root_in_json(&text);
         match hooks::parse_file(&text, &path, self.source) {
             Ok(x) => x,
             Err(e) => (
@@ -229,6 +239,9 @@ impl Plugin {
         let Some(Value::Object(map)) = value else {
             return (out, warnings);
         };
+        let map: serde_json::Map<String, Value> =
+            serde_json::from_str(&self.with_root_in_json(&Value::Object(map).to_string()))
+                .unwrap_or_default();
         for (server, v) in map {
             let name = format!("{}-{server}", self.name);
             match serde_json::from_value::<McpServer>(v) {
@@ -534,8 +547,8 @@ mod tests {
         put(
             project.join(".yuyao/plugins/good/plugin.json"),
             r#"{"name": "good", "version": "1.2.0", "description": "d", "commands": "cmds",
-               "hooks": {"PreToolUse": [{"command": "./gate.sh"}]},
-               "mcpServers": {"time": {"command": "mcp-server-time"}}}"#,
+               "hooks": {"PreToolUse": [{"command": "${CLAUDE_PLUGIN_ROOT}/gate.sh"}]},
+               "mcpServers": {"time": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/t"}}}"#,
         );
         put(project.join(".yuyao/plugins/good/cmds/x.md"), "x\n");
         put(
@@ -562,9 +575,17 @@ mod tests {
         let (hooks, w) = good.hooks();
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(hooks.len(), 1);
-        assert!(hooks[0].command.contains("gate.sh"));
+        let root = project.join(".yuyao/plugins/good");
+        assert!(
+            hooks[0]
+                .command
+                .contains(&format!("{}/gate.sh", root.display())),
+            "{}",
+            hooks[0].command
+        );
         let (servers, _) = good.mcp_servers();
-        assert!(servers.contains_key("good-time"));
+        let cmd = servers["good-time"].command.clone().unwrap();
+        assert_eq!(cmd[0], format!("{}/bin/t", root.display()));
         let escape = &list[0];
         assert!(escape.dir_of("commands").is_none());
         let (h, w) = escape.hooks();

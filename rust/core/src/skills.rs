@@ -791,6 +791,8 @@ mod tests {
             "{w:?}"
         );
         std::fs::remove_file(root.join("linked/SKILL.md")).unwrap();
+        assert!(runs_a_skill("/flow:release now") && runs_a_skill(" /skill x 1"));
+        assert!(!runs_a_skill("/skills list") && !runs_a_skill("/skill") && !runs_a_skill("fix"));
         let (list, warnings) = load_from(&[(root.clone(), HookSource::User, "user".into())]);
         assert_eq!(list.len(), 1);
         assert!(

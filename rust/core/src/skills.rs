@@ -351,12 +351,17 @@ impl Session {
     }
 
     fn find_skill(&self, name: &str) -> Result<Skill, String> {
+        if !self.feature_enabled("skills") {
+            return Err(format!(
+                "no skill named '{name}': skills are disabled (features.skills = false; /features enable skills)"
+            ));
+        }
         let all = self.skills();
         let wanted = name.trim().trim_start_matches('/').to_ascii_lowercase();
         match all.iter().find(|s| s.name == wanted) {
             Some(s) => Ok(s.clone()),
             None => Err(format!(
-                "no skill named '{name}'{}",
+                "no skill named '{name}'{}{}",
                 if all.is_empty() {
                     " (no skills are available)".to_string()
                 } else {
@@ -367,6 +372,11 @@ impl Session {
                             .collect::<Vec<_>>()
                             .join(", ")
                     )
+                },
+                if self.opts.project_extensions.is_some() || self.project_extensions_allowed() {
+                    ""
+                } else {
+                    " (a project's skills load once the project is trusted: /trust)"
                 }
             )),
         }

@@ -801,6 +801,10 @@ mod tests {
             "{w:?}"
         );
         std::fs::remove_file(root.join("linked/SKILL.md")).unwrap();
+        let mcp = vec!["mcp__time".to_string()];
+        assert!(allowed_by(&mcp, "mcp__time__now", "{}"));
+        assert!(!allowed_by(&mcp, "mcp__timer__now", "{}") && !allowed_by(&mcp, "read", "{}"));
+        assert!(allowed_by(&mcp, "ask-user", "{}"));
         assert!(runs_a_skill("/flow:release now") && runs_a_skill(" /skill x 1"));
         assert!(!runs_a_skill("/skills list") && !runs_a_skill("/skill") && !runs_a_skill("fix"));
         let (list, warnings) = load_from(&[(root.clone(), HookSource::User, "user".into())]);

@@ -135,17 +135,13 @@ impl Session {
             intent: intent.to_string(),
         });
         let t0 = std::time::Instant::now();
-        // A skill's `allowed-tools` in force: another tool is refused here, in dispatch.
-        let (out, effective, may_change_repo) =
-            if let Some(refusal) = self.skill_gate(&call.name, &call.arguments) {
-                (refusal, false, false)
-            } else if yuyao_policy::is_mcp_tool(&call.name) {
-                // A server may change files too: HEAD is read again after it ran.
-                let (out, effective) = self.execute_mcp(client, call).await;
-                (out, effective, effective)
-            } else {
-                self.execute(client, call, token).await
-            };
+        let (out, effective, may_change_repo) = if yuyao_policy::is_mcp_tool(&call.name) {
+            // A server may change files too: HEAD is read again after it ran.
+            let (out, effective) = self.execute_mcp(client, call).await;
+            (out, effective, effective)
+        } else {
+            self.execute(client, call, token).await
+        };
         // The call's own cost (policy, snapshot capture, the tool), for benches and traces.
         let run_us = t0.elapsed().as_micros() as u64;
         // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
@@ -207,6 +203,10 @@ impl Session {
                 false,
             );
         };
+        // A skill's `allowed-tools` in force: another tool is refused here, in dispatch.
+        if let Some(refusal) = self.skill_gate(name, &call.arguments) {
+            return (refusal, false, false);
+        }
         // Memory tools read only memory files, which are the user's own notes.
         if let Some(out) = crate::memory::search::run_tool(self, name, &call.arguments) {
             return (out, true, false);
@@ -335,6 +335,9 @@ impl Session {
     /// and `mcp__server`; a change unless the server marks the tool read-only), then the
     /// call on the server.
     async fn execute_mcp(&self, client: &ModelClient, call: &ToolCall) -> (ToolOutput, bool) {
+        if let Some(refusal) = self.skill_gate(&call.name, &call.arguments) {
+            return (refusal, false);
+        }
         let Some(tool) = self.mcp_tool(&call.name) else {
             let names: Vec<String> = self.mcp_tools().into_iter().map(|t| t.full_name).collect();
             return (

@@ -386,7 +386,7 @@ const COMMANDS: &[Command] = &[
         "skills",
         ["skill"],
         "[list | <name> [args]]",
-        "list skills (SKILL.md) and plugins, or run one; /flow:<name> runs a skill's flow graph",
+        "list skills and plugins, or run one (/flow:<name> runs a flow)",
         Some(crate::skills::skills_cmd)
     ),
     cmd!(

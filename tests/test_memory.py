@@ -89,10 +89,15 @@ def test_memory_list_edit_delete_open(api_env, repo):
         assert len(ids) == 2 and "first note" in listing, listing
         s.dispatch(f"/memory edit {ids[0]} first note, edited")
         assert (repo / "MEMORY.md").read_text() == "- first note, edited\n- second note\n"
-        assert "open in $EDITOR" in s.dispatch(f"/memory edit {ids[1]}")
+        # No terminal for an editor here: the error names the inline form.
+        with pytest.raises(ValueError, match=f"/memory edit {ids[1]} <new text>"):
+            s.dispatch(f"/memory edit {ids[1]}")
+        assert s.dispatch(f"/memory path {ids[1]}").endswith("MEMORY.md:2")
         s.dispatch(f"/memory delete {ids[1]}")
         assert (repo / "MEMORY.md").read_text() == "- first note, edited\n"
-        assert s.dispatch("/memory open").endswith("MEMORY.md:1")
+        with pytest.raises(ValueError, match="only in the yuyao TUI"):
+            s.dispatch("/memory open")
+        assert s.dispatch("/memory path").endswith("MEMORY.md:1")
         with pytest.raises(Exception, match="no memory entry has the id"):
             s.dispatch("/memory delete hffff0")
 

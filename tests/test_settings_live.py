@@ -692,6 +692,38 @@ def effect_features_hooks(fake_llm, live, repo, **_):
     assert not marker.exists(), "a hook ran with features.hooks = false"
 
 
+def effect_features_skills(fake_llm, live, yuyao_home, **_):
+    """A skill loads by keyword; with `features.skills = false` set live it does not."""
+    skill = yuyao_home / "skills" / "deploy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\ndescription: Deploy\ntriggers: [ship it]\n---\nDEPLOY-BODY\n")
+    server = fake_llm([say("one"), say("two")])
+    s, _ = live(server, first_turn=False)
+    set_key(s, "features.skills", "false")
+    s.chat("ship it")
+    assert "DEPLOY-BODY" not in server.user_text(-1), "a skill loaded with features.skills = false"
+    set_key(s, "features.skills", "true")
+    s.chat("ship it now")
+    assert "DEPLOY-BODY" in server.user_text(-1)
+
+
+def effect_features_plugins(fake_llm, live, yuyao_home, **_):
+    """A plugin's hook runs; with `features.plugins = false` set live it does not."""
+    marker = yuyao_home / "plugin-hook-ran"
+    plugin = yuyao_home / "plugins" / "kit"
+    plugin.mkdir(parents=True)
+    (plugin / "plugin.json").write_text(
+        json.dumps({"name": "kit", "hooks": {"UserPromptSubmit": [{"command": f"touch {marker}"}]}})
+    )
+    server = fake_llm([say("one"), say("two")])
+    s, _ = live(server)
+    assert marker.exists()
+    marker.unlink()
+    set_key(s, "features.plugins", "false")
+    s.chat("again")
+    assert not marker.exists(), "a plugin's hook ran with features.plugins = false"
+
+
 def effect_feature_not_in_build(key: str):
     def check(fake_llm, live, **_):
         server = fake_llm([say("one")])
@@ -707,8 +739,8 @@ EFFECTS = {
     "goal.max_rounds": effect_goal_max_rounds,
     "hooks.max_stop_blocks": effect_max_stop_blocks,
     "features.hooks": effect_features_hooks,
-    "features.skills": effect_feature_not_in_build("features.skills"),
-    "features.plugins": effect_feature_not_in_build("features.plugins"),
+    "features.skills": effect_features_skills,
+    "features.plugins": effect_features_plugins,
     "features.mcp": effect_features_mcp,
     "model.name": effect_model_name,
     "model.context_window": effect_context_window,

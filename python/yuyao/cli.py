@@ -675,11 +675,15 @@ COMMANDS = {
         ),
         Command(
             "features",
-            "Feature switches (hooks, skills, plugins, mcp)",
+            "Feature switches (hooks, skills, plugins, mcp; one plugin: plugin:<name>)",
             (
-                Action("list", "List features and their state"),
-                Action("enable", "Enable a feature", (Arg("name"),)),
-                Action("disable", "Disable a feature: it is inert everywhere", (Arg("name"),)),
+                Action("list", "List features, plugins and their state"),
+                Action("enable", "Enable a feature or plugin:<name>", (Arg("name"),)),
+                Action(
+                    "disable",
+                    "Disable a feature or plugin:<name>: it is inert everywhere",
+                    (Arg("name"),),
+                ),
             ),
         ),
     )

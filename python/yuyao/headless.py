@@ -338,6 +338,22 @@ class TurnOutcome:
         self.still_running = False  # the core did not stop after an interrupt
 
 
+def _runs_a_skill(task: str) -> bool:
+    """`/flow:<name> …` and `/skill <name> …`: the core runs the skill's turns (skills.rs,
+    flow.rs), in every front."""
+    words = task.split()
+    return bool(words) and (
+        words[0].startswith("/flow:") or (words[0] in ("/skill", "/skills") and len(words) > 1)
+    )
+
+
+def _last_answer(session) -> str:
+    for m in reversed(json.loads(session.messages_json())):
+        if m.get("role") == "assistant" and isinstance(m.get("content"), str) and m["content"]:
+            return m["content"]
+    return ""
+
+
 def _run_turn(session, task) -> TurnOutcome:
     """Run chat() on a worker thread so Ctrl+C reaches us while the core holds the turn.
     `task`: the prompt text, or message content (a list of parts) for chat_content."""
@@ -345,6 +361,9 @@ def _run_turn(session, task) -> TurnOutcome:
 
     def work():
         try:
+            if isinstance(task, str) and _runs_a_skill(task):
+                outcome.text = session.dispatch(task.strip()) or _last_answer(session)
+                return
             if isinstance(task, str):
                 outcome.text = session.chat(task) or ""
             else:

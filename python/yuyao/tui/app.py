@@ -700,6 +700,10 @@ class App:
             return self.print_help()
         if name in ("/rewind", "/checkpoint") and not rest.strip():
             return self.rewind_menu()
+        if name == "/memory":
+            from .editor import open_memory_in_editor
+
+            return open_memory_in_editor(self, rest)
         if name in ("/config", "/settings") and not rest.strip():
             if self.fullscreen is not None:
                 return False  # the listing; the interactive view needs the default renderer

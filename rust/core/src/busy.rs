@@ -26,7 +26,7 @@ pub(crate) fn while_busy(name: &str, args: &[String]) -> WhileBusy {
         "help" | "status" | "cost" | "tools" | "context" | "tasks" | "usage" | "show-thinking"
         | "title" | "export" | "copy" | "focus" | "tui" => Now,
         "config" if matches!(first, None | Some("get" | "list")) => Now,
-        "mcp" | "permissions" | "sessions" | "trust" if query => Now,
+        "mcp" | "permissions" | "sessions" | "trust" | "skills" if query => Now,
         "sandbox" if query || first == Some("explain") => Now,
         "gc" if first == Some("--dry-run") => Now,
         // Memory files are re-read before every call: a change made now reaches the next.

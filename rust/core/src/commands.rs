@@ -253,7 +253,7 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "memory",
         [],
-        "[list|edit|delete|open|status|search|index|rem-backfill]",
+        "[list|edit|delete|open|path|status|search|index|rem-backfill]",
         "memory entries and the search index",
         Some(crate::memory::commands::memory)
     ),
@@ -344,8 +344,8 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "features",
         [],
-        "[list | enable|disable <hooks|skills|plugins|mcp>]",
-        "turn a kind of extension on or off (persisted)",
+        "[list | enable|disable <hooks|skills|plugins|mcp|plugin:<name>>]",
+        "turn a kind of extension, or one plugin, on or off (persisted)",
         Some(crate::features::features_cmd)
     ),
     cmd!(
@@ -412,7 +412,13 @@ const COMMANDS: &[Command] = &[
         "scripted multi-agent workflows",
         None
     ),
-    cmd!("skills", ["skill"], "[name]", "skill packages", None),
+    cmd!(
+        "skills",
+        ["skill"],
+        "[list | <name> [args]]",
+        "list skills and plugins, or run one (/flow:<name> runs a flow)",
+        Some(crate::skills::skills_cmd)
+    ),
     cmd!(
         "queue",
         [],
@@ -491,6 +497,10 @@ impl Session {
         let (name, rest) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
         let name = name.to_ascii_lowercase();
         let Some(cmd) = find(&name) else {
+            // `/flow:<name>`: a skill's flow graph, node by node (flow.rs).
+            if let Some(result) = self.run_flow_command(&name, rest) {
+                return result;
+            }
             // Not a built-in: a custom command (commands/*.md), read from disk now.
             if let Some(result) = self.run_custom_command(&name, rest) {
                 return result;
@@ -686,6 +696,17 @@ fn help(s: &Session, args: &[String]) -> Result<String, CoreError> {
             ));
         }
     }
+    let flows = s.flow_table();
+    if !flows.is_empty() {
+        out.push_str("Flows\n");
+        for f in flows {
+            let head = format!("/{} [args]", f["name"].as_str().unwrap_or(""));
+            out.push_str(&format!(
+                "  {head:<30} {}\n",
+                f["help"].as_str().unwrap_or("")
+            ));
+        }
+    }
     out.push_str("Prefixes: /command, @path (reference a file), !command (run a shell command)");
     Ok(out)
 }
@@ -766,6 +787,9 @@ fn tools(s: &Session, _: &[String]) -> Result<String, CoreError> {
     }
     if names.contains(&"ask-user") {
         out.push_str("  ask-user     Ask the user a structured question with concrete options\n");
+    }
+    if names.contains(&"skill") {
+        out.push_str("  skill        Load a skill's instructions (see /skills)\n");
     }
     Ok(out.trim_end().to_string())
 }

@@ -74,10 +74,16 @@ fn name_of(root: &Path, file: &Path) -> Option<String> {
 }
 
 /// Every custom command, and warnings (bad frontmatter, a name a built-in already has).
+#[cfg(test)]
 pub fn load(home: &Path, project: &Path) -> (Vec<CustomCommand>, Vec<String>) {
+    load_dirs(dirs(home, project))
+}
+
+/// The commands of `roots` (the first file of a name wins).
+pub fn load_dirs(roots: Vec<(PathBuf, HookSource)>) -> (Vec<CustomCommand>, Vec<String>) {
     let mut out: Vec<CustomCommand> = Vec::new();
     let mut warnings = Vec::new();
-    for (root, source) in dirs(home, project) {
+    for (root, source) in roots {
         let mut files = Vec::new();
         walk(&root, 0, &mut files);
         for file in files {
@@ -150,7 +156,18 @@ static SHELL_REF: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"!\{([^}\n]+)\}
 
 impl Session {
     pub(crate) fn custom_commands(&self) -> Vec<CustomCommand> {
-        load(&self.paths.home, &self.paths.project).0
+        self.load_custom_commands().0
+    }
+
+    /// The command folders and the active plugins' `commands/` (plugins.rs).
+    fn load_custom_commands(&self) -> (Vec<CustomCommand>, Vec<String>) {
+        let mut roots = dirs(&self.paths.home, &self.paths.project);
+        roots.extend(
+            self.plugin_dirs("commands")
+                .into_iter()
+                .map(|(d, source, _)| (d, source)),
+        );
+        load_dirs(roots)
     }
 
     /// Warns once per session about a custom command that cannot be used.
@@ -169,7 +186,7 @@ impl Session {
         name: &str,
         rest: &str,
     ) -> Option<Result<String, CoreError>> {
-        let (list, warnings) = load(&self.paths.home, &self.paths.project);
+        let (list, warnings) = self.load_custom_commands();
         self.warn_custom_once(warnings);
         let cmd = list.into_iter().find(|c| c.name == name)?;
         if self.busy.load(std::sync::atomic::Ordering::SeqCst) {
@@ -321,9 +338,10 @@ impl Session {
     /// The custom commands for the fronts' `/help` and completion (same shape as
     /// `command_table`, with the file and source).
     pub fn custom_command_table(&self) -> Value {
-        let (list, warnings) = load(&self.paths.home, &self.paths.project);
+        let (list, warnings) = self.load_custom_commands();
         self.warn_custom_once(warnings);
-        list.iter()
+        let mut rows: Vec<Value> = list
+            .iter()
             .map(|c| {
                 json!({
                     "name": c.name,
@@ -336,7 +354,10 @@ impl Session {
                     "file": c.file.display().to_string(),
                 })
             })
-            .collect()
+            .collect();
+        // `/flow:<name>` of the skills holding a flow graph (skills.rs).
+        rows.extend(self.flow_table());
+        Value::Array(rows)
     }
 }
 

@@ -7,8 +7,14 @@ use crate::session::{CoreError, Session};
 /// The kinds, with what disabling one does in this build.
 const KINDS: &[(&str, &str)] = &[
     ("hooks", "hooks.json hooks do not run"),
-    ("skills", "skills are not in this build"),
-    ("plugins", "plugins are not in this build"),
+    (
+        "skills",
+        "no skill is listed or loaded (prompt, keywords, /skill, the skill tool, /flow:)",
+    ),
+    (
+        "plugins",
+        "no plugin's commands, skills, hooks or MCP servers act",
+    ),
     (
         "mcp",
         "MCP servers are stopped and their tools leave the next request",
@@ -27,12 +33,30 @@ impl Session {
 pub(crate) fn features_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let usage = || {
         CoreError::Usage(
-            "usage: /features [list | enable|disable <hooks|skills|plugins|mcp>]".into(),
+            "usage: /features [list | enable|disable <hooks|skills|plugins|mcp|plugin:<name>>]"
+                .into(),
         )
     };
     match args {
         [] => Ok(list(s)),
         [a] if a == "list" || a == "ls" => Ok(list(s)),
+        // One plugin as a whole (plugins.rs).
+        [action, what, name] if what == "plugin" => {
+            let on = match action.as_str() {
+                "enable" | "on" => true,
+                "disable" | "off" => false,
+                _ => return Err(usage()),
+            };
+            crate::plugins::switch_plugin(s, name, on)
+        }
+        [action, kind] if kind.starts_with("plugin:") => {
+            let on = match action.as_str() {
+                "enable" | "on" => true,
+                "disable" | "off" => false,
+                _ => return Err(usage()),
+            };
+            crate::plugins::switch_plugin(s, &kind["plugin:".len()..], on)
+        }
         [action, kind] => {
             let on = match action.as_str() {
                 "enable" | "on" => true,
@@ -50,6 +74,10 @@ pub(crate) fn features_cmd(s: &Session, args: &[String]) -> Result<String, CoreE
                 .set(&key, if on { "true" } else { "false" }, None)
                 .map_err(|e| CoreError::Failed(e.to_string()))?;
             s.lock().config_seen = crate::context::config_snapshot(&s.config);
+            if kind == "plugins" {
+                // Their MCP servers stop or start now.
+                s.mcp_sync();
+            }
             let when = match yuyao_store::config::applies(&key) {
                 Some(yuyao_store::config::Applies::NotInBuild(what)) => {
                     format!("{what} not in this build: no effect yet")
@@ -66,7 +94,7 @@ pub(crate) fn features_cmd(s: &Session, args: &[String]) -> Result<String, CoreE
 }
 
 fn list(s: &Session) -> String {
-    KINDS
+    let kinds = KINDS
         .iter()
         .map(|(k, off)| {
             if s.feature_enabled(k) {
@@ -76,5 +104,17 @@ fn list(s: &Session) -> String {
             }
         })
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    let plugins = s.plugin_lines();
+    if plugins.is_empty() {
+        return kinds;
+    }
+    format!(
+        "{kinds}\nplugins (/features disable plugin:<name>):\n{}",
+        plugins
+            .iter()
+            .map(|l| format!("  {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
 }

@@ -120,7 +120,8 @@ pub fn run_headless(mut req: HeadlessRequest) -> i32 {
     // What the repository held before the run: a change the user left there is not the run's.
     let before = git_diff(repo);
     let watch = install_watch(&session, deadline);
-    let result = session.chat(&req.task);
+    // `/flow:<name>` / `/skill <name>` as the task runs the skill (skills.rs).
+    let result = session.chat_or_skill(&req.task);
     let timed_out = watch.stop();
     let after = git_diff(repo);
     let v = session.status_json();

@@ -30,16 +30,35 @@ fn write(home: &Path, map: &serde_json::Map<String, serde_json::Value>) {
     let _ = yuyao_store::write_atomic(&record_file(home), text.as_bytes());
 }
 
-/// The project's hook files and their content digests now (`None`: absent).
+/// The project's hook files (and its plugins' manifests, hook and MCP files, which run
+/// programs the same way) and their content digests now (`None`: absent).
 pub fn snapshot(home: &Path, project: &Path) -> Vec<(PathBuf, Option<String>)> {
     hooks::files(home, project)
         .into_iter()
         .filter(|(_, s)| *s == HookSource::Project)
-        .map(|(p, _)| {
+        .map(|(p, _)| p)
+        .chain(crate::plugins::project_program_files(home, project))
+        .map(|p| {
             let d = digest(&p);
             (p, d)
         })
         .collect()
+}
+
+/// `opened` plus the files of this kind that appeared since (a plugin written during the
+/// session), as absent at open.
+pub fn with_new_files(
+    home: &Path,
+    project: &Path,
+    opened: &[(PathBuf, Option<String>)],
+) -> Vec<(PathBuf, Option<String>)> {
+    let mut out = opened.to_vec();
+    for (p, _) in snapshot(home, project) {
+        if !out.iter().any(|(q, _)| *q == p) {
+            out.push((p, None));
+        }
+    }
+    out
 }
 
 /// At close: the files whose content changed since `opened` are held for review.

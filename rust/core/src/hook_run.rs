@@ -171,6 +171,8 @@ impl Session {
     /// prompt shows it).
     pub(crate) fn load_hooks(&self) -> Vec<String> {
         let (mut list, warnings) = hooks::load(&self.paths.home, &self.paths.project);
+        // Plugins' hooks: whether they run is asked at every event (`plugin_file_active`).
+        list.extend(self.plugin_hooks());
         for w in warnings {
             self.notice(NoticeLevel::Warning, format!("hooks: {w}"));
         }
@@ -225,6 +227,7 @@ impl Session {
             .iter()
             .filter(|h| h.event == event && h.enabled && h.applies_to(tool))
             .filter(|h| h.source == HookSource::User || project_ok)
+            .filter(|h| self.plugin_file_active(&h.file))
             .cloned()
             .collect()
     }
@@ -422,6 +425,8 @@ impl Session {
                 .lock()
                 .map(|h| h.opened.clone())
                 .unwrap_or_default();
+            let opened =
+                crate::hook_review::with_new_files(&self.paths.home, &self.paths.project, &opened);
             crate::hook_review::note_changes(&self.paths.home, &opened);
         }
     }
@@ -544,6 +549,8 @@ fn list(s: &Session) -> String {
             .map(|(i, x)| {
                 let state = if !x.enabled {
                     "disabled"
+                } else if !s.plugin_file_active(&x.file) {
+                    "not run: its plugin is off"
                 } else if x.source == HookSource::Project && !project_ok {
                     "not run: project not trusted"
                 } else {

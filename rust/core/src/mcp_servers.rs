@@ -116,7 +116,11 @@ impl Session {
         if self.agents.is_child() {
             return;
         }
-        let (configured, _) = self.mcp.configured();
+        let (mut configured, _) = self.mcp.configured();
+        // The active plugins' servers (a configured server of the same name wins).
+        for (name, srv) in self.plugin_mcp_servers() {
+            configured.entry(name).or_insert((McpScope::User, srv));
+        }
         let mut slot = self.mcp.manager.lock().unwrap_or_else(|e| e.into_inner());
         if configured.is_empty() && slot.is_none() {
             return;
@@ -425,7 +429,10 @@ fn add(s: &Session, args: &[String]) -> Result<String, CoreError> {
 }
 
 fn list(s: &Session) -> Result<String, CoreError> {
-    let (configured, problems) = s.mcp.configured();
+    let (mut configured, problems) = s.mcp.configured();
+    for (name, srv) in s.plugin_mcp_servers() {
+        configured.entry(name).or_insert((McpScope::User, srv));
+    }
     let mut out = String::new();
     for p in &problems {
         out.push_str(&format!("warning: {p}\n"));

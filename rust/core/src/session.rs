@@ -204,6 +204,8 @@ pub struct Session {
     pub(crate) rules: Mutex<crate::rule_files::RuleState>,
     /// The next prompt is a custom command's expanded text (no `@path` attachments).
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
+    /// Skills and plugins (`skills.rs`, `plugins.rs`).
+    pub(crate) ext: crate::skills::ExtState,
     /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
     /// The turn's declared scope and what its guard let through (`scope/`).
@@ -496,6 +498,7 @@ impl Session {
             custom_warned: Mutex::new(Default::default()),
             expanded_prompt: Default::default(),
             rules: Mutex::new(Default::default()),
+            ext: Default::default(),
             dreamed: std::sync::atomic::AtomicBool::new(false),
             scope: Mutex::new(Default::default()),
             agents: crate::subagents::AgentLink::at_open(),
@@ -526,6 +529,8 @@ impl Session {
             .ignored_project_settings
             .extend(waiting.iter().cloned());
         ignored.extend(waiting);
+        // Plugins' MCP servers are read once, at open (plugins.rs).
+        session.read_plugin_servers();
         // MCP servers start connecting now, in the background: opening never waits for them.
         session.mcp_sync();
         session.mcp_open_notices();

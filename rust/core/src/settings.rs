@@ -38,6 +38,8 @@ const READ_AT_USE: &[&str] = &[
     "goal.max_rounds",
     "features.hooks",
     "features.mcp",
+    "features.skills",
+    "features.plugins",
     "memorySearch.provider",
     "memorySearch.model",
     "dreaming.enabled",

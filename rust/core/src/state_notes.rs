@@ -81,6 +81,8 @@ impl Session {
             tools: &tools,
             memory: &memory,
         });
+        // Skills: names and descriptions only, fixed with the prompt (later ones as notes).
+        let system = self.with_skills_section(system);
         let mut st = self.lock();
         // Notes in the history were written against an earlier prompt: the next note states
         // everything again, so the latest statement is the one in force.

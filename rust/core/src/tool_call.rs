@@ -75,6 +75,12 @@ impl Session {
             .chain(crate::memory::tools::NAMES.iter().copied())
             .chain(["task"])
             .filter(|n| self.tool_enabled(n))
+            .chain(
+                crate::skills::NAMES
+                    .iter()
+                    .copied()
+                    .filter(|_| self.skill_tool_offered()),
+            )
             .collect()
     }
 
@@ -93,6 +99,9 @@ impl Session {
             if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
                 schemas.push(s);
             }
+        }
+        if self.skill_tool_offered() {
+            schemas.push(crate::skills::schema());
         }
         schemas.extend(self.mcp_schemas());
         schemas
@@ -186,9 +195,17 @@ impl Session {
                 false,
             );
         };
+        // A skill's `allowed-tools` in force: another tool is refused here, in dispatch.
+        if let Some(refusal) = self.skill_gate(name, &call.arguments) {
+            return (refusal, false, false);
+        }
         // Memory tools read only memory files, which are the user's own notes.
         if let Some(out) = crate::memory::search::run_tool(self, name, &call.arguments) {
             return (out, true, false);
+        }
+        // Loading a skill reads instructions: no evidence of work on the workspace.
+        if let Some(out) = self.run_skill_tool(name, &call.arguments) {
+            return (out, false, false);
         }
         if let Some(out) = crate::memory::tools::run(&self.memory, name, &call.arguments) {
             // A memory write changes a memory file, never the repository's tracked state.
@@ -318,6 +335,9 @@ impl Session {
     /// and `mcp__server`; a change unless the server marks the tool read-only), then the
     /// call on the server.
     async fn execute_mcp(&self, client: &ModelClient, call: &ToolCall) -> (ToolOutput, bool) {
+        if let Some(refusal) = self.skill_gate(&call.name, &call.arguments) {
+            return (refusal, false);
+        }
         let Some(tool) = self.mcp_tool(&call.name) else {
             let names: Vec<String> = self.mcp_tools().into_iter().map(|t| t.full_name).collect();
             return (

@@ -43,6 +43,8 @@ impl Session {
             let _busy = crate::busy::Busy::enter(self);
             self.run_chat(&text)
         };
+        // A skill's `allowed-tools` last as long as the turn it was loaded in.
+        self.end_skill_scope();
         self.apply_after_turn();
         // `/queue followup|collect|interrupt` typed during the turn run now, in order.
         match self.next_queued_turn() {
@@ -93,10 +95,19 @@ impl Session {
                     crate::refs::user_message(self, text)
                 };
                 let message = self.attach_pending_images(message);
+                // Skills whose trigger keyword the prompt names load after it.
+                let skills = if expanded {
+                    Vec::new()
+                } else {
+                    self.skill_triggers(text)
+                };
                 {
                     let mut st = self.lock();
                     st.push(message);
                     st.trajectory.record("user", json!({"text": text}));
+                    for body in skills {
+                        st.push(Message::user(body));
+                    }
                     for c in context {
                         st.push(Message::user(format!(
                             "(from a UserPromptSubmit hook)\n{c}"
@@ -380,6 +391,10 @@ impl Session {
             // What changed since the model was last told (a mode switch, a commit) is
             // appended: the request's prefix stays as it was.
             if let Some(note) = self.settings_note() {
+                crate::state_notes::push_note(&mut self.lock(), note);
+            }
+            // A skill added or removed since the prompt was built: said in a note.
+            if let Some(note) = self.skills_note() {
                 crate::state_notes::push_note(&mut self.lock(), note);
             }
             let history = self.lock().history.clone();

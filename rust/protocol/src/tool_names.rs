@@ -34,6 +34,7 @@ pub fn canonical_tool_name(name: &str) -> Option<&'static str> {
         "memoryget" => "memory-get",
         "askuser" | "askuserquestion" | "requestuserinput" => "ask-user",
         "declarescope" => "declare-scope",
+        "skill" | "loadskill" => "skill",
         _ => return None,
     })
 }

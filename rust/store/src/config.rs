@@ -397,14 +397,14 @@ const KNOWN: &[Key] = &[
     key(
         "features.skills",
         Kind::Bool,
-        Applies::NotInBuild("skills"),
-        "load skills",
+        Applies::Live,
+        "load skills (SKILL.md) (default true)",
     ),
     key(
         "features.plugins",
         Kind::Bool,
-        Applies::NotInBuild("plugins"),
-        "load plugins",
+        Applies::Live,
+        "load plugins (plugin.json) (default true)",
     ),
     key(
         "features.mcp",

@@ -1,7 +1,9 @@
 //! The memory loaded at session start: global then project `MEMORY.md`, then yesterday's and
 //! today's daily notes, within `memory.bootstrap_chars`. Over budget, the injected copy keeps
-//! the newest entries (by `when`, then by position: later in a file is newer) and says what it
-//! left out; the files on disk are never touched.
+//! the newest entries (by `when`, then by position: later in a file is newer) and the most-used
+//! ones (how often memory-search returned them or memory-get read them: the recall counts in
+//! `recalls.json` beside the search index), taken in turn, and says what it left out; the files
+//! on disk are never touched.
 
 use std::path::PathBuf;
 use yuyao_store::memory::{Layout, Scope, format};
@@ -72,7 +74,17 @@ pub(crate) fn load(layout: &Layout, budget: usize, today: &str, yesterday: &str)
     let keep: Vec<Option<Vec<bool>>> = if raw_total <= budget {
         files.iter().map(|_| None).collect()
     } else {
-        choose(&files, budget)
+        let recalls = yuyao_memsearch::recall::load(&yuyao_memsearch::index::index_dir(
+            &layout.global,
+            &layout.write,
+        ));
+        let uses = |path: &std::path::Path, id: &str| {
+            recalls
+                .get(&yuyao_memsearch::recall::key(path, id))
+                .map(|r| r.count)
+                .unwrap_or(0)
+        };
+        choose(&files, budget, &uses)
     };
     for (f, keep) in files.iter().zip(keep) {
         let raw_chars = f.text.chars().count();
@@ -117,9 +129,14 @@ pub(crate) fn load(layout: &Layout, budget: usize, today: &str, yesterday: &str)
     Boot { section, report }
 }
 
-/// Per file, which entries to keep: newest first (by `when`, then later position, later
-/// file) while they fit in `budget`.
-fn choose(files: &[Source], budget: usize) -> Vec<Option<Vec<bool>>> {
+/// Per file, which entries to keep while they fit in `budget`: the most-used and the newest
+/// in turn (most-used: by use count, then newer; newest: by `when`, then later position,
+/// later file), so a rule the agent keeps looking up is not pushed out by fresh notes.
+fn choose(
+    files: &[Source],
+    budget: usize,
+    uses: &dyn Fn(&std::path::Path, &str) -> u32,
+) -> Vec<Option<Vec<bool>>> {
     let parsed: Vec<Vec<format::Entry>> = files.iter().map(|f| format::parse(&f.text)).collect();
     let mut order: Vec<(usize, usize)> = parsed
         .iter()
@@ -131,6 +148,24 @@ fn choose(files: &[Source], budget: usize) -> Vec<Option<Vec<bool>>> {
         let wb = parsed[b.0][b.1].when.clone().unwrap_or_default();
         wb.cmp(&wa).then(b.cmp(a))
     });
+    let count = |(fi, ei): (usize, usize)| uses(&files[fi].path, &parsed[fi][ei].id);
+    let mut used: Vec<(usize, usize)> = order.iter().copied().filter(|k| count(*k) > 0).collect();
+    // Stable: equal counts keep the newest-first order.
+    used.sort_by_key(|k| std::cmp::Reverse(count(*k)));
+    let mut order_both = Vec::with_capacity(order.len());
+    let (mut a, mut b) = (used.into_iter(), order.into_iter());
+    loop {
+        let next = [a.next(), b.next()];
+        if next.iter().all(Option::is_none) {
+            break;
+        }
+        for k in next.into_iter().flatten() {
+            if !order_both.contains(&k) {
+                order_both.push(k);
+            }
+        }
+    }
+    let order = order_both;
     let overhead = HEADER.len()
         + files
             .iter()
@@ -188,5 +223,38 @@ mod tests {
         let boot = load(&layout, 12_000, "2026-01-02", "2026-01-01");
         let g = boot.section.find("global one").unwrap();
         assert!(g < boot.section.find("project one").unwrap());
+    }
+
+    #[test]
+    fn over_budget_keeps_a_much_used_old_entry_over_new_unused_ones() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let mut text = String::new();
+        for i in 0..200 {
+            text.push_str(&format!(
+                "- entry number {i:03} with some padding text to weigh it\n"
+            ));
+        }
+        let file = proj.path().join("MEMORY.md");
+        std::fs::write(&file, &text).unwrap();
+        let layout = Layout::new(home.path(), proj.path(), None);
+        let old = format::parse(&text)[3].id.clone();
+        let dir = yuyao_memsearch::index::index_dir(&layout.global, &layout.write);
+        for _ in 0..5 {
+            yuyao_memsearch::recall::record(
+                &dir,
+                &[(file.clone(), old.clone())],
+                "q",
+                "2026-01-02",
+            );
+        }
+        let boot = load(&layout, 3000, "2026-01-02", "2026-01-01");
+        assert!(
+            boot.section.contains("entry number 003"),
+            "{}",
+            boot.section
+        );
+        assert!(boot.section.contains("entry number 199"), "the newest went");
+        assert!(!boot.section.contains("entry number 150"));
     }
 }

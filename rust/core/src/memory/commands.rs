@@ -164,17 +164,12 @@ pub(crate) fn memory(s: &Session, args: &[String]) -> Result<String, CoreError> 
             };
             let text = args[2..].join(" ");
             if text.trim().is_empty() {
-                // Without text the front opens the file in $EDITOR at the entry.
-                let all = s.memory.all();
-                let f = all
-                    .iter()
-                    .find(|f| &f.entry.id == id)
-                    .ok_or_else(|| CoreError::Usage(format!("no memory entry has the id {id}")))?;
-                return Ok(format!(
-                    "open in $EDITOR: {}:{}",
-                    f.file.path.display(),
-                    f.entry.line_start
-                ));
+                // The TUI opens $EDITOR itself (at `/memory path <id>`); here there is no
+                // terminal to give an editor.
+                entry_location(s, id)?;
+                return Err(CoreError::Usage(format!(
+                    "/memory edit {id} without text opens $EDITOR only in the yuyao TUI; here give the new text inline: /memory edit {id} <new text>"
+                )));
             }
             let f = s.memory.edit(id, &text).map_err(CoreError::Usage)?;
             Ok(format!(
@@ -184,30 +179,62 @@ pub(crate) fn memory(s: &Session, args: &[String]) -> Result<String, CoreError> 
             ))
         }
         Some("open") => {
-            let scope = match args.get(1).map(String::as_str) {
-                Some("global" | "--global") => Scope::Global,
-                None | Some("project") => Scope::Project,
-                Some(o) => {
-                    return Err(CoreError::Usage(format!(
-                        "usage: /memory open [project|global] (got '{o}')"
-                    )));
-                }
-            };
+            let scope = open_scope(args.get(1).map(String::as_str))?;
             let path = s.memory.layout.target(scope);
-            if !path.exists() {
-                yuyao_store::write_atomic(&path, b"# Memory\n\n").map_err(|e| {
-                    CoreError::Failed(format!("cannot create {}: {e}", path.display()))
-                })?;
-                if scope == Scope::Project && s.memory.layout.write == s.memory.layout.project {
-                    yuyao_store::memory::files::exclude_written(&s.memory.layout.project, &path);
-                }
-            }
-            Ok(format!("open in $EDITOR: {}:1", path.display()))
+            Err(CoreError::Usage(format!(
+                "/memory open runs $EDITOR only in the yuyao TUI; here edit {} directly, or use /memory edit <id> <new text>, /remember <text>, /forget <id>",
+                path.display()
+            )))
         }
+        // `<file>:<line>` of an entry or a memory file (created when missing): where the TUI
+        // opens $EDITOR for `/memory edit <id>` and `/memory open`.
+        Some("path") => match args.get(1).map(String::as_str) {
+            None | Some("project" | "global" | "--global") => {
+                let scope = open_scope(args.get(1).map(String::as_str))?;
+                let path = memory_file(s, scope)?;
+                Ok(format!("{}:1", path.display()))
+            }
+            Some(id) => {
+                let (path, line) = entry_location(s, id)?;
+                Ok(format!("{}:{line}", path.display()))
+            }
+        },
         Some(other) => Err(CoreError::Usage(format!(
-            "unknown /memory action '{other}': use list, edit <id> [text], delete <id> or open"
+            "unknown /memory action '{other}': use list, edit <id> [text], delete <id>, open or path"
         ))),
     }
+}
+
+fn open_scope(arg: Option<&str>) -> Result<Scope, CoreError> {
+    match arg {
+        Some("global" | "--global") => Ok(Scope::Global),
+        None | Some("project") => Ok(Scope::Project),
+        Some(o) => Err(CoreError::Usage(format!(
+            "usage: /memory open [project|global] (got '{o}')"
+        ))),
+    }
+}
+
+/// The memory file of `scope`, created (and kept out of git) when missing.
+fn memory_file(s: &Session, scope: Scope) -> Result<std::path::PathBuf, CoreError> {
+    let path = s.memory.layout.target(scope);
+    if !path.exists() {
+        yuyao_store::write_atomic(&path, b"# Memory\n\n")
+            .map_err(|e| CoreError::Failed(format!("cannot create {}: {e}", path.display())))?;
+        if scope == Scope::Project && s.memory.layout.write == s.memory.layout.project {
+            yuyao_store::memory::files::exclude_written(&s.memory.layout.project, &path);
+        }
+    }
+    Ok(path)
+}
+
+fn entry_location(s: &Session, id: &str) -> Result<(std::path::PathBuf, usize), CoreError> {
+    let all = s.memory.all();
+    let f = all
+        .iter()
+        .find(|f| f.entry.id == id)
+        .ok_or_else(|| CoreError::Usage(format!("no memory entry has the id {id}")))?;
+    Ok((f.file.path.clone(), f.entry.line_start))
 }
 
 /// On submit, before the prompt joins the history: an explicit "remember that …" is written;

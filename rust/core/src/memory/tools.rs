@@ -86,6 +86,9 @@ fn get(layout: &Layout, spec: &str) -> ToolOutput {
             "invalid line range {a}-{b}: lines are 1-based, start ≤ end"
         ));
     }
+    if range.is_some() {
+        record_use(layout, &path, &text, a, b);
+    }
     let mut out = format!(
         "{} (lines {a}-{} of {})\n",
         path.display(),
@@ -96,6 +99,18 @@ fn get(layout: &Layout, spec: &str) -> ToolOutput {
         out.push_str(&format!("{:>5}  {l}\n", i + 1));
     }
     ToolOutput::ok(out)
+}
+
+/// A targeted read (a line range) is a use of the entries it covers: counted with the
+/// memory-search recalls, which the bootstrap's truncation keeps the most-used entries by.
+fn record_use(layout: &Layout, path: &Path, text: &str, a: usize, b: usize) {
+    let hits: Vec<(PathBuf, String)> = yuyao_store::memory::format::parse(text)
+        .into_iter()
+        .filter(|e| e.line_start <= b && e.line_end >= a)
+        .map(|e| (path.to_path_buf(), e.id))
+        .collect();
+    let dir = yuyao_memsearch::index::index_dir(&layout.global, &layout.write);
+    yuyao_memsearch::recall::record(&dir, &hits, "memory-get", &super::today());
 }
 
 /// `MEMORY.md:3-9` → (`MEMORY.md`, (3, 9)); `MEMORY.md:4` → one line.

@@ -226,6 +226,24 @@ class PrintHandler:
                 self.thinking_unsummarized = len(thinking)
         self._end_thinking()
 
+    def _on_intent(self, event: dict) -> None:
+        # --verbose: the batch's one-line "why" (issue 21 builds the rest of --verbose).
+        mark = "" if event.get("stated") else " (the model stated none)"
+        self._progress(f"[intent] {event.get('text')}{mark}")
+
+    def _on_verification(self, event: dict) -> None:
+        # The verification output is a report, not progress: always on stderr, verbatim.
+        ok = "passed" if event.get("ok") else f"failed (exit {event.get('exit_code')})"
+        self._to_stderr()
+        self._stderr(
+            f"[verification] `{event.get('command')}` {ok}\n"
+            f"{str(event.get('output') or '').rstrip()}\n"
+        )
+
+    def _on_completion(self, event: dict) -> None:
+        self._to_stderr()
+        self._stderr(str(event.get("text") or "").rstrip() + "\n")
+
     def _on_tool_begin(self, event: dict) -> None:
         intent = f"  # {event['intent']}" if event.get("intent") else ""
         self._progress(f"[tool] {event.get('name')} {_short(event.get('arguments'))}{intent}")
@@ -375,6 +393,7 @@ def _json_document(status: dict, outcome: TurnOutcome, error) -> dict:
         "steps": status.get("steps", 0),
         "session_id": status.get("session_id"),
         "usage": status.get("usage", {}),
+        "completion": status.get("completion"),
     }
     if error:
         document["error"] = error

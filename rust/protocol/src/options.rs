@@ -72,4 +72,8 @@ pub struct SessionOptions {
     pub project_extensions: Option<bool>,
     /// `--no-project-extensions`: never run them, whatever the above says.
     pub no_project_extensions: bool,
+    /// `--auto-test`: run the tests after each edit batch and iterate until they pass.
+    pub auto_test: bool,
+    /// `--test-cmd <cmd>`: the test command (overrides detection and `verification.command`).
+    pub test_cmd: Option<String>,
 }

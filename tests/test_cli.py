@@ -298,8 +298,6 @@ def test_help_and_version_import_nothing_heavy(env):
 UNAVAILABLE = [
     (["-p", "x", "--json-schema", "schema.json"], "--json-schema"),
     (["--auto-commit"], "--auto-commit"),
-    (["--auto-test"], "--auto-test"),
-    (["--test-cmd", "pytest"], "--test-cmd"),
     (["--map-tokens", "0"], "--map-tokens"),
     (["--experimental-lsp"], "--experimental-lsp"),
     (["--worktree"], "--worktree"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -195,8 +196,7 @@ def test_completion_lists_assumptions_and_untouched_requested_files(api, fake_ll
     )
     s = api(server, mode="yolo")
     text = s.chat("Add sub to calc.py and document it in util.py")
-    status = json.loads(s._core.status_json())
-    c = status["completion"]
+    c = s.completion
     assert c["assumptions"] == ["Which name?"], c
     assert c["requested_untouched"] == ["util.py"], c
     assert "util.py named in the request was not changed" in c["contradiction"]
@@ -288,7 +288,119 @@ def test_auto_test_stops_at_max_rounds_and_says_so(fake_llm, yuyao, env, repo, y
     )  # fmt: skip
     doc = json.loads(proc.stdout)
     auto = doc["completion"]["auto_test"]
-    assert auto == {"rounds": 2, "passed_at": None, "max_rounds": 2, "stopped_by_limit": True}
+    assert auto == {
+        "rounds": 2,
+        "passed_at": None,
+        "max_rounds": 2,
+        "stopped_by_limit": True,
+        "unavailable": False,
+    }
     assert "the last one: stop editing" in server.user_text(2)
     assert "still failing after 2 rounds" in proc.stderr
     assert doc["completion"]["verified"] is False
+
+
+# ---------------------------------------------------------------------------------------------
+# Live configuration keys: effect tests registered in test_settings_live.EFFECTS.
+
+
+def _set(s, key: str, value: str) -> str:
+    return s.dispatch(f"/config set {key} {value}")
+
+
+def _write(name: str, content: str = "x\n"):
+    return call("write", file_path=name, content=content)
+
+
+def effect_verification_enabled(fake_llm, live, repo, **_):
+    (repo / "Makefile").write_text("test:\n\t@echo MAKE-TEST-RAN\n")
+    server = fake_llm([say("warm"), _write("a.txt"), say("one"), _write("b.txt"), say("two")])
+    s, events = live(server)
+    _set(s, "verification.enabled", "false")
+    s.chat("write a")
+    assert events.of("verification") == []
+    _set(s, "verification.enabled", "true")
+    s.chat("write b")
+    assert ["MAKE-TEST-RAN" in e["output"] for e in events.of("verification")] == [True]
+
+
+def effect_verification_command(fake_llm, live, **_):
+    server = fake_llm([say("warm"), _write("a.txt"), say("done")])
+    s, events = live(server)
+    _set(s, "verification.command", "'echo VERIFIED-BY-KEY'")
+    s.chat("write a")
+    assert "VERIFIED-BY-KEY" in events.of("verification")[0]["output"]
+
+
+def effect_verification_timeout(fake_llm, live, **_):
+    server = fake_llm([say("warm"), _write("a.txt"), say("done"), say("still done")])
+    s, events = live(server)
+    _set(s, "verification.command", "'sleep 20'")
+    _set(s, "verification.timeout_s", "1")
+    started = time.monotonic()
+    s.chat("write a")
+    assert time.monotonic() - started < 15
+    (v,) = events.of("verification")
+    assert not v["ok"] and "timed out" in v["output"]
+
+
+def effect_verification_max_rounds(fake_llm, live, **_):
+    steps = [say("warm"), *[_write(f"{n}.txt") for n in "abc"], say("gave up"), say("gave up")]
+    server = fake_llm(steps)
+    s, events = live(server, auto_test=True, test_cmd="false")
+    _set(s, "verification.max_rounds", "1")
+    s.chat("write three files")
+    # One auto-test round after the first batch, then only the run before the final answer
+    # (the default 5 would have run after each of the three batches).
+    assert len(events.of("verification")) == 2
+
+
+def effect_intent_remind(fake_llm, live, **_):
+    server = fake_llm([say("warm"), call("bash", command="true"), say("ok")])
+    s, _ = live(server)
+    _set(s, "intent.remind", "false")
+    s.chat("run true")
+    assert "without a one-line reason" not in server.user_text(-1)
+
+
+LIVE_EFFECTS = {
+    "verification.enabled": effect_verification_enabled,
+    "verification.command": effect_verification_command,
+    "verification.timeout_s": effect_verification_timeout,
+    "verification.max_rounds": effect_verification_max_rounds,
+    "intent.remind": effect_intent_remind,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The TUI shows all three (real core, scripted model, a pseudo-terminal).
+
+
+def test_tui_shows_intent_verification_output_and_the_completion_check(fake_llm, env, repo):
+    from test_tui import CTRL_D, yuyao_term
+
+    (repo / "AGENTS.md").write_text("- test: `python3 check_calc.py`\n")
+    (repo / "check_calc.py").write_text(CHECK)
+    commit(repo)
+    server = fake_llm(
+        [
+            call("read", file_path="calc.py"),  # no intent: shown as such
+            calls([("write", {"file_path": "calc.py", "content": WRONG})], content="Adding sub."),
+            say("Done, sub() is implemented."),
+            say("Done, sub() is implemented."),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_for(r"yolo")
+        term.line("add sub to calc.py")
+        term.wait_for(r"\(no intent stated\) read")
+        term.wait_for(r"→ Adding sub\.|Adding sub\.")
+        term.wait_for(r"verification `python3 check_calc\.py` failed \(exit 1\)")
+        term.wait_for(r"FAIL: sub\(3, 1\) returned 4")
+        term.wait_for(r"Completion check")
+        term.wait_for(r"says the work is done, but it is not")
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

@@ -59,6 +59,8 @@ pub struct CompletionFacts {
     pub verification_feedback: u32,
     pub auto_test_rounds: u32,
     pub auto_test_passed_at: Option<u32>,
+    /// `--auto-test` found no command, or could not run it: it stopped trying.
+    pub auto_test_unavailable: bool,
     /// Questions nobody was there to answer (headless ask-user): the model assumed.
     pub assumptions: Vec<String>,
     pub errors: Vec<ToolError>,
@@ -343,10 +345,12 @@ impl Session {
             })
             .map(|p| shown(p, &root))
             .collect();
+        // Not run (refused, nobody to approve it, not installed) is unverified, not failing.
         let verified = facts
             .verification
             .as_ref()
-            .map(|v| v.ok && v.not_run.is_none());
+            .filter(|v| v.not_run.is_none())
+            .map(|v| v.ok);
         let claims = claims_done(final_text);
         let mut problems = Vec::new();
         if let Some(v) = &facts.verification
@@ -411,6 +415,7 @@ impl Session {
         }
         let auto_test = self.opts.auto_test.then(|| {
             json!({"rounds": facts.auto_test_rounds, "passed_at": facts.auto_test_passed_at,
+                   "unavailable": facts.auto_test_unavailable,
                    "max_rounds": self.verification_max_rounds(),
                    "stopped_by_limit": facts.auto_test_passed_at.is_none()
                         && facts.auto_test_rounds >= self.verification_max_rounds()})
@@ -521,6 +526,9 @@ fn render(check: &Value, stats: &[FileStat]) -> String {
         let rounds = a["rounds"].as_u64().unwrap_or(0);
         let line = match a["passed_at"].as_u64() {
             Some(n) => format!("passed at round {n} of at most {}", a["max_rounds"]),
+            None if a["unavailable"].as_bool() == Some(true) => {
+                "no test command could run (see --test-cmd)".to_string()
+            }
             None if a["stopped_by_limit"].as_bool() == Some(true) => {
                 format!("still failing after {rounds} rounds (limit verification.max_rounds)")
             }

@@ -92,6 +92,14 @@ impl Session {
                     crate::cmd_permissions::redact(self, &st.policy, &run.text).into_owned()
                 };
                 let (shown, full) = head_tail(&text, &self.ctx.spill_dir);
+                // A runner that is not installed says nothing about the change.
+                if run.exit_code == Some(127) || text.contains("No module named pytest") {
+                    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                    result.not_run = Some(format!(
+                        "the command is not available here ({})",
+                        first.trim()
+                    ));
+                }
                 result.ok = run.ok;
                 result.exit_code = run.exit_code;
                 result.timed_out = run.timed_out;
@@ -161,17 +169,17 @@ impl Session {
                 st.completion.auto_test_rounds,
             )
         };
-        if !edited {
+        if !edited || self.lock().completion.auto_test_unavailable {
             return;
         }
         let max = self.verification_max_rounds();
         let Some(found) = self.verification_command() else {
-            if rounds == 0 {
+            {
                 self.notice(
                     yuyao_protocol::NoticeLevel::Warning,
                     "--auto-test: no test command found (AGENTS.md, package.json, Makefile, Cargo.toml, Python, go.mod); pass --test-cmd",
                 );
-                self.lock().completion.auto_test_rounds = max;
+                self.lock().completion.auto_test_unavailable = true;
             }
             return;
         };
@@ -179,6 +187,14 @@ impl Session {
             return;
         }
         let r = self.run_and_mark(&found, token);
+        if let Some(why) = &r.not_run {
+            self.notice(
+                yuyao_protocol::NoticeLevel::Warning,
+                format!("--auto-test: `{}` not run: {why}", r.command),
+            );
+            self.lock().completion.auto_test_unavailable = true;
+            return;
+        }
         let mut st = self.lock();
         st.completion.auto_test_rounds += 1;
         let round = st.completion.auto_test_rounds;

@@ -404,3 +404,18 @@ def test_tui_shows_intent_verification_output_and_the_completion_check(fake_llm,
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+def test_verification_nobody_may_approve_is_reported_not_run_not_failed(api, fake_llm, repo):
+    """auto-edit through agent_api: the test command would need approval and nobody is there;
+    the turn is unverified (said so), never reported as a failing verification."""
+    (repo / "Makefile").write_text("test:\n\t@echo SHOULD-NOT-RUN; exit 1\n")
+    commit(repo)
+    server = fake_llm([call("write", file_path="notes.txt", content="x\n"), say("Wrote it.")])
+    s = api(server, mode="auto-edit")
+    text = s.chat("write notes.txt")
+    c = s.completion
+    assert c["verification"]["not_run"] and "nobody" in c["verification"]["not_run"], c
+    assert c["verified"] is None and "SHOULD-NOT-RUN" not in json.dumps(c)
+    assert any("not run" in p for p in c["problems"]), c["problems"]
+    assert text == "Wrote it." and len(server.requests) == 2

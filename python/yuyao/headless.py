@@ -241,6 +241,12 @@ class PrintHandler:
         )
 
     def _on_completion(self, event: dict) -> None:
+        check = event.get("check") or {}
+        quiet = not (
+            event.get("problems") or check.get("files_changed") or check.get("verification")
+        )
+        if quiet and not self.verbose:
+            return  # only commands ran, all clean: --verbose shows it
         self._to_stderr()
         self._stderr(str(event.get("text") or "").rstrip() + "\n")
 

@@ -456,8 +456,13 @@ class Renderer:
         """The turn's completion check, as a block after the answer."""
         self.flush_stream()
         problems = event.get("problems") or []
-        style = "warn" if problems else "muted"
-        self.print(Padding(Text(str(event.get("text") or ""), style), (0, 0, 0, 0)))
+        check = event.get("check") or {}
+        text = str(event.get("text") or "")
+        if not problems and not check.get("files_changed") and not check.get("verification"):
+            # Only commands ran, all clean: one quiet line instead of the block.
+            n = len(check.get("commands") or [])
+            text = f"{theme.SYM_OK} completion check: {n} command(s), nothing failing or skipped"
+        self.print(Text(text, "warn" if problems else "muted"))
 
     def _tool_begin(self, event: dict) -> None:
         self.flush_stream()

@@ -130,19 +130,69 @@ fn shown(p: &Path, root: &Path) -> String {
     p.strip_prefix(root).unwrap_or(p).display().to_string()
 }
 
-/// Words of the request that name existing files of the project (`src/a.py`, `calc.py`).
+/// Verbs that make a clause ask for a change to the files it names.
+const CHANGE_WORDS: &[&str] = &[
+    "fix",
+    "add",
+    "implement",
+    "change",
+    "update",
+    "edit",
+    "modify",
+    "rename",
+    "remove",
+    "delete",
+    "refactor",
+    "rewrite",
+    "write",
+    "create",
+    "replace",
+    "move",
+    "document",
+    "correct",
+    "patch",
+    "convert",
+    "extend",
+    "bump",
+    "format",
+];
+
+/// Files of the project the request asks to change: named in a clause ("fix a.py", "and
+/// document it in b.py") that has a change verb — a file only mentioned ("look at c.py") is
+/// not a requested change.
 fn requested_files(request: &str, root: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    for w in request.split_whitespace() {
-        let w = w
-            .trim_start_matches(['@', '`', '"', '\'', '('])
-            .trim_end_matches(['`', '"', '\'', ')', ',', ';', ':', '.', '!', '?']);
-        if w.len() < 3 || !w.contains('.') || w.contains("://") || w.starts_with('-') {
+    let lowered = request
+        .replace(['\n', ';', ','], " | ")
+        .replace(". ", " | ");
+    let clauses = lowered
+        .split(" | ")
+        .flat_map(|c| c.split(" and "))
+        .flat_map(|c| c.split(" then "));
+    for clause in clauses {
+        let words: Vec<&str> = clause.split_whitespace().collect();
+        let asks = words.iter().any(|w| {
+            let w = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            CHANGE_WORDS
+                .iter()
+                .any(|v| w == *v || w.strip_suffix('s') == Some(v))
+        });
+        if !asks {
             continue;
         }
-        let p = root.join(w);
-        if p.is_file() && !out.contains(&p) {
-            out.push(p);
+        for w in words {
+            let w = w
+                .trim_start_matches(['@', '`', '"', '\'', '('])
+                .trim_end_matches(['`', '"', '\'', ')', ',', ';', ':', '.', '!', '?']);
+            if w.len() < 3 || !w.contains('.') || w.contains("://") || w.starts_with('-') {
+                continue;
+            }
+            let p = root.join(w);
+            if p.is_file() && !out.contains(&p) {
+                out.push(p);
+            }
         }
     }
     out
@@ -252,7 +302,10 @@ impl Session {
         }
         if ok {
             f.errors.retain(|e| !(e.tool == name && e.target == target));
-        } else if name != "ask-user" {
+        } else if name != "ask-user" && (!ran || FILE_TOOLS.contains(&name)) {
+            // A refused, malformed or unknown call, or a write that failed. A command that
+            // ran and exited non-zero is listed with its exit code instead (grep finding
+            // nothing is no error), and a failed read is exploration.
             let first = output.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
             f.errors.retain(|e| !(e.tool == name && e.target == target));
             f.errors.push(ToolError {
@@ -584,6 +637,26 @@ mod tests {
         assert!(claims_done("Done — all tests pass."));
         assert!(!claims_done("I fixed one bug but the tests still fail."));
         assert!(!claims_done("Here is the explanation you asked for."));
+    }
+
+    #[test]
+    fn requested_files_are_those_a_clause_asks_to_change() {
+        let d = tempfile::tempdir().unwrap();
+        for f in ["calc.py", "util.py", "ops.py"] {
+            std::fs::write(d.path().join(f), "x").unwrap();
+        }
+        let names = |req: &str| -> Vec<String> {
+            requested_files(req, d.path())
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            names("Add sub to calc.py and document it in util.py."),
+            ["calc.py", "util.py"]
+        );
+        assert_eq!(names("Look at calc.py, then add sub to ops.py"), ["ops.py"]);
+        assert!(names("What does calc.py do?").is_empty());
     }
 
     #[test]

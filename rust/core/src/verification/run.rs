@@ -65,6 +65,12 @@ impl Session {
             command: Some(found.command.clone()),
             paths: Vec::new(),
         };
+        // A remembered preference ("use bun, not npm") forbids it as it would a bash call.
+        if let Some(rule) = crate::memory::rules::violation(&self.memory.rules(), &found.command) {
+            result.not_run = Some(rule);
+            self.record_verification(&result);
+            return result;
+        }
         let decision = self.lock().policy.decide(&action);
         let approved = match decision.verdict {
             Verdict::Allow => Ok(()),
@@ -93,7 +99,9 @@ impl Session {
                 };
                 let (shown, full) = head_tail(&text, &self.ctx.spill_dir);
                 // A runner that is not installed says nothing about the change.
-                if run.exit_code == Some(127) || text.contains("No module named pytest") {
+                if run.interrupted {
+                    result.not_run = Some("interrupted".into());
+                } else if run.exit_code == Some(127) || text.contains("No module named pytest") {
                     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
                     result.not_run = Some(format!(
                         "the command is not available here ({})",

@@ -539,10 +539,11 @@ impl Session {
                 self.lock().push(outcome.message);
             }
             self.finish_file_batch();
-            self.auto_test_after_batch(token);
             if !images.is_empty() {
                 self.lock().push(images_message(images));
             }
+            // --auto-test: the tests run after an edit batch, their result joins the history.
+            self.auto_test_after_batch(token);
         }
     }
 }

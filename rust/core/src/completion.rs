@@ -316,6 +316,13 @@ impl Session {
         }
     }
 
+    /// The scope contract's declaration (globs) for this turn's check; a re-declaration
+    /// replaces it. For `declare-scope` (issue 18 §2) to call.
+    #[allow(dead_code)]
+    pub(crate) fn completion_set_scope(&self, globs: Vec<String>) {
+        self.lock().completion.scope = Some(globs);
+    }
+
     /// ask-user with nobody to answer: the model goes on with an assumption.
     pub(crate) fn completion_assumed(&self, question: &str) {
         self.lock()
@@ -554,6 +561,19 @@ fn render(check: &Value, stats: &[FileStat]) -> String {
             })
             .collect();
         lines.push(format!("  commands: {}", shown.join(", ")));
+    }
+    if let Some(globs) = check["scope"].as_array() {
+        let globs: Vec<&str> = globs.iter().filter_map(|g| g.as_str()).collect();
+        let outside = check["outside_scope"].as_array().map_or(0, Vec::len);
+        lines.push(format!(
+            "  scope: {} ({})",
+            globs.join(", "),
+            if outside == 0 {
+                "every change inside".to_string()
+            } else {
+                format!("{outside} file(s) outside")
+            }
+        ));
     }
     match &check["verification"] {
         Value::Null => lines.push("  verification: none ran".into()),

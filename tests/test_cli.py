@@ -296,8 +296,6 @@ def test_help_and_version_import_nothing_heavy(env):
 # ---------------------------------------------------------------------------------------------
 
 UNAVAILABLE = [
-    (["--auto-test"], "--auto-test"),
-    (["--test-cmd", "pytest"], "--test-cmd"),
     (["--map-tokens", "0"], "--map-tokens"),
     (["--experimental-lsp"], "--experimental-lsp"),
     (["--role", "orchestrator"], "--role orchestrator"),

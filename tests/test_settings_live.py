@@ -793,6 +793,8 @@ EFFECTS = {
     # 3 MB, 2 days old: kept by the default 1024 MB, removed once the cap is 1 MB.
     "storage.max_mb": effect_storage("storage.max_mb", "1", 2, 3 << 20),
 }
+# Issue 18 §3-5 (verification, intent lines): their effect tests live with the mechanism.
+EFFECTS.update(__import__("test_verification").LIVE_EFFECTS)
 
 
 def test_every_known_key_has_an_effect_test():

@@ -76,6 +76,13 @@ class AgentSession:
         return json.loads(self._core.messages_json())
 
     @property
+    def completion(self) -> dict | None:
+        """The last turn's completion check: files changed, commands, verification
+        (`verified` false when it failed), assumptions, unresolved errors, `problems`. None
+        when that turn changed no file and ran no command."""
+        return json.loads(self._core.status_json()).get("completion")
+
+    @property
     def mcp_servers(self) -> list[str]:
         """Names of the configured MCP servers."""
         return list(self._core.mcp_servers())

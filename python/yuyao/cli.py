@@ -494,17 +494,18 @@ FLAGS = {
         ),
         Flag(
             "--auto-test",
-            "Run the tests after edits and keep fixing until they pass",
+            "Run the tests after each edit batch and keep fixing until they pass "
+            "(at most verification.max_rounds rounds)",
             G_WORKFLOW,
-            available=False,
+            option="auto_test",
         ),
         Flag(
             "--test-cmd",
-            "The test command for --auto-test",
+            "The test command for verification and --auto-test (instead of the detected one)",
             G_WORKFLOW,
             TEXT,
             metavar="cmd",
-            available=False,
+            option="test_cmd",
         ),
         # General
         Flag("--help", "Print this help; `yuyao <command> --help` for a command", G_GENERAL, HELP),

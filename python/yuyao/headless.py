@@ -227,6 +227,30 @@ class PrintHandler:
                 self.thinking_unsummarized = len(thinking)
         self._end_thinking()
 
+    def _on_intent(self, event: dict) -> None:
+        # --verbose: the batch's one-line "why" (issue 21 builds the rest of --verbose).
+        mark = "" if event.get("stated") else " (the model stated none)"
+        self._progress(f"[intent] {event.get('text')}{mark}")
+
+    def _on_verification(self, event: dict) -> None:
+        # The verification output is a report, not progress: always on stderr, verbatim.
+        ok = "passed" if event.get("ok") else f"failed (exit {event.get('exit_code')})"
+        self._to_stderr()
+        self._stderr(
+            f"[verification] `{event.get('command')}` {ok}\n"
+            f"{str(event.get('output') or '').rstrip()}\n"
+        )
+
+    def _on_completion(self, event: dict) -> None:
+        check = event.get("check") or {}
+        quiet = not (
+            event.get("problems") or check.get("files_changed") or check.get("verification")
+        )
+        if quiet and not self.verbose:
+            return  # only commands ran, all clean: --verbose shows it
+        self._to_stderr()
+        self._stderr(str(event.get("text") or "").rstrip() + "\n")
+
     def _on_tool_begin(self, event: dict) -> None:
         intent = str(event.get("intent") or "").strip()
         if intent and intent != self.last_intent:
@@ -420,6 +444,7 @@ def _json_document(status: dict, outcome: TurnOutcome, error) -> dict:
         "steps": status.get("steps", 0),
         "session_id": status.get("session_id"),
         "usage": status.get("usage", {}),
+        "completion": status.get("completion"),
     }
     if error:
         document["error"] = error

@@ -319,8 +319,14 @@ class Renderer:
             view.status = "thinking…"
         elif kind == "assistant_message":
             self._finish_message(event)
+        elif kind == "intent":
+            self._intent(event)
         elif kind == "tool_begin":
             self._tool_begin(event)
+        elif kind == "verification":
+            self._verification(event)
+        elif kind == "completion":
+            self._completion(event)
         elif kind == "tool_end":
             self._tool_end(event)
         elif kind == "agent":
@@ -423,6 +429,42 @@ class Renderer:
             self._turn_text = text.strip() or self._turn_text
             return
         self._print_answer(text)
+
+    def _intent(self, event: dict) -> None:
+        """The batch's one-line "why", above its calls; a batch without one says so."""
+        self.flush_stream()
+        text = str(event.get("text") or "").strip()
+        if self.focus or not text:
+            return
+        self._last_intent = text
+        if not event.get("stated"):
+            self.print(Text(f"{theme.SYM_INTENT} {text}", "warn"))
+        elif text != self._printed_text:
+            self.print(Text(f"{theme.SYM_INTENT} {text}", "intent"))
+
+    def _verification(self, event: dict) -> None:
+        """The project's test/lint output, verbatim (head and tail when long)."""
+        self.flush_stream()
+        ok = bool(event.get("ok"))
+        code = event.get("exit_code")
+        head = f"{theme.SYM_OK if ok else theme.SYM_FAIL} verification `{event.get('command')}`"
+        head += " passed" if ok else f" failed (exit {code})" if code is not None else " failed"
+        self.print(Text(head, "ok" if ok else "fail"))
+        output = str(event.get("output") or "").rstrip()
+        if output:
+            self.print(Padding(Text(output, "muted"), (0, 0, 0, 2)))
+
+    def _completion(self, event: dict) -> None:
+        """The turn's completion check, as a block after the answer."""
+        self.flush_stream()
+        problems = event.get("problems") or []
+        check = event.get("check") or {}
+        text = str(event.get("text") or "")
+        if not problems and not check.get("files_changed") and not check.get("verification"):
+            # Only commands ran, all clean: one quiet line instead of the block.
+            n = len(check.get("commands") or [])
+            text = f"{theme.SYM_OK} completion check: {n} command(s), nothing failing or skipped"
+        self.print(Text(text, "warn" if problems else "muted"))
 
     def _tool_begin(self, event: dict) -> None:
         self.flush_stream()

@@ -131,6 +131,11 @@ pub fn run_headless(mut req: HeadlessRequest) -> i32 {
     status["session_id"] = v["session_id"].clone();
     status["usage"] = v["usage"].clone();
     status["trajectory"] = v["trajectory"].clone();
+    // Honest completion: the turn's check, `verified=false` with the failing output when
+    // the final verification failed (the exit code stays per §9).
+    if !v["completion"].is_null() {
+        status["completion"] = v["completion"].clone();
+    }
     let mut exit_status = v["last_turn"]["exit_status"]
         .as_str()
         .unwrap_or("Error")

@@ -110,6 +110,9 @@ pub struct State {
     /// What `/plan off` and `/ask off` / `/debug off` go back to.
     pub mode_before_plan: Option<yuyao_protocol::Mode>,
     pub role_before: Option<yuyao_protocol::Role>,
+    /// Facts of the running turn for its completion check, and the last check made.
+    pub completion: crate::completion::CompletionFacts,
+    pub last_completion: Option<serde_json::Value>,
 }
 
 impl State {
@@ -466,6 +469,8 @@ impl Session {
             prefix: None,
             git_stale: false,
             pending_notes: Vec::new(),
+            completion: Default::default(),
+            last_completion: None,
             warned_unpriced_ceiling: false,
             config_seen: crate::context::config_snapshot(&config),
             last_request_tokens: 0,
@@ -676,6 +681,7 @@ impl Session {
                 "error": st.last_turn.error,
             },
             "exit_requested": st.exit_requested,
+            "completion": st.last_completion,
             "trajectory": st.trajectory.path().map(|p| p.display().to_string()),
         })
     }

@@ -27,30 +27,6 @@ pub struct CallOutcome {
     pub may_change_repo: bool,
 }
 
-/// The one-line "why" shown before a batch: the model's own first line, else a summary.
-pub fn intent_line(text: &str, calls: &[ToolCall]) -> String {
-    if let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) {
-        return line.chars().take(160).collect();
-    }
-    let first = calls.first();
-    let desc = first
-        .and_then(|c| {
-            let name = canonical_tool_name(&c.name)?;
-            ToolArgs::parse(name, &c.arguments).ok()
-        })
-        .and_then(|a| a.description().map(str::to_string));
-    match (desc, first) {
-        (Some(d), _) => d,
-        (None, Some(c)) => format!(
-            "{} ({} call{})",
-            c.name,
-            calls.len(),
-            if calls.len() == 1 { "" } else { "s" }
-        ),
-        (None, None) => String::new(),
-    }
-}
-
 impl Session {
     pub(crate) fn tool_enabled(&self, name: &str) -> bool {
         if crate::memory::tools::NAMES.contains(&name) && !self.memory.enabled {
@@ -157,6 +133,7 @@ impl Session {
                    "executed": effective, "output": text, "ms": t0.elapsed().as_millis() as u64,
                    "us": run_us}),
         );
+        self.completion_after_call(&call.name, &call.arguments, out.ok, effective, &text);
         self.emit(Event::ToolEnd {
             id: call.id.clone(),
             name: call.name.clone(),
@@ -301,6 +278,7 @@ impl Session {
             );
         };
         self.before_file_tool(name, &action.paths);
+        self.completion_before_write(name, &action.paths);
         // A command allowed only because it was judged read-only runs under the read-only
         // OS sandbox (yolo asks nothing of the classifier).
         let read_only_call =

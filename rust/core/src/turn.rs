@@ -3,7 +3,7 @@
 //! model answers without tool calls or a limit stops the turn.
 
 use crate::session::{CoreError, Session, TurnSummary};
-use crate::tool_call::{CallOutcome, images_message, intent_line};
+use crate::tool_call::{CallOutcome, images_message};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use yuyao_model::{ModelClient, ModelConfig, ModelError, Piece};
@@ -83,6 +83,7 @@ impl Session {
             Ok(context) => {
                 self.checkpoint_prompt(text);
                 self.scope_begin_turn();
+                self.completion_begin(text);
                 // A sub-agent's prompt is the model's: no preference of the user's to keep.
                 if !self.agents.is_child() {
                     crate::memory::commands::on_submit(self, text);
@@ -135,6 +136,13 @@ impl Session {
             }
         };
         self.finish_file_batch();
+        // Honest completion: a turn that changed files or ran commands gets its check; a
+        // check that finds the turn not clean is appended to the text returned.
+        let check = match summary.status {
+            "completed" | "limits_exceeded" => self.completion_check(&summary.text),
+            _ => None,
+        };
+        let returned = crate::completion::with_flagged_check(&summary.text, check.as_ref());
         let usage_line = {
             let st = self.lock();
             let u = &st.usage;
@@ -171,7 +179,7 @@ impl Session {
         });
         match (summary.status, summary.error) {
             ("error", Some(e)) => Err(CoreError::Failed(e)),
-            _ => Ok(summary.text),
+            _ => Ok(returned),
         }
     }
 
@@ -528,6 +536,11 @@ impl Session {
                         "the model sent empty replies twice; the turn ends without a result".into(),
                     );
                 }
+                // Verification by default: after edits, the project's tests run before the
+                // final answer; a failure goes back to the model once.
+                if self.verify_before_final(token) {
+                    continue;
+                }
                 // Stop hooks are quality gates: a failing one sends the model back to work,
                 // a bounded number of times; then the turn ends reporting the gate.
                 if let Some(gate) = self.stop_hooks(&reply.text, stop_blocks) {
@@ -583,7 +596,9 @@ impl Session {
                 };
             }
 
-            let intent = intent_line(&reply.text, &assistant.tool_calls);
+            let batch = crate::intent::batch_intent(&reply.text, &assistant.tool_calls);
+            self.announce_batch(&batch, &assistant.tool_calls);
+            let intent = batch.line;
             self.auto_commit_intent(&intent);
             let calls = assistant.tool_calls.clone();
             // The reply's task calls run first, concurrently; their results keep call order.
@@ -615,6 +630,8 @@ impl Session {
             if !images.is_empty() {
                 self.lock().push(images_message(images));
             }
+            // --auto-test: the tests run after an edit batch, their result joins the history.
+            self.auto_test_after_batch(token);
         }
     }
 }

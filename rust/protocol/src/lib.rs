@@ -40,6 +40,31 @@ pub enum Event {
         arguments: String,
         intent: String,
     },
+    /// A batch of tool calls is about to run: its one-line "why" (the assistant's text before
+    /// the calls, or the calls' `description`s). `stated` is false when the model gave none
+    /// (`text` then says so); fronts show it above the batch.
+    Intent {
+        text: String,
+        stated: bool,
+        calls: usize,
+    },
+    /// The turn's completion check (files changed, commands, verification, assumptions,
+    /// unresolved errors): `text` is the block to show, `check` the structured facts.
+    Completion {
+        text: String,
+        /// `Some(false)` when the last verification failed; `None` when none ran.
+        verified: Option<bool>,
+        /// Plain statements of what is not clean (empty when nothing is).
+        problems: Vec<String>,
+        check: serde_json::Value,
+    },
+    /// Output of the project's verification command (tests/lint), verbatim (head and tail).
+    Verification {
+        command: String,
+        ok: bool,
+        exit_code: Option<i32>,
+        output: String,
+    },
     /// A tool finished; `output` is what the model receives.
     ToolEnd {
         id: String,

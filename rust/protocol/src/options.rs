@@ -77,4 +77,8 @@ pub struct SessionOptions {
     /// `--auto-commit`: one git commit per batch of the agent's file changes (else
     /// `git.auto_commit`).
     pub auto_commit: Option<bool>,
+    /// `--auto-test`: run the tests after each edit batch and iterate until they pass.
+    pub auto_test: bool,
+    /// `--test-cmd <cmd>`: the test command (overrides detection and `verification.command`).
+    pub test_cmd: Option<String>,
 }

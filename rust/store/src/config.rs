@@ -389,6 +389,36 @@ const KNOWN: &[Key] = &[
         "how many times a failing Stop hook (quality gate) sends the model back to work in one turn (default 3)",
     ),
     key(
+        "verification.enabled",
+        Kind::Bool,
+        Applies::Live,
+        "run the project's test/lint command after a turn's edits, before the final answer (default true)",
+    ),
+    key(
+        "verification.command",
+        Kind::Str,
+        Applies::Live,
+        "the verification command (default: detected from AGENTS.md, package.json, Makefile, Cargo.toml, Python, go.mod)",
+    ),
+    key(
+        "verification.timeout_s",
+        Kind::PosInt,
+        Applies::Live,
+        "timeout of the verification command in seconds (default 600)",
+    ),
+    key(
+        "verification.max_rounds",
+        Kind::PosInt,
+        Applies::Live,
+        "--auto-test: test runs after edit batches in one turn (default 5)",
+    ),
+    key(
+        "intent.remind",
+        Kind::Bool,
+        Applies::Live,
+        "a tool batch without a one-line reason makes the next request ask the model for one (default true)",
+    ),
+    key(
         "features.hooks",
         Kind::Bool,
         Applies::Live,

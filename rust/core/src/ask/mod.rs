@@ -174,7 +174,11 @@ impl Session {
                 "The user dismissed the question without answering. Do not ask it again; take the safest reading and state it.",
             ),
             Some(a) => ToolOutput::ok(format!("The user answered: {}", a.trim())),
-            None => ToolOutput::ok(NO_HUMAN),
+            None => {
+                // The completion check lists it as "assumed: …" (completion.rs).
+                self.completion_assumed(&question);
+                ToolOutput::ok(NO_HUMAN)
+            }
         }
     }
 

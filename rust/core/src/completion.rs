@@ -1,0 +1,688 @@
+//! Honest completion (seed 000 #7): at the end of every turn that changed files or ran
+//! commands, a check computed from facts the core holds — files changed (diffstat), scope
+//! declared vs touched, commands with their exit codes, the last verification, questions
+//! answered by assumption, tool errors left unresolved. It is shown with the turn, recorded,
+//! written to status.json (`completion`), and appended as a note for the model. When the
+//! final answer claims the work is done while verification fails or a file the request
+//! named was never touched, the check says so plainly.
+
+use crate::session::Session;
+use crate::verification::VerificationResult;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use yuyao_protocol::{Event, canonical_tool_name};
+
+/// Tools that write files (their pre-images are kept for the diffstat).
+const FILE_TOOLS: &[&str] = &[
+    "write",
+    "edit",
+    "multi-edit",
+    "apply-patch",
+    "notebook-edit",
+];
+/// Pre-images larger than this are not kept (the file is listed without line counts).
+const MAX_PRE_IMAGE: u64 = 4 << 20;
+
+/// A shell command the turn ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandRun {
+    pub command: String,
+    pub exit_code: Option<i32>,
+    pub ok: bool,
+}
+
+/// A failed tool call; resolved when a later call on the same target succeeds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    pub tool: String,
+    pub target: String,
+    pub message: String,
+}
+
+/// What the core saw during one turn. Other mechanisms fill their parts: the scope contract
+/// sets `scope` (the declared globs), ask-user adds `assumptions`, verification its result.
+#[derive(Debug, Default, Clone)]
+pub struct CompletionFacts {
+    /// The request's text (for the files it names).
+    pub request: String,
+    /// Each file a file tool was about to write: its content before the turn (`None`: it did
+    /// not exist, or was too large to keep — see `large`).
+    pub files: BTreeMap<PathBuf, Option<Vec<u8>>>,
+    pub large: Vec<PathBuf>,
+    /// Successful file-tool calls so far, and their count at the last verification.
+    pub edits: u32,
+    pub verified_at_edits: Option<u32>,
+    pub commands: Vec<CommandRun>,
+    pub verification: Option<VerificationResult>,
+    /// Failures handed back to the model (verification), and `--auto-test` rounds.
+    pub verification_feedback: u32,
+    pub auto_test_rounds: u32,
+    pub auto_test_passed_at: Option<u32>,
+    /// `--auto-test` found no command, or could not run it: it stopped trying.
+    pub auto_test_unavailable: bool,
+    /// Questions nobody was there to answer (headless ask-user): the model assumed.
+    pub assumptions: Vec<String>,
+    pub errors: Vec<ToolError>,
+    /// The declared scope (globs), when the scope contract recorded one this turn.
+    pub scope: Option<Vec<String>>,
+}
+
+impl CompletionFacts {
+    pub fn new(request: &str) -> Self {
+        CompletionFacts {
+            request: request.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// Files were edited since the last verification run (or none ran yet).
+    pub fn edits_since_verification(&self) -> bool {
+        self.edits > 0 && self.verified_at_edits != Some(self.edits)
+    }
+
+    fn acted(&self) -> bool {
+        self.edits > 0 || !self.commands.is_empty() || !self.files.is_empty()
+    }
+}
+
+/// One changed file of the diffstat.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileStat {
+    pub path: String,
+    pub added: usize,
+    pub removed: usize,
+    pub created: bool,
+    pub deleted: bool,
+}
+
+/// A shell command's exit code from the bash tool's closing `[exit code N]` line.
+fn exit_code_of(output: &str) -> Option<i32> {
+    let at = output.rfind("[exit code ")?;
+    let digits: String = output[at + 11..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '-')
+        .collect();
+    digits.parse().ok()
+}
+
+/// What a failed call was about: its path or command, so a later success on it resolves it.
+fn target_of(name: &str, arguments: &str) -> String {
+    let v: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    for k in [
+        "command",
+        "cmd",
+        "file_path",
+        "path",
+        "notebook_path",
+        "url",
+        "pattern",
+    ] {
+        if let Some(s) = v.get(k).and_then(|x| x.as_str()) {
+            return s.to_string();
+        }
+    }
+    format!("{name} {arguments}")
+}
+
+/// Relative display of `p` under `root`.
+fn shown(p: &Path, root: &Path) -> String {
+    p.strip_prefix(root).unwrap_or(p).display().to_string()
+}
+
+/// Verbs that make a clause ask for a change to the files it names.
+const CHANGE_WORDS: &[&str] = &[
+    "fix",
+    "add",
+    "implement",
+    "change",
+    "update",
+    "edit",
+    "modify",
+    "rename",
+    "remove",
+    "delete",
+    "refactor",
+    "rewrite",
+    "write",
+    "create",
+    "replace",
+    "move",
+    "document",
+    "correct",
+    "patch",
+    "convert",
+    "extend",
+    "bump",
+    "format",
+];
+
+/// Files of the project the request asks to change: named in a clause ("fix a.py", "and
+/// document it in b.py") that has a change verb — a file only mentioned ("look at c.py") is
+/// not a requested change.
+fn requested_files(request: &str, root: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let lowered = request
+        .replace(['\n', ';', ','], " | ")
+        .replace(". ", " | ");
+    let clauses = lowered
+        .split(" | ")
+        .flat_map(|c| c.split(" and "))
+        .flat_map(|c| c.split(" then "));
+    for clause in clauses {
+        let words: Vec<&str> = clause.split_whitespace().collect();
+        let asks = words.iter().any(|w| {
+            let w = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            CHANGE_WORDS
+                .iter()
+                .any(|v| w == *v || w.strip_suffix('s') == Some(v))
+        });
+        if !asks {
+            continue;
+        }
+        for w in words {
+            let w = w
+                .trim_start_matches(['@', '`', '"', '\'', '('])
+                .trim_end_matches(['`', '"', '\'', ')', ',', ';', ':', '.', '!', '?']);
+            if w.len() < 3 || !w.contains('.') || w.contains("://") || w.starts_with('-') {
+                continue;
+            }
+            let p = root.join(w);
+            if p.is_file() && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// The final answer says the work is done without admitting anything failed or was skipped.
+pub fn claims_done(text: &str) -> bool {
+    let t = text.to_lowercase();
+    let claims = [
+        "done",
+        "complete",
+        "finished",
+        "fixed",
+        "implemented",
+        "all tests pass",
+        "tests pass",
+        "successfully",
+        "✅",
+        "resolved",
+        "works now",
+    ];
+    let admits = [
+        "fail",
+        "not verified",
+        "unverified",
+        "could not",
+        "couldn't",
+        "cannot",
+        "can't",
+        "skipped",
+        "not done",
+        "incomplete",
+        "still broken",
+        "did not",
+        "didn't",
+        "unable",
+        "remaining",
+        "not yet",
+    ];
+    claims.iter().any(|c| t.contains(c)) && !admits.iter().any(|a| t.contains(a))
+}
+
+/// A pattern of the declared scope matches `rel` (`src/**`, `*.py`, an exact path).
+fn in_scope(globs: &[String], rel: &str) -> bool {
+    globs.iter().any(|g| {
+        let g = g.trim().trim_start_matches("./");
+        g == rel
+            || globset::Glob::new(g)
+                .map(|gl| gl.compile_matcher().is_match(rel))
+                .unwrap_or(false)
+            || rel.starts_with(&format!("{}/", g.trim_end_matches('/')))
+    })
+}
+
+impl Session {
+    /// A new turn: facts start empty.
+    pub(crate) fn completion_begin(&self, request: &str) {
+        self.lock().completion = CompletionFacts::new(request);
+    }
+
+    /// Before a file tool runs: the pre-image of each path it writes, once per turn.
+    pub(crate) fn completion_before_write(&self, name: &str, paths: &[PathBuf]) {
+        if !FILE_TOOLS.contains(&name) {
+            return;
+        }
+        let mut st = self.lock();
+        for p in paths {
+            if st.completion.files.contains_key(p) || p.is_dir() {
+                continue;
+            }
+            let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+            if size > MAX_PRE_IMAGE {
+                st.completion.large.push(p.clone());
+                st.completion.files.insert(p.clone(), None);
+            } else {
+                let pre = std::fs::read(p).ok();
+                st.completion.files.insert(p.clone(), pre);
+            }
+        }
+    }
+
+    /// After a tool call: commands with their exit codes, edits, errors and their resolution.
+    pub(crate) fn completion_after_call(
+        &self,
+        call_name: &str,
+        arguments: &str,
+        ok: bool,
+        ran: bool,
+        output: &str,
+    ) {
+        let name = canonical_tool_name(call_name).unwrap_or(call_name);
+        let target = target_of(name, arguments);
+        let mut st = self.lock();
+        let f = &mut st.completion;
+        if name == "bash" && ran {
+            let background = output.contains("background job");
+            if !background {
+                f.commands.push(CommandRun {
+                    command: target.clone(),
+                    exit_code: exit_code_of(output),
+                    ok,
+                });
+            }
+        }
+        if ok && ran && FILE_TOOLS.contains(&name) {
+            f.edits += 1;
+        }
+        if ok {
+            f.errors.retain(|e| !(e.tool == name && e.target == target));
+        } else if name != "ask-user" && (!ran || FILE_TOOLS.contains(&name)) {
+            // A refused, malformed or unknown call, or a write that failed. A command that
+            // ran and exited non-zero is listed with its exit code instead (grep finding
+            // nothing is no error), and a failed read is exploration.
+            let first = output.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            f.errors.retain(|e| !(e.tool == name && e.target == target));
+            f.errors.push(ToolError {
+                tool: name.to_string(),
+                target,
+                message: first.chars().take(200).collect(),
+            });
+        }
+    }
+
+    /// The scope contract's declaration (globs) for this turn's check; a re-declaration
+    /// replaces it. For `declare-scope` (issue 18 §2) to call.
+    #[allow(dead_code)]
+    pub(crate) fn completion_set_scope(&self, globs: Vec<String>) {
+        self.lock().completion.scope = Some(globs);
+    }
+
+    /// ask-user with nobody to answer: the model goes on with an assumption.
+    pub(crate) fn completion_assumed(&self, question: &str) {
+        self.lock()
+            .completion
+            .assumptions
+            .push(question.to_string());
+    }
+
+    /// The check for the turn that just ended (None when it changed no file and ran no
+    /// command). Emitted, recorded, kept for status.json, and noted for the model.
+    pub(crate) fn completion_check(&self, final_text: &str) -> Option<Value> {
+        let facts = self.lock().completion.clone();
+        if !facts.acted() {
+            self.lock().last_completion = None;
+            return None;
+        }
+        let root = self
+            .ctx
+            .roots
+            .lock()
+            .ok()
+            .and_then(|r| r.first().cloned())
+            .unwrap_or_else(|| PathBuf::from(self.cwd()));
+        let mut stats = Vec::new();
+        for (path, pre) in &facts.files {
+            let now = std::fs::read(path).ok();
+            if facts.large.contains(path) {
+                stats.push(FileStat {
+                    path: shown(path, &root),
+                    added: 0,
+                    removed: 0,
+                    created: false,
+                    deleted: now.is_none(),
+                });
+                continue;
+            }
+            if &now == pre {
+                continue;
+            }
+            let old = pre
+                .as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default();
+            let new = now
+                .as_deref()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default();
+            let (mut added, mut removed) = (0, 0);
+            for change in
+                similar::TextDiff::from_lines(old.as_ref(), new.as_ref()).iter_all_changes()
+            {
+                match change.tag() {
+                    similar::ChangeTag::Insert => added += 1,
+                    similar::ChangeTag::Delete => removed += 1,
+                    similar::ChangeTag::Equal => {}
+                }
+            }
+            stats.push(FileStat {
+                path: shown(path, &root),
+                added,
+                removed,
+                created: pre.is_none(),
+                deleted: now.is_none(),
+            });
+        }
+        let touched: Vec<&FileStat> = stats.iter().collect();
+        let outside: Vec<String> = match &facts.scope {
+            Some(globs) => touched
+                .iter()
+                .filter(|s| !in_scope(globs, &s.path))
+                .map(|s| s.path.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        let requested = requested_files(&facts.request, &root);
+        let untouched: Vec<String> = requested
+            .iter()
+            .filter(|p| {
+                !facts.files.contains_key(*p) || !stats.iter().any(|s| root.join(&s.path) == **p)
+            })
+            .map(|p| shown(p, &root))
+            .collect();
+        // Not run (refused, nobody to approve it, not installed) is unverified, not failing.
+        let verified = facts
+            .verification
+            .as_ref()
+            .filter(|v| v.not_run.is_none())
+            .map(|v| v.ok);
+        let claims = claims_done(final_text);
+        let mut problems = Vec::new();
+        if let Some(v) = &facts.verification
+            && !v.ok
+        {
+            problems.push(format!("verification: {}", v.outcome()));
+        }
+        if facts.edits_since_verification() && facts.verification.is_some() {
+            problems.push("files were edited after the last verification run".to_string());
+        }
+        for e in &facts.errors {
+            problems.push(format!(
+                "unresolved {} error on {}: {}",
+                e.tool, e.target, e.message
+            ));
+        }
+        for q in &facts.assumptions {
+            problems.push(format!("assumed (no user to answer): {q}"));
+        }
+        if !outside.is_empty() {
+            problems.push(format!(
+                "changed outside the declared scope: {}",
+                outside.join(", ")
+            ));
+        }
+        // Only files the request named that the turn never changed, and only when it edited.
+        let untouched_named = if facts.edits > 0 {
+            untouched.clone()
+        } else {
+            Vec::new()
+        };
+        if !untouched_named.is_empty() {
+            problems.push(format!(
+                "named in the request but not changed: {}",
+                untouched_named.join(", ")
+            ));
+        }
+        let failing = verified == Some(false);
+        let mut contradiction = None;
+        if claims && (failing || !untouched_named.is_empty()) {
+            let mut why = Vec::new();
+            if failing && let Some(v) = &facts.verification {
+                why.push(format!("verification {}", v.outcome()));
+            }
+            if !untouched_named.is_empty() {
+                why.push(format!(
+                    "{} named in the request {} not changed",
+                    untouched_named.join(", "),
+                    if untouched_named.len() == 1 {
+                        "was"
+                    } else {
+                        "were"
+                    }
+                ));
+            }
+            let line = format!(
+                "The final answer says the work is done, but it is not: {}.",
+                why.join("; and ")
+            );
+            problems.insert(0, line.clone());
+            contradiction = Some(line);
+        }
+        let auto_test = self.opts.auto_test.then(|| {
+            json!({"rounds": facts.auto_test_rounds, "passed_at": facts.auto_test_passed_at,
+                   "unavailable": facts.auto_test_unavailable,
+                   "max_rounds": self.verification_max_rounds(),
+                   "stopped_by_limit": facts.auto_test_passed_at.is_none()
+                        && facts.auto_test_rounds >= self.verification_max_rounds()})
+        });
+        let check = json!({
+            "files_changed": stats.iter().map(|s| json!({"path": s.path, "added": s.added,
+                "removed": s.removed, "created": s.created, "deleted": s.deleted})).collect::<Vec<_>>(),
+            "commands": facts.commands.iter().map(|c| json!({"command": c.command,
+                "exit_code": c.exit_code, "ok": c.ok})).collect::<Vec<_>>(),
+            "verification": facts.verification.as_ref().map(VerificationResult::to_json),
+            "verified": verified,
+            "assumptions": facts.assumptions,
+            "unresolved_errors": facts.errors.iter().map(|e| json!({"tool": e.tool,
+                "target": e.target, "message": e.message})).collect::<Vec<_>>(),
+            "scope": facts.scope,
+            "outside_scope": outside,
+            "requested_untouched": untouched_named,
+            "claims_done": claims,
+            "contradiction": contradiction,
+            "auto_test": auto_test,
+            "problems": problems,
+            "clean": problems.is_empty(),
+        });
+        let text = render(&check, &stats);
+        {
+            let mut st = self.lock();
+            st.trajectory.record("completion", check.clone());
+            st.last_completion = Some(check.clone());
+            // The model reads it with its next request (appended, never a rewrite) when
+            // something is not clean.
+            if !problems.is_empty() {
+                st.pending_notes.push(format!(
+                "[completion check of your last turn]\n{text}\nIf anything above is failing, skipped or unverified, say so plainly — never report it as done."
+                ));
+            }
+        }
+        self.emit(Event::Completion {
+            text,
+            verified,
+            problems: problems.clone(),
+            check: check.clone(),
+        });
+        Some(check)
+    }
+}
+
+/// The block shown after the turn.
+fn render(check: &Value, stats: &[FileStat]) -> String {
+    let mut lines = vec!["Completion check".to_string()];
+    if stats.is_empty() {
+        lines.push("  files changed: none".into());
+    } else {
+        let files: Vec<String> = stats
+            .iter()
+            .map(|s| {
+                let what = if s.created {
+                    "new, "
+                } else if s.deleted {
+                    "deleted, "
+                } else {
+                    ""
+                };
+                format!("{} ({what}+{} -{})", s.path, s.added, s.removed)
+            })
+            .collect();
+        lines.push(format!("  files changed: {}", files.join(", ")));
+    }
+    if let Some(cmds) = check["commands"].as_array().filter(|c| !c.is_empty()) {
+        let shown: Vec<String> = cmds
+            .iter()
+            .map(|c| {
+                let cmd: String = c["command"]
+                    .as_str()
+                    .unwrap_or("")
+                    .chars()
+                    .take(80)
+                    .collect();
+                match c["exit_code"].as_i64() {
+                    Some(code) => format!("`{cmd}` → exit {code}"),
+                    None if c["ok"].as_bool() == Some(true) => format!("`{cmd}` → ok"),
+                    None => format!("`{cmd}` → failed"),
+                }
+            })
+            .collect();
+        lines.push(format!("  commands: {}", shown.join(", ")));
+    }
+    if let Some(globs) = check["scope"].as_array() {
+        let globs: Vec<&str> = globs.iter().filter_map(|g| g.as_str()).collect();
+        let outside = check["outside_scope"].as_array().map_or(0, Vec::len);
+        lines.push(format!(
+            "  scope: {} ({})",
+            globs.join(", "),
+            if outside == 0 {
+                "every change inside".to_string()
+            } else {
+                format!("{outside} file(s) outside")
+            }
+        ));
+    }
+    match &check["verification"] {
+        Value::Null => lines.push("  verification: none ran".into()),
+        v => {
+            let ok = v["ok"].as_bool() == Some(true);
+            let line = if let Some(why) = v["not_run"].as_str() {
+                format!("`{}` not run ({why})", v["command"].as_str().unwrap_or(""))
+            } else if ok {
+                format!("`{}` passed", v["command"].as_str().unwrap_or(""))
+            } else {
+                format!(
+                    "`{}` FAILED (exit {})",
+                    v["command"].as_str().unwrap_or(""),
+                    v["exit_code"]
+                        .as_i64()
+                        .map_or("none".into(), |c| c.to_string())
+                )
+            };
+            lines.push(format!("  verification: {line}"));
+        }
+    }
+    if let Some(a) = check["auto_test"].as_object() {
+        let rounds = a["rounds"].as_u64().unwrap_or(0);
+        let line = match a["passed_at"].as_u64() {
+            Some(n) => format!("passed at round {n} of at most {}", a["max_rounds"]),
+            None if a["unavailable"].as_bool() == Some(true) => {
+                "no test command could run (see --test-cmd)".to_string()
+            }
+            None if a["stopped_by_limit"].as_bool() == Some(true) => {
+                format!("still failing after {rounds} rounds (limit verification.max_rounds)")
+            }
+            None => format!("{rounds} round(s), not passing"),
+        };
+        lines.push(format!("  auto-test: {line}"));
+    }
+    if let Some(p) = check["problems"].as_array() {
+        if p.is_empty() {
+            lines.push("  nothing failing, skipped or unverified was found".into());
+        }
+        for item in p {
+            lines.push(format!("  ! {}", item.as_str().unwrap_or("")));
+        }
+    }
+    lines.join("\n")
+}
+
+/// The turn's text as returned to the caller (agent_api, `-p`): with the check appended when
+/// it finds the turn not clean (failing verification, or a claim of done the facts refute).
+pub fn with_flagged_check(text: &str, check: Option<&Value>) -> String {
+    let Some(c) = check else {
+        return text.to_string();
+    };
+    let flagged = c["verified"] == Value::Bool(false) || !c["contradiction"].is_null();
+    if !flagged {
+        return text.to_string();
+    }
+    let problems: Vec<String> = c["problems"]
+        .as_array()
+        .map(|p| {
+            p.iter()
+                .filter_map(|x| x.as_str())
+                .map(|x| format!("- {x}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    format!(
+        "{}\n\n[completion check: not clean]\n{}",
+        text.trim_end(),
+        problems.join("\n")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_and_claims() {
+        assert_eq!(exit_code_of("boom\n[exit code 3]"), Some(3));
+        assert_eq!(exit_code_of("[timed out after 5 ms]"), None);
+        assert!(claims_done("Done — all tests pass."));
+        assert!(!claims_done("I fixed one bug but the tests still fail."));
+        assert!(!claims_done("Here is the explanation you asked for."));
+    }
+
+    #[test]
+    fn requested_files_are_those_a_clause_asks_to_change() {
+        let d = tempfile::tempdir().unwrap();
+        for f in ["calc.py", "util.py", "ops.py"] {
+            std::fs::write(d.path().join(f), "x").unwrap();
+        }
+        let names = |req: &str| -> Vec<String> {
+            requested_files(req, d.path())
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            names("Add sub to calc.py and document it in util.py."),
+            ["calc.py", "util.py"]
+        );
+        assert_eq!(names("Look at calc.py, then add sub to ops.py"), ["ops.py"]);
+        assert!(names("What does calc.py do?").is_empty());
+    }
+
+    #[test]
+    fn scope_globs() {
+        let g = vec!["src/**".to_string(), "README.md".to_string()];
+        assert!(in_scope(&g, "src/a/b.rs") && in_scope(&g, "README.md"));
+        assert!(!in_scope(&g, "Cargo.toml"));
+    }
+}

@@ -1,0 +1,127 @@
+//! Intent line per tool batch (seed 000 #6): every batch is preceded by a one-line "why" —
+//! the assistant's text before the calls, or the calls' `description` fields. A batch that
+//! came with none is shown as such, and the next request carries a short note asking the
+//! model to state one (appended, never a rewrite, and no extra model call).
+
+use crate::session::Session;
+use serde_json::json;
+use yuyao_protocol::{Event, ToolCall, canonical_tool_name};
+use yuyao_tools::ToolArgs;
+
+/// The note appended before the next request when a batch came without a "why".
+pub const MISSING_INTENT_NOTE: &str = "[intent] Your last tool batch came without a one-line reason. Before each batch of tool calls, write one short line saying why you are making them (or give each call a `description`).";
+
+/// A batch's "why" and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchIntent {
+    /// The line shown above the batch (a placeholder naming the calls when none was stated).
+    pub line: String,
+    /// The model stated it (text or descriptions).
+    pub stated: bool,
+    /// `text`, `description` or `none`.
+    pub source: &'static str,
+}
+
+/// The intent of a batch: the model's first line of text, else its calls' descriptions.
+pub fn batch_intent(text: &str, calls: &[ToolCall]) -> BatchIntent {
+    if let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) {
+        return BatchIntent {
+            line: line.chars().take(160).collect(),
+            stated: true,
+            source: "text",
+        };
+    }
+    let descriptions: Vec<String> = calls
+        .iter()
+        .filter_map(|c| {
+            let name = canonical_tool_name(&c.name)?;
+            let args = ToolArgs::parse(name, &c.arguments).ok()?;
+            args.description()
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(str::to_string)
+        })
+        .collect();
+    if !descriptions.is_empty() {
+        let joined = descriptions.join("; ");
+        return BatchIntent {
+            line: joined.chars().take(160).collect(),
+            stated: true,
+            source: "description",
+        };
+    }
+    let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+    BatchIntent {
+        line: format!("(no intent stated) {}", names.join(", ")),
+        stated: false,
+        source: "none",
+    }
+}
+
+impl Session {
+    /// Shows the batch's intent (event for the fronts, a trajectory record per batch) and,
+    /// when the model stated none, queues the note for its next request
+    /// (`intent.remind`, default true).
+    pub(crate) fn announce_batch(&self, intent: &BatchIntent, calls: &[ToolCall]) {
+        self.emit(Event::Intent {
+            text: intent.line.clone(),
+            stated: intent.stated,
+            calls: calls.len(),
+        });
+        let remind = self
+            .config
+            .get("intent.remind")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true);
+        let mut st = self.lock();
+        let step = st.steps;
+        let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+        st.trajectory.record(
+            "intent",
+            json!({"step": step, "text": intent.line, "stated": intent.stated,
+                   "source": intent.source, "calls": names}),
+        );
+        if !intent.stated && remind {
+            st.pending_notes.push(MISSING_INTENT_NOTE.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str, args: &str) -> ToolCall {
+        ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments: args.into(),
+        }
+    }
+
+    #[test]
+    fn text_first_then_descriptions_then_none() {
+        let c = [call(
+            "bash",
+            r#"{"command":"ls","description":"list files"}"#,
+        )];
+        let i = batch_intent("\n  Checking the layout first.\nmore", &c);
+        assert_eq!(
+            (i.line.as_str(), i.stated, i.source),
+            ("Checking the layout first.", true, "text")
+        );
+        let i = batch_intent("", &c);
+        assert_eq!((i.line.as_str(), i.source), ("list files", "description"));
+        let i = batch_intent(
+            "  ",
+            &[
+                call("bash", r#"{"command":"ls"}"#),
+                call("read", r#"{"file_path":"a"}"#),
+            ],
+        );
+        assert!(
+            !i.stated && i.source == "none" && i.line.contains("bash, read"),
+            "{i:?}"
+        );
+    }
+}

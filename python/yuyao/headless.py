@@ -240,6 +240,13 @@ class PrintHandler:
             lines.append(f"    ... {more} more lines")
         self._progress("\n".join(lines))
 
+    def _on_plan(self, event: dict) -> None:
+        # The plan's markup never streamed: the validated plan is the answer printed at the end.
+        self.reply_was_streamed = False
+        self._progress(
+            f"[plan] {event.get('title')}: {event.get('steps')} steps -> {event.get('path')}"
+        )
+
     def _on_usage(self, event: dict) -> None:
         if event.get("line"):  # the core renders it as ui.usage asks (empty with off)
             self._progress(f"[usage] {event['line']}")

@@ -70,9 +70,9 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "plan",
         [],
-        "[on|off]",
-        "read-only plan mode (= --mode plan); off returns to the mode before",
-        Some(plan)
+        "[goal | on | off | approve [auto-edit] | edit | check | show | cancel]",
+        "the planning workflow: read-only research, a validated plan in .plans/, approval, then implementation; off returns to the mode before",
+        Some(crate::planning::command)
     ),
     cmd!(
         "ask",
@@ -798,21 +798,6 @@ fn toggle_arg(name: &str, args: &[String]) -> Result<Option<bool>, CoreError> {
     }
 }
 
-/// `/plan [on|off]`: off goes back to the mode plan mode was entered from.
-fn plan(s: &Session, args: &[String]) -> Result<String, CoreError> {
-    if toggle_arg("plan", args)?.unwrap_or(true) {
-        return set_mode(s, "plan");
-    }
-    let (now, before) = {
-        let st = s.lock();
-        (st.policy.mode, st.mode_before_plan)
-    };
-    if now != Mode::Plan {
-        return Ok(format!("plan mode is not on (mode: {now})"));
-    }
-    set_mode(s, before.unwrap_or(Mode::Ask).as_str())
-}
-
 /// `/ask` and `/debug [on|off]`: off goes back to the role the switch was made from.
 fn role_toggle(s: &Session, name: &str, args: &[String]) -> Result<String, CoreError> {
     if toggle_arg(name, args)?.unwrap_or(true) {
@@ -860,7 +845,13 @@ pub(crate) fn check_args(name: &str, args: &[String]) -> Result<(), CoreError> {
         "think" => parse::<ThinkingLevel>(&one(args)?).map(drop),
         "curiosity" => parse::<Curiosity>(&one(args)?).map(drop),
         "model" => one(args).map(drop),
-        "plan" | "ask" | "debug" | "vim" => toggle_arg(name, args).map(drop),
+        // `/plan <goal>` would start a turn: typed during one, it is dropped (said at once).
+        "plan" => toggle_arg(name, args).map(drop).map_err(|_| {
+            CoreError::Usage(
+                "/plan with a goal cannot start while a turn is running; it was dropped".into(),
+            )
+        }),
+        "ask" | "debug" | "vim" => toggle_arg(name, args).map(drop),
         "stream" => match one(args)?.to_ascii_lowercase().as_str() {
             "on" | "off" | "true" | "false" => Ok(()),
             other => Err(CoreError::Usage(format!(

@@ -204,6 +204,8 @@ pub struct Session {
     pub(crate) rules: Mutex<crate::rule_files::RuleState>,
     /// The next prompt is a custom command's expanded text (no `@path` attachments).
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
+    /// The planning workflow's draft, approval and pinned plan (`planning/`).
+    pub(crate) plan_state: Mutex<crate::planning::PlanState>,
     /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
@@ -281,6 +283,8 @@ impl Session {
             .unwrap_or_else(|| yuyao_store::trust::is_trusted(&paths));
         let mut ignored: Vec<String> = Vec::new();
         let mode = trusted_or(opts.mode, &config, "mode", Mode::Ask, trusted, &mut ignored);
+        // `default_primary_agent = "plan"`: sessions start in the planning workflow.
+        let mode = crate::planning::primary_mode(opts.mode, &config, mode);
         let role = parse_or(opts.role, &config, "role", Role::Execute);
         if role == Role::Orchestrator {
             return Err(CoreError::NotAvailable(
@@ -479,6 +483,7 @@ impl Session {
             expanded_prompt: Default::default(),
             rules: Mutex::new(Default::default()),
             dreamed: std::sync::atomic::AtomicBool::new(false),
+            plan_state: Mutex::new(Default::default()),
             runtime: Mutex::new(None),
             _live: live,
         };

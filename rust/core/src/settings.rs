@@ -29,6 +29,7 @@ const READ_AT_USE: &[&str] = &[
     "compaction.memoryFlush.enabled",
     "compaction.memoryFlush.model",
     "hooks.max_stop_blocks",
+    "tools.max_consecutive_blocked_tool_calls_per_turn",
     "features.hooks",
     "features.mcp",
     "memorySearch.provider",

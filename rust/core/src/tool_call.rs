@@ -11,7 +11,7 @@ use yuyao_tools::args::AskUserParams;
 use yuyao_tools::{ToolArgs, ToolOutput, cap_output};
 
 /// Tools the core itself implements (they need the session or the user).
-const CORE_TOOLS: &[&str] = &["ask-user"];
+const CORE_TOOLS: &[&str] = &["ask-user", crate::todo::NAME, crate::planning::START_TOOL];
 
 pub struct CallOutcome {
     pub message: Message,
@@ -19,6 +19,9 @@ pub struct CallOutcome {
     /// the batch's tool results, since many endpoints accept images only from the user role.
     pub images: Vec<String>,
     pub ok: bool,
+    /// The call ran (it was not refused, unknown or malformed): the blocked-call fuse
+    /// counts the others.
+    pub ran: bool,
     /// The tool really ran (it was not refused, unknown or malformed) on the workspace, so
     /// its result can back an answer; a question to the user, answered or not, is no
     /// evidence of work done.
@@ -101,6 +104,8 @@ impl Session {
         if self.tool_enabled("ask-user") {
             schemas.push(ask_user_schema());
         }
+        // The planning workflow's tools (todo; start_planning outside planning).
+        schemas.extend(crate::planning::schemas(self, |n| self.tool_enabled(n)));
         for s in crate::memory::tools::schemas() {
             if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
                 schemas.push(s);
@@ -171,7 +176,12 @@ impl Session {
             message,
             images: out.images,
             ok: out.ok,
-            evidence: effective && canonical_tool_name(&call.name) != Some("ask-user"),
+            ran: effective,
+            evidence: effective
+                && !matches!(
+                    canonical_tool_name(&call.name),
+                    Some("ask-user" | "todo" | "start_planning")
+                ),
             may_change_repo,
         }
     }
@@ -194,6 +204,10 @@ impl Session {
                 false,
             );
         };
+        // The task tracker and start_planning change only the session's own state.
+        if let Some(out) = crate::planning::run_tool(self, name, &call.arguments) {
+            return (out, true, false);
+        }
         // Memory tools read only memory files, which are the user's own notes.
         if let Some(out) = crate::memory::search::run_tool(self, name, &call.arguments) {
             return (out, true, false);
@@ -553,6 +567,10 @@ impl Session {
     }
 
     fn ask_user(&self, args: &AskUserParams) -> ToolOutput {
+        // Headless planning: the absent human's answer (once), then a permanent denial.
+        if let Some(out) = self.plan_headless_ask() {
+            return out;
+        }
         let question = args.question.trim().to_string();
         if question.is_empty() {
             return ToolOutput::err("missing required argument 'question'");

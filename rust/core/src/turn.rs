@@ -73,31 +73,40 @@ impl Session {
                     format!("the prompt was blocked by a UserPromptSubmit hook: {why}"),
                 )
             }
-            Ok(context) => {
-                self.checkpoint_prompt(text);
-                crate::memory::commands::on_submit(self, text);
-                // `@path` references are attached to the prompt (the only content that
-                // enters a request without a tool call).
-                let message = if expanded {
-                    Message::user(text)
-                } else {
-                    crate::refs::user_message(self, text)
-                };
-                {
-                    let mut st = self.lock();
-                    st.push(message);
-                    st.trajectory.record("user", json!({"text": text}));
-                    for c in context {
-                        st.push(Message::user(format!(
-                            "(from a UserPromptSubmit hook)\n{c}"
-                        )));
+            Ok(context) => match self.plan_intercept(text) {
+                // An intent phrase at a waiting plan (cancel): handled without a model call.
+                Some(said) => TurnSummary {
+                    status: "completed",
+                    exit_status: "Answered",
+                    error: None,
+                    text: said,
+                },
+                None => {
+                    self.checkpoint_prompt(text);
+                    crate::memory::commands::on_submit(self, text);
+                    // `@path` references are attached to the prompt (the only content that
+                    // enters a request without a tool call).
+                    let message = if expanded {
+                        Message::user(text)
+                    } else {
+                        crate::refs::user_message(self, text)
+                    };
+                    {
+                        let mut st = self.lock();
+                        st.push(message);
+                        st.trajectory.record("user", json!({"text": text}));
+                        for c in context {
+                            st.push(Message::user(format!(
+                                "(from a UserPromptSubmit hook)\n{c}"
+                            )));
+                        }
                     }
+                    if !expanded {
+                        crate::cmd_permissions::note_mentions(self, text);
+                    }
+                    self.block_on(self.run_turn(&token))?
                 }
-                if !expanded {
-                    crate::cmd_permissions::note_mentions(self, text);
-                }
-                self.block_on(self.run_turn(&token))?
-            }
+            },
         };
         self.finish_file_batch();
         let usage_line = {
@@ -294,12 +303,13 @@ impl Session {
         let mut acted = false;
         let mut stop_blocks: u32 = 0;
         let mut turn_steps: u32 = 0;
+        let mut fuse = crate::planning::recovery::Fuse::new(self);
         loop {
             if token.is_cancelled() {
                 return interrupted();
             }
             // Limits are checked before the call, never after the money is spent.
-            let max_steps = self.lock().max_steps;
+            let max_steps = self.plan_step_limit(self.lock().max_steps);
             if let Some(max) = max_steps
                 && turn_steps >= max
             {
@@ -379,20 +389,29 @@ impl Session {
             self.emit(Event::ModelCall { step });
             let t0 = std::time::Instant::now();
             let show = stream;
+            // `<proposed_plan>` markup never reaches the live transcript.
+            let mut plan_filter = crate::planning::extract::StreamFilter::new();
             let mut on_piece = |p: Piece<'_>| {
                 if !show {
                     return;
                 }
                 match p {
-                    Piece::Text(t) => self.emit(Event::TextDelta {
-                        text: t.to_string(),
-                    }),
+                    Piece::Text(t) => {
+                        let text = plan_filter.push(t);
+                        if !text.is_empty() {
+                            self.emit(Event::TextDelta { text });
+                        }
+                    }
                     Piece::Thinking(t) => self.emit(Event::ThinkingDelta {
                         text: t.to_string(),
                     }),
                 }
             };
             let result = client.complete(&req, &mut on_piece, token).await;
+            let held = plan_filter.finish();
+            if show && !held.is_empty() {
+                self.emit(Event::TextDelta { text: held });
+            }
             let reply = match result {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => return interrupted(),
@@ -429,7 +448,7 @@ impl Session {
             };
             let priced = self.price() != yuyao_model::Pricing::default();
             self.emit(Event::AssistantMessage {
-                text: reply.text.clone(),
+                text: crate::planning::extract::strip(&reply.text),
                 thinking: reply.reasoning.clone(),
                 tool_calls: reply.tool_calls.len(),
             });
@@ -450,8 +469,16 @@ impl Session {
                 ),
             });
 
+            match self.plan_after_reply(&reply.text, !assistant.tool_calls.is_empty()) {
+                crate::planning::PlanStep::Stop(summary) => return summary,
+                crate::planning::PlanStep::Repair if assistant.tool_calls.is_empty() => continue,
+                _ => {}
+            }
             if assistant.tool_calls.is_empty() {
                 if reply.text.trim().is_empty() {
+                    if nudged && let Some(summary) = self.plan_synthesis(&client, token).await {
+                        return summary;
+                    }
                     if !nudged {
                         nudged = true;
                         self.notice(
@@ -504,6 +531,7 @@ impl Session {
             let intent = intent_line(&reply.text, &assistant.tool_calls);
             let calls = assistant.tool_calls.clone();
             let mut images = Vec::new();
+            let mut tripped: Option<String> = None;
             for (k, call) in calls.iter().enumerate() {
                 if token.is_cancelled() {
                     let mut st = self.lock();
@@ -517,6 +545,9 @@ impl Session {
                 }
                 let outcome: CallOutcome = self.run_tool_call(&client, call, &intent, token).await;
                 acted |= outcome.ok && outcome.evidence;
+                if let Some(why) = fuse.record(!outcome.ran) {
+                    tripped.get_or_insert(why);
+                }
                 if outcome.may_change_repo {
                     self.mark_git_stale();
                 }
@@ -526,6 +557,10 @@ impl Session {
             self.finish_file_batch();
             if !images.is_empty() {
                 self.lock().push(images_message(images));
+            }
+            // Every call of the batch has its result; then the fuse stops the turn.
+            if let Some(why) = tripped {
+                return self.blocked_stop(why);
             }
         }
     }

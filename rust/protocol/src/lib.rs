@@ -81,6 +81,17 @@ pub enum Event {
         state: String,
         exit_code: Option<i32>,
     },
+    /// A validated plan was persisted (`approved`: it was just approved): the fronts show
+    /// the synopsis and the gate; `plan` is the whole markdown.
+    Plan {
+        plan: String,
+        title: String,
+        path: String,
+        steps: usize,
+        files: Vec<String>,
+        verify: Vec<String>,
+        approved: bool,
+    },
     /// The turn ended; `status` is one of `completed`, `limits_exceeded`, `interrupted`, `error`.
     TurnEnd {
         status: String,

@@ -141,28 +141,50 @@ fn parent_of(id: &str) -> Option<&str> {
     id.rsplit_once('.').map(|(p, _)| p)
 }
 
-/// The current list: the last `todo` entry on the session's path (a `clear` empties it).
+/// The current list: the last `todo` entry on the session's path. A `clear` empties it, and
+/// a `truncate` (`/rewind … conversation`) drops the lists recorded after the messages it
+/// keeps, so the list goes back with the conversation.
 pub(crate) fn current(log: &SessionLog) -> Vec<Item> {
     let by_id: std::collections::HashMap<&str, &yuyao_store::sessions::Entry> =
         log.entries().iter().map(|e| (e.id.as_str(), e)).collect();
-    let mut items = Vec::new();
+    // (messages in the conversation when recorded, the list)
+    let mut lists: Vec<(usize, Vec<Item>)> = Vec::new();
+    let mut messages = 0usize;
+    let keep = |e: &yuyao_store::sessions::Entry| {
+        e.data.get("keep").and_then(Value::as_u64).unwrap_or(0) as usize
+    };
     for id in log.path_ids() {
         let Some(e) = by_id.get(id.as_str()) else {
             continue;
         };
         match e.kind.as_str() {
-            "todo" => {
-                items = e
-                    .data
+            "message" => messages += 1,
+            "todo" => lists.push((
+                messages,
+                e.data
                     .get("items")
                     .and_then(|v| serde_json::from_value(v.clone()).ok())
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+            )),
+            "clear" => {
+                messages = 0;
+                lists.clear();
             }
-            "clear" => items.clear(),
+            "truncate" => {
+                messages = messages.min(keep(e));
+                lists.retain(|(at, _)| *at <= messages);
+            }
+            "compaction" => {
+                // The summary replaces the head: the list in force stays in force.
+                messages = 1 + keep(e).min(messages);
+                if let Some(last) = lists.pop() {
+                    lists = vec![(0, last.1)];
+                }
+            }
             _ => {}
         }
     }
-    items
+    lists.pop().map(|(_, items)| items).unwrap_or_default()
 }
 
 /// The compact tree: `[-]` in progress, `□` pending, `[x]` done, `[!]` blocked.

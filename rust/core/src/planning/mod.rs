@@ -296,7 +296,10 @@ impl Session {
                             path.display()
                         ),
                     );
-                    return PlanStep::None;
+                    self.lock().pending_notes.push(
+                        "[plan revised] The revised plan was validated and saved; it replaces the approved one. Continue implementing it.".into(),
+                    );
+                    return PlanStep::Repair;
                 }
                 self.planning().awaiting = true;
                 if has_tool_calls {
@@ -524,7 +527,8 @@ pub(crate) fn primary_mode(
 
 pub(crate) enum PlanStep {
     None,
-    /// The plan was invalid: the feedback is queued; the loop calls the model again.
+    /// The plan was invalid (the feedback is queued), or a revision of an approved plan was
+    /// saved: the loop calls the model again.
     Repair,
     Stop(TurnSummary),
 }

@@ -70,8 +70,8 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "plan",
         [],
-        "[goal | on | off | approve [auto-edit] | edit | check | show | cancel]",
-        "the planning workflow: read-only research, a validated plan in .plans/, approval, then implementation; off returns to the mode before",
+        "[on|off|<goal>|approve [auto-edit]|edit|check|show|cancel]",
+        "the planning workflow: research, a plan to approve",
         Some(crate::planning::command)
     ),
     cmd!(
@@ -848,7 +848,7 @@ pub(crate) fn check_args(name: &str, args: &[String]) -> Result<(), CoreError> {
         // `/plan <goal>` would start a turn: typed during one, it is dropped (said at once).
         "plan" => toggle_arg(name, args).map(drop).map_err(|_| {
             CoreError::Usage(
-                "/plan with a goal cannot start while a turn is running; it was dropped".into(),
+                "/plan with a goal cannot start while a turn is running, so it was dropped (expected on or off)".into(),
             )
         }),
         "ask" | "debug" | "vim" => toggle_arg(name, args).map(drop),

@@ -485,3 +485,66 @@ def test_headless_planning_ask_user_answered_once_then_denied(fake_llm, session)
     s.chat("add sub")
     assert "decide from the evidence" in server.tool_result("call_0_0")
     assert "denied" in server.tool_result("call_1_0")
+
+
+def test_headless_clarification_then_no_plan_gets_one_synthesis(fake_llm, session, repo):
+    server = fake_llm(
+        [
+            call("ask-user", question="Which file?", options=["calc.py", "README.md"]),
+            say("I would need to know which file."),
+            proposed(),
+        ]
+    )
+    s = session(server)
+    s.dispatch("/plan")
+    assert s.chat("add sub").startswith("# Add a subtract function")
+    assert server.body(2).get("tools") in (None, [])
+    assert "[planning recovery]" in all_text(server.messages(2))
+    assert plan_files(repo)
+
+
+def test_tracker_sidecar_follows_todo_updates_in_the_approved_run(fake_llm, session, repo):
+    server = fake_llm(
+        [
+            proposed(),
+            call("todo", action="update", id="1", status="completed"),
+            say("Step 1 done."),
+        ]
+    )
+    s = session(server, mode="yolo")
+    s.dispatch("/plan")
+    s.chat("add sub")
+    s.chat("go")
+    tracker = json.loads(next((repo / ".plans").glob("*.tracker.json")).read_text())
+    assert [i["status"] for i in tracker["items"]] == ["completed", "pending"]
+    assert tracker["items"][0]["verify"]
+
+
+def test_start_planning_asks_an_interactive_user(fake_llm, use_env, repo):
+    from yuyao import _core
+
+    class Handler:
+        def __init__(self):
+            self.asked = []
+
+        def event(self, text):
+            pass
+
+        def request(self, text):
+            req = json.loads(text)
+            self.asked.append(req)
+            return "Enter planning workflow (Recommended)"
+
+    server = fake_llm([call("start_planning", reason="ambiguous"), proposed()])
+    use_env(server)
+    handler = Handler()
+    opts = {"cwd": str(repo), "mode": "ask", "stream": False}
+    s = _core.Session(json.dumps(opts), handler)
+    try:
+        assert s.chat("refactor everything").startswith("# Add a subtract function")
+    finally:
+        s.close()
+    [asked] = handler.asked
+    assert asked["question"] == "Enter planning workflow?"
+    assert asked["options"] == ["Enter planning workflow (Recommended)", "Continue without"]
+    assert "Entered the planning workflow" in server.tool_result("call_0_0")

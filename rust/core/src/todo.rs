@@ -448,6 +448,7 @@ impl crate::session::Session {
                 if changed {
                     self.lock().log_entry("todo", json!({"items": items}));
                     self.notice(yuyao_protocol::NoticeLevel::Info, tree.clone());
+                    self.plan_tracker_sync(&items);
                 }
                 ToolOutput::ok(tree)
             }

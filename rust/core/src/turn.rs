@@ -513,6 +513,10 @@ impl Session {
                     )));
                     continue;
                 }
+                // Headless planning without a valid plan: one tool-free synthesis.
+                if let Some(summary) = self.plan_headless_final(&client, token).await {
+                    return summary;
+                }
                 let exit_status = if acted && !reply.text.trim().is_empty() {
                     "Submitted"
                 } else if is_degenerate(&reply.text) {

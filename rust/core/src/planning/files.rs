@@ -100,6 +100,34 @@ pub(crate) fn write_tracker(project: &Path, slug: &str, plan: &Plan) -> Result<P
     Ok(path)
 }
 
+/// Copies the todo list's statuses into the sidecar's items (matched by id).
+pub(crate) fn sync_statuses(project: &Path, slug: &str, items: &[Item]) {
+    let path = tracker_path(project, slug);
+    let Some(mut doc) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    else {
+        return;
+    };
+    let Some(rows) = doc.get_mut("items").and_then(|v| v.as_array_mut()) else {
+        return;
+    };
+    for row in rows {
+        let id = row
+            .get("id")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
+        if let Some(item) = items.iter().find(|i| i.id == id) {
+            row["status"] = serde_json::to_value(item.status).unwrap_or_default();
+        }
+    }
+    let _ = write_atomic(
+        &path,
+        &serde_json::to_string_pretty(&doc).unwrap_or_default(),
+    );
+}
+
 pub(crate) fn remove(project: &Path, slug: &str) {
     let _ = std::fs::remove_file(plan_path(project, slug));
     let _ = std::fs::remove_file(tracker_path(project, slug));

@@ -48,9 +48,11 @@ pub(crate) struct PlanState {
     allowance_pending: bool,
     pub allowance: bool,
     /// Headless planning: the one clarification question was answered for the human.
-    asked_headless: bool,
+    pub asked_headless: bool,
     /// Repair requests sent in this turn.
     pub repairs: u32,
+    /// The tool-free synthesis ran in this turn.
+    pub synthesized: bool,
 }
 
 /// What the user's words mean while a draft waits for approval.
@@ -191,6 +193,7 @@ impl Session {
             let mut p = self.planning();
             p.allowance = std::mem::take(&mut p.allowance_pending);
             p.repairs = 0;
+            p.synthesized = false;
         }
         let awaiting = self.planning().awaiting;
         if awaiting {
@@ -361,6 +364,14 @@ impl Session {
         let path = files::write_tracker(&self.paths.project, &slug, plan).ok()?;
         self.set_todo(files::tracker_items(plan));
         Some(path)
+    }
+
+    /// The plan's tracker sidecar follows the todo list (statuses by step id).
+    pub(crate) fn plan_tracker_sync(&self, items: &[crate::todo::Item]) {
+        let slug = self.planning().slug.clone();
+        if let Some(slug) = slug {
+            files::sync_statuses(&self.paths.project, &slug, items);
+        }
     }
 
     /// Approval: the persisted plan must validate and its tracker must be written; then the

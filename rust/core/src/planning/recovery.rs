@@ -107,9 +107,47 @@ impl Session {
             NoticeLevel::Warning,
             "the model sent empty replies twice while planning; one tool-free synthesis of the plan follows",
         );
-        self.lock().push(Message::user(
-            "[planning recovery] Two empty replies. Without calling tools or asking questions, write the plan now from the evidence gathered so far: exactly one <proposed_plan> block in the required format.",
-        ));
+        self.synthesize(client, token, "Two empty replies.").await
+    }
+
+    /// Headless planning whose clarification went unanswered (no human) and that then
+    /// answered without a valid plan: one bounded tool-free synthesis. `None` anywhere else,
+    /// or once done this turn.
+    pub(crate) async fn plan_headless_final(
+        &self,
+        client: &ModelClient,
+        token: &CancellationToken,
+    ) -> Option<TurnSummary> {
+        {
+            let st = self.lock();
+            if st.policy.mode != Mode::Plan || !(st.policy.headless || self.handler.is_none()) {
+                return None;
+            }
+        }
+        {
+            let mut p = self.planning();
+            if p.awaiting || p.synthesized || !p.asked_headless {
+                return None;
+            }
+            p.synthesized = true;
+        }
+        self.notice(
+            NoticeLevel::Info,
+            "no valid plan yet and nobody to ask: one tool-free synthesis of the plan follows",
+        );
+        self.synthesize(client, token, "No valid plan was produced yet.")
+            .await
+    }
+
+    async fn synthesize(
+        &self,
+        client: &ModelClient,
+        token: &CancellationToken,
+        why: &str,
+    ) -> Option<TurnSummary> {
+        self.lock().push(Message::user(format!(
+            "[planning recovery] {why} Without calling tools or asking questions, write the plan now from the evidence gathered so far: exactly one <proposed_plan> block in the required format."
+        )));
         let history = self.lock().history.clone();
         let (mut req, _) = self.next_request(&history);
         req.tools.clear();

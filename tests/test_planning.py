@@ -548,3 +548,19 @@ def test_start_planning_asks_an_interactive_user(fake_llm, use_env, repo):
     assert asked["question"] == "Enter planning workflow?"
     assert asked["options"] == ["Enter planning workflow (Recommended)", "Continue without"]
     assert "Entered the planning workflow" in server.tool_result("call_0_0")
+
+
+def test_a_waiting_plan_comes_back_with_resume(fake_llm, session, repo):
+    server = fake_llm(
+        [proposed(), call("write", file_path=str(repo / "r.txt"), content="r"), say("Done.")]
+    )
+    s = session(server, mode="yolo")
+    s.dispatch("/plan")
+    s.chat("add sub")
+    sid = s.session_id
+    s.close()
+    resumed = session(server, mode="yolo", resume=sid)
+    assert resumed.plan["awaiting_approval"]
+    assert resumed.chat("approve") == "Done."
+    assert (repo / "r.txt").exists()
+    assert "[approved plan" in all_text(server.messages(1))

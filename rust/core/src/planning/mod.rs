@@ -366,6 +366,47 @@ impl Session {
         Some(path)
     }
 
+    /// The planning state of a resumed session, from its `plan` / `plan_approved` entries
+    /// on the current path and the plan file on disk (validated again).
+    pub(crate) fn plan_restore(&self) {
+        let (mut path, mut approved) = (None::<String>, false);
+        {
+            let st = self.lock();
+            let by_id: std::collections::HashMap<&str, &yuyao_store::sessions::Entry> = st
+                .log
+                .entries()
+                .iter()
+                .map(|e| (e.id.as_str(), e))
+                .collect();
+            for id in st.log.path_ids() {
+                let Some(e) = by_id.get(id.as_str()) else {
+                    continue;
+                };
+                match e.kind.as_str() {
+                    "plan" => {
+                        path = e.data.get("path").and_then(Value::as_str).map(String::from);
+                        approved = false;
+                    }
+                    "plan_approved" => approved = true,
+                    _ => {}
+                }
+            }
+        }
+        let mut state = PlanState::default();
+        if let Some(path) = path.map(std::path::PathBuf::from)
+            && path.starts_with(files::dir(&self.paths.project))
+            && let Ok(text) = std::fs::read_to_string(&path)
+            && let Ok(plan) = validate::validate(&text)
+        {
+            state.slug = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+            state.awaiting = !approved;
+            state.approved = approved;
+            state.pinned = approved.then(|| plan.text.clone());
+            state.draft = Some(plan);
+        }
+        *self.planning() = state;
+    }
+
     /// The plan's tracker sidecar follows the todo list (statuses by step id).
     pub(crate) fn plan_tracker_sync(&self, items: &[crate::todo::Item]) {
         let slug = self.planning().slug.clone();
@@ -408,8 +449,10 @@ impl Session {
         };
         let back = {
             let st = self.lock();
-            mode.unwrap_or_else(|| match st.mode_before_plan {
-                Some(m) if m != Mode::Plan => m,
+            mode.unwrap_or_else(|| match (st.policy.mode, st.mode_before_plan) {
+                // Not in plan mode (a resumed session, a replan): the mode in force stays.
+                (now, _) if now != Mode::Plan => now,
+                (_, Some(m)) if m != Mode::Plan => m,
                 _ => Mode::Ask,
             })
         };

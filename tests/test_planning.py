@@ -564,3 +564,15 @@ def test_a_waiting_plan_comes_back_with_resume(fake_llm, session, repo):
     assert resumed.chat("approve") == "Done."
     assert (repo / "r.txt").exists()
     assert "[approved plan" in all_text(server.messages(1))
+
+
+def test_plans_folder_planted_as_a_link_is_refused(fake_llm, session, repo, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / ".plans").symlink_to(outside)
+    server = fake_llm([proposed()])
+    s = session(server)
+    s.dispatch("/plan")
+    with pytest.raises(RuntimeError, match="symbolic link"):
+        s.chat("add sub")
+    assert list(outside.iterdir()) == []

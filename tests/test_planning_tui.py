@@ -34,6 +34,7 @@ def test_core_gate_edit_then_execute_starts_implementation(fake_llm, env, repo, 
         term.line("/plan add a subtract function")
         term.wait_for(r"Plan ready: Add a subtract function \(2 steps", screen_only=True)
         assert "<proposed_plan>" not in term.transcript()
+        assert term.transcript().count("Implementation Steps") == 1, "the plan is shown once"
         assert "verify: python3 -c" in term.transcript()  # the synopsis
         for item in ("Execute", "Auto-accept edits", "Edit", "Keep planning", "Cancel"):
             term.wait_for(item, screen_only=True)
@@ -47,6 +48,8 @@ def test_core_gate_edit_then_execute_starts_implementation(fake_llm, env, repo, 
         assert not (repo / "sub.txt").exists()
         term.send(ENTER)  # Execute
         term.wait_for(r"Implemented the edited plan\.")
+        term.settle(0.5)
+        assert term.transcript().count("Implemented the edited plan.") == 1
         assert (repo / "sub.txt").read_text() == "sub\n"
         implementation = json.dumps(server.messages(1))
         assert "right after add EDITED" in implementation, "the edited plan is pinned"

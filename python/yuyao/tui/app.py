@@ -580,6 +580,8 @@ class App:
             return
         self.say(f"{theme.SYM_STEER} {line}", "muted")
         ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
+        if ok and isinstance(value, str) and value.strip() in self.renderer.answers[-1:]:
+            value = ""  # the implementation turn's answer is on screen already
         self.slash_result(line, ok, value)
 
     def edit_plan_file(self, path: str) -> None:
@@ -637,9 +639,16 @@ class App:
         if self.slash_local(line):
             return
         ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
-        self.slash_result(line, ok, value)
         if line.split()[0].lower() == "/plan":
+            # `/plan <goal>` and `/plan approve` run a turn: its answer (the plan, the
+            # implementation's report) was rendered by the turn already.
+            shown = (self.renderer.plan, *(self.renderer.answers[-1:]))
+            if ok and isinstance(value, str) and value.strip() in shown:
+                value = ""
+            self.slash_result(line, ok, value)
             self.plan_gate()
+            return
+        self.slash_result(line, ok, value)
 
     def slash_during_turn(self, line: str) -> None:
         """A slash command typed while a turn runs: the display commands here, the rest by the

@@ -353,6 +353,7 @@ class Renderer:
                 return
             self.print(Text("── proposed plan ──", "muted"))
             self.markdown(self.plan)
+            self._printed_text = self.plan  # the turn's answer is this plan: shown once
             self.print(Text(f"── saved to {event.get('path')} ──", "muted"))
             for line in plan_synopsis(event):
                 self.print(Text(line, "info"))

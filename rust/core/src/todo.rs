@@ -10,6 +10,9 @@ use yuyao_store::sessions::SessionLog;
 use yuyao_tools::ToolOutput;
 
 pub(crate) const NAME: &str = "todo";
+/// Bounds of a list (it is stored in the session file at every change).
+const MAX_ITEMS: usize = 200;
+const MAX_CONTENT: usize = 500;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -258,6 +261,21 @@ fn item_from(v: &Value, fallback_id: String) -> Result<Item, String> {
 /// parent, dependencies naming items, and nothing started or finished before what it
 /// depends on is completed.
 fn check(items: &[Item]) -> Result<(), String> {
+    if items.len() > MAX_ITEMS {
+        return Err(format!(
+            "{} items is more than a task list holds ({MAX_ITEMS}): group them",
+            items.len()
+        ));
+    }
+    if let Some(i) = items
+        .iter()
+        .find(|i| i.content.chars().count() > MAX_CONTENT)
+    {
+        return Err(format!(
+            "item {} is longer than {MAX_CONTENT} characters: keep items short",
+            i.id
+        ));
+    }
     let mut seen = std::collections::HashSet::new();
     for i in items {
         if !valid_index(&i.id) {

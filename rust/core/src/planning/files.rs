@@ -49,6 +49,9 @@ pub(crate) fn unique_slug(project: &Path, title: &str) -> String {
 
 fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     let tmp = path.with_extension("tmp~");
+    // A link planted at the temporary name must not redirect the write (removing it does
+    // not follow it); the rename then replaces whatever is at `path` without following it.
+    let _ = std::fs::remove_file(&tmp);
     std::fs::write(&tmp, text)
         .and_then(|_| std::fs::rename(&tmp, path))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
@@ -57,6 +60,12 @@ fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
 /// Writes the plan (and its tracker); returns the plan file's path.
 pub(crate) fn write_plan(project: &Path, slug: &str, plan: &Plan) -> Result<PathBuf, String> {
     let d = dir(project);
+    if std::fs::symlink_metadata(&d).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(format!(
+            "{} is a symbolic link; plans are written only into a real folder of the project",
+            d.display()
+        ));
+    }
     std::fs::create_dir_all(&d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     yuyao_store::paths::exclude_from_git(project, "/.plans/");
     let path = plan_path(project, slug);

@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from fakellm import call, error, say
+from fakellm import call, calls, error, say
 
 pytestmark = pytest.mark.core
 
@@ -266,6 +266,26 @@ def effect_max_steps(fake_llm, live, **_):
     s.chat("again")
     assert len(server.requests) == 2
     assert status(s)["last_turn"]["exit_status"] == "LimitsExceeded"
+
+
+def effect_max_blocked_calls(fake_llm, live, **_):
+    refused = [("bash", {"command": "rm gone.txt"}, "r"), ("bash", {"command": "true"}, "t")]
+    server = fake_llm([say("one"), calls(refused), say("two")])
+    s, _ = live(server, deny=["Bash(rm)"])
+    set_key(s, "tools.max_consecutive_blocked_tool_calls_per_turn", "1")
+    s.chat("again")
+    assert len(server.requests) == 2, "one refusal stops the turn (the default is 3)"
+    assert status(s)["last_turn"]["exit_status"] == "LimitsExceeded"
+
+
+def effect_next_session_primary_agent(fake_llm, live, **_):
+    server = fake_llm([say("one"), say("two")])
+    s, _ = live(server)
+    answer = set_key(s, "default_primary_agent", "plan")
+    assert "next session" in answer, answer
+    assert status(s)["mode"] == "yolo", "the running session keeps its mode"
+    fresh, _ = live(server, first_turn=False, mode=None)
+    assert status(fresh)["mode"] == "plan"
 
 
 def effect_max_cost(fake_llm, live, **_):
@@ -553,6 +573,8 @@ def effect_feature_not_in_build(key: str):
 
 
 EFFECTS = {
+    "tools.max_consecutive_blocked_tool_calls_per_turn": effect_max_blocked_calls,
+    "default_primary_agent": effect_next_session_primary_agent,
     "hooks.max_stop_blocks": effect_max_stop_blocks,
     "features.hooks": effect_features_hooks,
     "features.skills": effect_feature_not_in_build("features.skills"),

@@ -576,3 +576,32 @@ def test_plans_folder_planted_as_a_link_is_refused(fake_llm, session, repo, tmp_
     with pytest.raises(RuntimeError, match="symbolic link"):
         s.chat("add sub")
     assert list(outside.iterdir()) == []
+
+
+def test_approved_plan_is_pinned_again_after_compaction(fake_llm, session, repo, yuyao_home):
+    server = fake_llm(
+        [
+            proposed(),
+            say("Step 1 done."),
+            say("Step 2 done."),
+            say("NONE"),  # the memory flush
+            say("## Task\nsummary that forgot the plan"),
+            say("Carrying on."),
+        ]
+    )
+    s = session(server, mode="yolo")
+    s.dispatch("/plan")
+    s.chat("add sub")
+    s.chat("approve")
+    s.chat("next")
+    assert "compacted" in s.dispatch("/compact")
+    s.chat("continue")
+    last = all_text(server.messages(-1))
+    assert "[approved plan" in last and "1. Add sub(a, b) next to add" in last
+    assert "[pinned task list" in last
+    # The pins are written right after the compaction entry (not merely kept in its tail).
+    [log] = list((yuyao_home / "sessions").glob("*.jsonl"))
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    at = max(i for i, r in enumerate(rows) if r.get("type") == "compaction")
+    pinned = [r["message"]["content"] for r in rows[at + 1 : at + 3]]
+    assert pinned[0].startswith("[approved plan") and pinned[1].startswith("[pinned task list")

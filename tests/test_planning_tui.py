@@ -10,7 +10,9 @@ import sys
 import pytest
 from fakellm import call, say
 from test_planning import proposed
-from test_tui import CTRL_D, DOWN, ENTER, yuyao_term
+from test_tui import CTRL_D, ENTER, yuyao_term
+
+CTRL_E, CTRL_G = "\x05", "\x07"
 
 pytestmark = pytest.mark.core
 
@@ -38,9 +40,10 @@ def test_core_gate_edit_then_execute_starts_implementation(fake_llm, env, repo, 
         assert "verify: python3 -c" in term.transcript()  # the synopsis
         for item in ("Execute", "Auto-accept edits", "Edit", "Keep planning", "Cancel"):
             term.wait_for(item, screen_only=True)
-        term.send(DOWN)
-        term.send(DOWN)
-        term.send(ENTER)  # Edit: $EDITOR on the plan file, then the core validates it
+        term.send(CTRL_E)  # collapse the plan shown in full, the gate stays
+        term.wait_for(r"plan collapsed: ")
+        term.wait_for(r"❯ 1\. Execute", screen_only=True)
+        term.send(CTRL_G)  # Edit: $EDITOR on the plan file, then the core validates it
         term.wait_for(r"is valid\s+\(2 steps\)")
         term.wait_for(r"Plan ready: Add a subtract function", screen_only=True)
         [path] = list((repo / ".plans").glob("*.md"))

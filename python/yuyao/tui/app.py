@@ -563,8 +563,12 @@ class App:
             f"Plan ready: {state.get('title')} ({state.get('steps')} steps, {state.get('path')})"
         )
         options = ["Execute", "Auto-accept edits", "Edit", "Keep planning", "Cancel"]
+        hint = "↑/↓ move · Enter choose · Ctrl+E expand/collapse the plan · Ctrl+G edit · Esc keep"
         while True:
-            picked = choose(title, options)
+            picked = choose(title, options, hint=hint, extra={"c-g": 2, "c-e": -1})
+            if picked == -1:  # Ctrl+E: the full plan in the transcript, or collapsed
+                self.renderer.toggle_plan()
+                continue
             if picked == 2:
                 self.edit_plan_file(str(state.get("path") or ""))
                 state = self.plan_state()

@@ -134,17 +134,12 @@ SESSIONS = ["plan", "ask-role", "headless-ask"]
 
 @pytest.mark.parametrize("session", SESSIONS)
 def test_read_only_leaks_have_no_effect(
-    session, fake_llm, api, yuyao, env, repo, tmp_path, expect_refused, yuyao_home
+    session, fake_llm, api, yuyao, env, repo, tmp_path, expect_refused
 ):
     plant(repo)
     before = snapshot(repo)
     commands = leaks()
     server = fake_llm(bash_steps(commands))
-    # Every refusal must reach the model here: the blocked-call fuse (3 in a row by default)
-    # would end the turn after this one batch of refused commands.
-    (yuyao_home / "config.toml").write_text(
-        "[tools]\nmax_consecutive_blocked_tool_calls_per_turn = 1000\n"
-    )
     if session == "plan":
         api(server, mode="plan").chat("inspect the repository")
     elif session == "ask-role":

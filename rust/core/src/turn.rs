@@ -564,7 +564,7 @@ impl Session {
             }
             // Every call of the batch has its result; then the fuse stops the turn.
             if let Some(why) = tripped {
-                return self.blocked_stop(why);
+                return self.blocked_stop(&client, token, why).await;
             }
         }
     }

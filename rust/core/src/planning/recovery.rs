@@ -62,9 +62,34 @@ impl Fuse {
 }
 
 impl Session {
-    /// The turn stops for refused calls: the session file is written first, and the resume
-    /// command is named only if the file on disk holds this session.
-    pub(crate) fn blocked_stop(&self, why: String) -> TurnSummary {
+    /// The turn stops for refused calls: one tool-free call lets the model read the refusals
+    /// and hand off (what was done, what was refused, what would allow it); the session file
+    /// is written first, and the resume command is named only if the file on disk holds this
+    /// session.
+    pub(crate) async fn blocked_stop(
+        &self,
+        client: &ModelClient,
+        token: &CancellationToken,
+        why: String,
+    ) -> TurnSummary {
+        self.lock().push(Message::user(format!(
+            "[stopped: {why}] Tools are unavailable for the rest of this turn. Without calling tools, say what you did, which calls were refused and why, and what would allow them."
+        )));
+        let history = self.lock().history.clone();
+        let (mut req, _) = self.next_request(&history);
+        req.tools.clear();
+        let handoff = match client.complete(&req, &mut |_: Piece<'_>| {}, token).await {
+            Ok(reply) => {
+                let mut st = self.lock();
+                st.steps += 1;
+                st.cost_usd += self.price().cost(&reply.usage);
+                st.usage.add(&reply.usage);
+                // Tool calls sent anyway are dropped: no tool runs after the stop.
+                st.push(Message::assistant(reply.text.clone()));
+                reply.text
+            }
+            Err(_) => String::new(),
+        };
         let verified = {
             let mut st = self.lock();
             st.sync_log();
@@ -88,7 +113,7 @@ impl Session {
             status: "limits_exceeded",
             exit_status: "LimitsExceeded",
             error: Some(msg),
-            text: String::new(),
+            text: handoff,
         }
     }
 

@@ -63,6 +63,8 @@ impl Session {
             let st = self.lock();
             (st.usage, st.cost_usd)
         };
+        // The planning workflow reads the prompt first (instructions, intent phrases).
+        let mut intercepted = gate.as_ref().ok().and_then(|_| self.plan_intercept(text));
         let summary = match gate {
             Err(why) => {
                 self.lock()
@@ -73,40 +75,38 @@ impl Session {
                     format!("the prompt was blocked by a UserPromptSubmit hook: {why}"),
                 )
             }
-            Ok(context) => match self.plan_intercept(text) {
-                // An intent phrase at a waiting plan (cancel): handled without a model call.
-                Some(said) => TurnSummary {
-                    status: "completed",
-                    exit_status: "Answered",
-                    error: None,
-                    text: said,
-                },
-                None => {
-                    self.checkpoint_prompt(text);
-                    crate::memory::commands::on_submit(self, text);
-                    // `@path` references are attached to the prompt (the only content that
-                    // enters a request without a tool call).
-                    let message = if expanded {
-                        Message::user(text)
-                    } else {
-                        crate::refs::user_message(self, text)
-                    };
-                    {
-                        let mut st = self.lock();
-                        st.push(message);
-                        st.trajectory.record("user", json!({"text": text}));
-                        for c in context {
-                            st.push(Message::user(format!(
-                                "(from a UserPromptSubmit hook)\n{c}"
-                            )));
-                        }
-                    }
-                    if !expanded {
-                        crate::cmd_permissions::note_mentions(self, text);
-                    }
-                    self.block_on(self.run_turn(&token))?
-                }
+            // An intent phrase at a waiting plan (cancel) is handled without a model call.
+            Ok(_) if intercepted.is_some() => TurnSummary {
+                status: "completed",
+                exit_status: "Answered",
+                error: None,
+                text: intercepted.take().unwrap_or_default(),
             },
+            Ok(context) => {
+                self.checkpoint_prompt(text);
+                crate::memory::commands::on_submit(self, text);
+                // `@path` references are attached to the prompt (the only content that
+                // enters a request without a tool call).
+                let message = if expanded {
+                    Message::user(text)
+                } else {
+                    crate::refs::user_message(self, text)
+                };
+                {
+                    let mut st = self.lock();
+                    st.push(message);
+                    st.trajectory.record("user", json!({"text": text}));
+                    for c in context {
+                        st.push(Message::user(format!(
+                            "(from a UserPromptSubmit hook)\n{c}"
+                        )));
+                    }
+                }
+                if !expanded {
+                    crate::cmd_permissions::note_mentions(self, text);
+                }
+                self.block_on(self.run_turn(&token))?
+            }
         };
         self.finish_file_batch();
         let usage_line = {

@@ -737,6 +737,11 @@ fn tools(s: &Session, _: &[String]) -> Result<String, CoreError> {
     if names.contains(&"ask-user") {
         out.push_str("  ask-user     Ask the user a structured question with concrete options\n");
     }
+    if names.contains(&"todo") {
+        out.push_str(
+            "  todo         Task tracker: items with status, dependencies, indices like 2.1\n",
+        );
+    }
     Ok(out.trim_end().to_string())
 }
 

@@ -270,7 +270,12 @@ impl Session {
                         status: "completed",
                         exit_status: "NotSubmitted",
                         error: Some(format!(
-                            "the plan is still invalid after {MAX_REPAIRS} repair request(s); planning stays active:\n{list}"
+                            "the plan is still invalid after {MAX_REPAIRS} repair request(s){}; nothing was saved:\n{list}",
+                            if planning {
+                                "; planning stays active"
+                            } else {
+                                ""
+                            }
                         )),
                         text: String::new(),
                     })

@@ -101,6 +101,7 @@ pub(crate) fn schema() -> Value {
 #[derive(Deserialize, Default)]
 struct Args {
     action: Option<String>,
+    #[serde(alias = "index", alias = "index_path")]
     id: Option<Value>,
     parent: Option<Value>,
     #[serde(alias = "title", alias = "task", alias = "description")]
@@ -238,7 +239,10 @@ fn item_from(v: &Value, fallback_id: String) -> Result<Item, String> {
         .filter(|s| !s.is_empty())
         .ok_or("each entry of `items` needs a non-empty `content`")?
         .to_string();
-    let id = obj.get("id").and_then(id_text).unwrap_or(fallback_id);
+    let id = ["id", "index_path", "index"]
+        .iter()
+        .find_map(|k| obj.get(*k).and_then(id_text))
+        .unwrap_or(fallback_id);
     let status = match obj.get("status").and_then(Value::as_str) {
         Some(s) => Status::parse(s)?,
         None => Status::Pending,
@@ -518,7 +522,11 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("before 1 is completed"), "{e}");
-        run(&mut l, r#"{"action":"update","id":1,"status":"done"}"#).unwrap();
+        run(
+            &mut l,
+            r#"{"action":"update","index_path":1,"status":"done"}"#,
+        )
+        .unwrap();
         run(
             &mut l,
             r#"{"action":"update","id":"2","status":"in_progress"}"#,

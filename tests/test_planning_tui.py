@@ -62,3 +62,36 @@ def test_core_gate_edit_then_execute_starts_implementation(fake_llm, env, repo, 
         assert term.wait_exit() == 0
     finally:
         term.close()
+
+
+def test_core_ctrl_t_shows_the_todo_tree(fake_llm, env, repo):
+    server = fake_llm(
+        [
+            call(
+                "todo",
+                items=[
+                    {"content": "alpha", "status": "completed"},
+                    {"content": "beta", "status": "in_progress"},
+                    {"id": "2.1", "content": "beta detail", "status": "blocked"},
+                    {"content": "gamma"},
+                ],
+            ),
+            say("Listed the work."),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_ready()
+        term.line("track it")
+        term.wait_for(r"Listed the work\.")
+        term.wait_for(r"\[-\] 2\. beta")  # the tree in the transcript after the update
+        term.wait_ready()
+        term.send("\x14")  # Ctrl+T: the panel
+        term.wait_for(r"task list")
+        for row in (r"\[x\] 1\. alpha", r"    \[!\] 2\.1\. beta detail", r"□ 3\. gamma"):
+            term.wait_for(row)
+        assert "no task list in this session" not in term.transcript()
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()

@@ -973,7 +973,8 @@ class App:
             )
             return
         self.say("task list", "accent")
-        marks = {"completed": "[x]", "in_progress": "[-]", "pending": "□", "blocked": "[!]"}
+        from .tasks import task_line
+
         done = sum(1 for t in tasks if isinstance(t, dict) and t.get("status") == "completed")
         for t in tasks:
             if not isinstance(t, dict):
@@ -982,10 +983,7 @@ class App:
             style = {"completed": "ok", "in_progress": "accent", "blocked": "warn"}.get(
                 st, "default"
             )
-            tid = str(t.get("id") or "")
-            indent = "  " * (1 + tid.count("."))
-            label = t.get("content") or t.get("title") or ""
-            self.say(f"{indent}{marks.get(st, '□')} {tid + '. ' if tid else ''}{label}", style)
+            self.say(task_line(t), style)
         self.console.print(self.renderer.progress_bar(done, len(tasks), "tasks"))
 
     def toggle_plan_preview(self) -> None:

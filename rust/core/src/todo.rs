@@ -373,9 +373,15 @@ fn apply(items: &mut Vec<Item>, raw: &str) -> Result<bool, String> {
         "query" | "list" | "get" => return Ok(false),
         "sync" | "write" | "set" | "replace" => {
             let list = a.items.ok_or("sync needs `items` (the whole list)")?;
-            let mut out = Vec::new();
-            for (k, v) in list.iter().enumerate() {
-                out.push(item_from(v, (k + 1).to_string())?);
+            // An entry without an id is the next top-level item after those seen so far
+            // (`1`, `2`, `2.1`, then `3`).
+            let mut out: Vec<Item> = Vec::new();
+            let mut top = 0u64;
+            for v in &list {
+                let item = item_from(v, (top + 1).to_string())?;
+                let first = item.id.split('.').next().and_then(|p| p.parse().ok());
+                top = top.max(first.unwrap_or(top));
+                out.push(item);
             }
             next = out;
         }
@@ -561,6 +567,15 @@ mod tests {
         .unwrap();
         assert_eq!(l[0].status, Status::InProgress);
         assert_eq!(l[1].id, "2");
+        run(
+            &mut l,
+            r#"{"items":[{"content":"a"},{"id":"1.1","content":"b"},{"content":"c"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            l.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(),
+            ["1", "1.1", "2"]
+        );
         assert!(render(&l).contains("□ 2. b"));
         let before = l.clone();
         assert!(run(&mut l, r#"{"items":[{"id":"1.1","content":"x"}]}"#).is_err());

@@ -576,7 +576,7 @@ mod tests {
             l.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(),
             ["1", "1.1", "2"]
         );
-        assert!(render(&l).contains("□ 2. b"));
+        assert!(render(&l).contains("□ 2. c"));
         let before = l.clone();
         assert!(run(&mut l, r#"{"items":[{"id":"1.1","content":"x"}]}"#).is_err());
         assert!(run(&mut l, r#"{"items":[{"content":"x","status":"weird"}]}"#).is_err());

@@ -349,6 +349,28 @@ def effect_max_steps(fake_llm, live, **_):
     assert status(s)["last_turn"]["exit_status"] == "LimitsExceeded"
 
 
+def effect_max_blocked_calls(fake_llm, live, **_):
+    refused = [("bash", {"command": "rm gone.txt"}, "r"), ("bash", {"command": "true"}, "t")]
+    server = fake_llm([say("one"), calls(refused), say("two")])
+    s, _ = live(server, deny=["Bash(rm)"])
+    set_key(s, "tools.max_consecutive_blocked_tool_calls_per_turn", "1")
+    s.chat("again")
+    # One refusal stops the turn (the default is 3): the tool-free handoff call follows.
+    assert len(server.requests) == 3
+    assert server.body(2).get("tools") in (None, [])
+    assert status(s)["last_turn"]["exit_status"] == "LimitsExceeded"
+
+
+def effect_next_session_primary_agent(fake_llm, live, **_):
+    server = fake_llm([say("one"), say("two")])
+    s, _ = live(server)
+    answer = set_key(s, "default_primary_agent", "plan")
+    assert "next session" in answer, answer
+    assert status(s)["mode"] == "yolo", "the running session keeps its mode"
+    fresh, _ = live(server, first_turn=False, mode=None)
+    assert status(fresh)["mode"] == "plan"
+
+
 def effect_max_cost(fake_llm, live, **_):
     server = fake_llm([say("one"), say("never sent")])
     s, _ = live(server, env={"D2A_MODEL_COST": PRICES})
@@ -737,6 +759,8 @@ def effect_feature_not_in_build(key: str):
 EFFECTS = {
     "agents.max_parallel": effect_agents_max_parallel,
     "goal.max_rounds": effect_goal_max_rounds,
+    "tools.max_consecutive_blocked_tool_calls_per_turn": effect_max_blocked_calls,
+    "default_primary_agent": effect_next_session_primary_agent,
     "hooks.max_stop_blocks": effect_max_stop_blocks,
     "features.hooks": effect_features_hooks,
     "features.skills": effect_features_skills,

@@ -101,7 +101,7 @@ def test_help_groups_commands_and_explains_one(api, fake_llm):
         assert re.search(rf"(?m)^{heading}", text), heading
     assert max(len(line) for line in text.splitlines()) <= 100
     one = s.dispatch("/help plan")
-    assert "/plan [on|off]" in one and "applies after the turn" in one
+    assert "/plan [on|off|<goal>|" in one and "applies after the turn" in one
     with pytest.raises(ValueError, match="unknown command"):
         s.dispatch("/help nope")
 

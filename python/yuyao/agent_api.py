@@ -83,6 +83,17 @@ class AgentSession:
         return json.loads(self._core.status_json()).get("completion")
 
     @property
+    def tasks(self) -> list[dict]:
+        """The todo list: [{id, content, status, deps}], hierarchical ids like "2.1"."""
+        return json.loads(self._core.tasks_json())
+
+    @property
+    def plan(self) -> dict:
+        """The planning workflow: {planning, awaiting_approval, approved, path, title, steps,
+        plan} (the plan's markdown once a valid plan was proposed)."""
+        return json.loads(self._core.plan_json())
+
+    @property
     def mcp_servers(self) -> list[str]:
         """Names of the configured MCP servers."""
         return list(self._core.mcp_servers())

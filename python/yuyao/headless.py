@@ -279,6 +279,13 @@ class PrintHandler:
             first = (str(inner.get("output") or "").splitlines() or [""])[0]
             self._progress(f"{pad}{tag} {inner.get('name')} failed: {first}")
 
+    def _on_plan(self, event: dict) -> None:
+        # The plan's markup never streamed: the validated plan is the answer printed at the end.
+        self.reply_was_streamed = False
+        self._progress(
+            f"[plan] {event.get('title')}: {event.get('steps')} steps -> {event.get('path')}"
+        )
+
     def _on_usage(self, event: dict) -> None:
         self.last_intent = ""
         if event.get("line"):  # the core renders it as ui.usage asks (empty with off)

@@ -544,6 +544,70 @@ class App:
         answers = len(self.renderer.answers)
         self.run_turn(lambda: self.session.chat(line), steer=True)
         self.after_chat(answers)
+        self.plan_gate()
+
+    def plan_state(self) -> dict:
+        getter = getattr(self.session, "plan_json", None)
+        if not callable(getter):
+            return {}
+        try:
+            state = json.loads(getter())
+        except Exception:  # noqa: BLE001
+            return {}
+        return state if isinstance(state, dict) else {}
+
+    def plan_gate(self) -> None:
+        """The approval gate, when a validated plan waits: Execute / Auto-accept edits / Edit /
+        Keep planning / Cancel. The core decides; this only picks the command."""
+        state = self.plan_state()
+        if not state.get("awaiting_approval") or self.keys.fd is None or self.fullscreen:
+            return
+        from .menu import choose
+
+        title = (
+            f"Plan ready: {state.get('title')} ({state.get('steps')} steps, {state.get('path')})"
+        )
+        options = ["Execute", "Auto-accept edits", "Edit", "Keep planning", "Cancel"]
+        hint = "↑/↓ move · Enter choose · Ctrl+E expand/collapse the plan · Ctrl+G edit · Esc keep"
+        while True:
+            picked = choose(title, options, hint=hint, extra={"c-g": 2, "c-e": -1})
+            if picked == -1:  # Ctrl+E: the full plan in the transcript, or collapsed
+                self.renderer.toggle_plan()
+                continue
+            if picked == 2:
+                self.edit_plan_file(str(state.get("path") or ""))
+                state = self.plan_state()
+                if not state.get("awaiting_approval"):
+                    return
+                continue
+            break
+        line = {0: "/plan approve", 1: "/plan approve auto-edit", 4: "/plan cancel"}.get(
+            picked if picked is not None else 3
+        )
+        if line is None:
+            self.say("keep planning: say what to change (or type lgtm / /plan approve)", "info")
+            return
+        self.say(f"{theme.SYM_STEER} {line}", "muted")
+        ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
+        if ok and isinstance(value, str) and value.strip() in self.renderer.answers[-1:]:
+            value = ""  # the implementation turn's answer is on screen already
+        self.slash_result(line, ok, value)
+
+    def edit_plan_file(self, path: str) -> None:
+        """Edit at the gate: the plan file in $VISUAL/$EDITOR, then the core re-validates it."""
+        import shlex
+        import subprocess
+
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        try:
+            subprocess.run([*shlex.split(editor), path], check=False)
+        except OSError as e:
+            self.say(f"{theme.SYM_FAIL} cannot start {editor}: {e}", "error")
+            return
+        try:
+            self.say(str(self.session.dispatch("/plan check")), "ok")
+        except Exception as e:  # noqa: BLE001 - invalid: said, the gate stays
+            self.say(f"{theme.SYM_FAIL} {e}", "error")
 
     def after_chat(self, answers_before: int) -> None:
         """After a turn: the next-step suggestion, and in plan mode the answer is the plan
@@ -584,6 +648,15 @@ class App:
         if self.slash_local(line):
             return
         ok, value = self.run_turn(lambda: self.session.dispatch(line), steer=False)
+        if line.split()[0].lower() == "/plan":
+            # `/plan <goal>` and `/plan approve` run a turn: its answer (the plan, the
+            # implementation's report) was rendered by the turn already.
+            shown = (self.renderer.plan, *(self.renderer.answers[-1:]))
+            if ok and isinstance(value, str) and value.strip() in shown:
+                value = ""
+            self.slash_result(line, ok, value)
+            self.plan_gate()
+            return
         self.slash_result(line, ok, value)
 
     def slash_during_turn(self, line: str) -> None:
@@ -909,14 +982,17 @@ class App:
             )
             return
         self.say("task list", "accent")
-        marks = {"completed": theme.SYM_OK, "in_progress": "▶", "pending": "○"}
+        from .tasks import task_line
+
         done = sum(1 for t in tasks if isinstance(t, dict) and t.get("status") == "completed")
         for t in tasks:
             if not isinstance(t, dict):
                 continue
             st = str(t.get("status") or "pending")
-            style = "ok" if st == "completed" else ("accent" if st == "in_progress" else "default")
-            self.say(f"  {marks.get(st, '○')} {t.get('content') or t.get('title') or ''}", style)
+            style = {"completed": "ok", "in_progress": "accent", "blocked": "warn"}.get(
+                st, "default"
+            )
+            self.say(task_line(t), style)
         self.console.print(self.renderer.progress_bar(done, len(tasks), "tasks"))
 
     def toggle_plan_preview(self) -> None:

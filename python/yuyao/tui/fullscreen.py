@@ -137,14 +137,14 @@ class Fullscreen:
         tasks = self.app.tasks()
         if not tasks:
             return [("class:tasks.empty", " no task list in this session (Ctrl+T hides this)")]
-        marks = {"completed": "✓", "in_progress": "▶"}
+        from .tasks import task_line
+
         out: list = [("class:tasks.title", " tasks\n")]
         done = 0
         for t in tasks:
             st = str(t.get("status") or "pending")
             done += st == "completed"
-            text = str(t.get("content") or t.get("title") or "")
-            out.append((f"class:tasks.{st}", f"  {marks.get(st, '○')} {text}\n"))
+            out.append((f"class:tasks.{st}", f"{task_line(t)}\n"))
         out.append(("class:tasks.title", f"  {done}/{len(tasks)} done"))
         return out
 
@@ -397,6 +397,7 @@ class Fullscreen:
                 "tasks.title": "ansicyan bold",
                 "tasks.completed": "ansigreen",
                 "tasks.in_progress": "ansicyan",
+                "tasks.blocked": "ansiyellow",
             }
         )
         return Application(

@@ -16,8 +16,15 @@ HINT = "↑/↓ move · Enter choose · Esc cancel"
 VISIBLE = 10  # rows shown at once; the list scrolls with the cursor
 
 
-def choose(title: str, items: list[str], default: int = 0, hint: str = HINT) -> int | None:
-    """The index picked, or None when cancelled (or there is nothing to pick)."""
+def choose(
+    title: str,
+    items: list[str],
+    default: int = 0,
+    hint: str = HINT,
+    extra: dict[str, int] | None = None,
+) -> int | None:
+    """The index picked, or None when cancelled (or there is nothing to pick). `extra` maps
+    more keys to results (a row's index, or a negative code the caller gives a meaning)."""
     if not items:
         return None
     state = {"i": max(0, min(default, len(items) - 1))}
@@ -47,6 +54,12 @@ def choose(title: str, items: list[str], default: int = 0, hint: str = HINT) -> 
     @kb.add("q")
     def _cancel(event) -> None:
         event.app.exit(result=None)
+
+    for key, result in (extra or {}).items():
+
+        @kb.add(key)
+        def _extra(event, r=result) -> None:
+            event.app.exit(result=r)
 
     for digit in range(1, min(len(items), 9) + 1):
 

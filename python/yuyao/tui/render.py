@@ -352,6 +352,21 @@ class Renderer:
         if not self.plan:
             return
         self.plan_from_core = True
+        if event.get("type") == "plan" and event.get("path"):
+            # The core's validated plan: the whole markdown once in the transcript, then the
+            # synopsis the approval gate shows (title, steps, files, verify commands).
+            title = str(event.get("title") or _first_line(self.plan, 90))
+            if event.get("approved"):
+                self.print(Text(f"{theme.SYM_OK} plan approved: {title}", "ok"))
+                return
+            self.print(Text("── proposed plan ──", "muted"))
+            self.markdown(self.plan)
+            self._printed_text = self.plan  # the turn's answer is this plan: shown once
+            self.print(Text(f"── saved to {event.get('path')} ──", "muted"))
+            for line in plan_synopsis(event):
+                self.print(Text(line, "info"))
+            self.plan_expanded = True
+            return
         first = _first_line(self.plan, 90)
         self.print(Text(f"{theme.SYM_INFO} plan proposed: {first}  (Ctrl+E to expand)", "info"))
         self.plan_expanded = False
@@ -587,3 +602,20 @@ def syntax_block(detail: str, lexer: str):
     from rich.syntax import Syntax
 
     return Syntax(detail.rstrip("\n"), lexer, theme=theme.CODE_THEME, word_wrap=True)
+
+
+def plan_synopsis(event: dict) -> list[str]:
+    """The approval gate's compact synopsis of a plan event: title, steps, files, checks."""
+    files = [str(f) for f in event.get("files") or []]
+    verify = [str(v) for v in event.get("verify") or []]
+
+    def some(items: list[str], n: int) -> str:
+        more = f" (+{len(items) - n} more)" if len(items) > n else ""
+        return ", ".join(items[:n]) + more
+
+    lines = [f"{theme.SYM_INFO} plan: {event.get('title')} · {event.get('steps')} steps"]
+    if files:
+        lines.append(f"  files: {some(files, 6)}")
+    if verify:
+        lines.append(f"  verify: {some(verify, 4)}")
+    return lines

@@ -108,12 +108,16 @@ impl Session {
 
     /// Makes `log` the session's file and `messages` its conversation.
     fn install(&self, log: SessionLog, messages: Vec<Message>) {
-        let mut st = self.lock();
-        st.sync_log();
-        st.logged = messages.len();
-        st.history = messages;
-        st.log = log;
-        st.reset_prefix();
+        {
+            let mut st = self.lock();
+            st.sync_log();
+            st.logged = messages.len();
+            st.history = messages;
+            st.log = log;
+            st.reset_prefix();
+        }
+        // The plan waiting for approval (or the approved one) comes back with the session.
+        self.plan_restore();
     }
 
     /// User prompts on the current path of the session tree, oldest first: `(entry id,

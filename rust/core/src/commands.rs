@@ -70,9 +70,9 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "plan",
         [],
-        "[on|off]",
-        "read-only plan mode (= --mode plan); off returns to the mode before",
-        Some(plan)
+        "[on|off|<goal>|approve [auto-edit]|edit|check|show|cancel]",
+        "the planning workflow: research, a plan to approve",
+        Some(crate::planning::command)
     ),
     cmd!(
         "ask",
@@ -791,6 +791,11 @@ fn tools(s: &Session, _: &[String]) -> Result<String, CoreError> {
     if names.contains(&"skill") {
         out.push_str("  skill        Load a skill's instructions (see /skills)\n");
     }
+    if names.contains(&"todo") {
+        out.push_str(
+            "  todo         Task tracker: items with status, dependencies, indices like 2.1\n",
+        );
+    }
     Ok(out.trim_end().to_string())
 }
 
@@ -852,21 +857,6 @@ fn toggle_arg(name: &str, args: &[String]) -> Result<Option<bool>, CoreError> {
     }
 }
 
-/// `/plan [on|off]`: off goes back to the mode plan mode was entered from.
-fn plan(s: &Session, args: &[String]) -> Result<String, CoreError> {
-    if toggle_arg("plan", args)?.unwrap_or(true) {
-        return set_mode(s, "plan");
-    }
-    let (now, before) = {
-        let st = s.lock();
-        (st.policy.mode, st.mode_before_plan)
-    };
-    if now != Mode::Plan {
-        return Ok(format!("plan mode is not on (mode: {now})"));
-    }
-    set_mode(s, before.unwrap_or(Mode::Ask).as_str())
-}
-
 /// `/ask` and `/debug [on|off]`: off goes back to the role the switch was made from.
 fn role_toggle(s: &Session, name: &str, args: &[String]) -> Result<String, CoreError> {
     if toggle_arg(name, args)?.unwrap_or(true) {
@@ -914,7 +904,13 @@ pub(crate) fn check_args(name: &str, args: &[String]) -> Result<(), CoreError> {
         "think" => parse::<ThinkingLevel>(&one(args)?).map(drop),
         "curiosity" => parse::<Curiosity>(&one(args)?).map(drop),
         "model" => one(args).map(drop),
-        "plan" | "ask" | "debug" | "vim" => toggle_arg(name, args).map(drop),
+        // `/plan <goal>` would start a turn: typed during one, it is dropped (said at once).
+        "plan" => toggle_arg(name, args).map(drop).map_err(|_| {
+            CoreError::Usage(
+                "/plan with a goal cannot start while a turn is running, so it was dropped (expected on or off)".into(),
+            )
+        }),
+        "ask" | "debug" | "vim" => toggle_arg(name, args).map(drop),
         "stream" => match one(args)?.to_ascii_lowercase().as_str() {
             "on" | "off" | "true" | "false" => Ok(()),
             other => Err(CoreError::Usage(format!(

@@ -108,6 +108,10 @@ impl Session {
             st.logged = next.len();
             st.history = next;
             st.reset_prefix();
+            // The approved plan and the task list outlive the summary.
+            for pin in self.plan_pins(&st.log) {
+                st.push(Message::user(pin));
+            }
             st.trajectory.record(
                 "compaction",
                 json!({"replaced": cut, "kept": keep, "summary": summary, "cost_usd": cost}),

@@ -209,6 +209,8 @@ pub struct Session {
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     /// Skills and plugins (`skills.rs`, `plugins.rs`).
     pub(crate) ext: crate::skills::ExtState,
+    /// The planning workflow's draft, approval and pinned plan (`planning/`).
+    pub(crate) plan_state: Mutex<crate::planning::PlanState>,
     /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
     /// The turn's declared scope and what its guard let through (`scope/`).
@@ -298,6 +300,8 @@ impl Session {
             .unwrap_or_else(|| yuyao_store::trust::is_trusted(&paths));
         let mut ignored: Vec<String> = Vec::new();
         let mode = trusted_or(opts.mode, &config, "mode", Mode::Ask, trusted, &mut ignored);
+        // `default_primary_agent = "plan"`: sessions start in the planning workflow.
+        let mode = crate::planning::primary_mode(opts.mode, &config, mode);
         let role = parse_or(opts.role, &config, "role", Role::Execute);
         if role == Role::Orchestrator {
             return Err(CoreError::NotAvailable(
@@ -511,6 +515,7 @@ impl Session {
             pending_images: Mutex::new(Vec::new()),
             auto_commit: Mutex::new(Default::default()),
             queued: Mutex::new(Default::default()),
+            plan_state: Mutex::new(Default::default()),
             runtime: Mutex::new(None),
             _live: live,
         };

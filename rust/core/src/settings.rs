@@ -41,6 +41,7 @@ const READ_AT_USE: &[&str] = &[
     "verification.timeout_s",
     "verification.max_rounds",
     "intent.remind",
+    "tools.max_consecutive_blocked_tool_calls_per_turn",
     "features.hooks",
     "features.mcp",
     "features.skills",

@@ -10,7 +10,12 @@ use yuyao_protocol::{Event, Message, PermissionAnswer, Request, ToolCall, canoni
 use yuyao_tools::{ToolArgs, ToolOutput, cap_output};
 
 /// Tools the core itself implements (they need the session or the user).
-const CORE_TOOLS: &[&str] = &["ask-user", "declare-scope"];
+const CORE_TOOLS: &[&str] = &[
+    "ask-user",
+    "declare-scope",
+    crate::todo::NAME,
+    crate::planning::START_TOOL,
+];
 
 pub struct CallOutcome {
     pub message: Message,
@@ -18,6 +23,9 @@ pub struct CallOutcome {
     /// the batch's tool results, since many endpoints accept images only from the user role.
     pub images: Vec<String>,
     pub ok: bool,
+    /// The call ran (it was not refused, unknown or malformed): the blocked-call fuse
+    /// counts the others.
+    pub ran: bool,
     /// The tool really ran (it was not refused, unknown or malformed) on the workspace, so
     /// its result can back an answer; a question to the user, answered or not, is no
     /// evidence of work done.
@@ -71,6 +79,8 @@ impl Session {
         if self.tool_enabled("task") {
             schemas.push(self.task_schema());
         }
+        // The planning workflow's tools (todo; start_planning outside planning).
+        schemas.extend(crate::planning::schemas(self, |n| self.tool_enabled(n)));
         for s in crate::memory::tools::schemas() {
             if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
                 schemas.push(s);
@@ -145,10 +155,11 @@ impl Session {
             message,
             images: out.images,
             ok: out.ok,
+            ran: effective,
             evidence: effective
                 && !matches!(
                     canonical_tool_name(&call.name),
-                    Some("ask-user" | "declare-scope")
+                    Some("ask-user" | "declare-scope" | "todo" | "start_planning")
                 ),
             may_change_repo,
         }
@@ -175,6 +186,10 @@ impl Session {
         // A skill's `allowed-tools` in force: another tool is refused here, in dispatch.
         if let Some(refusal) = self.skill_gate(name, &call.arguments) {
             return (refusal, false, false);
+        }
+        // The task tracker and start_planning change only the session's own state.
+        if let Some(out) = crate::planning::run_tool(self, name, &call.arguments) {
+            return (out, true, false);
         }
         // Memory tools read only memory files, which are the user's own notes.
         if let Some(out) = crate::memory::search::run_tool(self, name, &call.arguments) {

@@ -70,6 +70,8 @@ impl Session {
             let st = self.lock();
             (st.usage, st.cost_usd)
         };
+        // The planning workflow reads the prompt first (instructions, intent phrases).
+        let mut intercepted = gate.as_ref().ok().and_then(|_| self.plan_intercept(text));
         let summary = match gate {
             Err(why) => {
                 self.lock()
@@ -80,6 +82,13 @@ impl Session {
                     format!("the prompt was blocked by a UserPromptSubmit hook: {why}"),
                 )
             }
+            // An intent phrase at a waiting plan (cancel) is handled without a model call.
+            Ok(_) if intercepted.is_some() => TurnSummary {
+                status: "completed",
+                exit_status: "Answered",
+                error: None,
+                text: intercepted.take().unwrap_or_default(),
+            },
             Ok(context) => {
                 self.checkpoint_prompt(text);
                 self.scope_begin_turn();
@@ -352,6 +361,7 @@ impl Session {
         let mut turn_steps: u32 = 0;
         self.agents.turn_start();
         let mut json_repairs: u32 = 0;
+        let mut fuse = crate::planning::recovery::Fuse::new(self);
         loop {
             if token.is_cancelled() {
                 return interrupted();
@@ -361,7 +371,7 @@ impl Session {
                 return stop;
             }
             // Limits are checked before the call, never after the money is spent.
-            let max_steps = self.lock().max_steps;
+            let max_steps = self.plan_step_limit(self.lock().max_steps);
             if let Some(max) = max_steps
                 && turn_steps >= max
             {
@@ -447,20 +457,29 @@ impl Session {
             self.emit(Event::ModelCall { step });
             let t0 = std::time::Instant::now();
             let show = stream;
+            // `<proposed_plan>` markup never reaches the live transcript.
+            let mut plan_filter = crate::planning::extract::StreamFilter::new();
             let mut on_piece = |p: Piece<'_>| {
                 if !show {
                     return;
                 }
                 match p {
-                    Piece::Text(t) => self.emit(Event::TextDelta {
-                        text: t.to_string(),
-                    }),
+                    Piece::Text(t) => {
+                        let text = plan_filter.push(t);
+                        if !text.is_empty() {
+                            self.emit(Event::TextDelta { text });
+                        }
+                    }
                     Piece::Thinking(t) => self.emit(Event::ThinkingDelta {
                         text: t.to_string(),
                     }),
                 }
             };
             let result = client.complete(&req, &mut on_piece, token).await;
+            let held = plan_filter.finish();
+            if show && !held.is_empty() {
+                self.emit(Event::TextDelta { text: held });
+            }
             let reply = match result {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => return interrupted(),
@@ -499,7 +518,7 @@ impl Session {
             };
             let priced = self.price() != yuyao_model::Pricing::default();
             self.emit(Event::AssistantMessage {
-                text: reply.text.clone(),
+                text: crate::planning::extract::strip(&reply.text),
                 thinking: reply.reasoning.clone(),
                 tool_calls: reply.tool_calls.len(),
             });
@@ -520,8 +539,16 @@ impl Session {
                 ),
             });
 
+            match self.plan_after_reply(&reply.text, !assistant.tool_calls.is_empty()) {
+                crate::planning::PlanStep::Stop(summary) => return summary,
+                crate::planning::PlanStep::Repair if assistant.tool_calls.is_empty() => continue,
+                _ => {}
+            }
             if assistant.tool_calls.is_empty() {
                 if reply.text.trim().is_empty() {
+                    if nudged && let Some(summary) = self.plan_synthesis(&client, token).await {
+                        return summary;
+                    }
                     if !nudged {
                         nudged = true;
                         self.notice(
@@ -560,6 +587,10 @@ impl Session {
                         "A Stop hook (quality gate) failed, so the task is not finished. Fix what it reports, then finish:\n{gate}"
                     )));
                     continue;
+                }
+                // Headless planning without a valid plan: one tool-free synthesis.
+                if let Some(summary) = self.plan_headless_final(&client, token).await {
+                    return summary;
                 }
                 // --json-schema: the answer must validate; one repair turn, then an error.
                 let mut document = false;
@@ -604,6 +635,7 @@ impl Session {
             // The reply's task calls run first, concurrently; their results keep call order.
             let mut delegated = self.run_task_calls(&calls, &intent, token);
             let mut images = Vec::new();
+            let mut tripped: Option<String> = None;
             for (k, call) in calls.iter().enumerate() {
                 if token.is_cancelled() {
                     let mut st = self.lock();
@@ -620,6 +652,9 @@ impl Session {
                     None => self.run_tool_call(&client, call, &intent, token).await,
                 };
                 acted |= outcome.ok && outcome.evidence;
+                if let Some(why) = fuse.record(!outcome.ran) {
+                    tripped.get_or_insert(why);
+                }
                 if outcome.may_change_repo {
                     self.mark_git_stale();
                 }
@@ -629,6 +664,10 @@ impl Session {
             self.finish_file_batch();
             if !images.is_empty() {
                 self.lock().push(images_message(images));
+            }
+            // Every call of the batch has its result; then the fuse stops the turn.
+            if let Some(why) = tripped {
+                return self.blocked_stop(&client, token, why).await;
             }
             // --auto-test: the tests run after an edit batch, their result joins the history.
             self.auto_test_after_batch(token);

@@ -115,6 +115,17 @@ pub enum Event {
         call_id: String,
         event: Box<Event>,
     },
+    /// A validated plan was persisted (`approved`: it was just approved): the fronts show
+    /// the synopsis and the gate; `plan` is the whole markdown.
+    Plan {
+        plan: String,
+        title: String,
+        path: String,
+        steps: usize,
+        files: Vec<String>,
+        verify: Vec<String>,
+        approved: bool,
+    },
     /// The turn ended; `status` is one of `completed`, `limits_exceeded`, `interrupted`, `error`.
     TurnEnd {
         status: String,

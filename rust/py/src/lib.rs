@@ -257,6 +257,18 @@ impl PySession {
         self.inner.status_json().to_string()
     }
 
+    /// The todo list (Ctrl+T): JSON list of {id, content, status, deps}.
+    fn tasks_json(&self, py: Python<'_>) -> String {
+        let inner = self.inner.clone();
+        py.detach(move || inner.tasks_json())
+    }
+
+    /// The planning workflow's state (the TUI's approval gate).
+    fn plan_json(&self, py: Python<'_>) -> String {
+        let inner = self.inner.clone();
+        py.detach(move || inner.plan_json())
+    }
+
     fn steer(&self, text: &Bound<'_, PyString>) {
         self.inner.steer(&self::text(text));
     }

@@ -383,6 +383,18 @@ const KNOWN: &[Key] = &[
         "how many rounds /goal (and /loop without --max) runs at most (default 10)",
     ),
     key(
+        "tools.max_consecutive_blocked_tool_calls_per_turn",
+        Kind::PosInt,
+        Applies::Live,
+        "refused tool calls in a row that stop a turn (default 3; the turn's total fuse is 2x, 4x while planning)",
+    ),
+    key(
+        "default_primary_agent",
+        Kind::OneOf(&["build", "plan"]),
+        Applies::NextSession,
+        "the workflow a session starts in: build, or plan (the planning workflow)",
+    ),
+    key(
         "hooks.max_stop_blocks",
         Kind::NonNegInt,
         Applies::Live,

@@ -115,6 +115,10 @@ impl Session {
 
     /// The `ask-user` tool call (the hook in `tool_call.rs`).
     pub(crate) fn ask_user(&self, args: &AskUserParams) -> ToolOutput {
+        // Headless planning: the absent human's answer (once), then a permanent denial.
+        if let Some(out) = self.plan_headless_ask() {
+            return out;
+        }
         let question = args.question.trim().to_string();
         if question.is_empty() {
             return ToolOutput::err(

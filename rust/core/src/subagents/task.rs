@@ -242,6 +242,7 @@ impl Session {
             message: Message::tool(call.id.clone(), text),
             images: Vec::new(),
             ok,
+            ran,
             evidence: ran,
             may_change_repo: false,
         }

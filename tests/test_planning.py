@@ -1,0 +1,610 @@
+"""The planning workflow (issue 17, seed 001): the todo tool, `<proposed_plan>` extraction and
+validation, `.plans/` persistence, approval (phrase, `/plan approve`) and handoff, replans,
+the blocked-call fuse and planning's empty-reply recovery — end to end through `yuyao -p`
+and agent_api against the scripted model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakellm import call, say
+
+pytestmark = pytest.mark.core
+
+PLAN = """# Add a subtract function
+
+## Summary
+calc.py gains `sub(a, b)`; nothing else changes.
+
+## Implementation Steps
+1. Add sub(a, b) next to add -> files: calc.py -> verify: python3 -c "import calc; assert calc.sub(3, 1) == 2"
+2. Mention it in the README -> files: README.md -> verify: grep -n sub README.md
+
+## Test Cases and Validation
+- python3 -c "import calc"
+
+## Assumptions and Defaults
+- integers only
+"""
+
+
+def proposed(plan: str = PLAN, before: str = "Here is the plan.\n") -> str:
+    return f"{before}<proposed_plan>\n{plan}</proposed_plan>\n"
+
+
+def all_text(messages: list[dict]) -> str:
+    return json.dumps(messages)
+
+
+def plan_files(repo: Path) -> list[Path]:
+    return sorted((repo / ".plans").glob("*.md"))
+
+
+@pytest.fixture
+def session(use_env, repo):
+    from yuyao.agent_api import create_session
+
+    opened = []
+
+    def open_session(server=None, **kwargs):
+        use_env(server)
+        kwargs.setdefault("cwd", str(repo))
+        opened.append(create_session(**kwargs))
+        return opened[-1]
+
+    yield open_session
+    for s in opened:
+        s.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# todo
+
+
+def test_todo_tool_tree_in_verbose_output_and_session(fake_llm, yuyao, env, repo, yuyao_home):
+    server = fake_llm(
+        [
+            call(
+                "TodoWrite",
+                todos=[
+                    {"content": "read calc.py", "status": "in_progress"},
+                    {"content": "write tests"},
+                ],
+            ),
+            call("todo", action="create", content="edge cases", parent="2"),
+            call("task_tracker", action="update", id="1", status="completed"),
+            call("todo", action="update", id="2.1", status="blocked"),
+            call("todo", action="update", id="9", status="completed"),
+            say("Tracked."),
+        ]
+    )
+    proc = yuyao("-p", "plan the work", "--verbose", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr
+    assert "[-] 1. read calc.py" in err and "□ 2. write tests" in err
+    assert "[x] 1. read calc.py" in err
+    assert "  [!] 2.1. edge cases" in err
+    # A refused update says why and changes nothing; the model sees the tree each time.
+    refused = server.tool_result("call_4_0")
+    assert "no item 9" in refused and "unchanged" in refused
+    [log] = list((yuyao_home / "sessions").glob("*.jsonl"))
+    todos = [json.loads(line) for line in log.read_text().splitlines() if '"todo"' in line]
+    last = [e for e in todos if e.get("type") == "todo"][-1]
+    assert [(i["id"], i["status"]) for i in last["items"]] == [
+        ("1", "completed"),
+        ("2", "pending"),
+        ("2.1", "blocked"),
+    ]
+
+
+def test_todo_is_carried_by_resume_and_branch_and_rewind(fake_llm, session):
+    server = fake_llm(
+        [
+            call("todo", items=[{"content": "alpha"}, {"content": "beta"}]),
+            say("ok"),
+            call("todo", action="update", id="1", status="in_progress"),
+            say("ok"),
+        ]
+    )
+    s = session(server, mode="yolo")
+    s.chat("make a list")
+    s.chat("start alpha")
+    assert [t["status"] for t in s.tasks] == ["in_progress", "pending"]
+    sid = s.session_id
+    s.close()
+    resumed = session(server, resume=sid)
+    assert [t["content"] for t in resumed.tasks] == ["alpha", "beta"]
+    assert resumed.tasks[0]["status"] == "in_progress"
+    resumed.dispatch("/branch")
+    assert resumed.tasks[0]["status"] == "in_progress"
+
+
+def test_todo_goes_back_with_a_conversation_rewind(fake_llm, session):
+    server = fake_llm(
+        [
+            call("todo", items=[{"content": "alpha"}, {"content": "beta"}]),
+            say("ok"),
+            call("todo", action="update", id="1", status="in_progress"),
+            say("ok"),
+        ]
+    )
+    s = session(server, mode="yolo")
+    s.chat("first prompt")
+    s.chat("second prompt")
+    assert s.tasks[0]["status"] == "in_progress"
+    listing = s.dispatch("/rewind")
+    ids = [
+        ln.split()[0] for ln in listing.splitlines() if "prompt" in ln and ln.strip()[0].isdigit()
+    ]
+    s.dispatch(f"/rewind {ids[1]} conversation")
+    assert [t["status"] for t in s.tasks] == ["pending", "pending"]
+
+
+def test_todo_survives_compaction_pinned_into_the_next_request(fake_llm, session):
+    server = fake_llm(
+        [
+            call("todo", items=[{"content": "PIN-ME alpha", "status": "in_progress"}]),
+            say("Listed."),
+            say("Next done."),
+            say("NONE"),  # the memory flush
+            say("## Task\nsummary without the list"),
+            say("Continuing."),
+        ]
+    )
+    s = session(server)
+    s.chat("track alpha")
+    s.chat("next step")
+    assert "compacted" in s.dispatch("/compact")
+    s.chat("go on")
+    last = all_text(server.messages(-1))
+    assert "[pinned task list" in last and "[-] 1. PIN-ME alpha" in last
+
+
+# ---------------------------------------------------------------------------------------------
+# <proposed_plan>: extraction, validation, persistence
+
+
+def test_headless_plan_tags_split_across_sse_chunks(fake_llm, yuyao, env, repo):
+    content = proposed()
+    # The scripted server streams 16-character pieces: both tags straddle a boundary.
+    start = content.index("<proposed_plan>")
+    end = content.index("</proposed_plan>")
+    assert start % 16 + 15 > 16 and end % 16 != 0
+    server = fake_llm([content])
+    proc = yuyao("-p", "--plan", "add a subtract function", "--stream", "on", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "<proposed_plan>" not in out and "</proposed_plan>" not in out
+    assert "Here is the plan." in out
+    assert out.count("## Implementation Steps") == 1, out
+    [path] = plan_files(repo)
+    assert path.name == "add-a-subtract-function.md"
+    assert "1. Add sub(a, b)" in path.read_text()
+    tracker = json.loads(path.with_name("add-a-subtract-function.tracker.json").read_text())
+    assert [i["content"] for i in tracker["items"]][0] == "Add sub(a, b) next to add"
+    assert tracker["items"][1]["verify"] == ["grep -n sub README.md"]
+    assert "/.plans/" in (repo / ".git" / "info" / "exclude").read_text()
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert status.stdout == "", "the plan files stay out of git"
+    # The planning instructions reached the model, with the read-only mode.
+    assert "<proposed_plan>" in all_text(server.messages(0))
+
+
+def test_headless_plan_json_output(fake_llm, yuyao, env, repo):
+    server = fake_llm([proposed()])
+    proc = yuyao(
+        "-p", "--plan", "add sub", "--output-format", "json", "--stream", "off", env=env(server)
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["result"].startswith("# Add a subtract function")
+    assert plan_files(repo)
+
+
+BAD = {
+    "missing section": (PLAN.replace("## Assumptions and Defaults", "## Notes"), "missing section"),
+    "missing verify": (
+        PLAN.replace(" -> verify: grep -n sub README.md", ""),
+        "step 2: missing `-> verify:",
+    ),
+    "vague verify": (PLAN.replace("grep -n sub README.md", "it works"), "verify entry `it works`"),
+    "markdown link": (
+        PLAN.replace("files: README.md", "files: [README](README.md)"),
+        "markdown link",
+    ),
+    "editor uri": (
+        PLAN.replace("files: README.md", "files: vscode://file/README.md"),
+        "editor URI",
+    ),
+    "too large": (PLAN.replace("integers only", "integers only " * 600), "condense"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD))
+def test_each_validator_failure_goes_back_to_the_model(fake_llm, session, repo, kind):
+    bad, named = BAD[kind]
+    server = fake_llm([proposed(bad), proposed()])
+    s = session(server)
+    s.dispatch("/plan")
+    answer = s.chat("add sub")
+    assert answer.startswith("# Add a subtract function")
+    feedback = all_text(server.messages(1))
+    assert "[plan validation]" in feedback and named in feedback, feedback[-2000:]
+    [path] = plan_files(repo)
+    assert path.read_text().strip() == PLAN.strip()
+
+
+def test_invalid_plan_never_overwrites_a_valid_one(fake_llm, session, repo):
+    server = fake_llm(
+        [proposed(), proposed(PLAN.replace("## Summary", "## Intro")), say("x"), say("y")]
+    )
+    s = session(server)
+    s.dispatch("/plan")
+    s.chat("add sub")
+    [path] = plan_files(repo)
+    before = path.read_text()
+    s.chat("make it shorter")  # invalid, then two more replies without a plan
+    assert path.read_text() == before
+    assert s.plan["awaiting_approval"]
+
+
+def test_plan_edited_on_disk_is_revalidated(fake_llm, session, repo, tmp_path, monkeypatch):
+    server = fake_llm([proposed()])
+    s = session(server)
+    s.dispatch("/plan")
+    s.chat("add sub")
+    [path] = plan_files(repo)
+    path.write_text(path.read_text().replace(" -> verify: grep -n sub README.md", ""))
+    with pytest.raises(ValueError, match="step 2: missing"):
+        s.dispatch("/plan check")
+    with pytest.raises(ValueError, match="does not validate"):
+        s.dispatch("/plan approve")
+    assert not (repo / "README.md").exists() or "sub" not in (repo / "README.md").read_text()
+    # /plan edit: $EDITOR fixes the file, and the plan is validated again.
+    fixer = tmp_path / "fix.py"
+    fixer.write_text(
+        "import sys\np = sys.argv[1]\nt = open(p).read().replace("
+        "'2. Mention it in the README -> files: README.md',"
+        "'2. Mention it in the README -> files: README.md -> verify: grep -n sub README.md')\n"
+        "open(p, 'w').write(t)\n"
+    )
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {fixer}")
+    monkeypatch.delenv("VISUAL", raising=False)
+    assert "is valid (2 steps)" in s.dispatch("/plan edit")
+
+
+# ---------------------------------------------------------------------------------------------
+# Approval and handoff
+
+
+def test_approval_by_phrase_hands_off_with_tracker_and_pinned_plan(fake_llm, session, repo):
+    server = fake_llm(
+        [
+            proposed(),
+            call("write", file_path=str(repo / "sub.txt"), content="sub\n"),
+            say("Implemented step 1."),
+        ]
+    )
+    s = session(server, mode="yolo")
+    s.dispatch("/plan")
+    assert s.chat("add sub").startswith("# Add a subtract function")
+    assert not (repo / "sub.txt").exists()
+    assert s.chat("lgtm") == "Implemented step 1."
+    tracker = next((repo / ".plans").glob("*.tracker.json"))
+    assert json.loads(tracker.read_text())["items"]
+    req = all_text(server.messages(1))
+    assert "[approved plan" in req and "1. Add sub(a, b) next to add" in req
+    assert "Permission mode: yolo" in req
+    assert (repo / "sub.txt").read_text() == "sub\n"
+    assert [t["content"] for t in s.tasks] == [
+        "Add sub(a, b) next to add",
+        "Mention it in the README",
+    ]
+    assert s.plan["approved"] and not s.plan["planning"]
+
+
+def test_approval_by_gate_command_starts_implementation_by_itself(fake_llm, session, repo):
+    server = fake_llm(
+        [
+            proposed(),
+            call("write", file_path=str(repo / "sub.txt"), content="sub\n"),
+            say("Done: sub.txt written."),
+        ]
+    )
+    s = session(server, mode="ask")
+    s.dispatch("/plan add sub")  # /plan <goal>: planning, then the turn
+    assert s.plan["awaiting_approval"]
+    # Auto-accept edits: the write runs without a question (headless ask would refuse it).
+    out = s.dispatch("/plan approve auto-edit")
+    assert out == "Done: sub.txt written."
+    assert (repo / "sub.txt").exists()
+    assert "Permission mode: auto-edit" in all_text(server.messages(1))
+    assert len(server.requests) == 3
+
+
+def test_cancel_phrase_removes_the_draft_without_a_model_call(fake_llm, session, repo):
+    server = fake_llm([proposed()])
+    s = session(server)
+    s.dispatch("/plan")
+    s.chat("add sub")
+    assert plan_files(repo)
+    s.chat("abandon plan")
+    assert not plan_files(repo)
+    assert len(server.requests) == 1
+    assert not s.plan["planning"]
+
+
+def test_stay_in_planning_overrides_an_exit_phrase(fake_llm, session, repo):
+    server = fake_llm([proposed(), proposed()])
+    s = session(server, mode="yolo")
+    s.dispatch("/plan")
+    s.chat("add sub")
+    s.chat("lgtm, but stay in planning and recheck")
+    assert s.plan["planning"] and s.plan["awaiting_approval"]
+    assert "Permission mode: yolo" not in all_text(server.messages(1)[-2:])
+
+
+def test_approved_run_gets_the_allowance(fake_llm, session, repo):
+    steps = [call("read", file_path=str(repo / "calc.py")) for _ in range(4)]
+    server = fake_llm([proposed(), *steps, say("All done.")])
+    s = session(server, mode="yolo")
+    s.dispatch("/config set max_steps 2")
+    s.dispatch("/plan")
+    s.chat("add sub")
+    # Five model calls in the implementation turn: over max_steps 2, within 2 + 50.
+    assert s.chat("approve") == "All done."
+
+
+def test_mid_execution_replan_valid_and_invalid(fake_llm, session, repo):
+    revised = PLAN.replace("# Add a subtract function", "# Add a subtract function v2")
+    server = fake_llm(
+        [
+            proposed(),
+            say(proposed(revised, before="The repo changed; revised plan.\n")),
+            # (the run continues by itself after a valid revision)
+            call("read", file_path=str(repo / "calc.py")),
+            say(proposed(PLAN.replace("## Summary", "## Intro"), before="Another.\n")),
+            say("Finished with the revised plan."),
+        ]
+    )
+    s = session(server, mode="yolo")
+    s.dispatch("/plan")
+    s.chat("add sub")
+    assert s.chat("ship it") == "Finished with the revised plan."
+    [path] = plan_files(repo)
+    assert path.read_text().startswith("# Add a subtract function v2")
+    # The invalid revision was rejected visibly to the model and changed nothing.
+    assert "[plan validation]" in all_text(server.messages(-1))
+    assert "v2" in path.read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounded recovery
+
+
+def test_blocked_call_fuse_normal_turn(fake_llm, session, repo):
+    def refused(k):
+        return {"name": "write", "arguments": {"file_path": str(repo / f"x{k}"), "content": "x"}}
+
+    read = {"name": "read", "arguments": {"file_path": str(repo / "calc.py")}}
+    # Two refused, one allowed, per reply: never three in a row; the 6th refusal stops.
+    script = [{"tool_calls": [refused(k), refused(k + 1), read]} for k in range(0, 20, 2)]
+    server = fake_llm(script)
+    s = session(server, mode="ask")
+    s.chat("write the files")
+    # Three replies' batches, then one tool-free call that reads the refusals and hands off.
+    assert len(server.requests) == 4
+    assert server.body(3).get("tools") in (None, [])
+    assert "x4" in all_text(server.messages(3)), "the refusals reached the model"
+    status = s._core.status_json()
+    assert "LimitsExceeded" in status
+    assert f"yuyao --resume {s.session_id}" in status
+
+
+def test_blocked_call_fuse_consecutive_and_planning_total(fake_llm, session, repo):
+    def refused(k):
+        return {"name": "write", "arguments": {"file_path": str(repo / f"y{k}"), "content": "y"}}
+
+    read = {"name": "read", "arguments": {"file_path": str(repo / "calc.py")}}
+    server = fake_llm([{"tool_calls": [refused(0), refused(1), refused(2)]}])
+    s = session(server, mode="ask")
+    s.chat("write")
+    assert len(server.requests) == 2
+    assert "in a row" in s._core.status_json()
+
+    script = [{"tool_calls": [refused(k), refused(k + 1), read]} for k in range(0, 40, 2)]
+    server2 = fake_llm(script)
+    p = session(server2)
+    p.dispatch("/plan")
+    p.chat("plan it")
+    assert len(server2.requests) == 7, "12 refusals while planning, then the handoff"
+
+
+def test_empty_replies_in_planning_get_one_tool_free_synthesis(fake_llm, session, repo):
+    server = fake_llm([say(""), say(""), proposed()])
+    s = session(server)
+    s.dispatch("/plan")
+    assert s.chat("add sub").startswith("# Add a subtract function")
+    assert server.body(2).get("tools") in (None, [])
+    assert server.body(1).get("tools")
+    assert plan_files(repo)
+
+
+def test_empty_replies_then_no_plan_is_a_blocked_handoff(fake_llm, session, repo):
+    server = fake_llm([say(""), say(""), say("I could not decide.")])
+    s = session(server)
+    s.dispatch("/plan")
+    s.chat("add sub")
+    status = json.loads(s._core.status_json())
+    assert status["last_turn"]["exit_status"] == "NotSubmitted"
+    assert "planning is blocked" in json.dumps(status)
+    assert s.plan["planning"]
+    assert not plan_files(repo)
+
+
+# ---------------------------------------------------------------------------------------------
+# start_planning and headless clarification
+
+
+def test_start_planning_pending_in_headless_ask(fake_llm, session, repo):
+    server = fake_llm([call("start_planning", reason="ambiguous"), say("Continuing.")])
+    s = session(server, mode="ask")
+    s.chat("do the big refactor")
+    assert "Pending" in server.tool_result("call_0_0")
+    assert not s.plan["planning"]
+
+
+def test_start_planning_accepted_in_yolo(fake_llm, session, repo):
+    server = fake_llm(
+        [
+            call("start_planning", reason="ambiguous"),
+            call("write", file_path=str(repo / "z.txt"), content="z"),
+            proposed(),
+        ]
+    )
+    s = session(server, mode="yolo")
+    assert s.chat("do the big refactor").startswith("# Add a subtract function")
+    assert "Entered the planning workflow" in server.tool_result("call_0_0")
+    assert not (repo / "z.txt").exists(), "planning is read-only"
+    assert s.plan["awaiting_approval"]
+
+
+def test_headless_planning_ask_user_answered_once_then_denied(fake_llm, session):
+    server = fake_llm(
+        [
+            call("ask-user", question="Which?", options=["a", "b"]),
+            call("ask-user", question="Really which?", options=["a", "b"]),
+            proposed(),
+        ]
+    )
+    s = session(server)
+    s.dispatch("/plan")
+    s.chat("add sub")
+    assert "decide from the evidence" in server.tool_result("call_0_0")
+    assert "denied" in server.tool_result("call_1_0")
+
+
+def test_headless_clarification_then_no_plan_gets_one_synthesis(fake_llm, session, repo):
+    server = fake_llm(
+        [
+            call("ask-user", question="Which file?", options=["calc.py", "README.md"]),
+            say("I would need to know which file."),
+            proposed(),
+        ]
+    )
+    s = session(server)
+    s.dispatch("/plan")
+    assert s.chat("add sub").startswith("# Add a subtract function")
+    assert server.body(2).get("tools") in (None, [])
+    assert "[planning recovery]" in all_text(server.messages(2))
+    assert plan_files(repo)
+
+
+def test_tracker_sidecar_follows_todo_updates_in_the_approved_run(fake_llm, session, repo):
+    server = fake_llm(
+        [
+            proposed(),
+            call("todo", action="update", id="1", status="completed"),
+            say("Step 1 done."),
+        ]
+    )
+    s = session(server, mode="yolo")
+    s.dispatch("/plan")
+    s.chat("add sub")
+    s.chat("go")
+    tracker = json.loads(next((repo / ".plans").glob("*.tracker.json")).read_text())
+    assert [i["status"] for i in tracker["items"]] == ["completed", "pending"]
+    assert tracker["items"][0]["verify"]
+
+
+def test_start_planning_asks_an_interactive_user(fake_llm, use_env, repo):
+    from yuyao import _core
+
+    class Handler:
+        def __init__(self):
+            self.asked = []
+
+        def event(self, text):
+            pass
+
+        def request(self, text):
+            req = json.loads(text)
+            self.asked.append(req)
+            return "Enter planning workflow (Recommended)"
+
+    server = fake_llm([call("start_planning", reason="ambiguous"), proposed()])
+    use_env(server)
+    handler = Handler()
+    opts = {"cwd": str(repo), "mode": "ask", "stream": False}
+    s = _core.Session(json.dumps(opts), handler)
+    try:
+        assert s.chat("refactor everything").startswith("# Add a subtract function")
+    finally:
+        s.close()
+    [asked] = handler.asked
+    assert asked["question"] == "Enter planning workflow?"
+    assert asked["options"] == ["Enter planning workflow (Recommended)", "Continue without"]
+    assert "Entered the planning workflow" in server.tool_result("call_0_0")
+
+
+def test_a_waiting_plan_comes_back_with_resume(fake_llm, session, repo):
+    server = fake_llm(
+        [proposed(), call("write", file_path=str(repo / "r.txt"), content="r"), say("Done.")]
+    )
+    s = session(server, mode="yolo")
+    s.dispatch("/plan")
+    s.chat("add sub")
+    sid = s.session_id
+    s.close()
+    resumed = session(server, mode="yolo", resume=sid)
+    assert resumed.plan["awaiting_approval"]
+    assert resumed.chat("approve") == "Done."
+    assert (repo / "r.txt").exists()
+    assert "[approved plan" in all_text(server.messages(1))
+
+
+def test_plans_folder_planted_as_a_link_is_refused(fake_llm, session, repo, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (repo / ".plans").symlink_to(outside)
+    server = fake_llm([proposed()])
+    s = session(server)
+    s.dispatch("/plan")
+    with pytest.raises(RuntimeError, match="symbolic link"):
+        s.chat("add sub")
+    assert list(outside.iterdir()) == []
+
+
+def test_approved_plan_is_pinned_again_after_compaction(fake_llm, session, repo, yuyao_home):
+    server = fake_llm(
+        [
+            proposed(),
+            say("Step 1 done."),
+            say("Step 2 done."),
+            say("NONE"),  # the memory flush
+            say("## Task\nsummary that forgot the plan"),
+            say("Carrying on."),
+        ]
+    )
+    s = session(server, mode="yolo")
+    s.dispatch("/plan")
+    s.chat("add sub")
+    s.chat("approve")
+    s.chat("next")
+    assert "compacted" in s.dispatch("/compact")
+    s.chat("continue")
+    last = all_text(server.messages(-1))
+    assert "[approved plan" in last and "1. Add sub(a, b) next to add" in last
+    assert "[pinned task list" in last
+    # The pins are written right after the compaction entry (not merely kept in its tail).
+    [log] = list((yuyao_home / "sessions").glob("*.jsonl"))
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    at = max(i for i, r in enumerate(rows) if r.get("type") == "compaction")
+    pinned = [r["message"]["content"] for r in rows[at + 1 : at + 3]]
+    assert pinned[0].startswith("[approved plan") and pinned[1].startswith("[pinned task list")

@@ -385,7 +385,7 @@ const COMMANDS: &[Command] = &[
         [],
         "<instruction>",
         "split a change across parallel sub-agents",
-        None
+        Some(crate::subagents::batch::batch_cmd)
     ),
     cmd!(
         "workflows",

@@ -254,6 +254,11 @@ impl Session {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);
         }
+        // A /batch unit may not edit a file another running unit holds.
+        if let Err(refusal) = crate::subagents::batch::claim_gate(self, &action) {
+            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
+            return (ToolOutput::err(refusal), false, false);
+        }
         self.lock().trajectory.record(
             "decision",
             json!({"tool": name, "arguments": args.to_value(), "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),

@@ -60,6 +60,21 @@ fn main_repo(cwd: &Path) -> Result<Repository, String> {
     Ok(repo)
 }
 
+/// The main work tree's root of `cwd`'s repository, when worktrees can be made from it (a
+/// work tree with at least one commit).
+pub fn check_repo(cwd: &Path) -> Result<PathBuf, String> {
+    let repo = main_repo(cwd)?;
+    if repo
+        .head()
+        .ok()
+        .and_then(|h| h.peel_to_commit().ok())
+        .is_none()
+    {
+        return Err("the repository has no commit yet: commit once, then start a worktree".into());
+    }
+    Ok(repo.workdir().expect("checked by main_repo").to_path_buf())
+}
+
 fn taken(repo: &Repository, root: &Path, name: &str) -> bool {
     repo.find_branch(&format!("{BRANCH_PREFIX}{name}"), BranchType::Local)
         .is_ok()

@@ -7,11 +7,13 @@
 //! - `defs.rs`: agent definitions (`agents/<name>.md`, built-ins) and `/agents`.
 //! - `fork.rs`: `/fork`, background sub-agents, their reports, `/tasks` rows, Ctrl+X Ctrl+K.
 //! - `goal.rs`: `/goal` and `/loop` (turns judged by one model call).
+//! - `batch.rs`: `/batch` (units proposed by the model, each in its own worktree, merged).
 //!
 //! One [`Ledger`] is shared by a session and every sub-agent under it: spend and steps of the
 //! whole tree are checked before every model call of any of them, and a call reserves what it
 //! may cost until it is settled, so concurrent sub-agents can never pass the ceiling together.
 
+pub(crate) mod batch;
 pub(crate) mod defs;
 mod fork;
 mod goal;

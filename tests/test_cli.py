@@ -303,8 +303,6 @@ UNAVAILABLE = [
     (["--map-tokens", "0"], "--map-tokens"),
     (["--experimental-lsp"], "--experimental-lsp"),
     (["-p", "x", "--input-format", "stream-json"], "--input-format stream-json"),
-    (["--role", "orchestrator"], "--role orchestrator"),
-    (["--role", "orchestrator", "--team-name", "t"], "--role orchestrator"),
 ]
 
 

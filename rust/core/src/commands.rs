@@ -779,11 +779,6 @@ fn mode(s: &Session, args: &[String]) -> Result<String, CoreError> {
 
 pub(crate) fn set_role(s: &Session, v: &str) -> Result<String, CoreError> {
     let r: Role = parse(v)?;
-    if r == Role::Orchestrator {
-        return Err(CoreError::NotAvailable(
-            "the orchestrator role is not available in this build".into(),
-        ));
-    }
     let mut st = s.lock();
     if st.policy.role != r {
         st.log_entry("role", serde_json::json!({"value": r}));

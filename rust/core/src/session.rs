@@ -286,11 +286,6 @@ impl Session {
         let mut ignored: Vec<String> = Vec::new();
         let mode = trusted_or(opts.mode, &config, "mode", Mode::Ask, trusted, &mut ignored);
         let role = parse_or(opts.role, &config, "role", Role::Execute);
-        if role == Role::Orchestrator {
-            return Err(CoreError::NotAvailable(
-                "the orchestrator role is not available in this build".into(),
-            ));
-        }
         let sandbox = trusted_or(
             opts.sandbox,
             &config,

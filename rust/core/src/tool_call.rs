@@ -74,6 +74,7 @@ impl Session {
             .chain(CORE_TOOLS.iter().copied())
             .chain(crate::memory::tools::NAMES.iter().copied())
             .chain(["task"])
+            .chain(crate::subagents::team::tool_names(self))
             .filter(|n| self.tool_enabled(n))
             .collect()
     }
@@ -88,6 +89,11 @@ impl Session {
         }
         if self.tool_enabled("task") {
             schemas.push(self.task_schema());
+        }
+        if let Some(team) =
+            crate::subagents::team::schema(self).filter(|_| self.tool_enabled("team"))
+        {
+            schemas.push(team);
         }
         for s in crate::memory::tools::schemas() {
             if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
@@ -196,6 +202,12 @@ impl Session {
         }
         if let Some(out) = crate::scope::declare::run_tool(self, name, &call.arguments) {
             return (out, true, false);
+        }
+        // The orchestrator's team tool (a run merges teammates' work: may change the repo).
+        if let Some((out, merged)) =
+            crate::subagents::team::run_tool(self, name, &call.arguments, token)
+        {
+            return (out, true, merged);
         }
         // The one parse of this call: everything below reads `args`, never the raw JSON.
         let args = match ToolArgs::parse(name, &call.arguments) {

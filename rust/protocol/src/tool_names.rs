@@ -27,6 +27,7 @@ pub fn canonical_tool_name(name: &str) -> Option<&'static str> {
         "monitor" => "monitor",
         "todo" | "todowrite" | "tasklist" => "todo",
         "task" | "agent" | "subagent" => "task",
+        "team" => "team",
         "bglist" => "bg-list",
         "bgoutput" | "bashoutput" => "bg-output",
         "bgstop" | "killshell" | "killbash" => "bg-stop",

@@ -160,7 +160,7 @@ pub(crate) fn claim_gate(s: &Session, action: &yuyao_policy::Action) -> Result<(
 }
 
 /// How one unit ended.
-struct Outcome {
+pub(crate) struct Outcome {
     wt: Option<Worktree>,
     result: Option<ChildResult>,
     error: Option<String>,
@@ -288,7 +288,7 @@ pub(crate) fn batch_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         ));
     }
     // A repository is needed before anything is spent.
-    let main = yuyao_store::worktree::check_repo(Path::new(&s.cwd())).map_err(CoreError::Failed)?;
+    yuyao_store::worktree::check_repo(Path::new(&s.cwd())).map_err(CoreError::Failed)?;
     let units = s
         .propose_units(&instruction)
         .map_err(|e| CoreError::Failed(format!("batch: {e}")))?;
@@ -296,25 +296,53 @@ pub(crate) fn batch_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         Ok(u) => u,
         Err(e) => return Ok(format!("batch not run: {e}")),
     };
+    let token = CancellationToken::new();
+    if let Ok(mut c) = s.cancel.lock() {
+        *c = token.clone();
+    }
+    let slots = run_units(s, &units, &token, &NoHooks, "batch")?;
+    Ok(merge_all(s, &units, &slots, "batch"))
+}
+
+/// What a caller of [`run_units`] adds around each unit (the team's membership).
+pub(crate) trait UnitHooks: Sync {
+    fn started(&self, _i: usize, _root: &Path) {}
+    fn ended(&self, _i: usize, _root: &Path) {}
+}
+
+struct NoHooks;
+impl UnitHooks for NoHooks {}
+
+/// Runs `units` as write-capable sub-agents, each in its own new worktree, at most
+/// `agents.max_parallel` at once, units sharing a declared file one after the other; a
+/// `Progress` event over the units. `token` cancelled: every unit stops.
+pub(crate) fn run_units(
+    s: &Session,
+    units: &[Unit],
+    token: &CancellationToken,
+    hooks: &dyn UnitHooks,
+    what: &str,
+) -> Result<Vec<Outcome>, CoreError> {
+    let mode = s.lock().policy.mode;
     let mut def = s.agent_def("general").map_err(CoreError::Failed)?;
     def.mode = Some(mode);
     let total = units.len();
     let tag = &uuid::Uuid::new_v4().simple().to_string()[..6];
-    s.notice(
-        NoticeLevel::Info,
-        format!("batch: {total} units in {}", main.display()),
-    );
+    s.notice(NoticeLevel::Info, format!("{what}: {total} units"));
     // Worktrees are made one after another (one repository), units then run in parallel.
     let mut slots: Vec<Outcome> = Vec::new();
     let mut launches = Vec::new();
     for i in 0..units.len() {
-        let made = worktree::create(Path::new(&s.cwd()), Some(&format!("batch-{tag}-{}", i + 1)))
-            .and_then(|wt| {
-                let mut l = s.child_launch(&def, &format!("batch-{}", i + 1), false, Vec::new())?;
-                l.opts.cwd = Some(wt.path.clone());
-                l.agent = format!("batch unit {}", i + 1);
-                Ok((wt, l))
-            });
+        let made = worktree::create(
+            Path::new(&s.cwd()),
+            Some(&format!("{what}-{tag}-{}", i + 1)),
+        )
+        .and_then(|wt| {
+            let mut l = s.child_launch(&def, &format!("batch-{}", i + 1), false, Vec::new())?;
+            l.opts.cwd = Some(wt.path.clone());
+            l.agent = format!("batch unit {}", i + 1);
+            Ok((wt, l))
+        });
         match made {
             Ok((wt, l)) => {
                 slots.push(Outcome {
@@ -363,13 +391,9 @@ pub(crate) fn batch_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         Mutex::new((0..total).filter(|i| launches[*i].is_some()).collect());
     let done = Mutex::new(0u64);
     let results: Mutex<HashMap<usize, ChildResult>> = Mutex::default();
-    let token = CancellationToken::new();
-    if let Ok(mut c) = s.cancel.lock() {
-        *c = token.clone();
-    }
     let progress = |d: u64| {
         s.emit(Event::Progress {
-            label: "batch units".into(),
+            label: format!("{what} units"),
             done: d,
             total: total as u64,
         })
@@ -413,9 +437,10 @@ pub(crate) fn batch_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
                     let root = PathBuf::from(&wt.path);
                     let root = root.canonicalize().unwrap_or(root);
                     lock(registry()).push((root.clone(), i, claims.clone()));
+                    hooks.started(i, &root);
                     s.notice(
                         NoticeLevel::Info,
-                        format!("batch unit {}/{total} started: {}", i + 1, units[i].title),
+                        format!("{what} unit {}/{total} started: {}", i + 1, units[i].title),
                     );
                     s.agents.active(1);
                     s.lock().trajectory.record(
@@ -429,6 +454,7 @@ pub(crate) fn batch_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
                     s.merge_child(r.cost, r.steps, &r.usage);
                     running[i].finish(&r.status, &r.account);
                     lock(registry()).retain(|(p, _, _)| *p != root);
+                    hooks.ended(i, &root);
                     lock(&claims).held.retain(|_, u| *u != i);
                     s.lock().trajectory.record(
                         "subagent_end",
@@ -437,7 +463,7 @@ pub(crate) fn batch_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
                     );
                     s.notice(
                         NoticeLevel::Info,
-                        format!("batch unit {}/{total} {}: {}", i + 1, r.status, r.account),
+                        format!("{what} unit {}/{total} {}: {}", i + 1, r.status, r.account),
                     );
                     lock(&results).insert(i, r);
                     let d = {
@@ -465,7 +491,7 @@ pub(crate) fn batch_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
     for (i, o) in slots.iter_mut().enumerate() {
         o.result = results.remove(&i);
     }
-    Ok(merge_all(s, &units, &slots))
+    Ok(slots)
 }
 
 fn unit_prompt(u: &Unit, wt: &Worktree) -> String {
@@ -484,7 +510,7 @@ fn unit_prompt(u: &Unit, wt: &Worktree) -> String {
 
 /// Each finished unit's branch is merged in order; a conflict, a failed unit or a refused
 /// merge is reported and its worktree kept.
-fn merge_all(s: &Session, units: &[Unit], slots: &[Outcome]) -> String {
+pub(crate) fn merge_all(s: &Session, units: &[Unit], slots: &[Outcome], what: &str) -> String {
     let mut lines = Vec::new();
     let (mut merged, mut kept, mut cost) = (0, 0, 0.0);
     let mut record: Vec<Value> = Vec::new();
@@ -502,7 +528,7 @@ fn merge_all(s: &Session, units: &[Unit], slots: &[Outcome]) -> String {
                         let _ = worktree::remove(wt);
                         format!("{n}. {} — no changes ({})", u.title, r.account)
                     }
-                    _ => match worktree::merge(wt, &format!("yuyao batch: {}", u.title)) {
+                    _ => match worktree::merge(wt, &format!("yuyao {what}: {}", u.title)) {
                         Ok(msg) => {
                             merged += 1;
                             let _ = worktree::remove(wt);
@@ -518,7 +544,8 @@ fn merge_all(s: &Session, units: &[Unit], slots: &[Outcome]) -> String {
             (Some(wt), Some(r), _) => {
                 cost += r.cost;
                 kept += 1;
-                let _ = worktree::commit_all(wt, &format!("yuyao batch (unfinished): {}", u.title));
+                let _ =
+                    worktree::commit_all(wt, &format!("yuyao {what} (unfinished): {}", u.title));
                 format!(
                     "{n}. {} — {}{}; not merged, kept in {} ({})",
                     u.title,

@@ -33,6 +33,7 @@ pub(crate) fn while_busy(name: &str, args: &[String]) -> WhileBusy {
         "remember" | "forget" | "memory" => Now,
         // A fork runs beside the turn; agent definitions are read at each use.
         "fork" | "agents" => Now,
+        "workflows" if query => Now,
         "mode" | "role" | "model" if args.is_empty() => Now,
         "mode" | "role" | "model" | "plan" | "ask" | "debug" | "vim" | "think" | "curiosity"
         | "stream" | "config" | "permissions" | "exit" => AfterTurn,

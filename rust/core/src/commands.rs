@@ -392,7 +392,7 @@ const COMMANDS: &[Command] = &[
         ["workflow"],
         "[name]",
         "scripted multi-agent workflows",
-        None
+        Some(crate::subagents::workflow::workflows_cmd)
     ),
     cmd!("skills", ["skill"], "[name]", "skill packages", None),
     cmd!(

@@ -32,7 +32,7 @@ use yuyao_protocol::{Event, Mode, NoticeLevel};
 const DEFAULT_MAX_PARALLEL: usize = 2;
 const CROSS_CHECK_NOTE: &str = "\n\nThis is a cross-check: verify the result below against the repository (read the files, run read-only checks); do not trust it on its word. Answer on the first line exactly VERIFIED or REJECTED, then the reason.";
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Spec {
     #[serde(default)]
@@ -40,7 +40,7 @@ struct Spec {
     stages: Vec<StageSpec>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StageSpec {
     name: String,
@@ -49,7 +49,7 @@ struct StageSpec {
     agents: Vec<AgentSpec>,
 }
 
-#[derive(Deserialize, Clone)]
+#[derive(Debug, Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 struct AgentSpec {
     name: String,
@@ -425,7 +425,7 @@ mod tests {
                 .contains("more than one writing agent")
         );
         assert!(load("stages: []\n").is_err());
-        assert_eq!(cross_verdict("**VERIFIED**\nit holds").0, true);
+        assert!(cross_verdict("**VERIFIED**\nit holds").0);
         assert!(!cross_verdict("REJECTED\nmissing").0);
         assert!(!cross_verdict("looks fine").0);
     }

@@ -91,6 +91,8 @@ def test_batch_of_three_units_runs_in_three_worktrees_and_merges(fake_llm, api, 
                 + units_json(("A", ["a.txt"]), ("B", ["b.txt"]), ("C", ["c.txt"]))
                 + "\n```"
             )
+        if k == "main":
+            return say("noted")
         assert k == "sub", system_of(body)[:200]
         u = unit_of(body)
         seen_dirs[u] = workdir_of(body)
@@ -124,6 +126,10 @@ def test_batch_of_three_units_runs_in_three_worktrees_and_merges(fake_llm, api, 
     entries = [json.loads(x) for t in traces for x in t.read_text().splitlines() if x.strip()]
     batch = [e for e in entries if e["kind"] == "batch"]
     assert batch and batch[-1]["merged"] == 3
+    # The next turn's request tells the model what the batch did.
+    assert s.chat("what happened?") == "noted"
+    told = users_of(server.requests[-1]["body"])
+    assert "[/batch add three greeting files]\nbatch: 3 units · 3 merged" in told, told
 
 
 def test_units_sharing_a_declared_file_never_run_at_once(fake_llm, api, repo):

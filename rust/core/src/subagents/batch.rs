@@ -301,7 +301,10 @@ pub(crate) fn batch_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         *c = token.clone();
     }
     let slots = run_units(s, &units, &token, &NoHooks, "batch")?;
-    Ok(merge_all(s, &units, &slots, "batch"))
+    let summary = merge_all(s, &units, &slots, "batch");
+    // The model learns what the batch did (a follow-up like "fix the conflict" needs it).
+    crate::state_notes::push_note(&mut s.lock(), format!("[/batch {instruction}]\n{summary}"));
+    Ok(summary)
 }
 
 /// What a caller of [`run_units`] adds around each unit (the team's membership).

@@ -302,3 +302,47 @@ def test_the_user_cancels_and_nothing_runs(fake_llm, use_env, repo):
     assert out == "batch not run: cancelled"
     assert len(server.requests) == 1
     assert not (repo / ".yuyao" / "worktrees").exists()
+
+
+IN, OUT = 1e-6, 1e-5
+PRICES = json.dumps({"input_cost_per_token": IN, "output_cost_per_token": OUT})
+
+
+def test_the_spend_ceiling_holds_across_the_planning_call_and_every_unit(fake_llm, use_env, repo):
+    import threading
+
+    costs: list[float] = []
+    guard = threading.Lock()
+
+    def respond(body, i):
+        prompt = len(json.dumps(body["messages"]) + json.dumps(body.get("tools") or [])) // 5
+        completion = min(400, body.get("max_tokens") or 400)
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion}
+        with guard:
+            costs.append(prompt * IN + completion * OUT)
+        if kind(body) == "plan":
+            step = say(units_json(("A", ["a.txt"]), ("B", ["b.txt"]), ("C", ["c.txt"])))
+            return {**step, "usage": usage}
+        # Units would go on for a long time: only the ceiling stops them.
+        if len(tool_msgs(body)) < 40:
+            return {**call("glob", pattern="*.py"), "usage": usage}
+        return say("unit finished", usage=usage)
+
+    server = fake_llm(respond)
+    from yuyao import _core
+
+    use_env(server, D2A_MODEL_COST=PRICES)
+    ceiling = 0.05
+    opts = {"cwd": str(repo), "stream": False, "headless": True, "mode": "yolo"}
+    s = _core.Session(json.dumps({**opts, "max_cost_usd": ceiling}), None)
+    try:
+        out = s.dispatch("/batch split the work")
+    finally:
+        s.close()
+    units = [r for r in server.requests if kind(r["body"]) == "sub"]
+    assert len(units) >= 4, "the units ran"
+    assert sum(costs) <= ceiling + 1e-9, (sum(costs), len(costs))
+    assert sum(costs) > ceiling * 0.6 and len(units) < 120
+    assert all(r["body"].get("max_tokens") for r in server.requests)
+    # Units stopped by the ceiling are reported, not merged.
+    assert "0 merged" in out and "limits_exceeded" in out, out

@@ -192,6 +192,28 @@ def test_a_unit_editing_a_file_another_running_unit_holds_is_refused(fake_llm, a
     assert "1 merged" in out and "unit B — no changes" in out, out
 
 
+def test_a_unit_that_changed_another_units_file_by_shell_is_not_merged(fake_llm, api, repo):
+    def respond(body, i):
+        if kind(body) == "plan":
+            return say(units_json(("A", ["a.txt"]), ("B", ["b.txt"])))
+        u = unit_of(body)
+        done = len(tool_msgs(body))
+        if done == 0:
+            return call("write", file_path=f"{u.lower()}.txt", content=u + "\n")
+        if u == "B" and done == 1:
+            # The file tools' gate does not see a shell command: the merge check does.
+            return call("bash", command="echo B > a.txt")
+        return say("done")
+
+    server = fake_llm(respond)
+    s = api(server, mode="yolo")
+    s.dispatch("/config set agents.max_parallel 1")
+    out = s.dispatch("/batch two files")
+    assert "1 merged · 1 not merged" in out, out
+    assert "unit B — NOT merged: it changed a.txt, which unit 1 (unit A) holds" in out, out
+    assert (repo / "a.txt").read_text() == "A\n" and not (repo / "b.txt").exists()
+
+
 def test_a_merge_conflict_is_reported_and_the_worktree_kept(fake_llm, api, repo):
     def respond(body, i):
         if kind(body) == "plan":

@@ -225,6 +225,30 @@ pub fn commit_all(wt: &Worktree, message: &str) -> Result<Option<String>, String
     Ok(Some(id.to_string()))
 }
 
+/// The paths the branch changed since the worktree was made (its work committed first).
+pub fn changed_paths(wt: &Worktree, message: &str) -> Result<Vec<String>, String> {
+    commit_all(wt, message)?;
+    let repo = Repository::open(&wt.path).map_err(|e| e.message().to_string())?;
+    let err = |e: git2::Error| e.message().to_string();
+    let base = repo
+        .find_commit(git2::Oid::from_str(&wt.base_commit).map_err(err)?)
+        .and_then(|c| c.tree())
+        .map_err(err)?;
+    let head = repo.head().and_then(|h| h.peel_to_tree()).map_err(err)?;
+    let diff = repo
+        .diff_tree_to_tree(Some(&base), Some(&head), None)
+        .map_err(err)?;
+    let mut paths: Vec<String> = diff
+        .deltas()
+        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+        .flatten()
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .collect();
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
 /// Merges the worktree's branch (its changes committed first) into the branch the main work
 /// tree was on. A conflict, a main tree with uncommitted changes or on another branch is
 /// reported and nothing is forced; the branch and the worktree then stay.

@@ -511,6 +511,29 @@ fn unit_prompt(u: &Unit, wt: &Worktree) -> String {
     )
 }
 
+/// A file this unit changed (by any means, a shell command too) that another unit declared
+/// and this one did not: its work is not merged.
+fn trespass(units: &[Unit], i: usize, wt: &Worktree, what: &str) -> Option<String> {
+    let changed = worktree::changed_paths(wt, &format!("yuyao {what}: {}", units[i].title)).ok()?;
+    for p in changed {
+        if units[i].files.contains(&p) {
+            continue;
+        }
+        if let Some((j, other)) = units
+            .iter()
+            .enumerate()
+            .find(|(j, o)| *j != i && o.files.contains(&p))
+        {
+            return Some(format!(
+                "it changed {p}, which unit {} ({}) holds",
+                j + 1,
+                other.title
+            ));
+        }
+    }
+    None
+}
+
 /// Each finished unit's branch is merged in order; a conflict, a failed unit or a refused
 /// merge is reported and its worktree kept.
 pub(crate) fn merge_all(s: &Session, units: &[Unit], slots: &[Outcome], what: &str) -> String {
@@ -530,6 +553,10 @@ pub(crate) fn merge_all(s: &Session, units: &[Unit], slots: &[Outcome], what: &s
                     Ok(c) if !c.any() => {
                         let _ = worktree::remove(wt);
                         format!("{n}. {} — no changes ({})", u.title, r.account)
+                    }
+                    _ if let Some(msg) = trespass(units, i, wt, what) => {
+                        kept += 1;
+                        format!("{n}. {} — NOT merged: {msg}; worktree {}", u.title, wt.path)
                     }
                     _ => match worktree::merge(wt, &format!("yuyao {what}: {}", u.title)) {
                         Ok(msg) => {

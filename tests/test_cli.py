@@ -298,8 +298,6 @@ def test_help_and_version_import_nothing_heavy(env):
 UNAVAILABLE = [
     (["--map-tokens", "0"], "--map-tokens"),
     (["--experimental-lsp"], "--experimental-lsp"),
-    (["--role", "orchestrator"], "--role orchestrator"),
-    (["--role", "orchestrator", "--team-name", "t"], "--role orchestrator"),
 ]
 
 

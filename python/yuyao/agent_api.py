@@ -148,6 +148,7 @@ def create_session(
     deny=None,
     mode=None,
     role=None,
+    team_name: str | None = None,
     cwd=None,
     continue_session: bool = False,
     resume: str | None = None,
@@ -160,7 +161,7 @@ def create_session(
     auto_commit: bool | None = None,
 ) -> AgentSession:
     """Open a session. `deny`, `mode` and `role` mean what `--deny`, `--mode` and `--role`
-    mean on the command line; when omitted, the configured defaults apply (mode ask, role
+    mean on the command line (`team_name`: `--team-name`, with role orchestrator); when omitted, the configured defaults apply (mode ask, role
     execute). `cwd` defaults to the process's working directory.
 
     `trust_project=True` means `--trust-project`: the project's settings that widen
@@ -189,6 +190,8 @@ def create_session(
         options["mode"] = fold_choice(str(mode))
     if role is not None:
         options["role"] = fold_choice(str(role))
+    if team_name is not None:
+        options["team_name"] = str(team_name)
     if cwd is not None:
         options["cwd"] = os.path.abspath(os.fspath(cwd))
     if trust_project:

@@ -253,7 +253,6 @@ FLAGS = {
             CHOICE,
             choices=ROLES,
             option="role",
-            unavailable_choices=("orchestrator",),
         ),
         Flag(
             "--team-name",
@@ -262,7 +261,7 @@ FLAGS = {
             TEXT,
             metavar="name",
             requires=(("--role", "orchestrator"),),
-            available=False,
+            option="team_name",
         ),
         # Security switches
         Flag(

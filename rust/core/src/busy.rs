@@ -35,6 +35,7 @@ pub(crate) fn while_busy(name: &str, args: &[String]) -> WhileBusy {
         "fork" | "agents" => Now,
         // It exists to act on the running turn (`queue.rs`).
         "queue" => Now,
+        "workflows" if query => Now,
         "mode" | "role" | "model" if args.is_empty() => Now,
         "mode" | "role" | "model" | "plan" | "ask" | "debug" | "vim" | "think" | "curiosity"
         | "stream" | "config" | "permissions" | "exit" => AfterTurn,

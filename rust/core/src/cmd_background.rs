@@ -28,6 +28,7 @@ impl Session {
             st.history.push(Message::user(text));
         }
         self.inject_fork_reports(st);
+        crate::subagents::team::deliver_mail(self, st);
     }
 
     /// `Ctrl+B`: moves the running foreground bash command (the bash tool's, or a `!`

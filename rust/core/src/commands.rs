@@ -403,14 +403,14 @@ const COMMANDS: &[Command] = &[
         [],
         "<instruction>",
         "split a change across parallel sub-agents",
-        None
+        Some(crate::subagents::batch::batch_cmd)
     ),
     cmd!(
         "workflows",
         ["workflow"],
         "[name]",
         "scripted multi-agent workflows",
-        None
+        Some(crate::subagents::workflow::workflows_cmd)
     ),
     cmd!(
         "skills",
@@ -826,11 +826,6 @@ fn mode(s: &Session, args: &[String]) -> Result<String, CoreError> {
 
 pub(crate) fn set_role(s: &Session, v: &str) -> Result<String, CoreError> {
     let r: Role = parse(v)?;
-    if r == Role::Orchestrator {
-        return Err(CoreError::NotAvailable(
-            "the orchestrator role is not available in this build".into(),
-        ));
-    }
     let mut st = s.lock();
     if st.policy.role != r {
         st.log_entry("role", serde_json::json!({"value": r}));

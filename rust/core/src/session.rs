@@ -303,11 +303,6 @@ impl Session {
         // `default_primary_agent = "plan"`: sessions start in the planning workflow.
         let mode = crate::planning::primary_mode(opts.mode, &config, mode);
         let role = parse_or(opts.role, &config, "role", Role::Execute);
-        if role == Role::Orchestrator {
-            return Err(CoreError::NotAvailable(
-                "the orchestrator role is not available in this build".into(),
-            ));
-        }
         let sandbox = trusted_or(
             opts.sandbox,
             &config,

@@ -58,6 +58,7 @@ impl Session {
             .chain(CORE_TOOLS.iter().copied())
             .chain(crate::memory::tools::NAMES.iter().copied())
             .chain(["task"])
+            .chain(crate::subagents::team::tool_names(self))
             .filter(|n| self.tool_enabled(n))
             .chain(
                 crate::skills::NAMES
@@ -81,6 +82,11 @@ impl Session {
         }
         // The planning workflow's tools (todo; start_planning outside planning).
         schemas.extend(crate::planning::schemas(self, |n| self.tool_enabled(n)));
+        if let Some(team) =
+            crate::subagents::team::schema(self).filter(|_| self.tool_enabled("team"))
+        {
+            schemas.push(team);
+        }
         for s in crate::memory::tools::schemas() {
             if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
                 schemas.push(s);
@@ -206,6 +212,12 @@ impl Session {
         if let Some(out) = crate::scope::declare::run_tool(self, name, &call.arguments) {
             return (out, true, false);
         }
+        // The orchestrator's team tool (a run merges teammates' work: may change the repo).
+        if let Some((out, merged)) =
+            crate::subagents::team::run_tool(self, name, &call.arguments, token)
+        {
+            return (out, true, merged);
+        }
         // The one parse of this call: everything below reads `args`, never the raw JSON.
         let args = match ToolArgs::parse(name, &call.arguments) {
             Ok(a) => a,
@@ -260,6 +272,11 @@ impl Session {
         }
         // The turn's declared scope (issue 18 §2): a hit asks the user or is refused.
         if let Err(refusal) = crate::scope::guard::gate(self, name, &args, &action, &mut decision) {
+            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
+            return (ToolOutput::err(refusal), false, false);
+        }
+        // A /batch unit may not edit a file another running unit holds.
+        if let Err(refusal) = crate::subagents::batch::claim_gate(self, &action) {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);
         }

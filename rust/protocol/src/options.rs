@@ -27,6 +27,8 @@ pub struct SessionOptions {
     pub allow: Vec<String>,
     /// `--deny` / `--disallowed-tools` rules: refused.
     pub deny: Vec<String>,
+    /// `--team-name` (with `--role orchestrator`): the lead's team.
+    pub team_name: Option<String>,
     /// `--tools`: restrict the advertised tool set.
     pub tools: Option<Vec<String>>,
     pub model: ModelSettings,

@@ -28,6 +28,7 @@ pub fn canonical_tool_name(name: &str) -> Option<&'static str> {
         "todo" | "todowrite" | "tasklist" | "tasktracker" => "todo",
         "startplanning" | "enterplanmode" => "start_planning",
         "task" | "agent" | "subagent" => "task",
+        "team" => "team",
         "bglist" => "bg-list",
         "bgoutput" | "bashoutput" => "bg-output",
         "bgstop" | "killshell" | "killbash" => "bg-stop",

@@ -60,6 +60,21 @@ fn main_repo(cwd: &Path) -> Result<Repository, String> {
     Ok(repo)
 }
 
+/// The main work tree's root of `cwd`'s repository, when worktrees can be made from it (a
+/// work tree with at least one commit).
+pub fn check_repo(cwd: &Path) -> Result<PathBuf, String> {
+    let repo = main_repo(cwd)?;
+    if repo
+        .head()
+        .ok()
+        .and_then(|h| h.peel_to_commit().ok())
+        .is_none()
+    {
+        return Err("the repository has no commit yet: commit once, then start a worktree".into());
+    }
+    Ok(repo.workdir().expect("checked by main_repo").to_path_buf())
+}
+
 fn taken(repo: &Repository, root: &Path, name: &str) -> bool {
     repo.find_branch(&format!("{BRANCH_PREFIX}{name}"), BranchType::Local)
         .is_ok()
@@ -208,6 +223,30 @@ pub fn commit_all(wt: &Worktree, message: &str) -> Result<Option<String>, String
         .commit(Some("HEAD"), &sig, &sig, message, &tree, &[&parent])
         .map_err(err)?;
     Ok(Some(id.to_string()))
+}
+
+/// The paths the branch changed since the worktree was made (its work committed first).
+pub fn changed_paths(wt: &Worktree, message: &str) -> Result<Vec<String>, String> {
+    commit_all(wt, message)?;
+    let repo = Repository::open(&wt.path).map_err(|e| e.message().to_string())?;
+    let err = |e: git2::Error| e.message().to_string();
+    let base = repo
+        .find_commit(git2::Oid::from_str(&wt.base_commit).map_err(err)?)
+        .and_then(|c| c.tree())
+        .map_err(err)?;
+    let head = repo.head().and_then(|h| h.peel_to_tree()).map_err(err)?;
+    let diff = repo
+        .diff_tree_to_tree(Some(&base), Some(&head), None)
+        .map_err(err)?;
+    let mut paths: Vec<String> = diff
+        .deltas()
+        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
+        .flatten()
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .collect();
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
 }
 
 /// Merges the worktree's branch (its changes committed first) into the branch the main work

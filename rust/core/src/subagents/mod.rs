@@ -7,16 +7,22 @@
 //! - `defs.rs`: agent definitions (`agents/<name>.md`, built-ins) and `/agents`.
 //! - `fork.rs`: `/fork`, background sub-agents, their reports, `/tasks` rows, Ctrl+X Ctrl+K.
 //! - `goal.rs`: `/goal` and `/loop` (turns judged by one model call).
+//! - `team.rs`: `--role orchestrator`: the team's task list with owners, mailbox, run + merge.
+//! - `workflow.rs`: `/workflow <name>` (YAML stages, cross-checks) and `/workflows`.
+//! - `batch.rs`: `/batch` (units proposed by the model, each in its own worktree, merged).
 //!
 //! One [`Ledger`] is shared by a session and every sub-agent under it: spend and steps of the
 //! whole tree are checked before every model call of any of them, and a call reserves what it
 //! may cost until it is settled, so concurrent sub-agents can never pass the ceiling together.
 
+pub(crate) mod batch;
 pub(crate) mod defs;
 mod fork;
 mod goal;
 mod run;
 mod task;
+pub(crate) mod team;
+pub(crate) mod workflow;
 
 pub(crate) use defs::agents_cmd;
 pub(crate) use fork::fork_cmd;

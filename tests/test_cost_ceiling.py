@@ -59,7 +59,8 @@ def test_the_turn_stops_only_when_a_minimal_answer_no_longer_fits(fake_llm, yuya
 
 
 def test_a_call_that_fits_is_capped_not_refused(fake_llm, yuyao, env):
-    # After $0.003 spent, about $0.007 is left for the second call's input and answer.
+    # After $0.003 spent, about $0.017 is left for the second call's input (the tool schemas
+    # alone are several thousand tokens) and its answer.
     server = fake_llm(
         [
             {
@@ -70,14 +71,14 @@ def test_a_call_that_fits_is_capped_not_refused(fake_llm, yuyao, env):
         ]
     )
     proc = yuyao(
-        "-p", "go", "--mode", "yolo", "--max-cost", "0.01", "--output-format", "json",
+        "-p", "go", "--mode", "yolo", "--max-cost", "0.02", "--output-format", "json",
         env=env(server, D2A_MODEL_COST=PRICES),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert len(server.requests) == 2
     first, second = server.body(0)["max_tokens"], server.body(1)["max_tokens"]
     assert MIN_ANSWER <= second < first, (first, second)
-    assert 0.003 + second * OUT <= 0.01
+    assert 0.003 + second * OUT <= 0.02
     assert json.loads(proc.stdout)["cost_usd"] <= 0.01
 
 

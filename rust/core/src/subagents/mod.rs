@@ -200,7 +200,8 @@ impl Session {
         if self.agents.stop.is_cancelled() {
             return Some(crate::turn::interrupted());
         }
-        let max = self.lock().max_steps;
+        // An approved plan's run gets its allowance here too (`plan_step_limit`).
+        let max = self.plan_step_limit(self.lock().max_steps);
         if !self.agents.is_child() {
             // The main session publishes its limit before its own first call of the turn.
             self.agents.ledger.lock().max_steps = max;

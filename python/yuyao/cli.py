@@ -466,9 +466,9 @@ FLAGS = {
         ),
         Flag(
             "--experimental-lsp",
-            "Enable LSP code intelligence (the lsp tool)",
+            "Enable LSP code intelligence (the lsp tool, diagnostics after edits)",
             G_TOOLS,
-            available=False,
+            option="experimental_lsp",
         ),
         Flag(
             "--map-tokens",

@@ -737,6 +737,9 @@ fn tools(s: &Session, _: &[String]) -> Result<String, CoreError> {
     if names.contains(&"ask-user") {
         out.push_str("  ask-user     Ask the user a structured question with concrete options\n");
     }
+    if names.contains(&crate::lsp::NAME) {
+        out.push_str("  lsp          Definitions, references, hover, diagnostics and symbols from a language server\n");
+    }
     Ok(out.trim_end().to_string())
 }
 

@@ -20,6 +20,7 @@ mod headless;
 mod hook_review;
 mod hook_run;
 mod hooks;
+mod lsp;
 mod mcp_servers;
 mod memory;
 mod next_step;

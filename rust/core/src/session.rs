@@ -208,6 +208,8 @@ pub struct Session {
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
     /// The turn's declared scope and what its guard let through (`scope/`).
     pub(crate) scope: Mutex<crate::scope::Tracker>,
+    /// Language servers of the `lsp` tool and the edit diagnostics (`lsp/`).
+    pub(crate) lsp: crate::lsp::Manager,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -457,6 +459,7 @@ impl Session {
         };
         let mcp = crate::mcp_servers::McpServers::new(&paths);
         let memory = crate::memory::open(&opts, &paths, &config);
+        let lsp = crate::lsp::Manager::new(&opts, &config);
         let session = Session {
             id,
             opts,
@@ -482,6 +485,7 @@ impl Session {
             rules: Mutex::new(Default::default()),
             dreamed: std::sync::atomic::AtomicBool::new(false),
             scope: Mutex::new(Default::default()),
+            lsp,
             runtime: Mutex::new(None),
             _live: live,
         };
@@ -666,6 +670,7 @@ impl Session {
         }
         self.ctx.jobs.shutdown();
         self.mcp_shutdown();
+        self.lsp.shutdown();
         {
             let mut st = self.lock();
             st.sync_log();

@@ -29,6 +29,7 @@ const READ_AT_USE: &[&str] = &[
     "compaction.memoryFlush.enabled",
     "compaction.memoryFlush.model",
     "hooks.max_stop_blocks",
+    "lsp.diagnostics_timeout_ms",
     "features.hooks",
     "features.mcp",
     "memorySearch.provider",

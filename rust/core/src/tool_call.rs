@@ -10,7 +10,7 @@ use yuyao_protocol::{Event, Message, PermissionAnswer, Request, ToolCall, canoni
 use yuyao_tools::{ToolArgs, ToolOutput, cap_output};
 
 /// Tools the core itself implements (they need the session or the user).
-const CORE_TOOLS: &[&str] = &["ask-user", "declare-scope"];
+const CORE_TOOLS: &[&str] = &["ask-user", "declare-scope", crate::lsp::NAME];
 
 pub struct CallOutcome {
     pub message: Message,
@@ -56,6 +56,9 @@ impl Session {
         if crate::memory::tools::NAMES.contains(&name) && !self.memory.enabled {
             return false;
         }
+        if name == crate::lsp::NAME && !self.lsp.enabled {
+            return false;
+        }
         match &self.opts.tools {
             None => true,
             Some(list) => {
@@ -84,6 +87,9 @@ impl Session {
         }
         if self.tool_enabled("declare-scope") {
             schemas.push(crate::scope::declare::schema());
+        }
+        if self.tool_enabled(crate::lsp::NAME) {
+            schemas.push(crate::lsp::schema());
         }
         for s in crate::memory::tools::schemas() {
             if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
@@ -191,6 +197,9 @@ impl Session {
             return (out, true, false);
         }
         if let Some(out) = crate::scope::declare::run_tool(self, name, &call.arguments) {
+            return (out, true, false);
+        }
+        if let Some(out) = crate::lsp::run_tool(self, name, &call.arguments) {
             return (out, true, false);
         }
         // The one parse of this call: everything below reads `args`, never the raw JSON.
@@ -303,6 +312,8 @@ impl Session {
         // PostToolUse hooks: what they say joins the result the model reads.
         let feedback = self.post_tool_hooks(name, &args.to_value(), out.ok, &out.text);
         let mut out = out;
+        // The edited files' new errors and warnings, while the model still looks at them.
+        self.lsp_after_edit(name, &action.paths, &mut out);
         if !feedback.is_empty() {
             out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);
         }

@@ -40,6 +40,8 @@ pub struct SessionOptions {
     pub system_prompt: Option<String>,
     pub append_system_prompt: Option<String>,
     pub no_memory: bool,
+    /// `--experimental-lsp`: the `lsp` tool and diagnostics after edits (also `lsp.enabled`).
+    pub experimental_lsp: bool,
     /// Where project memory is written instead of the project (the headless contract:
     /// `<out-dir>/memory`, so `--repo-dir` is never written).
     pub memory_dir: Option<String>,

@@ -1,0 +1,296 @@
+"""The `lsp` tool and diagnostics after edits (issue 20, `--experimental-lsp` / `lsp.enabled`),
+end to end against the scripted model with a real language server from PyPI (pylsp, with
+pyflakes for diagnostics)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+from fakellm import calls, say
+
+pytestmark = pytest.mark.core
+
+PYLSP = shutil.which("pylsp", path=str(Path(sys.executable).parent)) or shutil.which("pylsp")
+needs_pylsp = pytest.mark.skipif(PYLSP is None, reason="python-lsp-server is not installed")
+
+SHAPES = "def area(w, h):\n    return w * h\n\n\ndef unused():\n    return 0\n"
+MAIN = "from shapes import area\n\nprint(area(2, 3))\ntotal = area(4, 5)\n"
+
+
+# A substantive final answer, so a run whose tools were refused still ends with status 0.
+ANSWER = "The language server answered; the results are above."
+
+
+def project(repo: Path) -> None:
+    (repo / "shapes.py").write_text(SHAPES)
+    (repo / "main.py").write_text(MAIN)
+
+
+def lsp(cid: str, **args):
+    return calls([("lsp", args, cid)])
+
+
+def run_p(yuyao, env, server, *flags, timeout=120):
+    return yuyao("-p", "Look at the code.", "--yolo", *flags, env=env(server), timeout=timeout)
+
+
+def use_server(yuyao_home: Path, argv: list[str], extra: str = "") -> None:
+    (yuyao_home / "config.toml").write_text(f"[lsp.servers]\npython = {json.dumps(argv)}\n{extra}")
+
+
+@needs_pylsp
+def test_definition_references_hover_symbols(fake_llm, yuyao, env, repo):
+    project(repo)
+    server = fake_llm(
+        [
+            lsp("c_def", operation="definition", file_path="main.py", line=3, query="area"),
+            lsp("c_refs", operation="references", file_path="shapes.py", line=1, query="area"),
+            lsp("c_hover", operation="hover", file_path="main.py", line=4, character=9),
+            lsp("c_syms", operation="document_symbols", file_path="shapes.py"),
+            lsp("c_ws", operation="workspace_symbols", query="unused"),
+            say(ANSWER),
+        ]
+    )
+    proc = run_p(yuyao, env, server, "--experimental-lsp")
+    assert proc.returncode == 0, proc.stderr
+    # The definition is in the other file, quoted with its line.
+    definition = server.tool_result("c_def")
+    assert "shapes.py:1:5" in definition and "def area(w, h):" in definition, definition
+    refs = server.tool_result("c_refs")
+    for where in ("shapes.py:1:5", "main.py:1:20", "main.py:3:7", "main.py:4:9"):
+        assert where in refs, refs
+    assert "area" in server.tool_result("c_hover")
+    syms = server.tool_result("c_syms")
+    # Nested symbols say "line N"; flat ones (pylsp) their location.
+    assert re.search(r"function area  (line 1|shapes\.py:1:)", syms), syms
+    assert re.search(r"function unused  (line 5|shapes\.py:5:)", syms), syms
+    # Without a file the running server's language is asked; pylsp has no workspace symbols,
+    # and says so rather than failing obscurely.
+    ws = server.tool_result("c_ws")
+    assert "python language server" in ws and "does not offer workspace_symbols" in ws, ws
+
+
+@needs_pylsp
+@pytest.mark.parametrize("enabled", [True, False])
+def test_edit_result_carries_the_new_error(fake_llm, yuyao, env, repo, enabled):
+    server = fake_llm(
+        [
+            calls([("read", {"file_path": "calc.py"}, "c_read")]),
+            calls(
+                [
+                    (
+                        "edit",
+                        {"file_path": "calc.py", "old_string": "a + b", "new_string": "a + bb"},
+                        "c_edit",
+                    )
+                ]
+            ),
+            calls(
+                [
+                    (
+                        "write",
+                        {"file_path": "fixed.py", "content": "def f(x):\n    return x\n"},
+                        "c_write",
+                    )
+                ]
+            ),
+            say(ANSWER),
+        ]
+    )
+    flags = ["--experimental-lsp"] if enabled else []
+    proc = run_p(yuyao, env, server, *flags)
+    assert proc.returncode == 0, proc.stderr
+    assert "a + bb" in (repo / "calc.py").read_text()
+    edit = server.tool_result("c_edit")
+    write = server.tool_result("c_write")
+    if enabled:
+        assert "[lsp] calc.py: 1 error(s), 0 warning(s)" in edit, edit
+        assert "error:2:" in edit and "undefined name 'bb'" in edit, edit
+        assert "[lsp] fixed.py: no errors or warnings" in write, write
+    else:
+        assert "[lsp]" not in edit and "undefined name" not in edit
+        assert "[lsp]" not in write
+
+
+@needs_pylsp
+def test_syntax_error_from_apply_patch_and_diagnostics_op(fake_llm, yuyao, env, repo):
+    patch = (
+        "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a + b\n"
+        "+    return (a + b\n*** End Patch\n"
+    )
+    server = fake_llm(
+        [
+            calls([("apply-patch", {"patch": patch}, "c_patch")]),
+            lsp("c_diag", operation="diagnostics", file_path="calc.py"),
+            say(ANSWER),
+        ]
+    )
+    proc = run_p(yuyao, env, server, "--experimental-lsp")
+    assert proc.returncode == 0, proc.stderr
+    patched = server.tool_result("c_patch")
+    assert "(a + b" in (repo / "calc.py").read_text(), patched
+    assert "[lsp] calc.py: 1 error(s)" in patched, patched
+    assert "calc.py: 1 diagnostic(s)" in server.tool_result("c_diag")
+
+
+def test_flag_and_config_advertise_the_tool(fake_llm, yuyao, env, repo, yuyao_home):
+    server = fake_llm([say("Hi."), say("Hi."), say("Hi.")])
+    assert run_p(yuyao, env, server).returncode == 0
+    assert "lsp" not in server.tool_names(0)
+    assert run_p(yuyao, env, server, "--experimental-lsp").returncode == 0
+    assert "lsp" in server.tool_names(1)
+    (yuyao_home / "config.toml").write_text("[lsp]\nenabled = true\n")
+    assert run_p(yuyao, env, server).returncode == 0
+    assert "lsp" in server.tool_names(2)
+
+
+def test_lsp_call_refused_when_not_enabled(fake_llm, yuyao, env, repo):
+    server = fake_llm([lsp("c1", operation="document_symbols", file_path="calc.py"), say(ANSWER)])
+    assert run_p(yuyao, env, server).returncode == 0
+    assert "unknown or unavailable tool 'lsp'" in server.tool_result("c1")
+
+
+@needs_pylsp
+def test_paths_are_checked_like_read(fake_llm, yuyao, env, repo, tmp_path):
+    (tmp_path / "outside.py").write_text("x = 1\n")
+    (repo / ".env").write_text("TOKEN=s3cret\n")
+    server = fake_llm(
+        [
+            lsp("c_out", operation="document_symbols", file_path="../outside.py"),
+            lsp("c_env", operation="diagnostics", file_path=".env"),
+            lsp("c_txt", operation="hover", file_path="README.md", line=1),
+            lsp("c_bad", operation="rename", file_path="calc.py"),
+            lsp("c_noline", operation="definition", file_path="calc.py"),
+            say(ANSWER),
+        ]
+    )
+    proc = run_p(yuyao, env, server, "--experimental-lsp")
+    assert proc.returncode == 0, proc.stderr
+    assert "outside the project" in server.tool_result("c_out")
+    env_result = server.tool_result("c_env")
+    assert "Refused" in env_result and "s3cret" not in env_result
+    assert "no language server handles" in server.tool_result("c_txt")
+    assert "unknown lsp operation 'rename'" in server.tool_result("c_bad")
+    assert "needs line" in server.tool_result("c_noline")
+
+
+WRAPPER = """
+import json, os, sys
+log = sys.argv[1]
+with open(log, "a") as f:
+    f.write(json.dumps({"pid": os.getpid(), "cwd": os.getcwd(),
+                        "key": os.environ.get("D2A_MODEL_API_KEY")}) + "\\n")
+os.execv(sys.argv[2], [sys.argv[2]])
+"""
+
+
+def starts(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie not yet reaped by its parent counts as gone.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+@needs_pylsp
+def test_server_env_restart_once_and_shutdown(fake_llm, yuyao, env, repo, yuyao_home, tmp_path):
+    """Configured server (lsp.servers.python): started in the project without the model key,
+    restarted once after it dies, then reported as stopped; gone when the session ends."""
+    project(repo)
+    wrapper = tmp_path / "wrapper.py"
+    wrapper.write_text(WRAPPER)
+    log = tmp_path / "starts.jsonl"
+    use_server(yuyao_home, [sys.executable, str(wrapper), str(log), PYLSP])
+    definition = {"operation": "definition", "file_path": "main.py", "line": 3, "query": "area"}
+
+    def kill_then(cid):
+        # The test kills the running server between two model calls (a crash).
+        def step(body, index):
+            os.kill(starts(log)[-1]["pid"], signal.SIGKILL)
+            return lsp(cid, **definition)
+
+        return step
+
+    server = fake_llm(
+        [
+            lsp("c1", **definition),
+            kill_then("c2"),
+            kill_then("c3"),
+            lsp("c4", **definition),
+            say(ANSWER),
+        ]
+    )
+    proc = run_p(yuyao, env, server, "--experimental-lsp")
+    assert proc.returncode == 0, proc.stderr
+    assert "shapes.py:1:5" in server.tool_result("c1")
+    assert "shapes.py:1:5" in server.tool_result("c2"), server.tool_result("c2")
+    assert "exited again after its restart" in server.tool_result("c3")
+    assert "exited again after its restart" in server.tool_result("c4")
+    seen = starts(log)
+    assert len(seen) == 2, seen
+    for s in seen:
+        assert s["key"] is None
+        assert Path(s["cwd"]).resolve() == repo.resolve()
+
+
+@needs_pylsp
+def test_server_stops_with_the_session(fake_llm, yuyao, env, repo, yuyao_home, tmp_path):
+    project(repo)
+    wrapper = tmp_path / "wrapper.py"
+    wrapper.write_text(WRAPPER)
+    log = tmp_path / "starts.jsonl"
+    use_server(yuyao_home, [sys.executable, str(wrapper), str(log), PYLSP])
+    server = fake_llm([lsp("c1", operation="document_symbols", file_path="shapes.py"), say(ANSWER)])
+    proc = run_p(yuyao, env, server, "--experimental-lsp")
+    assert proc.returncode == 0, proc.stderr
+    assert "function area" in server.tool_result("c1")
+    (pid,) = [s["pid"] for s in starts(log)]
+    assert not alive(pid)
+
+
+def test_missing_server_is_named(fake_llm, yuyao, env, repo, yuyao_home):
+    use_server(yuyao_home, ["/nonexistent/langserver"])
+    server = fake_llm(
+        [
+            lsp("c1", operation="document_symbols", file_path="calc.py"),
+            calls([("read", {"file_path": "calc.py"}, "c_read")]),
+            calls(
+                [
+                    (
+                        "edit",
+                        {"file_path": "calc.py", "old_string": "a + b", "new_string": "b + a"},
+                        "c2",
+                    )
+                ]
+            ),
+            say(ANSWER),
+        ]
+    )
+    proc = run_p(yuyao, env, server, "--experimental-lsp")
+    assert proc.returncode == 0, proc.stderr
+    assert "cannot start language server '/nonexistent/langserver'" in server.tool_result("c1")
+    # The edit itself is unaffected.
+    assert "b + a" in (repo / "calc.py").read_text()
+
+
+def test_agent_api_with_config(api, fake_llm, yuyao_home):
+    (yuyao_home / "config.toml").write_text("[lsp]\nenabled = true\n")
+    server = fake_llm([say("Hi.")])
+    session = api(server)
+    session.chat("hello")
+    assert "lsp" in server.tool_names(0)

@@ -301,7 +301,6 @@ UNAVAILABLE = [
     (["--auto-test"], "--auto-test"),
     (["--test-cmd", "pytest"], "--test-cmd"),
     (["--map-tokens", "0"], "--map-tokens"),
-    (["--experimental-lsp"], "--experimental-lsp"),
     (["--worktree"], "--worktree"),
     (["--worktree=feature"], "--worktree"),
     (["-w"], "-w"),

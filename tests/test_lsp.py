@@ -294,3 +294,32 @@ def test_agent_api_with_config(api, fake_llm, yuyao_home):
     session = api(server)
     session.chat("hello")
     assert "lsp" in server.tool_names(0)
+
+
+@needs_pylsp
+def test_other_open_file_changed_by_bash_is_resent(
+    fake_llm, yuyao, env, repo, yuyao_home, tmp_path
+):
+    """A file the server holds open, changed behind its back (bash), is sent again before the
+    next question, so no answer comes from a stale copy (what the server received is logged
+    by a `tee` in front of it)."""
+    project(repo)
+    wire = tmp_path / "wire.log"
+    use_server(yuyao_home, ["sh", "-c", f"tee -a {wire} | {PYLSP}"])
+    shift = f"{sys.executable} -c \"import pathlib; p = pathlib.Path('shapes.py'); p.write_text('# a\\n# b\\n' + p.read_text())\""
+    server = fake_llm(
+        [
+            lsp("c_open", operation="document_symbols", file_path="shapes.py"),
+            calls([("bash", {"command": shift}, "c_bash")]),
+            lsp("c_def", operation="definition", file_path="main.py", line=3, query="area"),
+            say(ANSWER),
+        ]
+    )
+    proc = run_p(yuyao, env, server, "--experimental-lsp")
+    assert proc.returncode == 0, proc.stderr
+    assert (repo / "shapes.py").read_text().startswith("# a\n# b\n")
+    definition = server.tool_result("c_def")
+    assert "shapes.py:3:5" in definition, definition
+    sent = wire.read_text()
+    changed = [m for m in sent.split("Content-Length") if "didChange" in m and "shapes.py" in m]
+    assert changed and "# a" in changed[-1], sent[-2000:]

@@ -44,8 +44,8 @@ pub struct Client {
     stdin: Arc<Mutex<ChildStdin>>,
     next_id: AtomicI64,
     shared: Arc<Shared>,
-    /// Open documents: uri → version.
-    open: Mutex<HashMap<String, i32>>,
+    /// Open documents: uri → (version, the file's mtime when its text was last sent).
+    open: Mutex<HashMap<String, (i32, Option<std::time::SystemTime>)>>,
     /// What the server said it offers (`initialize` result).
     capabilities: Value,
 }
@@ -80,6 +80,10 @@ fn read_message(r: &mut impl BufRead) -> Option<Value> {
     let mut body = vec![0u8; len?];
     r.read_exact(&mut body).ok()?;
     serde_json::from_slice(&body).ok()
+}
+
+fn mtime(p: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
 }
 
 pub fn path_uri(p: &Path) -> String {
@@ -247,33 +251,53 @@ impl Client {
 
     /// Sends the file's current text (didOpen the first time, then didChange + didSave) and
     /// returns the diagnostics generation before the change, for [`Client::wait_diagnostics`].
+    /// Other open documents changed on disk since (by bash, by another tool) are sent again
+    /// too, so cross-file answers never come from a stale copy.
     pub fn sync(&self, path: &Path, language_id: &str) -> Result<(String, u64), String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let uri = path_uri(path);
         let before = self.shared.lock().generation;
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let stale: Vec<String> = open
+            .iter()
+            .filter(|(u, (_, seen))| *u != &uri && uri_path(u).map(|p| mtime(&p)) != Some(*seen))
+            .map(|(u, _)| u.clone())
+            .collect();
+        for u in stale {
+            if let Some(p) = uri_path(&u)
+                && let Ok(text) = std::fs::read_to_string(&p)
+            {
+                let entry = open.get_mut(&u).expect("listed above");
+                *entry = (entry.0 + 1, mtime(&p));
+                self.change(&u, entry.0, &text)?;
+            }
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         match open.get_mut(&uri) {
             None => {
-                open.insert(uri.clone(), 1);
+                open.insert(uri.clone(), (1, mtime(path)));
                 self.notify(
                     "textDocument/didOpen",
                     json!({"textDocument": {"uri": uri, "languageId": language_id, "version": 1, "text": text}}),
                 )?;
             }
-            Some(v) => {
-                *v += 1;
-                self.notify(
-                    "textDocument/didChange",
-                    json!({"textDocument": {"uri": uri, "version": *v}, "contentChanges": [{"text": text}]}),
-                )?;
-                self.notify(
-                    "textDocument/didSave",
-                    json!({"textDocument": {"uri": uri}, "text": text}),
-                )?;
+            Some(entry) => {
+                *entry = (entry.0 + 1, mtime(path));
+                self.change(&uri, entry.0, &text)?;
             }
         }
         Ok((uri, before))
+    }
+
+    fn change(&self, uri: &str, version: i32, text: &str) -> Result<(), String> {
+        self.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}),
+        )?;
+        self.notify(
+            "textDocument/didSave",
+            json!({"textDocument": {"uri": uri}, "text": text}),
+        )
     }
 
     /// Diagnostics of `uri` published after generation `after`: waits up to `timeout` for the

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakellm import calls, say
+from fakellm import FAKE_MODEL, calls, say
 
 pytestmark = pytest.mark.core
 
@@ -323,3 +323,63 @@ def test_other_open_file_changed_by_bash_is_resent(
     sent = wire.read_text()
     changed = [m for m in sent.split("Content-Length") if "didChange" in m and "shapes.py" in m]
     assert changed and "# a" in changed[-1], sent[-2000:]
+
+
+MARKER = """
+import os, sys
+open(sys.argv[1], "w").write("started")
+os.execv(sys.argv[2], [sys.argv[2]])
+"""
+
+
+@needs_pylsp
+def test_repo_config_server_runs_only_where_project_executables_may(
+    fake_llm, yuyao, env, run_agent, repo, yuyao_home, tmp_path
+):
+    """A repository's `.yuyao/config.toml` naming a server is an executable the repository
+    provides: run_agent.sh (never runs those) uses the user's server from PATH instead;
+    `-p` (the caller chose the directory) runs it."""
+    project(repo)
+    marker = tmp_path / "project-server-ran"
+    script = tmp_path / "marker.py"
+    script.write_text(MARKER)
+    (repo / ".yuyao").mkdir()
+    argv = [sys.executable, str(script), str(marker), PYLSP]
+    (repo / ".yuyao" / "config.toml").write_text(
+        f"[lsp]\nenabled = true\n[lsp.servers]\npython = {json.dumps(argv)}\n"
+    )
+    definition = {"operation": "definition", "file_path": "main.py", "line": 3, "query": "area"}
+    task = tmp_path / "task.txt"
+    task.write_text("Where is area defined?")
+    budget = tmp_path / "budget.json"
+    budget.write_text(json.dumps({"max_steps": 5}))
+
+    # run_agent: the repository cannot even enable the tool.
+    server = fake_llm([lsp("c1", **definition), say(ANSWER)])
+    r = run_agent(
+        *("--task-file", str(task), "--repo-dir", str(repo), "--budget-file", str(budget)),
+        *("--out-dir", str(tmp_path / "out"), "--model-base-url", server.url),
+        *("--model-name", FAKE_MODEL, "--model-api-key", server.api_key),
+        env=env(),
+    )
+    assert r.returncode in (0, 1), r.stderr
+    assert "lsp" not in server.tool_names(0)
+    # The user enables it: the user's server (pylsp on PATH) answers, the repo's never runs.
+    (yuyao_home / "config.toml").write_text("[lsp]\nenabled = true\n")
+    server = fake_llm([lsp("c1", **definition), say(ANSWER)])
+    r = run_agent(
+        *("--task-file", str(task), "--repo-dir", str(repo), "--budget-file", str(budget)),
+        *("--out-dir", str(tmp_path / "out2"), "--model-base-url", server.url),
+        *("--model-name", FAKE_MODEL, "--model-api-key", server.api_key),
+        env=env(),
+    )
+    assert r.returncode in (0, 1), r.stderr
+    assert "shapes.py:1:5" in server.tool_result("c1")
+    assert not marker.exists()
+
+    # -p runs the project's extensions: its server starts.
+    server = fake_llm([lsp("c1", **definition), say(ANSWER)])
+    proc = run_p(yuyao, env, server)
+    assert proc.returncode == 0, proc.stderr
+    assert "shapes.py:1:5" in server.tool_result("c1")
+    assert marker.read_text() == "started"

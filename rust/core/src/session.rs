@@ -459,7 +459,7 @@ impl Session {
         };
         let mcp = crate::mcp_servers::McpServers::new(&paths);
         let memory = crate::memory::open(&opts, &paths, &config);
-        let lsp = crate::lsp::Manager::new(&opts, &config);
+        let lsp = crate::lsp::Manager::new(&opts);
         let session = Session {
             id,
             opts,

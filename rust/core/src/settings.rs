@@ -29,6 +29,7 @@ const READ_AT_USE: &[&str] = &[
     "compaction.memoryFlush.enabled",
     "compaction.memoryFlush.model",
     "hooks.max_stop_blocks",
+    "lsp.enabled",
     "lsp.diagnostics_timeout_ms",
     "features.hooks",
     "features.mcp",

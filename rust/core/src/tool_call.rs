@@ -56,7 +56,7 @@ impl Session {
         if crate::memory::tools::NAMES.contains(&name) && !self.memory.enabled {
             return false;
         }
-        if name == crate::lsp::NAME && !self.lsp.enabled {
+        if name == crate::lsp::NAME && !self.lsp_enabled() {
             return false;
         }
         match &self.opts.tools {

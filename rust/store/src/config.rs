@@ -385,7 +385,7 @@ const KNOWN: &[Key] = &[
     key(
         "lsp.enabled",
         Kind::Bool,
-        Applies::NextSession,
+        Applies::Live,
         "the lsp tool and language-server diagnostics after edits (as --experimental-lsp)",
     ),
     key(

@@ -38,16 +38,15 @@ struct Server {
 
 #[derive(Default)]
 pub(crate) struct Manager {
-    pub enabled: bool,
+    /// `--experimental-lsp` (the configuration may enable it too: [`Session::lsp_enabled`]).
+    flag: bool,
     servers: Mutex<HashMap<&'static str, Server>>,
 }
 
 impl Manager {
-    pub(crate) fn new(opts: &yuyao_protocol::SessionOptions, config: &yuyao_store::Config) -> Self {
-        let enabled = opts.experimental_lsp
-            || config.get("lsp.enabled").and_then(|v| v.as_bool()) == Some(true);
+    pub(crate) fn new(opts: &yuyao_protocol::SessionOptions) -> Self {
         Manager {
-            enabled,
+            flag: opts.experimental_lsp,
             servers: Mutex::new(HashMap::new()),
         }
     }
@@ -67,6 +66,21 @@ impl Manager {
 }
 
 impl Session {
+    /// An `lsp.*` setting. A server command is an executable: the project's configuration
+    /// counts only where project-provided executables may run (as for its hooks and MCP
+    /// servers); otherwise the user's file alone is read.
+    fn lsp_config(&self, key: &str) -> Option<toml::Value> {
+        if self.project_extensions_allowed() {
+            self.config.get(key)
+        } else {
+            self.config.get_in(key, yuyao_store::Layer::User)
+        }
+    }
+
+    pub(crate) fn lsp_enabled(&self) -> bool {
+        self.lsp.flag || self.lsp_config("lsp.enabled").and_then(|v| v.as_bool()) == Some(true)
+    }
+
     /// The running server for `language`, started now if it is not (or restarted once if it
     /// died).
     fn lsp_client(&self, language: &'static str) -> Result<Arc<Client>, String> {
@@ -102,7 +116,7 @@ impl Session {
             }
             None => 0,
         };
-        let config = self.config.get(&format!("lsp.servers.{language}"));
+        let config = self.lsp_config(&format!("lsp.servers.{language}"));
         let started = servers::command_for(language, config.as_ref()).and_then(|argv| {
             Client::start(&argv[0], &argv[1..], &self.ctx.project(), START_TIMEOUT)
         });
@@ -148,8 +162,7 @@ impl Session {
 
     fn lsp_settle(&self) -> Duration {
         let ms = self
-            .config
-            .get("lsp.diagnostics_timeout_ms")
+            .lsp_config("lsp.diagnostics_timeout_ms")
             .and_then(|v| v.as_integer())
             .filter(|v| *v > 0)
             .map_or(DEFAULT_SETTLE_MS, |v| v as u64);
@@ -187,8 +200,8 @@ impl Session {
     /// After a write/edit/multi-edit/apply-patch that succeeded: the edited files'
     /// errors and warnings, appended to the tool's result.
     pub(crate) fn lsp_after_edit(&self, name: &str, paths: &[PathBuf], out: &mut ToolOutput) {
-        if !self.lsp.enabled
-            || !out.ok
+        if !out.ok
+            || !self.lsp_enabled()
             || !matches!(name, "write" | "edit" | "multi-edit" | "apply-patch")
         {
             return;

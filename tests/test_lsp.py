@@ -288,12 +288,25 @@ def test_missing_server_is_named(fake_llm, yuyao, env, repo, yuyao_home):
     assert "b + a" in (repo / "calc.py").read_text()
 
 
+@needs_pylsp
 def test_agent_api_with_config(api, fake_llm, yuyao_home):
+    """agent_api (in-process, GIL released during the turn): enabled by the user's
+    `lsp.enabled`, listed by /tools, diagnostics in the edit's result."""
     (yuyao_home / "config.toml").write_text("[lsp]\nenabled = true\n")
-    server = fake_llm([say("Hi.")])
-    session = api(server)
-    session.chat("hello")
+    edit = {"file_path": "calc.py", "old_string": "return a + b", "new_string": "return a +"}
+    server = fake_llm(
+        [
+            calls([("read", {"file_path": "calc.py"}, "c_read")]),
+            calls([("edit", edit, "c_edit")]),
+            say(ANSWER),
+        ]
+    )
+    session = api(server, mode="yolo")
+    assert "lsp" in session.dispatch("/tools")
+    session.chat("Break calc.py on purpose.")
     assert "lsp" in server.tool_names(0)
+    result = server.tool_result("c_edit")
+    assert "[lsp] calc.py: 1 error(s)" in result, result
 
 
 @needs_pylsp
@@ -383,3 +396,13 @@ def test_repo_config_server_runs_only_where_project_executables_may(
     assert proc.returncode == 0, proc.stderr
     assert "shapes.py:1:5" in server.tool_result("c1")
     assert marker.read_text() == "started"
+
+
+def test_tui_line_of_an_lsp_call():
+    from yuyao.tui.render import summarize_arguments
+
+    args = {"operation": "definition", "file_path": "main.py", "line": 3, "query": "area"}
+    assert summarize_arguments("lsp", json.dumps(args)) == "definition main.py:3 (area)"
+    assert summarize_arguments("lsp", {"operation": "workspace_symbols", "query": "Foo"}) == (
+        "workspace_symbols (Foo)"
+    )

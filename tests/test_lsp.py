@@ -406,3 +406,78 @@ def test_tui_line_of_an_lsp_call():
     assert summarize_arguments("lsp", {"operation": "workspace_symbols", "query": "Foo"}) == (
         "workspace_symbols (Foo)"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Effect tests of the lsp.* keys set in a live session (used by test_settings_live.EFFECTS)
+
+SLOW_PROXY = """
+import subprocess, sys, threading, time
+child = subprocess.Popen([sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+def up():
+    while True:
+        data = sys.stdin.buffer.read1(65536)
+        if not data:
+            child.stdin.close()
+            return
+        child.stdin.write(data)
+        child.stdin.flush()
+
+threading.Thread(target=up, daemon=True).start()
+out = child.stdout
+while True:
+    header = b""
+    while not header.endswith(b"\\r\\n\\r\\n"):
+        c = out.read(1)
+        if not c:
+            sys.exit(0)
+        header += c
+    n = int(header.split(b"Content-Length:")[1].split(b"\\r\\n")[0])
+    body = out.read(n)
+    if b"publishDiagnostics" in body:
+        time.sleep(1.2)  # a slow server: diagnostics come 1.2 s after the change
+    sys.stdout.buffer.write(header + body)
+    sys.stdout.buffer.flush()
+"""
+
+
+def effect_lsp_enabled(fake_llm, live, **_):
+    server = fake_llm([say("one"), say("two")])
+    s, _ = live(server)
+    assert "lsp" not in server.tool_names(0)
+    s.dispatch("/config set lsp.enabled true")
+    s.chat("again")
+    assert "lsp" in server.tool_names(1)
+
+
+def effect_lsp_diagnostics_timeout(fake_llm, live, yuyao_home, repo, **_):
+    if PYLSP is None:
+        pytest.skip("python-lsp-server is not installed")
+    proxy = yuyao_home / "slow_proxy.py"
+    proxy.write_text(SLOW_PROXY)
+    (yuyao_home / "config.toml").write_text(
+        f"[lsp]\nenabled = true\n[lsp.servers]\npython = {json.dumps([sys.executable, str(proxy), PYLSP])}\n"
+    )
+
+    def edit(cid, old, new):
+        return calls(
+            [("edit", {"file_path": "calc.py", "old_string": old, "new_string": new}, cid)]
+        )
+
+    server = fake_llm(
+        [
+            calls([("read", {"file_path": "calc.py"}, "c_read")]),
+            edit("c1", "a + b", "a + bb"),
+            say("one"),
+            edit("c2", "a + bb", "a + bbb"),
+            say("two"),
+        ]
+    )
+    s, _ = live(server)
+    # The default wait (2500 ms) outlasts the slow server.
+    assert "undefined name 'bb'" in server.tool_result("c1")
+    s.dispatch("/config set lsp.diagnostics_timeout_ms 300")
+    s.chat("again")
+    late = server.tool_result("c2")
+    assert "published no diagnostics within 300 ms" in late, late

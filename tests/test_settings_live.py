@@ -14,6 +14,7 @@ import time
 
 import pytest
 from fakellm import call, error, say
+from test_lsp import effect_lsp_diagnostics_timeout, effect_lsp_enabled
 
 pytestmark = pytest.mark.core
 
@@ -632,6 +633,8 @@ EFFECTS = {
     "architect.editor_model": effect_not_in_build("architect.editor_model"),
     "tools.bash.timeout_ms": effect_bash_timeout,
     "mcp.startup_timeout_ms": effect_mcp_startup_timeout,
+    "lsp.enabled": effect_lsp_enabled,
+    "lsp.diagnostics_timeout_ms": effect_lsp_diagnostics_timeout,
     # 5 days old: kept by the default 30 days, removed once 1 day is set.
     "storage.retention_days": effect_storage("storage.retention_days", "1", 5, 1000),
     # 3 MB, 2 days old: kept by the default 1024 MB, removed once the cap is 1 MB.

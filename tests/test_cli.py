@@ -300,7 +300,6 @@ UNAVAILABLE = [
     (["--auto-commit"], "--auto-commit"),
     (["--auto-test"], "--auto-test"),
     (["--test-cmd", "pytest"], "--test-cmd"),
-    (["--map-tokens", "0"], "--map-tokens"),
     (["--worktree"], "--worktree"),
     (["--worktree=feature"], "--worktree"),
     (["-w"], "-w"),

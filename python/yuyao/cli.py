@@ -476,7 +476,7 @@ FLAGS = {
             G_TOOLS,
             NON_NEGATIVE_INT,
             metavar="n",
-            available=False,
+            option="map_tokens",
         ),
         # Memory and workflow
         Flag(

@@ -26,6 +26,7 @@ mod memory;
 mod next_step;
 mod prompt;
 mod refs;
+mod repomap;
 mod rule_files;
 mod run_inputs;
 mod scope;

@@ -84,6 +84,8 @@ impl Session {
                 } else {
                     crate::refs::user_message(self, text)
                 };
+                // The repo map rides on the prompt (append-only requests), when it changed.
+                let message = self.attach_repo_map(text, message);
                 {
                     let mut st = self.lock();
                     st.push(message);

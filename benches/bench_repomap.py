@@ -54,13 +54,19 @@ def build_once(repo: Path, home: Path) -> float:
         def request(self, _request_json: str) -> str:
             return "deny"
 
-    opts = {"cwd": str(repo), "home": str(home), "no_session": True, "no_trajectory": True}
+    opts = {
+        "cwd": str(repo),
+        "home": str(home),
+        "no_session": True,
+        "no_trajectory": True,
+        "map_tokens": 1024,
+    }
     s = _core.Session(json.dumps(opts), Quiet())
     t0 = time.perf_counter()
     listing = s.dispatch("/context list")
     elapsed = time.perf_counter() - t0
     s.close()
-    assert "repo map:" in listing, listing
+    assert "tokens of 1024" in listing, listing
     return elapsed
 
 

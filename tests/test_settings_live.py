@@ -15,6 +15,7 @@ import time
 import pytest
 from conftest import git
 from fakellm import call, calls, error, say
+from test_lsp import effect_lsp_diagnostics_timeout, effect_lsp_enabled
 
 pytestmark = pytest.mark.core
 
@@ -812,6 +813,8 @@ EFFECTS = {
     "search.api_key_env": effect_search_api_key_env,
     "browser.executable": effect_browser_executable,
     "mcp.startup_timeout_ms": effect_mcp_startup_timeout,
+    "lsp.enabled": effect_lsp_enabled,
+    "lsp.diagnostics_timeout_ms": effect_lsp_diagnostics_timeout,
     # 5 days old: kept by the default 30 days, removed once 1 day is set.
     "storage.retention_days": effect_storage("storage.retention_days", "1", 5, 1000),
     # 3 MB, 2 days old: kept by the default 1024 MB, removed once the cap is 1 MB.

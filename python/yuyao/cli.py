@@ -465,9 +465,9 @@ FLAGS = {
         ),
         Flag(
             "--experimental-lsp",
-            "Enable LSP code intelligence (the lsp tool)",
+            "Enable LSP code intelligence (the lsp tool, diagnostics after edits)",
             G_TOOLS,
-            available=False,
+            option="experimental_lsp",
         ),
         Flag(
             "--map-tokens",
@@ -475,7 +475,7 @@ FLAGS = {
             G_TOOLS,
             NON_NEGATIVE_INT,
             metavar="n",
-            available=False,
+            option="map_tokens",
         ),
         # Memory and workflow
         Flag(

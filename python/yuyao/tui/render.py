@@ -106,6 +106,10 @@ def summarize_arguments(name: str, arguments: Any) -> str:
         if not files:
             files = [ln[4:].strip() for ln in patch.splitlines() if ln.startswith("+++ ")]
         return ", ".join(files) or _first_line(patch, 80)
+    if n == "lsp":
+        where = str(path or "") + (f":{args['line']}" if args.get("line") else "")
+        what = f"({args['query']})" if args.get("query") else ""
+        return " ".join(p for p in (str(args.get("operation", "")), where, what) if p)
     for key in ("url", "query", "question", "description", "prompt", "command", "pattern"):
         if args.get(key):
             return _first_line(args[key], 100)

@@ -796,6 +796,9 @@ fn tools(s: &Session, _: &[String]) -> Result<String, CoreError> {
             "  todo         Task tracker: items with status, dependencies, indices like 2.1\n",
         );
     }
+    if names.contains(&crate::lsp::NAME) {
+        out.push_str("  lsp          Definitions, references, hover, diagnostics and symbols from a language server\n");
+    }
     Ok(out.trim_end().to_string())
 }
 

@@ -447,6 +447,7 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
         tokens(total) as f64 * 100.0 / window.max(1) as f64
     ));
     out.push_str(&s.rules_context_lines());
+    out.push_str(&s.repo_map_context());
     if !detail {
         return Ok(out);
     }

@@ -65,6 +65,14 @@ pub(crate) fn user_message(s: &Session, text: &str) -> Message {
     let mut seen: Vec<PathBuf> = Vec::new();
     for word in referenced_words(text) {
         let path = s.ctx.resolve(&word);
+        if !path.exists()
+            && let Some(block) = s.symbol_block(&word)
+        {
+            // `@SymbolName`: the definition found in the repo map's tags.
+            blocks.push_str(&block);
+            blocks.push('\n');
+            continue;
+        }
         if seen.contains(&path) || !path.exists() {
             continue; // not a path (an agent name, a symbol): the words stay as typed
         }

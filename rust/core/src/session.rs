@@ -225,6 +225,8 @@ pub struct Session {
     pub(crate) auto_commit: Mutex<crate::auto_commit::AutoCommit>,
     /// `/queue followup|collect|interrupt` turns waiting for the running one (`queue.rs`).
     pub(crate) queued: Mutex<crate::queue::Queued>,
+    /// Language servers of the `lsp` tool and the edit diagnostics (`lsp/`).
+    pub(crate) lsp: crate::lsp::Manager,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -479,6 +481,7 @@ impl Session {
         };
         let mcp = crate::mcp_servers::McpServers::new(&paths);
         let memory = crate::memory::open(&opts, &paths, &config);
+        let lsp = crate::lsp::Manager::new(&opts);
         let session = Session {
             id,
             opts,
@@ -511,6 +514,7 @@ impl Session {
             auto_commit: Mutex::new(Default::default()),
             queued: Mutex::new(Default::default()),
             plan_state: Mutex::new(Default::default()),
+            lsp,
             runtime: Mutex::new(None),
             _live: live,
         };
@@ -703,6 +707,7 @@ impl Session {
         // The session's browser, if one was started, goes with it.
         self.ctx.browser.close();
         self.mcp_shutdown();
+        self.lsp.shutdown();
         {
             let mut st = self.lock();
             st.sync_log();

@@ -15,6 +15,7 @@ const CORE_TOOLS: &[&str] = &[
     "declare-scope",
     crate::todo::NAME,
     crate::planning::START_TOOL,
+    crate::lsp::NAME,
 ];
 
 pub struct CallOutcome {
@@ -38,6 +39,9 @@ pub struct CallOutcome {
 impl Session {
     pub(crate) fn tool_enabled(&self, name: &str) -> bool {
         if crate::memory::tools::NAMES.contains(&name) && !self.memory.enabled {
+            return false;
+        }
+        if name == crate::lsp::NAME && !self.lsp_enabled() {
             return false;
         }
         match &self.opts.tools {
@@ -86,6 +90,9 @@ impl Session {
             crate::subagents::team::schema(self).filter(|_| self.tool_enabled("team"))
         {
             schemas.push(team);
+        }
+        if self.tool_enabled(crate::lsp::NAME) {
+            schemas.push(crate::lsp::schema());
         }
         for s in crate::memory::tools::schemas() {
             if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
@@ -218,6 +225,9 @@ impl Session {
         {
             return (out, true, merged);
         }
+        if let Some(out) = crate::lsp::run_tool(self, name, &call.arguments) {
+            return (out, true, false);
+        }
         // The one parse of this call: everything below reads `args`, never the raw JSON.
         let args = match ToolArgs::parse(name, &call.arguments) {
             Ok(a) => a,
@@ -334,6 +344,8 @@ impl Session {
         // PostToolUse hooks: what they say joins the result the model reads.
         let feedback = self.post_tool_hooks(name, &args.to_value(), out.ok, &out.text);
         let mut out = out;
+        // The edited files' new errors and warnings, while the model still looks at them.
+        self.lsp_after_edit(name, &action.paths, &mut out);
         if !feedback.is_empty() {
             out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);
         }

@@ -104,6 +104,8 @@ impl Session {
                 } else {
                     crate::refs::user_message(self, text)
                 };
+                // The repo map rides on the prompt (append-only requests), when it changed.
+                let message = self.attach_repo_map(text, message);
                 let message = self.attach_pending_images(message);
                 // Skills whose trigger keyword the prompt names load after it.
                 let skills = if expanded {

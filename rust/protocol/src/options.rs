@@ -42,6 +42,10 @@ pub struct SessionOptions {
     pub system_prompt: Option<String>,
     pub append_system_prompt: Option<String>,
     pub no_memory: bool,
+    /// `--experimental-lsp`: the `lsp` tool and diagnostics after edits (also `lsp.enabled`).
+    pub experimental_lsp: bool,
+    /// `--map-tokens n`: the repo map's budget (default 1024; 0: no map).
+    pub map_tokens: Option<u32>,
     /// Where project memory is written instead of the project (the headless contract:
     /// `<out-dir>/memory`, so `--repo-dir` is never written).
     pub memory_dir: Option<String>,

@@ -479,6 +479,18 @@ const KNOWN: &[Key] = &[
         "Chromium or Chrome binary of the browser tool (default: chromium, chromium-browser or google-chrome on PATH)",
     ),
     key(
+        "lsp.enabled",
+        Kind::Bool,
+        Applies::Live,
+        "the lsp tool and language-server diagnostics after edits (as --experimental-lsp)",
+    ),
+    key(
+        "lsp.diagnostics_timeout_ms",
+        Kind::PosInt,
+        Applies::Live,
+        "how long an edit waits for the language server's diagnostics (default 2500)",
+    ),
+    key(
         "storage.retention_days",
         Kind::NonNegInt,
         Applies::NextSession,
@@ -504,7 +516,7 @@ const ALIASES: &[(&str, &str)] = &[
 ];
 
 /// Namespaces whose keys are all accepted without a warning (values parsed as JSON).
-const OPEN_NAMESPACES: &[&str] = &["memory."];
+const OPEN_NAMESPACES: &[&str] = &["memory.", "lsp.servers."];
 
 /// The canonical spelling of `key` (aliases folded).
 pub fn canonical_key(key: &str) -> &str {

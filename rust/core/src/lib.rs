@@ -34,6 +34,7 @@ mod settings;
 mod state_notes;
 mod task_kind;
 mod tool_call;
+mod tool_offer;
 mod turn;
 mod web_settings;
 mod words;

@@ -838,10 +838,12 @@ fn write(a: &WriteParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     }
     write_known(ctx, &path, content.as_bytes())?;
     let lines = content.lines().count();
+    // Relative to the working directory, as grep shows paths: the result is sent on every
+    // later request, and the model knows its directory.
     Ok(ToolOutput::ok(format!(
         "{} {} ({lines} line{}, {} bytes)",
         if existed { "Overwrote" } else { "Created" },
-        path.display(),
+        crate::search::shown_path(&path, &ctx.cwd()),
         if lines == 1 { "" } else { "s" },
         content.len()
     )))

@@ -984,9 +984,10 @@ fn commit_plan(plan: &Plan, originals: &BTreeMap<PathBuf, Option<Vec<u8>>>) -> R
             t.discard();
         }
     };
+    let mut dirs = crate::fs::StageDirs::default();
     for (p, v) in plan {
         if let Some(bytes) = v {
-            match crate::fs::stage_temp(p, bytes) {
+            match crate::fs::stage_temp_in(&mut dirs, p, bytes) {
                 Ok(t) => temps.push(t),
                 Err(e) => {
                     cleanup(&temps);

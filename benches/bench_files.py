@@ -198,15 +198,20 @@ def main() -> int:
             f"{name:<34} {min(ours) * 1e3:8.2f}ms {om * 1e3:6.2f}ms   {peers[name]:<24}"
             f" {min(theirs) * 1e3:6.2f}ms {tm * 1e3:6.2f}ms {ratio:5.2f}x"
         )
-    print(
-        json.dumps(
-            {
-                "rounds": opts.rounds,
-                "peer": f"Python {platform.python_version()}",
-                "machine": f"{platform.machine()}, {os.cpu_count()} cpu",
-            }
-        )
-    )
+    meta = {
+        "rounds": opts.rounds,
+        "peer": f"Python {platform.python_version()}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} cpu",
+    }
+    print(json.dumps(meta))
+    # Raw figures, one file per day (a later run the same day replaces it).
+    results = ROOT / "benches" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    out = results / f"files-{time.strftime('%Y-%m-%d')}.json"
+    report = {"date": time.strftime("%Y-%m-%dT%H:%M:%S"), **meta, "load_1min": load}
+    out.write_text(json.dumps({**report, "operations": summary}, indent=2) + "\n")
+    print(f"raw figures: {out}")
     return 0
 
 

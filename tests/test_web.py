@@ -6,6 +6,7 @@ none at all with the network off."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
@@ -280,9 +281,13 @@ def test_search_not_configured_or_network_off(fake_llm, yuyao, env, web, yuyao_h
     assert web.requests == []
 
 
-def test_web_tools_are_advertised(fake_llm, yuyao, env):
+def test_web_tools_are_advertised(fake_llm, yuyao, env, yuyao_home):
+    # Offered when they can work (tool_offer.rs): network on, a search provider, a Chromium.
+    (yuyao_home / "config.toml").write_text(
+        f'[search]\nprovider = "brave"\n[browser]\nexecutable = "{sys.executable}"\n'
+    )
     server = fake_llm([say("hi")])
-    assert yuyao("-p", "hi", env=env(server)).returncode == 0
+    assert yuyao("-p", "hi", "--network", "on", env=env(server)).returncode == 0
     names = server.tool_names()
     for name in ("web-fetch", "web-search", "browser", "read-media"):
         assert name in names

@@ -6,6 +6,7 @@
 
 use crate::session::{CoreError, Session};
 use serde_json::json;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 use yuyao_model::build_request;
@@ -52,12 +53,14 @@ impl Session {
         if !TRACKED.contains(&name) {
             return;
         }
-        // A file already captured in this batch keeps its first pre-image.
+        // A file already captured in this batch keeps its first pre-image. A set, not a scan
+        // of `pending` per path: one call may touch thousands of files.
         let paths: Vec<PathBuf> = {
             let g = self.snaps();
+            let seen: HashSet<&Path> = g.pending.iter().map(|q| q.path.as_path()).collect();
             paths
                 .iter()
-                .filter(|p| !g.pending.iter().any(|q| &q.path == *p))
+                .filter(|p| !seen.contains(p.as_path()))
                 .cloned()
                 .collect()
         };
@@ -75,8 +78,9 @@ impl Session {
         match captured {
             Ok(list) => {
                 let mut g = self.snaps();
+                let mut seen: HashSet<PathBuf> = g.pending.iter().map(|q| q.path.clone()).collect();
                 for pre in list {
-                    if !g.pending.iter().any(|q| q.path == pre.path) {
+                    if seen.insert(pre.path.clone()) {
                         g.pending.push(pre);
                     }
                 }

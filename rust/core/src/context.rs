@@ -54,16 +54,27 @@ fn is_prompt(m: &Message) -> bool {
 /// Where stubbing stops: results before this index are stubbed. A pure function of the
 /// history, replayed message by message as the history grew: a result becomes "old" once it
 /// is outside the last `RECENT_TURNS` turns or the `RECENT_RESULTS` most recent results, and
-/// old results are stubbed all together when the unstubbed ones exceed `batch_chars` — so
-/// the mark only moves at those points, and a longer history never un-stubs anything.
+/// once the old, unstubbed ones exceed `batch_chars`, everything before the latest step's
+/// results is stubbed at once — so the mark only moves at those points, and a longer history
+/// never un-stubs anything. Stubbing the recent results too at a batch is what makes the
+/// batch cheap for a prompt cache: the request diverges at the first new stub, and whatever
+/// stays whole after it is sent again uncached (10 × 14 KB outputs cost 140 KB per batch);
+/// the model has already seen and acted on those results, and each stub says how to get its
+/// result back. Between batches the recent results grow back to whole ones.
 fn stub_mark(history: &[Message], batch_chars: usize) -> usize {
     let mut prompts: Vec<usize> = Vec::new();
     let mut results: Vec<usize> = Vec::new();
     let mut sizes: Vec<usize> = vec![0; history.len()];
     let (mut mark, mut counted, mut pending) = (0usize, 0usize, 0usize);
+    // Just after the latest assistant message that called tools: where the latest step's
+    // results begin.
+    let mut step_start = 0usize;
     for (p, m) in history.iter().enumerate() {
         if is_prompt(m) {
             prompts.push(p);
+        }
+        if m.role == MessageRole::Assistant && !m.tool_calls.is_empty() {
+            step_start = p + 1;
         }
         if let Some(n) = stubbable(m) {
             sizes[p] = n;
@@ -87,7 +98,7 @@ fn stub_mark(history: &[Message], batch_chars: usize) -> usize {
             counted += 1;
         }
         if pending > batch_chars {
-            mark = old_before;
+            mark = old_before.max(step_start);
             pending = 0;
         }
     }
@@ -572,13 +583,32 @@ mod tests {
             (2..=8).contains(&rewrites.len()),
             "60 steps of 14 KB results rewrite the prefix a few times: {rewrites:?}"
         );
-        // The 10 most recent results are whole.
-        let (view, _) = request_view(&h, batch);
-        let whole = view
-            .iter()
-            .filter(|m| m.role == MessageRole::Tool && m.text().len() == 14_000)
-            .count();
-        assert!(whole >= RECENT_RESULTS, "{whole}");
+        let whole = |view: &[Message]| {
+            view.iter()
+                .filter(|m| m.role == MessageRole::Tool && m.text().len() == 14_000)
+                .count()
+        };
+        // At a batch only the latest step's result stays whole, so the bytes sent again after
+        // the divergence point are the new stubs and that one result, not ten whole results.
+        let mut h = vec![Message::user("task")];
+        let mut prev: Vec<Message> = Vec::new();
+        for k in 0..60 {
+            step(&mut h, k, 14_000);
+            let (view, _) = request_view(&h, batch);
+            if view[..prev.len()] != prev[..] {
+                assert_eq!(whole(&view), 1, "step {k}");
+                let same = view.iter().zip(&prev).take_while(|(a, b)| a == b).count();
+                let resent: usize = view[same..].iter().map(|m| m.text().len()).sum();
+                assert!(
+                    resent < 14_000 + 40 * 600,
+                    "step {k}: {resent} chars resent"
+                );
+            }
+            // Between batches the recent results grow back to whole ones.
+            assert!(whole(&view) <= RECENT_RESULTS + batch / 14_000 + 1);
+            prev = view;
+        }
+        assert!(whole(&prev) >= 1);
     }
 
     #[test]

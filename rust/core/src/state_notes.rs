@@ -68,7 +68,7 @@ impl Session {
         let git = self.read_git_summary("system prompt");
         let head = yuyao_store::hostgit::head(&self.paths.project);
         let stated = self.current_stated(head);
-        let tools = self.advertised_names();
+        let tools = self.offered_names();
         let memory = self.memory.section();
         let system = prompt::build(&PromptInputs {
             stated: &stated,

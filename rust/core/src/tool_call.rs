@@ -74,7 +74,9 @@ impl Session {
     }
 
     pub(crate) fn tool_schemas(&self) -> Vec<Value> {
-        let mut schemas = self.tools.schemas(|n| self.tool_enabled(n));
+        let mut schemas = self
+            .tools
+            .schemas(|n| self.tool_enabled(n) && self.tool_offered(n));
         if self.tool_enabled("ask-user") {
             schemas.push(crate::ask::schema());
         }

@@ -544,7 +544,7 @@ pub(crate) fn check_fresh(
 /// folder opened without following symlinks; [`Staged::commit`] renames it over the target
 /// in that same folder (`renameat`), so the write is atomic and cannot be redirected.
 pub struct Staged {
-    dir: OwnedFd,
+    dir: std::sync::Arc<OwnedFd>,
     tmp: CString,
     name: CString,
     pub path: PathBuf,
@@ -613,11 +613,36 @@ fn open_parent(path: &Path, create: bool) -> Result<(OwnedFd, CString), String> 
     Ok((fd, name))
 }
 
+/// Folders opened for staging, shared by the files of one batch: one descriptor per folder, so
+/// a patch adding thousands of files in one folder neither opens it per file nor runs into the
+/// open-file limit (1024 on many systems) while its temporary files wait for the renames.
+#[derive(Default)]
+pub struct StageDirs(std::collections::HashMap<PathBuf, std::sync::Arc<OwnedFd>>);
+
 /// Writes `bytes` to a new temporary file beside `path` (a resolved path: same folder, so the
 /// rename is atomic), with `path`'s permissions when it exists.
 pub fn stage_temp(path: &Path, bytes: &[u8]) -> Result<Staged, String> {
+    stage_temp_in(&mut StageDirs::default(), path, bytes)
+}
+
+/// [`stage_temp`] with the folder's descriptor taken from (or added to) `dirs`.
+pub fn stage_temp_in(dirs: &mut StageDirs, path: &Path, bytes: &[u8]) -> Result<Staged, String> {
     use std::io::Write as _;
-    let (dir, name) = open_parent(path, true)?;
+    let parent = path.parent().unwrap_or(Path::new(""));
+    let (dir, name) = match dirs.0.get(parent) {
+        Some(d) => {
+            let name = path.file_name().unwrap_or_default();
+            let name = nofollow::cstr(name)
+                .map_err(|e| format!("bad file name {}: {e}", path.display()))?;
+            (d.clone(), name)
+        }
+        None => {
+            let (fd, name) = open_parent(path, true)?;
+            let d = std::sync::Arc::new(fd);
+            dirs.0.insert(parent.to_path_buf(), d.clone());
+            (d, name)
+        }
+    };
     // What is there now, without following it.
     // SAFETY: a zeroed stat is a valid out-parameter.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -838,10 +863,12 @@ fn write(a: &WriteParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     }
     write_known(ctx, &path, content.as_bytes())?;
     let lines = content.lines().count();
+    // Relative to the working directory, as grep shows paths: the result is sent on every
+    // later request, and the model knows its directory.
     Ok(ToolOutput::ok(format!(
         "{} {} ({lines} line{}, {} bytes)",
         if existed { "Overwrote" } else { "Created" },
-        path.display(),
+        crate::search::shown_path(&path, &ctx.cwd()),
         if lines == 1 { "" } else { "s" },
         content.len()
     )))

@@ -846,34 +846,53 @@ fn plan_patch(ctx: &ToolContext, text: &str) -> Result<Planned, String> {
     let mut originals: BTreeMap<PathBuf, Option<Vec<u8>>> = BTreeMap::new();
     let mut summary = Vec::new();
     let mut notes = Vec::new();
-    let current = |plan: &Plan, p: &Path| -> Result<Option<Vec<u8>>, String> {
-        if let Some(v) = plan.get(p) {
-            return Ok(v.clone());
+    // Each path is resolved once and read from disk once (its original); later reads of it
+    // come from the plan or the originals — a batch may add thousands of files.
+    let mut resolved: BTreeMap<&str, PathBuf> = BTreeMap::new();
+    let on_disk = |p: &Path| -> Result<Option<Vec<u8>>, String> {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => Err(format!("{} is a directory", p.display())),
+            Ok(_) => read_file(p).map(Some),
+            Err(_) => Ok(None),
         }
-        if p.is_dir() {
-            return Err(format!("{} is a directory", p.display()));
-        }
-        if p.exists() {
-            read_file(p).map(Some)
-        } else {
-            Ok(None)
+    };
+    let current = |plan: &Plan,
+                   originals: &BTreeMap<PathBuf, Option<Vec<u8>>>,
+                   p: &Path|
+     -> Result<Option<Vec<u8>>, String> {
+        match plan.get(p).or_else(|| originals.get(p)) {
+            Some(v) => Ok(v.clone()),
+            None => on_disk(p),
         }
     };
     for op in &ops {
         for p in op.paths() {
-            let r = ctx.resolve_for_write(p)?;
+            if !resolved.contains_key(p) {
+                resolved.insert(p, ctx.resolve_for_write(p)?);
+            }
+            let r = resolved[p].clone();
             if let std::collections::btree_map::Entry::Vacant(slot) = originals.entry(r) {
-                let v = current(&plan, slot.key())?;
+                let v = match plan.get(slot.key()) {
+                    Some(v) => v.clone(),
+                    None => on_disk(slot.key())?,
+                };
                 slot.insert(v);
             }
         }
+        let resolve = |p: &str| -> Result<PathBuf, String> {
+            match resolved.get(p) {
+                Some(r) => Ok(r.clone()),
+                None => ctx.resolve_for_write(p),
+            }
+        };
+        let current = |plan: &Plan, p: &Path| current(plan, &originals, p);
         match op {
             FileOp::Add {
                 path,
                 lines,
                 no_eol,
             } => {
-                let p = ctx.resolve_for_write(path)?;
+                let p = resolve(path)?;
                 if current(&plan, &p)?.is_some_and(|b| !b.is_empty()) {
                     return Err(format!(
                         "cannot add {}: it already exists. Use '*** Update File:' to change it. Nothing was changed.",
@@ -888,7 +907,7 @@ fn plan_patch(ctx: &ToolContext, text: &str) -> Result<Planned, String> {
                 plan.insert(p, Some(body));
             }
             FileOp::Delete { path } => {
-                let p = ctx.resolve_for_write(path)?;
+                let p = resolve(path)?;
                 if current(&plan, &p)?.is_none() {
                     return Err(format!(
                         "cannot delete {}: it does not exist. Nothing was changed.",
@@ -903,7 +922,7 @@ fn plan_patch(ctx: &ToolContext, text: &str) -> Result<Planned, String> {
                 move_to,
                 hunks,
             } => {
-                let p = ctx.resolve_for_write(path)?;
+                let p = resolve(path)?;
                 let Some(bytes) = current(&plan, &p)? else {
                     return Err(format!(
                         "cannot update {}: it does not exist.{} Nothing was changed.",
@@ -928,7 +947,7 @@ fn plan_patch(ctx: &ToolContext, text: &str) -> Result<Planned, String> {
                 notes.append(&mut n);
                 match move_to {
                     Some(dest) => {
-                        let d = ctx.resolve_for_write(dest)?;
+                        let d = resolve(dest)?;
                         if d != p && current(&plan, &d)?.is_some() {
                             return Err(format!(
                                 "cannot move {} to {}: the destination exists. Nothing was changed.",
@@ -965,9 +984,10 @@ fn commit_plan(plan: &Plan, originals: &BTreeMap<PathBuf, Option<Vec<u8>>>) -> R
             t.discard();
         }
     };
+    let mut dirs = crate::fs::StageDirs::default();
     for (p, v) in plan {
         if let Some(bytes) = v {
-            match crate::fs::stage_temp(p, bytes) {
+            match crate::fs::stage_temp_in(&mut dirs, p, bytes) {
                 Ok(t) => temps.push(t),
                 Err(e) => {
                     cleanup(&temps);

@@ -402,7 +402,7 @@ fn counted(rows: Vec<String>) -> (Vec<String>, usize) {
 
 /// `path` relative to `base` when it is under it, else absolute; quoted when it holds a
 /// newline or another control character, so one name never reads as two lines.
-fn shown_path(path: &Path, base: &Path) -> String {
+pub(crate) fn shown_path(path: &Path, base: &Path) -> String {
     let s = match path.strip_prefix(base) {
         Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().to_string(),
         _ => path.to_string_lossy().to_string(),

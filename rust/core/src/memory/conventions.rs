@@ -88,6 +88,8 @@ pub(crate) fn nested_for(
     loaded: &mut BTreeSet<PathBuf>,
 ) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
+    // Each folder is looked at once per call (a batch may touch a thousand files in one).
+    let mut looked: BTreeSet<PathBuf> = BTreeSet::new();
     for p in paths {
         let Ok(rel) = p.strip_prefix(project) else {
             continue;
@@ -97,6 +99,9 @@ pub(crate) fn nested_for(
         // Folders strictly between the project root and the file.
         for c in comps.iter().take(comps.len().saturating_sub(1)) {
             dir.push(c);
+            if !looked.insert(dir.clone()) {
+                continue;
+            }
             for name in ["AGENTS.md", "CLAUDE.md"] {
                 let f = dir.join(name);
                 if f.is_file() {

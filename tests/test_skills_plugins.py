@@ -133,6 +133,10 @@ def make_plugin(root: Path, marker: Path) -> None:
         plugin / "skills" / "kit-tips" / "SKILL.md",
         "---\ndescription: Tips from the kit\n---\nKIT-TIPS-BODY\n",
     )
+    put(
+        plugin / "agents" / "kit-reviewer.md",
+        "---\nname: kit-reviewer\ndescription: Reviews with the kit\ntools: [read]\n---\nReview.\n",
+    )
 
 
 def test_plugin_command_skill_and_hook_inert_after_features_disable(
@@ -143,6 +147,7 @@ def test_plugin_command_skill_and_hook_inert_after_features_disable(
     server = fake_llm([say("greeted"), say("tips"), call("bash", command="true"), say("ran")])
     s = api(server, mode="yolo")
     assert "plugin:kit 0.3.0 [user] enabled" in s.dispatch("/skills")
+    assert "kit-reviewer" in s.dispatch("/agents list"), "the plugin's agent is not offered"
     assert s.dispatch("/greet Ann") == "greeted"
     assert "GREET-COMMAND for Ann" in server.user_text(0)
     s.dispatch("/skill kit-tips")
@@ -165,6 +170,7 @@ def test_plugin_command_skill_and_hook_inert_after_features_disable(
         s2.dispatch("/skill kit-tips")
     s2.chat("run true again")
     assert "kit-tips" not in server2.system_prompt(0)
+    assert "kit-reviewer" not in s2.dispatch("/agents list")
     assert marker.read_text() == "pre\n", "a disabled plugin's hook ran"
     assert "off (features.plugins = false)" in s2.dispatch("/features")
     assert "not run: its plugin is off" in s2.dispatch("/hooks")

@@ -53,6 +53,7 @@ mod tool_call;
 mod turn;
 mod user_content;
 mod verification;
+mod verify_app;
 mod web_settings;
 mod words;
 mod workdirs;

@@ -99,10 +99,23 @@ def test_verify_reuses_the_app_run_started(fake_llm, api, repo):
     session = api(server)
     assert f"ready at {url}" in session.dispatch("/run")
     answer = session.dispatch("/verify the greeting")
-    assert "reusing the app /run started" in answer and "Verdict: works" in answer
+    assert "reusing the app already running" in answer and "Verdict: works" in answer
     assert url in server.user_text(0)
     tasks = session.dispatch("/tasks")
     assert tasks.count("python3 app.py") == 1  # not started twice
+
+
+def test_verify_reuses_a_running_app_without_a_port(fake_llm, api, repo):
+    server = fake_llm([say("Verdict: partly")])
+    session = api(server)
+    report = session.dispatch("/run echo worker ready; sleep 60")
+    job = report.split("as job ", 1)[1].split(":")[0]
+    answer = session.dispatch("/verify the worker starts")
+    assert f"reusing the app already running as job {job}" in answer
+    prompt = server.user_text(0)
+    assert "command-line" in prompt and f"background job {job}" in prompt
+    assert "worker ready" in prompt
+    assert session.dispatch("/tasks").count("sleep 60") == 1
 
 
 CLI = """import sys
@@ -143,3 +156,27 @@ def test_verify_with_nothing_to_run_names_what_it_looked_for(fake_llm, api, repo
         session.dispatch("/verify")
     assert "package.json" in str(err.value) and "Procfile" in str(err.value)
     assert server.requests == []  # no model turn
+
+
+def test_tui_verify_asks_then_reports(fake_llm, env, repo):
+    from test_tui import CTRL_D, yuyao_term
+
+    (repo / "main.py").write_text(CLI)
+    server = fake_llm([say("Verdict: broken\ngreets a name — VERIFY-OBSERVED usage error")])
+    term = yuyao_term(env(server), repo)
+    try:
+        term.wait_ready()
+        term.line("/verify greets a name")
+        # An untrusted project's start command runs with the user's rights: asked first.
+        term.wait_for(r"comes from this project")
+        term.settle(0.3)
+        term.send("y")
+        term.wait_for(r"started `python3 main\.py`", timeout=30)
+        term.wait_for(r"VERIFY-OBSERVED", timeout=30)
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+    prompt = server.user_text(0)
+    assert "greets a name" in prompt and "command-line" in prompt
+    assert "usage: main.py NAME" in prompt

@@ -184,9 +184,9 @@ pub(crate) struct Started {
     pub report: String,
 }
 
-/// The app `/run` (or `/verify`) started that still runs: its job and its URL, if a port
-/// from its output accepts connections.
-pub(crate) fn running_app(s: &Session) -> Option<(String, String, Option<String>)> {
+/// The app `/run` (or `/verify`) started that still runs, with its command: its URL if a
+/// port from its output accepts connections.
+pub(crate) fn running_app(s: &Session) -> Option<(Started, String)> {
     s.ctx
         .jobs
         .list()
@@ -203,7 +203,21 @@ pub(crate) fn running_app(s: &Session) -> Option<(String, String, Option<String>
                 .into_iter()
                 .find(|p| port_open(*p))
                 .map(|p| format!("http://127.0.0.1:{p}"));
-            Some((j.id, j.command, url))
+            let report = format!(
+                "reusing the app already running as job {}{}",
+                j.id,
+                url.as_deref()
+                    .map(|u| format!(" at {u}"))
+                    .unwrap_or_default()
+            );
+            let started = Started {
+                id: j.id,
+                state: JobState::Running,
+                url,
+                output: last_lines(&text, SHOWN_LINES),
+                report,
+            };
+            Some((started, j.command))
         })
 }
 
@@ -309,7 +323,7 @@ pub(crate) fn start_app(s: &Session, command: &str, source: &str) -> Result<Star
     // The model knows the app runs (and where) for the next turn.
     let mut st = s.lock();
     st.pending_notes.push(format!(
-        "[settings] The user started the app with /run: `{command}` (job {id}){}.",
+        "[settings] The user started the app in the background: `{command}` (job {id}){}.",
         url.as_deref()
             .map(|u| format!(", ready at {u}"))
             .unwrap_or_default()

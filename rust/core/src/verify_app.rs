@@ -34,7 +34,7 @@ fn web_prompt(request: &str, url: &str, command: &str) -> String {
 fn cli_prompt(request: &str, command: &str, source: &str, started: &Started) -> String {
     let how = match &started.state {
         JobState::Running => format!(
-            "It is still running as background job {} with no open port seen (stop it with the job tools when done).",
+            "It is running as background job {} with no open port seen (it may still be starting; check with bash, stop the job when done).",
             started.id
         ),
         other => format!("Started without input it {}.", other.label()),
@@ -55,25 +55,24 @@ pub(crate) fn verify_command(s: &Session, args: &[String]) -> Result<String, Cor
     } else {
         args.join(" ")
     };
-    let (said, prompt) = if let Some((id, command, Some(url))) = run_app::running_app(s) {
-        (
-            format!("/verify: reusing the app /run started (job {id}) at {url}"),
-            web_prompt(&request, &url, &command),
-        )
-    } else {
-        let (command, source) = run_app::detect_in(s).ok_or_else(|| {
-            CoreError::Usage(format!(
-                "/verify: nothing to run: cannot tell how this project starts ({LOOKED_FOR}); start it with /run <command>, then /verify"
-            ))
-        })?;
-        run_app::allow_project_command(s, "verify", &command, &source)?;
-        let started = run_app::start_app(s, &command, &source)?;
-        let prompt = match &started.url {
-            Some(url) if started.state == JobState::Running => web_prompt(&request, url, &command),
-            _ => cli_prompt(&request, &command, &source, &started),
-        };
-        (started.report, prompt)
+    let (started, command, source) = match run_app::running_app(s) {
+        Some((started, command)) => (started, command, "started with /run".to_string()),
+        None => {
+            let (command, source) = run_app::detect_in(s).ok_or_else(|| {
+                CoreError::Usage(format!(
+                    "/verify: nothing to run: cannot tell how this project starts ({LOOKED_FOR}); start it with /run <command>, then /verify"
+                ))
+            })?;
+            run_app::allow_project_command(s, "verify", &command, &source)?;
+            let started = run_app::start_app(s, &command, &source)?;
+            (started, command, source)
+        }
     };
+    let prompt = match &started.url {
+        Some(url) if started.state == JobState::Running => web_prompt(&request, url, &command),
+        _ => cli_prompt(&request, &command, &source, &started),
+    };
+    let said = format!("/verify: {}", started.report);
     // Fronts with a handler show the start line now and render the turn themselves.
     s.notice(NoticeLevel::Info, said.clone());
     let answer = s.chat(&prompt)?;

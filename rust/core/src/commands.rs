@@ -397,7 +397,13 @@ const COMMANDS: &[Command] = &[
         "a quick aside outside the history",
         Some(crate::side_question::btw_command)
     ),
-    cmd!("verify", [], "", "build, run and observe the change", None),
+    cmd!(
+        "verify",
+        [],
+        "[what to check]",
+        "build, run and observe the change",
+        Some(crate::verify_app::verify_command)
+    ),
     cmd!(
         "batch",
         [],

@@ -56,6 +56,7 @@ mod tool_offer;
 mod turn;
 mod user_content;
 mod verification;
+mod verify_app;
 mod web_settings;
 mod words;
 mod workdirs;

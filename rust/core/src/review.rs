@@ -91,7 +91,7 @@ impl Session {
     }
 
     /// What a command that ran turns returns: the fronts with a handler rendered them.
-    fn turn_answer(&self, text: String) -> String {
+    pub(crate) fn turn_answer(&self, text: String) -> String {
         if self.handler.is_some() {
             String::new()
         } else {

@@ -165,26 +165,100 @@ fn confirmed(s: &Session, command: &str, source: &str) -> bool {
     )
 }
 
+/// What `/run` looks for, named in the messages when nothing is found.
+pub(crate) const LOOKED_FOR: &str =
+    "no package.json dev/start, Procfile, Makefile run, Cargo.toml or Python __main__";
+
+/// The start command of the session's project (its working directory first).
+pub(crate) fn detect_in(s: &Session) -> Option<(String, String)> {
+    detect(&s.ctx.cwd()).or_else(|| detect(&s.paths.project))
+}
+
+/// A started app: its job, how it stands after the readiness wait, its URL if a port opened.
+pub(crate) struct Started {
+    pub id: String,
+    pub state: JobState,
+    pub url: Option<String>,
+    /// The last output lines.
+    pub output: String,
+    pub report: String,
+}
+
+/// The app `/run` (or `/verify`) started that still runs, with its command: its URL if a
+/// port from its output accepts connections.
+pub(crate) fn running_app(s: &Session) -> Option<(Started, String)> {
+    s.ctx
+        .jobs
+        .list()
+        .into_iter()
+        .filter(|j| j.state == JobState::Running)
+        .filter(|j| {
+            j.description
+                .as_deref()
+                .is_some_and(|d| d.starts_with(JOB_MARK))
+        })
+        .find_map(|j| {
+            let (_, text) = s.ctx.jobs.tail(&j.id, 400).ok()?;
+            let url = ports_in(&text)
+                .into_iter()
+                .find(|p| port_open(*p))
+                .map(|p| format!("http://127.0.0.1:{p}"));
+            let report = format!(
+                "reusing the app already running as job {}{}",
+                j.id,
+                url.as_deref()
+                    .map(|u| format!(" at {u}"))
+                    .unwrap_or_default()
+            );
+            let started = Started {
+                id: j.id,
+                state: JobState::Running,
+                url,
+                output: last_lines(&text, SHOWN_LINES),
+                report,
+            };
+            Some((started, j.command))
+        })
+}
+
+/// How the jobs of started apps are described (and found again).
+const JOB_MARK: &str = "/run (";
+
+/// A project-named command runs with the user's rights: in an untrusted project the user
+/// sees it and says yes first (as with project hooks). `cmd` names the command in the error.
+pub(crate) fn allow_project_command(
+    s: &Session,
+    cmd: &str,
+    command: &str,
+    source: &str,
+) -> Result<(), CoreError> {
+    if project_trusted(s) || confirmed(s, command, source) {
+        return Ok(());
+    }
+    Err(CoreError::Usage(format!(
+        "/{cmd}: not started: `{command}` ({source}) comes from a project you have not trusted; run /trust, or give the command: /run <command>"
+    )))
+}
+
 pub(crate) fn run_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
-    let cwd = s.ctx.cwd();
     let (command, source) = if args.is_empty() {
-        detect(&cwd)
-            .or_else(|| detect(&s.paths.project))
-            .ok_or_else(|| {
-                CoreError::Usage(
-                    "/run: cannot tell how this project starts (no package.json dev/start, Procfile, Makefile run, Cargo.toml or Python __main__); give the command: /run <command>".into(),
-                )
-            })?
+        detect_in(s).ok_or_else(|| {
+            CoreError::Usage(format!(
+                "/run: cannot tell how this project starts ({LOOKED_FOR}); give the command: /run <command>"
+            ))
+        })?
     } else {
         (args.join(" "), "given".to_string())
     };
-    // A command the project names (not typed by the user) runs with the user's rights: in an
-    // untrusted project the user sees it and says yes first (as with project hooks).
-    if args.is_empty() && !project_trusted(s) && !confirmed(s, &command, &source) {
-        return Err(CoreError::Usage(format!(
-            "/run: not started: `{command}` ({source}) comes from a project you have not trusted; run /trust, or give the command: /run <command>"
-        )));
+    if args.is_empty() {
+        allow_project_command(s, "run", &command, &source)?;
     }
+    Ok(start_app(s, &command, &source)?.report)
+}
+
+/// Starts `command` as a background job with the user's rights and waits for readiness.
+pub(crate) fn start_app(s: &Session, command: &str, source: &str) -> Result<Started, CoreError> {
+    let cwd = s.ctx.cwd();
     let id = s
         .ctx
         .jobs
@@ -192,8 +266,8 @@ pub(crate) fn run_command(s: &Session, args: &[String]) -> Result<String, CoreEr
             &s.ctx,
             JobSpec {
                 kind: JobKind::Bash,
-                command: &command,
-                description: Some(format!("/run ({source})")),
+                command,
+                description: Some(format!("{JOB_MARK}{source})")),
                 until: None,
                 notify: None,
             },
@@ -249,7 +323,7 @@ pub(crate) fn run_command(s: &Session, args: &[String]) -> Result<String, CoreEr
     // The model knows the app runs (and where) for the next turn.
     let mut st = s.lock();
     st.pending_notes.push(format!(
-        "[settings] The user started the app with /run: `{command}` (job {id}){}.",
+        "[settings] The user started the app in the background: `{command}` (job {id}){}.",
         url.as_deref()
             .map(|u| format!(", ready at {u}"))
             .unwrap_or_default()
@@ -258,7 +332,13 @@ pub(crate) fn run_command(s: &Session, args: &[String]) -> Result<String, CoreEr
         "run_app",
         serde_json::json!({"command": command, "source": source, "job": id, "url": url}),
     );
-    Ok(report)
+    Ok(Started {
+        id,
+        state,
+        url,
+        output: shown,
+        report,
+    })
 }
 
 #[cfg(test)]

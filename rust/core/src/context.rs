@@ -46,9 +46,29 @@ fn stubbable(m: &Message) -> Option<usize> {
         .filter(|n| *n > STUB_MIN_CHARS)
 }
 
-/// A user message that starts a turn (settings notes do not).
-fn is_prompt(m: &Message) -> bool {
-    m.role == MessageRole::User && !m.text().starts_with(crate::state_notes::NOTE_PREFIX)
+/// Does `history[p]` start a turn? Notes the core appends ([settings], [intent],
+/// [verification], rule files, hook context, …) are user messages too, but they arrive
+/// mid-turn (after a tool result) or right beside the prompt; counting them as turns would
+/// age the recent results early. So: the first user message of a run of user messages that
+/// follows a final answer (or opens the history); after a tool result, only a message that
+/// does not read like a note (a prompt typed after an interrupted turn).
+fn is_prompt(history: &[Message], p: usize) -> bool {
+    let m = &history[p];
+    if m.role != MessageRole::User {
+        return false;
+    }
+    match history[..p]
+        .iter()
+        .rev()
+        .find(|x| x.role != MessageRole::System)
+    {
+        None => true,
+        Some(prev) => match prev.role {
+            MessageRole::User => false,
+            MessageRole::Assistant => prev.tool_calls.is_empty(),
+            _ => !m.text().trim_start().starts_with('['),
+        },
+    }
 }
 
 /// Where stubbing stops: results before this index are stubbed. A pure function of the
@@ -70,7 +90,7 @@ fn stub_mark(history: &[Message], batch_chars: usize) -> usize {
     // results begin.
     let mut step_start = 0usize;
     for (p, m) in history.iter().enumerate() {
-        if is_prompt(m) {
+        if is_prompt(history, p) {
             prompts.push(p);
         }
         if m.role == MessageRole::Assistant && !m.tool_calls.is_empty() {
@@ -535,6 +555,31 @@ mod tests {
         }];
         h.push(a);
         h.push(Message::tool(format!("c{k}"), "x".repeat(chars)));
+    }
+
+    #[test]
+    fn notes_appended_mid_turn_do_not_count_as_turns() {
+        let mut h = vec![Message::system("s"), Message::user("[settings] mode: yolo")];
+        h.push(Message::user("print the files"));
+        for k in 0..4 {
+            step(&mut h, k, 5000);
+            h.push(Message::user("[intent] state a reason before each batch"));
+        }
+        let prompts: Vec<usize> = (0..h.len()).filter(|&p| is_prompt(&h, p)).collect();
+        assert_eq!(
+            prompts,
+            vec![1],
+            "one turn: its prompt run starts at the settings note"
+        );
+        // One turn only: every result is within the last two turns, nothing is stubbed.
+        assert!(request_view(&h, 4000).1.is_empty());
+        h.push(Message::assistant("done"));
+        h.push(Message::user("next task"));
+        assert!(is_prompt(&h, h.len() - 1));
+        // A prompt typed after an interrupted turn (its last message a tool result).
+        step(&mut h, 9, 10);
+        h.push(Message::user("stop, do this instead"));
+        assert!(is_prompt(&h, h.len() - 1));
     }
 
     #[test]

@@ -469,12 +469,11 @@ pub(crate) fn run_units(
                         format!("{what} unit {}/{total} {}: {}", i + 1, r.status, r.account),
                     );
                     lock(&results).insert(i, r);
-                    let d = {
-                        let mut d = lock(&done);
-                        *d += 1;
-                        *d
-                    };
-                    progress(d);
+                    // Emitted under the counter's lock: two units ending together never
+                    // show the bar going backwards.
+                    let mut d = lock(&done);
+                    *d += 1;
+                    progress(*d);
                 }
             }));
         }

@@ -99,8 +99,16 @@ def test_a_stub_batch_resends_only_the_new_stubs_and_the_latest_result(fake_llm,
         (repo / f"l{i:02d}.txt").write_text(
             "".join(f"{i:02d} row {n:05d} {'y' * 40}\n" for n in range(size // 50))
         )
+    # Each call comes with its one-line intent, as a model following the prompt writes it (a
+    # batch without one adds a reminder note per step, which is not what this test measures).
     server = fake_llm(
-        [*(call("bash", command=f"cat l{i:02d}.txt") for i in range(steps)), say("done")]
+        [
+            *(
+                {**call("bash", command=f"cat l{i:02d}.txt"), "content": f"Printing file {i}."}
+                for i in range(steps)
+            ),
+            say("done"),
+        ]
     )
     core(server).chat("print the files one by one")
     bodies = [r["body"] for r in server.requests]

@@ -44,6 +44,7 @@ mod run_inputs;
 mod scope;
 mod session;
 mod settings;
+mod side_call;
 mod side_question;
 mod skills;
 mod state_notes;

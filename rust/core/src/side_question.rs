@@ -20,31 +20,18 @@ pub(crate) fn btw_command(s: &Session, args: &[String]) -> Result<String, CoreEr
 impl Session {
     /// One model call over a copy of the history; the session's history is not touched.
     pub fn side_question(&self, question: &str) -> Result<String, CoreError> {
-        let client = self.client().map_err(CoreError::Failed)?;
         let mut history = self.messages();
         history.push(Message::user(format!("{ASIDE}\n\n{question}")));
         let (mut req, _) = self.next_request(&history);
         req.tools.clear();
         req.stream = false;
-        req.max_tokens = self
-            .spend_cap(crate::context::request_tokens(&req), None)
-            .map_err(|stop| {
-                CoreError::Failed(stop.error.unwrap_or_else(|| "spend ceiling reached".into()))
-            })?;
-        let token = CancellationToken::new();
-        let reply = self
-            .block_on(client.complete(&req, &mut |_| {}, &token))?
+        let (reply, cost) = self
+            .side_call(&mut req, None, &CancellationToken::new(), false)
             .map_err(|e| CoreError::Failed(e.to_string()))?;
-        let cost = self.price().cost(&reply.usage);
-        {
-            let mut st = self.lock();
-            st.cost_usd += cost;
-            st.usage.add(&reply.usage);
-            st.trajectory.record(
-                "side_question",
-                serde_json::json!({"question": question, "answer": reply.text, "cost_usd": cost}),
-            );
-        }
+        self.lock().trajectory.record(
+            "side_question",
+            serde_json::json!({"question": question, "answer": reply.text, "cost_usd": cost}),
+        );
         Ok(reply.text.trim().to_string())
     }
 }

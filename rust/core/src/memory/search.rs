@@ -374,7 +374,6 @@ fn run_dream(s: &Session) -> Result<String, CoreError> {
 /// One model call that words the summary; an error without a model, over the spend
 /// ceiling, or when the call fails (the facts alone are journaled then).
 fn word_summary(s: &Session, facts: &str) -> Result<String, String> {
-    let client = s.client()?;
     let mut req = build_request(
         DREAM_SYSTEM,
         &[Message::user(format!(
@@ -384,19 +383,9 @@ fn word_summary(s: &Session, facts: &str) -> Result<String, String> {
         false,
         None,
     );
-    req.max_tokens = s
-        .spend_cap(crate::context::request_tokens(&req), Some(300))
-        .map_err(|stop| stop.error.unwrap_or_else(|| "spend ceiling reached".into()))?;
-    let reply = s
-        .block_on(client.complete(&req, &mut |_| {}, &CancellationToken::new()))
-        .map_err(|e| e.to_string())?
+    let (reply, _) = s
+        .side_call(&mut req, Some(300), &CancellationToken::new(), false)
         .map_err(|e| e.to_string())?;
-    let cost = s.price().cost(&reply.usage);
-    {
-        let mut st = s.lock();
-        st.cost_usd += cost;
-        st.usage.add(&reply.usage);
-    }
     let text = reply.text.trim().to_string();
     if text.is_empty() {
         return Err("the model gave an empty summary".into());

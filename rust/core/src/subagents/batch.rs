@@ -11,6 +11,7 @@
 use super::fork::Running;
 use super::run::{ChildResult, run_child};
 use crate::session::{CoreError, Session};
+use crate::side_call::SideCallError;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
@@ -174,36 +175,16 @@ impl Session {
             self.paths.project.display()
         ))];
         let mut req = build_request(PLAN_SYSTEM, &view, Vec::new(), false, None);
-        let client = self.client()?;
-        req.max_tokens = self
-            .spend_cap(crate::context::request_tokens(&req), None)
-            .map_err(|stop| stop.error.unwrap_or_else(|| "spend ceiling reached".into()))?;
-        let token = CancellationToken::new();
-        if let Ok(mut c) = self.cancel.lock() {
-            *c = token.clone();
-        }
-        let reply = self
-            .block_on(client.complete(&req, &mut |_| {}, &token))
-            .map_err(|e| e.to_string())?;
-        self.agents.release();
-        let reply = match reply {
-            Ok(r) => r,
-            Err(yuyao_model::ModelError::Cancelled) => return Err("interrupted".into()),
-            Err(e) => return Err(format!("the planning call failed: {e}")),
-        };
-        let cost = self.price().cost(&reply.usage);
-        {
-            let mut st = self.lock();
-            st.cost_usd += cost;
-            st.steps += 1;
-            st.usage.add(&reply.usage);
-            let total = st.cost_usd;
-            self.agents.after_call(cost, total);
-            st.trajectory.record(
-                "batch_plan",
-                json!({"instruction": instruction, "text": reply.text, "cost_usd": cost}),
-            );
-        }
+        let (reply, cost) = self
+            .side_call(&mut req, None, &self.arm_cancel(), true)
+            .map_err(|e| match e {
+                SideCallError::Model(why) => format!("the planning call failed: {why}"),
+                other => other.to_string(),
+            })?;
+        self.lock().trajectory.record(
+            "batch_plan",
+            json!({"instruction": instruction, "text": reply.text, "cost_usd": cost}),
+        );
         parse_units(&reply.text)
     }
 

@@ -5,6 +5,7 @@
 //! stops them; the verdict and its reason are said.
 
 use crate::session::{CoreError, Session};
+use crate::side_call::SideCallError;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use yuyao_model::build_request;
@@ -32,7 +33,7 @@ impl Session {
     }
 
     /// A token Esc cancels outside a turn (the judge call, a loop's wait).
-    fn arm_cancel(&self) -> CancellationToken {
+    pub(crate) fn arm_cancel(&self) -> CancellationToken {
         let token = CancellationToken::new();
         if let Ok(mut c) = self.cancel.lock() {
             *c = token.clone();
@@ -64,34 +65,17 @@ impl Session {
             "Condition: {condition}\nIs the condition met now? First line MET or NOT MET; second line the reason."
         )));
         let mut req = build_request(JUDGE_SYSTEM, &view, Vec::new(), false, None);
-        let client = self.client()?;
-        req.max_tokens = self
-            .spend_cap(crate::context::request_tokens(&req), None)
-            .map_err(|stop| stop.error.unwrap_or_else(|| "spend ceiling reached".into()))?;
-        let token = self.arm_cancel();
-        let reply = self
-            .block_on(client.complete(&req, &mut |_| {}, &token))
-            .map_err(|e| e.to_string())?;
-        self.agents.release();
-        let reply = match reply {
-            Ok(r) => r,
-            Err(yuyao_model::ModelError::Cancelled) => return Err("interrupted".into()),
-            Err(e) => return Err(format!("the judge call failed: {e}")),
-        };
-        let cost = self.price().cost(&reply.usage);
+        let (reply, cost) = self
+            .side_call(&mut req, None, &self.arm_cancel(), true)
+            .map_err(|e| match e {
+                SideCallError::Model(why) => format!("the judge call failed: {why}"),
+                other => other.to_string(),
+            })?;
         let (met, reason) = verdict(&reply.text);
-        {
-            let mut st = self.lock();
-            st.cost_usd += cost;
-            st.steps += 1;
-            st.usage.add(&reply.usage);
-            let total = st.cost_usd;
-            self.agents.after_call(cost, total);
-            st.trajectory.record(
-                "judge",
-                json!({"condition": condition, "met": met, "reason": reason, "text": reply.text, "cost_usd": cost}),
-            );
-        }
+        self.lock().trajectory.record(
+            "judge",
+            json!({"condition": condition, "met": met, "reason": reason, "text": reply.text, "cost_usd": cost}),
+        );
         Ok((met, reason))
     }
 }

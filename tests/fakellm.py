@@ -161,6 +161,31 @@ def _text(content: Any) -> str:
     return ""
 
 
+# Readers of a request body, for scripted replies that depend on who is asking (a sub-agent,
+# a judge, a teammate): `respond(body, i)` callbacks get the raw body.
+def system_of(body: dict) -> str:
+    """The system messages' text (string contents)."""
+    return "\n".join(
+        m["content"] if isinstance(m.get("content"), str) else ""
+        for m in body["messages"]
+        if m["role"] == "system"
+    )
+
+
+def users_of(body: dict) -> str:
+    """The user messages, list contents as JSON (so image parts are visible too)."""
+    return "\n".join(
+        m["content"] if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
+        for m in body["messages"]
+        if m["role"] == "user"
+    )
+
+
+def tool_msgs(body: dict) -> list[dict]:
+    """The tool-result messages of a request body."""
+    return [m for m in body["messages"] if m["role"] == "tool"]
+
+
 def _has_content(content: Any) -> bool:
     if isinstance(content, str):
         return bool(content.strip())

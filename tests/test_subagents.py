@@ -15,32 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from fakellm import call, calls, say, tool_call
+from fakellm import call, calls, say, system_of, tool_call, tool_msgs, users_of
 
 pytestmark = pytest.mark.core
 
 SUB = "# You are a sub-agent"
 JUDGE = "You judge whether a condition holds"
-
-
-def system_of(body: dict) -> str:
-    return "\n".join(
-        m["content"] if isinstance(m.get("content"), str) else ""
-        for m in body["messages"]
-        if m["role"] == "system"
-    )
-
-
-def users_of(body: dict) -> str:
-    return "\n".join(
-        m["content"] if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
-        for m in body["messages"]
-        if m["role"] == "user"
-    )
-
-
-def tool_msgs(body: dict) -> list[dict]:
-    return [m for m in body["messages"] if m["role"] == "tool"]
 
 
 def kind(body: dict) -> str:

@@ -5,35 +5,14 @@ against the scripted model."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
-from fakellm import call, calls, say, tool_call
+from fakellm import call, calls, say, system_of, tool_call, tool_msgs, users_of
 
 pytestmark = pytest.mark.core
 
 SUB = "# You are a sub-agent"
-
-
-def system_of(body: dict) -> str:
-    return "\n".join(
-        m["content"] if isinstance(m.get("content"), str) else ""
-        for m in body["messages"]
-        if m["role"] == "system"
-    )
-
-
-def users_of(body: dict) -> str:
-    return "\n".join(
-        m["content"] if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
-        for m in body["messages"]
-        if m["role"] == "user"
-    )
-
-
-def tool_msgs(body: dict) -> list[dict]:
-    return [m for m in body["messages"] if m["role"] == "tool"]
 
 
 def member(body: dict) -> str:

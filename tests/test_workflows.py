@@ -5,11 +5,10 @@ the scripted model."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
-from fakellm import call, say
+from fakellm import call, say, tool_msgs, users_of
 
 pytestmark = pytest.mark.core
 
@@ -29,18 +28,6 @@ stages:
     agents:
       - {name: closer, prompt: "CLOSER-TASK: summarize"}
 """
-
-
-def users_of(body: dict) -> str:
-    return "\n".join(
-        m["content"] if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
-        for m in body["messages"]
-        if m["role"] == "user"
-    )
-
-
-def tool_msgs(body: dict) -> list[dict]:
-    return [m for m in body["messages"] if m["role"] == "tool"]
 
 
 def agent_of(body: dict) -> str:

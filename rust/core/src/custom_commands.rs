@@ -43,21 +43,6 @@ pub fn dirs(home: &Path, project: &Path) -> Vec<(PathBuf, HookSource)> {
     ]
 }
 
-fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() && depth < 4 {
-            walk(&p, depth + 1, out);
-        } else if p.extension().is_some_and(|e| e == "md") && p.is_file() {
-            out.push(p);
-        }
-    }
-}
-
 /// `git/commit.md` → `git:commit`.
 fn name_of(root: &Path, file: &Path) -> Option<String> {
     let rel = file.strip_prefix(root).ok()?.with_extension("");
@@ -84,9 +69,7 @@ pub fn load_dirs(roots: Vec<(PathBuf, HookSource)>) -> (Vec<CustomCommand>, Vec<
     let mut out: Vec<CustomCommand> = Vec::new();
     let mut warnings = Vec::new();
     for (root, source) in roots {
-        let mut files = Vec::new();
-        walk(&root, 0, &mut files);
-        for file in files {
+        for file in crate::frontmatter::files_with_ext(&root, "md") {
             let Some(name) = name_of(&root, &file) else {
                 continue;
             };

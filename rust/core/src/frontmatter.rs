@@ -3,6 +3,34 @@
 //! the file.
 
 use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The entries of an extension folder, sorted (a missing or unreadable folder has none), so
+/// commands, skills, plugins and agents load in the same order on every machine.
+pub fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    out.sort();
+    out
+}
+
+/// The `.ext` files under `dir`, subfolders included up to 4 levels down, in sorted order.
+pub fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, ext: &str, depth: usize, out: &mut Vec<PathBuf>) {
+        for p in sorted_entries(dir) {
+            if p.is_dir() && depth < 4 {
+                walk(&p, ext, depth + 1, out);
+            } else if p.extension().is_some_and(|e| e == ext) && p.is_file() {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, ext, 0, &mut out);
+    out
+}
 
 /// `(frontmatter as JSON, body)`; a file without a `---` block has an empty object.
 pub fn split(text: &str) -> Result<(Value, &str), String> {

@@ -55,16 +55,10 @@ pub fn load(home: &Path, project: &Path) -> (Vec<Plugin>, Vec<String>) {
     let mut out: Vec<Plugin> = Vec::new();
     let mut warnings = Vec::new();
     for (root, source) in roots(home, project) {
-        let Ok(entries) = std::fs::read_dir(&root) else {
-            continue;
-        };
-        let mut dirs: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
+        for dir in crate::frontmatter::sorted_entries(&root)
+            .into_iter()
             .filter(|p| p.is_dir())
-            .collect();
-        dirs.sort();
-        for dir in dirs {
+        {
             let file = [
                 dir.join("plugin.json"),
                 dir.join(".claude-plugin").join("plugin.json"),

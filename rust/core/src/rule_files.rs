@@ -6,6 +6,7 @@
 //! prefix stays as it was. A rule without any of these keys applies always, except Cursor's
 //! `alwaysApply: false` without globs (applied by hand in Cursor, not here).
 
+use crate::frontmatter::files_with_ext;
 use crate::session::Session;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
@@ -26,26 +27,11 @@ pub struct RuleState {
     pub warned: std::collections::HashSet<String>,
 }
 
-fn walk(dir: &Path, ext: &str, depth: usize, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() && depth < 4 {
-            walk(&p, ext, depth + 1, out);
-        } else if p.extension().is_some_and(|e| e == ext) && p.is_file() {
-            out.push(p);
-        }
-    }
-}
-
 pub fn load(project: &Path) -> (Vec<RuleFile>, Vec<String>) {
     let mut files = Vec::new();
-    walk(&project.join(".yuyao/rules"), "md", 0, &mut files);
-    walk(&project.join(".cursor/rules"), "mdc", 0, &mut files);
-    walk(&project.join(".claude/rules"), "md", 0, &mut files);
+    files.extend(files_with_ext(&project.join(".yuyao/rules"), "md"));
+    files.extend(files_with_ext(&project.join(".cursor/rules"), "mdc"));
+    files.extend(files_with_ext(&project.join(".claude/rules"), "md"));
     let mut rules = Vec::new();
     let mut warnings = Vec::new();
     for file in files {

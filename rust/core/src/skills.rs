@@ -99,16 +99,10 @@ pub fn load_from(roots: &[(PathBuf, HookSource, String)]) -> (Vec<Skill>, Vec<St
     let mut out: Vec<Skill> = Vec::new();
     let mut warnings = Vec::new();
     for (root, origin, source) in roots {
-        let Ok(entries) = std::fs::read_dir(root) else {
-            continue;
-        };
-        let mut dirs: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
+        for dir in crate::frontmatter::sorted_entries(root)
+            .into_iter()
             .filter(|p| p.is_dir())
-            .collect();
-        dirs.sort();
-        for dir in dirs {
+        {
             let Some(file) = ["SKILL.md", "skill.md"]
                 .iter()
                 .map(|f| dir.join(f))
@@ -204,12 +198,7 @@ pub fn load_from(roots: &[(PathBuf, HookSource, String)]) -> (Vec<Skill>, Vec<St
 /// The files beside SKILL.md (depth 3, at most 50), for the model to read when it needs them.
 fn files_beside(skill: &Skill) -> Vec<PathBuf> {
     fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        let mut entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        entries.sort();
-        for p in entries {
+        for p in crate::frontmatter::sorted_entries(dir) {
             if out.len() >= 50 {
                 return;
             }

@@ -131,15 +131,9 @@ pub(crate) fn load_from(dirs: &[(PathBuf, String)]) -> (Vec<AgentDef>, Vec<Strin
     let mut out = builtins();
     let mut problems = Vec::new();
     for (dir, source) in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "md") && p.is_file())
-            .collect();
-        files.sort();
+        let files = crate::frontmatter::sorted_entries(dir)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "md") && p.is_file());
         for f in files {
             let parsed = std::fs::read_to_string(&f)
                 .map_err(|e| e.to_string())

@@ -243,6 +243,29 @@ def test_domain_rules_judge_every_hop(fake_llm, yuyao, env, web):
     assert web.requests == ["/elsewhere?to=" + web.url("/page")]
 
 
+def test_a_denied_host_is_not_reached_by_another_spelling(fake_llm, yuyao, env, web):
+    # A hostile model respells the denied host: case, a trailing dot, userinfo that names an
+    # allowed-looking host before the real one. The rule judges the host the request goes to.
+    spellings = {
+        "case": f"http://LocalHost:{web.port}/page",
+        "dot": f"http://localhost.:{web.port}/page",
+        "userinfo": f"http://docs.rs@localhost:{web.port}/page",
+    }
+    server = run(
+        fake_llm,
+        yuyao,
+        env,
+        [fetch(cid, url) for cid, url in spellings.items()],
+        "--network",
+        "on",
+        "--deny",
+        "WebFetch(domain:localhost)",
+    )
+    for cid in spellings:
+        assert "denied by rule WebFetch(domain:localhost)" in server.tool_result(cid), cid
+    assert web.requests == []
+
+
 # ---------------------------------------------------------------------------------------------
 # web-search
 

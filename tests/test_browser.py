@@ -111,17 +111,49 @@ def browser(cid: str, action: str, **args):
     return ("browser", {"action": action, **args}, cid)
 
 
-def browsers_of(marker: str) -> list[int]:
-    """Processes whose command line mentions `marker` (the session's profile folder)."""
-    found = []
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
-            try:
-                if marker in (p / "cmdline").read_bytes().decode(errors="replace"):
-                    found.append(int(p.name))
-            except OSError:
-                pass
-    return found
+def _proc(pid: int) -> dict | None:
+    base = Path("/proc", str(pid))
+    try:
+        status = dict(
+            line.split(":", 1) for line in (base / "status").read_text().splitlines() if ":" in line
+        )
+        return {
+            "ppid": int(status["PPid"]),
+            "uid": int(status["Uid"].split()[0]),
+            "seccomp": status.get("Seccomp", "").strip(),
+            "cmdline": (base / "cmdline")
+            .read_bytes()
+            .replace(b"\0", b" ")
+            .decode(errors="replace"),
+            "environ": (base / "environ").read_bytes(),
+        }
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def session_browsers(yuyao_home: Path) -> dict[int, dict]:
+    """The Chromium processes of the yuyao run whose environment names this test's YUYAO_HOME
+    (found by ancestry: the browser's own environment is cleared)."""
+    marker = f"YUYAO_HOME={yuyao_home}".encode()
+    procs = {int(p.name): _proc(int(p.name)) for p in Path("/proc").iterdir() if p.name.isdigit()}
+    procs = {pid: info for pid, info in procs.items() if info}
+
+    def under_session(pid: int) -> bool:
+        seen = set()
+        while pid in procs and pid not in seen and pid > 1:
+            seen.add(pid)
+            if marker in procs[pid]["environ"].split(b"\0"):
+                return True
+            pid = procs[pid]["ppid"]
+        return False
+
+    return {
+        pid: info
+        for pid, info in procs.items()
+        if ("chromium" in info["cmdline"] or "chrome" in info["cmdline"])
+        and marker not in info["environ"].split(b"\0")
+        and under_session(pid)
+    }
 
 
 def test_a_page_is_driven_end_to_end(fake_llm, yuyao, env, site, yuyao_home):
@@ -157,9 +189,49 @@ def test_a_page_is_driven_end_to_end(fake_llm, yuyao, env, site, yuyao_home):
     assert "boom from the page" in console, console
     assert "no element matches" in server.tool_result("missing")
     assert "/result?q=yuyao+docs" in site.requests
-    # The browser went with the session.
+
+
+def test_chromium_runs_unprivileged_with_its_own_sandbox(fake_llm, yuyao, env, site, yuyao_home):
+    """A page that broke out of a renderer would land in Chromium's process: as root with
+    `--no-sandbox` that is root on the host. The browser runs as an unprivileged user with its
+    own sandbox on, sees none of yuyao's environment, and goes (profile too) with the session."""
+    seen: dict[int, dict] = {}
+
+    def look(_request, _index):
+        seen.update(session_browsers(yuyao_home))
+        return calls([browser("text", "extract")])
+
+    server = fake_llm([calls([browser("open", "open", url=site.url())]), look, say("Checked.")])
+    e = env(server)
+    e["AWS_SECRET_ACCESS_KEY"] = "aws-secret-for-the-test"
+    proc = yuyao("-p", "check the page", env=e, timeout=150)
+    assert proc.returncode == 0, proc.stderr
+    assert "nothing yet" in server.tool_result("text")
+    assert seen, "the session's browser processes were found while it ran"
+    for info in seen.values():
+        assert b"aws-secret-for-the-test" not in info["environ"], info["cmdline"]
+        assert b"D2A_MODEL_API_KEY" not in info["environ"], info["cmdline"]
+    unsandboxed = "sandbox cannot start" in server.tool_result("open")
+    if not unsandboxed:
+        assert all("--no-sandbox" not in i["cmdline"] for i in seen.values())
+        renderers = [i for i in seen.values() if "--type=renderer" in i["cmdline"]]
+        assert renderers and all(i["seccomp"] == "2" for i in renderers), renderers
+    if os.geteuid() == 0:
+        assert all(i["uid"] != 0 for i in seen.values()), [
+            (i["uid"], i["cmdline"]) for i in seen.values()
+        ]
+    profiles = {
+        arg.split("=", 1)[1]
+        for i in seen.values()
+        for arg in i["cmdline"].split()
+        if arg.startswith("--user-data-dir=")
+    }
+    assert profiles
+    # The browser and its profile went with the session.
     time.sleep(0.5)
-    assert browsers_of(str(yuyao_home)) == []
+    still = [pid for pid, i in seen.items() if (_proc(pid) or {}).get("cmdline") == i["cmdline"]]
+    assert still == []
+    assert [p for p in profiles if Path(p).exists()] == []
 
 
 @pytest.mark.parametrize("network", ["off", "on"])

@@ -10,6 +10,7 @@
 //! A change of the switch restarts the browser, so its flags follow it.
 
 mod cdp;
+mod confine;
 
 use crate::args::{BrowserParams, ToolArgs};
 use crate::{Tool, ToolContext, ToolOutput};
@@ -53,6 +54,8 @@ struct Running {
     network_on: bool,
     profile: PathBuf,
     stderr_path: PathBuf,
+    /// Said once with the next result (the browser runs without Chromium's own sandbox).
+    notice: Option<&'static str>,
 }
 
 impl Drop for Running {
@@ -138,7 +141,28 @@ fn pipe() -> Result<(i32, i32), String> {
     Ok((high(fds[0]), high(fds[1])))
 }
 
+/// Starts the browser with its own sandbox; where that sandbox cannot start here (no user
+/// namespaces), once more without it (still unprivileged, see confine.rs), saying so.
 fn launch(exe: &Path, network_on: bool, scratch: &Path) -> Result<Running, String> {
+    match launch_with(exe, network_on, scratch, true) {
+        Err(e) if e.contains(confine::NO_SANDBOX_CUE) => {
+            let mut b = launch_with(exe, network_on, scratch, false)?;
+            b.notice = Some(
+                "Note: Chromium's own sandbox cannot start on this machine (no user namespaces); \
+                 the browser runs without it, as an unprivileged user.",
+            );
+            Ok(b)
+        }
+        other => other,
+    }
+}
+
+fn launch_with(
+    exe: &Path,
+    network_on: bool,
+    scratch: &Path,
+    own_sandbox: bool,
+) -> Result<Running, String> {
     use std::os::fd::FromRawFd;
     let stamp = format!(
         "{}-{}",
@@ -148,9 +172,8 @@ fn launch(exe: &Path, network_on: bool, scratch: &Path) -> Result<Running, Strin
             .map(|d| d.as_nanos())
             .unwrap_or(0)
     );
-    let profile = scratch.join(format!("browser-profile-{stamp}"));
-    std::fs::create_dir_all(&profile)
-        .map_err(|e| format!("cannot create {}: {e}", profile.display()))?;
+    let run_as = confine::run_as();
+    let profile = confine::profile_dir(scratch, &stamp, run_as)?;
     let stderr_path = scratch.join(format!("browser-{stamp}.log"));
     let stderr = std::fs::File::create(&stderr_path)
         .map_err(|e| format!("cannot create {}: {e}", stderr_path.display()))?;
@@ -185,10 +208,10 @@ fn launch(exe: &Path, network_on: bool, scratch: &Path) -> Result<Running, Strin
         "--window-size=1280,800",
     ]);
     cmd.arg(format!("--user-data-dir={}", profile.display()));
-    if unsafe { libc::geteuid() } == 0 {
-        // Chromium refuses to run as root with its own sandbox.
+    if !own_sandbox {
         cmd.arg("--no-sandbox");
     }
+    cmd.env_clear().envs(confine::environment(&profile));
     if !network_on {
         cmd.arg("--proxy-server=http://127.0.0.1:1");
         // The rules apply to IP literals too: loopback is excluded by name and address.
@@ -206,7 +229,10 @@ fn launch(exe: &Path, network_on: bool, scratch: &Path) -> Result<Running, Strin
                 return Err(std::io::Error::last_os_error());
             }
             libc::setpgid(0, 0);
-            Ok(())
+            match run_as {
+                Some((uid, gid)) => confine::switch_user(uid, gid),
+                None => Ok(()),
+            }
         });
     }
     let spawned = cmd.spawn();
@@ -238,6 +264,7 @@ fn launch(exe: &Path, network_on: bool, scratch: &Path) -> Result<Running, Strin
         network_on,
         profile,
         stderr_path,
+        notice: None,
     };
     let started = (|| {
         let t = running.cdp.call(
@@ -695,6 +722,7 @@ impl Tool for Browser {
                 Err(e) => return ToolOutput::err(e),
             }
         }
+        let notice = slot.as_mut().and_then(|b| b.notice.take());
         let Some(b) = slot.as_ref() else {
             return ToolOutput::err("the browser could not be started");
         };
@@ -704,7 +732,11 @@ impl Tool for Browser {
                 rules: settings.browser_rules.clone(),
             };
         }
-        act(b, a, cancel).unwrap_or_else(ToolOutput::err)
+        let mut out = act(b, a, cancel).unwrap_or_else(ToolOutput::err);
+        if let Some(n) = notice {
+            out.text = format!("{n}\n{}", out.text);
+        }
+        out
     }
 }
 

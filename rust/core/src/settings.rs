@@ -105,6 +105,10 @@ fn setter(key: &str) -> Option<Setter> {
             s.ctx.set_bash_timeout_ms(parse::<u64>(v)?);
             Ok(())
         },
+        "tools.output_chars" => |s, v| {
+            s.ctx.set_output_chars(parse::<usize>(v)?);
+            Ok(())
+        },
         _ => return None,
     })
 }

@@ -12,11 +12,11 @@ import json
 import re
 
 import pytest
-from fakellm import call, say
+from fakellm import call, deferred_names, say
 
 pytestmark = pytest.mark.core
 
-CORE = ["read", "write", "edit", "bash", "grep", "glob"]
+CORE = ["bash", "read", "write", "edit"]
 
 
 class Deny:
@@ -49,19 +49,17 @@ def dump(value) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def more_tools(system: str) -> list[str]:
-    """The names the system prompt's "More tools" section lists."""
-    section = system.split("# More tools\n", 1)
-    return re.findall(r"^- ([\w:.-]+): ", section[1], re.M) if len(section) == 2 else []
+def more_tools(server, i: int) -> list[str]:
+    return deferred_names(server.body(i))
 
 
 def test_first_request_carries_only_the_core_schemas_and_lists_the_rest(fake_llm, core):
     server = fake_llm([say("hi"), say("hi again")])
     core(server).chat("hello")
-    names = server.tool_names(0)
+    names = server.schema_names(0)
     assert names[: len(CORE)] == CORE and names[len(CORE) :] == ["tool-search"], names
-    listed = more_tools(server.system_prompt(0))
-    assert {"todo", "ask-user", "bg-list", "multi-edit"} <= set(listed), listed
+    listed = more_tools(server, 0)
+    assert {"grep", "glob", "todo", "ask-user", "bg-list", "multi-edit"} <= set(listed), listed
     assert not set(listed) & set(names), "a tool is either sent or listed, not both"
     small = len(dump(server.body(0)["tools"]))
 
@@ -70,9 +68,9 @@ def test_first_request_carries_only_the_core_schemas_and_lists_the_rest(fake_llm
     s = core(off)
     s.dispatch("/config set tools.defer false")
     s.chat("hello")
-    all_names = off.tool_names(0)
+    all_names = off.schema_names(0)
     assert set(listed) <= set(all_names) and "tool-search" not in all_names
-    assert more_tools(off.system_prompt(0)) == []
+    assert more_tools(off, 0) == []
     assert len(dump(off.body(0)["tools"])) > 3 * small
 
 
@@ -108,7 +106,7 @@ def test_a_deferred_tool_called_without_loading_runs(fake_llm, core):
     core(server).chat("track it")
     result = server.tool_result("call_0_0")
     assert "ship it" in result and "unknown" not in result.lower(), result
-    assert server.tool_names(1) == server.tool_names(0), "no load happened behind its back"
+    assert server.schema_names(1) == server.schema_names(0), "no load happened behind its back"
 
 
 def test_a_request_for_a_disabled_or_unknown_tool_loads_nothing(fake_llm, core):
@@ -119,13 +117,13 @@ def test_a_request_for_a_disabled_or_unknown_tool_loads_nothing(fake_llm, core):
             say("gave up"),
         ]
     )
-    core(server, tools=["read", "grep", "todo"]).chat("fetch it")
-    assert server.tool_names(0) == ["read", "grep", "tool-search"]
-    assert more_tools(server.system_prompt(0)) == ["todo"]
+    core(server, tools=["read", "edit", "todo", "declare-scope"]).chat("fetch it")
+    assert server.schema_names(0) == ["read", "edit", "tool-search"]
+    assert more_tools(server, 0) == ["declare-scope", "todo"]
     refused = server.tool_result("call_0_0")
     assert refused.startswith("Not loaded: web-fetch, bash, no-such-tool, ../todo"), refused
-    assert "Tools you can load: todo." in refused
-    assert server.tool_names(1) == server.tool_names(0), "nothing was loaded"
+    assert "Tools you can load: declare-scope, todo." in refused
+    assert server.schema_names(1) == server.schema_names(0), "nothing was loaded"
     assert "unknown or unavailable tool 'web-fetch'" in server.tool_result("call_1_0")
 
 
@@ -135,8 +133,8 @@ def test_a_resumed_session_keeps_the_tools_it_loaded(fake_llm, yuyao, env):
     assert first.returncode == 0, first.stderr
     again = yuyao("-p", "go on", "-c", "--mode", "yolo", env=env(server))
     assert again.returncode == 0, again.stderr
-    assert server.tool_names(1)[-1] == "todo"
-    assert server.tool_names(2) == server.tool_names(1), "the resumed session offers todo"
+    assert server.schema_names(1)[-1] == "todo"
+    assert server.schema_names(2) == server.schema_names(1), "the resumed session offers todo"
     fresh = yuyao("-p", "new session", "--mode", "yolo", env=env(fake_llm([say("new")])))
     assert fresh.returncode == 0, fresh.stderr
 
@@ -166,3 +164,23 @@ def test_long_output_shows_head_and_tail_and_the_spill_file_reads_back(fake_llm,
     s2.chat("print it")
     whole = wide.tool_result("call_0_0")
     assert "row 02000 of the long output" in whole and "truncated" not in whole
+
+
+def test_a_tool_that_can_work_only_later_is_sent_whole_when_it_can(fake_llm, core):
+    """The prompt, fixed with the conversation, could not list web-fetch while the network
+    was off: once it is on, its schema comes in the tools, not behind tool-search."""
+    server = fake_llm([say("off"), say("on")])
+    s = core(server, network="off")
+    s.chat("hello")
+    assert "web-fetch" not in server.tool_names(0)
+    s.dispatch("/config set network on")
+    s.chat("again")
+    assert "web-fetch" in server.schema_names(1) and "web-fetch" not in server.schema_names(0)
+    assert "web-fetch" not in more_tools(server, 1)
+
+
+def test_a_session_limited_to_a_few_tools_sends_them_whole(fake_llm, core):
+    server = fake_llm([say("hi")])
+    core(server, tools=["read", "grep"]).chat("hello")
+    assert server.schema_names(0) == ["read", "grep"]
+    assert more_tools(server, 0) == []

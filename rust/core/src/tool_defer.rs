@@ -27,29 +27,27 @@ const CORE: &[&str] = &["read", "write", "edit", "bash"];
 /// less than a round trip to load them).
 const MCP_EAGER_MAX: usize = 8;
 
-/// Longest line a deferred tool without a hint gets in the system prompt's list.
+/// Deferral pays only when the deferred schemas weigh more than this (a session limited to
+/// two or three tools sends them whole rather than a tool-search schema and a round trip).
+const MIN_DEFERRED_BYTES: usize = 2000;
+
+/// How the system prompt's list starts; [`listed`] reads the list back from the prompt.
+const LIST_HEAD: &str = "\n# More tools\nLoad with tool-search (a direct call works too): ";
+
+/// Longest description an MCP tool gets in the system prompt's list.
 const LINE_CHARS: usize = 60;
 
-/// What a deferred built-in tool is for, in a few words; tools with the same words share a
-/// line (the list is paid for in every conversation's first request). An MCP tool gets its
-/// description's first sentence.
+/// What a deferred built-in tool is for, where its name does not say it (the list is paid
+/// for in every conversation's first request). An MCP tool gets its description's first
+/// sentence.
 fn hint(name: &str) -> Option<&'static str> {
     Some(match name {
-        "grep" | "glob" => "search",
-        "multi-edit" | "apply-patch" | "notebook-edit" => "more ways to edit",
         "read-media" => "images, PDFs",
         "browser" => "headless Chromium",
-        "monitor" | "bg-list" | "bg-output" | "bg-stop" => "background commands",
-        "ask-user" => "ask the user",
-        "declare-scope" => "the turn's scope",
+        "monitor" => "watch a background command",
         "task" => "sub-agent",
         "team" => "teammates",
-        "todo" => "task tracker",
-        "start_planning" => "planning workflow",
-        "memory-search" | "memory-get" => "memory",
-        "web-fetch" | "web-search" => "the web",
         "lsp" => "definitions, references, diagnostics",
-        "skill" => "skills",
         _ => return None,
     })
 }
@@ -70,7 +68,12 @@ fn schema() -> Value {
 
 /// The first sentence of a description, on one line, at most [`LINE_CHARS`] characters.
 fn one_line(description: &str) -> String {
-    let flat = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    // No parentheses: the list puts the line in them.
+    let flat = description
+        .replace(['(', ')'], "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     let first = match flat.find(". ") {
         Some(i) => &flat[..i],
         None => flat.trim_end_matches('.'),
@@ -123,7 +126,7 @@ impl Session {
     }
 
     /// The offered tools' full schemas split into (sent from the first request, deferred).
-    fn split_schemas(&self) -> (Vec<Value>, Vec<Value>) {
+    fn raw_split(&self) -> (Vec<Value>, Vec<Value>) {
         let all = self.all_tool_schemas();
         if !self.defer_setting() {
             return (all, Vec::new());
@@ -132,10 +135,33 @@ impl Session {
             .iter()
             .filter(|s| yuyao_policy::is_mcp_tool(name_of(s)))
             .count();
-        all.into_iter().partition(|s| {
+        let (sent, deferred): (Vec<Value>, Vec<Value>) = all.into_iter().partition(|s| {
             let n = name_of(s);
             CORE.contains(&n) || (mcp <= MCP_EAGER_MAX && yuyao_policy::is_mcp_tool(n))
-        })
+        });
+        let weight: usize = deferred.iter().map(|s| s.to_string().len()).sum();
+        if weight < MIN_DEFERRED_BYTES {
+            return (sent.into_iter().chain(deferred).collect(), Vec::new());
+        }
+        (sent, deferred)
+    }
+
+    /// [`Session::raw_split`] against the conversation's system prompt: a deferred tool the
+    /// prompt does not list (it could not work when the prompt was fixed: web-fetch before
+    /// the network was turned on) is sent whole once it can, since nothing told the model of
+    /// it.
+    fn split_schemas(&self) -> (Vec<Value>, Vec<Value>) {
+        let (mut sent, deferred) = self.raw_split();
+        let prompt = self.lock().prefix.as_ref().map(|p| p.system.clone());
+        let Some(prompt) = prompt else {
+            return (sent, deferred);
+        };
+        let in_prompt = listed(&prompt);
+        let (listed, unlisted): (Vec<Value>, Vec<Value>) = deferred
+            .into_iter()
+            .partition(|s| in_prompt.iter().any(|n| n == name_of(s)));
+        sent.extend(unlisted);
+        (sent, listed)
     }
 
     /// The `tools` array of a request over `history`: the core schemas, `tool-search` while
@@ -160,7 +186,7 @@ impl Session {
         &self,
         offered: Vec<&'static str>,
     ) -> (Vec<&'static str>, String) {
-        let (_, deferred) = self.split_schemas();
+        let (_, deferred) = self.raw_split();
         if deferred.is_empty() {
             return (offered, String::new());
         }
@@ -169,24 +195,48 @@ impl Session {
             .filter(|n| !deferred.iter().any(|s| name_of(s) == *n))
             .collect();
         names.push(NAME);
-        // (what for, tools), in the order the tools come.
-        let mut lines: Vec<(String, Vec<&str>)> = Vec::new();
-        for s in &deferred {
-            let name = name_of(s);
-            let what = hint(name)
-                .map(str::to_string)
-                .unwrap_or_else(|| one_line(s["function"]["description"].as_str().unwrap_or("")));
-            match lines.iter_mut().find(|(w, _)| *w == what) {
-                Some((_, tools)) => tools.push(name),
-                None => lines.push((what, vec![name])),
-            }
-        }
-        let mut section = format!("\n# More tools\nLoad with {NAME} (a direct call works too):\n");
-        for (what, tools) in lines {
-            section.push_str(&format!("- {}: {what}\n", tools.join(", ")));
-        }
+        let listed: Vec<String> = deferred
+            .iter()
+            .map(|s| {
+                let name = name_of(s);
+                let what = match hint(name) {
+                    Some(h) => h.to_string(),
+                    None if yuyao_policy::is_mcp_tool(name) => {
+                        let d = s["function"]["description"].as_str().unwrap_or("");
+                        // Past the "[MCP server x] " the schema's description starts with.
+                        one_line(d.split_once("] ").map_or(d, |(_, rest)| rest))
+                    }
+                    None => return name.to_string(),
+                };
+                format!("{name} ({what})")
+            })
+            .collect();
+        let section = format!("{LIST_HEAD}{}.\n", listed.join(", "));
         (names, section)
     }
+}
+
+/// The tool names a system prompt's "More tools" list gives (`a, b (what for), c.`).
+fn listed(prompt: &str) -> Vec<String> {
+    let Some((_, rest)) = prompt.split_once(LIST_HEAD) else {
+        return Vec::new();
+    };
+    let line = rest.split('\n').next().unwrap_or("").trim_end_matches('.');
+    let mut names = String::new();
+    let mut depth = 0usize;
+    for ch in line.chars() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => names.push(ch),
+            _ => {}
+        }
+    }
+    names
+        .split(',')
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect()
 }
 
 /// Names loaded by the `tool-search` calls in `history` (up to the call `until`, excluded),
@@ -344,8 +394,15 @@ mod tests {
     }
 
     #[test]
+    fn the_prompt_list_reads_back() {
+        let prompt = format!("x{LIST_HEAD}a, b (what, for), mcp__s__t (does things).\n# Next");
+        assert_eq!(listed(&prompt), ["a", "b", "mcp__s__t"]);
+        assert!(listed("no list").is_empty());
+    }
+
+    #[test]
     fn one_line_keeps_the_first_sentence_short() {
-        assert_eq!(one_line("Fetch a URL. Then more."), "Fetch a URL");
+        assert_eq!(one_line("Fetch a URL. Then (more)."), "Fetch a URL");
         assert_eq!(one_line("Short."), "Short");
         assert!(one_line(&"word ".repeat(40)).chars().count() <= LINE_CHARS);
     }

@@ -134,7 +134,7 @@ impl Tool for Bash {
         "bash"
     }
     fn description(&self) -> &'static str {
-        "Run a bash command in the working directory (stdin /dev/null, stdout and stderr interleaved, exit code reported; `cd` persists in the project). The timeout (default 120000 ms, max 600000) kills the process group. Long output shows head and tail, the whole saved to a file whose path is given. run_in_background: get a job id at once (bg-output reads it, bg-stop stops it). Prefer read to cat."
+        "Run a bash command in the working directory (stdin is /dev/null; `cd` persists). The timeout (default 120000 ms, max 600000) kills the process group. Long output shows head and tail, the whole saved to a file whose path is given. run_in_background (servers, watchers, long builds): get a job id at once; bg-output reads it, bg-stop stops it."
     }
     fn parameters(&self) -> Value {
         json!({
@@ -143,7 +143,7 @@ impl Tool for Bash {
                 "command": {"type": "string"},
                 "timeout": {"type": "integer", "description": "ms"},
                 "description": {"type": "string", "description": "what it does, in a few words"},
-                "run_in_background": {"type": "boolean", "description": "for servers, watchers, long builds"}
+                "run_in_background": {"type": "boolean"}
             },
             "required": ["command"]
         })

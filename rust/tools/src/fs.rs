@@ -28,7 +28,7 @@ pub struct Edit;
 pub struct MultiEdit;
 
 fn path_schema() -> Value {
-    json!({"type": "string", "description": "absolute, or relative to the working directory"})
+    json!({"type": "string"})
 }
 
 impl Tool for Read {
@@ -36,7 +36,7 @@ impl Tool for Read {
         "read"
     }
     fn description(&self) -> &'static str {
-        "Read a file with line numbers (N<TAB>line): 2000 lines by default, offset (1-based line) and limit for more. Images are shown to you; PDFs by pages (at most 20 a call); notebooks with cells and outputs. Read a file before editing or overwriting it."
+        "Read a file with line numbers (N<TAB>line): 2000 lines by default, offset (1-based line) and limit for more. Images are shown to you; PDFs by pages (at most 20 a call); notebooks with cells and outputs."
     }
     fn parameters(&self) -> Value {
         json!({
@@ -880,7 +880,7 @@ impl Tool for Edit {
         "edit"
     }
     fn description(&self) -> &'static str {
-        "Replace old_string in a file with new_string. old_string must match exactly (whitespace included) and once, unless replace_all. Read the file first. An empty old_string creates a missing or empty file."
+        "Replace old_string with new_string in a file: an exact match (whitespace included), unique unless replace_all. Read the file first; an empty old_string creates a missing or empty file."
     }
     fn parameters(&self) -> Value {
         json!({
@@ -889,7 +889,7 @@ impl Tool for Edit {
                 "file_path": path_schema(),
                 "old_string": {"type": "string"},
                 "new_string": {"type": "string"},
-                "replace_all": {"type": "boolean", "default": false}
+                "replace_all": {"type": "boolean"}
             },
             "required": ["file_path", "old_string", "new_string"]
         })

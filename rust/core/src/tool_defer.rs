@@ -59,7 +59,7 @@ fn name_of(schema: &Value) -> &str {
 fn schema() -> Value {
     json!({"type": "function", "function": {
         "name": NAME,
-        "description": "Load tools listed under More tools.",
+        "description": "Load tools from More tools.",
         "parameters": {"type": "object", "properties": {
             "names": {"type": "array", "items": {"type": "string"}}
         }, "required": ["names"]}

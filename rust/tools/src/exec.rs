@@ -142,7 +142,7 @@ impl Tool for Bash {
             "properties": {
                 "command": {"type": "string"},
                 "timeout": {"type": "integer", "description": "ms"},
-                "description": {"type": "string", "description": "what it does, in a few words"},
+                "description": {"type": "string", "description": "what it does, briefly"},
                 "run_in_background": {"type": "boolean"}
             },
             "required": ["command"]

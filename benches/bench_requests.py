@@ -10,6 +10,10 @@ asks for one tool call, then it finishes. Three workloads:
 - ``write``: the call writes a new 600-byte file each step (yuyao: its `write` tool; the
   peer, which only has bash: a heredoc), in a git repository, so the files change git status.
 
+Each call comes with the one short line of why a model states before a tool batch (the same
+text for both harnesses). ``--silent`` drops it: yuyao then appends its intent reminder note
+(issue 18, `intent.remind`) after every step, as it would for a model that never says why.
+
 For every request the server received, the prompt is rendered the way a provider's prefix
 cache sees it — the tool schemas, then each message in order, as compact JSON with sorted keys
 and without cache markers — and compared with the previous request of the same run. The bytes
@@ -35,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_harness as h  # noqa: E402  (the peer's venv, the children, the fake server)
-from fakellm import call, say  # noqa: E402  (bench_harness put tests/ on the path)
+from fakellm import calls, say, tool_call  # noqa: E402  (bench_harness put tests/ on the path)
 
 PEER_PIN = "mini-swe-agent==2.4.6"
 WORKLOADS = ("1KB", "14KB", "write")
@@ -70,8 +74,14 @@ def make_workspace(root: Path, steps: int) -> Path:
     return repo
 
 
-def script(harness: str, workload: str, steps: int) -> list:
-    """The model's replies: one call per step, then the way each harness finishes."""
+def script(harness: str, workload: str, steps: int, silent: bool = False) -> list:
+    """The model's replies: one call per step (with its why unless ``silent``), then the way
+    each harness finishes."""
+
+    def call(name: str, **args) -> dict:
+        why = None if silent else f"Step {i + 1}: the next file."
+        return calls([tool_call(name, args)], content=why)
+
     replies = []
     for i in range(steps):
         if workload == "write":
@@ -133,11 +143,13 @@ def uncacheable(bodies: list[dict]) -> tuple[int, int, list[int], int]:
     return unc, total, per, rewritten
 
 
-def run_once(harness: str, python: str, workload: str, work: Path, steps: int) -> dict:
+def run_once(
+    harness: str, python: str, workload: str, work: Path, steps: int, silent: bool = False
+) -> dict:
     """One scripted run in a fresh copy of the workspace; the bytes of its requests."""
     run_dir = Path(tempfile.mkdtemp(prefix=f"{harness}-{workload}-", dir=work))
     repo = make_workspace(run_dir, steps)
-    server = h.TimedFakeLLM(script(harness, workload, steps), api_key=h.API_KEY).start()
+    server = h.TimedFakeLLM(script(harness, workload, steps, silent), api_key=h.API_KEY).start()
     args = [harness if harness == "yuyao" else "peer", "--url", server.url, "--repo", str(repo)]
     if harness == "peer":
         args += ["--peer-format", "toolcall"]
@@ -228,6 +240,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=2, help="ABAB rounds per workload (2)")
     ap.add_argument("--workload", choices=WORKLOADS, action="append", help="only these")
     ap.add_argument("--no-peer", action="store_true", help="measure yuyao only")
+    ap.add_argument("--silent", action="store_true", help="the model never says why it calls")
     ap.add_argument("--peer-venv", type=Path, default=h.DEFAULT_PEER_VENV, help="peer's venv")
     return ap.parse_args(argv)
 
@@ -244,9 +257,13 @@ def main(argv: list[str] | None = None) -> int:
         runs: dict[str, dict[str, list]] = {w: {"yuyao": [], "peer": []} for w in workloads}
         for w in workloads:
             for _ in range(max(1, args.rounds)):  # A B A B …
-                runs[w]["yuyao"].append(run_once("yuyao", sys.executable, w, work, steps))
+                runs[w]["yuyao"].append(
+                    run_once("yuyao", sys.executable, w, work, steps, args.silent)
+                )
                 if peer_python:
-                    runs[w]["peer"].append(run_once("peer", peer_python, w, work, steps))
+                    runs[w]["peer"].append(
+                        run_once("peer", peer_python, w, work, steps, args.silent)
+                    )
         summary = {
             w: {side: summarize(rs) for side, rs in by.items() if rs} for w, by in runs.items()
         }
@@ -255,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "steps": steps,
             "rounds": args.rounds,
+            "silent_model": args.silent,
             "workloads": workloads,
             "peer_version": f"peer harness {sorted(v for v in versions if v)}"
             if versions
@@ -265,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         }
     print_table(report)
     h.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = h.RESULTS_DIR / f"requests-{datetime.date.today().isoformat()}.json"
+    suffix = "-silent" if args.silent else ""
+    path = h.RESULTS_DIR / f"requests-{datetime.date.today().isoformat()}{suffix}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
     print(f"raw figures: {path}")
     return 0

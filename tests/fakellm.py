@@ -172,6 +172,26 @@ def system_of(body: dict) -> str:
     )
 
 
+def schema_names(body: dict) -> list[str]:
+    """The function names in the ``tools`` array (the schemas the request carries)."""
+    return [t["function"]["name"] for t in body.get("tools") or []]
+
+
+def deferred_names(body: dict) -> list[str]:
+    """The tools the system prompt's "More tools" section lists (`a, b (what for), c.`): their
+    schemas wait for a tool-search call."""
+    section = system_of(body).split("# More tools\n", 1)
+    if len(section) == 1:
+        return []
+    listed = section[1].split("\n", 1)[0].split(": ", 1)[1].rstrip(".")
+    return re.sub(r" \([^)]*\)", "", listed).split(", ")
+
+
+def offered_names(body: dict) -> list[str]:
+    """Every tool the request offers: schemas sent, then deferred ones listed."""
+    return schema_names(body) + deferred_names(body)
+
+
 def users_of(body: dict) -> str:
     """The user messages, list contents as JSON (so image parts are visible too)."""
     return "\n".join(
@@ -665,8 +685,13 @@ class FakeLLM:
         return "\n".join(_text(m.get("content")) for m in self.messages(i) if m["role"] == "user")
 
     def tool_names(self, i: int = -1) -> list[str]:
-        """The function names advertised in the ``tools`` of request ``i``."""
-        return [t["function"]["name"] for t in self.body(i).get("tools") or []]
+        """The tools request ``i`` offers the model: the ``tools`` schemas, then the deferred
+        ones its system prompt lists to load with tool-search (see ``offered_names``)."""
+        return offered_names(self.body(i))
+
+    def schema_names(self, i: int = -1) -> list[str]:
+        """The function names of the ``tools`` array of request ``i`` (full schemas only)."""
+        return schema_names(self.body(i))
 
     def tool_results(self, i: int = -1) -> dict[str, str]:
         """``{tool_call_id: text}`` of the tool messages of request ``i``."""

@@ -6,7 +6,7 @@ to show the opposite outcome."""
 from __future__ import annotations
 
 import pytest
-from fakellm import calls, say
+from fakellm import call, calls, say
 from test_tui import CTRL_D, yuyao_term
 
 pytestmark = pytest.mark.core
@@ -35,6 +35,8 @@ def test_open_question_is_rejected_and_reasked_with_options(
         config(yuyao_home, "[ask_user]\nrequire_options = false\n")
     server = fake_llm(
         [
+            # Deferred: its schema is sent once loaded (checked at the end).
+            call("tool-search", names=["ask-user"]),
             ask("open", question="What should I do about the cache?"),
             ask("many", question="Which store?", options=["a1", "b2", "c3", "d4", "e5"]),
             ask("vague", question="Which store?", options=["sqlite", "other"]),
@@ -56,7 +58,7 @@ def test_open_question_is_rejected_and_reasked_with_options(
     # The re-asked question with options gets its answer either way.
     assert NO_HUMAN in server.tool_result("good")
     # The schema says it too.
-    tool = next(t for t in server.body(0)["tools"] if t["function"]["name"] == "ask-user")
+    tool = next(t for t in server.body(1)["tools"] if t["function"]["name"] == "ask-user")
     params = tool["function"]["parameters"]
     assert params["required"] == ["question", "options"]
     assert "2-4 concrete" in params["properties"]["options"]["description"]

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakellm import FAKE_MODEL, calls, say
+from fakellm import FAKE_MODEL, call, calls, say
 from test_files import png
 
 pytestmark = pytest.mark.core
@@ -157,7 +157,9 @@ def test_an_image_named_in_the_task_reaches_the_model(
 
 
 def test_read_media_advertises_frames(fake_llm, yuyao, env):
-    server = fake_llm([say("hi there")])
+    # Deferred: listed in the first request, its schema sent once tool-search loaded it.
+    server = fake_llm([call("tool-search", names=["read-media"]), say("hi there")])
     yuyao("-p", "hi", env=env(server))
-    tools = {t["function"]["name"]: t["function"] for t in server.body(0)["tools"]}
+    assert "read-media" in server.tool_names(0)
+    tools = {t["function"]["name"]: t["function"] for t in server.body(1)["tools"]}
     assert "frames" in tools["read-media"]["parameters"]["properties"]

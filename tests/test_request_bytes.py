@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakellm import call, say
+from fakellm import call, offered_names, say
 
 pytestmark = pytest.mark.core
 
@@ -41,7 +41,8 @@ def core(use_env, repo):
 
 
 def tool_names(body: dict) -> list[str]:
-    return [t["function"]["name"] for t in body["tools"]]
+    """Schemas sent and deferred tools listed: every tool the request tells the model of."""
+    return offered_names(body)
 
 
 def prompt_tools_line(body: dict) -> str:
@@ -110,7 +111,11 @@ def test_a_stub_batch_resends_only_the_new_stubs_and_the_latest_result(fake_llm,
             say("done"),
         ]
     )
-    core(server).chat("print the files one by one")
+    s = core(server)
+    # Results stay whole here (the default cap, 10 000 characters, would cut them): this test
+    # measures what a batch sends again, not the cap.
+    s.dispatch("/config set tools.output_chars 20000")
+    s.chat("print the files one by one")
     bodies = [r["body"] for r in server.requests]
     assert len(bodies) == steps + 1
     batches = 0

@@ -426,6 +426,27 @@ def effect_bash_timeout(fake_llm, live, **_):
     assert "finished" not in server.tool_result("call_1_0")
 
 
+def effect_tools_defer(fake_llm, live, **_):
+    server = fake_llm([say("one"), say("two")])
+    s, _ = live(server)
+    set_key(s, "tools.defer", "false")
+    s.chat("again")
+    assert "todo" in server_schemas(server, -1) and "tool-search" not in server_schemas(server, -1)
+
+
+def server_schemas(server, i: int) -> list[str]:
+    return [t["function"]["name"] for t in server.body(i).get("tools") or []]
+
+
+def effect_output_chars(fake_llm, live, **_):
+    cmd = "seq -f 'row %05g' 1 3000"
+    server = fake_llm([say("one"), call("bash", command=cmd), say("ok")])
+    s, _ = live(server)
+    set_key(s, "tools.output_chars", "100000")
+    s.chat("print")
+    assert "row 01500" in server.tool_result("call_1_0")
+
+
 def effect_next_session_trajectory(fake_llm, live, repo, **_):
     server = fake_llm([say("one"), say("two"), say("three")])
     s, _ = live(server)
@@ -809,6 +830,8 @@ EFFECTS = {
     "model.response_format": effect_response_format,
     "git.auto_commit": effect_auto_commit,
     "tools.bash.timeout_ms": effect_bash_timeout,
+    "tools.defer": effect_tools_defer,
+    "tools.output_chars": effect_output_chars,
     "search.provider": effect_search_provider,
     "search.api_key_env": effect_search_api_key_env,
     "browser.executable": effect_browser_executable,

@@ -15,7 +15,16 @@ import time
 from pathlib import Path
 
 import pytest
-from fakellm import call, calls, say, system_of, tool_call, tool_msgs, users_of
+from fakellm import (
+    call,
+    calls,
+    offered_names,
+    say,
+    system_of,
+    tool_call,
+    tool_msgs,
+    users_of,
+)
 
 pytestmark = pytest.mark.core
 
@@ -260,7 +269,7 @@ def test_depth_limit_two(fake_llm, api):
     depth_tools: list[list[str]] = []
 
     def respond(body, i):
-        names = [t["function"]["name"] for t in body.get("tools") or []]
+        names = offered_names(body)
         if kind(body) == "sub":
             depth_tools.append(names)
             if "task" in names and not tool_msgs(body):

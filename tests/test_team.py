@@ -8,7 +8,16 @@ from __future__ import annotations
 import re
 
 import pytest
-from fakellm import call, calls, say, system_of, tool_call, tool_msgs, users_of
+from fakellm import (
+    call,
+    calls,
+    offered_names,
+    say,
+    system_of,
+    tool_call,
+    tool_msgs,
+    users_of,
+)
 
 pytestmark = pytest.mark.core
 
@@ -33,7 +42,7 @@ def test_orchestrator_messages_reach_teammates_and_results_merge(fake_llm, yuyao
         seen[who].append(body)
         done = len(tool_msgs(body))
         if who == "lead":
-            assert "team" in [t["function"]["name"] for t in body.get("tools", [])]
+            assert "team" in offered_names(body)
             if done == 0:
                 return calls(
                     [

@@ -343,7 +343,7 @@ impl Session {
             let st = self.lock();
             (st.stream, crate::turn::effort(st.thinking))
         };
-        let mut req = build_request(&system, &view, self.tool_schemas(), stream, effort);
+        let mut req = build_request(&system, &view, self.tool_schemas(history), stream, effort);
         req.cache_hints = self.cache_hints();
         (req, stubs)
     }

@@ -53,6 +53,7 @@ mod task_kind;
 mod thinking;
 mod todo;
 mod tool_call;
+mod tool_defer;
 mod tool_offer;
 mod turn;
 mod user_content;

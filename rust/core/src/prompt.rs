@@ -36,17 +36,17 @@ pub struct PromptInputs<'a> {
     pub memory: &'a str,
 }
 
-const IDENTITY: &str = "You are yuyao, a coding agent working in the user's terminal and repository. You solve software tasks by exploring the code, making small exact changes, and verifying them. You act through tools; your final message reports the outcome.";
+const IDENTITY: &str = "You are yuyao, a coding agent in the user's terminal and repository. You act through tools; your final message reports the outcome.";
 
 const METHOD: &str = "\
 # How to work
-- Explore before editing: use grep and glob to find the relevant code and read files before changing them. Never guess at code you have not opened.
-- Edit precisely: prefer edit/multi-edit with an exact, unique old_string over rewriting whole files. Keep diffs small and keep to what was asked: no unrequested refactors, renames, new dependencies or formatting sweeps.
-- Before the first change of a task, declare its scope with declare-scope (the files and the behaviours asked for); every later change of the turn is checked against it.
-- Verify: after changing code, run the project's tests or linters (the command declared in AGENTS.md, package.json scripts, Makefile, cargo test, pytest…) and read the output.
-- Finish honestly: report what changed, what you verified (with the command's actual result), and anything skipped, unverified or failing. If only part of the request is done, say which part. Never say \"done\" when it is not.
-- Before a batch of tool calls, say in one short line why you are making them.
-- Plain conversation and questions get a direct answer without tools.";
+- Read the relevant code before changing it; never guess at code you have not opened.
+- Prefer exact edits; keep diffs small and to what was asked (no unrequested refactors or renames).
+- Before the first change of a task, declare its scope with declare-scope (later changes are checked against it).
+- After changing code, run the project's tests or linters and read the output.
+- Finish honestly: report what changed, what you verified (actual results) and what is skipped, unverified or failing. Never say \"done\" when it is not.
+- Before a batch of tool calls, say in one short line why.
+- Answer plain conversation directly, without tools.";
 
 fn mode_line(mode: Mode, headless: bool) -> &'static str {
     match (mode, headless) {
@@ -97,7 +97,7 @@ pub(crate) fn curiosity_threshold(c: Curiosity) -> u8 {
 
 pub(crate) fn curiosity_line(c: Curiosity) -> String {
     format!(
-        "Curiosity {c}: ask before guessing when you are less than {}% sure which reading of the request the user means and the readings lead to different work. Ask with the ask-user tool and 2–4 concrete options (an open question is rejected); never ask what the user, AGENTS.md, memory or an earlier answer already settled. Above the threshold, take the most likely reading and state it.",
+        "Curiosity {c}: ask before guessing when you are less than {}% sure which reading of the request the user means and the readings lead to different work: then ask with ask-user and 2–4 concrete options; otherwise take the most likely reading and say so.",
         curiosity_threshold(c)
     )
 }
@@ -142,12 +142,14 @@ fn default_body(i: &PromptInputs<'_>) -> String {
     s.push_str("\n\n# Asking\n");
     s.push_str(&curiosity_line(i.stated.curiosity));
     s.push_str(&format!(
-        "\n\n# Environment\n- Date: {}\n- Working directory: {}\n- Project root: {}\n- Tools: {}\n",
+        "\n\n# Environment\n- Date: {}\n- Working directory: {}\n",
         chrono::Local::now().format("%Y-%m-%d"),
         i.stated.cwd.display(),
-        i.project.display(),
-        i.tools.join(", ")
     ));
+    if i.project != i.stated.cwd {
+        s.push_str(&format!("- Project root: {}\n", i.project.display()));
+    }
+    s.push_str(&format!("- Tools: {}\n", i.tools.join(", ")));
     if !i.git_summary.is_empty() {
         s.push_str(&format!("- Git: {}\n", i.git_summary));
     }

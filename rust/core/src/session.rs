@@ -398,6 +398,13 @@ impl Session {
         {
             ctx.set_bash_timeout_ms(ms as u64);
         }
+        if let Some(n) = config
+            .get("tools.output_chars")
+            .and_then(|v| v.as_integer())
+            && n > 0
+        {
+            ctx.set_output_chars(n as usize);
+        }
 
         let max_steps = opts.max_steps.or_else(|| {
             config

@@ -105,6 +105,10 @@ fn setter(key: &str) -> Option<Setter> {
             s.ctx.set_bash_timeout_ms(parse::<u64>(v)?);
             Ok(())
         },
+        "tools.output_chars" => |s, v| {
+            s.ctx.set_output_chars(parse::<usize>(v)?);
+            Ok(())
+        },
         _ => return None,
     })
 }
@@ -243,9 +247,7 @@ pub(crate) fn output_style_text(style: &str) -> &'static str {
         "explanatory" => {
             "Explanatory: explain as you go. Say why you chose an approach, what the relevant code does and what trade-offs you considered, so the user learns the codebase while the work gets done."
         }
-        _ => {
-            "Default: answer as long as the task needs; report what changed and what you verified."
-        }
+        _ => "Default: answer as long as the task needs.",
     }
 }
 

@@ -68,7 +68,7 @@ impl Session {
         let git = self.read_git_summary("system prompt");
         let head = yuyao_store::hostgit::head(&self.paths.project);
         let stated = self.current_stated(head);
-        let tools = self.offered_names();
+        let (tools, more_tools) = self.deferred_listing(self.offered_names());
         let memory = self.memory.section();
         let system = prompt::build(&PromptInputs {
             stated: &stated,
@@ -82,7 +82,7 @@ impl Session {
             memory: &memory,
         });
         // Skills: names and descriptions only, fixed with the prompt (later ones as notes).
-        let system = self.with_skills_section(system);
+        let system = self.with_skills_section(system + &more_tools);
         let mut st = self.lock();
         // Notes in the history were written against an earlier prompt: the next note states
         // everything again, so the latest statement is the one in force.

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use yuyao_model::{ModelClient, build_request};
 use yuyao_policy::{Action, Verdict};
 use yuyao_protocol::{Event, Message, PermissionAnswer, Request, ToolCall, canonical_tool_name};
-use yuyao_tools::{ToolArgs, ToolOutput, cap_output};
+use yuyao_tools::{ToolArgs, ToolOutput};
 
 /// Tools the core itself implements (they need the session or the user).
 const CORE_TOOLS: &[&str] = &[
@@ -54,7 +54,7 @@ impl Session {
         }
     }
 
-    /// Built-in and core tools (MCP tools are added by name in [`Session::tool_schemas`]).
+    /// Built-in and core tools (MCP tools are added by name in [`Session::all_tool_schemas`]).
     pub(crate) fn advertised_names(&self) -> Vec<&'static str> {
         self.tools
             .names()
@@ -73,7 +73,8 @@ impl Session {
             .collect()
     }
 
-    pub(crate) fn tool_schemas(&self) -> Vec<Value> {
+    /// Every offered tool's full schema (`tool_defer.rs` decides which a request carries).
+    pub(crate) fn all_tool_schemas(&self) -> Vec<Value> {
         let mut schemas = self
             .tools
             .schemas(|n| self.tool_enabled(n) && self.tool_offered(n));
@@ -142,7 +143,12 @@ impl Session {
             None if yuyao_policy::is_mcp_tool(&call.name) => "mcp",
             None => "tool",
         };
-        let capped = cap_output(&out.text, &self.ctx.spill_dir, label);
+        // A read page is bounded by its own byte cap and hint; anything else by the cap.
+        let capped = if label == "read" {
+            out.text
+        } else {
+            self.ctx.cap(&out.text, label)
+        };
         let text = {
             let st = self.lock();
             crate::cmd_permissions::redact(self, &st.policy, &capped).into_owned()
@@ -174,7 +180,7 @@ impl Session {
             evidence: effective
                 && !matches!(
                     canonical_tool_name(&call.name),
-                    Some("ask-user" | "declare-scope" | "todo" | "start_planning")
+                    Some("ask-user" | "declare-scope" | "todo" | "start_planning" | "tool-search")
                 ),
             may_change_repo,
         }
@@ -186,6 +192,10 @@ impl Session {
         call: &ToolCall,
         token: &CancellationToken,
     ) -> (ToolOutput, bool, bool) {
+        // Loading deferred schemas changes only what later requests carry.
+        if let Some(out) = crate::tool_defer::run_tool(self, call) {
+            return (out, true, false);
+        }
         let available = self.advertised_names();
         let Some(name) = canonical_tool_name(&call.name).filter(|n| available.contains(n)) else {
             return (

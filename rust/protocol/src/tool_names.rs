@@ -37,6 +37,7 @@ pub fn canonical_tool_name(name: &str) -> Option<&'static str> {
         "askuser" | "askuserquestion" | "requestuserinput" => "ask-user",
         "declarescope" => "declare-scope",
         "skill" | "loadskill" => "skill",
+        "toolsearch" | "loadtools" => "tool-search",
         _ => return None,
     })
 }

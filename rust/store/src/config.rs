@@ -371,6 +371,18 @@ const KNOWN: &[Key] = &[
         "default bash timeout in ms",
     ),
     key(
+        "tools.defer",
+        Kind::Bool,
+        Applies::Live,
+        "send only the core tools' schemas (read, write, edit, bash, grep, glob) and load the others with tool-search (default true; false sends them all)",
+    ),
+    key(
+        "tools.output_chars",
+        Kind::PosInt,
+        Applies::Live,
+        "longest tool result the model sees, in characters (default 10000, at least 1000): past it a head and a tail, the whole output in a spill file the model can read",
+    ),
+    key(
         "agents.max_parallel",
         Kind::PosInt,
         Applies::Live,

@@ -11,7 +11,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use yuyao_policy::redact::Redactor;
 use yuyao_tools::exec::run_foreground;
-use yuyao_tools::{ToolContext, cap_output};
+use yuyao_tools::{DEFAULT_OUTPUT_CHARS, ToolContext, cap_output};
 
 /// About 1 MB of build-log-like text with a few secrets and near-misses in it.
 fn sample() -> String {
@@ -72,11 +72,16 @@ fn main() {
     let spill = std::env::temp_dir().join(format!("yuyao-bench-redact-{}", std::process::id()));
     let n = 40;
     let cap_ms = time(n, || {
-        std::hint::black_box(cap_output(std::hint::black_box(&text), &spill, "bench"));
+        std::hint::black_box(cap_output(
+            std::hint::black_box(&text),
+            &spill,
+            "bench",
+            DEFAULT_OUTPUT_CHARS,
+        ));
     });
     let both_ms = time(n, || {
         let red = r.redact(std::hint::black_box(&text), &never);
-        std::hint::black_box(cap_output(&red, &spill, "bench"));
+        std::hint::black_box(cap_output(&red, &spill, "bench", DEFAULT_OUTPUT_CHARS));
     });
     let redact_ms = time(n, || {
         std::hint::black_box(r.redact(std::hint::black_box(&text), &never));

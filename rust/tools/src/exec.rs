@@ -7,7 +7,7 @@
 
 use crate::args::{BashParams, ToolArgs};
 use crate::jobs::JobFeed;
-use crate::output::{RESULT_CAP, cap_output, strip_ansi};
+use crate::output::{cap_output, preview_half, strip_ansi};
 use crate::{Tool, ToolContext, ToolOutput};
 use serde_json::{Value, json};
 use std::fs::File;
@@ -134,16 +134,16 @@ impl Tool for Bash {
         "bash"
     }
     fn description(&self) -> &'static str {
-        "Run a shell command with bash in the working directory. stdin is /dev/null; stdout and stderr are interleaved; the exit code is reported. Default timeout 120000 ms, at most 600000; on timeout the whole process group is killed. Output over 30000 characters is saved to a file whose path is given. `cd` persists between calls within the project. run_in_background: true starts the command as a background job and returns its id at once; read it with bg-output, stop it with bg-stop. Prefer grep/glob/read over cat/find for exploring."
+        "Run a bash command in the working directory (stdin is /dev/null; `cd` persists). The timeout (default 120000 ms, max 600000) kills the process group. Long output shows head and tail, the whole saved to a file whose path is given. run_in_background (servers, watchers, long builds): get a job id at once; bg-output reads it, bg-stop stops it."
     }
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
                 "command": {"type": "string"},
-                "timeout": {"type": "integer", "description": "Timeout in milliseconds (default 120000, max 600000)"},
-                "description": {"type": "string", "description": "What the command does, in a few words"},
-                "run_in_background": {"type": "boolean", "description": "Start as a background job and return its id at once (for servers, watchers, long builds)"}
+                "timeout": {"type": "integer", "description": "ms"},
+                "description": {"type": "string", "description": "what it does, briefly"},
+                "run_in_background": {"type": "boolean"}
             },
             "required": ["command"]
         })
@@ -249,10 +249,10 @@ impl Capture {
     }
 
     /// The capped text for the result.
-    fn render(&self, spill_dir: &Path) -> String {
+    fn render(&self, spill_dir: &Path, cap: usize) -> String {
         let Some((path, _)) = &self.spill else {
             let text = strip_ansi(&String::from_utf8_lossy(&self.head));
-            let mut text = cap_output(text.trim_end_matches('\n'), spill_dir, "bash");
+            let mut text = cap_output(text.trim_end_matches('\n'), spill_dir, "bash", cap);
             if let Some(e) = &self.spill_error {
                 text.push_str(&format!(
                     "\n[… {} bytes in all; the rest could not be saved ({e}) …]",
@@ -263,9 +263,9 @@ impl Capture {
         };
         // Cuts on line boundaries: a secret on one line is whole (and redacted) or absent.
         let head_all = strip_ansi(&String::from_utf8_lossy(&self.head));
-        let head = crate::output::head_cut(&head_all, RESULT_CAP / 2).to_string();
+        let head = crate::output::head_cut(&head_all, preview_half(cap)).to_string();
         let tail_all = strip_ansi(&String::from_utf8_lossy(&self.tail));
-        let tail = crate::output::tail_cut(&tail_all, RESULT_CAP / 4).to_string();
+        let tail = crate::output::tail_cut(&tail_all, preview_half(cap)).to_string();
         let saved = match &self.spill_error {
             None => format!(
                 "the full output ({} bytes, raw) is in {}; read it with offset/limit or grep it",
@@ -382,7 +382,7 @@ pub fn run_foreground_as(
 
     let mut out = capture
         .lock()
-        .map(|c| c.render(&ctx.spill_dir))
+        .map(|c| c.render(&ctx.spill_dir, ctx.output_chars()))
         .unwrap_or_default();
     let code = status.and_then(|s| s.code());
     let mut notes = Vec::new();
@@ -451,7 +451,7 @@ fn detach(
             None => feed.write(&c.head),
         }
         feed.mark_read();
-        let text = c.render(&ctx.spill_dir);
+        let text = c.render(&ctx.spill_dir, ctx.output_chars());
         c.redirect = Some(feed.clone());
         text
     };

@@ -17,9 +17,10 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 const DEFAULT_LIMIT: usize = 2000;
-/// Largest slice of a file one read returns, in bytes; past it the read is paginated. It stays
-/// under the result cap, so a page is never cut in the middle and its continuation hint is exact.
-const READ_BYTES_CAP: usize = crate::RESULT_CAP - 1000;
+/// Largest slice of a file one read returns, in bytes; past it the read is paginated. A page
+/// is the model's own request (offset/limit) and ends with an exact continuation hint, so the
+/// result cap (`tools.output_chars`) does not cut it again (the core's final cap leaves read's results alone).
+pub const READ_BYTES_CAP: usize = 29_000;
 
 pub struct Read;
 pub struct Write;
@@ -27,7 +28,7 @@ pub struct Edit;
 pub struct MultiEdit;
 
 fn path_schema() -> Value {
-    json!({"type": "string", "description": "Absolute path, or relative to the working directory"})
+    json!({"type": "string"})
 }
 
 impl Tool for Read {
@@ -35,16 +36,16 @@ impl Tool for Read {
         "read"
     }
     fn description(&self) -> &'static str {
-        "Read a file. Text comes with line numbers (N<TAB>line): the first 2000 lines by default; use offset (1-based line) and limit for more. Images (png, jpeg, gif, webp) are shown to you as images; PDFs are read by page range (pages: \"1-5\", at most 20 pages a call); notebooks (.ipynb) come with every cell and its outputs. Read a file before editing or overwriting it."
+        "Read a file with line numbers (N<TAB>line): 2000 lines by default, offset (1-based line) and limit for more. Images are shown to you; PDFs by pages (at most 20 a call); notebooks with cells and outputs."
     }
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
                 "file_path": path_schema(),
-                "offset": {"type": "integer", "description": "1-based line to start at"},
-                "limit": {"type": "integer", "description": "Number of lines to read"},
-                "pages": {"type": "string", "description": "PDF page range, e.g. \"1-5\" (at most 20 pages)"}
+                "offset": {"type": "integer"},
+                "limit": {"type": "integer"},
+                "pages": {"type": "string", "description": "PDF pages, e.g. \"1-5\""}
             },
             "required": ["file_path"]
         })
@@ -827,14 +828,14 @@ impl Tool for Write {
         "write"
     }
     fn description(&self) -> &'static str {
-        "Create a file or replace a file's whole content. An existing file must have been read first in this session. Prefer edit for changes to existing files."
+        "Create a file or replace its whole content (an existing file must have been read first). Prefer edit to change a file."
     }
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
                 "file_path": path_schema(),
-                "content": {"type": "string", "description": "The complete new content"}
+                "content": {"type": "string"}
             },
             "required": ["file_path", "content"]
         })
@@ -879,7 +880,7 @@ impl Tool for Edit {
         "edit"
     }
     fn description(&self) -> &'static str {
-        "Replace an exact string in a file. old_string must match exactly (whitespace included) and uniquely, unless replace_all is true. Read the file first. An empty old_string creates a missing or empty file."
+        "Replace old_string with new_string in a file: an exact match (whitespace included), unique unless replace_all. Read the file first; an empty old_string creates a missing or empty file."
     }
     fn parameters(&self) -> Value {
         json!({
@@ -888,7 +889,7 @@ impl Tool for Edit {
                 "file_path": path_schema(),
                 "old_string": {"type": "string"},
                 "new_string": {"type": "string"},
-                "replace_all": {"type": "boolean", "default": false}
+                "replace_all": {"type": "boolean"}
             },
             "required": ["file_path", "old_string", "new_string"]
         })

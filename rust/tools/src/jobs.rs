@@ -853,7 +853,7 @@ impl Tool for BgOutput {
                     "(no new output)".to_string()
                 }
             } else {
-                cap_output(&text, &ctx.spill_dir, "bg-output")
+                cap_output(&text, &ctx.spill_dir, "bg-output", ctx.output_chars())
             };
             Ok(ToolOutput::ok(format!("{}\n{body}", header(&info))))
         };

@@ -23,7 +23,7 @@ pub mod web;
 pub use args::ToolArgs;
 pub use edit_engine::{EditSpec, apply_edits};
 pub use freshness::{FileKnowledge, content_hash};
-pub use output::{RESULT_CAP, cap_output, strip_ansi};
+pub use output::{DEFAULT_OUTPUT_CHARS, MIN_OUTPUT_CHARS, cap_output, strip_ansi};
 pub use patch::patch_paths;
 pub use registry::{Registry, ToolCallSpec, parse_arguments};
 
@@ -47,6 +47,8 @@ pub struct ToolContext {
     pub spill_dir: PathBuf,
     /// Default bash timeout in milliseconds (`tools.bash.timeout_ms`, changed live).
     bash_timeout_ms: std::sync::atomic::AtomicU64,
+    /// Longest tool result the model sees, in characters (`tools.output_chars`, changed live).
+    output_chars: std::sync::atomic::AtomicUsize,
     /// The OS sandbox tool processes run in (level and network; writable folders are
     /// filled in at spawn time by [`ToolContext::confinement`]).
     pub sandbox: Mutex<yuyao_policy::sandbox::Confinement>,
@@ -84,6 +86,24 @@ impl ToolContext {
         );
     }
 
+    /// The result cap in force, in characters (see [`output::DEFAULT_OUTPUT_CHARS`]).
+    pub fn output_chars(&self) -> usize {
+        self.output_chars.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Sets the result cap (at least [`MIN_OUTPUT_CHARS`]); the next result uses it.
+    pub fn set_output_chars(&self, chars: usize) {
+        self.output_chars.store(
+            chars.max(MIN_OUTPUT_CHARS),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// `text` as the model sees it: capped, the whole of it spilled when longer.
+    pub fn cap(&self, text: &str, label: &str) -> String {
+        cap_output(text, &self.spill_dir, label, self.output_chars())
+    }
+
     pub fn new(cwd: PathBuf, project: PathBuf, spill_dir: PathBuf) -> Self {
         ToolContext {
             cwd: Mutex::new(cwd),
@@ -92,6 +112,7 @@ impl ToolContext {
             line_marks: Mutex::new(page::LineMarks::default()),
             spill_dir,
             bash_timeout_ms: std::sync::atomic::AtomicU64::new(DEFAULT_BASH_TIMEOUT_MS),
+            output_chars: std::sync::atomic::AtomicUsize::new(DEFAULT_OUTPUT_CHARS),
             sandbox: Mutex::new(Default::default()),
             jobs: jobs::Jobs::default(),
             home: None,

@@ -3,16 +3,30 @@
 
 use std::path::Path;
 
-/// Longest tool result the model receives, in characters.
-pub const RESULT_CAP: usize = 30_000;
+/// What the model sees of one tool result by default, in characters (`tools.output_chars`):
+/// past it, a head and a tail and the path of a spill file with the whole output. 10 000 is
+/// what Codex (10 KiB) and the peer harness pinned in benches/bench_harness.py show; every
+/// character more is paid again in each later request until the result is stubbed.
+pub const DEFAULT_OUTPUT_CHARS: usize = 10_000;
+/// The smallest cap a setting may ask for (below it the notice would be most of the result).
+pub const MIN_OUTPUT_CHARS: usize = 1_000;
+/// Part of the cap left for the truncation notice and a closing status line, so a capped
+/// result stays under the cap and the core's final cap never cuts it a second time.
+const NOTICE_RESERVE: usize = 400;
 
-/// Caps `text`; when it is longer, writes it whole under `spill_dir` and returns a preview.
-pub fn cap_output(text: &str, spill_dir: &Path, label: &str) -> String {
-    if text.chars().count() <= RESULT_CAP {
+/// Characters of the head and of the tail a result capped at `cap` keeps.
+pub fn preview_half(cap: usize) -> usize {
+    cap.max(MIN_OUTPUT_CHARS).saturating_sub(NOTICE_RESERVE) / 2
+}
+
+/// Caps `text` at `cap` characters; when it is longer, writes it whole under `spill_dir` and
+/// returns its head and tail with the spill file's path between them.
+pub fn cap_output(text: &str, spill_dir: &Path, label: &str, cap: usize) -> String {
+    if text.chars().count() <= cap.max(MIN_OUTPUT_CHARS) {
         return text.to_string();
     }
-    let head = head_cut(text, RESULT_CAP / 2);
-    let tail = tail_cut(text, RESULT_CAP / 4);
+    let head = head_cut(text, preview_half(cap));
+    let tail = tail_cut(text, preview_half(cap));
     let total_lines = text.lines().count();
     let name = format!("{label}-{}.txt", uuid_like());
     let path = spill_dir.join(name);
@@ -127,10 +141,27 @@ mod tests {
     #[test]
     fn long_output_is_spilled() {
         let d = tempfile::tempdir().unwrap();
-        let text = "x".repeat(RESULT_CAP * 2);
-        let capped = cap_output(&text, d.path(), "bash");
-        assert!(capped.len() < text.len());
-        assert!(capped.contains(d.path().to_str().unwrap()));
+        let text: String = (0..5000).map(|i| format!("line {i:05}\n")).collect();
+        let capped = cap_output(&text, d.path(), "bash", DEFAULT_OUTPUT_CHARS);
+        assert!(
+            capped.chars().count() <= DEFAULT_OUTPUT_CHARS,
+            "{}",
+            capped.len()
+        );
+        assert!(capped.starts_with("line 00000\n") && capped.ends_with("line 04999\n"));
+        let spilled = capped
+            .split(" is in ")
+            .nth(1)
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap();
+        assert!(spilled.starts_with(d.path().to_str().unwrap()));
+        assert_eq!(std::fs::read_to_string(spilled).unwrap(), text);
+        // A larger cap shows more of it; a short text is never touched.
+        let wide = cap_output(&text, d.path(), "bash", 40_000);
+        assert!(wide.len() > capped.len() + 20_000);
+        assert_eq!(cap_output("short", d.path(), "bash", 1), "short");
     }
 }
 

@@ -222,7 +222,7 @@ impl Session {
 
     /// The tool result of a task call, capped and redacted like every tool result, and traced.
     fn task_outcome(&self, call: &ToolCall, ok: bool, ran: bool, text: String) -> CallOutcome {
-        let capped = yuyao_tools::cap_output(&text, &self.ctx.spill_dir, "task");
+        let capped = self.ctx.cap(&text, "task");
         let text = {
             let st = self.lock();
             crate::cmd_permissions::redact(self, &st.policy, &capped).into_owned()

@@ -764,3 +764,81 @@ def test_approved_plan_is_pinned_again_after_compaction(fake_llm, session, repo,
     at = max(i for i, r in enumerate(rows) if r.get("type") == "compaction")
     pinned = [r["message"]["content"] for r in rows[at + 1 : at + 3]]
     assert pinned[0].startswith("[approved plan") and pinned[1].startswith("[pinned task list")
+
+
+# ---------------------------------------------------------------------------------------------
+# todo `index: 0`, resume in planning, a validated edit from a front
+
+
+def test_todo_index_zero_completes_the_checklist(fake_llm, session, repo):
+    server = fake_llm(
+        [
+            call("todo", items=[{"content": "parser"}, {"content": "tests"}]),
+            call("todo", action="update", index=0, status="in_progress"),
+            call("todo", action="create", index=0, content="zero"),
+            call("todo", action="update", index=0, status="completed"),
+            say("All done."),
+        ]
+    )
+    s = session(server, mode="yolo")
+    s.chat("track it")
+    # Index 0 is the checklist itself, only for completing it; items are 1-based.
+    assert "reserved for completing the whole checklist" in server.tool_result("call_1_0")
+    assert "invalid id '0'" in server.tool_result("call_2_0")
+    assert [(t["id"], t["status"]) for t in s.tasks] == [("1", "completed"), ("2", "completed")]
+    assert "Tasks (2/2 done)" in server.tool_result("call_3_0")
+
+
+def test_planning_comes_back_with_resume(fake_llm, session, yuyao, env, repo):
+    server = fake_llm([proposed(), say("Still planning."), say("Still planning, again.")])
+    s = session(server)
+    s.dispatch("/plan")
+    s.chat("add sub")
+    sid = s.session_id
+    s.close()
+    resumed = session(server, resume=sid)
+    state = resumed.plan
+    assert state["planning"] and state["awaiting_approval"]
+    assert state["plan"].startswith("# Add a subtract function")
+    resumed.chat("one more thing to check")
+    assert "Permission mode: plan" in all_text(server.messages(1))
+    resumed.close()
+    # `yuyao -p --resume` too: the request is made in plan mode.
+    proc = yuyao("-p", "--resume", sid, "and now?", "--stream", "off", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert "Permission mode: plan" in all_text(server.messages(2))
+
+    # A resuming invocation that names a mode decides; a session that left planning
+    # does not come back in it.
+    explicit = session(fake_llm([]), resume=sid, mode="ask")
+    assert not explicit.plan["planning"]
+    sid2 = explicit.session_id
+    explicit.close()
+    again = session(fake_llm([]), resume=sid2)
+    assert not again.plan["planning"]
+    again.dispatch("/plan")
+    again.dispatch("/plan off")
+    sid3 = again.session_id
+    again.close()
+    assert not session(fake_llm([]), resume=sid3).plan["planning"]
+
+
+def test_revised_plan_is_validated_before_it_is_written(fake_llm, session, repo):
+    server = fake_llm([proposed(), say("Implemented.")])
+    s = session(server, mode="yolo")
+    s.dispatch("/plan")
+    s.chat("add sub")
+    [path] = plan_files(repo)
+    before = path.read_text()
+    hostile = PLAN.replace(" -> verify: grep -n sub README.md", "") + "\nNext open decision: tbd\n"
+    with pytest.raises(Exception, match="does not validate") as e:
+        s.revise_plan(hostile)
+    assert "step 2: missing `-> verify:" in str(e.value)
+    assert path.read_text() == before, "an invalid edit never overwrites the valid plan"
+    assert "Next open decision" not in s.plan["plan"]
+    assert "is valid (2 steps)" in s.revise_plan(
+        PLAN.replace("integers only", "integers only, REVISED")
+    )
+    assert "REVISED" in path.read_text() and "REVISED" in s.plan["plan"]
+    s.chat("approve")
+    assert "REVISED" in all_text(server.messages(1)), "the revised plan is pinned"

@@ -424,8 +424,18 @@ impl Session {
             state.draft = Some(plan);
         }
         *self.planning() = state;
-        if planning && self.opts.mode.is_none() && !self.in_planning() {
-            let _ = crate::commands::set_mode(self, "plan");
+        if planning && self.opts.mode.is_none() {
+            if !self.in_planning() {
+                let _ = crate::commands::set_mode(self, "plan");
+            }
+        } else if planning {
+            // The invocation's mode replaces planning: the log says so, so a later resume
+            // does not bring planning back.
+            let mut st = self.lock();
+            let now = st.policy.mode;
+            if now != Mode::Plan {
+                st.log_entry("mode", json!({"value": now}));
+            }
         }
     }
 

@@ -842,3 +842,30 @@ def test_revised_plan_is_validated_before_it_is_written(fake_llm, session, repo)
     assert "REVISED" in path.read_text() and "REVISED" in s.plan["plan"]
     s.chat("approve")
     assert "REVISED" in all_text(server.messages(1)), "the revised plan is pinned"
+
+
+def test_tool_call_budget_fails_closed_with_a_planning_floor(
+    fake_llm, yuyao, env, repo, yuyao_home
+):
+    """`tools.max_tool_calls_per_turn = 2`: the batch that would pass it does not run and the
+    turn stops with a budget_exhausted event; planning's floor (120) lets the same research
+    run and the plan be proposed."""
+    (yuyao_home / "config.toml").write_text("[tools]\nmax_tool_calls_per_turn = 2\n")
+    script = [
+        {"tool_calls": [distinct_read(repo, 0), distinct_read(repo, 1)]},
+        {"tool_calls": [refused_write(repo, 0)]},
+        proposed(),
+    ]
+    server = fake_llm(script)
+    proc = yuyao("-p", "go", "--yolo", "--stream", "off", env=env(server))
+    assert "tool-call limit reached (2 tool calls in this turn)" in proc.stderr
+    assert not (repo / "w0").exists(), "the batch past the budget did not run"
+    assert len(server.requests) == 2
+    exhausted = [r for r in trajectory_records(repo) if r["kind"] == "budget_exhausted"]
+    assert [(r["budget"], r["used"], r["max"]) for r in exhausted] == [("tool_calls", 2, 2)]
+
+    server2 = fake_llm([script[0], {"tool_calls": [distinct_read(repo, 2)]}, proposed()])
+    proc2 = yuyao("-p", "--plan", "add sub", "--stream", "off", env=env(server2))
+    assert proc2.returncode == 0, proc2.stderr
+    assert proc2.stdout.startswith("# Add a subtract function")
+    assert "budget is spent" not in json.dumps(server2.messages(2))

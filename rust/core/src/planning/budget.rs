@@ -19,7 +19,7 @@ pub(crate) fn floored(limit: Option<u32>, planning: bool, floor: u32) -> Option<
 }
 
 impl Session {
-    /// The tool calls one turn may make (`tools.max_tool_calls_per_turn`; unset or 0 is
+    /// The tool calls one turn may make (`tools.max_tool_calls_per_turn`; unset is
     /// unlimited), floored while planning.
     pub(crate) fn tool_call_budget(&self, planning: bool) -> Option<u32> {
         let max = self

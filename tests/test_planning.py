@@ -37,7 +37,7 @@ def proposed(plan: str = PLAN, before: str = "Here is the plan.\n") -> str:
 
 
 def all_text(messages: list[dict]) -> str:
-    return json.dumps(messages)
+    return json.dumps(messages, ensure_ascii=False)
 
 
 def plan_files(repo: Path) -> list[Path]:
@@ -388,42 +388,198 @@ def test_mid_execution_replan_valid_and_invalid(fake_llm, session, repo):
 # Bounded recovery
 
 
-def test_blocked_call_fuse_normal_turn(fake_llm, session, repo):
-    def refused(k):
-        return {"name": "write", "arguments": {"file_path": str(repo / f"x{k}"), "content": "x"}}
+def refused_write(repo: Path, k: int) -> dict:
+    """A write headless ask mode refuses."""
+    return {"name": "write", "arguments": {"file_path": str(repo / f"w{k}"), "content": "x"}}
 
-    read = {"name": "read", "arguments": {"file_path": str(repo / "calc.py")}}
-    # Two refused, one allowed, per reply: never three in a row; the 6th refusal stops.
-    script = [{"tool_calls": [refused(k), refused(k + 1), read]} for k in range(0, 20, 2)]
-    server = fake_llm(script)
+
+def distinct_read(repo: Path, k: int) -> dict:
+    """A read that succeeds and never repeats (each call a new file with content)."""
+    f = repo / "notes" / f"n{k}.txt"
+    f.parent.mkdir(exist_ok=True)
+    f.write_text(f"note {k}\n")
+    return {"name": "read", "arguments": {"file_path": str(f)}}
+
+
+def refused_then_read(repo: Path, replies: int, first: int = 0) -> list[dict]:
+    """Replies of two refused writes and one allowed read: never three refusals in a row."""
+    return [
+        {
+            "tool_calls": [
+                refused_write(repo, 2 * k),
+                refused_write(repo, 2 * k + 1),
+                distinct_read(repo, k),
+            ]
+        }
+        for k in range(first, first + replies)
+    ]
+
+
+def test_blocked_call_fuse_normal_turn(fake_llm, session, repo):
+    # The fuse is strict: cap 3 permits 6 refusals in a normal turn and stops on the 7th.
+    server = fake_llm(refused_then_read(repo, 10))
     s = session(server, mode="ask")
     s.chat("write the files")
-    # Three replies' batches, then one tool-free call that reads the refusals and hands off.
-    assert len(server.requests) == 4
-    assert server.body(3).get("tools") in (None, [])
-    assert "x4" in all_text(server.messages(3)), "the refusals reached the model"
+    # Four replies' batches (refusals 1-6, then the 7th), then one tool-free handoff call.
+    assert len(server.requests) == 5
+    assert server.body(4).get("tools") in (None, [])
+    assert "w6" in all_text(server.messages(4)), "the refusals reached the model"
     status = s._core.status_json()
-    assert "LimitsExceeded" in status
+    assert "LimitsExceeded" in status and "7 tool calls were refused" in status
     assert f"yuyao --resume {s.session_id}" in status
 
 
 def test_blocked_call_fuse_consecutive_and_planning_total(fake_llm, session, repo):
-    def refused(k):
-        return {"name": "write", "arguments": {"file_path": str(repo / f"y{k}"), "content": "y"}}
-
-    read = {"name": "read", "arguments": {"file_path": str(repo / "calc.py")}}
-    server = fake_llm([{"tool_calls": [refused(0), refused(1), refused(2)]}])
+    # Three refusals in a row are permitted; the fourth in a row stops the turn.
+    server = fake_llm(
+        [
+            {"tool_calls": [refused_write(repo, k) for k in range(3)]},
+            {"tool_calls": [refused_write(repo, 3)]},
+            say("unreached"),
+        ]
+    )
     s = session(server, mode="ask")
     s.chat("write")
-    assert len(server.requests) == 2
-    assert "in a row" in s._core.status_json()
+    assert len(server.requests) == 3
+    assert server.body(1).get("tools"), "three in a row did not stop the turn"
+    assert "4 tool calls in a row" in s._core.status_json()
 
-    script = [{"tool_calls": [refused(k), refused(k + 1), read]} for k in range(0, 40, 2)]
-    server2 = fake_llm(script)
-    p = session(server2)
+    # Planning permits 12 non-consecutive refusals and stops on the 13th.
+    server2 = fake_llm(refused_then_read(repo, 20))
+    p = session(server2, mode="ask")
     p.dispatch("/plan")
     p.chat("plan it")
-    assert len(server2.requests) == 7, "12 refusals while planning, then the handoff"
+    assert len(server2.requests) == 8, "12 refusals permitted while planning, then the handoff"
+    assert "13 tool calls were refused" in p._core.status_json()
+
+
+def test_blocked_call_fuse_is_the_cap_in_recovery_mode(fake_llm, session, repo):
+    """Three listings of one root arm the turn's recovery pass (sent without tools) and put
+    the turn in recovery mode: from then on the total fuse is exactly the cap (3), so the
+    4th refusal stops the turn. Listing three different trees arms nothing, and the same
+    refusals run on to the normal fuse (7th)."""
+    (repo / "src").mkdir()
+    (repo / "src" / "a.py").write_text("A = 1\n")
+
+    def listings(roots):
+        return {"tool_calls": [{"name": "bash", "arguments": {"command": c}} for c in roots]}
+
+    def script(roots):
+        return [
+            listings(roots),
+            # The pass answered with a call anyway: refused (refusal 1), nothing runs.
+            {"tool_calls": [refused_write(repo, 100)]},
+            *[
+                {"tool_calls": [distinct_read(repo, 200 + k), refused_write(repo, 200 + k)]}
+                for k in range(10)
+            ],
+        ]
+
+    server = fake_llm(script(["ls src", "ls -la src/", "ls ./src"]))
+    s = session(server, mode="ask")
+    s.chat("look around, then write")
+    # listings, the tool-free pass, three replies (refusals 2, 3, 4), the handoff.
+    assert server.body(0).get("tools") and server.body(2).get("tools")
+    assert server.body(1).get("tools") in (None, []), "the recovery pass has no tools"
+    assert "exec::inspection::ls::src ×3" in all_text(server.messages(1))
+    assert "tools are unavailable in the recovery pass" in server.tool_result("call_1_0")
+    assert not (repo / "w100").exists()
+    assert len(server.requests) == 6
+    status = s._core.status_json()
+    assert "4 tool calls were refused" in status and "recovery mode" in status
+
+    # Distinct trees never group: no pass, no recovery mode, the normal fuse of 6.
+    server2 = fake_llm(script(["ls src", "ls -la .", "ls notes"]))
+    n = session(server2, mode="ask")
+    n.chat("look around, then write")
+    assert all(server2.body(k).get("tools") for k in range(len(server2.requests) - 1))
+    assert len(server2.requests) == 9, "refusals 1-7 in seven replies, then the handoff"
+    assert "7 tool calls were refused" in n._core.status_json()
+
+
+# ---------------------------------------------------------------------------------------------
+# Planning research: low-signal accounting, listing tripwire, budget floors
+
+
+def grep(pattern: str) -> dict:
+    return {"name": "grep", "arguments": {"pattern": pattern, "path": "calc.py"}}
+
+
+def test_low_signal_searches_schedule_one_tool_free_synthesis(fake_llm, session, repo):
+    """Five empty searches, one productive (it resets only the consecutive count), five
+    more empty ones: the 10th low-signal search of the turn schedules the synthesis pass.
+    Six empty searches in a row would have too, had the productive one not come between."""
+    steps = [
+        *[{"tool_calls": [grep(f"nothing_here_{k}")]} for k in range(5)],
+        {"tool_calls": [grep("def add")]},
+        *[{"tool_calls": [grep(f"nothing_here_{k}")]} for k in range(5, 10)],
+        proposed(),
+    ]
+    server = fake_llm(steps)
+    s = session(server)
+    s.dispatch("/plan")
+    assert s.chat("add sub").startswith("# Add a subtract function")
+    assert len(server.requests) == 12
+    assert all(server.body(k).get("tools") for k in range(11)), "no pass before the 10th"
+    assert server.body(11).get("tools") in (None, [])
+    assert "10 low-signal reads/searches in this turn" in all_text(server.messages(11))
+    assert s.plan["awaiting_approval"] and plan_files(repo)
+
+    # Six empty searches in a row: the pass comes after the 6th.
+    server2 = fake_llm([*[{"tool_calls": [grep(f"zilch_{k}")]} for k in range(6)], proposed()])
+    t = session(server2)
+    t.dispatch("/plan")
+    t.chat("add sub")
+    assert len(server2.requests) == 7
+    assert server2.body(6).get("tools") in (None, [])
+    assert "6 low-signal reads/searches in a row" in all_text(server2.messages(6))
+
+
+def test_planning_listing_tripwire_is_five(fake_llm, session, repo):
+    (repo / "src").mkdir()
+    (repo / "src" / "a.py").write_text("A = 1\n")
+    variants = ["ls src", "ls -la src", "ls src/", "ls -1 ./src", "ls -a src"]
+    steps = [{"tool_calls": [{"name": "bash", "arguments": {"command": c}}]} for c in variants]
+    server = fake_llm([*steps, proposed()])
+    s = session(server)
+    s.dispatch("/plan")
+    s.chat("add sub")
+    # Three (the execution tripwire) and four listings are still exploration here.
+    assert all(server.body(k).get("tools") for k in range(5))
+    assert server.body(5).get("tools") in (None, [])
+    assert "exec::inspection::ls::src ×5" in all_text(server.messages(5))
+    assert s.plan["awaiting_approval"]
+
+
+def trajectory_records(repo: Path) -> list[dict]:
+    return [
+        json.loads(line)
+        for f in sorted((repo / ".trajectory").rglob("*.jsonl"))
+        for line in f.read_text().splitlines()
+    ]
+
+
+def test_planning_loop_floor_then_synthesis_and_budget_exhausted(fake_llm, yuyao, env, repo):
+    """`--max-steps 2` is raised to planning's floor of 60 model calls; at 60 the research
+    stops with a budget_exhausted event and one tool-free synthesis writes the plan. The
+    same limit outside planning stops the turn after 2 calls."""
+    reads = [{"tool_calls": [distinct_read(repo, k)]} for k in range(60)]
+    server = fake_llm([*reads, proposed()])
+    proc = yuyao("-p", "--plan", "add sub", "--max-steps", "2", "--stream", "off", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("# Add a subtract function")
+    assert len(server.requests) == 61
+    assert server.body(59).get("tools") and server.body(60).get("tools") in (None, [])
+    assert "planning loop limit (60 model calls)" in all_text(server.messages(60))
+    exhausted = [r for r in trajectory_records(repo) if r["kind"] == "budget_exhausted"]
+    assert [(r["budget"], r["used"], r["max"]) for r in exhausted] == [("tool_loop", 60, 60)]
+
+    server2 = fake_llm(reads)
+    proc2 = yuyao("-p", "go", "--max-steps", "2", "--stream", "off", env=env(server2))
+    assert "step limit reached (2 model calls)" in proc2.stderr
+    assert len(server2.requests) == 2
+    exhausted = [r for r in trajectory_records(repo) if r["kind"] == "budget_exhausted"]
+    assert ("tool_loop", 2, 2) in [(r["budget"], r["used"], r["max"]) for r in exhausted]
 
 
 def test_empty_replies_in_planning_get_one_tool_free_synthesis(fake_llm, session, repo):
@@ -608,3 +764,108 @@ def test_approved_plan_is_pinned_again_after_compaction(fake_llm, session, repo,
     at = max(i for i, r in enumerate(rows) if r.get("type") == "compaction")
     pinned = [r["message"]["content"] for r in rows[at + 1 : at + 3]]
     assert pinned[0].startswith("[approved plan") and pinned[1].startswith("[pinned task list")
+
+
+# ---------------------------------------------------------------------------------------------
+# todo `index: 0`, resume in planning, a validated edit from a front
+
+
+def test_todo_index_zero_completes_the_checklist(fake_llm, session, repo):
+    server = fake_llm(
+        [
+            call("todo", items=[{"content": "parser"}, {"content": "tests"}]),
+            call("todo", action="update", index=0, status="in_progress"),
+            call("todo", action="create", index=0, content="zero"),
+            call("todo", action="update", index=0, status="completed"),
+            say("All done."),
+        ]
+    )
+    s = session(server, mode="yolo")
+    s.chat("track it")
+    # Index 0 is the checklist itself, only for completing it; items are 1-based.
+    assert "reserved for completing the whole checklist" in server.tool_result("call_1_0")
+    assert "invalid id '0'" in server.tool_result("call_2_0")
+    assert [(t["id"], t["status"]) for t in s.tasks] == [("1", "completed"), ("2", "completed")]
+    assert "Tasks (2/2 done)" in server.tool_result("call_3_0")
+
+
+def test_planning_comes_back_with_resume(fake_llm, session, yuyao, env, repo):
+    server = fake_llm([proposed(), say("Still planning."), say("Still planning, again.")])
+    s = session(server)
+    s.dispatch("/plan")
+    s.chat("add sub")
+    sid = s.session_id
+    s.close()
+    resumed = session(server, resume=sid)
+    state = resumed.plan
+    assert state["planning"] and state["awaiting_approval"]
+    assert state["plan"].startswith("# Add a subtract function")
+    resumed.chat("one more thing to check")
+    assert "Permission mode: plan" in all_text(server.messages(1))
+    resumed.close()
+    # `yuyao -p --resume` too: the request is made in plan mode.
+    proc = yuyao("-p", "--resume", sid, "and now?", "--stream", "off", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert "Permission mode: plan" in all_text(server.messages(2))
+
+    # A resuming invocation that names a mode decides; a session that left planning
+    # does not come back in it.
+    explicit = session(fake_llm([]), resume=sid, mode="ask")
+    assert not explicit.plan["planning"]
+    sid2 = explicit.session_id
+    explicit.close()
+    again = session(fake_llm([]), resume=sid2)
+    assert not again.plan["planning"]
+    again.dispatch("/plan")
+    again.dispatch("/plan off")
+    sid3 = again.session_id
+    again.close()
+    assert not session(fake_llm([]), resume=sid3).plan["planning"]
+
+
+def test_revised_plan_is_validated_before_it_is_written(fake_llm, session, repo):
+    server = fake_llm([proposed(), say("Implemented.")])
+    s = session(server, mode="yolo")
+    s.dispatch("/plan")
+    s.chat("add sub")
+    [path] = plan_files(repo)
+    before = path.read_text()
+    hostile = PLAN.replace(" -> verify: grep -n sub README.md", "") + "\nNext open decision: tbd\n"
+    with pytest.raises(Exception, match="does not validate") as e:
+        s.revise_plan(hostile)
+    assert "step 2: missing `-> verify:" in str(e.value)
+    assert path.read_text() == before, "an invalid edit never overwrites the valid plan"
+    assert "Next open decision" not in s.plan["plan"]
+    assert "is valid (2 steps)" in s.revise_plan(
+        PLAN.replace("integers only", "integers only, REVISED")
+    )
+    assert "REVISED" in path.read_text() and "REVISED" in s.plan["plan"]
+    s.chat("approve")
+    assert "REVISED" in all_text(server.messages(1)), "the revised plan is pinned"
+
+
+def test_tool_call_budget_fails_closed_with_a_planning_floor(
+    fake_llm, yuyao, env, repo, yuyao_home
+):
+    """`tools.max_tool_calls_per_turn = 2`: the batch that would pass it does not run and the
+    turn stops with a budget_exhausted event; planning's floor (120) lets the same research
+    run and the plan be proposed."""
+    (yuyao_home / "config.toml").write_text("[tools]\nmax_tool_calls_per_turn = 2\n")
+    script = [
+        {"tool_calls": [distinct_read(repo, 0), distinct_read(repo, 1)]},
+        {"tool_calls": [refused_write(repo, 0)]},
+        proposed(),
+    ]
+    server = fake_llm(script)
+    proc = yuyao("-p", "go", "--yolo", "--stream", "off", env=env(server))
+    assert "tool-call limit reached (2 tool calls in this turn)" in proc.stderr
+    assert not (repo / "w0").exists(), "the batch past the budget did not run"
+    assert len(server.requests) == 2
+    exhausted = [r for r in trajectory_records(repo) if r["kind"] == "budget_exhausted"]
+    assert [(r["budget"], r["used"], r["max"]) for r in exhausted] == [("tool_calls", 2, 2)]
+
+    server2 = fake_llm([script[0], {"tool_calls": [distinct_read(repo, 2)]}, proposed()])
+    proc2 = yuyao("-p", "--plan", "add sub", "--stream", "off", env=env(server2))
+    assert proc2.returncode == 0, proc2.stderr
+    assert proc2.stdout.startswith("# Add a subtract function")
+    assert "budget is spent" not in json.dumps(server2.messages(2))

@@ -1,6 +1,6 @@
 """The planning workflow's approval gate in a real terminal (pexpect pty + pyte screen),
-against the scripted model: the plan is shown, edited at the gate in $EDITOR and validated
-again, then Execute starts the implementation turn by itself."""
+against the scripted model: the plan is shown, edited at the gate (in $EDITOR, or inline) and
+validated again, then Execute starts the implementation turn by itself."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 from fakellm import call, say
 from test_planning import proposed
-from test_tui import CTRL_D, ENTER, yuyao_term
+from test_tui import CTRL_D, ENTER, ESC, yuyao_term
 
 CTRL_E, CTRL_G = "\x05", "\x07"
 
@@ -58,6 +58,54 @@ def test_core_gate_edit_then_execute_starts_implementation(fake_llm, env, repo, 
         assert "right after add EDITED" in implementation, "the edited plan is pinned"
         assert "Permission mode: yolo" in implementation
         assert len(server.requests) == 3, "no extra 'continue' was needed"
+        term.send(CTRL_D)
+        assert term.wait_exit() == 0
+    finally:
+        term.close()
+
+
+def test_core_gate_inline_edit_is_validated_before_it_replaces_the_plan(
+    fake_llm, env, repo, tmp_path
+):
+    server = fake_llm(
+        [
+            proposed(),
+            call("write", file_path="sub.txt", content="sub\n"),
+            say("Implemented the inline-edited plan."),
+        ]
+    )
+    term = yuyao_term(env(server), repo, "--yolo")
+    try:
+        term.wait_ready()
+        term.line("/plan add a subtract function")
+        term.wait_for(r"Plan ready: Add a subtract function \(2 steps", screen_only=True)
+        term.wait_for("Edit inline", screen_only=True)
+        [path] = list((repo / ".plans").glob("*.md"))
+        valid = path.read_text()
+        # An invalid inline edit (an unresolved decision): refused, the file stays as it was.
+        term.send("4")
+        term.wait_for(r"Esc Enter to save")
+        term.wait_for(r"integers only", screen_only=True)  # pre-filled with the plan
+        term.send(ENTER + "Next open decision: which base?")
+        term.send(ESC + ENTER)
+        term.wait_for(r"does not validate")
+        term.wait_for(r"unresolved `Next open decision")
+        term.wait_for(r"Plan ready: Add a subtract function", screen_only=True)
+        assert path.read_text() == valid
+        # A valid one replaces the plan.
+        term.send("4")
+        term.wait_for(r"integers only", screen_only=True)
+        term.send(ENTER + "- EDITED INLINE default")
+        term.send(ESC + ENTER)
+        term.wait_for(r"is valid\s+\(2 steps\)")
+        term.wait_for(r"Plan ready: Add a subtract function", screen_only=True)
+        assert "EDITED INLINE default" in path.read_text()
+        assert "which base" not in path.read_text()
+        assert not (repo / "sub.txt").exists()
+        term.send("1")  # Execute
+        term.wait_for(r"Implemented the inline-edited plan\.")
+        assert (repo / "sub.txt").read_text() == "sub\n"
+        assert "EDITED INLINE default" in json.dumps(server.messages(1)), "the edit is pinned"
         term.send(CTRL_D)
         assert term.wait_exit() == 0
     finally:

@@ -351,14 +351,26 @@ def effect_max_steps(fake_llm, live, **_):
 
 
 def effect_max_blocked_calls(fake_llm, live, **_):
-    refused = [("bash", {"command": "rm gone.txt"}, "r"), ("bash", {"command": "true"}, "t")]
+    refused = [("bash", {"command": "rm gone.txt"}, "r"), ("bash", {"command": "rm b.txt"}, "t")]
     server = fake_llm([say("one"), calls(refused), say("two")])
     s, _ = live(server, deny=["Bash(rm)"])
     set_key(s, "tools.max_consecutive_blocked_tool_calls_per_turn", "1")
     s.chat("again")
-    # One refusal stops the turn (the default is 3): the tool-free handoff call follows.
+    # A second refusal in a row stops the turn (the default permits 3): the tool-free
+    # handoff call follows.
     assert len(server.requests) == 3
     assert server.body(2).get("tools") in (None, [])
+    assert status(s)["last_turn"]["exit_status"] == "LimitsExceeded"
+
+
+def effect_max_tool_calls(fake_llm, live, **_):
+    two = [("bash", {"command": "true"}, "a"), ("bash", {"command": "true"}, "b")]
+    server = fake_llm([say("one"), calls(two), say("two")])
+    s, _ = live(server)
+    set_key(s, "tools.max_tool_calls_per_turn", "1")
+    s.chat("again")
+    # The batch of two is past a budget of one: it does not run and the turn stops.
+    assert len(server.requests) == 2
     assert status(s)["last_turn"]["exit_status"] == "LimitsExceeded"
 
 
@@ -782,6 +794,7 @@ EFFECTS = {
     "agents.max_parallel": effect_agents_max_parallel,
     "goal.max_rounds": effect_goal_max_rounds,
     "tools.max_consecutive_blocked_tool_calls_per_turn": effect_max_blocked_calls,
+    "tools.max_tool_calls_per_turn": effect_max_tool_calls,
     "default_primary_agent": effect_next_session_primary_agent,
     "hooks.max_stop_blocks": effect_max_stop_blocks,
     "features.hooks": effect_features_hooks,

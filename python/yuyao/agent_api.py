@@ -93,6 +93,11 @@ class AgentSession:
         plan} (the plan's markdown once a valid plan was proposed)."""
         return json.loads(self._core.plan_json())
 
+    def revise_plan(self, text: str) -> str:
+        """Replaces the plan waiting for approval with `text`, validated like a proposed plan;
+        an invalid text raises and leaves the plan file unchanged."""
+        return self._core.plan_revise(text)
+
     @property
     def mcp_servers(self) -> list[str]:
         """Names of the configured MCP servers."""

@@ -567,22 +567,34 @@ class App:
         title = (
             f"Plan ready: {state.get('title')} ({state.get('steps')} steps, {state.get('path')})"
         )
-        options = ["Execute", "Auto-accept edits", "Edit", "Keep planning", "Cancel"]
-        hint = "↑/↓ move · Enter choose · Ctrl+E expand/collapse the plan · Ctrl+G edit · Esc keep"
+        options = [
+            "Execute",
+            "Auto-accept edits",
+            "Edit in $EDITOR",
+            "Edit inline",
+            "Keep planning",
+            "Cancel",
+        ]
+        hint = (
+            "↑/↓ move · Enter choose · Ctrl+E expand/collapse the plan · Ctrl+G $EDITOR · Esc keep"
+        )
         while True:
             picked = choose(title, options, hint=hint, extra={"c-g": 2, "c-e": -1})
             if picked == -1:  # Ctrl+E: the full plan in the transcript, or collapsed
                 self.renderer.toggle_plan()
                 continue
-            if picked == 2:
-                self.edit_plan_file(str(state.get("path") or ""))
+            if picked in (2, 3):
+                if picked == 2:
+                    self.edit_plan_file(str(state.get("path") or ""))
+                else:
+                    self.edit_plan_inline(str(state.get("plan") or ""))
                 state = self.plan_state()
                 if not state.get("awaiting_approval"):
                     return
                 continue
             break
-        line = {0: "/plan approve", 1: "/plan approve auto-edit", 4: "/plan cancel"}.get(
-            picked if picked is not None else 3
+        line = {0: "/plan approve", 1: "/plan approve auto-edit", 5: "/plan cancel"}.get(
+            picked if picked is not None else 4
         )
         if line is None:
             self.say("keep planning: say what to change (or type lgtm / /plan approve)", "info")
@@ -607,6 +619,26 @@ class App:
         try:
             self.say(str(self.session.dispatch("/plan check")), "ok")
         except Exception as e:  # noqa: BLE001 - invalid: said, the gate stays
+            self.say(f"{theme.SYM_FAIL} {e}", "error")
+
+    def edit_plan_inline(self, plan: str) -> None:
+        """Edit at the gate without leaving the terminal: a multi-line editor pre-filled with
+        the plan (Esc Enter saves, Ctrl+C discards). The core validates the text and writes
+        it only when valid; an invalid edit is reported and the valid plan stays."""
+        from prompt_toolkit import prompt
+
+        self.say("edit the plan: Esc Enter to save, Ctrl+C to discard", "muted")
+        try:
+            text = prompt("", default=plan, multiline=True)
+        except (KeyboardInterrupt, EOFError):
+            self.say("edit discarded; the plan is unchanged", "info")
+            return
+        if text.strip() == plan.strip():
+            self.say("no change", "info")
+            return
+        try:
+            self.say(str(self.session.plan_revise(text)), "ok")
+        except Exception as e:  # noqa: BLE001 - invalid: said, the valid plan stays
             self.say(f"{theme.SYM_FAIL} {e}", "error")
 
     def after_chat(self, answers_before: int) -> None:

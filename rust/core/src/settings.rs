@@ -42,6 +42,7 @@ const READ_AT_USE: &[&str] = &[
     "verification.max_rounds",
     "intent.remind",
     "tools.max_consecutive_blocked_tool_calls_per_turn",
+    "tools.max_tool_calls_per_turn",
     "lsp.enabled",
     "lsp.diagnostics_timeout_ms",
     "features.hooks",

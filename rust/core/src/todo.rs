@@ -68,7 +68,7 @@ pub(crate) fn schema() -> Value {
         "type": "function",
         "function": {
             "name": NAME,
-            "description": "Task tracker for multi-step work. Keep one item in_progress at a time and mark items completed as soon as they are done. action: create (content, optional id like \"2.1\" or parent, deps), update (id + status/content/deps), delete (id; removes its sub-items), query (the list). Or send `items` (the whole list) to replace it in one call. Statuses: pending, in_progress, completed, blocked.",
+            "description": "Task tracker for multi-step work. Keep one item in_progress at a time and mark items completed as soon as they are done. action: create (content, optional id like \"2.1\" or parent, deps), update (id + status/content/deps), delete (id; removes its sub-items), query (the list). Or send `items` (the whole list) to replace it in one call. Statuses: pending, in_progress, completed, blocked. Indices are positive and 1-based; update with id 0 and status completed completes the whole checklist.",
             "parameters": {
                 "type": "object",
                 "properties": {
@@ -123,12 +123,16 @@ fn id_text(v: &Value) -> Option<String> {
     .filter(|s| !s.is_empty())
 }
 
+/// Positive, 1-based parts: `1`, `2.1` (`0` is reserved for the whole checklist).
 fn valid_index(id: &str) -> bool {
     !id.is_empty()
-        && id
-            .split('.')
-            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        && id.split('.').all(|p| {
+            !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()) && p.parse::<u64>() != Ok(0)
+        })
 }
+
+/// `index: 0` names the checklist itself (the compatibility form of seed 001).
+const CHECKLIST: &str = "0";
 
 fn depth(id: &str) -> usize {
     id.matches('.').count()
@@ -414,6 +418,23 @@ fn apply(items: &mut Vec<Item>, raw: &str) -> Result<bool, String> {
                 deps: deps.unwrap_or_default(),
             });
         }
+        "update" | "edit" | "set_status" if id.as_deref() == Some(CHECKLIST) => {
+            // Checklist-level completion: every item completed at once, nothing else.
+            match a.status.as_deref().map(Status::parse) {
+                Some(Ok(Status::Completed)) => {}
+                _ => {
+                    return Err(
+                        "index 0 is reserved for completing the whole checklist: send status \"completed\" with it, or a positive index (1, 2.1) for one item".into(),
+                    );
+                }
+            }
+            if next.is_empty() {
+                return Err("the checklist is empty: nothing to complete".into());
+            }
+            for i in &mut next {
+                i.status = Status::Completed;
+            }
+        }
         "update" | "edit" | "set_status" => {
             let id = id.ok_or("update needs the item's `id`")?;
             let Some(item) = next.iter_mut().find(|i| i.id == id) else {
@@ -431,6 +452,12 @@ fn apply(items: &mut Vec<Item>, raw: &str) -> Result<bool, String> {
         }
         "delete" | "remove" => {
             let id = id.ok_or("delete needs the item's `id`")?;
+            if id == CHECKLIST {
+                return Err(
+                    "index 0 only completes the whole checklist; send `items: []` to clear it"
+                        .into(),
+                );
+            }
             if !next.iter().any(|i| i.id == id) {
                 return Err(unknown(&id, items));
             }
@@ -555,6 +582,30 @@ mod tests {
                 .unwrap_err()
                 .contains("no item 9")
         );
+    }
+
+    #[test]
+    fn index_zero_completes_the_checklist_and_nothing_else() {
+        let mut l = Vec::new();
+        run(&mut l, r#"{"items":[{"content":"a"},{"content":"b"}]}"#).unwrap();
+        for bad in [
+            r#"{"action":"update","index":0,"status":"in_progress"}"#,
+            r#"{"action":"update","index":0}"#,
+            r#"{"action":"delete","index":0}"#,
+            r#"{"action":"create","id":"0","content":"x"}"#,
+            r#"{"action":"create","id":"1.0","content":"x"}"#,
+        ] {
+            assert!(run(&mut l, bad).is_err(), "{bad}");
+        }
+        assert!(l.iter().all(|i| i.status == Status::Pending));
+        assert!(
+            run(
+                &mut l,
+                r#"{"action":"update","index":0,"status":"completed"}"#
+            )
+            .unwrap()
+        );
+        assert!(l.iter().all(|i| i.status == Status::Completed));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::tool_call::{CallOutcome, images_message};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use yuyao_model::{ModelClient, ModelConfig, ModelError, Piece};
-use yuyao_protocol::{Event, Message, NoticeLevel, ThinkingLevel};
+use yuyao_protocol::{Event, Message, NoticeLevel, ThinkingLevel, canonical_tool_name};
 
 /// The `reasoning_effort` a thinking level asks for.
 pub(crate) fn effort(thinking: Option<ThinkingLevel>) -> Option<String> {
@@ -364,20 +364,37 @@ impl Session {
         self.agents.turn_start();
         let mut json_repairs: u32 = 0;
         let mut fuse = crate::planning::recovery::Fuse::new(self);
+        let planning = self.lock().policy.mode == yuyao_protocol::Mode::Plan;
+        let mut balance = crate::planning::navigation::Balancer::new(planning);
+        // The recovery pass armed for the next request (execution mode; planning's pass is
+        // the plan synthesis), and whether the reply being handled answered it.
+        let mut pass: Option<String> = None;
+        let mut turn_tool_calls: u32 = 0;
         loop {
             if token.is_cancelled() {
                 return interrupted();
             }
-            // A stopped sub-agent, or the step limit of the whole tree (sub-agents included).
-            if let Some(stop) = self.subagent_gate() {
-                return stop;
-            }
             // Limits are checked before the call, never after the money is spent.
-            let max_steps = self.plan_step_limit(self.lock().max_steps);
+            let max_steps = self.plan_step_limit();
             if let Some(max) = max_steps
                 && turn_steps >= max
             {
+                self.budget_exhausted("tool_loop", turn_steps, max);
+                // Planning's loop limit ends research, not the turn: one tool-free plan.
+                if planning && !balance.spent {
+                    return self
+                        .plan_recovery_pass(
+                            &client,
+                            token,
+                            &format!("the planning loop limit ({max} model calls) was reached"),
+                        )
+                        .await;
+                }
                 return self.limit(format!("step limit reached ({max} model calls)"));
+            }
+            // A stopped sub-agent, or the step limit of the whole tree (sub-agents included).
+            if let Some(stop) = self.subagent_gate() {
+                return stop;
             }
             if let Some(wall) = self.opts.max_wall_seconds
                 && self.started.elapsed().as_secs_f64() >= wall
@@ -417,6 +434,11 @@ impl Session {
             if let Some(note) = self.skills_note() {
                 crate::state_notes::push_note(&mut self.lock(), note);
             }
+            let tool_free = pass.is_some();
+            if let Some(why) = pass.take() {
+                self.lock()
+                    .push(Message::user(crate::planning::recovery::pass_prompt(&why)));
+            }
             let history = self.lock().history.clone();
             // MCP servers still starting get until their startup deadline to offer tools.
             self.mcp_wait_started().await;
@@ -448,6 +470,9 @@ impl Session {
             }
             self.apply_json_answer(&mut req);
             self.apply_thinking(&mut req);
+            if tool_free {
+                req.tools.clear();
+            }
             let stream = req.stream;
             let request_tokens = crate::context::request_tokens(&req);
             req.max_tokens = match self.spend_cap(request_tokens, max_out) {
@@ -634,10 +659,56 @@ impl Session {
             let intent = batch.line;
             self.auto_commit_intent(&intent);
             let calls = assistant.tool_calls.clone();
+            if tool_free {
+                // Calls sent in answer to the tool-free pass never run; each is a refusal.
+                let mut tripped = None;
+                for call in &calls {
+                    self.lock().push(Message::tool(
+                        call.id.clone(),
+                        "Refused: tools are unavailable in the recovery pass. Answer from the evidence gathered.",
+                    ));
+                    if let Some(why) = fuse.record(true) {
+                        tripped.get_or_insert(why);
+                    }
+                }
+                if let Some(why) = tripped {
+                    return self.blocked_stop(&client, token, why).await;
+                }
+                continue;
+            }
+            turn_tool_calls += calls.len() as u32;
+            if let Some(max) = self.tool_call_budget(planning)
+                && turn_tool_calls > max
+            {
+                let used = turn_tool_calls - calls.len() as u32;
+                self.budget_exhausted("tool_calls", used, max);
+                {
+                    let mut st = self.lock();
+                    for call in &calls {
+                        st.push(Message::tool(
+                            call.id.clone(),
+                            format!("Not run: the turn's tool-call budget ({max}) is spent."),
+                        ));
+                    }
+                }
+                if planning && !balance.spent {
+                    return self
+                        .plan_recovery_pass(
+                            &client,
+                            token,
+                            &format!("the planning tool-call budget ({max} calls) is spent"),
+                        )
+                        .await;
+                }
+                return self.limit(format!(
+                    "tool-call limit reached ({max} tool calls in this turn)"
+                ));
+            }
             // The reply's task calls run first, concurrently; their results keep call order.
             let mut delegated = self.run_task_calls(&calls, &intent, token);
             let mut images = Vec::new();
             let mut tripped: Option<String> = None;
+            let mut churned: Option<String> = None;
             for (k, call) in calls.iter().enumerate() {
                 if token.is_cancelled() {
                     let mut st = self.lock();
@@ -657,6 +728,19 @@ impl Session {
                 if let Some(why) = fuse.record(!outcome.ran) {
                     tripped.get_or_insert(why);
                 }
+                if outcome.ran
+                    && let Some(why) = balance.record(
+                        crate::planning::navigation::classify(
+                            canonical_tool_name(&call.name).unwrap_or(""),
+                            &call.arguments,
+                        ),
+                        outcome.ok,
+                        outcome.may_change_repo,
+                        &outcome.message.text(),
+                    )
+                {
+                    churned.get_or_insert(why);
+                }
                 if outcome.may_change_repo {
                     self.mark_git_stale();
                 }
@@ -670,6 +754,23 @@ impl Session {
             // Every call of the batch has its result; then the fuse stops the turn.
             if let Some(why) = tripped {
                 return self.blocked_stop(&client, token, why).await;
+            }
+            // Research stopped surfacing evidence: the turn's one recovery pass, and the
+            // turn is in recovery mode from here on.
+            if let Some(why) = churned {
+                fuse.recovery = true;
+                if planning {
+                    return self.plan_recovery_pass(&client, token, &why).await;
+                }
+                self.notice(
+                    NoticeLevel::Warning,
+                    format!("{why}: one tool-free recovery pass follows"),
+                );
+                self.lock()
+                    .trajectory
+                    .record("recovery_pass", json!({"reason": why}));
+                pass = Some(why);
+                continue;
             }
             // --auto-test: the tests run after an edit batch, their result joins the history.
             self.auto_test_after_batch(token);

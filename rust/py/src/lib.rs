@@ -269,6 +269,14 @@ impl PySession {
         py.detach(move || inner.plan_json())
     }
 
+    /// Replaces the waiting plan with an edited text, only if it validates (the TUI's
+    /// inline edit at the approval gate).
+    fn plan_revise(&self, py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<String> {
+        let inner = self.inner.clone();
+        let text = self::text(text);
+        py.detach(move || inner.plan_revise(&text)).map_err(to_py)
+    }
+
     fn steer(&self, text: &Bound<'_, PyString>) {
         self.inner.steer(&self::text(text));
     }

@@ -398,7 +398,13 @@ const KNOWN: &[Key] = &[
         "tools.max_consecutive_blocked_tool_calls_per_turn",
         Kind::PosInt,
         Applies::Live,
-        "refused tool calls in a row that stop a turn (default 3; the turn's total fuse is 2x, 4x while planning)",
+        "refused tool calls permitted in a row (default 3); the turn's total permits 2x, 4x while planning, 1x in recovery mode",
+    ),
+    key(
+        "tools.max_tool_calls_per_turn",
+        Kind::PosInt,
+        Applies::Live,
+        "tool calls one turn may make (unset: unlimited; planning gets at least 120)",
     ),
     key(
         "default_primary_agent",

@@ -3,11 +3,14 @@
 //! (`files.rs`), and waits for approval (the TUI's gate, an intent phrase, `/plan approve`).
 //! Approval writes the tracker, returns to the write-capable mode the user came from, pins
 //! the plan into the context and starts the implementation turn by itself.
-//! `recovery.rs` holds the bounded recovery of every mode (the blocked-call fuse) and of
-//! planning (empty replies).
+//! `recovery.rs` holds the bounded recovery of every mode (the blocked-call fuse, recovery
+//! mode, the recovery pass) and of planning (empty replies); `navigation.rs` the turn
+//! balancer that arms the pass; `budget.rs` planning's budget floors.
 
+pub(crate) mod budget;
 pub(crate) mod extract;
 pub(crate) mod files;
+pub(crate) mod navigation;
 pub(crate) mod recovery;
 pub(crate) mod validate;
 
@@ -223,8 +226,13 @@ impl Session {
 
     /// The model calls a turn may make: an approved plan's implementation turn gets
     /// [`APPROVED_ALLOWANCE`] more, never past [`HARD_STEP_CAP`].
-    pub(crate) fn plan_step_limit(&self, max: Option<u32>) -> Option<u32> {
-        let max = max?;
+    /// While planning, a lower nonzero limit is raised to the planning floor.
+    pub(crate) fn plan_step_limit(&self) -> Option<u32> {
+        let (max, planning) = {
+            let st = self.lock();
+            (st.max_steps, st.policy.mode == Mode::Plan)
+        };
+        let max = budget::floored(max, planning, budget::PLANNING_LOOP_FLOOR)?;
         if self.planning().allowance {
             Some(
                 max.saturating_add(APPROVED_ALLOWANCE)
@@ -373,8 +381,11 @@ impl Session {
 
     /// The planning state of a resumed session, from its `plan` / `plan_approved` entries
     /// on the current path and the plan file on disk (validated again).
+    /// A session that was planning when it ended comes back planning (plan mode only
+    /// narrows what tools may do, so unlike other modes it is safe to restore), unless the
+    /// resuming invocation names a mode.
     pub(crate) fn plan_restore(&self) {
-        let (mut path, mut approved) = (None::<String>, false);
+        let (mut path, mut approved, mut planning) = (None::<String>, false, false);
         {
             let st = self.lock();
             let by_id: std::collections::HashMap<&str, &yuyao_store::sessions::Entry> = st
@@ -393,6 +404,9 @@ impl Session {
                         approved = false;
                     }
                     "plan_approved" => approved = true,
+                    "mode" => {
+                        planning = e.data.get("value").and_then(Value::as_str) == Some("plan");
+                    }
                     _ => {}
                 }
             }
@@ -410,6 +424,19 @@ impl Session {
             state.draft = Some(plan);
         }
         *self.planning() = state;
+        if planning && self.opts.mode.is_none() {
+            if !self.in_planning() {
+                let _ = crate::commands::set_mode(self, "plan");
+            }
+        } else if planning {
+            // The invocation's mode replaces planning: the log says so, so a later resume
+            // does not bring planning back.
+            let mut st = self.lock();
+            let now = st.policy.mode;
+            if now != Mode::Plan {
+                st.log_entry("mode", json!({"value": now}));
+            }
+        }
     }
 
     /// The plan's tracker sidecar follows the todo list (statuses by step id).
@@ -516,6 +543,33 @@ impl Session {
         }
         out.extend(crate::todo::pin_text(log));
         out
+    }
+
+    /// An edit of the waiting plan made in a front (the TUI's inline editor): validated
+    /// exactly like a proposed plan or an `$EDITOR` edit, and written only when valid — an
+    /// invalid edit leaves the plan file and the draft as they were.
+    pub fn plan_revise(&self, text: &str) -> Result<String, CoreError> {
+        let Some(slug) = self.planning().slug.clone() else {
+            return Err(CoreError::Usage("no plan to edit yet".into()));
+        };
+        let plan = validate::validate(text).map_err(|problems| {
+            CoreError::Usage(format!(
+                "the edited plan does not validate, so it was not saved (the plan file is unchanged):\n{}",
+                problems
+                    .iter()
+                    .map(|p| format!("- {p}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ))
+        })?;
+        let path = self.persist_plan(&plan).map_err(CoreError::Failed)?;
+        let _ = files::write_tracker(&self.paths.project, &slug, &plan);
+        self.planning().awaiting = true;
+        Ok(format!(
+            "{} is valid ({} steps); approve it with /plan approve",
+            path.display(),
+            plan.steps.len()
+        ))
     }
 
     /// The plan state for the fronts (the TUI's gate).

@@ -1,8 +1,10 @@
-//! Bounded recovery. Refused tool calls: `tools.max_consecutive_blocked_tool_calls_per_turn`
-//! (default 3) in a row stop the turn, and so does a total of twice that in one turn (four
-//! times while planning). The session is persisted before the stop, and the handoff names
-//! `yuyao --resume <id>` only when that file was verified on disk. Planning's second empty
-//! reply gets one tool-free synthesis that must hold exactly one valid plan.
+//! Bounded recovery. Refused tool calls: more than
+//! `tools.max_consecutive_blocked_tool_calls_per_turn` (default 3) in a row stop the turn,
+//! and so does a total past twice that (four times while planning, exactly the cap in
+//! recovery mode). The session is persisted before the stop, and the handoff names
+//! `yuyao --resume <id>` only when that file was verified on disk. The turn's one recovery
+//! pass (`navigation.rs` guards, planning's loop limit, planning's second empty reply) is a
+//! tool-free request; while planning it must hold exactly one valid plan.
 
 use super::PlanStep;
 use crate::session::{Session, TurnSummary};
@@ -12,11 +14,18 @@ use yuyao_protocol::{Message, Mode, NoticeLevel};
 
 pub(crate) const DEFAULT_BLOCKED_CAP: u32 = 3;
 
+/// The blocked-call fuse of one turn. Strict: a bound of N permits N refused calls and
+/// stops on call N + 1. The consecutive bound is the configured cap; the total is twice the
+/// cap normally, four times while planning, and exactly the cap once the turn is in
+/// recovery mode (a recovery pass was armed: the turn already showed churn, so it gets no
+/// second allowance of refusals).
 pub(crate) struct Fuse {
     consecutive: u32,
     total: u32,
     pub cap: u32,
-    pub total_cap: u32,
+    planning: bool,
+    /// Recovery mode: entered when the turn's recovery pass is armed, left with the turn.
+    pub recovery: bool,
 }
 
 impl Fuse {
@@ -28,16 +37,27 @@ impl Fuse {
             .filter(|n| *n > 0)
             .map(|n| n as u32)
             .unwrap_or(DEFAULT_BLOCKED_CAP);
-        let planning = s.lock().policy.mode == Mode::Plan;
         Fuse {
             consecutive: 0,
             total: 0,
             cap,
-            total_cap: cap * if planning { 4 } else { 2 },
+            planning: s.lock().policy.mode == Mode::Plan,
+            recovery: false,
         }
     }
 
-    /// Counts one call; the reason to stop once a bound is reached.
+    pub(crate) fn total_cap(&self) -> u32 {
+        if self.recovery {
+            self.cap
+        } else if self.planning {
+            self.cap.saturating_mul(4)
+        } else {
+            self.cap.saturating_mul(2)
+        }
+    }
+
+    /// Counts one call; the reason to stop once a bound is exceeded. An allowed call resets
+    /// the streak, never the turn's total.
     pub(crate) fn record(&mut self, blocked: bool) -> Option<String> {
         if !blocked {
             self.consecutive = 0;
@@ -45,20 +65,35 @@ impl Fuse {
         }
         self.consecutive += 1;
         self.total += 1;
-        if self.consecutive >= self.cap {
+        if self.consecutive > self.cap {
             return Some(format!(
                 "{} tool calls in a row were refused (tools.max_consecutive_blocked_tool_calls_per_turn = {})",
                 self.consecutive, self.cap
             ));
         }
-        if self.total >= self.total_cap {
+        let total_cap = self.total_cap();
+        if self.total > total_cap {
             return Some(format!(
-                "{} tool calls were refused in this turn (the turn's limit is {})",
-                self.total, self.total_cap
+                "{} tool calls were refused in this turn (the turn permits {total_cap}{})",
+                self.total,
+                if self.recovery {
+                    " in recovery mode"
+                } else if self.planning {
+                    " while planning"
+                } else {
+                    ""
+                }
             ));
         }
         None
     }
+}
+
+/// The request of an execution-mode recovery pass (sent without tools).
+pub(crate) fn pass_prompt(why: &str) -> String {
+    format!(
+        "[recovery pass] {why}. Tools are unavailable for this reply. From the evidence already gathered, say what you found and what you will do differently; do not repeat the same searches or listings."
+    )
 }
 
 impl Session {
@@ -132,7 +167,26 @@ impl Session {
             NoticeLevel::Warning,
             "the model sent empty replies twice while planning; one tool-free synthesis of the plan follows",
         );
-        self.synthesize(client, token, "Two empty replies.").await
+        Some(self.synthesize(client, token, "Two empty replies.").await)
+    }
+
+    /// Planning's recovery pass (a navigation guard tripped, the loop limit or the tool-call
+    /// budget was reached): one tool-free synthesis of the plan from the evidence gathered.
+    pub(crate) async fn plan_recovery_pass(
+        &self,
+        client: &ModelClient,
+        token: &CancellationToken,
+        why: &str,
+    ) -> TurnSummary {
+        self.notice(
+            NoticeLevel::Warning,
+            format!("{why}: research stops; one tool-free synthesis of the plan follows"),
+        );
+        self.lock()
+            .trajectory
+            .record("recovery_pass", serde_json::json!({"reason": why}));
+        let why = format!("Research stops here: {why}.");
+        self.synthesize(client, token, &why).await
     }
 
     /// Headless planning whose clarification went unanswered (no human) and that then
@@ -160,8 +214,10 @@ impl Session {
             NoticeLevel::Info,
             "no valid plan yet and nobody to ask: one tool-free synthesis of the plan follows",
         );
-        self.synthesize(client, token, "No valid plan was produced yet.")
-            .await
+        Some(
+            self.synthesize(client, token, "No valid plan was produced yet.")
+                .await,
+        )
     }
 
     async fn synthesize(
@@ -169,7 +225,7 @@ impl Session {
         client: &ModelClient,
         token: &CancellationToken,
         why: &str,
-    ) -> Option<TurnSummary> {
+    ) -> TurnSummary {
         self.lock().push(Message::user(format!(
             "[planning recovery] {why} Without calling tools or asking questions, write the plan now from the evidence gathered so far: exactly one <proposed_plan> block in the required format."
         )));
@@ -191,7 +247,7 @@ impl Session {
         };
         let reply = match reply {
             Ok(r) => r,
-            Err(e) => return Some(blocked(&format!("the synthesis call failed ({e})"))),
+            Err(e) => return blocked(&format!("the synthesis call failed ({e})")),
         };
         {
             let mut st = self.lock();
@@ -202,45 +258,62 @@ impl Session {
         }
         let n = super::extract::plans(&reply.text).len();
         if n != 1 || !reply.tool_calls.is_empty() {
-            return Some(blocked(&format!(
+            return blocked(&format!(
                 "the tool-free synthesis held {n} plan block(s){}",
                 if reply.tool_calls.is_empty() {
                     ""
                 } else {
                     " and tool calls"
                 }
-            )));
+            ));
         }
         // No repair round here: the synthesis is the last chance of this turn.
         self.planning().repairs = u32::MAX / 2;
         match self.plan_after_reply(&reply.text, false) {
-            PlanStep::Stop(s) if s.error.is_none() => Some(s),
-            _ => Some(blocked("the synthesized plan did not validate")),
+            PlanStep::Stop(s) if s.error.is_none() => s,
+            _ => blocked("the synthesized plan did not validate"),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn fuse_counts() {
-        let mut f = super::Fuse {
+    fn fuse(planning: bool, recovery: bool) -> super::Fuse {
+        super::Fuse {
             consecutive: 0,
             total: 0,
             cap: 3,
-            total_cap: 6,
-        };
-        let mut stops = 0;
-        for k in 0..12 {
-            // blocked, blocked, ok, ...: never 3 in a row; the 6th refusal trips the total.
+            planning,
+            recovery,
+        }
+    }
+
+    /// Refused, refused, allowed, ...: never more than 3 in a row; the refusal that trips
+    /// the total, counted from 1.
+    fn trips_at(mut f: super::Fuse) -> u32 {
+        let mut refused = 0;
+        for k in 0..100 {
             let blocked = k % 3 != 2;
-            if let Some(why) = f.record(blocked) {
-                assert!(why.contains("6 tool calls"), "{why}");
-                assert_eq!(k, 7);
-                stops += 1;
-                break;
+            refused += blocked as u32;
+            if f.record(blocked).is_some() {
+                return refused;
             }
         }
-        assert_eq!(stops, 1);
+        0
+    }
+
+    #[test]
+    fn the_total_fuse_is_strict_per_mode() {
+        assert_eq!(trips_at(fuse(false, false)), 7);
+        assert_eq!(trips_at(fuse(true, false)), 13);
+        assert_eq!(trips_at(fuse(true, true)), 4);
+        assert_eq!(trips_at(fuse(false, true)), 4);
+    }
+
+    #[test]
+    fn the_streak_is_strict_too() {
+        let mut f = fuse(false, false);
+        assert!((0..3).all(|_| f.record(true).is_none()));
+        assert!(f.record(true).unwrap().contains("4 tool calls in a row"));
     }
 }

@@ -182,12 +182,10 @@ impl AgentLink {
     }
 
     /// Why the tree may not make another call now (its step limit), for any of its sessions.
-    fn steps_exceeded(&self) -> Option<String> {
+    fn steps_exceeded(&self) -> Option<(u32, u32)> {
         let l = self.ledger.lock();
         match l.max_steps {
-            Some(max) if l.steps >= max => Some(format!(
-                "step limit reached ({max} model calls, counting sub-agents)"
-            )),
+            Some(max) if l.steps >= max => Some((l.steps, max)),
             _ => None,
         }
     }
@@ -201,13 +199,16 @@ impl Session {
             return Some(crate::turn::interrupted());
         }
         // An approved plan's run gets its allowance here too (`plan_step_limit`).
-        let max = self.plan_step_limit(self.lock().max_steps);
+        let max = self.plan_step_limit();
         if !self.agents.is_child() {
             // The main session publishes its limit before its own first call of the turn.
             self.agents.ledger.lock().max_steps = max;
         }
-        let why = self.agents.steps_exceeded()?;
-        Some(self.limit(why))
+        let (used, max) = self.agents.steps_exceeded()?;
+        self.budget_exhausted("tool_loop", used, max);
+        Some(self.limit(format!(
+            "step limit reached ({max} model calls, counting sub-agents)"
+        )))
     }
 
     /// A sub-agent finished: its cost, usage and steps join this session's (the main

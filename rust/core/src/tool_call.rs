@@ -330,9 +330,23 @@ impl Session {
         self.ctx
             .read_only_call
             .store(read_only_call, std::sync::atomic::Ordering::SeqCst);
+        // A command that may change files: the work tree is stamped before it, so the files
+        // it changed are known after it (command_edits.rs).
+        let may_change_repo = self.lock().policy.is_mutating(&action);
+        let stamp = if name == "bash" && may_change_repo {
+            self.stamp_before_command()
+        } else {
+            None
+        };
         // Tools are synchronous; the turn owns this thread, and cancellation reaches the
         // tool through the token (checked by long-running tools such as bash).
-        let out = tool.run_args(&args, &self.ctx, token);
+        let mut out = tool.run_args(&args, &self.ctx, token);
+        if let Some(stamp) = stamp
+            && let Some(note) =
+                self.command_changed_files(stamp, action.command.as_deref().unwrap_or(""))
+        {
+            out.text = format!("{}\n\n{note}", out.text.trim_end());
+        }
         self.ctx
             .read_only_call
             .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -345,13 +359,11 @@ impl Session {
         }
         // PostToolUse hooks: what they say joins the result the model reads.
         let feedback = self.post_tool_hooks(name, &args.to_value(), out.ok, &out.text);
-        let mut out = out;
         // The edited files' new errors and warnings, while the model still looks at them.
         self.lsp_after_edit(name, &action.paths, &mut out);
         if !feedback.is_empty() {
             out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);
         }
-        let may_change_repo = self.lock().policy.is_mutating(&action);
         (out, true, may_change_repo)
     }
 

@@ -445,7 +445,11 @@ impl Session {
     /// and the model answers again; that reply is the final answer. Once per turn, so at
     /// most one extra call; a clean turn costs none. Returns whether the turn continues.
     pub(crate) fn completion_review(&self, final_text: &str) -> bool {
-        if !self.completion_review_enabled() || self.lock().completion.reviewed.is_some() {
+        // A sub-agent's answer goes to the parent model, whose own turn is checked.
+        if !self.completion_review_enabled()
+            || self.agents.is_child()
+            || self.lock().completion.reviewed.is_some()
+        {
             return false;
         }
         let Some(c) = self.compute_check(final_text) else {

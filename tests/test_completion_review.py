@@ -217,3 +217,19 @@ def test_requested_files_are_paths_not_references_or_prose(api, fake_llm, repo):
     c = s.completion
     # NOTES.md is a reference, `test` a prose word; the file to create is named.
     assert c["requested_untouched"] == ["helpers/extra.py"], c
+
+
+def test_a_file_tool_write_between_commands_is_not_a_command_edit(fake_llm, yuyao, env, repo):
+    """The stamp the last command left is brought up to date before the next one: a file
+    tool's write in between is the file tool's, each command's edits are its own."""
+    server = fake_llm(
+        [
+            call("bash", command="echo a > one.txt", description="One"),
+            call("write", file_path="two.txt", content="b\n"),
+            call("bash", command="echo c > three.txt && echo d >> one.txt", description="Three"),
+            say("Wrote three files."),
+        ]
+    )
+    doc = run_json(yuyao, env, server, "write one.txt, two.txt and three.txt")
+    changed = {f["path"]: (f["by_command"], f["added"]) for f in doc["completion"]["files_changed"]}
+    assert changed == {"one.txt": (True, 2), "two.txt": (False, 1), "three.txt": (True, 1)}

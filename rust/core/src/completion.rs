@@ -338,7 +338,10 @@ pub fn claims_done(text: &str) -> bool {
 impl Session {
     /// A new turn: facts start empty.
     pub(crate) fn completion_begin(&self, request: &str) {
-        self.lock().completion = CompletionFacts::new(request);
+        let mut st = self.lock();
+        st.completion = CompletionFacts::new(request);
+        // The user may have changed files between turns.
+        st.work_stamp_fresh = false;
     }
 
     /// Before a file tool runs: the pre-image of each path it writes, once per turn.

@@ -123,6 +123,9 @@ impl Session {
             arguments: call.arguments.clone(),
             intent: intent.to_string(),
         });
+        if canonical_tool_name(&call.name) != Some("bash") {
+            self.work_stamp_stale();
+        }
         let t0 = std::time::Instant::now();
         let (out, effective, may_change_repo) = if yuyao_policy::is_mcp_tool(&call.name) {
             // A server may change files too: HEAD is read again after it ran.
@@ -346,6 +349,12 @@ impl Session {
                 self.command_changed_files(stamp, action.command.as_deref().unwrap_or(""))
         {
             out.text = format!("{}\n\n{note}", out.text.trim_end());
+        }
+        // A job left running may change files after the stamp: it is not current.
+        if let ToolArgs::Bash(b) = &args
+            && b.run_in_background == Some(true)
+        {
+            self.work_stamp_stale();
         }
         self.ctx
             .read_only_call

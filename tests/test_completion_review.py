@@ -233,3 +233,30 @@ def test_a_file_tool_write_between_commands_is_not_a_command_edit(fake_llm, yuya
     doc = run_json(yuyao, env, server, "write one.txt, two.txt and three.txt")
     changed = {f["path"]: (f["by_command"], f["added"]) for f in doc["completion"]["files_changed"]}
     assert changed == {"one.txt": (True, 2), "two.txt": (False, 1), "three.txt": (True, 1)}
+
+
+def test_stamping_the_work_tree_runs_no_repository_controlled_program(
+    fake_llm, yuyao, env, repo, tmp_path
+):
+    """The work tree is the model's to write: its .git/config may name an fsmonitor, hooks
+    or filters. Finding what a command changed reads the index with libgit2, never the git
+    CLI, so none of them runs outside the sandbox."""
+    marker = tmp_path / "ran"
+    hostile = f"#!/bin/sh\ntouch {marker}\n"
+    for hook in ("fsmonitor", "hooks/post-index-change", "hooks/pre-commit"):
+        path = repo / ".git" / hook
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(hostile)
+        path.chmod(0o755)
+    with (repo / ".git" / "config").open("a") as f:
+        f.write(
+            f"[core]\n\tfsmonitor = {repo / '.git' / 'fsmonitor'}\n\tuntrackedCache = true\n"
+            f'[filter "x"]\n\tclean = touch {marker}\n\tsmudge = touch {marker}\n'
+        )
+    (repo / ".gitattributes").write_text("*.py filter=x\n")
+    server = fake_llm(
+        [call("bash", command=SED.replace("6s", "2s"), description="Edit"), say("ok")]
+    )
+    doc = run_json(yuyao, env, server, "Fix add in calc.py")
+    assert [f["path"] for f in doc["completion"]["files_changed"]] == ["calc.py"]
+    assert not marker.exists()

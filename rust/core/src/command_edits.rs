@@ -132,8 +132,11 @@ fn index_of(repo: &Repository, old: Index) -> Index {
     Index { entries, written }
 }
 
+/// Files with their stat, as a walk or a refresh found them.
+type Files = Vec<(PathBuf, Meta)>;
+
 /// The first stamp: a walk of every file git would see (ignored files and caches left out).
-fn walk(project: &Path) -> Option<(Vec<(PathBuf, Meta)>, HashMap<PathBuf, Dir>)> {
+fn walk(project: &Path) -> Option<(Files, HashMap<PathBuf, Dir>)> {
     let mut files = Vec::new();
     let mut dirs: HashMap<PathBuf, Dir> = HashMap::new();
     let walker = ignore::WalkBuilder::new(project)
@@ -239,7 +242,7 @@ impl Stamp {
     pub(crate) fn refresh(mut self, project: &Path) -> Option<(Stamp, Vec<Changed>)> {
         let old_dirs = std::mem::take(&mut self.dirs);
         let mut dirs = HashMap::new();
-        let mut files: Vec<(PathBuf, Meta)> = Vec::new();
+        let mut files: Files = Vec::new();
         let mut stack = vec![project.to_path_buf()];
         while let Some(dir) = stack.pop() {
             let Ok(m) = std::fs::symlink_metadata(&dir) else {
@@ -329,7 +332,6 @@ impl Stamp {
 
     /// A directory whose entries changed: read again; an entry it did not hold before is
     /// kept unless git ignores it (libgit2 reads the ignore files; nothing runs).
-    #[allow(clippy::type_complexity)]
     fn read_dir(
         &self,
         project: &Path,

@@ -141,6 +141,8 @@ def claims_done_with_a_failing_test():
         say("Done: sub() is implemented and all tests pass."),
         # The failure came back once; the model claims done again without fixing it.
         say("Done: sub() is implemented and all tests pass."),
+        # The completion check comes before its final answer; it still claims done.
+        say("Done: sub() is implemented and all tests pass."),
     ]
 
 
@@ -165,11 +167,15 @@ def test_a_turn_claiming_done_with_a_failing_test_is_reported_unverified(
         assert completion["verification"] is None and completion["verified"] is None
         assert completion["contradiction"] is None
         return
-    # The failing test went back to the model once, verbatim.
-    assert len(server.requests) == 3, log
+    # The failing test went back to the model once, verbatim; then the completion check,
+    # once, before the final answer.
+    assert len(server.requests) == 4, log
     fed_back = server.messages(2)[-1]["content"]
     assert "`python3 check_calc.py` FAILED (exit 1)" in fed_back
     assert "FAIL: sub(3, 1) returned 4" in fed_back and "check 3: sub(3, 1) == 2" in fed_back
+    checked = server.messages(3)[-1]["content"]
+    assert checked.startswith("[completion check before your final answer]"), checked
+    assert "`python3 check_calc.py` FAILED (exit 1)" in checked
     # status.json: not verified, with the failing output; the check names the failure.
     assert completion["verified"] is False, completion
     assert "FAIL: sub(3, 1) returned 4" in completion["verification"]["output"]
@@ -192,6 +198,7 @@ def test_completion_lists_assumptions_and_untouched_requested_files(api, fake_ll
                 [READ, ("write", {"file_path": "calc.py", "content": RIGHT})], content="Writing."
             ),
             say("All done."),
+            say("All done."),  # told the check before its final answer, it insists
         ]
     )
     s = api(server, mode="yolo")
@@ -363,7 +370,36 @@ def effect_intent_remind(fake_llm, live, **_):
     assert "without a one-line reason" not in server.user_text(-1)
 
 
+def effect_completion_review(fake_llm, live, **_):
+    server = fake_llm(
+        [say("warm"), _write("a.txt"), say("one"), _write("b.txt"), say("two"), say("two, again")]
+    )
+    s, _ = live(server)
+    _set(s, "completion.review", "false")
+    s.chat("write a.txt and update README.md")  # README.md is left alone: not clean
+    assert len(server.requests) == 3
+    _set(s, "completion.review", "true")
+    s.chat("write b.txt and update README.md")
+    assert len(server.requests) == 6
+    assert "[completion check before your final answer]" in server.user_text(-1)
+
+
+def effect_completion_track_commands(fake_llm, live, **_):
+    steps = [say("warm"), call("bash", command="echo x > a.txt"), say("one")]
+    server = fake_llm([*steps, call("bash", command="echo y > b.txt"), say("two")])
+    s, events = live(server)
+    _set(s, "completion.track_commands", "false")
+    s.chat("write a.txt")
+    assert events.of("completion")[-1]["check"]["files_changed"] == []
+    _set(s, "completion.track_commands", "true")
+    s.chat("write b.txt")
+    changed = events.of("completion")[-1]["check"]["files_changed"]
+    assert [(f["path"], f["by_command"]) for f in changed] == [("b.txt", True)]
+
+
 LIVE_EFFECTS = {
+    "completion.review": effect_completion_review,
+    "completion.track_commands": effect_completion_track_commands,
     "verification.enabled": effect_verification_enabled,
     "verification.command": effect_verification_command,
     "verification.timeout_s": effect_verification_timeout,
@@ -386,6 +422,7 @@ def test_tui_shows_intent_verification_output_and_the_completion_check(fake_llm,
         [
             call("read", file_path="calc.py"),  # no intent: shown as such
             calls([("write", {"file_path": "calc.py", "content": WRONG})], content="Adding sub."),
+            say("Done, sub() is implemented."),
             say("Done, sub() is implemented."),
             say("Done, sub() is implemented."),
         ]
@@ -411,11 +448,16 @@ def test_verification_nobody_may_approve_is_reported_not_run_not_failed(api, fak
     the turn is unverified (said so), never reported as a failing verification."""
     (repo / "Makefile").write_text("test:\n\t@echo SHOULD-NOT-RUN; exit 1\n")
     commit(repo)
-    server = fake_llm([call("write", file_path="notes.txt", content="x\n"), say("Wrote it.")])
+    admitted = "Wrote notes.txt; `make test` was not run (nobody could approve it)."
+    server = fake_llm(
+        [call("write", file_path="notes.txt", content="x\n"), say("Wrote it."), say(admitted)]
+    )
     s = api(server, mode="auto-edit")
     text = s.chat("write notes.txt")
     c = s.completion
     assert c["verification"]["not_run"] and "nobody" in c["verification"]["not_run"], c
     assert c["verified"] is None and "SHOULD-NOT-RUN" not in json.dumps(c)
     assert any("not run" in p for p in c["problems"]), c["problems"]
-    assert text == "Wrote it." and len(server.requests) == 2
+    # Unverified is not clean: the check reached the model before its final answer.
+    assert "not run" in server.user_text(2)
+    assert text == admitted and len(server.requests) == 3

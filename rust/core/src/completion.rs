@@ -2,10 +2,13 @@
 //! commands, a check computed from facts the core holds — files changed (diffstat), scope
 //! declared vs touched, commands with their exit codes, the last verification, questions
 //! answered by assumption, tool errors left unresolved. It is shown with the turn, recorded,
-//! written to status.json (`completion`), and appended as a note for the model. When the
-//! final answer claims the work is done while verification fails or a file the request
-//! named was never touched, the check says so plainly.
+//! written to status.json (`completion`). When it is not clean, it is given to the model
+//! before its final answer, in the same turn (`completion_review`: one extra call at most,
+//! none for a clean turn; `completion.review`). When the final answer still claims the work
+//! is done while verification fails or a file the request named was never touched, the
+//! check says so plainly. Files changed by shell commands come from `command_edits.rs`.
 
+use crate::command_edits::Changed;
 use crate::session::Session;
 use crate::verification::VerificationResult;
 use serde_json::{Value, json};
@@ -21,6 +24,10 @@ const FILE_TOOLS: &[&str] = &[
     "apply-patch",
     "notebook-edit",
 ];
+/// `completion.review = false`: the check is not given to the model before its final answer.
+pub(crate) const REVIEW_KEY: &str = "completion.review";
+/// What the model is asked with the check before its final answer.
+const REVIEW_ASK: &str = "This check was computed from what this turn actually did. Give your final answer to the user now, without further tool calls: state plainly anything above that is failing, skipped, unverified, assumed or outside the scope — never report it as done.";
 /// Pre-images larger than this are not kept (the file is listed without line counts).
 const MAX_PRE_IMAGE: u64 = 4 << 20;
 
@@ -64,8 +71,10 @@ pub struct CompletionFacts {
     /// Questions nobody was there to answer (headless ask-user): the model assumed.
     pub assumptions: Vec<String>,
     pub errors: Vec<ToolError>,
-    /// The declared scope (globs), when the scope contract recorded one this turn.
-    pub scope: Option<Vec<String>>,
+    /// Files changed by shell commands (found by the work-tree stamp, `command_edits.rs`).
+    pub by_command: std::collections::BTreeSet<PathBuf>,
+    /// The problems the model was shown before its final answer this turn (at most once).
+    pub reviewed: Option<Vec<String>>,
 }
 
 impl CompletionFacts {
@@ -94,6 +103,8 @@ pub struct FileStat {
     pub removed: usize,
     pub created: bool,
     pub deleted: bool,
+    /// Changed by a shell command (not a file tool).
+    pub by_command: bool,
 }
 
 /// A shell command's exit code from the bash tool's closing `[exit code N]` line.
@@ -157,45 +168,134 @@ const CHANGE_WORDS: &[&str] = &[
     "format",
 ];
 
+/// Words after which a clause's file is a reference, not a file to change ("as described in
+/// notes.md", "like a.py", "see docs/x.md", "using b.py").
+const REFERENCE_WORDS: &[&str] = &[
+    "see",
+    "like",
+    "per",
+    "cf",
+    "following",
+    "according",
+    "described",
+    "based",
+    "using",
+    "mirroring",
+    "matching",
+    "style",
+];
+
+/// File names without an extension that name a file even in prose.
+const BARE_FILE_NAMES: &[&str] = &[
+    "Makefile",
+    "Dockerfile",
+    "Containerfile",
+    "Justfile",
+    "Rakefile",
+    "Gemfile",
+    "Procfile",
+    "Vagrantfile",
+    "Jenkinsfile",
+];
+
+/// `name.ext` with a short alphanumeric extension (not `e.g`, `1.2.3` or a sentence end).
+fn has_extension(name: &str) -> bool {
+    match name.rsplit_once('.') {
+        Some((stem, ext)) => {
+            !stem.is_empty()
+                && (1..=10).contains(&ext.len())
+                && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                && ext.chars().any(|c| c.is_ascii_alphabetic())
+        }
+        None => false,
+    }
+}
+
+/// The project file a word of the request names, if it is one: an `@ref`, a quoted or
+/// backticked path, a word with a `/` or an extension that is a file of the project, or such
+/// a path (with `/`, or marked) that does not exist yet — a file to create. Prose words,
+/// directories and paths outside the project name nothing.
+fn named_file(word: &str, root: &Path) -> Option<PathBuf> {
+    let marked = word.starts_with(['@', '`', '"', '\'']);
+    let w = word
+        .trim_start_matches(['@', '`', '"', '\'', '('])
+        .trim_end_matches(['`', '"', '\'', ')', ',', ';', ':', '.', '!', '?']);
+    // `a.py:12`, `a.py:12:3`, `a.py#L12`: the file.
+    let w = w.split('#').next().unwrap_or(w);
+    let w = w.split(':').next().unwrap_or(w);
+    if w.is_empty() || w.contains("://") || w.starts_with('-') || w.starts_with('~') {
+        return None;
+    }
+    let path = Path::new(w);
+    let rel = if path.is_absolute() {
+        path.strip_prefix(root).ok()?
+    } else {
+        path
+    };
+    if rel.as_os_str().is_empty()
+        || rel
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return None;
+    }
+    let name = rel.file_name()?.to_str()?;
+    let pathy = w.contains('/') || has_extension(name);
+    let p = root.join(rel);
+    if p.is_file() {
+        return (marked || pathy || BARE_FILE_NAMES.contains(&name)).then_some(p);
+    }
+    ((marked || w.contains('/')) && has_extension(name) && !p.exists()).then_some(p)
+}
+
 /// Files of the project the request asks to change: named in a clause ("fix a.py", "and
-/// document it in b.py") that has a change verb — a file only mentioned ("look at c.py") is
-/// not a requested change.
+/// document it in b.py", "create src/new.py") that has a change verb, before any reference
+/// word — a file only mentioned ("look at c.py", "as described in notes.md") is not a
+/// requested change.
 fn requested_files(request: &str, root: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
     let lowered = request
-        .replace(['\n', ';', ','], " | ")
+        .replace(['\n', ';', ',', '('], " | ")
         .replace(". ", " | ");
-    let clauses = lowered
-        .split(" | ")
-        .flat_map(|c| c.split(" and "))
-        .flat_map(|c| c.split(" then "));
-    for clause in clauses {
-        let words: Vec<&str> = clause.split_whitespace().collect();
-        let asks = words.iter().any(|w| {
-            let w = w
-                .trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase();
-            CHANGE_WORDS
-                .iter()
-                .any(|v| w == *v || w.strip_suffix('s') == Some(v))
-        });
-        if !asks {
-            continue;
-        }
-        for w in words {
-            let w = w
-                .trim_start_matches(['@', '`', '"', '\'', '('])
-                .trim_end_matches(['`', '"', '\'', ')', ',', ';', ':', '.', '!', '?']);
-            if w.len() < 3 || !w.contains('.') || w.contains("://") || w.starts_with('-') {
-                continue;
-            }
-            let p = root.join(w);
-            if p.is_file() && !out.contains(&p) {
-                out.push(p);
+    let bare = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    for sentence in lowered.split(" | ") {
+        // "fix a.py and b.py": a part that starts with a file continues the part before it.
+        let mut asked = false;
+        for clause in sentence.split(" and ").flat_map(|c| c.split(" then ")) {
+            let words: Vec<&str> = clause.split_whitespace().collect();
+            let continues = words.first().is_some_and(|w| named_file(w, root).is_some());
+            asked = words.iter().any(|w| {
+                let w = bare(w);
+                CHANGE_WORDS
+                    .iter()
+                    .any(|v| w == *v || w.strip_suffix('s') == Some(v))
+            }) || (asked && continues);
+            if asked {
+                requested_in(&words, root, &mut out);
             }
         }
     }
     out
+}
+
+/// The files a change clause's words name, up to the first reference word.
+fn requested_in(words: &[&str], root: &Path, out: &mut Vec<PathBuf>) {
+    for w in words {
+        let bare = w
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        if REFERENCE_WORDS.contains(&bare.as_str()) {
+            break;
+        }
+        if let Some(p) = named_file(w, root)
+            && !out.contains(&p)
+        {
+            out.push(p);
+        }
+    }
 }
 
 /// The final answer says the work is done without admitting anything failed or was skipped.
@@ -235,22 +335,13 @@ pub fn claims_done(text: &str) -> bool {
     claims.iter().any(|c| t.contains(c)) && !admits.iter().any(|a| t.contains(a))
 }
 
-/// A pattern of the declared scope matches `rel` (`src/**`, `*.py`, an exact path).
-fn in_scope(globs: &[String], rel: &str) -> bool {
-    globs.iter().any(|g| {
-        let g = g.trim().trim_start_matches("./");
-        g == rel
-            || globset::Glob::new(g)
-                .map(|gl| gl.compile_matcher().is_match(rel))
-                .unwrap_or(false)
-            || rel.starts_with(&format!("{}/", g.trim_end_matches('/')))
-    })
-}
-
 impl Session {
     /// A new turn: facts start empty.
     pub(crate) fn completion_begin(&self, request: &str) {
-        self.lock().completion = CompletionFacts::new(request);
+        let mut st = self.lock();
+        st.completion = CompletionFacts::new(request);
+        // The user may have changed files between turns.
+        st.work_stamp_fresh = false;
     }
 
     /// Before a file tool runs: the pre-image of each path it writes, once per turn.
@@ -316,11 +407,23 @@ impl Session {
         }
     }
 
-    /// The scope contract's declaration (globs) for this turn's check; a re-declaration
-    /// replaces it. For `declare-scope` (issue 18 §2) to call.
-    #[allow(dead_code)]
-    pub(crate) fn completion_set_scope(&self, globs: Vec<String>) {
-        self.lock().completion.scope = Some(globs);
+    /// Files a shell command changed (`command_edits.rs`): their pre-images join the turn's
+    /// (a file already known keeps its first one), and they count as an edit, so the
+    /// verification before the final answer runs for them.
+    pub(crate) fn completion_command_changed(&self, changed: Vec<Changed>) {
+        let mut st = self.lock();
+        let f = &mut st.completion;
+        for c in changed {
+            f.by_command.insert(c.path.clone());
+            if f.files.contains_key(&c.path) {
+                continue;
+            }
+            if !c.known {
+                f.large.push(c.path.clone());
+            }
+            f.files.insert(c.path, c.before);
+        }
+        f.edits += 1;
     }
 
     /// ask-user with nobody to answer: the model goes on with an assumption.
@@ -331,12 +434,53 @@ impl Session {
             .push(question.to_string());
     }
 
-    /// The check for the turn that just ended (None when it changed no file and ran no
-    /// command). Emitted, recorded, kept for status.json, and noted for the model.
-    pub(crate) fn completion_check(&self, final_text: &str) -> Option<Value> {
+    /// `completion.review` (default true): a check that is not clean goes to the model
+    /// before its final answer, in the same turn.
+    fn completion_review_enabled(&self) -> bool {
+        self.config
+            .get(REVIEW_KEY)
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true)
+    }
+
+    /// Before the final answer of a turn that acted: when its check is not clean, the check
+    /// is appended to the conversation (a user note: the request's prefix stays as it was)
+    /// and the model answers again; that reply is the final answer. Once per turn, so at
+    /// most one extra call; a clean turn costs none. Returns whether the turn continues.
+    pub(crate) fn completion_review(&self, final_text: &str) -> bool {
+        // A sub-agent's answer goes to the parent model, whose own turn is checked.
+        if !self.completion_review_enabled()
+            || self.agents.is_child()
+            || self.lock().completion.reviewed.is_some()
+        {
+            return false;
+        }
+        let Some(c) = self.compute_check(final_text) else {
+            return false;
+        };
+        if c.problems.is_empty() {
+            return false;
+        }
+        let mut st = self.lock();
+        st.completion.reviewed = Some(c.facts_problems.clone());
+        st.trajectory
+            .record("completion_review", json!({"problems": c.problems}));
+        st.push(yuyao_protocol::Message::user(format!(
+            "[completion check before your final answer]\n{}\n{REVIEW_ASK}",
+            c.text
+        )));
+        drop(st);
+        self.notice(
+            yuyao_protocol::NoticeLevel::Info,
+            "the completion check is not clean; the model restates its final answer with it",
+        );
+        true
+    }
+
+    /// The check from the facts held now, with nothing recorded or emitted.
+    fn compute_check(&self, final_text: &str) -> Option<Computed> {
         let facts = self.lock().completion.clone();
         if !facts.acted() {
-            self.lock().last_completion = None;
             return None;
         }
         let root = self
@@ -349,6 +493,7 @@ impl Session {
         let mut stats = Vec::new();
         for (path, pre) in &facts.files {
             let now = std::fs::read(path).ok();
+            let by_command = facts.by_command.contains(path);
             if facts.large.contains(path) {
                 stats.push(FileStat {
                     path: shown(path, &root),
@@ -356,6 +501,7 @@ impl Session {
                     removed: 0,
                     created: false,
                     deleted: now.is_none(),
+                    by_command,
                 });
                 continue;
             }
@@ -386,23 +532,28 @@ impl Session {
                 removed,
                 created: pre.is_none(),
                 deleted: now.is_none(),
+                by_command,
             });
         }
-        let touched: Vec<&FileStat> = stats.iter().collect();
-        let outside: Vec<String> = match &facts.scope {
-            Some(globs) => touched
-                .iter()
-                .filter(|s| !in_scope(globs, &s.path))
-                .map(|s| s.path.clone())
-                .collect(),
-            None => Vec::new(),
+        // The scope the contract holds for this turn (the guard's own globs).
+        let (scope, outside): (Option<Vec<String>>, Vec<String>) = match self.scope.lock() {
+            Ok(t) => match t.declared.as_ref() {
+                Some(sc) => (
+                    Some(sc.files.clone()),
+                    stats
+                        .iter()
+                        .filter(|s| !sc.covers(&s.path))
+                        .map(|s| s.path.clone())
+                        .collect(),
+                ),
+                None => (None, Vec::new()),
+            },
+            Err(_) => (None, Vec::new()),
         };
         let requested = requested_files(&facts.request, &root);
         let untouched: Vec<String> = requested
             .iter()
-            .filter(|p| {
-                !facts.files.contains_key(*p) || !stats.iter().any(|s| root.join(&s.path) == **p)
-            })
+            .filter(|p| !stats.iter().any(|s| root.join(&s.path) == **p))
             .map(|p| shown(p, &root))
             .collect();
         // Not run (refused, nobody to approve it, not installed) is unverified, not failing.
@@ -448,6 +599,7 @@ impl Session {
                 untouched_named.join(", ")
             ));
         }
+        let facts_problems = problems.clone();
         let failing = verified == Some(false);
         let mut contradiction = None;
         if claims && (failing || !untouched_named.is_empty()) {
@@ -482,7 +634,8 @@ impl Session {
         });
         let check = json!({
             "files_changed": stats.iter().map(|s| json!({"path": s.path, "added": s.added,
-                "removed": s.removed, "created": s.created, "deleted": s.deleted})).collect::<Vec<_>>(),
+                "removed": s.removed, "created": s.created, "deleted": s.deleted,
+                "by_command": s.by_command})).collect::<Vec<_>>(),
             "commands": facts.commands.iter().map(|c| json!({"command": c.command,
                 "exit_code": c.exit_code, "ok": c.ok})).collect::<Vec<_>>(),
             "verification": facts.verification.as_ref().map(VerificationResult::to_json),
@@ -490,36 +643,67 @@ impl Session {
             "assumptions": facts.assumptions,
             "unresolved_errors": facts.errors.iter().map(|e| json!({"tool": e.tool,
                 "target": e.target, "message": e.message})).collect::<Vec<_>>(),
-            "scope": facts.scope,
+            "scope": scope,
             "outside_scope": outside,
             "requested_untouched": untouched_named,
             "claims_done": claims,
             "contradiction": contradiction,
             "auto_test": auto_test,
+            "reviewed_by_model": facts.reviewed.is_some(),
             "problems": problems,
             "clean": problems.is_empty(),
         });
         let text = render(&check, &stats);
+        Some(Computed {
+            check,
+            text,
+            problems,
+            facts_problems,
+            verified,
+        })
+    }
+
+    /// The check for the turn that just ended (None when it changed no file and ran no
+    /// command). Emitted, recorded, kept for status.json, and noted for the model.
+    pub(crate) fn completion_check(&self, final_text: &str) -> Option<Value> {
+        let Some(c) = self.compute_check(final_text) else {
+            self.lock().last_completion = None;
+            return None;
+        };
         {
             let mut st = self.lock();
-            st.trajectory.record("completion", check.clone());
-            st.last_completion = Some(check.clone());
+            st.trajectory.record("completion", c.check.clone());
+            st.last_completion = Some(c.check.clone());
             // The model reads it with its next request (appended, never a rewrite) when
-            // something is not clean.
-            if !problems.is_empty() {
+            // something is not clean — unless it already saw these very problems before
+            // its final answer.
+            let seen = st.completion.reviewed.as_ref() == Some(&c.facts_problems)
+                && c.check["contradiction"].is_null();
+            if !c.problems.is_empty() && !seen {
                 st.pending_notes.push(format!(
-                "[completion check of your last turn]\n{text}\nIf anything above is failing, skipped or unverified, say so plainly — never report it as done."
+                "[completion check of your last turn]\n{}\nIf anything above is failing, skipped or unverified, say so plainly — never report it as done.",
+                c.text
                 ));
             }
         }
         self.emit(Event::Completion {
-            text,
-            verified,
-            problems: problems.clone(),
-            check: check.clone(),
+            text: c.text,
+            verified: c.verified,
+            problems: c.problems,
+            check: c.check.clone(),
         });
-        Some(check)
+        Some(c.check)
     }
+}
+
+/// A computed check: the JSON, the block as shown, and the problems (with and without the
+/// line contradicting the final answer, which depends on that answer's words).
+struct Computed {
+    check: Value,
+    text: String,
+    problems: Vec<String>,
+    facts_problems: Vec<String>,
+    verified: Option<bool>,
 }
 
 /// The block shown after the turn.
@@ -538,7 +722,8 @@ fn render(check: &Value, stats: &[FileStat]) -> String {
                 } else {
                     ""
                 };
-                format!("{} ({what}+{} -{})", s.path, s.added, s.removed)
+                let how = if s.by_command { ", by a command" } else { "" };
+                format!("{} ({what}+{} -{}{how})", s.path, s.added, s.removed)
             })
             .collect();
         lines.push(format!("  files changed: {}", files.join(", ")));
@@ -680,9 +865,38 @@ mod tests {
     }
 
     #[test]
-    fn scope_globs() {
-        let g = vec!["src/**".to_string(), "README.md".to_string()];
-        assert!(in_scope(&g, "src/a/b.rs") && in_scope(&g, "README.md"));
-        assert!(!in_scope(&g, "Cargo.toml"));
+    fn requested_files_are_paths_not_prose_words() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        std::fs::create_dir(p.join("docs")).unwrap();
+        for f in ["calc.py", "NOTES.md", "test", "Makefile", "docs/api.md"] {
+            std::fs::write(p.join(f), "x").unwrap();
+        }
+        let names = |req: &str| -> Vec<String> {
+            requested_files(req, p)
+                .iter()
+                .map(|x| x.strip_prefix(p).unwrap().display().to_string())
+                .collect()
+        };
+        // A prose word that happens to be a file, a directory, a version, an abbreviation.
+        assert!(names("Add a test for sub, e.g. with pytest").is_empty());
+        assert!(names("Update docs to version 1.2.3").is_empty());
+        // References are not changes; a path outside the project names nothing.
+        assert_eq!(
+            names("Fix sub in calc.py as described in NOTES.md"),
+            ["calc.py"]
+        );
+        assert!(names("Fix the host list in /etc/hosts").is_empty());
+        assert!(names("Fix ../calc.py").is_empty());
+        // Marked, located, bare well-known names, and files to create.
+        assert_eq!(
+            names("Fix `test`, update Makefile and docs/api.md:3"),
+            ["test", "Makefile", "docs/api.md"]
+        );
+        assert_eq!(
+            names("Create src/extra.py, and add @helpers.py"),
+            ["src/extra.py", "helpers.py"]
+        );
+        assert!(names("Update node.js notes in the readme").is_empty());
     }
 }

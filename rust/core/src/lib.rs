@@ -12,6 +12,7 @@ mod cmd_background;
 mod cmd_files;
 mod cmd_permissions;
 mod cmd_sessions;
+mod command_edits;
 mod commands;
 mod compact;
 mod completion;

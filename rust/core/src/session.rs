@@ -113,6 +113,10 @@ pub struct State {
     /// Facts of the running turn for its completion check, and the last check made.
     pub completion: crate::completion::CompletionFacts,
     pub last_completion: Option<serde_json::Value>,
+    /// The work tree as the last command left it (`command_edits.rs`).
+    pub work_stamp: Option<crate::command_edits::Stamp>,
+    /// Nothing but commands ran since that stamp was taken: it is still current.
+    pub work_stamp_fresh: bool,
 }
 
 impl State {
@@ -479,6 +483,8 @@ impl Session {
             pending_notes: Vec::new(),
             completion: Default::default(),
             last_completion: None,
+            work_stamp: None,
+            work_stamp_fresh: false,
             warned_unpriced_ceiling: false,
             config_seen: crate::context::config_snapshot(&config),
             last_request_tokens: 0,

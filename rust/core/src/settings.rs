@@ -41,6 +41,8 @@ const READ_AT_USE: &[&str] = &[
     "verification.timeout_s",
     "verification.max_rounds",
     "intent.remind",
+    "completion.review",
+    "completion.track_commands",
     "tools.max_consecutive_blocked_tool_calls_per_turn",
     "tools.max_tool_calls_per_turn",
     "lsp.enabled",

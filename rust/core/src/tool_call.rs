@@ -124,6 +124,9 @@ impl Session {
             arguments: call.arguments.clone(),
             intent: intent.to_string(),
         });
+        if canonical_tool_name(&call.name) != Some("bash") {
+            self.work_stamp_stale();
+        }
         let t0 = std::time::Instant::now();
         let (out, effective, may_change_repo) = if yuyao_policy::is_mcp_tool(&call.name) {
             // A server may change files too: HEAD is read again after it ran.
@@ -340,9 +343,29 @@ impl Session {
         self.ctx
             .read_only_call
             .store(read_only_call, std::sync::atomic::Ordering::SeqCst);
+        // A command that may change files: the work tree is stamped before it, so the files
+        // it changed are known after it (command_edits.rs).
+        let may_change_repo = self.lock().policy.is_mutating(&action);
+        let stamp = if name == "bash" && may_change_repo {
+            self.stamp_before_command()
+        } else {
+            None
+        };
         // Tools are synchronous; the turn owns this thread, and cancellation reaches the
         // tool through the token (checked by long-running tools such as bash).
-        let out = tool.run_args(&args, &self.ctx, token);
+        let mut out = tool.run_args(&args, &self.ctx, token);
+        if let Some(stamp) = stamp
+            && let Some(note) =
+                self.command_changed_files(stamp, action.command.as_deref().unwrap_or(""))
+        {
+            out.text = format!("{}\n\n{note}", out.text.trim_end());
+        }
+        // A job left running may change files after the stamp: it is not current.
+        if let ToolArgs::Bash(b) = &args
+            && b.run_in_background == Some(true)
+        {
+            self.work_stamp_stale();
+        }
         self.ctx
             .read_only_call
             .store(false, std::sync::atomic::Ordering::SeqCst);
@@ -355,13 +378,11 @@ impl Session {
         }
         // PostToolUse hooks: what they say joins the result the model reads.
         let feedback = self.post_tool_hooks(name, &args.to_value(), out.ok, &out.text);
-        let mut out = out;
         // The edited files' new errors and warnings, while the model still looks at them.
         self.lsp_after_edit(name, &action.paths, &mut out);
         if !feedback.is_empty() {
             out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);
         }
-        let may_change_repo = self.lock().policy.is_mutating(&action);
         (out, true, may_change_repo)
     }
 

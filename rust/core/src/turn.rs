@@ -615,6 +615,11 @@ impl Session {
                     )));
                     continue;
                 }
+                // Honest completion: a check that is not clean goes to the model once, before
+                // its final answer (a schema-bound answer is a document, not a statement).
+                if self.json_answer_instruction().is_none() && self.completion_review(&reply.text) {
+                    continue;
+                }
                 // Headless planning without a valid plan: one tool-free synthesis.
                 if let Some(summary) = self.plan_headless_final(&client, token).await {
                     return summary;

@@ -443,6 +443,18 @@ const KNOWN: &[Key] = &[
         "--auto-test: test runs after edit batches in one turn (default 5)",
     ),
     key(
+        "completion.review",
+        Kind::Bool,
+        Applies::Live,
+        "a completion check that is not clean goes to the model before its final answer, in the same turn (one extra call at most; default true)",
+    ),
+    key(
+        "completion.track_commands",
+        Kind::Bool,
+        Applies::Live,
+        "stamp the work tree around shell commands that may change files, so their edits join the diffstat, the scope check and verification (default true)",
+    ),
+    key(
         "intent.remind",
         Kind::Bool,
         Applies::Live,

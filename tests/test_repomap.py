@@ -210,3 +210,73 @@ def test_secret_and_ignored_files_stay_out(fake_llm, yuyao, env, repo):
     assert "popular" in m and "generated_thing" not in m, m
     # A constant is listed by name; its value (a secret here) never is.
     assert "API_TOKEN = …" in m and "s3cr3t" not in m, m
+
+
+def polyglot_project(repo: Path) -> None:
+    """One small file per language; every file calls `checksum`, defined in C."""
+    (repo / "web").mkdir()
+    (repo / "web" / "cart.js").write_text(
+        "export class Cart {\n  total() {\n    return checksum(this.items);\n  }\n}\n"
+    )
+    (repo / "web" / "price.ts").write_text(
+        "export interface Priced {\n  price(): number;\n}\n"
+        "export function discount(p: Priced): number {\n  return checksum(p.price());\n}\n"
+    )
+    (repo / "svc").mkdir()
+    (repo / "svc" / "ledger.go").write_text(
+        "package svc\n\ntype Ledger struct {\n\tRows []int\n}\n\n"
+        "func (l *Ledger) Balance() int {\n\treturn checksum(l.Rows)\n}\n"
+    )
+    (repo / "Invoice.java").write_text(
+        "public class Invoice {\n  int amount() {\n    return Native.checksum(1);\n  }\n}\n"
+    )
+    (repo / "native").mkdir()
+    (repo / "native" / "sum.h").write_text("int checksum(const int *xs, int n);\n")
+    (repo / "native" / "sum.c").write_text(
+        '#include "sum.h"\nint checksum(const int *xs, int n) {\n'
+        "  int s = 0;\n  for (int i = 0; i < n; i++) s += xs[i];\n  return s;\n}\n"
+    )
+    (repo / "native" / "geo.cpp").write_text(
+        "namespace geo {\nclass Shape {\n public:\n  int sides() { return checksum(0, 4); }\n};\n}\n"
+        "int scaled_area(int k) {\n  return k * 2;\n}\n"
+    )
+
+
+def test_map_and_at_symbol_in_six_more_languages(fake_llm, yuyao, env, repo):
+    polyglot_project(repo)
+    server = fake_llm([say(ANSWER), say(ANSWER)])
+    assert yuyao("-p", "Explain.", env=env(server)).returncode == 0
+    m = map_in(server, 0)
+    for line in [
+        "web/cart.js:",
+        "export class Cart {",
+        "web/price.ts:",
+        "export interface Priced {",
+        "export function discount(p: Priced): number {",
+        "svc/ledger.go:",
+        "type Ledger struct {",
+        "func (l *Ledger) Balance() int {",
+        "Invoice.java:",
+        "public class Invoice {",
+        "native/sum.c:",
+        "int checksum(const int *xs, int n) {",
+        "native/geo.cpp:",
+        "class Shape {",
+    ]:
+        assert line in m, (line, m)
+    # The definition every file calls ranks first.
+    assert m.splitlines()[1] == "native/sum.c:", m
+    # `@Name` finds the whole definition in each language; a C prototype in a header does
+    # not make the definition ambiguous.
+    prompt = "Compare @checksum, @Balance, @discount, @amount, @scaled_area and @total."
+    assert yuyao("-p", prompt, "--map-tokens", "0", env=env(server)).returncode == 0
+    text = server.user_text(1)
+    for header, body in [
+        ("[@checksum: function checksum in native/sum.c, lines 2-6]", "  return s;"),
+        ("[@Balance: method Balance in svc/ledger.go, lines 7-9]", "\treturn checksum(l.Rows)"),
+        ("[@discount: function discount in web/price.ts, lines 4-6]", "return checksum(p.price());"),
+        ("[@amount: method amount in Invoice.java, lines 2-4]", "return Native.checksum(1);"),
+        ("[@scaled_area: function scaled_area in native/geo.cpp, lines 7-9]", "return k * 2;"),
+        ("[@total: method total in web/cart.js, lines 2-4]", "return checksum(this.items);"),
+    ]:
+        assert header in text and body in text, (header, text)

@@ -274,7 +274,10 @@ def test_map_and_at_symbol_in_six_more_languages(fake_llm, yuyao, env, repo):
     for header, body in [
         ("[@checksum: function checksum in native/sum.c, lines 2-6]", "  return s;"),
         ("[@Balance: method Balance in svc/ledger.go, lines 7-9]", "\treturn checksum(l.Rows)"),
-        ("[@discount: function discount in web/price.ts, lines 4-6]", "return checksum(p.price());"),
+        (
+            "[@discount: function discount in web/price.ts, lines 4-6]",
+            "return checksum(p.price());",
+        ),
         ("[@amount: method amount in Invoice.java, lines 2-4]", "return Native.checksum(1);"),
         ("[@scaled_area: function scaled_area in native/geo.cpp, lines 7-9]", "return k * 2;"),
         ("[@total: method total in web/cart.js, lines 2-4]", "return checksum(this.items);"),

@@ -507,4 +507,40 @@ mod tests {
             "not even the header fits"
         );
     }
+
+    #[test]
+    fn map_notes_sit_before_their_prompts_and_go_with_them() {
+        use yuyao_protocol::Message;
+        let mut history = vec![
+            Message::user("first"),
+            Message::assistant("a"),
+            Message::user("second"),
+            Message::assistant("b"),
+        ];
+        let mut maps = Maps::default();
+        maps.record(&history, 0, "[repo map] one".into());
+        maps.record(&history, 2, "[repo map] two".into());
+        let texts = |v: Vec<Message>| v.iter().map(|m| m.text()).collect::<Vec<_>>();
+        assert_eq!(
+            texts(maps.insert_into(&history, history.clone())),
+            [
+                "[repo map] one",
+                "first",
+                "a",
+                "[repo map] two",
+                "second",
+                "b"
+            ]
+        );
+        assert_eq!(maps.latest(&history), Some("[repo map] two"));
+        // A history replaced under the note (compaction, another session): the note goes.
+        history[2] = Message::user("a summary");
+        assert_eq!(
+            texts(maps.insert_into(&history, history.clone())),
+            ["[repo map] one", "first", "a", "a summary", "b"]
+        );
+        assert_eq!(maps.latest(&history), Some("[repo map] one"));
+        maps.truncate(0);
+        assert_eq!(maps.latest(&history), None);
+    }
 }

@@ -201,6 +201,12 @@ def users_of(body: dict) -> str:
     )
 
 
+def without_repo_map(text: str) -> str:
+    """``text`` less the repo map notes the core places before a prompt (a paragraph that
+    starts with ``[repo map]``; the repo fixture's calc.py is enough for one)."""
+    return "\n\n".join(p for p in text.split("\n\n") if not p.startswith("[repo map]"))
+
+
 def tool_msgs(body: dict) -> list[dict]:
     """The tool-result messages of a request body."""
     return [m for m in body["messages"] if m["role"] == "tool"]

@@ -26,20 +26,40 @@ def lib_project(repo: Path, n: int = 8) -> None:
         )
 
 
-def map_of(text: str) -> str:
-    i = text.rfind("[repo map]")
-    return text[i:] if i >= 0 else ""
+def contents(messages: list[dict]) -> list[str]:
+    return [m["content"] if isinstance(m.get("content"), str) else "" for m in messages]
 
 
-def test_map_rides_on_the_prompt_and_zero_turns_it_off(fake_llm, yuyao, env, repo, yuyao_home):
+def maps_in(server, i: int) -> list[str]:
+    """The repo map notes of request ``i``, in order (a note shares its prompt's message
+    on the wire: consecutive user messages are merged, blank line between)."""
+    return [
+        part
+        for t in contents(server.messages(i))
+        for part in t.split("\n\n")
+        if part.startswith("[repo map]")
+    ]
+
+
+def map_in(server, i: int) -> str:
+    """The last repo map note in request ``i`` ("" when none)."""
+    maps = maps_in(server, i)
+    return maps[-1] if maps else ""
+
+
+def test_map_is_a_request_note_before_the_prompt_on_by_default(
+    fake_llm, yuyao, env, repo, yuyao_home
+):
     lib_project(repo)
-    server = fake_llm([say(ANSWER), say(ANSWER), say(ANSWER)])
-    proc = yuyao("-p", "Explain the project.", "--map-tokens", "1024", env=env(server))
+    server = fake_llm([say(ANSWER), say(ANSWER)])
+    proc = yuyao("-p", "Explain the project.", env=env(server))
     assert proc.returncode == 0, proc.stderr
-    # The system prompt stays the fixed one; the map is in the user's message.
+    # The system prompt stays the fixed one; the map is a note just before the prompt.
     assert "[repo map]" not in server.system_prompt(0)
-    m = map_of(server.user_text(0))
-    assert m.startswith("[repo map]"), server.user_text(0)
+    prompt = [t for t in contents(server.messages(0)) if "Explain the project." in t]
+    assert len(prompt) == 1 and prompt[0].endswith("\n\nExplain the project."), prompt
+    assert prompt[0].startswith("[repo map]"), prompt
+    m = map_in(server, 0)
     # The function every consumer calls ranks first.
     first_file = m.splitlines()[1]
     assert first_file == "core.py:", m
@@ -50,10 +70,19 @@ def test_map_rides_on_the_prompt_and_zero_turns_it_off(fake_llm, yuyao, env, rep
     proc = yuyao("-p", "Explain the project.", "--map-tokens", "0", env=env(server))
     assert proc.returncode == 0, proc.stderr
     assert "[repo map]" not in server.user_text(1)
-    # Without the flag this build sends none (see the module's DEFAULT_TOKENS).
-    proc = yuyao("-p", "Explain the project.", env=env(server))
-    assert proc.returncode == 0, proc.stderr
-    assert "[repo map]" not in server.user_text(2)
+
+
+def test_the_stored_prompt_is_what_the_user_typed(core_session, fake_llm, repo):
+    """The map is in the request, never in the history (sessions, exports, /rewind)."""
+    lib_project(repo)
+    server = fake_llm([say(ANSWER)])
+    s = core_session(server)
+    s.chat("Explain the project.")
+    assert "[repo map]" in server.user_text(0)
+    stored = json.loads(s.messages_json())
+    users = [m["content"] for m in stored if m["role"] == "user"]
+    assert users == ["Explain the project."], users
+    assert "[repo map]" not in json.dumps(stored)
 
 
 def position(m: str, file: str) -> int:
@@ -67,19 +96,19 @@ def test_budget_and_focus(fake_llm, yuyao, env, repo):
     lib_project(repo)
     server = fake_llm([say(ANSWER), say(ANSWER), say(ANSWER)])
     assert yuyao("-p", "Explain.", "--map-tokens", "60", env=env(server)).returncode == 0
-    small = map_of(server.user_text(0))
+    small = map_in(server, 0)
     assert 0 < len(small) <= 60 * 4, small
     assert position(small, "core.py") < position(small, "lib_0.py"), small
     assert "lib_5.py" not in small, small
     proc = yuyao("-p", "Why does consumer_5.py print 6?", "--map-tokens", "60", env=env(server))
     assert proc.returncode == 0, proc.stderr
-    focused = map_of(server.user_text(1))
+    focused = map_in(server, 1)
     assert len(focused) <= 60 * 4, focused
     assert "def func_5(v):" in focused, focused
     assert position(focused, "lib_5.py") < position(focused, "lib_0.py"), focused
     # A large budget lists every definition.
     assert yuyao("-p", "Explain.", "--map-tokens", "4000", env=env(server)).returncode == 0
-    big = map_of(server.user_text(2))
+    big = map_in(server, 2)
     assert all(f"def func_{i}(v):" in big for i in range(8)), big
 
 
@@ -117,12 +146,12 @@ def test_files_the_session_read_lead_the_ranking(core_session, fake_llm, repo):
     server = fake_llm([say(ANSWER), read, say(ANSWER), say(ANSWER)])
     s = core_session(server, map_tokens=1024)
     s.chat("Explain.")
-    before = map_of(server.user_text(0))
+    before = map_in(server, 0)
     assert position(before, "lib_0.py") < position(before, "lib_3.py"), before
     s.chat("Read consumer 3.")
     (repo / "touch.py").write_text("def touched():\n    pass\n")  # the map changes: sent again
     s.chat("And now?")
-    after = map_of(server.user_text(3))
+    after = map_in(server, 3)
     assert position(after, "lib_3.py") < position(after, "lib_0.py"), after
 
 
@@ -135,12 +164,16 @@ def test_requests_stay_append_only_and_the_map_is_not_repeated(core_session, fak
     first, second = server.messages(0), server.messages(1)
     assert second[: len(first)] == first
     assert sum("[repo map]" in str(m.get("content")) for m in second) == 1
-    # A new definition changes the map: it is attached again, to the new prompt.
+    # A new definition changes the map: a new note goes before the new prompt; the old one
+    # stays where it was (the prefix is not rewritten).
     (repo / "extra.py").write_text("from core import popular\n\ndef brand_new():\n    popular(2)\n")
     s.chat("Third.")
     third = server.messages(2)
     assert third[: len(second)] == second
-    assert "brand_new" in map_of(server.user_text(2))
+    maps = maps_in(server, 2)
+    assert len(maps) == 2, maps
+    assert "brand_new" in maps[1] and "brand_new" not in maps[0]
+    assert [t for t in contents(third) if t.endswith("Third.")][0].startswith("[repo map]")
     listing = s.dispatch("/context list")
     assert "repo map:" in listing and "brand_new" in listing, listing
 
@@ -173,7 +206,80 @@ def test_secret_and_ignored_files_stay_out(fake_llm, yuyao, env, repo):
     server = fake_llm([say(ANSWER)])
     proc = yuyao("-p", "Explain.", "--map-tokens", "4000", env=env(server))
     assert proc.returncode == 0, proc.stderr
-    m = map_of(server.user_text(0))
+    m = map_in(server, 0)
     assert "popular" in m and "generated_thing" not in m, m
     # A constant is listed by name; its value (a secret here) never is.
     assert "API_TOKEN = …" in m and "s3cr3t" not in m, m
+
+
+def polyglot_project(repo: Path) -> None:
+    """One small file per language; every file calls `checksum`, defined in C."""
+    (repo / "web").mkdir()
+    (repo / "web" / "cart.js").write_text(
+        "export class Cart {\n  total() {\n    return checksum(this.items);\n  }\n}\n"
+    )
+    (repo / "web" / "price.ts").write_text(
+        "export interface Priced {\n  price(): number;\n}\n"
+        "export function discount(p: Priced): number {\n  return checksum(p.price());\n}\n"
+    )
+    (repo / "svc").mkdir()
+    (repo / "svc" / "ledger.go").write_text(
+        "package svc\n\ntype Ledger struct {\n\tRows []int\n}\n\n"
+        "func (l *Ledger) Balance() int {\n\treturn checksum(l.Rows)\n}\n"
+    )
+    (repo / "Invoice.java").write_text(
+        "public class Invoice {\n  int amount() {\n    return Native.checksum(1);\n  }\n}\n"
+    )
+    (repo / "native").mkdir()
+    (repo / "native" / "sum.h").write_text("int checksum(const int *xs, int n);\n")
+    (repo / "native" / "sum.c").write_text(
+        '#include "sum.h"\nint checksum(const int *xs, int n) {\n'
+        "  int s = 0;\n  for (int i = 0; i < n; i++) s += xs[i];\n  return s;\n}\n"
+    )
+    (repo / "native" / "geo.cpp").write_text(
+        "namespace geo {\nclass Shape {\n public:\n  int sides() { return checksum(0, 4); }\n};\n}\n"
+        "int scaled_area(int k) {\n  return k * 2;\n}\n"
+    )
+
+
+def test_map_and_at_symbol_in_six_more_languages(fake_llm, yuyao, env, repo):
+    polyglot_project(repo)
+    server = fake_llm([say(ANSWER), say(ANSWER)])
+    assert yuyao("-p", "Explain.", env=env(server)).returncode == 0
+    m = map_in(server, 0)
+    for line in [
+        "web/cart.js:",
+        "export class Cart {",
+        "web/price.ts:",
+        "export interface Priced {",
+        "export function discount(p: Priced): number {",
+        "svc/ledger.go:",
+        "type Ledger struct {",
+        "func (l *Ledger) Balance() int {",
+        "Invoice.java:",
+        "public class Invoice {",
+        "native/sum.c:",
+        "int checksum(const int *xs, int n) {",
+        "native/geo.cpp:",
+        "class Shape {",
+    ]:
+        assert line in m, (line, m)
+    # The definition every file calls ranks first.
+    assert m.splitlines()[1] == "native/sum.c:", m
+    # `@Name` finds the whole definition in each language; a C prototype in a header does
+    # not make the definition ambiguous.
+    prompt = "Compare @checksum, @Balance, @discount, @amount, @scaled_area and @total."
+    assert yuyao("-p", prompt, "--map-tokens", "0", env=env(server)).returncode == 0
+    text = server.user_text(1)
+    for header, body in [
+        ("[@checksum: function checksum in native/sum.c, lines 2-6]", "  return s;"),
+        ("[@Balance: method Balance in svc/ledger.go, lines 7-9]", "\treturn checksum(l.Rows)"),
+        (
+            "[@discount: function discount in web/price.ts, lines 4-6]",
+            "return checksum(p.price());",
+        ),
+        ("[@amount: method amount in Invoice.java, lines 2-4]", "return Native.checksum(1);"),
+        ("[@scaled_area: function scaled_area in native/geo.cpp, lines 7-9]", "return k * 2;"),
+        ("[@total: method total in web/cart.js, lines 2-4]", "return checksum(this.items);"),
+    ]:
+        assert header in text and body in text, (header, text)

@@ -339,9 +339,11 @@ impl Session {
     pub(crate) fn next_request(&self, history: &[Message]) -> (ChatRequest, Vec<Stub>) {
         let system = self.system_prompt();
         let (view, stubs) = request_view(history, self.stub_batch_chars());
-        let (stream, effort) = {
+        let (stream, effort, view) = {
             let st = self.lock();
-            (st.stream, crate::turn::effort(st.thinking))
+            // Repo maps are request-view notes beside the prompts they were made for.
+            let view = st.repo_maps.insert_into(history, view);
+            (st.stream, crate::turn::effort(st.thinking), view)
         };
         let mut req = build_request(&system, &view, self.tool_schemas(history), stream, effort);
         req.cache_hints = self.cache_hints();

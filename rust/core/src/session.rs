@@ -100,6 +100,9 @@ pub struct State {
     pub pending_notes: Vec<String>,
     /// The "ceiling cannot be enforced without prices" warning was shown.
     pub warned_unpriced_ceiling: bool,
+    /// Repo maps sent with earlier prompts (request-view notes, not history) and the tag
+    /// cache kept between turns.
+    pub repo_maps: crate::repomap::Maps,
     /// The configuration files as last seen, to apply hand edits at the next call.
     pub config_seen: std::collections::BTreeMap<String, String>,
     /// Estimated tokens of the last request sent (for the context percentage).
@@ -145,6 +148,7 @@ impl State {
             return;
         }
         self.history.truncate(len);
+        self.repo_maps.truncate(len);
         self.reset_prefix();
         self.logged = len;
         self.log
@@ -164,6 +168,8 @@ impl State {
         self.history = std::iter::once(Message::user(summary))
             .chain(tail)
             .collect();
+        // The prompts the maps rode with are summarised: the next prompt gets a new one.
+        self.repo_maps.truncate(0);
         self.reset_prefix();
         self.logged = self.history.len();
     }
@@ -486,6 +492,7 @@ impl Session {
             work_stamp: None,
             work_stamp_fresh: false,
             warned_unpriced_ceiling: false,
+            repo_maps: Default::default(),
             config_seen: crate::context::config_snapshot(&config),
             last_request_tokens: 0,
             resumed_idle_s: None,

@@ -104,8 +104,9 @@ impl Session {
                 } else {
                     crate::refs::user_message(self, text)
                 };
-                // The repo map rides on the prompt (append-only requests), when it changed.
-                let message = self.attach_repo_map(text, message);
+                // The repo map goes into the request view beside this prompt, when it changed
+                // (the stored prompt stays what the user typed).
+                let map = self.new_repo_map(text);
                 let message = self.attach_pending_images(message);
                 // Skills whose trigger keyword the prompt names load after it.
                 let skills = if expanded {
@@ -116,6 +117,11 @@ impl Session {
                 {
                     let mut st = self.lock();
                     st.push(message);
+                    if let Some(map) = map {
+                        let at = st.history.len() - 1;
+                        let st = &mut *st;
+                        st.repo_maps.record(&st.history, at, map);
+                    }
                     st.trajectory.record("user", json!({"text": text}));
                     for body in skills {
                         st.push(Message::user(body));

@@ -2,9 +2,12 @@
 //! (tree-sitter tags, `tags.rs`) ranked by a personalised PageRank over the graph "file A
 //! references a name file B defines" — personalised towards the files this session read or
 //! edited and the files and names the prompt mentions, as aider does — and cut to the token
-//! budget. It is attached to the user's prompt (never to the fixed system prompt: requests
-//! stay append-only), again only when it changed. Tags are cached by mtime and size under
-//! `~/.yuyao/repomap/`. `@SymbolName` resolves through the same tags (`symbol_block`).
+//! budget. It is computed once per user prompt and lives in the request view, not in the
+//! history: a note placed just before the prompt it was made for, sent again with that prompt
+//! in every later request (so requests stay append-only for prompt caching) and added again
+//! with a later prompt only when the map changed. The stored prompt stays what the user
+//! typed. Tags are cached by mtime and size under `~/.yuyao/repomap/` and kept in memory
+//! between turns. `@SymbolName` resolves through the same tags (`symbol_block`).
 
 mod rank;
 pub(crate) mod tags;
@@ -16,31 +19,94 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use tags::{FileTags, Lang};
 
-/// The budget when `--map-tokens` is not given. The spec's default is 1024; it stays off
-/// until the map moves out of the stored history into the request view (many sessions and
-/// conversation APIs expect the history to hold exactly what the user typed).
-pub const DEFAULT_TOKENS: u32 = 0;
+/// The budget when `--map-tokens` is not given.
+pub const DEFAULT_TOKENS: u32 = 1024;
 /// Files larger than this are not parsed (generated code, vendored bundles).
 const MAX_FILE_BYTES: u64 = 512 * 1024;
 const MAX_FILES: usize = 50_000;
+const MAX_ENTRIES: usize = 500_000;
 pub const HEADER: &str = "[repo map]";
 
-#[derive(Serialize, Deserialize, Clone)]
-struct Entry {
-    mtime_ns: u128,
-    size: u64,
-    tags: FileTags,
-}
-
+/// The project's tags (what the cache file holds): each file's tags and the mtime and size
+/// they were read at.
 #[derive(Serialize, Deserialize, Default)]
-struct Cache {
-    files: BTreeMap<String, Entry>,
-}
-
-/// The project's tags, from the cache where a file's mtime and size are unchanged.
 pub struct Index {
     pub files: BTreeMap<String, FileTags>,
+    stamps: BTreeMap<String, (u128, u64)>,
+    /// Files parsed to build this index (the rest came from the cache).
+    #[serde(skip)]
     pub parsed: usize,
+}
+
+/// A map sent with the prompt at `history[at]` (whose text hashes to `anchor`).
+struct Note {
+    at: usize,
+    anchor: u64,
+    text: String,
+}
+
+/// The session's repo maps and its tag cache (project, cache) between turns.
+#[derive(Default)]
+pub struct Maps {
+    notes: Vec<Note>,
+    index: Option<(PathBuf, Index)>,
+}
+
+fn anchor_of(m: &yuyao_protocol::Message) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    m.text().hash(&mut h);
+    h.finish()
+}
+
+impl Maps {
+    /// The history was cut to `len` messages: maps of prompts past it go with them.
+    pub fn truncate(&mut self, len: usize) {
+        self.notes.retain(|n| n.at < len);
+    }
+
+    fn live<'a>(
+        &'a self,
+        history: &'a [yuyao_protocol::Message],
+    ) -> impl Iterator<Item = &'a Note> {
+        self.notes
+            .iter()
+            .filter(|n| history.get(n.at).is_some_and(|m| anchor_of(m) == n.anchor))
+    }
+
+    /// `map` goes with the prompt just pushed at `history[at]`.
+    pub fn record(&mut self, history: &[yuyao_protocol::Message], at: usize, map: String) {
+        if let Some(m) = history.get(at) {
+            self.notes.push(Note {
+                at,
+                anchor: anchor_of(m),
+                text: map,
+            });
+        }
+    }
+
+    /// The map most recently sent, if its prompt is still in the history.
+    fn latest<'a>(&'a self, history: &'a [yuyao_protocol::Message]) -> Option<&'a str> {
+        self.live(history).last().map(|n| n.text.as_str())
+    }
+
+    /// `view` (the history as sent, one message per history message) with each map placed
+    /// just before the prompt it was made for.
+    pub fn insert_into(
+        &self,
+        history: &[yuyao_protocol::Message],
+        mut view: Vec<yuyao_protocol::Message>,
+    ) -> Vec<yuyao_protocol::Message> {
+        if view.len() != history.len() {
+            return view;
+        }
+        let mut notes: Vec<&Note> = self.live(history).collect();
+        notes.sort_by_key(|n| std::cmp::Reverse(n.at));
+        for n in notes {
+            view.insert(n.at, yuyao_protocol::Message::user(n.text.clone()));
+        }
+        view
+    }
 }
 
 fn cache_path(home: &Path, project: &Path) -> PathBuf {
@@ -56,20 +122,25 @@ fn stamp(meta: &std::fs::Metadata) -> u128 {
         .map_or(0, |d| d.as_nanos())
 }
 
-/// Walks the project (`.gitignore` honoured, hidden files skipped) and tags every Python and
-/// Rust file, parsing only what changed since the cache was written.
+/// Walks the project (`.gitignore` honoured, hidden files skipped) and tags every file of a
+/// known language, parsing only what changed since the cache was written.
+#[cfg(test)]
 pub fn index(project: &Path, home: &Path) -> Index {
-    let cache_file = cache_path(home, project);
-    let mut cache: Cache = std::fs::read(&cache_file)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
-    let mut seen: Vec<(String, PathBuf, u128, u64)> = Vec::new();
+    index_from(project, home, None)
+}
+
+/// A file to tag: project-relative name, path, mtime, size.
+type Seen = (String, PathBuf, u128, u64);
+
+/// The project's code files, in walk order, at most `MAX_FILES` of them; the walk itself
+/// stops after `MAX_ENTRIES` entries (a home folder or a huge tree of other files).
+fn walk(project: &Path) -> Vec<Seen> {
+    let mut seen = Vec::new();
     let walk = ignore::WalkBuilder::new(project)
         .require_git(false)
         .follow_links(false)
         .build();
-    for e in walk.flatten() {
+    for e in walk.flatten().take(MAX_ENTRIES) {
         if seen.len() >= MAX_FILES {
             break;
         }
@@ -91,43 +162,24 @@ pub fn index(project: &Path, home: &Path) -> Index {
             meta.len(),
         ));
     }
-    let stale: Vec<&(String, PathBuf, u128, u64)> = seen
-        .iter()
-        .filter(|(rel, _, m, size)| {
-            cache
-                .files
-                .get(rel)
-                .is_none_or(|e| e.mtime_ns != *m || e.size != *size)
-        })
-        .collect();
-    // Two workers: the machine's cores; tagging is CPU-bound.
-    let parsed: Vec<(String, Entry)> = std::thread::scope(|scope| {
-        let chunks: Vec<Vec<&(String, PathBuf, u128, u64)>> = {
-            let mut c = vec![Vec::new(), Vec::new()];
-            for (i, s) in stale.iter().enumerate() {
-                c[i % 2].push(*s);
-            }
-            c
-        };
-        let handles: Vec<_> = chunks
-            .into_iter()
+    seen
+}
+
+/// Tags of `files`, on two workers (the machine's cores; tagging is CPU-bound).
+fn parse(files: &[&Seen]) -> Vec<(String, (u128, u64), FileTags)> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(files.len().div_ceil(2).max(1))
             .map(|chunk| {
                 scope.spawn(move || {
                     chunk
-                        .into_iter()
+                        .iter()
                         .map(|(rel, path, m, size)| {
                             let src = std::fs::read_to_string(path).unwrap_or_default();
                             let tags = Lang::of(path)
                                 .map(|l| tags::extract(l, &src))
                                 .unwrap_or_default();
-                            (
-                                rel.clone(),
-                                Entry {
-                                    mtime_ns: *m,
-                                    size: *size,
-                                    tags,
-                                },
-                            )
+                            (rel.clone(), (*m, *size), tags)
                         })
                         .collect::<Vec<_>>()
                 })
@@ -137,30 +189,47 @@ pub fn index(project: &Path, home: &Path) -> Index {
             .into_iter()
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
+    })
+}
+
+/// [`index`], starting from `memory` (this session's index from an earlier turn) instead of
+/// reading the cache file.
+fn index_from(project: &Path, home: &Path, memory: Option<Index>) -> Index {
+    let cache_file = cache_path(home, project);
+    let mut index: Index = memory.unwrap_or_else(|| {
+        std::fs::read(&cache_file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
     });
-    let n_parsed = parsed.len();
+    let seen = walk(project);
+    let stale: Vec<&Seen> = seen
+        .iter()
+        .filter(|(rel, _, m, size)| index.stamps.get(rel) != Some(&(*m, *size)))
+        .collect();
+    let parsed = parse(&stale);
+    index.parsed = parsed.len();
     let live: HashSet<&str> = seen.iter().map(|s| s.0.as_str()).collect();
-    let before = cache.files.len();
-    cache.files.retain(|k, _| live.contains(k.as_str()));
-    let removed = before != cache.files.len();
-    for (rel, e) in parsed {
-        cache.files.insert(rel, e);
+    let before = index.files.len();
+    index.files.retain(|k, _| live.contains(k.as_str()));
+    index.stamps.retain(|k, _| live.contains(k.as_str()));
+    let removed = before != index.files.len();
+    for (rel, stamp, tags) in parsed {
+        index.stamps.insert(rel.clone(), stamp);
+        index.files.insert(rel, tags);
     }
-    if n_parsed > 0 || removed {
+    if index.parsed > 0 || removed {
         if let Some(dir) = cache_file.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        if let Ok(bytes) = serde_json::to_vec(&cache) {
-            let tmp = cache_file.with_extension("tmp");
+        if let Ok(bytes) = serde_json::to_vec(&index) {
+            let tmp = cache_file.with_extension(format!("{}.tmp", std::process::id()));
             if std::fs::write(&tmp, bytes).is_ok() {
                 let _ = std::fs::rename(&tmp, &cache_file);
             }
         }
     }
-    Index {
-        files: cache.files.into_iter().map(|(k, e)| (k, e.tags)).collect(),
-        parsed: n_parsed,
-    }
+    index
 }
 
 /// What the ranking leans towards: files (project-relative) and identifiers.
@@ -275,6 +344,23 @@ impl Session {
         focus
     }
 
+    /// Runs `f` on the project's tags, refreshed from this session's in-memory index (the
+    /// cache file only on the first use): unchanged files are only stat'ed.
+    fn with_index<R>(&self, f: impl FnOnce(&Index) -> R) -> R {
+        let project = self.ctx.project();
+        let memory = self
+            .lock()
+            .repo_maps
+            .index
+            .take()
+            .filter(|(p, _)| *p == project)
+            .map(|(_, i)| i);
+        let index = index_from(&project, &self.paths.home, memory);
+        let out = f(&index);
+        self.lock().repo_maps.index = Some((project, index));
+        out
+    }
+
     /// The map for the prompt being sent, or `None` (budget 0, nothing to map).
     pub(crate) fn repo_map(&self, prompt: &str) -> Option<String> {
         let budget = self.map_budget();
@@ -282,9 +368,14 @@ impl Session {
             return None;
         }
         let t0 = std::time::Instant::now();
-        let index = index(&self.ctx.project(), &self.paths.home);
-        let focus = self.map_focus(&index, prompt);
-        let map = render(&index, &focus, budget);
+        let (map, files, parsed) = self.with_index(|index| {
+            let focus = self.map_focus(index, prompt);
+            (
+                render(index, &focus, budget),
+                index.files.len(),
+                index.parsed,
+            )
+        });
         // Definition lines are file content: redacted like every tool result.
         let map = {
             let st = self.lock();
@@ -292,38 +383,18 @@ impl Session {
         };
         self.lock().trajectory.record(
             "repo_map",
-            serde_json::json!({"files": index.files.len(), "parsed": index.parsed,
+            serde_json::json!({"files": files, "parsed": parsed,
                                "chars": map.len(), "ms": t0.elapsed().as_millis() as u64}),
         );
         (!map.is_empty()).then_some(map)
     }
 
-    /// The prompt's message with the repo map appended, unless the conversation already
-    /// holds this very map (the request stays append-only either way).
-    pub(crate) fn attach_repo_map(
-        &self,
-        prompt: &str,
-        mut message: yuyao_protocol::Message,
-    ) -> yuyao_protocol::Message {
-        let Some(map) = self.repo_map(prompt) else {
-            return message;
-        };
-        if self.lock().history.iter().any(|m| m.text().contains(&map)) {
-            return message;
-        }
-        match &mut message.content {
-            Some(yuyao_protocol::Content::Parts(parts)) => {
-                if let Some(t) = parts.iter_mut().find_map(|p| p.get_mut("text")) {
-                    *t =
-                        serde_json::Value::String(format!("{}\n\n{map}", t.as_str().unwrap_or("")));
-                }
-            }
-            _ => {
-                let text = message.text();
-                message = yuyao_protocol::Message::user(format!("{text}\n\n{map}"));
-            }
-        }
-        message
+    /// The map for `prompt`, unless it is the one the requests already carry. Computed
+    /// before the prompt is pushed (it walks the project; no lock held).
+    pub(crate) fn new_repo_map(&self, prompt: &str) -> Option<String> {
+        let map = self.repo_map(prompt)?;
+        let st = self.lock();
+        (st.repo_maps.latest(&st.history) != Some(map.as_str())).then_some(map)
     }
 
     /// `/context list` lines: the map's size, and the map.
@@ -332,10 +403,10 @@ impl Session {
         if budget == 0 {
             return "\n  repo map: off (--map-tokens n to send one)".into();
         }
-        let last = self.lock().history.iter().rev().find_map(|m| {
-            let t = m.text();
-            t.find(HEADER).map(|i| t[i..].to_string())
-        });
+        let last = {
+            let st = self.lock();
+            st.repo_maps.latest(&st.history).map(str::to_string)
+        };
         match last.or_else(|| self.repo_map("")) {
             None => format!("\n  repo map: nothing to map (budget {budget} tokens)"),
             Some(map) => format!(
@@ -355,8 +426,15 @@ impl Session {
         if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
             return None;
         }
-        let index = index(&self.ctx.project(), &self.paths.home);
-        let defs = definitions(&index, name);
+        self.with_index(|index| self.symbol_text(index, name))
+    }
+
+    fn symbol_text(&self, index: &Index, name: &str) -> Option<String> {
+        let mut defs = definitions(index, name);
+        // A C/C++ prototype beside its definition: the definition is what `@name` means.
+        if defs.iter().any(|(_, d)| d.kind != "declaration") {
+            defs.retain(|(_, d)| d.kind != "declaration");
+        }
         match defs.as_slice() {
             [] => None,
             [(file, d)] => {
@@ -428,5 +506,41 @@ mod tests {
             render(&third, &Focus::default(), 10).is_empty(),
             "not even the header fits"
         );
+    }
+
+    #[test]
+    fn map_notes_sit_before_their_prompts_and_go_with_them() {
+        use yuyao_protocol::Message;
+        let mut history = vec![
+            Message::user("first"),
+            Message::assistant("a"),
+            Message::user("second"),
+            Message::assistant("b"),
+        ];
+        let mut maps = Maps::default();
+        maps.record(&history, 0, "[repo map] one".into());
+        maps.record(&history, 2, "[repo map] two".into());
+        let texts = |v: Vec<Message>| v.iter().map(|m| m.text()).collect::<Vec<_>>();
+        assert_eq!(
+            texts(maps.insert_into(&history, history.clone())),
+            [
+                "[repo map] one",
+                "first",
+                "a",
+                "[repo map] two",
+                "second",
+                "b"
+            ]
+        );
+        assert_eq!(maps.latest(&history), Some("[repo map] two"));
+        // A history replaced under the note (compaction, another session): the note goes.
+        history[2] = Message::user("a summary");
+        assert_eq!(
+            texts(maps.insert_into(&history, history.clone())),
+            ["[repo map] one", "first", "a", "a summary", "b"]
+        );
+        assert_eq!(maps.latest(&history), Some("[repo map] one"));
+        maps.truncate(0);
+        assert_eq!(maps.latest(&history), None);
     }
 }

@@ -144,7 +144,10 @@ mod tests {
                 refs: vec!["popular".into(), "helper_a".into()],
             },
         );
-        let index = Index { files, parsed: 0 };
+        let index = Index {
+            files,
+            ..Default::default()
+        };
         let r = rank(&index, &Focus::default());
         assert_eq!(r[0], ("core.py".into(), "popular".into()));
         // Focus on b.py: what b.py uses ranks first.

@@ -68,6 +68,7 @@ def test_each_request_extends_the_previous_one_across_edits_a_mode_switch_and_ba
         (repo / f"big{k}.txt").write_text(big_lines(45, f"big{k}"))  # ~3 700 characters
     first_turn = [
         call("write", file_path="notes.txt", content="one\n"),
+        call("read", file_path="calc.py"),
         call("edit", file_path="calc.py", old_string="a + b", new_string="b + a"),
         call("bash", command="echo more >> notes.txt"),
         *[call("read", file_path=f"big{k}.txt") for k in range(16)],
@@ -160,8 +161,10 @@ def test_a_resumed_session_keeps_a_stable_prefix(fake_llm, yuyao, env, repo):
             call("write", file_path="one.txt", content="1\n"),
             say("first done"),
             call("write", file_path="two.txt", content="2\n"),
-            call("bash", command="echo x > three.txt"),
+            call("bash", command="echo x > three.txt"),  # refused under auto-edit
             say("second done"),
+            # The completion check shows the refusal before the final answer: appended.
+            say("second done; the command was refused"),
         ]
     )
     first = yuyao("-p", "write one", "--mode", "yolo", env=env(server), cwd=repo)
@@ -169,7 +172,8 @@ def test_a_resumed_session_keeps_a_stable_prefix(fake_llm, yuyao, env, repo):
     second = yuyao("-p", "-c", "write two", "--mode", "auto-edit", env=env(server), cwd=repo)
     assert second.returncode == 0, second.stderr
     resumed = list(range(2, len(server.requests)))
-    assert len(resumed) == 3
+    assert len(resumed) == 4
+    assert "[completion check before your final answer]" in server.user_text(resumed[-1])
     assert "write one" in json.dumps(server.messages(resumed[0])), "the conversation resumed"
     # The resumed run states the level it runs under (the mode is not restored).
     assert server.stated("Permission mode", resumed[0]).startswith("auto-edit")

@@ -52,6 +52,9 @@ impl Session {
                 let mut st = self.lock();
                 st.model_override = Some(editor.clone());
                 st.policy.role = Role::Execute;
+                // What the read-only phase was refused is that role working as designed,
+                // not an unresolved error of the edit the user asked for.
+                st.completion.errors.clear();
                 st.push(Message::user(format!(
                     "[editor phase] Implement this plan now with the file tools, then report what you changed:\n\n{}",
                     plan.text.trim()

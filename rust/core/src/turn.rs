@@ -279,34 +279,38 @@ impl Session {
         // A raise by the human is checked again (a few times at most: float rounding must not
         // make this spin).
         for _ in 0..3 {
-            // The whole tree's spend (sub-agents and calls in flight reserved), not only ours.
-            let (max, spent, share) = {
+            // The whole tree's spend (sub-agents and calls in flight reserved), not only ours;
+            // decided and reserved in one step so parallel sub-agents cannot both pass.
+            let decision = {
                 let st = self.lock();
-                match self
-                    .agents
-                    .budget(st.max_cost_usd, st.cost_usd, st.max_steps)
-                {
-                    (Some(max), spent, share) => (max, spent, share),
-                    (None, ..) => return Ok(max_out),
-                }
+                let own = (st.max_cost_usd, st.cost_usd, st.max_steps);
+                self.agents.reserve_within(own, |max, spent, share| {
+                    let Some(max) = max else {
+                        return (Spend::Unlimited, 0.0);
+                    };
+                    // Sub-agents running side by side share what is left.
+                    let left = (max - spent - input_cost) / share as f64;
+                    if left >= 0.0 {
+                        if price.output_cost_per_token <= 0.0 {
+                            return (Spend::Go(max_out), input_cost);
+                        }
+                        let affordable = (left / price.output_cost_per_token)
+                            .floor()
+                            .min(u64::MAX as f64) as u64;
+                        if affordable >= MIN_ANSWER_TOKENS {
+                            let cap = max_out.map_or(affordable, |m| m.min(affordable));
+                            let held = input_cost + cap as f64 * price.output_cost_per_token;
+                            return (Spend::Go(Some(cap)), held);
+                        }
+                    }
+                    (Spend::Short { spent, max }, 0.0)
+                })
             };
-            // Sub-agents running side by side share what is left.
-            let left = (max - spent - input_cost) / share as f64;
-            if left >= 0.0 {
-                if price.output_cost_per_token <= 0.0 {
-                    self.agents.reserve(input_cost);
-                    return Ok(max_out);
-                }
-                let affordable = (left / price.output_cost_per_token)
-                    .floor()
-                    .min(u64::MAX as f64) as u64;
-                if affordable >= MIN_ANSWER_TOKENS {
-                    let cap = max_out.map_or(affordable, |m| m.min(affordable));
-                    self.agents
-                        .reserve(input_cost + cap as f64 * price.output_cost_per_token);
-                    return Ok(Some(cap));
-                }
-            }
+            let (spent, max) = match decision {
+                Spend::Unlimited => return Ok(max_out),
+                Spend::Go(cap) => return Ok(cap),
+                Spend::Short { spent, max } => (spent, max),
+            };
             // A sub-agent does not ask the human: the ceiling is its parent's.
             if self.agents.is_child() || !self.cost_ceiling_allows(spent, minimal_cost, max) {
                 break;
@@ -796,4 +800,14 @@ pub(crate) fn interrupted() -> TurnSummary {
         error: Some("interrupted".into()),
         text: String::new(),
     }
+}
+
+/// What the spend ceiling allows for the next call.
+enum Spend {
+    /// No ceiling is set.
+    Unlimited,
+    /// The call may go, with this `max_tokens`.
+    Go(Option<u64>),
+    /// Not even a minimal answer fits in what is left.
+    Short { spent: f64, max: f64 },
 }

@@ -64,16 +64,12 @@ pub(crate) enum Kind {
 pub(crate) fn classify(tool: &str, arguments: &str) -> Kind {
     let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
     match tool {
-        "read" | "grep" | "glob" => {
-            let family = (tool == "glob").then(|| {
-                let root = args.get("path").and_then(Value::as_str).unwrap_or(".");
-                format!("glob::{}", normal_root(root))
-            });
-            Kind::Navigation {
-                key: format!("{tool}:{}", semantic(&args)),
-                family,
-            }
-        }
+        // The glob tool matches one pattern, like grep: distinct patterns under one root are
+        // distinct questions, not a rescan (the seed's listing family is ls, find and fd).
+        "read" | "grep" | "glob" => Kind::Navigation {
+            key: format!("{tool}:{}", semantic(&args)),
+            family: None,
+        },
         "bash" => {
             let command = args
                 .get("command")

@@ -141,6 +141,33 @@ impl AgentLink {
         }
     }
 
+    /// `budget` and a reservation as one step under the ledger's lock: `decide` sees the
+    /// tree's ceiling, spend and share and returns its answer with the amount to hold, so
+    /// two sessions deciding at once can never both take the last of the budget.
+    pub(crate) fn reserve_within<T>(
+        &self,
+        own: (Option<f64>, f64, Option<u32>),
+        decide: impl FnOnce(Option<f64>, f64, u32) -> (T, f64),
+    ) -> T {
+        self.release();
+        let mut l = self.ledger.lock();
+        let (max, spent, share) = if self.is_child() {
+            let spent = l.root_cost + l.children_cost + l.reserved;
+            (l.max_cost, spent, l.active.max(1))
+        } else {
+            l.max_cost = own.0;
+            l.root_cost = own.1;
+            l.max_steps = own.2;
+            (own.0, own.1 + l.children_cost + l.reserved, 1)
+        };
+        let (answer, amount) = decide(max, spent, share);
+        if amount > 0.0 {
+            l.reserved += amount;
+            *self.reserved.lock().unwrap_or_else(|e| e.into_inner()) += amount;
+        }
+        answer
+    }
+
     /// The main session's ceiling, step limit and cost, for sub-agents about to start.
     pub(crate) fn publish(&self, max: Option<f64>, cost: f64, max_steps: Option<u32>) {
         if !self.is_child() {
@@ -148,14 +175,6 @@ impl AgentLink {
             l.max_cost = max;
             l.root_cost = cost;
             l.max_steps = max_steps;
-        }
-    }
-
-    /// Holds `amount` until the call is settled.
-    pub(crate) fn reserve(&self, amount: f64) {
-        if amount > 0.0 {
-            self.ledger.lock().reserved += amount;
-            *self.reserved.lock().unwrap_or_else(|e| e.into_inner()) += amount;
         }
     }
 
@@ -255,7 +274,7 @@ mod tests {
         let a = child(&root.ledger);
         let b = child(&root.ledger);
         assert!(a.is_child() && b.is_child());
-        a.reserve(0.3);
+        a.reserve_within((None, 0.0, None), |_, _, _| ((), 0.3));
         // b sees the root's cost and a's reservation.
         let (max, spent, _) = b.budget(None, 0.0, None);
         assert_eq!(max, Some(1.0));
@@ -267,6 +286,34 @@ mod tests {
         // The root sees the same tree total.
         let (_, spent, _) = root.budget(Some(1.0), 0.25, None);
         assert!((spent - 0.35).abs() < 1e-9, "{spent}");
+    }
+
+    #[test]
+    fn parallel_sub_agents_never_both_take_the_last_of_the_budget() {
+        let root = AgentLink::at_open();
+        root.publish(Some(1.0), 0.0, None);
+        let kids: Vec<AgentLink> = (0..8).map(|_| child(&root.ledger)).collect();
+        let granted = std::sync::atomic::AtomicU32::new(0);
+        std::thread::scope(|scope| {
+            for kid in &kids {
+                let granted = &granted;
+                scope.spawn(move || {
+                    let go = kid.reserve_within((None, 0.0, None), |max, spent, _| {
+                        // A slow decision: a check-then-reserve race would show here.
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        if max.unwrap_or(0.0) - spent >= 0.3 {
+                            (true, 0.3)
+                        } else {
+                            (false, 0.0)
+                        }
+                    });
+                    if go {
+                        granted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                });
+            }
+        });
+        assert_eq!(granted.into_inner(), 3, "0.3 fits three times in 1.0");
     }
 
     #[test]

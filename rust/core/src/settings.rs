@@ -45,6 +45,7 @@ const READ_AT_USE: &[&str] = &[
     "completion.track_commands",
     "tools.max_consecutive_blocked_tool_calls_per_turn",
     "tools.max_tool_calls_per_turn",
+    "tools.defer",
     "lsp.enabled",
     "lsp.diagnostics_timeout_ms",
     "features.hooks",

@@ -38,15 +38,19 @@ const C_TAGS: &str = r#"
 ((type_identifier) @name) @reference.type
 "#;
 
-/// C++: C's, plus classes, methods defined in or out of their class, and qualified calls.
+/// C++: C's, plus classes, methods defined in or out of their class (`ns::Class::m` nests
+/// one qualified_identifier per scope, hence one pattern per depth), and qualified calls.
 const CPP_TAGS: &str = r#"
 (class_specifier name: (type_identifier) @name body: (_)) @definition.class
 (function_definition declarator: (function_declarator declarator: (qualified_identifier name: (identifier) @name))) @definition.method
+(function_definition declarator: (function_declarator declarator: (qualified_identifier name: (qualified_identifier name: (identifier) @name)))) @definition.method
+(function_definition declarator: (function_declarator declarator: (qualified_identifier name: (qualified_identifier name: (qualified_identifier name: (identifier) @name))))) @definition.method
 (function_definition declarator: (function_declarator declarator: (field_identifier) @name)) @definition.method
 (function_definition declarator: (reference_declarator (function_declarator declarator: (identifier) @name))) @definition.function
 (field_declaration declarator: (function_declarator declarator: (field_identifier) @name)) @definition.declaration
 (namespace_definition name: (namespace_identifier) @name) @definition.module
 (call_expression function: (qualified_identifier name: (identifier) @name)) @reference.call
+(call_expression function: (qualified_identifier name: (qualified_identifier name: (identifier) @name))) @reference.call
 (new_expression type: (type_identifier) @name) @reference.class
 "#;
 

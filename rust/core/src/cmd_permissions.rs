@@ -124,13 +124,7 @@ pub(crate) fn note_mentions(s: &Session, text: &str) {
 /// project's secret files and key material redacted, unless the user named or allowed the
 /// file (issue 11 §4). The model's own API key is always redacted.
 pub(crate) fn redact<'a>(s: &Session, policy: &Policy, text: &'a str) -> Cow<'a, str> {
-    let key = s
-        .opts
-        .model
-        .api_key
-        .clone()
-        .or_else(|| std::env::var("D2A_MODEL_API_KEY").ok())
-        .filter(|k| !k.trim().is_empty());
+    let key = s.model_key();
     let extra: Vec<(String, String)> = key
         .map(|k| vec![(k.trim().to_string(), "the model API key".to_string())])
         .unwrap_or_default();

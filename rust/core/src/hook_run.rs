@@ -88,7 +88,7 @@ fn run_command(s: &Session, hook: &Hook, input: &Value) -> HookRun {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env_remove("D2A_MODEL_API_KEY")
+        .env_remove(yuyao_protocol::MODEL_KEY_VAR)
         .env("YUYAO_PROJECT_DIR", &dir)
         .env("CLAUDE_PROJECT_DIR", &dir)
         .env("YUYAO_HOOK_EVENT", hook.event.name());

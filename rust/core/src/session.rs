@@ -649,6 +649,28 @@ impl Session {
             .filter(|s| !s.trim().is_empty())
     }
 
+    /// The model endpoint: `--base-url`/the front's options, then `D2A_MODEL_BASE_URL`.
+    pub(crate) fn model_base_url(&self) -> Option<String> {
+        self.opts
+            .model
+            .base_url
+            .clone()
+            .or_else(|| std::env::var("D2A_MODEL_BASE_URL").ok())
+            .filter(|s| !s.trim().is_empty())
+    }
+
+    /// The model key: the front's (hidden from /proc, see `yuyao_model::key`), then the
+    /// variable. Read here only, so the chat client, the memory gateway and the redaction of
+    /// tool results agree on which key is in force.
+    pub(crate) fn model_key(&self) -> Option<String> {
+        self.opts
+            .model
+            .api_key
+            .clone()
+            .or_else(|| std::env::var(yuyao_protocol::MODEL_KEY_VAR).ok())
+            .filter(|k| !k.trim().is_empty())
+    }
+
     /// Runs `fut` on the session's runtime (made on first use, so opening stays cheap).
     pub(crate) fn block_on<F: std::future::Future>(&self, fut: F) -> Result<F::Output, CoreError> {
         let mut guard = self.runtime.lock().unwrap_or_else(|e| e.into_inner());

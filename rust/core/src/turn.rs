@@ -201,13 +201,7 @@ impl Session {
     }
 
     pub(crate) fn client(&self) -> Result<ModelClient, String> {
-        let base = self
-            .opts
-            .model
-            .base_url
-            .clone()
-            .or_else(|| std::env::var("D2A_MODEL_BASE_URL").ok())
-            .filter(|s| !s.trim().is_empty());
+        let base = self.model_base_url();
         let name = self.model_name();
         let (Some(base), Some(name)) = (base, name) else {
             return Err(
@@ -215,13 +209,7 @@ impl Session {
                     .into(),
             );
         };
-        let key = self
-            .opts
-            .model
-            .api_key
-            .clone()
-            .or_else(|| std::env::var("D2A_MODEL_API_KEY").ok())
-            .unwrap_or_default();
+        let key = self.model_key().unwrap_or_default();
         let mut cfg = ModelConfig::new(&base, &name, &key);
         self.configure_client(&mut cfg);
         ModelClient::new(cfg).map_err(|e| e.to_string())

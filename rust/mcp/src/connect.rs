@@ -9,7 +9,7 @@ use std::path::Path;
 use yuyao_store::McpServer;
 
 /// The agent's own model credential: never handed to a server.
-const MODEL_KEY_VAR: &str = "D2A_MODEL_API_KEY";
+use yuyao_protocol::MODEL_KEY_VAR;
 
 pub(crate) async fn connect(
     name: &str,

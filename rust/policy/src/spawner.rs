@@ -61,7 +61,7 @@ impl Launch {
 }
 
 /// The agent's own model credential is not the tools' business (exfiltration guard).
-const HIDDEN: &str = "D2A_MODEL_API_KEY";
+const HIDDEN: &str = yuyao_protocol::MODEL_KEY_VAR;
 
 type Started = io::Result<(Child, Option<OwnedFd>)>;
 /// What to start, whether the helper may be used, where to answer.

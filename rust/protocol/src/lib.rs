@@ -194,6 +194,11 @@ pub enum PermissionAnswer {
 /// The version every crate, the Python package and the wheel share (from `VERSION`).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The environment variable that carries the model's API key to the front. It is taken out
+/// of every child's environment (tools, hooks, MCP and language servers): the agent's own
+/// credential is not theirs to read.
+pub const MODEL_KEY_VAR: &str = "D2A_MODEL_API_KEY";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -159,7 +159,7 @@ fn spawn_detached(
         .stderr(err);
     // The key left this process's environment (hide_model_key): the session needs it.
     if let Some(key) = key {
-        cmd.env("D2A_MODEL_API_KEY", key);
+        cmd.env(yuyao_protocol::MODEL_KEY_VAR, key);
     }
     // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
     unsafe {

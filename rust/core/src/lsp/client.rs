@@ -15,7 +15,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The model's key never reaches a language server (as for hooks and MCP servers).
-const MODEL_KEY_VAR: &str = "D2A_MODEL_API_KEY";
+use yuyao_protocol::MODEL_KEY_VAR;
 
 #[derive(Default)]
 struct Inner {

@@ -58,20 +58,9 @@ pub(crate) fn provider(s: &Session) -> Result<Provider, String> {
         "bm25" => Provider::Bm25,
         "gateway" => {
             let base_url = s
-                .opts
-                .model
-                .base_url
-                .clone()
-                .or_else(|| std::env::var("D2A_MODEL_BASE_URL").ok())
-                .filter(|b| !b.trim().is_empty())
+                .model_base_url()
                 .ok_or("memorySearch.provider is gateway, but no endpoint is configured (D2A_MODEL_BASE_URL)")?;
-            let api_key = s
-                .opts
-                .model
-                .api_key
-                .clone()
-                .or_else(|| std::env::var("D2A_MODEL_API_KEY").ok())
-                .filter(|k| !k.is_empty());
+            let api_key = s.model_key();
             let model = s
                 .config
                 .get("memorySearch.model")

@@ -53,11 +53,11 @@ pub fn send(sock: BorrowedFd<'_>, bytes: &[u8], fds: &[RawFd]) -> io::Result<()>
             // SAFETY: the control buffer has room for one header and MAX_FDS descriptors.
             unsafe {
                 msg.msg_control = cbuf.as_mut_ptr().cast();
-                msg.msg_controllen = libc::CMSG_SPACE(len as u32) as usize;
+                msg.msg_controllen = libc::CMSG_SPACE(len as u32) as _;
                 let c = libc::CMSG_FIRSTHDR(&msg);
                 (*c).cmsg_level = libc::SOL_SOCKET;
                 (*c).cmsg_type = libc::SCM_RIGHTS;
-                (*c).cmsg_len = libc::CMSG_LEN(len as u32) as usize;
+                (*c).cmsg_len = libc::CMSG_LEN(len as u32) as _;
                 std::ptr::copy_nonoverlapping(fds.as_ptr().cast::<u8>(), libc::CMSG_DATA(c), len);
             }
         }
@@ -95,7 +95,11 @@ pub fn receive(fd: RawFd) -> Result<(Vec<u8>, Vec<OwnedFd>), i32> {
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = cbuf.as_mut_ptr().cast();
-        msg.msg_controllen = cbuf.len();
+        // usize with glibc, u32 with musl (the helper may be built for either).
+        #[allow(clippy::unnecessary_cast)]
+        {
+            msg.msg_controllen = cbuf.len() as _;
+        }
         // SAFETY: msg describes live buffers.
         let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_CMSG_CLOEXEC) };
         if n < 0 {

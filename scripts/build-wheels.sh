@@ -95,9 +95,7 @@ stamp_before="$(scripts/source-stamp.sh)" || die "scripts/source-stamp.sh failed
 
 # The wheel's sandbox helper is linked against musl (see rust/policy/build.rs: glibc's start-up
 # costs ~0.65 ms per command in a VM); that needs the musl target's std.
-if command -v rustup >/dev/null && ! rustup target list --installed | grep -qx x86_64-unknown-linux-musl; then
-    rustup target add x86_64-unknown-linux-musl || die "rustup could not add the x86_64-unknown-linux-musl target"
-fi
+scripts/musl-target.sh || die "the x86_64-unknown-linux-musl target could not be added"
 say "building the yuyao wheel (release, abi3 cp39, manylinux2014 via zig); CARGO_TARGET_DIR=$CARGO_TARGET_DIR"
 # nice: this machine is shared with interactive work; a release build would otherwise hog it.
 nice -n 19 "${maturin[@]}" build --release --zig --compatibility manylinux2014 \

@@ -283,6 +283,13 @@ fn parse_or<T: std::str::FromStr<Err = String>>(
         .unwrap_or(default)
 }
 
+/// `given`, else the environment variable `var`; blank counts as unset.
+fn given_or_env(given: Option<String>, var: &str) -> Option<String> {
+    given
+        .or_else(|| std::env::var(var).ok())
+        .filter(|v| !v.trim().is_empty())
+}
+
 impl Session {
     pub fn open(
         opts: SessionOptions,
@@ -641,34 +648,26 @@ impl Session {
 
     /// The model name in force: `/model`, then `--model`/config, then `D2A_MODEL_NAME`.
     pub fn model_name(&self) -> Option<String> {
-        let st = self.lock();
-        st.model_override
-            .clone()
-            .or_else(|| self.opts.model.name.clone())
-            .or_else(|| std::env::var("D2A_MODEL_NAME").ok())
-            .filter(|s| !s.trim().is_empty())
+        let chosen = self.lock().model_override.clone();
+        given_or_env(
+            chosen.or_else(|| self.opts.model.name.clone()),
+            "D2A_MODEL_NAME",
+        )
     }
 
     /// The model endpoint: `--base-url`/the front's options, then `D2A_MODEL_BASE_URL`.
     pub(crate) fn model_base_url(&self) -> Option<String> {
-        self.opts
-            .model
-            .base_url
-            .clone()
-            .or_else(|| std::env::var("D2A_MODEL_BASE_URL").ok())
-            .filter(|s| !s.trim().is_empty())
+        given_or_env(self.opts.model.base_url.clone(), "D2A_MODEL_BASE_URL")
     }
 
     /// The model key: the front's (hidden from /proc, see `yuyao_model::key`), then the
     /// variable. Read here only, so the chat client, the memory gateway and the redaction of
     /// tool results agree on which key is in force.
     pub(crate) fn model_key(&self) -> Option<String> {
-        self.opts
-            .model
-            .api_key
-            .clone()
-            .or_else(|| std::env::var(yuyao_protocol::MODEL_KEY_VAR).ok())
-            .filter(|k| !k.trim().is_empty())
+        given_or_env(
+            self.opts.model.api_key.clone(),
+            yuyao_protocol::MODEL_KEY_VAR,
+        )
     }
 
     /// Runs `fut` on the session's runtime (made on first use, so opening stays cheap).

@@ -29,7 +29,7 @@ def test_namespaced_command_with_args_file_and_shell(fake_llm, api, repo):
     (repo / "notes.txt").write_text("the notes body\n")
     (repo / "calc.py").write_text("changed\n")
     server = fake_llm([say("Committed.")])
-    s = api(server)
+    s = api(server, trust_project=True)
     assert "/git:commit" in s.dispatch("/help")
     assert "Commit with a message" in s.dispatch("/help git:commit")
     assert s.dispatch("/git:commit fix the adder") == "Committed."
@@ -44,7 +44,7 @@ def test_shell_and_secret_refs_pass_the_policy(fake_llm, api, repo):
     put(repo / ".yuyao" / "commands" / "leak.md", "Env: @{.env}\nRun: !{touch pwned}\n")
     (repo / ".env").write_text("API_TOKEN=s3cr3t-value-123456\n")
     server = fake_llm([say("ok")])
-    s = api(server, deny=["Bash(touch:*)"])
+    s = api(server, trust_project=True, deny=["Bash(touch:*)"])
     s.dispatch("/leak")
     prompt = server.user_text(0)
     assert "s3cr3t-value-123456" not in json.dumps(server.requests[0]["body"])
@@ -54,7 +54,7 @@ def test_shell_and_secret_refs_pass_the_policy(fake_llm, api, repo):
 
 def test_dropped_in_file_works_without_restart_and_builtins_win(fake_llm, api, repo, yuyao_home):
     server = fake_llm([say("reviewed")])
-    s = api(server)
+    s = api(server, trust_project=True)
     with pytest.raises(ValueError, match="unknown command"):
         s.dispatch("/review-pr 12")
     put(yuyao_home / "commands" / "review-pr.md", "Review pull request $1 carefully.\n")

@@ -78,7 +78,7 @@ fi
             say("Tried."),
         ]
     )
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     s.chat("remove calc.py")
     assert (repo / "calc.py").exists(), "the denied rm ran"
     assert (repo / "out.txt").read_text() == "harmless\n", "an allowed command must still run"
@@ -104,7 +104,7 @@ def test_claude_pre_tool_use_exit_2_denies_only_matching_tools(fake_llm, api, re
             say("Done."),
         ]
     )
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     s.chat("write new.txt")
     assert not (repo / "new.txt").exists()
     assert any("writes go through review" in r for r in server.tool_results(1).values())
@@ -117,7 +117,7 @@ def test_post_tool_use_output_reaches_the_model(fake_llm, api, repo):
         {"PostToolUse": claude("echo 'formatter: 2 files reformatted'", matcher="Bash")},
     )
     server = fake_llm([call("bash", command="echo hi"), say("Done.")])
-    api(server, mode="yolo").chat("say hi")
+    api(server, trust_project=True, mode="yolo").chat("say hi")
     (result,) = server.tool_results(1).values()
     assert "hi" in result and "formatter: 2 files reformatted" in result, result
 
@@ -133,7 +133,7 @@ echo 'house rule: answer in one line'"""
         },
     )
     server = fake_llm([say("One line.")])
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     with pytest.raises(RuntimeError, match="no passwords in prompts"):
         s.chat("my password is hunter2")
     assert not server.requests, "a blocked prompt must not reach the model"
@@ -158,7 +158,7 @@ def test_stop_gate_fails_once_the_model_fixes_then_it_passes(fake_llm, api, repo
             say("Fixed and done."),
         ]
     )
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     assert s.chat("do the task") == "Fixed and done."
     assert len(server.requests) == 3
     assert "gate: fixed.txt is missing" in json.dumps(server.messages(1))
@@ -210,16 +210,18 @@ def test_untrusted_project_hook_not_run_by_run_agent(fake_llm, env, run_agent, r
 
 
 def test_project_hooks_follow_the_front(fake_llm, api, use_env, repo, tmp_path):
-    """agent_api runs them unless project_extensions=False; a TUI-like session (no front
-    decision) only once the project is trusted."""
+    """agent_api runs them only with trust_project=True (and not with project_extensions=False);
+    a TUI-like session (no front decision) only once the project is trusted."""
     from yuyao import _core
 
     marker = tmp_path / "ran.txt"
     marker_hooks(repo / ".yuyao" / "hooks.json", marker)
-    server = fake_llm([say("a"), say("b"), say("c")])
-    api(server, project_extensions=False).chat("hi")
+    server = fake_llm([say("a"), say("b"), say("c"), say("d")])
+    api(server, trust_project=True, project_extensions=False).chat("hi")
     assert not marker.exists()
     api(server).chat("hi")
+    assert not marker.exists(), "agent_api ran a project hook without trust_project=True"
+    api(server, trust_project=True).chat("hi")
     assert marker.read_text() == "start\n"
     marker.unlink()
     use_env(server)
@@ -247,7 +249,7 @@ def test_malformed_file_is_named_with_its_line_and_the_rest_loads(
     (repo / ".yuyao" / "hooks.json").write_text('{\n  "hooks": {\n    "Stop": [,]\n  }\n}\n')
     write_hooks(repo / "hooks.json", {"SessionStart": claude(f"echo start >> {marker}")})
     server = fake_llm([say("Hello.")])
-    proc = yuyao("-p", "hi", env=env(server))
+    proc = yuyao("-p", "--trust-project", "hi", env=env(server))
     assert proc.returncode == 0, proc.stderr
     assert ".yuyao/hooks.json" in proc.stderr and "line 3" in proc.stderr, proc.stderr
     assert marker.read_text() == "start\n", "the valid file's hook did not run"
@@ -260,7 +262,7 @@ def test_hooks_list_by_event_and_disable_one(fake_llm, api, repo, tmp_path):
         {"PreToolUse": claude(f"echo pre >> {marker}", matcher="Bash")},
     )
     server = fake_llm([call("bash", command="true"), say("a")])
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     listing = s.dispatch("/hooks")
     assert "PreToolUse:" in listing and "[project]" in listing and "matcher: Bash" in listing
     assert "#1" in s.dispatch("/hooks disable 1")
@@ -268,7 +270,7 @@ def test_hooks_list_by_event_and_disable_one(fake_llm, api, repo, tmp_path):
     assert not marker.exists(), "a disabled hook ran"
     assert "disabled" in s.dispatch("/hooks list")
     s.close()
-    again = api(server, mode="yolo")
+    again = api(server, trust_project=True, mode="yolo")
     assert "disabled" in again.dispatch("/hooks list"), "the choice was not kept"
     again.dispatch("/hooks enable 1")
     assert "(on," in again.dispatch("/hooks list")
@@ -281,7 +283,7 @@ def test_features_disable_hooks_makes_them_inert(fake_llm, env, yuyao, api, repo
     listed = yuyao("features", "list", env=env())
     assert "hooks    disabled" in listed.stdout, listed.stdout
     server = fake_llm([call("bash", command="rm calc.py"), say("Removed.")])
-    api(server, mode="yolo").chat("remove calc.py")
+    api(server, trust_project=True, mode="yolo").chat("remove calc.py")
     assert not (repo / "calc.py").exists(), "a disabled feature's hook still denied the call"
     assert yuyao("features", "enable", "hooks", env=env()).returncode == 0
     assert "hooks    enabled" in yuyao("features", "list", env=env()).stdout
@@ -310,7 +312,7 @@ def test_a_hanging_hook_is_killed_at_its_timeout(fake_llm, api, repo, tmp_path):
         },
     )
     server = fake_llm([call("bash", command="echo ran > ran.txt"), say("Done.")])
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     t0 = time.monotonic()
     s.chat("go")
     assert time.monotonic() - t0 < 10
@@ -348,7 +350,7 @@ def test_the_agent_cannot_rewrite_hook_or_claude_settings_files(fake_llm, api, r
             say("Tried."),
         ]
     )
-    api(server, mode="yolo").chat("go")
+    api(server, trust_project=True, mode="yolo").chat("go")
     assert {p: p.read_text() for p in before} == before
 
 
@@ -361,14 +363,14 @@ def test_a_hook_file_written_during_a_session_is_held_until_approved(fake_llm, a
     server = fake_llm(
         [call("bash", command=f"echo '{planted}' > hooks.json"), say("Planted."), say("a")]
     )
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     s.chat("go")
     assert (repo / "hooks.json").exists(), "the scenario needs the tool to create the file"
     s.close()
-    again = api(server)
+    again = api(server, trust_project=True)
     assert not marker.exists(), "a hook file the agent wrote ran at the next session"
     assert "SessionStart" not in again.dispatch("/hooks list")
     assert "hooks.json" in again.dispatch("/hooks approve")
     assert "SessionStart" in again.dispatch("/hooks list")
-    api(server)
+    api(server, trust_project=True)
     assert marker.exists(), "an approved hook file did not run"

@@ -38,7 +38,7 @@ def lsp(cid: str, **args):
 
 
 def run_p(yuyao, env, server, *flags, timeout=120):
-    return yuyao("-p", "Look at the code.", "--yolo", *flags, env=env(server), timeout=timeout)
+    return yuyao("-p", "--trust-project", "Look at the code.", "--yolo", *flags, env=env(server), timeout=timeout)
 
 
 def use_server(yuyao_home: Path, argv: list[str], extra: str = "") -> None:
@@ -301,7 +301,7 @@ def test_agent_api_with_config(api, fake_llm, yuyao_home):
             say(ANSWER),
         ]
     )
-    session = api(server, mode="yolo")
+    session = api(server, trust_project=True, mode="yolo")
     assert "lsp" in session.dispatch("/tools")
     session.chat("Break calc.py on purpose.")
     assert "lsp" in server.tool_names(0)

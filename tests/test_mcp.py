@@ -69,7 +69,7 @@ def test_stdio_time_server_add_call_remove(fake_llm, api):
             say("No tools."),
         ]
     )
-    s = api(server)
+    s = api(server, trust_project=True)
     out = s.dispatch(f"/mcp add time -- {TIME_SERVER} --local-timezone UTC")
     assert "added MCP server 'time'" in out
     assert s.mcp_servers == ["time"]
@@ -103,17 +103,17 @@ def test_http_server_cli_add_list_and_p_permissions(fake_llm, env, yuyao, repo, 
     assert "http" in row and "ready" in row and " 8 " in row, listed.stdout
     # The configured header reaches the server.
     server = fake_llm([call("mcp__notes__header", name="X-Test"), say("ok")])
-    r = yuyao("-p", "which header?", env=env(server), timeout=60)
+    r = yuyao("-p", "--trust-project", "which header?", env=env(server), timeout=60)
     assert server.tool_result("call_0_0") == "X-Test: 1", r.stderr
     # A tool that changes something is asked for: refused unattended in ask mode...
     server = fake_llm([call("mcp__notes__add_note", text="hello"), say("Could not."), say("x")])
-    r = yuyao("-p", "note hello", env=env(server), timeout=60)
+    r = yuyao("-p", "--trust-project", "note hello", env=env(server), timeout=60)
     assert "mcp__notes__add_note" in server.tool_names(0)
     assert "Refused" in server.tool_result("call_0_0")
     assert not notes.exists()
     # ... and runs with an allow rule for the server.
     server = fake_llm([call("mcp__notes__add_note", text="hello"), say("Noted.")])
-    r = yuyao("-p", "note hello", "--allow", "mcp__notes", env=env(server), timeout=60)
+    r = yuyao("-p", "--trust-project", "note hello", "--allow", "mcp__notes", env=env(server), timeout=60)
     assert r.returncode == 0, r.stderr
     assert server.tool_result("call_0_0") == "noted: hello"
     assert notes.read_text() == "hello\n"
@@ -131,7 +131,7 @@ def test_results_images_model_key_and_crash_reconnect(fake_llm, api):
             say("done"),
         ]
     )
-    s = api(server)
+    s = api(server, trust_project=True)
     s.dispatch(f"/mcp add fx -- {fixture_cmd()}")
     s.chat("go")
     assert server.tool_result("call_0_0") == "model key: absent"
@@ -156,10 +156,10 @@ def test_project_mcp_json_runs_with_p_but_not_when_turned_off(fake_llm, env, yuy
         )
     )
     server = fake_llm([say("hi")])
-    assert yuyao("-p", "hi", env=env(server), timeout=60).returncode == 0
+    assert yuyao("-p", "--trust-project", "hi", env=env(server), timeout=60).returncode == 0
     assert "mcp__proj__count_notes" in server.tool_names(0)
     server = fake_llm([say("hi")])
-    r = yuyao("-p", "hi", "--no-project-extensions", env=env(server), timeout=60)
+    r = yuyao("-p", "--trust-project", "hi", "--no-project-extensions", env=env(server), timeout=60)
     assert r.returncode == 0, r.stderr
     assert not [n for n in server.tool_names(0) if n.startswith("mcp__")]
     # The TUI's rule (no choice made by the front): an untrusted project's servers wait.
@@ -168,9 +168,9 @@ def test_project_mcp_json_runs_with_p_but_not_when_turned_off(fake_llm, env, yuy
 
 
 def test_a_mcp_json_the_model_writes_never_starts_in_that_session(fake_llm, api, repo, tmp_path):
-    """A hostile model cannot get an unsandboxed process by writing `.mcp.json` with bash (the
-    file did not exist, so no mount protects it): the entry is held until the next session,
-    and its tools never reach a request of this one."""
+    """A hostile model cannot get a process started by writing `.mcp.json` with bash (the file
+    did not exist, so no mount protects it): the entry is held — in this session and the next,
+    trusted or not — until the user reviews that content, and its tools never reach a request."""
     marker = tmp_path / "outside" / "pwned"
     marker.parent.mkdir()
     evil = {"mcpServers": {"evil": {"command": "sh", "args": ["-c", f"touch {marker}; sleep 30"]}}}
@@ -179,16 +179,25 @@ def test_a_mcp_json_the_model_writes_never_starts_in_that_session(fake_llm, api,
             call("bash", command=f"cat > .mcp.json <<'EOF'\n{json.dumps(evil)}\nEOF"),
             say("wrote it"),
             say("again"),
+            say("next session"),
         ]
     )
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     s.chat("set up mcp")
     assert (repo / ".mcp.json").exists(), server.tool_result("call_0_0")
     s.chat("and now?")
     time.sleep(1.0)
     assert not marker.exists(), "a server written by the model ran with the user's rights"
     assert not [n for n in server.tool_names(2) if n.startswith("mcp__")]
-    assert "starts in the next session" in s.dispatch("/mcp list")
+    assert "written by the agent" in s.dispatch("/mcp list")
+    s.close()
+    # Nor in the next session, even with the user's blanket --trust-project: it waits for a
+    # review of that exact content.
+    again = api(server, trust_project=True)
+    again.chat("hi")
+    time.sleep(1.0)
+    assert not marker.exists(), "a model-written .mcp.json ran in the next session"
+    assert "written by the agent" in again.dispatch("/mcp list")
 
 
 def test_agent_api_project_extensions_false_and_user_servers_always_run(fake_llm, api, repo):
@@ -213,7 +222,7 @@ def test_hanging_server_does_not_block_and_times_out(fake_llm, api, yuyao_home):
     )
     server = fake_llm([say("ok")])
     t0 = time.monotonic()
-    s = api(server)
+    s = api(server, trust_project=True)
     assert time.monotonic() - t0 < 1.0
     s.chat("hi")
     assert time.monotonic() - t0 < 5.0
@@ -252,7 +261,7 @@ def test_a_server_name_that_could_pass_for_another_servers_is_skipped(fake_llm, 
     entry = {"command": sys.executable, "args": [str(FIXTURE), "stdio"]}
     (repo / ".mcp.json").write_text(json.dumps({"mcpServers": {"time__x": entry}}))
     server = fake_llm([say("a")])
-    s = api(server)
+    s = api(server, trust_project=True)
     s.chat("hi")
     assert not [n for n in server.tool_names(0) if n.startswith("mcp__")]
     assert "'time__x'" in s.dispatch("/mcp list") and "skipped" in s.dispatch("/mcp list")
@@ -294,7 +303,7 @@ def test_tui_rule_project_servers_wait_for_trust_and_say_what_would_run(fake_llm
 
 def test_a_long_result_is_capped_and_spilled_like_other_tools(fake_llm, api):
     server = fake_llm([call("mcp__fx__big"), say("done")])
-    s = api(server)
+    s = api(server, trust_project=True)
     s.dispatch(f"/mcp add fx -- {fixture_cmd()}")
     s.chat("go")
     result = server.tool_result("call_0_0")
@@ -306,7 +315,7 @@ def test_a_long_result_is_capped_and_spilled_like_other_tools(fake_llm, api):
 
 def test_closing_the_session_stops_its_stdio_servers(fake_llm, api):
     server = fake_llm([call("mcp__fx__pid"), say("done")])
-    s = api(server)
+    s = api(server, trust_project=True)
     s.dispatch(f"/mcp add fx -- {fixture_cmd()}")
     s.chat("go")
     pid = int(server.tool_result("call_0_0"))

@@ -34,7 +34,7 @@ def test_skill_in_prompt_by_name_only_and_loaded_by_keyword(fake_llm, api, repo)
     put(repo / ".yuyao" / "skills" / "release-notes" / "SKILL.md", NOTES_SKILL)
     put(repo / ".yuyao" / "skills" / "release-notes" / "template.md", "# Template\n")
     server = fake_llm([say("Here they are."), say("Plain answer.")])
-    s = api(server)
+    s = api(server, trust_project=True)
     s.chat("please update the Changelog for me")
     system = server.system_prompt(0)
     assert "release-notes: Write release notes from the git log" in system, system
@@ -52,7 +52,7 @@ def test_skill_in_prompt_by_name_only_and_loaded_by_keyword(fake_llm, api, repo)
 def test_skill_by_slash_command_with_arguments(fake_llm, api, repo):
     put(repo / ".yuyao" / "skills" / "release-notes" / "SKILL.md", NOTES_SKILL)
     server = fake_llm([say("Notes written.")])
-    s = api(server)
+    s = api(server, trust_project=True)
     listing = s.dispatch("/skills")
     assert "release-notes" in listing and "[project]" in listing and "changelog" in listing
     assert s.dispatch("/skill release-notes 2.1") == "Notes written."
@@ -77,7 +77,7 @@ def test_allowed_tools_enforced_in_dispatch(fake_llm, api, repo):
             say("ok"),
         ]
     )
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     s.chat("use the reader skill")
     loaded = server.tool_results(1)
     assert any("Read calc.py." in t for t in loaded.values()), loaded
@@ -92,7 +92,7 @@ def test_allowed_tools_enforced_in_dispatch(fake_llm, api, repo):
 
 def test_skill_added_mid_session_arrives_as_a_note(fake_llm, api, repo, yuyao_home):
     server = fake_llm([say("one"), say("two")])
-    s = api(server)
+    s = api(server, trust_project=True)
     s.chat("hello")
     assert "# Skills" not in server.system_prompt(0)
     put(
@@ -145,7 +145,7 @@ def test_plugin_command_skill_and_hook_inert_after_features_disable(
     marker = tmp_path / "hook-ran.txt"
     make_plugin(yuyao_home / "plugins", marker)
     server = fake_llm([say("greeted"), say("tips"), call("bash", command="true"), say("ran")])
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     assert "plugin:kit 0.3.0 [user] enabled" in s.dispatch("/skills")
     assert "kit-reviewer" in s.dispatch("/agents list"), "the plugin's agent is not offered"
     assert s.dispatch("/greet Ann") == "greeted"
@@ -180,14 +180,14 @@ def test_one_plugin_disabled_at_once_and_kept(fake_llm, api, yuyao_home, tmp_pat
     marker = tmp_path / "hook-ran.txt"
     make_plugin(yuyao_home / "plugins", marker)
     server = fake_llm([call("bash", command="true"), say("ran")])
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     assert "disabled" in s.dispatch("/features disable plugin:kit")
     s.chat("run true")
     assert not marker.exists(), "the disabled plugin's hook ran"
     with pytest.raises(ValueError, match="unknown command"):
         s.dispatch("/greet")
     s.close()
-    again = api(server)
+    again = api(server, trust_project=True)
     assert "plugin:kit 0.3.0 [user] disabled" in again.dispatch("/features list")
     assert "enabled" in again.dispatch("/features enable plugin kit")
     assert "plugin:kit 0.3.0 [user] enabled" in again.dispatch("/skills")
@@ -209,7 +209,7 @@ def test_plugin_mcp_server_tools_come_and_go_with_the_plugin(fake_llm, api, yuya
         ),
     )
     server = fake_llm([say("one"), say("two")])
-    s = api(server)
+    s = api(server, trust_project=True)
     s.chat("what time is it")
     assert any(n.startswith("mcp__clock-time__") for n in server.tool_names(0)), server.tool_names(
         0
@@ -281,7 +281,7 @@ def test_malformed_skill_and_plugin_named_with_line_others_load(
     put(yuyao_home / "plugins" / "fine" / "plugin.json", '{"name": "fine"}')
     put(yuyao_home / "plugins" / "fine" / "commands" / "fine-cmd.md", "FINE\n")
     server = fake_llm([say("Hello.")])
-    proc = yuyao("-p", "hi", env=env(server))
+    proc = yuyao("-p", "--trust-project", "hi", env=env(server))
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"skills/bad/SKILL\.md: line [34]", proc.stderr), proc.stderr
     assert "broken/plugin.json: line 3" in proc.stderr, proc.stderr
@@ -313,7 +313,7 @@ def test_flow_runs_node_by_node_with_a_branch(fake_llm, api, repo):
     server = fake_llm(
         [say("Two tests broke.\nfail"), say("Fixed it."), say("All green.\npass"), say("Shipped.")]
     )
-    s = api(server)
+    s = api(server, trust_project=True)
     assert "flow: /flow:release" in s.dispatch("/skills")
     assert "/flow:release [args]" in s.dispatch("/help")
     out = s.dispatch("/flow:release")
@@ -331,11 +331,11 @@ def test_flow_and_skill_from_the_print_front(fake_llm, env, yuyao, repo):
     put(repo / ".yuyao" / "skills" / "release" / "SKILL.md", FLOW_SKILL)
     put(repo / ".yuyao" / "skills" / "release-notes" / "SKILL.md", NOTES_SKILL)
     server = fake_llm([say("ok\npass"), say("Shipped it."), say("Notes done.")])
-    proc = yuyao("-p", "/flow:release", env=env(server))
+    proc = yuyao("-p", "--trust-project", "/flow:release", env=env(server))
     assert proc.returncode == 0, proc.stderr
     assert "Shipped it." in proc.stdout, proc.stdout
     assert "NODE-SHIP" in server.user_text(1)
-    proc = yuyao("-p", "/skill release-notes 3.0", env=env(server))
+    proc = yuyao("-p", "--trust-project", "/skill release-notes 3.0", env=env(server))
     assert proc.returncode == 0, proc.stderr
     assert "Notes done." in proc.stdout
     assert "version 3.0." in server.user_text(2)
@@ -378,7 +378,7 @@ def test_mermaid_flow_and_cycle_bound(fake_llm, api, repo):
         "  A[Check it] -->|again| B[Look again]\n  B --> A\n```\n",
     )
     server = fake_llm(lambda body, i: say("again"))
-    s = api(server)
+    s = api(server, trust_project=True)
     with pytest.raises(RuntimeError, match="cycle bound of 20"):
         s.dispatch("/flow:spin")
     assert len(server.requests) == 20
@@ -394,7 +394,7 @@ def test_bad_flow_graph_refused_before_any_model_call(fake_llm, api, repo):
         "---\ndescription: x\n---\n```flow\nstart: zz\nnodes:\n  a: do a\n```\n",
     )
     server = fake_llm([say("never")])
-    s = api(server)
+    s = api(server, trust_project=True)
     with pytest.raises(ValueError, match="unknown node 'nowhere'"):
         s.dispatch("/flow:broken-flow")
     with pytest.raises(ValueError, match="no start"):

@@ -173,9 +173,10 @@ def create_session(
     permissions apply (otherwise they are ignored with a warning, unless the user trusted the
     project before).
 
-    `project_extensions=False` means `--no-project-extensions`: executables the project
-    ships (its hooks.json hooks, its `.mcp.json` servers) do not run; by default they do, as
-    with `-p` (the caller chose the directory). The user's own hooks and servers always run.
+    Executables the project ships (its hooks.json hooks, `.mcp.json` servers, plugins) run
+    only with `trust_project=True`, and then only as the content the user approved (`yuyao
+    trust review`); `project_extensions=False` means `--no-project-extensions` (never, even
+    when trusted). The user's own hooks and servers always run.
 
     `json_schema`, `thinking` and `auto_commit` mean `--json-schema <file>`, `--thinking
     <level>` and `--auto-commit` (False: off even when `git.auto_commit` is set).
@@ -201,7 +202,7 @@ def create_session(
         options["cwd"] = os.path.abspath(os.fspath(cwd))
     if trust_project:
         options["trust_project"] = True
-    options["project_extensions"] = bool(project_extensions)
+    options["project_extensions"] = bool(trust_project and project_extensions)
     if continue_session:
         options["continue"] = True
     if resume is not None:

@@ -650,6 +650,25 @@ COMMANDS = {
             ),
         ),
         Command(
+            "trust",
+            "Project trust: the extension files (hooks, .mcp.json, plugins, config) held until "
+            "you approve their exact content",
+            (
+                Action("status", "Whether this project is trusted, and what is ignored"),
+                Action(
+                    "review",
+                    "List the held extension files: what each would run, in full (the default)",
+                ),
+                Action(
+                    "approve",
+                    "Approve held files as they are now (the next session loads them)",
+                    (Arg("files", required=False, many=True),),
+                    flags=(Flag("--all", "Approve every held file", G_GENERAL),),
+                ),
+            ),
+            default="review",
+        ),
+        Command(
             "gc",
             "Remove ended sessions' spill files, job logs and snapshots past "
             "storage.retention_days / storage.max_mb, with a summary",
@@ -1244,8 +1263,9 @@ def run_print(invocation: Invocation, options: dict) -> int:
         )
     from yuyao.headless import run_task
 
-    # `-p` runs what the project ships (the caller chose the directory) unless told not to.
-    options.setdefault("project_extensions", True)
+    # What the project ships (hooks, .mcp.json, plugins) runs only with --trust-project, and
+    # then only as the content the user approved (DESIGN §8).
+    options["project_extensions"] = bool(options.get("trust_project"))
     return run_task(
         task,
         options,

@@ -487,9 +487,10 @@ def run_task(
             show_thinking=options.get("show_thinking", "collapsed"),
             verbose=verbose,
         )
-    # The caller chose this directory: what the project ships (hooks) runs, as with Claude
-    # Code's -p, unless --no-project-extensions.
-    opened = {**options, "headless": True, "project_extensions": True}
+    # What the project ships (hooks, .mcp.json, plugins) runs only with --trust-project, and
+    # then only as the content the user approved (DESIGN §8).
+    trusted = bool(options.get("trust_project"))
+    opened = {**options, "headless": True, "project_extensions": trusted}
     session, code = _open_session(core, opened, handler)
     if session is None:
         return code

@@ -489,19 +489,58 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
             )
         });
     }
-    if !args.is_empty() {
-        return Err(CoreError::Usage("usage: /trust [status]".into()));
-    }
     if s.opts.trust_project == Some(false) {
         return Err(CoreError::Usage(
             "this run never trusts the project (headless contract)".into(),
         ));
     }
+    if matches!(args.first().map(String::as_str), Some("review" | "approve")) {
+        let rest: Vec<String> = if args[0] == "approve" {
+            let files: Vec<String> = args[1..].iter().filter(|a| *a != "--all").cloned().collect();
+            if args[1..].iter().any(|a| a == "--all") {
+                vec!["--approve-all".into()]
+            } else if files.is_empty() {
+                return Err(CoreError::Usage(
+                    "usage: /trust approve FILE… | /trust approve --all".into(),
+                ));
+            } else {
+                std::iter::once("--approve".to_string()).chain(files).collect()
+            }
+        } else {
+            args[1..].to_vec()
+        };
+        let args = [vec![String::new()], rest].concat();
+        let out = crate::extension_trust::review_cmd(s, &args[1..])?;
+        if args.len() > 1 {
+            // Approved content acts from now on: the session trusts the project too.
+            s.lock().trusted = true;
+            s.config
+                .allow_project_programs(s.project_extensions_allowed());
+            s.load_hooks();
+            s.mcp_sync();
+        }
+        return Ok(out);
+    }
+    if !args.is_empty() {
+        return Err(CoreError::Usage(
+            "usage: /trust [status | review | approve FILE… | approve --all]".into(),
+        ));
+    }
     yuyao_store::trust::trust(&s.paths)
         .map_err(|e| CoreError::Failed(format!("cannot record the trust decision: {e}")))?;
     s.lock().trusted = true;
+    // The gesture approves the extension files as they are now, except those the agent was
+    // seen writing: those wait for `/trust review` (extension_trust.rs).
+    let (_, agent_written) = crate::extension_trust::approve_all_but_agent_written(&s.paths);
+    s.config
+        .allow_project_programs(s.project_extensions_allowed());
+    let config_ok = !s.paths.project_config().exists()
+        || yuyao_store::trust::is_approved(&s.paths, &s.paths.project_config());
     let mut applied = Vec::new();
     for key in ["mode", "sandbox", "network"] {
+        if !config_ok {
+            break;
+        }
         if let Some(v) = s.config.get_in(key, yuyao_store::Layer::Project) {
             let v = yuyao_store::config::display(&v);
             let pinned = match key {
@@ -515,8 +554,11 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
             }
         }
     }
+    let perms_file = permissions::path_for(&s.paths, permissions::Scope::Project);
+    let perms_ok = !perms_file.exists() || yuyao_store::trust::is_approved(&s.paths, &perms_file);
     for (scope, kind, text) in permissions::merged(&s.paths).map_err(CoreError::Usage)? {
-        if scope == permissions::Scope::Project
+        if perms_ok
+            && scope == permissions::Scope::Project
             && kind == RuleKind::Allow
             && let Ok(rule) = Rule::parse(&text)
         {
@@ -525,13 +567,27 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         }
     }
     s.lock().ignored_project_settings.clear();
+    s.load_hooks();
+    s.mcp_sync();
     Ok(format!(
-        "trusted project {}{}",
+        "trusted project {}{}{}",
         s.paths.project.display(),
         if applied.is_empty() {
             String::new()
         } else {
             format!("; now in force: {}", applied.join(", "))
+        },
+        if agent_written.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; still held (written by the agent; review them with /trust review): {}",
+                agent_written
+                    .iter()
+                    .map(|f| crate::extension_trust::shown(&s.paths.project, f))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         }
     ))
 }

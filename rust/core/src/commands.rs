@@ -316,8 +316,8 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "trust",
         [],
-        "[status]",
-        "trust this project: its settings that widen permissions apply",
+        "[status | review | approve FILE… | approve --all]",
+        "trust this project: its extension files as they are now (except what the agent wrote) and its widening settings apply; review shows held files",
         Some(crate::cmd_permissions::trust_cmd)
     ),
     cmd!(

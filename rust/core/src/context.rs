@@ -292,7 +292,9 @@ impl Session {
             let Some(value) = value else {
                 continue; // an unset key leaves the session as it is
             };
-            if !self.lock().trusted
+            let config_approved =
+                yuyao_store::trust::is_approved(&self.paths, &self.paths.project_config());
+            if (!self.lock().trusted || !config_approved)
                 && yuyao_store::trust::widens(&key, &value)
                 && self
                     .config

@@ -191,7 +191,7 @@ impl Session {
         // For this turn: `model` switches the model, `allowed-tools` runs those tools without
         // asking (a project's command grants that only where the project's programs may run).
         let grants: Vec<yuyao_policy::Rule> =
-            if cmd.source == HookSource::User || self.project_extensions_allowed() {
+            if cmd.source == HookSource::User || self.project_file_ok(&cmd.file) {
                 cmd.allowed_tools
                     .iter()
                     .filter_map(|t| yuyao_policy::Rule::parse(t).ok())
@@ -272,7 +272,7 @@ impl Session {
     }
 
     fn inline_shell(&self, cmd: &CustomCommand, command: &str) -> String {
-        if cmd.source == HookSource::Project && !self.project_extensions_allowed() {
+        if cmd.source == HookSource::Project && !self.project_file_ok(&cmd.file) {
             return format!(
                 "(!{{{command}}} not run: this project's commands run programs only once the project is trusted)"
             );

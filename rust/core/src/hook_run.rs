@@ -21,8 +21,6 @@ pub const DEFAULT_MAX_STOP_BLOCKS: i64 = 3;
 pub struct HookState {
     pub list: Vec<Hook>,
     pub ended: bool,
-    /// The project's hook files as the session opened (`hook_review.rs`).
-    pub opened: Vec<(std::path::PathBuf, Option<String>)>,
 }
 
 pub struct HookRun {
@@ -176,23 +174,10 @@ impl Session {
         for w in warnings {
             self.notice(NoticeLevel::Warning, format!("hooks: {w}"));
         }
-        let home = &self.paths.home;
-        let mut held: Vec<std::path::PathBuf> = Vec::new();
-        list.retain(|h| {
-            let hold = h.source == HookSource::Project && crate::hook_review::held(home, &h.file);
-            if hold && !held.contains(&h.file) {
-                held.push(h.file.clone());
-            }
-            !hold
-        });
-        for f in held {
-            self.notice(
-                NoticeLevel::Warning,
-                format!(
-                    "hooks: {} changed while a yuyao session ran (perhaps written by the agent); its hooks do not run until you review it and type /hooks approve",
-                    f.display()
-                ),
-            );
+        // A project's hook file acts only as the content the user approved (§8); while
+        // project extensions are off its hooks are kept for the trust prompt below.
+        if self.project_extensions_allowed() {
+            list.retain(|h| h.source != HookSource::Project || self.project_file_ok(&h.file));
         }
         let waiting =
             if self.opts.project_extensions.is_none() && !self.project_extensions_allowed() {
@@ -210,7 +195,6 @@ impl Session {
         }
         if let Ok(mut h) = self.hooks.lock() {
             h.list = list;
-            h.opened = crate::hook_review::snapshot(&self.paths.home, &self.paths.project);
         }
         waiting
     }
@@ -420,14 +404,7 @@ impl Session {
             .unwrap_or(false);
         if first {
             self.run_hooks(HookEvent::SessionEnd, None, json!({"reason": "exit"}));
-            let opened = self
-                .hooks
-                .lock()
-                .map(|h| h.opened.clone())
-                .unwrap_or_default();
-            let opened =
-                crate::hook_review::with_new_files(&self.paths.home, &self.paths.project, &opened);
-            crate::hook_review::note_changes(&self.paths.home, &opened);
+            self.note_agent_extension_writes();
         }
     }
 }
@@ -504,7 +481,24 @@ pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         Some("enable") | Some("on") => pick(args, true),
         Some("disable") | Some("off") => pick(args, false),
         Some("approve") => {
-            let files = crate::hook_review::approve(&s.paths.home, &s.paths.project);
+            // The user's explicit approval of the held hook and plugin files as they are.
+            let held: Vec<std::path::PathBuf> =
+                crate::extension_trust::held_files(&s.paths)
+                    .into_iter()
+                    .map(|(f, _)| f)
+                    .filter(|f| {
+                        crate::plugins::project_program_files(&s.paths.home, &s.paths.project)
+                            .contains(f)
+                            || hooks::files(&s.paths.home, &s.paths.project)
+                                .iter()
+                                .any(|(p, _)| p == f)
+                    })
+                    .collect();
+            let files: Vec<String> = yuyao_store::trust::approve(&s.paths, &held)
+                .map_err(|e| CoreError::Failed(format!("cannot record the approval: {e}")))?
+                .iter()
+                .map(|f| crate::extension_trust::shown(&s.paths.project, f))
+                .collect();
             if files.is_empty() {
                 return Ok("no hook file of this project is held for review".into());
             }

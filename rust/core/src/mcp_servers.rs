@@ -52,6 +52,10 @@ impl McpServers {
             == Some(srv)
     }
 
+    fn project_path(&self) -> &std::path::Path {
+        self.project.path()
+    }
+
     fn registry(&self, scope: McpScope) -> &McpRegistry {
         match scope {
             McpScope::User => &self.user,
@@ -126,6 +130,8 @@ impl Session {
             return;
         }
         let project_ok = self.project_extensions_run();
+        // The project's `.mcp.json` runs only as the content the user approved (§8).
+        let mcp_file_held = self.project_file_held(self.mcp.project_path());
         // `features.mcp = false` holds every server: their tools leave the next request.
         let mcp_on = self.feature_enabled("mcp");
         let wanted: BTreeMap<String, Entry> = configured
@@ -138,6 +144,9 @@ impl Session {
                 } else {
                     match (&project_ok, scope) {
                         (Err(why), McpScope::Project) => Entry::Held(srv, why.clone()),
+                        (Ok(()), McpScope::Project) if mcp_file_held.is_some() => {
+                            Entry::Held(srv, mcp_file_held.clone().unwrap_or_default())
+                        }
                         (Ok(()), McpScope::Project) if !self.mcp.is_vetted(&name, &srv) => {
                             Entry::Held(
                                 srv,
@@ -305,7 +314,15 @@ pub(crate) fn mcp_cmd(s: &Session, args: &[String]) -> Result<String, CoreError>
             };
             let mut removed = Vec::new();
             for sc in scopes {
-                if s.mcp.registry(sc).remove(name).map_err(CoreError::Failed)? {
+                let registry = s.mcp.registry(sc);
+                let remove = || registry.remove(name);
+                let gone = match sc {
+                    McpScope::Project => {
+                        yuyao_store::trust::keep_approval(&s.paths, registry.path(), remove)
+                    }
+                    _ => remove(),
+                };
+                if gone.map_err(CoreError::Failed)? {
                     removed.push(sc.as_str());
                 }
             }
@@ -411,11 +428,14 @@ fn add(s: &Session, args: &[String]) -> Result<String, CoreError> {
     };
     let scope = scope.unwrap_or(McpScope::User);
     let described = server.describe();
-    let replaced = s
-        .mcp
-        .registry(scope)
-        .add(name, server)
-        .map_err(CoreError::Usage)?;
+    let registry = s.mcp.registry(scope);
+    let add = || registry.add(name, server);
+    let replaced = match scope {
+        // The user's own command: the file keeps its approval (extension_trust.rs).
+        McpScope::Project => yuyao_store::trust::keep_approval(&s.paths, registry.path(), add),
+        _ => add(),
+    }
+    .map_err(CoreError::Usage)?;
     if scope == McpScope::Project {
         s.mcp.vet_project();
     }

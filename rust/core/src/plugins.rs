@@ -349,6 +349,13 @@ impl Session {
         if p.source == HookSource::Project && !self.project_extensions_allowed() {
             return Some("project plugin: not active until the project is trusted".into());
         }
+        if p.source == HookSource::Project {
+            // Its manifest and the hook and MCP files it names act only as approved (§8).
+            return project_program_files(&self.paths.home, &self.paths.project)
+                .into_iter()
+                .filter(|f| f.starts_with(&p.dir) && f.exists())
+                .find_map(|f| self.project_file_held(&f));
+        }
         None
     }
 
@@ -395,17 +402,12 @@ impl Session {
     pub(crate) fn read_plugin_servers(&self) {
         let mut all = BTreeMap::new();
         for p in self.all_plugins() {
-            // A project plugin changed while a session ran: held until `/hooks approve`.
+            // A project plugin whose files are not the approved content starts nothing.
             if p.source == HookSource::Project
-                && project_program_files(&self.paths.home, &self.paths.project)
-                    .iter()
-                    .filter(|f| f.starts_with(&p.dir))
-                    .any(|f| crate::hook_review::held(&self.paths.home, f))
+                && self.project_extensions_allowed()
+                && let Some(why) = self.plugin_off(&p)
             {
-                self.warn_ext_once(vec![format!(
-                    "plugins: {} changed while a yuyao session ran (perhaps written by the agent); its MCP servers do not start until you review it and type /hooks approve",
-                    p.manifest_file.display()
-                )]);
+                self.warn_ext_once(vec![format!("plugins: {}: {why}", p.name)]);
                 continue;
             }
             let (servers, w) = p.mcp_servers();

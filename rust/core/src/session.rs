@@ -209,6 +209,8 @@ pub struct Session {
     pub(crate) snaps: Mutex<crate::cmd_files::FileSnaps>,
     /// Persistent memory: loaded at open, hand edits noticed before each call.
     pub(crate) memory: crate::memory::Memory,
+    /// The project's extension files and digests as last seen (`extension_trust.rs`).
+    pub(crate) ext_seen: Mutex<Vec<(PathBuf, String)>>,
     /// Lifecycle hooks (`hooks.json`), loaded at open.
     pub(crate) hooks: Mutex<crate::hook_run::HookState>,
     /// Custom-command problems already reported (each is said once).
@@ -310,15 +312,39 @@ impl Session {
         let cwd = cwd
             .canonicalize()
             .map_err(|e| CoreError::Failed(format!("cannot resolve {}: {e}", cwd.display())))?;
-        let paths = Paths::new(opts.home.as_deref(), &cwd);
+        let handed_down = opts
+            .project_dir
+            .as_deref()
+            .map(PathBuf::from)
+            .and_then(|p| p.canonicalize().ok());
+        let paths = Paths::with_project(opts.home.as_deref(), &cwd, handed_down.as_deref());
         let config = Config::new(paths.clone());
 
-        // Settings a repository ships that widen permissions apply only to a trusted project.
+        // Settings a repository ships that widen permissions apply only to a trusted project,
+        // and only while the file holding them is the content the user approved (§8).
         let trusted = opts
             .trust_project
             .unwrap_or_else(|| yuyao_store::trust::is_trusted(&paths));
+        if opts.trust_project == Some(true)
+            && !opts.inherited_trust
+            && !opts.no_project_extensions
+            && opts.project_extensions != Some(false)
+        {
+            // `--trust-project` is the user's gesture: what is there now is approved, except
+            // what a yuyao agent was seen writing.
+            crate::extension_trust::approve_all_but_agent_written(&paths);
+        }
+        let approved = |f: PathBuf| !f.exists() || yuyao_store::trust::is_approved(&paths, &f);
+        let config_trusted = trusted && approved(paths.project_config());
         let mut ignored: Vec<String> = Vec::new();
-        let mode = trusted_or(opts.mode, &config, "mode", Mode::Ask, trusted, &mut ignored);
+        let mode = trusted_or(
+            opts.mode,
+            &config,
+            "mode",
+            Mode::Ask,
+            config_trusted,
+            &mut ignored,
+        );
         // `default_primary_agent = "plan"`: sessions start in the planning workflow.
         let mode = crate::planning::primary_mode(opts.mode, &config, mode);
         let role = parse_or(opts.role, &config, "role", Role::Execute);
@@ -327,7 +353,7 @@ impl Session {
             &config,
             "sandbox",
             SandboxLevel::WorkspaceWrite,
-            trusted,
+            config_trusted,
             &mut ignored,
         );
         let network = trusted_or(
@@ -335,7 +361,7 @@ impl Session {
             &config,
             "network",
             NetworkAccess::Off,
-            trusted,
+            config_trusted,
             &mut ignored,
         );
         let mut policy = Policy::new(mode, role, &paths.project);
@@ -348,10 +374,18 @@ impl Session {
         ignored.extend(crate::cmd_permissions::load_persisted(
             &mut policy,
             &paths,
-            trusted,
+            trusted
+                && approved(yuyao_store::permissions::path_for(
+                    &paths,
+                    yuyao_store::permissions::Scope::Project,
+                )),
         )?);
+        let claude_trusted = trusted
+            && [".claude/settings.json", ".claude/settings.local.json"]
+                .into_iter()
+                .all(|f| approved(paths.project.join(f)));
         let (claude_ignored, claude_warnings) =
-            crate::cmd_permissions::load_claude_settings(&mut policy, &paths, trusted);
+            crate::cmd_permissions::load_claude_settings(&mut policy, &paths, claude_trusted);
         ignored.extend(claude_ignored);
         if let Some(tools) = &opts.tools {
             for t in tools {
@@ -529,6 +563,7 @@ impl Session {
             snaps: Mutex::new(Default::default()),
             memory,
             hooks: Mutex::new(Default::default()),
+            ext_seen: Mutex::new(Vec::new()),
             custom_warned: Mutex::new(Default::default()),
             expanded_prompt: Default::default(),
             rules: Mutex::new(Default::default()),
@@ -559,6 +594,7 @@ impl Session {
         session.warn_unenforceable_ceiling();
         session.open_saved_session()?;
         crate::cmd_permissions::startup_notice(&session);
+        session.open_extension_trust();
         let waiting = session.load_hooks();
         session
             .lock()

@@ -751,6 +751,8 @@ impl Session {
                 self.lock().push(outcome.message);
             }
             self.finish_file_batch();
+            // Extension files the batch wrote are marked at once (a kill -9 later keeps it).
+            self.note_agent_extension_writes();
             if !images.is_empty() {
                 self.lock().push(images_message(images));
             }

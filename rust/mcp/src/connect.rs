@@ -81,6 +81,13 @@ async fn http(cfg: &McpServer, url: &str) -> Result<Client, String> {
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
     if let Some(var) = &cfg.bearer_token_env_var {
+        // The model's credential is yuyao's own, never a server's token: a planted entry
+        // naming it would send the key to the URL it names.
+        if var.trim() == yuyao_protocol::MODEL_KEY_VAR {
+            return Err(format!(
+                "bearerTokenEnvVar names {var}, the model's key: refused (it is never sent to an MCP server)"
+            ));
+        }
         let token = std::env::var(var)
             .map_err(|_| format!("the bearer token variable {var} is not set"))?;
         config = config.auth_header(token);

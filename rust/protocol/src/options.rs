@@ -72,6 +72,15 @@ pub struct SessionOptions {
     /// decision. Untrusted projects' widening settings are ignored.
     #[serde(default)]
     pub trust_project: Option<bool>,
+    /// Set on sessions a session opens for itself (sub-agents, teammates, background
+    /// workers): their `trust_project` is inherited, not the user's gesture, so it approves
+    /// no project file's content (DESIGN §8: only the user approves).
+    #[serde(default)]
+    pub inherited_trust: bool,
+    /// The project root, decided once by the top-level session and handed down: a sub-agent
+    /// whose cwd holds a `.git` made during the session is still in the parent's project.
+    #[serde(default)]
+    pub project_dir: Option<String>,
     /// Project-provided executables (project hooks, `!{cmd}` of project commands, `.mcp.json` servers): `Some(true)`
     /// runs them (`-p`, agent_api: the caller chose the directory), `Some(false)` never
     /// (run_agent.sh), `None` once the project is trusted (the TUI).

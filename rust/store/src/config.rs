@@ -597,6 +597,13 @@ fn lookup_key(t: &Table, key: &str) -> Option<Value> {
     })
 }
 
+/// A limit's value as a number (a non-number compares as no limit).
+fn number(v: &Value) -> f64 {
+    v.as_float()
+        .or_else(|| v.as_integer().map(|i| i as f64))
+        .unwrap_or(f64::INFINITY)
+}
+
 /// `v` as a value of the known key `spec`, or `None` when it is not of its type.
 fn coerce(spec: &Key, v: &Value) -> Option<Value> {
     match (spec.kind, v) {
@@ -607,13 +614,68 @@ fn coerce(spec: &Key, v: &Value) -> Option<Value> {
     }
 }
 
+/// Keys whose project-layer value names a program to start, an endpoint or a secret to
+/// send, or widens what the agent may do. The agent can write `.yuyao/config.toml`, so such a
+/// value is read from the project layer only where project extensions are honoured and only
+/// while the file's bytes are the ones the user approved (DESIGN §8, [`crate::trust`]).
+/// `mode`, `sandbox` and `network` are judged by value at open (`trust::widens`).
+pub fn guarded(key: &str) -> bool {
+    const GUARDED: &[&str] = &[
+        "browser.executable",
+        "search.provider",
+        "search.api_key_env",
+        "memorySearch.provider",
+        "memorySearch.model",
+        "compaction.memoryFlush.model",
+        "verification.command",
+        "mcp.startup_timeout_ms",
+    ];
+    let key = canonical_key(key);
+    GUARDED.contains(&key) || key.starts_with("lsp.servers.") || key.starts_with("hooks.")
+}
+
+/// Limits a project may lower but never raise: the effective value is the smallest of the
+/// layers' values (no value in a layer means no limit from it).
+pub fn lower_only(key: &str) -> bool {
+    matches!(canonical_key(key), "maxCostUsd" | "max_steps")
+}
+
 pub struct Config {
     paths: Paths,
+    /// Whether this session honours project extensions at all (see [`guarded`]); set by the
+    /// session at open and when the user trusts the project. Off by default.
+    project_programs: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Config {
     pub fn new(paths: Paths) -> Self {
-        Config { paths }
+        Config {
+            paths,
+            project_programs: Default::default(),
+        }
+    }
+
+    /// Whether guarded project keys may be honoured (still only with approved content).
+    pub fn allow_project_programs(&self, on: bool) {
+        self.project_programs
+            .store(on, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The project layer, for a guarded read: empty unless project programs are on and the
+    /// file's bytes (the very bytes parsed) are the approved ones.
+    fn guarded_project_layer(&self) -> Option<Table> {
+        if !self
+            .project_programs
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return None;
+        }
+        let path = self.paths.project_config();
+        let bytes = std::fs::read(&path).ok()?;
+        if !crate::trust::bytes_approved(&self.paths, &path, &bytes) {
+            return None;
+        }
+        std::str::from_utf8(&bytes).ok()?.parse::<Table>().ok()
     }
 
     pub fn paths(&self) -> &Paths {
@@ -656,6 +718,20 @@ impl Config {
     /// (`problems` says why), so reading never fails and never returns a wrong-typed value.
     pub fn get(&self, key: &str) -> Option<Value> {
         let key = canonical_key(key);
+        if lower_only(key) {
+            let user = self.get_in(key, Layer::User);
+            let project = self.get_in(key, Layer::Project);
+            return match (user, project) {
+                (Some(u), Some(p)) => Some(if number(&p) < number(&u) { p } else { u }),
+                (u, p) => u.or(p),
+            };
+        }
+        if guarded(key) {
+            return self
+                .guarded_project_layer()
+                .and_then(|t| lookup_key(&t, key))
+                .or_else(|| self.get_in(key, Layer::User));
+        }
         [Layer::Project, Layer::User]
             .into_iter()
             .filter_map(|l| self.read_layer(l).ok())
@@ -693,6 +769,18 @@ impl Config {
                     merged.insert(canonical, v);
                 }
             }
+        }
+        // Guarded and lower-only keys are what `get` says, not the project's raw value.
+        let special: Vec<String> = merged
+            .keys()
+            .filter(|k| guarded(k) || lower_only(k))
+            .cloned()
+            .collect();
+        for k in special {
+            match self.get(&k) {
+                Some(v) => merged.insert(k, v),
+                None => merged.remove(&k),
+            };
         }
         merged.into_iter().collect()
     }
@@ -811,8 +899,12 @@ impl Config {
         let path = self.layer_path(layer);
         let text = toml::to_string(table)
             .map_err(|e| ConfigError::Invalid(format!("cannot encode configuration: {e}")))?;
-        crate::write_atomic(&path, text.as_bytes())
-            .map_err(|e| ConfigError::Io(format!("cannot write {}: {e}", path.display())))
+        let write = || crate::write_atomic(&path, text.as_bytes());
+        match layer {
+            Layer::Project => crate::trust::keep_approval(&self.paths, &path, write),
+            Layer::User => write(),
+        }
+        .map_err(|e| ConfigError::Io(format!("cannot write {}: {e}", path.display())))
     }
 }
 
@@ -1062,6 +1154,47 @@ mod tests {
         std::fs::create_dir_all(proj.join(".git")).unwrap();
         let paths = Paths::new(Some(home.to_str().unwrap()), &proj);
         (d, Config::new(paths))
+    }
+
+    #[test]
+    fn guarded_project_keys_need_approved_content() {
+        let (_d, c) = config();
+        let paths = c.paths().clone();
+        std::fs::create_dir_all(paths.project.join(".yuyao")).unwrap();
+        std::fs::write(
+            paths.project_config(),
+            "[browser]\nexecutable = \"./tools/chromium\"\n[ui]\ntheme = \"light\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.get("browser.executable"), None, "off by default");
+        assert!(c.get("ui.theme").is_some(), "plain keys still read");
+        c.allow_project_programs(true);
+        assert_eq!(c.get("browser.executable"), None, "not approved");
+        crate::trust::approve(&paths, &[paths.project_config()]).unwrap();
+        assert_eq!(
+            c.get("browser.executable").map(|v| display(&v)),
+            Some("./tools/chromium".into())
+        );
+        assert!(c.entries().iter().any(|(k, _)| k == "browser.executable"));
+        std::fs::write(
+            paths.project_config(),
+            "[browser]\nexecutable = \"./tools/evil\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.get("browser.executable"), None, "changed since approval");
+        assert!(!c.entries().iter().any(|(k, _)| k == "browser.executable"));
+    }
+
+    #[test]
+    fn a_project_lowers_limits_never_raises_them() {
+        let (_d, c) = config();
+        c.set("maxCostUsd", "0.01", Some(Layer::User)).unwrap();
+        c.set("maxCostUsd", "1000", Some(Layer::Project)).unwrap();
+        assert_eq!(c.get("maxCostUsd").and_then(|v| v.as_float()), Some(0.01));
+        c.set("maxCostUsd", "0.005", Some(Layer::Project)).unwrap();
+        assert_eq!(c.get("maxCostUsd").and_then(|v| v.as_float()), Some(0.005));
+        c.set("max_steps", "7", Some(Layer::Project)).unwrap();
+        assert_eq!(c.get("max_steps").and_then(|v| v.as_integer()), Some(7));
     }
 
     #[test]

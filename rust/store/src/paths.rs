@@ -23,6 +23,18 @@ impl Paths {
         }
     }
 
+    /// Like [`Paths::new`], with the project root handed down by a parent session when
+    /// `cwd` lies inside it (else decided from `cwd` as usual).
+    pub fn with_project(home_override: Option<&str>, cwd: &Path, project: Option<&Path>) -> Self {
+        let mut p = Paths::new(home_override, cwd);
+        if let Some(project) = project
+            && cwd.starts_with(project)
+        {
+            p.project = project.to_path_buf();
+        }
+        p
+    }
+
     pub fn user_config(&self) -> PathBuf {
         self.home.join("config.toml")
     }

@@ -97,8 +97,12 @@ pub fn load(path: &Path) -> Result<PermissionFile, String> {
 fn save(paths: &Paths, scope: Scope, file: &PermissionFile) -> Result<(), String> {
     let path = path_for(paths, scope);
     let text = serde_json::to_string_pretty(file).map_err(|e| e.to_string())?;
-    crate::write_atomic(&path, format!("{text}\n").as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let write = || crate::write_atomic(&path, format!("{text}\n").as_bytes());
+    match scope {
+        Scope::Project => crate::trust::keep_approval(paths, &path, write),
+        Scope::User => write(),
+    }
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     if scope == Scope::Project {
         // A local trust decision: keep `git status` clean.
         crate::paths::exclude_from_git(&paths.project, "/.yuyao/permissions.json");

@@ -2,6 +2,13 @@
 //! `sandbox`, `network`, allow rules) apply only once the user trusted that project. The
 //! decision is the user's, so it lives in `~/.yuyao/trusted-projects.json`, out of reach of
 //! the repository and of the agent's tools.
+//!
+//! Trust is pinned to content: a project file that can start a process or widen what the
+//! agent may do (hooks, `.mcp.json`, plugins, the project config, …) is honoured only while
+//! its bytes hash to what the user approved. The agent can create and rewrite files in the
+//! project, so "the file exists" or "the project was trusted once" says nothing about who
+//! wrote it; a hash the user approved does. Files yuyao saw its own agent write are marked,
+//! so a later blanket `--trust-project` does not approve them unseen.
 
 use crate::Paths;
 use serde_json::{Value, json};
@@ -91,6 +98,127 @@ pub fn granted(paths: &Paths) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The sha256 of `bytes`, as the trust record stores it.
+pub fn digest_bytes(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+/// The digest of `path`'s content now (`None`: absent or unreadable).
+pub fn digest_file(path: &Path) -> Option<String> {
+    std::fs::read(path).ok().map(|b| digest_bytes(&b))
+}
+
+/// How a file is named in the record: relative to the project when inside it.
+fn file_key(paths: &Paths, file: &Path) -> String {
+    file.strip_prefix(&paths.project)
+        .map(|r| r.display().to_string())
+        .unwrap_or_else(|_| file.display().to_string())
+}
+
+fn entry<'a>(v: &'a Value, table: &str, paths: &Paths, file: &Path) -> Option<&'a str> {
+    v.get(table)?
+        .get(key(&paths.project))?
+        .get(file_key(paths, file))?
+        .as_str()
+}
+
+/// The digest the user approved for `file` of this project, if any.
+pub fn approved_digest(paths: &Paths, file: &Path) -> Option<String> {
+    entry(&read(paths), "approved", paths, file).map(str::to_string)
+}
+
+/// Whether `bytes` (the content about to be used) is what the user approved for `file`.
+/// Callers that parse the file hash the very bytes they parse, so a swap between the check
+/// and the read cannot slip through.
+pub fn bytes_approved(paths: &Paths, file: &Path, bytes: &[u8]) -> bool {
+    approved_digest(paths, file).is_some_and(|d| d == digest_bytes(bytes))
+}
+
+/// Whether `file`'s content now is what the user approved.
+pub fn is_approved(paths: &Paths, file: &Path) -> bool {
+    match (approved_digest(paths, file), digest_file(file)) {
+        (Some(a), Some(now)) => a == now,
+        _ => false,
+    }
+}
+
+/// Whether `file`'s content now was seen written by a yuyao agent (see [`mark_agent_written`]).
+pub fn agent_written(paths: &Paths, file: &Path) -> bool {
+    let v = read(paths);
+    match (entry(&v, "agent_written", paths, file), digest_file(file)) {
+        (Some(a), Some(now)) => a == now,
+        _ => false,
+    }
+}
+
+fn update(paths: &Paths, table: &str, files: &[(PathBuf, Option<String>)]) -> std::io::Result<()> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let mut v = read(paths);
+    if !v.get(table).is_some_and(Value::is_object) {
+        v[table] = json!({});
+    }
+    let k = key(&paths.project);
+    if !v[table].get(&k).is_some_and(Value::is_object) {
+        v[table][&k] = json!({});
+    }
+    for (file, digest) in files {
+        let fk = file_key(paths, file);
+        match digest {
+            Some(d) => v[table][&k][fk] = json!(d),
+            None => {
+                if let Some(o) = v[table][&k].as_object_mut() {
+                    o.remove(&fk);
+                }
+            }
+        }
+    }
+    crate::write_atomic(
+        &file(paths),
+        serde_json::to_string_pretty(&v)
+            .unwrap_or_default()
+            .as_bytes(),
+    )
+}
+
+/// Records that the user approved the content `files` hold now (an absent file's approval
+/// is dropped). Returns the files whose content was recorded.
+pub fn approve(paths: &Paths, files: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    let now: Vec<(PathBuf, Option<String>)> =
+        files.iter().map(|f| (f.clone(), digest_file(f))).collect();
+    update(paths, "approved", &now)?;
+    Ok(now
+        .into_iter()
+        .filter(|(_, d)| d.is_some())
+        .map(|(f, _)| f)
+        .collect())
+}
+
+/// Runs `write`, yuyao's own rewrite of a project extension file on the user's command
+/// (`/config set --project`, `/permissions … --project`, `/mcp add --scope project`), and
+/// keeps the file's approval: approved (or absent) before → the new content is approved;
+/// held before → still held (a rewrite never launders content the user has not seen).
+pub fn keep_approval<T>(paths: &Paths, file: &Path, write: impl FnOnce() -> T) -> T {
+    let was_ok = !file.exists() || is_approved(paths, file);
+    let out = write();
+    if was_ok {
+        let _ = approve(paths, &[file.to_path_buf()]);
+    }
+    out
+}
+
+/// Records that a yuyao agent wrote these contents (at once, not at a clean close: a killed
+/// session must leave the mark too).
+pub fn mark_agent_written(paths: &Paths, files: &[(PathBuf, String)]) -> std::io::Result<()> {
+    let list: Vec<(PathBuf, Option<String>)> = files
+        .iter()
+        .map(|(f, d)| (f.clone(), Some(d.clone())))
+        .collect();
+    update(paths, "agent_written", &list)
+}
+
 /// Whether a project-level value of `key` would widen what the agent may do.
 pub fn widens(key: &str, value: &str) -> bool {
     match key {
@@ -124,5 +252,30 @@ mod tests {
         assert!(!is_trusted(&b));
         assert!(widens("mode", "yolo") && widens("sandbox", "full-access"));
         assert!(!widens("mode", "plan") && !widens("sandbox", "read-only"));
+    }
+
+    #[test]
+    fn approval_is_pinned_to_content() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let paths = Paths {
+            home: home.path().to_path_buf(),
+            project: project.path().to_path_buf(),
+        };
+        let f = project.path().join("hooks.json");
+        std::fs::write(&f, "{}").unwrap();
+        assert!(!is_approved(&paths, &f), "nothing is approved by existing");
+        approve(&paths, std::slice::from_ref(&f)).unwrap();
+        assert!(is_approved(&paths, &f));
+        assert!(bytes_approved(&paths, &f, b"{}"));
+        assert!(!bytes_approved(&paths, &f, b"{\"hooks\":1}"));
+        std::fs::write(&f, "{\"hooks\":1}").unwrap();
+        assert!(!is_approved(&paths, &f), "a change drops the approval");
+        let d = digest_file(&f).unwrap();
+        mark_agent_written(&paths, &[(f.clone(), d)]).unwrap();
+        assert!(agent_written(&paths, &f));
+        std::fs::write(&f, "{}").unwrap();
+        assert!(is_approved(&paths, &f), "the approved content again");
+        assert!(!agent_written(&paths, &f));
     }
 }

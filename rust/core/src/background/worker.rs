@@ -76,6 +76,8 @@ fn run_session(dir: &Path, status: &Status, mut options: SessionOptions) -> Resu
     if options.model.api_key.is_none() {
         options.model.api_key = yuyao_model::hidden_model_key();
     }
+    // The worker opens later than the user's command and approves no project file (§8).
+    options.inherited_trust = true;
     let handler = Arc::new(BgHandler {
         dir: dir.to_path_buf(),
     });
@@ -143,6 +145,7 @@ fn run_exec(dir: &Path, status: &Status, mut options: SessionOptions) -> Result<
     options.headless = true;
     options.no_session = true;
     options.no_trajectory = true;
+    options.inherited_trust = true;
     let session =
         Session::open(options, None).map_err(|e| format!("cannot prepare the job: {e}"))?;
     bg_agents::append_transcript(dir, &json!({"type": "exec", "command": status.task}));

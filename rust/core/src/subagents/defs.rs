@@ -176,7 +176,19 @@ impl Session {
 
     /// Every agent this session can start, with the problems of unreadable definitions.
     pub(crate) fn agent_defs(&self) -> (Vec<AgentDef>, Vec<String>) {
-        load_from(&self.agent_dirs())
+        let (mut defs, mut problems) = load_from(&self.agent_dirs());
+        // A project's agent definition acts only as the content the user approved (§8).
+        defs.retain(|d| match &d.path {
+            Some(p) if d.source == "project" => match self.project_file_held(p) {
+                None => true,
+                Some(why) => {
+                    problems.push(why);
+                    false
+                }
+            },
+            _ => true,
+        });
+        (defs, problems)
     }
 
     pub(crate) fn agent_def(&self, name: &str) -> Result<AgentDef, String> {

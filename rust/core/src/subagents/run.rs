@@ -26,6 +26,10 @@ pub(crate) struct Launch {
     pub call_id: String,
     /// The parent's history, for a fork; empty for a fresh context.
     pub seed: Vec<Message>,
+    /// The parent's rules as they stand at launch (allow, ask, deny, granted): rules added
+    /// after the parent opened (`/permissions … --session`, "always" answers) bind its
+    /// sub-agents too.
+    pub rules: [Vec<yuyao_policy::Rule>; 4],
 }
 
 /// How a sub-agent ended.
@@ -69,7 +73,7 @@ impl Session {
                 "sub-agents nest at most {MAX_DEPTH} deep; this one would be at depth {depth}"
             ));
         }
-        let (parent_mode, role, trusted, trajectory_dir) = {
+        let (parent_mode, role, trusted, trajectory_dir, rules) = {
             let st = self.lock();
             self.agents
                 .publish(st.max_cost_usd, st.cost_usd, st.max_steps);
@@ -81,6 +85,12 @@ impl Session {
                     .path()
                     .and_then(|p| p.parent())
                     .map(|p| p.display().to_string()),
+                [
+                    st.policy.allow.clone(),
+                    st.policy.ask.clone(),
+                    st.policy.deny.clone(),
+                    st.policy.granted.clone(),
+                ],
             )
         };
         // Read-only by default (the plan-mode gate); a declared mode, never more than the
@@ -156,6 +166,10 @@ impl Session {
         o.resume = None;
         o.fork_session = false;
         o.trust_project = Some(trusted);
+        // Inherited, not the user's gesture: it approves nothing (extension_trust.rs); and
+        // the project stays the parent's even where the agent made a nested `.git`.
+        o.inherited_trust = true;
+        o.project_dir = Some(self.paths.project.display().to_string());
         o.project_extensions = Some(self.project_extensions_allowed());
         o.headless = self.opts.headless || background;
         match trajectory_dir {
@@ -172,6 +186,7 @@ impl Session {
             agent_id,
             call_id: call_id.to_string(),
             seed,
+            rules,
         })
     }
 }
@@ -298,6 +313,21 @@ fn open(l: &Launch, stop: &CancellationToken) -> Result<(Session, Arc<ChildHandl
     let opened = Session::open(l.opts.clone(), Some(as_handler));
     PENDING.with(|p| p.borrow_mut().take());
     let child = opened.map_err(|e| format!("the sub-agent could not start: {e}"))?;
+    {
+        // The parent's current rules join the child's (its own from the files stay).
+        let mut st = child.lock();
+        let p = &mut st.policy;
+        for (mine, parents) in [&mut p.allow, &mut p.ask, &mut p.deny, &mut p.granted]
+            .into_iter()
+            .zip(l.rules.iter())
+        {
+            for r in parents {
+                if !mine.iter().any(|m| m.text == r.text) {
+                    mine.push(r.clone());
+                }
+            }
+        }
+    }
     // A sub-agent's end is not the user's session end: nothing to dream about.
     child.dreamed.store(true, Ordering::SeqCst);
     if !l.seed.is_empty() {

@@ -1,0 +1,367 @@
+//! The extension boundary (DESIGN §8): project files that can start a process or widen what
+//! the agent may do are honoured only while their content is what the user approved.
+//!
+//! The agent's tools can write anywhere in the project, including paths that did not exist
+//! when the session opened, so the host never trusts a project file for existing: every
+//! loader asks [`Session::project_file_held`] at use, which compares the file's hash with the
+//! approval record in `~/.yuyao/` (out of the agent's reach, `yuyao_store::trust`). The check
+//! runs at every `Session::open` (top-level, sub-agent, teammate, background worker) and at
+//! every use, never only at a clean close, so a killed session changes nothing.
+//!
+//! Approvals come only from the user: `/trust` and `--trust-project` (top-level opens only;
+//! a sub-agent inherits, it never approves), and `yuyao trust review --approve`. Files this
+//! host saw its own agent write are marked after each tool batch, and a blanket trust
+//! gesture leaves them held until they are reviewed one by one.
+
+use crate::hooks::{self, HookSource};
+use crate::session::Session;
+use std::path::{Path, PathBuf};
+use yuyao_protocol::NoticeLevel;
+use yuyao_store::trust;
+
+/// Every project file (existing now) that can start a process or widen permissions: hook
+/// files, `.mcp.json`, plugin manifests and the hook/MCP files they name, the project config
+/// and permissions, Claude Code's project settings, custom commands (`!{cmd}`,
+/// `allowed-tools`) and custom agents.
+pub fn project_files(home: &Path, project: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = hooks::files(home, project)
+        .into_iter()
+        .filter(|(_, s)| *s == HookSource::Project)
+        .map(|(p, _)| p)
+        .collect();
+    out.extend(crate::plugins::project_program_files(home, project));
+    for rel in [
+        ".mcp.json",
+        ".yuyao/config.toml",
+        ".yuyao/permissions.json",
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+    ] {
+        out.push(project.join(rel));
+    }
+    for (dir, source) in crate::custom_commands::dirs(home, project) {
+        if source == HookSource::Project {
+            out.extend(crate::frontmatter::files_with_ext(&dir, "md"));
+        }
+    }
+    for dir in [".claude/agents", ".yuyao/agents"] {
+        out.extend(crate::frontmatter::files_with_ext(&project.join(dir), "md"));
+    }
+    out.retain(|p| p.is_file());
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The files of [`project_files`] with their content digests now.
+pub fn snapshot(home: &Path, project: &Path) -> Vec<(PathBuf, String)> {
+    project_files(home, project)
+        .into_iter()
+        .filter_map(|p| trust::digest_file(&p).map(|d| (p, d)))
+        .collect()
+}
+
+/// Why a file is held, for the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// Never approved.
+    New,
+    /// Approved once, changed since.
+    Changed,
+    /// Written by a yuyao agent: approved only one by one, after review.
+    AgentWritten,
+}
+
+impl Held {
+    pub fn label(self) -> &'static str {
+        match self {
+            Held::New => "new",
+            Held::Changed => "changed since you approved it",
+            Held::AgentWritten => "written by the agent",
+        }
+    }
+}
+
+/// The project's extension files that are not approved as they are now, and why.
+pub fn held_files(paths: &yuyao_store::Paths) -> Vec<(PathBuf, Held)> {
+    project_files(&paths.home, &paths.project)
+        .into_iter()
+        .filter(|f| !trust::is_approved(paths, f))
+        .map(|f| {
+            let why = if trust::agent_written(paths, &f) {
+                Held::AgentWritten
+            } else if trust::approved_digest(paths, &f).is_some() {
+                Held::Changed
+            } else {
+                Held::New
+            };
+            (f, why)
+        })
+        .collect()
+}
+
+/// The user's blanket trust gesture (`/trust`, `--trust-project`): approves every held file
+/// except those the agent wrote. Returns (approved, still held).
+pub fn approve_all_but_agent_written(
+    paths: &yuyao_store::Paths,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (agent, rest): (Vec<_>, Vec<_>) = held_files(paths)
+        .into_iter()
+        .partition(|(_, why)| *why == Held::AgentWritten);
+    let rest: Vec<PathBuf> = rest.into_iter().map(|(f, _)| f).collect();
+    let approved = trust::approve(paths, &rest).unwrap_or_default();
+    (approved, agent.into_iter().map(|(f, _)| f).collect())
+}
+
+/// The path as the user sees it: relative to the project when inside it.
+pub fn shown(project: &Path, file: &Path) -> String {
+    file.strip_prefix(project)
+        .map(|r| r.display().to_string())
+        .unwrap_or_else(|_| file.display().to_string())
+}
+
+impl Session {
+    /// Why the project file `file` is not honoured now (`None`: it is): project extensions
+    /// are off for this session, or its content is not the approved one.
+    pub(crate) fn project_file_held(&self, file: &Path) -> Option<String> {
+        if !self.project_extensions_allowed() {
+            return Some("project extensions are off for this session (trust the project: /trust, --trust-project)".into());
+        }
+        if trust::is_approved(&self.paths, file) {
+            return None;
+        }
+        Some(format!(
+            "{} is {}; it is not loaded until you review it (`yuyao trust review`, or /trust review)",
+            shown(&self.paths.project, file),
+            if trust::agent_written(&self.paths, file) {
+                Held::AgentWritten.label()
+            } else if trust::approved_digest(&self.paths, file).is_some() {
+                Held::Changed.label()
+            } else {
+                "new since you trusted the project"
+            }
+        ))
+    }
+
+    /// Whether `file` (a project file) may act now.
+    pub(crate) fn project_file_ok(&self, file: &Path) -> bool {
+        self.project_file_held(file).is_none()
+    }
+
+    /// At open: the user's trust gesture of this invocation approves what is there (except
+    /// what an agent wrote); then one warning per held file, when project extensions run.
+    pub(crate) fn open_extension_trust(&self) {
+        let gesture = self.opts.trust_project == Some(true) && !self.opts.inherited_trust;
+        if gesture && self.project_extensions_allowed() {
+            let (approved, agent) = approve_all_but_agent_written(&self.paths);
+            if !approved.is_empty() {
+                self.notice(
+                    NoticeLevel::Info,
+                    format!(
+                        "trusted (--trust-project): {}",
+                        approved
+                            .iter()
+                            .map(|f| shown(&self.paths.project, f))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+            let _ = agent; // said below with the other held files
+        }
+        self.config
+            .allow_project_programs(self.project_extensions_allowed());
+        if let Ok(mut seen) = self.ext_seen.lock() {
+            *seen = snapshot(&self.paths.home, &self.paths.project);
+        }
+        if !self.project_extensions_allowed() {
+            return;
+        }
+        for (f, why) in held_files(&self.paths) {
+            self.notice(
+                NoticeLevel::Warning,
+                format!(
+                    "{} is {}: not loaded until you review it (`yuyao trust review`, or /trust review in a session)",
+                    shown(&self.paths.project, &f),
+                    why.label()
+                ),
+            );
+        }
+    }
+
+    /// After a tool batch: extension files that appeared or changed were written by the agent
+    /// (or something it started). They are marked at once, so no later blanket trust approves
+    /// them unseen, and the user is told.
+    pub(crate) fn note_agent_extension_writes(&self) {
+        let now = snapshot(&self.paths.home, &self.paths.project);
+        let fresh: Vec<(PathBuf, String)> = {
+            let Ok(mut seen) = self.ext_seen.lock() else {
+                return;
+            };
+            if *seen == now {
+                return;
+            }
+            let fresh = now
+                .iter()
+                .filter(|(p, d)| !seen.iter().any(|(q, e)| q == p && e == d))
+                .filter(|(p, _)| !trust::is_approved(&self.paths, p))
+                .cloned()
+                .collect();
+            *seen = now;
+            fresh
+        };
+        if fresh.is_empty() {
+            return;
+        }
+        let _ = trust::mark_agent_written(&self.paths, &fresh);
+        self.notice(
+            NoticeLevel::Warning,
+            format!(
+                "the agent wrote {}: extension files it writes never run until you review them (`yuyao trust review`)",
+                fresh
+                    .iter()
+                    .map(|(f, _)| shown(&self.paths.project, f))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
+}
+
+/// `/trust review [--approve FILE…|--approve-all]`: what each held file would do, and the
+/// user's approval of exactly that content.
+pub(crate) fn review_cmd(s: &Session, args: &[String]) -> Result<String, crate::CoreError> {
+    review(&s.paths, args).map_err(crate::CoreError::Usage)
+}
+
+/// The review shared by `/trust review` and `yuyao trust review`.
+pub fn review(paths: &yuyao_store::Paths, args: &[String]) -> Result<String, String> {
+    let held = held_files(paths);
+    let approve_all = args.iter().any(|a| a == "--approve-all" || a == "--all");
+    let named: Vec<&String> = args
+        .iter()
+        .skip_while(|a| *a != "--approve")
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    if approve_all || !named.is_empty() {
+        let mut chosen = Vec::new();
+        for (f, _) in &held {
+            let rel = shown(&paths.project, f);
+            if approve_all || named.iter().any(|n| **n == rel || Path::new(n.as_str()) == f) {
+                chosen.push(f.clone());
+            }
+        }
+        for n in &named {
+            if !chosen
+                .iter()
+                .any(|f| shown(&paths.project, f) == **n || Path::new(n.as_str()) == f)
+            {
+                return Err(format!(
+                    "{n} is not a held extension file of {} (see `yuyao trust review`)",
+                    paths.project.display()
+                ));
+            }
+        }
+        let done = trust::approve(paths, &chosen).map_err(|e| e.to_string())?;
+        trust::trust(paths).map_err(|e| e.to_string())?;
+        return Ok(format!(
+            "approved (this exact content): {}",
+            if done.is_empty() {
+                "nothing held".to_string()
+            } else {
+                done.iter()
+                    .map(|f| shown(&paths.project, f))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ));
+    }
+    if held.is_empty() {
+        return Ok(format!(
+            "nothing held in {}: every extension file is approved as it is",
+            paths.project.display()
+        ));
+    }
+    let mut out = format!(
+        "{} extension file(s) of {} held (not loaded until approved):\n",
+        held.len(),
+        paths.project.display()
+    );
+    for (f, why) in &held {
+        out.push_str(&format!(
+            "\n== {} ({})\n{}\n",
+            shown(&paths.project, f),
+            why.label(),
+            what_it_does(f)
+        ));
+    }
+    out.push_str("\nApprove with `yuyao trust review --approve FILE…` or `--approve-all`.");
+    Ok(out)
+}
+
+/// The content a held file would put in force, shown in full (capped): for hook and MCP
+/// files the commands they run come first.
+fn what_it_does(file: &Path) -> String {
+    let text = match std::fs::read(file) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => return format!("(cannot read: {e})"),
+    };
+    let mut runs: Vec<String> = Vec::new();
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+        collect_commands(&v, &mut runs);
+    }
+    let mut out = String::new();
+    if !runs.is_empty() {
+        out.push_str("runs:\n");
+        for r in &runs {
+            out.push_str(&format!("  $ {r}\n"));
+        }
+    }
+    const CAP: usize = 4000;
+    let body: String = text.chars().take(CAP).collect();
+    out.push_str(&body);
+    if text.chars().count() > CAP {
+        out.push_str("\n… (cut)");
+    }
+    out
+}
+
+/// `command` / `args` / `url` values anywhere in a JSON document (hook and MCP shapes).
+fn collect_commands(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(c) = m.get("command") {
+                let mut line = match c {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Array(a) => a
+                        .iter()
+                        .filter_map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    _ => String::new(),
+                };
+                if let Some(serde_json::Value::Array(a)) = m.get("args") {
+                    for x in a.iter().filter_map(|x| x.as_str()) {
+                        line.push(' ');
+                        line.push_str(x);
+                    }
+                }
+                if !line.is_empty() {
+                    out.push(line);
+                }
+            } else if let Some(serde_json::Value::String(u)) = m.get("url") {
+                out.push(format!("(connects to) {u}"));
+            }
+            for x in m.values() {
+                collect_commands(x, out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for x in a {
+                collect_commands(x, out);
+            }
+        }
+        _ => {}
+    }
+}

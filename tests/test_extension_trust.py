@@ -258,7 +258,9 @@ def test_an_mcp_entry_never_receives_the_model_key(fake_llm, api, repo, monkeypa
     try:
         url = f"http://127.0.0.1:{httpd.server_address[1]}/mcp"
         (repo / ".mcp.json").write_text(
-            json.dumps({"mcpServers": {"leak": {"url": url, "bearerTokenEnvVar": "D2A_MODEL_API_KEY"}}})
+            json.dumps(
+                {"mcpServers": {"leak": {"url": url, "bearerTokenEnvVar": "D2A_MODEL_API_KEY"}}}
+            )
         )
         server = fake_llm([say("a"), say("b")])
         s = api(server, trust_project=True)
@@ -299,7 +301,13 @@ def test_a_yolo_sub_agent_obeys_a_session_deny_added_after_open(fake_llm, api, r
                 return call("bash", command="rm calc.py")
             return say("child done")
         if not tool_msgs(body):
-            return calls([tool_call("task", {"description": "c", "prompt": "clean", "agent": "cleaner"}, "t1")])
+            return calls(
+                [
+                    tool_call(
+                        "task", {"description": "c", "prompt": "clean", "agent": "cleaner"}, "t1"
+                    )
+                ]
+            )
         return say("parent done")
 
     server = fake_llm(respond)

@@ -38,7 +38,15 @@ def lsp(cid: str, **args):
 
 
 def run_p(yuyao, env, server, *flags, timeout=120):
-    return yuyao("-p", "--trust-project", "Look at the code.", "--yolo", *flags, env=env(server), timeout=timeout)
+    return yuyao(
+        "-p",
+        "--trust-project",
+        "Look at the code.",
+        "--yolo",
+        *flags,
+        env=env(server),
+        timeout=timeout,
+    )
 
 
 def use_server(yuyao_home: Path, argv: list[str], extra: str = "") -> None:

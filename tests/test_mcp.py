@@ -113,7 +113,9 @@ def test_http_server_cli_add_list_and_p_permissions(fake_llm, env, yuyao, repo, 
     assert not notes.exists()
     # ... and runs with an allow rule for the server.
     server = fake_llm([call("mcp__notes__add_note", text="hello"), say("Noted.")])
-    r = yuyao("-p", "--trust-project", "note hello", "--allow", "mcp__notes", env=env(server), timeout=60)
+    r = yuyao(
+        "-p", "--trust-project", "note hello", "--allow", "mcp__notes", env=env(server), timeout=60
+    )
     assert r.returncode == 0, r.stderr
     assert server.tool_result("call_0_0") == "noted: hello"
     assert notes.read_text() == "hello\n"

@@ -1,5 +1,8 @@
 """The project-trust prompt (DESIGN §8): a repository whose settings widen permissions gets
-them only after the user says so, once, here; the decision is saved by the core (`/trust`)."""
+them only after the user says so, once, here; the decision is saved by the core (`/trust`).
+In a trusted project, extension files that are new or changed since the user approved them
+(hooks, .mcp.json, plugins, the project config) are shown — what they run, or the diff — and
+approved only on a yes."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from .keys import RawKeys
 from .prompts import _read_choice
 
 MARK = "not trusted; ignored:"
+HELD = "held (review):"
 
 
 def offer_trust(console: Console, session, keys: RawKeys) -> None:
@@ -19,6 +23,9 @@ def offer_trust(console: Console, session, keys: RawKeys) -> None:
     try:
         status = session.dispatch("/trust status")
     except Exception:  # noqa: BLE001 - no trust command: nothing to offer
+        return
+    if HELD in status:
+        offer_review(console, session, keys)
         return
     if MARK not in status:
         return
@@ -41,3 +48,28 @@ def offer_trust(console: Console, session, keys: RawKeys) -> None:
         console.print(Text(f"  {theme.SYM_STEER} {session.dispatch('/trust')}", "ok"))
     else:
         console.print(Text(f"  {theme.SYM_STEER} kept the defaults; /trust changes this", "muted"))
+
+
+def offer_review(console: Console, session, keys: RawKeys) -> None:
+    """Shows the held extension files (what each runs, or its diff since approval) and asks."""
+    try:
+        review = session.dispatch("/trust review")
+    except Exception:  # noqa: BLE001 - nothing to review
+        return
+    console.print(
+        Panel(
+            Text.assemble(
+                (review.rstrip() + "\n", ""),
+                "They are not loaded until you approve this exact content.",
+            ),
+            title=Text("review extension files", "warn"),
+            title_align="left",
+            border_style="yellow",
+            padding=(0, 1),
+        )
+    )
+    console.print(Text("  [y] approve them as shown   [n] keep them held", "bold"))
+    if _read_choice(keys, "yn") == "y":
+        console.print(Text(f"  {theme.SYM_STEER} {session.dispatch('/trust approve --all')}", "ok"))
+    else:
+        console.print(Text(f"  {theme.SYM_STEER} kept held; /trust review shows them", "muted"))

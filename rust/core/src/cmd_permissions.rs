@@ -474,7 +474,21 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         (st.trusted, st.ignored_project_settings.clone())
     };
     if args.first().map(String::as_str) == Some("status") {
-        return Ok(if trusted {
+        let held = crate::extension_trust::held_files(&s.paths);
+        return Ok(if trusted && !held.is_empty() {
+            format!(
+                "project {} is trusted; held (review): {}",
+                s.paths.project.display(),
+                held.iter()
+                    .map(|(f, why)| format!(
+                        "{} ({})",
+                        crate::extension_trust::shown(&s.paths.project, f),
+                        why.label()
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else if trusted {
             format!("project {} is trusted", s.paths.project.display())
         } else if ignored.is_empty() {
             format!(
@@ -496,7 +510,11 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
     }
     if matches!(args.first().map(String::as_str), Some("review" | "approve")) {
         let rest: Vec<String> = if args[0] == "approve" {
-            let files: Vec<String> = args[1..].iter().filter(|a| *a != "--all").cloned().collect();
+            let files: Vec<String> = args[1..]
+                .iter()
+                .filter(|a| *a != "--all")
+                .cloned()
+                .collect();
             if args[1..].iter().any(|a| a == "--all") {
                 vec!["--approve-all".into()]
             } else if files.is_empty() {
@@ -504,7 +522,9 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
                     "usage: /trust approve FILE… | /trust approve --all".into(),
                 ));
             } else {
-                std::iter::once("--approve".to_string()).chain(files).collect()
+                std::iter::once("--approve".to_string())
+                    .chain(files)
+                    .collect()
             }
         } else {
             args[1..].to_vec()

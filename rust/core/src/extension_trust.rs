@@ -102,9 +102,7 @@ pub fn held_files(paths: &yuyao_store::Paths) -> Vec<(PathBuf, Held)> {
 
 /// The user's blanket trust gesture (`/trust`, `--trust-project`): approves every held file
 /// except those the agent wrote. Returns (approved, still held).
-pub fn approve_all_but_agent_written(
-    paths: &yuyao_store::Paths,
-) -> (Vec<PathBuf>, Vec<PathBuf>) {
+pub fn approve_all_but_agent_written(paths: &yuyao_store::Paths) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let (agent, rest): (Vec<_>, Vec<_>) = held_files(paths)
         .into_iter()
         .partition(|(_, why)| *why == Held::AgentWritten);
@@ -248,7 +246,11 @@ pub fn review(paths: &yuyao_store::Paths, args: &[String]) -> Result<String, Str
         let mut chosen = Vec::new();
         for (f, _) in &held {
             let rel = shown(&paths.project, f);
-            if approve_all || named.iter().any(|n| **n == rel || Path::new(n.as_str()) == f) {
+            if approve_all
+                || named
+                    .iter()
+                    .any(|n| **n == rel || Path::new(n.as_str()) == f)
+            {
                 chosen.push(f.clone());
             }
         }
@@ -293,7 +295,7 @@ pub fn review(paths: &yuyao_store::Paths, args: &[String]) -> Result<String, Str
             "\n== {} ({})\n{}\n",
             shown(&paths.project, f),
             why.label(),
-            what_it_does(f)
+            what_it_does(paths, f)
         ));
     }
     out.push_str("\nApprove with `yuyao trust review --approve FILE…` or `--approve-all`.");
@@ -302,7 +304,7 @@ pub fn review(paths: &yuyao_store::Paths, args: &[String]) -> Result<String, Str
 
 /// The content a held file would put in force, shown in full (capped): for hook and MCP
 /// files the commands they run come first.
-fn what_it_does(file: &Path) -> String {
+fn what_it_does(paths: &yuyao_store::Paths, file: &Path) -> String {
     let text = match std::fs::read(file) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) => return format!("(cannot read: {e})"),
@@ -310,6 +312,8 @@ fn what_it_does(file: &Path) -> String {
     let mut runs: Vec<String> = Vec::new();
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
         collect_commands(&v, &mut runs);
+    } else if let Ok(t) = text.parse::<toml::Table>() {
+        collect_settings("", &t, &mut runs);
     }
     let mut out = String::new();
     if !runs.is_empty() {
@@ -318,6 +322,19 @@ fn what_it_does(file: &Path) -> String {
             out.push_str(&format!("  $ {r}\n"));
         }
     }
+    if let Some(before) = trust::approved_content(paths, file) {
+        // Changed since approval: the difference is what the user is asked about.
+        let before = String::from_utf8_lossy(&before).into_owned();
+        let diff = similar::TextDiff::from_lines(&before, &text);
+        out.push_str(
+            &diff
+                .unified_diff()
+                .context_radius(3)
+                .header("approved", "now")
+                .to_string(),
+        );
+        return out;
+    }
     const CAP: usize = 4000;
     let body: String = text.chars().take(CAP).collect();
     out.push_str(&body);
@@ -325,6 +342,27 @@ fn what_it_does(file: &Path) -> String {
         out.push_str("\n… (cut)");
     }
     out
+}
+
+/// The keys of a project config that name a program, an endpoint or a secret, or widen.
+fn collect_settings(prefix: &str, t: &toml::Table, out: &mut Vec<String>) {
+    for (k, v) in t {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(inner) => collect_settings(&key, inner, out),
+            _ if yuyao_store::config::guarded(&key)
+                || yuyao_store::config::lower_only(&key)
+                || matches!(key.as_str(), "mode" | "sandbox" | "network") =>
+            {
+                out.push(format!("(sets) {key} = {v}"));
+            }
+            _ => {}
+        }
+    }
 }
 
 /// `command` / `args` / `url` values anywhere in a JSON document (hook and MCP shapes).

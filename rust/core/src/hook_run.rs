@@ -482,18 +482,17 @@ pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         Some("disable") | Some("off") => pick(args, false),
         Some("approve") => {
             // The user's explicit approval of the held hook and plugin files as they are.
-            let held: Vec<std::path::PathBuf> =
-                crate::extension_trust::held_files(&s.paths)
-                    .into_iter()
-                    .map(|(f, _)| f)
-                    .filter(|f| {
-                        crate::plugins::project_program_files(&s.paths.home, &s.paths.project)
-                            .contains(f)
-                            || hooks::files(&s.paths.home, &s.paths.project)
-                                .iter()
-                                .any(|(p, _)| p == f)
-                    })
-                    .collect();
+            let held: Vec<std::path::PathBuf> = crate::extension_trust::held_files(&s.paths)
+                .into_iter()
+                .map(|(f, _)| f)
+                .filter(|f| {
+                    crate::plugins::project_program_files(&s.paths.home, &s.paths.project)
+                        .contains(f)
+                        || hooks::files(&s.paths.home, &s.paths.project)
+                            .iter()
+                            .any(|(p, _)| p == f)
+                })
+                .collect();
             let files: Vec<String> = yuyao_store::trust::approve(&s.paths, &held)
                 .map_err(|e| CoreError::Failed(format!("cannot record the approval: {e}")))?
                 .iter()

@@ -273,7 +273,7 @@ fn read_servers(path: &Path, warnings: &mut Vec<String>) -> Option<Value> {
 }
 
 /// The files of the project's plugins that make programs run (manifest, hook files, MCP
-/// files): `hook_review.rs` holds one that changed while a session ran.
+/// files): `extension_trust.rs` holds one whose content is not the approved one.
 pub fn project_program_files(home: &Path, project: &Path) -> Vec<PathBuf> {
     let (list, _) = load(home, project);
     let mut out = Vec::new();

@@ -91,3 +91,29 @@ pub fn exclude_from_git(project: &Path, entry: &str) {
     let _ = std::fs::create_dir_all(git.join("info"));
     let _ = std::fs::write(path, next);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nested_git_made_inside_the_project_does_not_make_a_new_project() {
+        let d = tempfile::tempdir().unwrap();
+        let project = d.path().join("proj");
+        let sub = project.join("sub");
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        std::fs::create_dir_all(sub.join(".git")).unwrap();
+        // Alone, `sub/` with its own `.git` is a project of its own...
+        assert_eq!(Paths::new(Some("h"), &sub).project, sub);
+        // ...but a session handed the parent's root stays in it.
+        let p = Paths::with_project(Some("h"), &sub, Some(&project));
+        assert_eq!(p.project, project);
+        // A root that does not contain the cwd is not taken.
+        let other = d.path().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        assert_eq!(
+            Paths::with_project(Some("h"), &other, Some(&project)).project,
+            other
+        );
+    }
+}

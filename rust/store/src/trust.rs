@@ -128,6 +128,19 @@ pub fn approved_digest(paths: &Paths, file: &Path) -> Option<String> {
     entry(&read(paths), "approved", paths, file).map(str::to_string)
 }
 
+fn content_dir(paths: &Paths) -> PathBuf {
+    paths.home.join("trust-content")
+}
+
+/// The content the user last approved for `file`, when it was kept.
+pub fn approved_content(paths: &Paths, file: &Path) -> Option<Vec<u8>> {
+    let d = approved_digest(paths, file)?;
+    if d.len() != 64 || !d.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    std::fs::read(content_dir(paths).join(d)).ok()
+}
+
 /// Whether `bytes` (the content about to be used) is what the user approved for `file`.
 /// Callers that parse the file hash the very bytes they parse, so a swap between the check
 /// and the read cannot slip through.
@@ -186,8 +199,16 @@ fn update(paths: &Paths, table: &str, files: &[(PathBuf, Option<String>)]) -> st
 /// Records that the user approved the content `files` hold now (an absent file's approval
 /// is dropped). Returns the files whose content was recorded.
 pub fn approve(paths: &Paths, files: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
-    let now: Vec<(PathBuf, Option<String>)> =
-        files.iter().map(|f| (f.clone(), digest_file(f))).collect();
+    let mut now: Vec<(PathBuf, Option<String>)> = Vec::new();
+    for f in files {
+        // The approved bytes are kept (by digest), so a later change is shown as a diff.
+        let bytes = std::fs::read(f).ok();
+        let digest = bytes.as_deref().map(digest_bytes);
+        if let (Some(b), Some(d)) = (&bytes, &digest) {
+            let _ = crate::write_atomic(&content_dir(paths).join(d), b);
+        }
+        now.push((f.clone(), digest));
+    }
     update(paths, "approved", &now)?;
     Ok(now
         .into_iter()
@@ -267,6 +288,7 @@ mod tests {
         assert!(!is_approved(&paths, &f), "nothing is approved by existing");
         approve(&paths, std::slice::from_ref(&f)).unwrap();
         assert!(is_approved(&paths, &f));
+        assert_eq!(approved_content(&paths, &f).as_deref(), Some(&b"{}"[..]));
         assert!(bytes_approved(&paths, &f, b"{}"));
         assert!(!bytes_approved(&paths, &f, b"{\"hooks\":1}"));
         std::fs::write(&f, "{\"hooks\":1}").unwrap();

@@ -624,14 +624,12 @@ pub fn guarded(key: &str) -> bool {
         "browser.executable",
         "search.provider",
         "search.api_key_env",
-        "memorySearch.provider",
-        "memorySearch.model",
-        "compaction.memoryFlush.model",
-        "verification.command",
-        "mcp.startup_timeout_ms",
     ];
     let key = canonical_key(key);
-    GUARDED.contains(&key) || key.starts_with("lsp.servers.") || key.starts_with("hooks.")
+    GUARDED.contains(&key)
+        || ["lsp.servers.", "hooks.", "mcp."]
+            .iter()
+            .any(|p| key.starts_with(p))
 }
 
 /// Limits a project may lower but never raise: the effective value is the smallest of the

@@ -138,22 +138,31 @@ def connect(port: int) -> str:
 
 
 @needs_namespaces
-def test_flags_pin_sandbox_against_hot_reload(fake_llm, api, repo, listener):
-    """A config change on disk (by hand here: the agent cannot write it) does not loosen a
-    session whose flags or trust say otherwise."""
-    server = fake_llm(bash_steps("true") + bash_steps(connect(listener)))
+def test_flags_pin_sandbox_against_hot_reload(fake_llm, api, repo, listener, yuyao_home):
+    """A config change on disk does not loosen a session whose flags or trust say otherwise,
+    and in a trusted session it applies only once its content is approved (the agent could
+    have written it: DESIGN §8)."""
+    server = fake_llm(bash_steps("true") + bash_steps(connect(listener)) * 2)
     s = api(server, mode="yolo", trust_project=True)
     s.dispatch("/sandbox")  # the session is up
     s.chat("one")
     (repo / ".yuyao").mkdir()
     (repo / ".yuyao" / "config.toml").write_text('network = "on"\n')
     s.chat("two")
-    # Trusted and not pinned by a flag: the hand edit applies (hot reload) ...
+    # Trusted, but the new content is not approved: held ...
+    assert "BLOCKED" in server.tool_result("b0"), server.tool_result("b0")
+    # ... approved (the review names the file): the hot reload puts it in force.
+    assert "(sets) network" in s.dispatch("/trust review")
+    assert "network = on" in s.dispatch("/trust approve .yuyao/config.toml")
+    s.chat("three")
     assert "OPEN" in server.tool_result("b0"), server.tool_result("b0")
 
+    # The approval trusted the project; with that record gone (a machine that never trusted
+    # it), a session does not apply the project's network = on.
+    (yuyao_home / "trusted-projects.json").unlink()
     server = fake_llm(bash_steps(connect(listener)))
     s = api(server, mode="yolo")
-    s.chat("three")
+    s.chat("four")
     # ... untrusted: the project's network = on is ignored.
     assert "BLOCKED" in server.tool_result("b0"), server.tool_result("b0")
 

@@ -110,7 +110,7 @@ if __name__ == "__main__":
 
 def test_run_starts_a_tiny_http_app_and_reports_its_port(fake_llm, api, repo):
     (repo / "app.py").write_text(APP)
-    session = api(fake_llm([]))
+    session = api(fake_llm([]), trust_project=True)
     report = session.dispatch("/run")
     assert "python3 app.py" in report and "ready at http://127.0.0.1:" in report
     url = report.split("ready at ", 1)[1].split()[0]

@@ -693,7 +693,7 @@ def effect_max_stop_blocks(fake_llm, live, repo, **_):
         json.dumps({"hooks": {"Stop": [{"command": "echo 'gate fails'; exit 1"}]}})
     )
     server = fake_llm([say("a")] * 4)
-    s, _ = live(server, first_turn=False, project_extensions=True)
+    s, _ = live(server, first_turn=False, project_extensions=True, trust_project=True)
     set_key(s, "hooks.max_stop_blocks", "1")
     with pytest.raises(RuntimeError, match="gate fails"):
         s.chat("go")
@@ -740,7 +740,7 @@ def effect_features_hooks(fake_llm, live, repo, **_):
         json.dumps({"hooks": {"UserPromptSubmit": [{"command": f"touch {marker}"}]}})
     )
     server = fake_llm([say("one"), say("two")])
-    s, _ = live(server, project_extensions=True)
+    s, _ = live(server, project_extensions=True, trust_project=True)
     assert marker.exists()
     marker.unlink()
     set_key(s, "features.hooks", "false")

@@ -69,7 +69,7 @@ def test_task_returns_the_sub_agents_result_and_its_writes_are_refused(fake_llm,
 
     server = fake_llm(respond)
     # The parent may write anything (yolo): the sub-agent is read-only all the same.
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     answer = s.chat("PARENT-PROMPT-MARK: where is add?")
     assert answer == "parent done"
     assert not (repo / "stolen.txt").exists()
@@ -111,7 +111,7 @@ def test_two_tasks_in_one_reply_overlap_and_come_back_in_call_order(fake_llm, ap
         return say("both done")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     t0 = time.monotonic()
     assert s.chat("do two things") == "both done"
     elapsed = time.monotonic() - t0
@@ -141,7 +141,7 @@ def test_max_parallel_one_runs_tasks_one_after_the_other(fake_llm, api):
         return say("ok")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     s.dispatch("/config set agents.max_parallel 1")
     assert s.chat("go") == "ok"
     assert len(spans) == 2
@@ -168,7 +168,7 @@ def test_a_custom_agent_with_read_and_grep_cannot_run_bash(fake_llm, api, repo):
         return say("ok")
 
     server = fake_llm(respond)
-    s = api(server, mode="yolo")
+    s = api(server, trust_project=True, mode="yolo")
     assert s.chat("use finder") == "ok"
     assert not (repo / "pwned").exists()
     offered = [t["function"]["name"] for t in sub_bodies[0].get("tools") or []]
@@ -201,7 +201,7 @@ def test_project_agents_need_project_extensions(fake_llm, api, repo):
 
 
 def test_agents_command_creates_shows_edits_and_deletes(fake_llm, api, repo):
-    s = api(fake_llm([]))
+    s = api(fake_llm([]), trust_project=True)
     listed = s.dispatch("/agents")
     assert "explore (built-in)" in listed and "general (built-in)" in listed
     out = s.dispatch(
@@ -234,7 +234,7 @@ def test_at_name_in_a_prompt_hands_the_work_to_that_agent(fake_llm, api):
         return say("ok")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     assert s.chat("@explore where is add defined?") == "ok"
     assert server.tool_result("t1").startswith("EXPLORED")
 
@@ -251,7 +251,7 @@ def test_esc_stops_the_sub_agents_with_the_parent(fake_llm, api):
         return say("after")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     result: dict = {}
     worker = threading.Thread(target=lambda: result.setdefault("v", s.chat("go")))
     t0 = time.monotonic()
@@ -280,7 +280,7 @@ def test_depth_limit_two(fake_llm, api):
         return say("top")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     assert s.chat("nest") == "top"
     # depth 1 is offered task, depth 2 is not.
     assert any("task" in n for n in depth_tools)
@@ -380,7 +380,7 @@ def test_fork_result_arrives_while_the_main_turn_goes_on(fake_llm, api):
         return say("main done")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     s.chat("CONTEXT-MARK: remember the number 42")
     t0 = time.monotonic()
     out = s.dispatch("/fork what was the number?")
@@ -408,7 +408,7 @@ def test_kill_subagents_stops_a_running_fork(fake_llm, api):
         return say("ok")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     s.dispatch("/fork look around")
     assert started.wait(10)
     assert "stopped 1 background sub-agent" in s._core.kill_subagents()
@@ -434,7 +434,7 @@ def test_goal_stops_when_the_judge_says_met(fake_llm, api):
         return say(f"worked {len(main_turns)}")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     out = s.dispatch("/goal hello.txt exists")
     assert out.startswith("goal met after 2 rounds"), out
     assert "the file exists" in out
@@ -449,7 +449,7 @@ def test_goal_stops_at_max_rounds_and_at_the_step_limit(fake_llm, api):
         return say("trying")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     s.dispatch("/config set goal.max_rounds 3")
     out = s.dispatch("/goal never")
     assert out.startswith("goal not met after 3 rounds (goal.max_rounds)"), out
@@ -473,7 +473,7 @@ def test_loop_max_three_runs_three_rounds(fake_llm, api):
         return say(f"round reply {i}")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     out = s.dispatch("/loop check the build --max 3")
     assert out == "loop ended after 3 rounds (--max 3)"
     assert len(server.requests) == 3
@@ -490,7 +490,7 @@ def test_loop_until_stops_when_the_condition_is_met(fake_llm, api):
         return say("ran")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     out = s.dispatch('/loop run the tests --until "tests pass" --max 5 --interval 0.1')
     assert out.startswith("loop ended after 2 round(s): condition met: green"), out
 
@@ -504,7 +504,7 @@ def test_a_deny_rule_on_task_refuses_it(fake_llm, api):
         return say("ok")
 
     server = fake_llm(respond)
-    s = api(server, deny="task")
+    s = api(server, trust_project=True, deny="task")
     assert s.chat("go") == "ok"
     assert "Refused by the deny rule 'task'" in server.tool_result("t1")
     assert not [r for r in server.requests if kind(r["body"]) == "sub"]
@@ -540,7 +540,7 @@ def test_the_trace_links_the_sub_agents_own_trace(fake_llm, yuyao, env, repo):
 
 def test_esc_during_a_loops_wait_ends_it(fake_llm, api):
     server = fake_llm(lambda body, i: say("ran"))
-    s = api(server)
+    s = api(server, trust_project=True)
     result: dict = {}
     worker = threading.Thread(
         target=lambda: result.setdefault("v", s.dispatch("/loop ping --max 5 --interval 30"))
@@ -575,7 +575,7 @@ def test_claude_code_agent_files_load_with_unknown_tools_left_out(fake_llm, api,
         return say("ok")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     shown = s.dispatch("/agents show reviewer")
     assert "tools not in this build (left out): WebTeleport" in shown
     assert s.chat("review") == "ok"
@@ -600,6 +600,6 @@ def test_a_stop_hook_gates_the_session_not_its_sub_agents(fake_llm, api, repo):
         return say("ok")
 
     server = fake_llm(respond)
-    s = api(server)
+    s = api(server, trust_project=True)
     assert s.chat("go") == "ok"
     assert marker.read_text().count("x") == 1, "the Stop hook ran once: for the session's answer"

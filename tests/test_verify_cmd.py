@@ -70,7 +70,7 @@ def test_verify_drives_a_web_app_in_the_browser(fake_llm, api, repo):
             say("Verdict: works\nthe page greets the visitor — it shows 'Hello, visitor'"),
         ]
     )
-    session = api(server)
+    session = api(server, trust_project=True)
     answer = session.dispatch("/verify the page greets the visitor")
     assert "Verdict: works" in answer
     assert f"ready at {url}" in answer  # the start line comes with the answer
@@ -96,7 +96,7 @@ def test_verify_reuses_the_app_run_started(fake_llm, api, repo):
     url = f"http://127.0.0.1:{port}"
     (repo / "app.py").write_text(APP.replace("PORT", str(port)))
     server = fake_llm([say("Verdict: works")])
-    session = api(server)
+    session = api(server, trust_project=True)
     assert f"ready at {url}" in session.dispatch("/run")
     answer = session.dispatch("/verify the greeting")
     assert "reusing the app already running" in answer and "Verdict: works" in answer
@@ -137,7 +137,7 @@ def test_verify_runs_a_cli_with_sample_input(fake_llm, api, repo):
             say("Verdict: works\ngreets the given name — printed 'Hello, Ada!'"),
         ]
     )
-    session = api(server, mode="yolo")
+    session = api(server, mode="yolo", trust_project=True)
     session.chat("main.py should greet the name given on the command line")
     answer = session.dispatch("/verify")
     assert "Verdict: works" in answer

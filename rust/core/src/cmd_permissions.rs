@@ -536,8 +536,12 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
             s.lock().trusted = true;
             s.config
                 .allow_project_programs(s.project_extensions_allowed());
+            let applied = apply_project_settings(s)?;
             s.load_hooks();
             s.mcp_sync();
+            if !applied.is_empty() {
+                return Ok(format!("{out}; now in force: {}", applied.join(", ")));
+            }
         }
         return Ok(out);
     }
@@ -554,6 +558,36 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
     let (_, agent_written) = crate::extension_trust::approve_all_but_agent_written(&s.paths);
     s.config
         .allow_project_programs(s.project_extensions_allowed());
+    let applied = apply_project_settings(s)?;
+    s.lock().ignored_project_settings.clear();
+    s.load_hooks();
+    s.mcp_sync();
+    Ok(format!(
+        "trusted project {}{}{}",
+        s.paths.project.display(),
+        if applied.is_empty() {
+            String::new()
+        } else {
+            format!("; now in force: {}", applied.join(", "))
+        },
+        if agent_written.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; still held (written by the agent; review them with /trust review): {}",
+                agent_written
+                    .iter()
+                    .map(|f| crate::extension_trust::shown(&s.paths.project, f))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    ))
+}
+
+/// The project's widening settings and allow rules, put in force in a trusted session when
+/// their files are the approved content (flags still pin theirs). Returns what applied.
+fn apply_project_settings(s: &Session) -> Result<Vec<String>, CoreError> {
     let config_ok = !s.paths.project_config().exists()
         || yuyao_store::trust::is_approved(&s.paths, &s.paths.project_config());
     let mut applied = Vec::new();
@@ -582,34 +616,14 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
             && kind == RuleKind::Allow
             && let Ok(rule) = Rule::parse(&text)
         {
-            s.lock().policy.allow.push(rule);
-            applied.push(format!("allow {text}"));
+            let mut st = s.lock();
+            if !st.policy.allow.iter().any(|r| r.text == rule.text) {
+                st.policy.allow.push(rule);
+                applied.push(format!("allow {text}"));
+            }
         }
     }
-    s.lock().ignored_project_settings.clear();
-    s.load_hooks();
-    s.mcp_sync();
-    Ok(format!(
-        "trusted project {}{}{}",
-        s.paths.project.display(),
-        if applied.is_empty() {
-            String::new()
-        } else {
-            format!("; now in force: {}", applied.join(", "))
-        },
-        if agent_written.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; still held (written by the agent; review them with /trust review): {}",
-                agent_written
-                    .iter()
-                    .map(|f| crate::extension_trust::shown(&s.paths.project, f))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        }
-    ))
+    Ok(applied)
 }
 
 pub(crate) fn permissions_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {

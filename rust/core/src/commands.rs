@@ -316,8 +316,8 @@ const COMMANDS: &[Command] = &[
     cmd!(
         "trust",
         [],
-        "[status | review | approve FILE… | approve --all]",
-        "trust this project: its extension files as they are now (except what the agent wrote) and its widening settings apply; review shows held files",
+        "[status|review|approve FILE…]",
+        "trust this project as it is now; review held extension files",
         Some(crate::cmd_permissions::trust_cmd)
     ),
     cmd!(

@@ -187,6 +187,15 @@ impl Session {
         }
     }
 
+    /// Before a tool batch: what is there now is the baseline, so changes between turns (the
+    /// user's editor) are not taken for the agent's.
+    pub(crate) fn refresh_extension_snapshot(&self) {
+        let now = snapshot(&self.paths.home, &self.paths.project);
+        if let Ok(mut seen) = self.ext_seen.lock() {
+            *seen = now;
+        }
+    }
+
     /// After a tool batch: extension files that appeared or changed were written by the agent
     /// (or something it started). They are marked at once, so no later blanket trust approves
     /// them unseen, and the user is told.

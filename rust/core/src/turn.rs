@@ -659,6 +659,7 @@ impl Session {
 
             let batch = crate::intent::batch_intent(&reply.text, &assistant.tool_calls);
             self.announce_batch(&batch, &assistant.tool_calls);
+            self.refresh_extension_snapshot();
             let intent = batch.line;
             self.auto_commit_intent(&intent);
             let calls = assistant.tool_calls.clone();

@@ -324,6 +324,9 @@ pub(crate) fn run_units(
         .and_then(|wt| {
             let mut l = s.child_launch(&def, &format!("batch-{}", i + 1), false, Vec::new())?;
             l.opts.cwd = Some(wt.path.clone());
+            // A worktree yuyao made is the unit's own project (its root is recorded here, not
+            // read from a `.git` the agent could have planted).
+            l.opts.project_dir = Some(wt.path.clone());
             l.agent = format!("batch unit {}", i + 1);
             Ok((wt, l))
         });

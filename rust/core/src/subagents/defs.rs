@@ -371,9 +371,11 @@ pub(crate) fn agents_cmd(s: &Session, args: &[String]) -> Result<String, CoreErr
                     path.display()
                 )));
             }
-            std::fs::create_dir_all(&dir)
-                .and_then(|_| std::fs::write(&path, render(&d)))
-                .map_err(|e| CoreError::Failed(format!("cannot write {}: {e}", path.display())))?;
+            // The user's command: the new file starts approved (extension_trust.rs).
+            yuyao_store::trust::keep_approval(&s.paths, &path, || {
+                std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, render(&d)))
+            })
+            .map_err(|e| CoreError::Failed(format!("cannot write {}: {e}", path.display())))?;
             Ok(format!("agent '{name}' created: {}", path.display()))
         }
         Some("edit") => {
@@ -391,8 +393,10 @@ pub(crate) fn agents_cmd(s: &Session, args: &[String]) -> Result<String, CoreErr
                 ));
             }
             apply_flags(&mut d, &args[2..])?;
-            std::fs::write(&path, render(&d))
-                .map_err(|e| CoreError::Failed(format!("cannot write {}: {e}", path.display())))?;
+            yuyao_store::trust::keep_approval(&s.paths, &path, || {
+                std::fs::write(&path, render(&d))
+            })
+            .map_err(|e| CoreError::Failed(format!("cannot write {}: {e}", path.display())))?;
             Ok(format!("agent '{name}' updated: {}", path.display()))
         }
         Some("delete") | Some("rm") | Some("remove") => {

@@ -161,6 +161,28 @@ def test_a_change_after_approval_is_held_again(fake_llm, api, repo, tmp_path):
     assert not bad.exists(), "a hook rewritten by the model ran"
 
 
+def test_a_file_changed_between_runs_waits_for_review_even_with_trust_project(
+    fake_llm, env, yuyao, repo, tmp_path
+):
+    """After the first pin, `--trust-project` cannot tell the user's edit from a planted one
+    (a pull, another tool): the changed hooks.json is held and the review shows the diff."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    (repo / "hooks.json").write_text(hook_file(first))
+    r = yuyao("-p", "--trust-project", "hi", env=env(fake_llm([say("Hello there.")])))
+    assert r.returncode == 0, r.stderr
+    assert first.exists(), "the first trust pins and runs the repository's hook"
+    (repo / "hooks.json").write_text(hook_file(second))
+    r = yuyao("-p", "--trust-project", "hi", env=env(fake_llm([say("Hello there.")])))
+    assert r.returncode == 0, r.stderr
+    assert not second.exists(), "a changed hook file ran without a review"
+    assert "hooks.json is changed since you approved it" in r.stderr, r.stderr
+    review = yuyao("trust", "review", env=env()).stdout
+    assert f"-{hook_file(first)}" in review and f"+{hook_file(second)}" in review, review
+    assert yuyao("trust", "approve", "--all", env=env()).returncode == 0
+    r = yuyao("-p", "--trust-project", "hi", env=env(fake_llm([say("Hello there.")])))
+    assert second.exists(), "the approved change did not run"
+
+
 # ---------------------------------------------------------------------------------------------
 # -p and agent_api without trust run no project extension at all
 

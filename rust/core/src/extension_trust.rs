@@ -8,8 +8,9 @@
 //! runs at every `Session::open` (top-level, sub-agent, teammate, background worker) and at
 //! every use, never only at a clean close, so a killed session changes nothing.
 //!
-//! Approvals come only from the user: `/trust` and `--trust-project` (top-level opens only;
-//! a sub-agent inherits, it never approves), and `yuyao trust review --approve`. Files this
+//! Approvals come only from the user: `/trust` (after the TUI showed what would run),
+//! `--trust-project` on a project never approved before (top-level opens only; a sub-agent
+//! inherits, it never approves), and `yuyao trust approve`. Files this
 //! host saw its own agent write are marked after each tool batch, and a blanket trust
 //! gesture leaves them held until they are reviewed one by one.
 
@@ -146,27 +147,9 @@ impl Session {
         self.project_file_held(file).is_none()
     }
 
-    /// At open: the user's trust gesture of this invocation approves what is there (except
-    /// what an agent wrote); then one warning per held file, when project extensions run.
+    /// At open (after `Session::open` pinned a first trust): guarded config keys follow the
+    /// session's switch, and one warning per held file, when project extensions run.
     pub(crate) fn open_extension_trust(&self) {
-        let gesture = self.opts.trust_project == Some(true) && !self.opts.inherited_trust;
-        if gesture && self.project_extensions_allowed() {
-            let (approved, agent) = approve_all_but_agent_written(&self.paths);
-            if !approved.is_empty() {
-                self.notice(
-                    NoticeLevel::Info,
-                    format!(
-                        "trusted (--trust-project): {}",
-                        approved
-                            .iter()
-                            .map(|f| shown(&self.paths.project, f))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                );
-            }
-            let _ = agent; // said below with the other held files
-        }
         self.config
             .allow_project_programs(self.project_extensions_allowed());
         if let Ok(mut seen) = self.ext_seen.lock() {

@@ -329,9 +329,12 @@ impl Session {
             && !opts.inherited_trust
             && !opts.no_project_extensions
             && opts.project_extensions != Some(false)
+            && !yuyao_store::trust::has_approvals(&paths)
         {
-            // `--trust-project` is the user's gesture: what is there now is approved, except
-            // what a yuyao agent was seen writing.
+            // `--trust-project` on a project never approved before is the user's gesture: what
+            // is there now is pinned, except what a yuyao agent was seen writing. Once pinned,
+            // new and changed files wait for `yuyao trust review` (the flag cannot tell the
+            // user's edit from a planted one).
             crate::extension_trust::approve_all_but_agent_written(&paths);
         }
         let approved = |f: PathBuf| !f.exists() || yuyao_store::trust::is_approved(&paths, &f);

@@ -148,6 +148,16 @@ pub fn bytes_approved(paths: &Paths, file: &Path, bytes: &[u8]) -> bool {
     approved_digest(paths, file).is_some_and(|d| d == digest_bytes(bytes))
 }
 
+/// Whether the user has approved any file of this project before (a project's first trust
+/// pins what is there; after that, new and changed files wait for a review).
+pub fn has_approvals(paths: &Paths) -> bool {
+    read(paths)
+        .get("approved")
+        .and_then(|a| a.get(key(&paths.project)))
+        .and_then(Value::as_object)
+        .is_some_and(|o| !o.is_empty())
+}
+
 /// Whether `file`'s content now is what the user approved.
 pub fn is_approved(paths: &Paths, file: &Path) -> bool {
     match (approved_digest(paths, file), digest_file(file)) {

@@ -228,11 +228,12 @@ pub(crate) fn review_cmd(s: &Session, args: &[String]) -> Result<String, crate::
 pub fn review(paths: &yuyao_store::Paths, args: &[String]) -> Result<String, String> {
     let held = held_files(paths);
     let approve_all = args.iter().any(|a| a == "--approve-all" || a == "--all");
-    let named: Vec<&String> = args
+    let named: Vec<String> = args
         .iter()
         .skip_while(|a| *a != "--approve")
         .skip(1)
         .filter(|a| !a.starts_with("--"))
+        .map(|a| a.trim_start_matches("./").to_string())
         .collect();
     if approve_all || !named.is_empty() {
         let mut chosen = Vec::new();
@@ -249,7 +250,7 @@ pub fn review(paths: &yuyao_store::Paths, args: &[String]) -> Result<String, Str
         for n in &named {
             if !chosen
                 .iter()
-                .any(|f| shown(&paths.project, f) == **n || Path::new(n.as_str()) == f)
+                .any(|f| shown(&paths.project, f) == *n || Path::new(n.as_str()) == f)
             {
                 return Err(format!(
                     "{n} is not a held extension file of {} (see `yuyao trust review`)",
@@ -393,5 +394,99 @@ fn collect_commands(v: &serde_json::Value, out: &mut Vec<String>) {
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use yuyao_store::Paths;
+
+    fn setup() -> (tempfile::TempDir, Paths) {
+        let d = tempfile::tempdir().unwrap();
+        let project = d.path().join("proj");
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        let paths = Paths {
+            home: d.path().join("home"),
+            project,
+        };
+        (d, paths)
+    }
+
+    fn write(paths: &Paths, rel: &str, text: &str) -> PathBuf {
+        let f = paths.project.join(rel);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, text).unwrap();
+        f
+    }
+
+    #[test]
+    fn every_kind_of_extension_file_is_listed() {
+        let (_d, paths) = setup();
+        for rel in [
+            "hooks.json",
+            ".yuyao/hooks.json",
+            ".mcp.json",
+            ".yuyao/config.toml",
+            ".yuyao/permissions.json",
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".yuyao/commands/git/commit.md",
+            ".claude/commands/x.md",
+            ".yuyao/agents/a.md",
+            ".claude/agents/b.md",
+        ] {
+            write(&paths, rel, "{}");
+        }
+        write(&paths, "plugins/p/plugin.json", r#"{"name": "p"}"#);
+        let listed: Vec<String> = project_files(&paths.home, &paths.project)
+            .iter()
+            .map(|f| shown(&paths.project, f))
+            .collect();
+        for want in [
+            "hooks.json",
+            ".yuyao/hooks.json",
+            ".mcp.json",
+            ".yuyao/config.toml",
+            ".yuyao/permissions.json",
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".yuyao/commands/git/commit.md",
+            ".claude/commands/x.md",
+            ".yuyao/agents/a.md",
+            ".claude/agents/b.md",
+            "plugins/p/plugin.json",
+        ] {
+            assert!(listed.iter().any(|l| l == want), "{want} not in {listed:?}");
+        }
+    }
+
+    #[test]
+    fn blanket_approval_skips_what_the_agent_wrote_and_review_shows_the_change() {
+        let (_d, paths) = setup();
+        let hooks = write(&paths, "hooks.json", "{\"hooks\": {}}\n");
+        let mcp = write(&paths, ".mcp.json", "{}\n");
+        trust::mark_agent_written(&paths, &[(mcp.clone(), trust::digest_file(&mcp).unwrap())])
+            .unwrap();
+        let (approved, agent) = approve_all_but_agent_written(&paths);
+        assert_eq!(approved, vec![hooks.clone()]);
+        assert_eq!(agent, vec![mcp.clone()]);
+        assert_eq!(held_files(&paths), vec![(mcp, Held::AgentWritten)]);
+        std::fs::write(
+            &hooks,
+            "{\"hooks\": {\"Stop\": [{\"command\": \"curl evil\"}]}}\n",
+        )
+        .unwrap();
+        let review = review(&paths, &[]).unwrap();
+        assert!(
+            review.contains("== hooks.json (changed since you approved it)"),
+            "{review}"
+        );
+        assert!(review.contains("$ curl evil"), "{review}");
+        assert!(review.contains("-{\"hooks\": {}}"), "{review}");
+        let out = super::review(&paths, &["--approve".into(), "./hooks.json".into()]).unwrap();
+        assert!(out.contains("hooks.json"), "{out}");
+        assert!(trust::is_approved(&paths, &hooks));
+        assert!(super::review(&paths, &["--approve".into(), "nope.json".into()]).is_err());
     }
 }

@@ -508,6 +508,7 @@ impl Session {
         };
         let mcp = crate::mcp_servers::McpServers::new(&paths);
         let memory = crate::memory::open(&opts, &paths, &config);
+        let auto_commit = crate::auto_commit::AutoCommit::at_open(&paths.project);
         let lsp = crate::lsp::Manager::new(&opts);
         let session = Session {
             id,
@@ -538,7 +539,7 @@ impl Session {
             agents: crate::subagents::AgentLink::at_open(),
             json_answer,
             pending_images: Mutex::new(Vec::new()),
-            auto_commit: Mutex::new(Default::default()),
+            auto_commit: Mutex::new(auto_commit),
             queued: Mutex::new(Default::default()),
             plan_state: Mutex::new(Default::default()),
             lsp,

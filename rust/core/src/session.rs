@@ -388,7 +388,7 @@ impl Session {
             if dir.starts_with(&paths.project) {
                 yuyao_store::paths::exclude_from_git(&paths.project, "/.trajectory/");
             }
-            Trajectory::open(&dir, &id)
+            Trajectory::open(&dir, &id, Some(&paths.project))
         };
         let spill = paths.home.join("spill").join(&id);
         let live = yuyao_store::retention::mark_live(&spill);

@@ -153,28 +153,6 @@ pub fn create_dir_all(root: &Path, rel: &Path) -> io::Result<()> {
     open_dir_beneath(root, rel, true).map(drop)
 }
 
-/// Is any existing component of `path` below `root` a symbolic link? (`path` must be
-/// inside `root`; a path outside counts as linked.) For checks where no descriptor is kept,
-/// e.g. a folder about to be bound into the sandbox.
-pub fn has_link_below(root: &Path, path: &Path) -> bool {
-    let Ok(rel) = path.strip_prefix(root) else {
-        return true;
-    };
-    let mut cur = root.to_path_buf();
-    for comp in rel.components() {
-        let Component::Normal(name) = comp else {
-            return true;
-        };
-        cur.push(name);
-        match std::fs::symlink_metadata(&cur) {
-            Ok(m) if m.file_type().is_symlink() => return true,
-            Ok(_) => {}
-            Err(_) => return false,
-        }
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,20 +191,5 @@ mod tests {
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
         assert!(create_dir_all(d.path(), Path::new(".trajectory/x")).is_err());
         assert!(!outside.path().join("x").exists());
-    }
-
-    #[test]
-    fn has_link_below_sees_a_linked_parent() {
-        let d = tempfile::tempdir().unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::create_dir(outside.path().join(".cache")).unwrap();
-        symlink(outside.path(), d.path().join("node_modules")).unwrap();
-        assert!(has_link_below(
-            d.path(),
-            &d.path().join("node_modules/.cache")
-        ));
-        std::fs::create_dir_all(d.path().join("target/debug")).unwrap();
-        assert!(!has_link_below(d.path(), &d.path().join("target/debug")));
-        assert!(has_link_below(d.path(), outside.path()));
     }
 }

@@ -5,7 +5,7 @@ the folders it leaves writable in plan mode) follow nothing the agent planted: a
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
 
 import pytest
 from conftest import git
@@ -81,3 +81,51 @@ def test_auto_commit_never_follows_a_planted_commondir(fake_llm, yuyao, env, rep
     assert git(other, "rev-parse", "HEAD") == other_head
     assert sorted(p.name for p in (other / ".git" / "objects").rglob("*")) == objects_before
     assert "commondir redirects the repository" in proc.stderr, proc.stderr
+
+
+KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "QyNTUxOQAAACDbW3Vm1kZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAA\n"
+    "-----END OPENSSH PRIVATE KEY-----\n"
+)
+
+
+def test_instruction_files_linked_to_a_private_key_never_reach_the_model(
+    fake_llm, yuyao, env, repo, tmp_path
+):
+    ssh = tmp_path / "home" / ".ssh"
+    ssh.mkdir(parents=True)
+    (ssh / "id_rsa").write_text(KEY)
+    # A hostile repository: its instruction and rule files are links to the user's key.
+    (repo / "AGENTS.md").symlink_to(ssh / "id_rsa")
+    (repo / ".cursor" / "rules").mkdir(parents=True)
+    (repo / ".cursor" / "rules" / "style.mdc").symlink_to(ssh / "id_rsa")
+    (repo / "MEMORY.md").symlink_to(ssh / "id_rsa")
+    server = fake_llm([say("Nothing to do.")])
+    proc = yuyao("-p", "what is this project?", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    sent = json.dumps(server.requests)
+    assert "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAE" not in sent
+    assert "PRIVATE KEY" not in sent
+    assert "AGENTS.md skipped: it resolves outside the project" in proc.stderr, proc.stderr
+
+
+def test_key_material_inside_an_agents_file_is_redacted(fake_llm, yuyao, env, repo):
+    (repo / "AGENTS.md").write_text("Use tabs.\n" + KEY)
+    server = fake_llm([say("Nothing to do.")])
+    proc = yuyao("-p", "what is this project?", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert "Use tabs." in server.system_prompt(0)
+    assert "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAE" not in json.dumps(server.requests)
+
+
+def test_a_linked_trace_folder_or_file_is_not_written_through(fake_llm, yuyao, env, repo, tmp_path):
+    outside = tmp_path / "dotfiles"
+    outside.mkdir()
+    (repo / ".trajectory").symlink_to(outside)
+    server = fake_llm([say("Nothing to do.")])
+    proc = yuyao("-p", "hello", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert list(outside.iterdir()) == []
+    assert "symbolic link" in proc.stderr, proc.stderr

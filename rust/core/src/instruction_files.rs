@@ -40,8 +40,7 @@ fn refusal(path: &Path, roots: &[&Path]) -> Option<&'static str> {
     if !inside {
         return Some("it resolves outside the project (a symbolic link?)");
     }
-    if yuyao_policy::sensitive::is_sensitive(&real) || yuyao_policy::sensitive::is_sensitive(path)
-    {
+    if yuyao_policy::sensitive::is_sensitive(&real) || yuyao_policy::sensitive::is_sensitive(path) {
         return Some("it is a secret file");
     }
     None
@@ -88,6 +87,9 @@ mod tests {
         assert!(w.iter().any(|w| w.contains("secret file")), "{w:?}");
         std::fs::write(proj.path().join("MEMORY.md"), format!("keep\n{key}")).unwrap();
         let text = read(&proj.path().join("MEMORY.md"), &[proj.path()]).unwrap();
-        assert!(text.starts_with("keep") && !text.contains("MIIEpAIBAAKCAQEA"), "{text}");
+        assert!(
+            text.starts_with("keep") && !text.contains("MIIEpAIBAAKCAQEA"),
+            "{text}"
+        );
     }
 }

@@ -153,6 +153,65 @@ pub fn create_dir_all(root: &Path, rel: &Path) -> io::Result<()> {
     open_dir_beneath(root, rel, true).map(drop)
 }
 
+/// Writes `path` atomically beneath the first of `roots` that holds it: a temporary file
+/// made with `O_EXCL | O_NOFOLLOW` in the folder opened without following links, then
+/// renamed over the name in that same folder (a link at the name is replaced, not followed).
+pub fn write_atomic(roots: &[&Path], path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let root = roots
+        .iter()
+        .find(|r| path.starts_with(r))
+        .ok_or_else(|| io::Error::other(format!("{} is outside its folder", path.display())))?;
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let name = rel
+        .file_name()
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let dir = open_dir_beneath(root, rel.parent().unwrap_or(Path::new("")), true)?;
+    let tmp = cstr(std::ffi::OsStr::new(&format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        uuid::Uuid::new_v4().simple()
+    )))?;
+    let target = cstr(name)?;
+    // SAFETY: valid descriptor and NUL-terminated name.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            tmp.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o644 as libc::c_uint,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: freshly opened, owned by the File.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    let written = file.write_all(bytes).and_then(|_| file.sync_all());
+    // SAFETY: both names are relative to the same valid folder descriptor.
+    let renamed = written.and_then(|_| {
+        let r = unsafe {
+            libc::renameat(
+                dir.as_raw_fd(),
+                tmp.as_ptr(),
+                dir.as_raw_fd(),
+                target.as_ptr(),
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    });
+    if renamed.is_err() {
+        // SAFETY: as above.
+        unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+    }
+    renamed
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,7 +236,13 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         symlink(outside.path(), d.path().join(".trajectory")).unwrap();
-        let e = open(d.path(), Path::new(".trajectory/t.jsonl"), Mode::Append, true).unwrap_err();
+        let e = open(
+            d.path(),
+            Path::new(".trajectory/t.jsonl"),
+            Mode::Append,
+            true,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("symbolic link"), "{e}");
         std::fs::create_dir(d.path().join("real")).unwrap();
         std::fs::write(outside.path().join("bashrc"), "safe\n").unwrap();
@@ -191,5 +256,24 @@ mod tests {
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
         assert!(create_dir_all(d.path(), Path::new(".trajectory/x")).is_err());
         assert!(!outside.path().join("x").exists());
+    }
+
+    #[test]
+    fn an_atomic_write_under_a_linked_folder_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        symlink(outside.path(), d.path().join("memory")).unwrap();
+        let e = write_atomic(&[d.path()], &d.path().join("memory/today.md"), b"x").unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+        // A link at the name itself is replaced by the file, its target untouched.
+        std::fs::write(outside.path().join("rc"), "rc\n").unwrap();
+        symlink(outside.path().join("rc"), d.path().join("MEMORY.md")).unwrap();
+        write_atomic(&[d.path()], &d.path().join("MEMORY.md"), b"mem\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("rc")).unwrap(),
+            "rc\n"
+        );
+        assert!(!d.path().join("MEMORY.md").is_symlink());
     }
 }

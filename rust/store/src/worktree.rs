@@ -46,8 +46,16 @@ impl Worktree {
     /// What the worktree's repository must be: its git folder
     /// `<common>/worktrees/<name>`, on its branch.
     fn pin(&self) -> RepoPin {
-        let branch = self.branch.strip_prefix("refs/heads/").unwrap_or(&self.branch);
-        RepoPin::linked(Path::new(&self.path), &self.common_dir(), &self.name, branch)
+        let branch = self
+            .branch
+            .strip_prefix("refs/heads/")
+            .unwrap_or(&self.branch);
+        RepoPin::linked(
+            Path::new(&self.path),
+            &self.common_dir(),
+            &self.name,
+            branch,
+        )
     }
 
     /// What the main work tree must be for a merge or a removal: its own git folder, no

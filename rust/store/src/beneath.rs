@@ -37,6 +37,10 @@ fn link_error(root: &Path, upto: &Path) -> io::Error {
 /// Opens `dir` (relative, no `..`) beneath `root` as a folder descriptor, creating missing
 /// folders when `create`; any symbolic link on the way is refused.
 fn open_dir_beneath(root: &Path, dir: &Path, create: bool) -> io::Result<OwnedFd> {
+    if create {
+        // The root is trusted (the project, an out-dir, `~/.yuyao`): made as usual.
+        std::fs::create_dir_all(root)?;
+    }
     let root_c = cstr(root.as_os_str())?;
     // SAFETY: a valid NUL-terminated path; the descriptor is owned below.
     let fd = unsafe {

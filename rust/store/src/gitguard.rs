@@ -161,7 +161,13 @@ impl RepoPin {
             .into_iter()
             .map(|p| (self.git_dir.as_path(), p.to_string()))
             .collect();
-        for p in ["objects/pack", "objects/info", "packed-refs", "refs/heads"] {
+        for p in [
+            "objects/pack",
+            "objects/info",
+            "packed-refs",
+            "refs/heads",
+            "worktrees",
+        ] {
             paths.push((&self.common_dir, p.to_string()));
         }
         if let Some(b) = branch {

@@ -142,9 +142,19 @@ fn taken(repo: &Repository, root: &Path, name: &str) -> bool {
 /// generates one; a taken name gets a `-2`, `-3`, … suffix (an existing branch is never
 /// reused or moved).
 pub fn create(cwd: &Path, name: Option<&str>) -> Result<Worktree, String> {
-    let repo = main_repo(cwd)?;
-    let root = repo.workdir().expect("checked above").to_path_buf();
+    let found = main_repo(cwd)?;
+    let root = found.workdir().expect("checked above").to_path_buf();
     let root = root.canonicalize().unwrap_or(root);
+    // The branch and the worktree's registration are written into the main repository: an
+    // earlier session's agent may have planted links or a `commondir` there.
+    let pin = RepoPin::current(&root, None)?;
+    if pin.git_dir != pin.common_dir {
+        return Err(format!(
+            "refusing to write to git: {}/commondir redirects the main repository",
+            pin.git_dir.display()
+        ));
+    }
+    let repo = pin.open_for_write()?;
     let common_dir = repo.path().canonicalize().map_err(|e| e.to_string())?;
     let head = repo
         .head()
@@ -583,6 +593,22 @@ mod tests {
         assert!(e.contains("refusing to write to git"), "{e}");
         assert_eq!(git(d.path(), &["rev-parse", "HEAD"]), main_head);
         assert_eq!(git(d.path(), &["status", "--porcelain"]), "");
+    }
+
+    #[test]
+    fn a_linked_worktrees_registry_or_reflog_in_the_main_repository_is_refused() {
+        let d = repo();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), d.path().join(".git/worktrees")).unwrap();
+        let e = create(d.path(), Some("x")).unwrap_err();
+        assert!(e.contains(".git/worktrees is a symbolic link"), "{e}");
+        assert!(
+            std::fs::read_dir(elsewhere.path())
+                .unwrap()
+                .next()
+                .is_none()
+        );
+        assert_eq!(git(d.path(), &["branch", "--list", "yuyao/x"]), "");
     }
 
     #[test]

@@ -129,3 +129,21 @@ def test_a_linked_trace_folder_or_file_is_not_written_through(fake_llm, yuyao, e
     assert proc.returncode == 0, proc.stderr
     assert list(outside.iterdir()) == []
     assert "symbolic link" in proc.stderr, proc.stderr
+
+
+def test_plan_mode_never_grants_a_build_output_under_a_linked_folder(
+    fake_llm, yuyao, env, repo, tmp_path
+):
+    home = tmp_path / "home"
+    (home / ".cache").mkdir(parents=True)
+    # A hostile repository: `node_modules` is a link to the user's home, and its test script
+    # writes into `node_modules/.cache`, a build output kept writable while planning.
+    (repo / "node_modules").symlink_to(home)
+    (repo / "package.json").write_text(
+        json.dumps({"scripts": {"test": "echo pwned > node_modules/.cache/planted"}})
+    )
+    server = fake_llm([call("bash", command="npm test"), say("Ran the tests.")])
+    proc = yuyao("-p", "run the tests", "--mode", "plan", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert "npm test" in json.dumps(server.requests)
+    assert not (home / ".cache" / "planted").exists()

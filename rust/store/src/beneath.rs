@@ -216,6 +216,29 @@ pub fn write_atomic(roots: &[&Path], path: &Path, bytes: &[u8]) -> io::Result<()
     renamed
 }
 
+/// Removes the file `path` beneath `root` with no symbolic link followed on the way (a link
+/// at the name itself is removed, not its target). A missing file or folder is not an error.
+pub fn remove_file(root: &Path, path: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let name = rel
+        .file_name()
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let dir = match open_dir_beneath(root, rel.parent().unwrap_or(Path::new("")), false) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        other => other?,
+    };
+    let c = cstr(name)?;
+    // SAFETY: valid descriptor and NUL-terminated name.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::NotFound {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

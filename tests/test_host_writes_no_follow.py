@@ -147,3 +147,31 @@ def test_plan_mode_never_grants_a_build_output_under_a_linked_folder(
     assert proc.returncode == 0, proc.stderr
     assert "npm test" in json.dumps(server.requests)
     assert not (home / ".cache" / "planted").exists()
+
+
+def test_a_commondir_planted_by_an_earlier_session_is_not_trusted_at_open(
+    fake_llm, yuyao, env, repo, tmp_path
+):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x.txt").write_text("x\n")
+    git(other, "init", "-q")
+    git(other, "add", ".")
+    git(other, "commit", "-q", "-m", "other")
+    other_head = git(other, "rev-parse", "HEAD")
+    (repo / ".git" / "commondir").write_text(f"{other}/.git\n")
+    server = fake_llm(
+        [
+            calls(
+                [("write", {"file_path": "notes.txt", "content": "n\n"}, "w1")],
+                content="Write notes",
+            ),
+            say("Wrote notes.txt."),
+        ]
+    )
+    proc = yuyao("-p", "do it", "--yolo", "--auto-commit", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert git(other, "rev-parse", "HEAD") == other_head
+    assert "commondir redirects the repository" in proc.stderr, proc.stderr
+    # The git line of the system prompt does not describe the other repository either.
+    assert "x.txt" not in server.system_prompt(0)

@@ -56,10 +56,63 @@ fn git_dir_named_by(workdir: &Path) -> Result<PathBuf, String> {
     Ok(canon(&workdir.join(named.trim())))
 }
 
+/// Is the repository of `workdir` laid out as git makes it, with nothing redirecting it? A
+/// `.git` folder has no `commondir`/`gitdir` file (git never writes them in a main
+/// repository); a `.git` file naming a linked worktree's git folder (one with `commondir`) is
+/// named back by that folder's `gitdir` file and sits in `<common>/worktrees/`; a `.git` file
+/// never names another work tree's `.git` folder. A `.git` file naming a git folder without
+/// `commondir` elsewhere (a submodule's `.git/modules/<name>`) is accepted as it is. For the session-open pin
+/// and the host's read-only git questions, which have no earlier record to compare with.
+pub fn check_layout(workdir: &Path) -> Result<(), String> {
+    let workdir = canon(workdir);
+    let dot_git = workdir.join(".git");
+    let git_dir = git_dir_named_by(&workdir)?;
+    let planted = |f: &str| {
+        format!(
+            "{}/{f} redirects the repository: refused",
+            git_dir.display()
+        )
+    };
+    if std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_dir()) {
+        for f in ["commondir", "gitdir"] {
+            if std::fs::symlink_metadata(git_dir.join(f)).is_ok() {
+                return Err(planted(f));
+            }
+        }
+        return Ok(());
+    }
+    // git never points a `.git` file at another work tree's `.git` folder.
+    if git_dir.file_name().is_some_and(|n| n == ".git") {
+        return Err(format!(
+            "{} names another work tree's git folder {}: refused",
+            dot_git.display(),
+            git_dir.display()
+        ));
+    }
+    let Some(common) = commondir_of(&git_dir) else {
+        return Ok(());
+    };
+    let back = std::fs::read_to_string(git_dir.join("gitdir"))
+        .map(|t| canon(Path::new(t.trim())))
+        .ok();
+    if back.as_deref() != Some(canon(&dot_git).as_path())
+        || git_dir.parent() != Some(common.join("worktrees").as_path())
+    {
+        return Err(format!(
+            "{} names {}, which is not this worktree's git folder: refused",
+            dot_git.display(),
+            git_dir.display()
+        ));
+    }
+    Ok(())
+}
+
 impl RepoPin {
-    /// The pin of a main work tree as it is now (at session open): its `.git` folder, which
-    /// must be a plain folder without a `commondir` or `gitdir` redirection.
+    /// The pin of a work tree as it is now (at session open), when it is laid out as git
+    /// makes it (`check_layout`): a redirection planted by an earlier session is refused
+    /// rather than recorded.
     pub fn current(workdir: &Path, branch: Option<String>) -> Result<RepoPin, String> {
+        check_layout(workdir).map_err(|e| format!("refusing to write to git: {e}"))?;
         let workdir = canon(workdir);
         let git_dir = git_dir_named_by(&workdir)?;
         let common_dir = commondir_of(&git_dir).unwrap_or_else(|| git_dir.clone());
@@ -301,6 +354,27 @@ mod tests {
         )
         .unwrap();
         let e = pin.open_for_write().err().unwrap();
+        assert!(e.contains("commondir redirects"), "{e}");
+    }
+
+    #[test]
+    fn a_redirection_planted_before_the_session_opened_is_not_pinned() {
+        let d = repo();
+        let other = repo();
+        git(d.path(), &["worktree", "add", "-q", "-b", "yuyao/w", "wt"]);
+        assert!(RepoPin::current(&d.path().join("wt"), None).is_ok());
+        std::fs::write(
+            d.path().join("wt/.git"),
+            format!("gitdir: {}\n", other.path().join(".git").display()),
+        )
+        .unwrap();
+        assert!(check_layout(&d.path().join("wt")).is_err());
+        std::fs::write(
+            d.path().join(".git/commondir"),
+            other.path().join(".git").display().to_string(),
+        )
+        .unwrap();
+        let e = RepoPin::current(d.path(), None).unwrap_err();
         assert!(e.contains("commondir redirects"), "{e}");
     }
 

@@ -8,12 +8,18 @@
 //! (the assistant's text before the calls, first line), the body lists the files. `/undo` of
 //! an auto-committed batch commits the restored files again ("Revert …"). Outside a git work
 //! tree: one warning, no commits.
+//!
+//! The `.git` folder is writable by the agent's commands: every commit opens the repository
+//! through the `RepoPin` taken at session open (`yuyao_store::gitguard`), so a `commondir`
+//! planted since, or a symbolic link on a path the commit writes (`.git/logs/HEAD`, the
+//! branch's ref or reflog, `objects/…`), refuses the commit with nothing written.
 
 use crate::session::Session;
 use git2::{FileMode, Oid, Repository, Signature};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use yuyao_protocol::NoticeLevel;
+use yuyao_store::gitguard::RepoPin;
 use yuyao_store::snapshots::{Batch, Report};
 
 /// Longest subject line (git's convention).
@@ -27,6 +33,24 @@ pub(crate) struct AutoCommit {
     warned: bool,
     /// Snapshot batch id → (commit id, subject) of the commits this session made.
     commits: Vec<(u64, String, String)>,
+    /// The repository as seen at session open (`None`: not a git work tree then).
+    pin: Option<Result<RepoPin, String>>,
+}
+
+impl AutoCommit {
+    /// The state at session open: the project's repository pinned as it is now. A
+    /// repository already redirected at open is remembered as the reason to refuse.
+    pub(crate) fn at_open(project: &Path) -> AutoCommit {
+        let pin = project
+            .join(".git")
+            .symlink_metadata()
+            .is_ok()
+            .then(|| RepoPin::current(project, None));
+        AutoCommit {
+            pin,
+            ..Default::default()
+        }
+    }
 }
 
 /// One file of a commit: its path in the work tree and whether it is included.
@@ -55,11 +79,23 @@ impl Session {
         self.auto_commit_state().intent = intent.trim().to_string();
     }
 
-    /// Opens the repository of the project, or warns once that there is none.
+    /// Opens the repository of the project as pinned at session open, or warns once that
+    /// there is none; a repository that no longer matches its pin is refused with a warning.
     fn auto_commit_repo(&self) -> Option<Repository> {
-        match Repository::discover(&self.paths.project) {
-            Ok(r) if r.workdir().is_some() => Some(r),
-            _ => {
+        let pin = self.auto_commit_state().pin.clone();
+        match pin {
+            Some(Ok(pin)) => match pin.open_for_write() {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    self.notice(NoticeLevel::Warning, format!("auto-commit: {e}"));
+                    None
+                }
+            },
+            Some(Err(e)) => {
+                self.notice(NoticeLevel::Warning, format!("auto-commit: {e}"));
+                None
+            }
+            None => {
                 let mut st = self.auto_commit_state();
                 if !st.warned {
                     st.warned = true;

@@ -6,7 +6,7 @@
 use crate::session::{CoreError, Session};
 use std::collections::BTreeMap;
 use yuyao_model::{ChatRequest, build_request};
-use yuyao_protocol::{Message, MessageRole};
+use yuyao_protocol::{Message, MessageRole, NoticeLevel};
 use yuyao_store::Config;
 
 pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
@@ -340,6 +340,9 @@ impl Session {
     /// The request the next model call would send, with the stubs applied to build it.
     pub(crate) fn next_request(&self, history: &[Message]) -> (ChatRequest, Vec<Stub>) {
         let system = self.system_prompt();
+        for w in crate::instruction_files::take_warnings() {
+            self.notice(NoticeLevel::Warning, w);
+        }
         let (view, stubs) = request_view(history, self.stub_batch_chars());
         let (stream, effort, view) = {
             let st = self.lock();

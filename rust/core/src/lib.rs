@@ -26,6 +26,7 @@ mod handler;
 mod headless;
 mod hook_run;
 mod hooks;
+mod instruction_files;
 mod intent;
 mod json_answer;
 mod lsp;

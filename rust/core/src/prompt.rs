@@ -181,7 +181,7 @@ pub fn convention_files(project: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
     for d in dirs {
         for name in ["AGENTS.md", "CLAUDE.md"] {
             let p = d.join(name);
-            if let Ok(text) = std::fs::read_to_string(&p) {
+            if let Some(text) = crate::instruction_files::read(&p, &[project]) {
                 // Cap so a huge file cannot crowd out the task.
                 let text: String = text.chars().take(40_000).collect();
                 let text = crate::memory::conventions::expand_imports(&text, &p, project);

@@ -35,7 +35,7 @@ pub fn load(project: &Path) -> (Vec<RuleFile>, Vec<String>) {
     let mut rules = Vec::new();
     let mut warnings = Vec::new();
     for file in files {
-        let Ok(text) = std::fs::read_to_string(&file) else {
+        let Some(text) = crate::instruction_files::read(&file, &[project]) else {
             continue;
         };
         match parse(&text, file.clone()) {

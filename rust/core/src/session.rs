@@ -425,7 +425,7 @@ impl Session {
             if dir.starts_with(&paths.project) {
                 yuyao_store::paths::exclude_from_git(&paths.project, "/.trajectory/");
             }
-            Trajectory::open(&dir, &id)
+            Trajectory::open(&dir, &id, Some(&paths.project))
         };
         let spill = paths.home.join("spill").join(&id);
         let live = yuyao_store::retention::mark_live(&spill);
@@ -545,6 +545,7 @@ impl Session {
         };
         let mcp = crate::mcp_servers::McpServers::new(&paths);
         let memory = crate::memory::open(&opts, &paths, &config);
+        let auto_commit = crate::auto_commit::AutoCommit::at_open(&paths.project);
         let lsp = crate::lsp::Manager::new(&opts);
         let session = Session {
             id,
@@ -576,7 +577,7 @@ impl Session {
             agents: crate::subagents::AgentLink::at_open(),
             json_answer,
             pending_images: Mutex::new(Vec::new()),
-            auto_commit: Mutex::new(Default::default()),
+            auto_commit: Mutex::new(auto_commit),
             queued: Mutex::new(Default::default()),
             plan_state: Mutex::new(Default::default()),
             lsp,

@@ -9,6 +9,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 fn open(project: &Path) -> Option<Repository> {
+    // A `.git` the agent redirected (a planted `commondir`, a rewritten worktree `.git` file)
+    // would answer for another repository: no answer instead (`gitguard::check_layout`).
+    crate::gitguard::check_layout(project).ok()?;
     // No search upwards: the project root is the work tree root already.
     Repository::open_ext(
         project,

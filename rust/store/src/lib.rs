@@ -1,8 +1,10 @@
 //! Persisted state of yuyao: where files live, the layered configuration, the MCP server
 //! registry and the execution trace.
 
+pub mod beneath;
 pub mod bg_agents;
 pub mod config;
+pub mod gitguard;
 pub mod hostgit;
 pub mod mcp;
 pub mod memory;

@@ -78,6 +78,14 @@ pub fn exclude_from_git(project: &Path, entry: &str) {
         return;
     };
     let path = git.join("info").join("exclude");
+    // `.git/info` is writable by the agent's commands in some set-ups: a link there (or a
+    // `.git` that is one) must not turn this append into a write elsewhere.
+    let Some(root) = git.parent() else {
+        return;
+    };
+    if std::fs::symlink_metadata(&git).is_ok_and(|m| m.file_type().is_symlink()) {
+        return;
+    }
     let current = std::fs::read_to_string(&path).unwrap_or_default();
     if current.lines().any(|l| l.trim() == entry) {
         return;
@@ -88,8 +96,10 @@ pub fn exclude_from_git(project: &Path, entry: &str) {
     }
     next.push_str(entry);
     next.push('\n');
-    let _ = std::fs::create_dir_all(git.join("info"));
-    let _ = std::fs::write(path, next);
+    if let Ok(mut f) = crate::beneath::open(root, &path, crate::beneath::Mode::Truncate, true) {
+        use std::io::Write;
+        let _ = f.write_all(next.as_bytes());
+    }
 }
 
 #[cfg(test)]

@@ -624,11 +624,15 @@ impl Snapshots {
         match id {
             Some(id) => {
                 let bytes = self.blob(id)?;
-                write_keeping_mode(path, &bytes)?;
+                write_keeping_mode(&self.project, path, &bytes)?;
                 report.restored.push(path.to_path_buf());
             }
             None => {
-                if path.exists() {
+                if path.starts_with(&self.project) {
+                    // The folders may have been replaced with links since the batch.
+                    crate::beneath::remove_file(&self.project, path)
+                        .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+                } else if path.exists() {
                     std::fs::remove_file(path)
                         .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
                 }
@@ -818,11 +822,20 @@ impl Snapshots {
     }
 }
 
-/// Writes atomically, keeping the file's permissions when it exists.
-fn write_keeping_mode(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let perms = std::fs::metadata(path).ok().map(|m| m.permissions());
-    crate::write_atomic(path, bytes)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+/// Writes atomically, keeping the file's permissions when it exists. Inside the project no
+/// symbolic link is followed (`beneath.rs`): the agent may have replaced a folder of the
+/// path with a link since the batch, and a restore must not land where it points.
+fn write_keeping_mode(project: &Path, path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let perms = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.permissions());
+    let written = if path.starts_with(project) {
+        crate::beneath::write_atomic(&[project], path, bytes)
+    } else {
+        crate::write_atomic(path, bytes)
+    };
+    written.map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     if let Some(p) = perms {
         let _ = std::fs::set_permissions(path, p);
     }
@@ -959,6 +972,27 @@ mod tests {
         assert!(!b.exists());
         // The user's repository gets nothing.
         assert!(!proj.path().join(".git").exists());
+    }
+
+    /// The agent deletes `src/a.txt`, then replaces `src` with a link to a folder outside:
+    /// /undo must not restore the file there.
+    #[test]
+    fn undo_never_writes_through_a_folder_replaced_with_a_link() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        std::fs::create_dir(proj.path().join("src")).unwrap();
+        let a = proj.path().join("src/a.txt");
+        std::fs::write(&a, "payload\n").unwrap();
+        let pre = vec![s.capture(&a).unwrap()];
+        std::fs::remove_file(&a).unwrap();
+        s.record_batch("s1", &pre, &|_| None).unwrap().unwrap();
+        std::fs::remove_dir(proj.path().join("src")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), proj.path().join("src")).unwrap();
+        let e = s.undo().unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(!outside.path().join("a.txt").exists());
     }
 
     fn raw_objects(home: &Path) -> usize {

@@ -13,16 +13,19 @@ pub struct Trajectory {
 
 impl Trajectory {
     /// Opens `<dir>/<time>-<run id>.jsonl`. On failure the run goes on without a trace and
-    /// the error is returned for a warning.
-    pub fn open(dir: &Path, run_id: &str) -> (Trajectory, Option<String>) {
+    /// the error is returned for a warning. `beneath`: a folder the agent can write that
+    /// holds `dir` (the project): no symbolic link below it is followed, so a `.trajectory`
+    /// (or trace file) the agent replaced with a link is refused, not written through
+    /// (`beneath.rs`). Without it only the file itself must not be a link.
+    pub fn open(dir: &Path, run_id: &str, beneath: Option<&Path>) -> (Trajectory, Option<String>) {
         let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
         let path = dir.join(format!("{stamp}-{run_id}.jsonl"));
-        let file = std::fs::create_dir_all(dir).and_then(|_| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-        });
+        let file = match beneath.filter(|root| dir.starts_with(root)) {
+            Some(root) => crate::beneath::open(root, &path, crate::beneath::Mode::Append, true),
+            None => std::fs::create_dir_all(dir).and_then(|_| {
+                crate::beneath::open(dir, &path, crate::beneath::Mode::Append, false)
+            }),
+        };
         match file {
             Ok(f) => (
                 Trajectory {

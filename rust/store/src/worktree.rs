@@ -2,6 +2,13 @@
 //! `<repo>/.yuyao/worktrees/<name>` on its own branch `yuyao/<name>`, made with libgit2 (no
 //! hook or repository-configured command runs). The main work tree is never written, except
 //! by an explicit merge the user chose, which refuses rather than overwrite anything.
+//!
+//! The worktree's `.git` file and everything under `.git` are writable by the agent's
+//! commands, so every libgit2 call here opens the repository through a `RepoPin` built from
+//! this record (the main repository's git folder as seen at creation, the worktree's name and
+//! branch), never by following what is on disk (`gitguard.rs`).
+
+use crate::gitguard::RepoPin;
 
 use git2::{BranchType, Repository, Signature, StatusOptions, build::CheckoutBuilder};
 use serde::{Deserialize, Serialize};
@@ -21,6 +28,54 @@ pub struct Worktree {
     /// The branch the main work tree was on (what a merge goes into); `None` when detached.
     pub base_branch: Option<String>,
     pub base_commit: String,
+    /// The main repository's git folder (the common one) at creation. Empty in records
+    /// written before it was kept: then `<repo>/.git`.
+    #[serde(default)]
+    pub common_dir: String,
+}
+
+impl Worktree {
+    fn common_dir(&self) -> PathBuf {
+        if self.common_dir.is_empty() {
+            Path::new(&self.repo).join(".git")
+        } else {
+            PathBuf::from(&self.common_dir)
+        }
+    }
+
+    /// What the worktree's repository must be: its git folder
+    /// `<common>/worktrees/<name>`, on its branch.
+    fn pin(&self) -> RepoPin {
+        let branch = self
+            .branch
+            .strip_prefix("refs/heads/")
+            .unwrap_or(&self.branch);
+        RepoPin::linked(
+            Path::new(&self.path),
+            &self.common_dir(),
+            &self.name,
+            branch,
+        )
+    }
+
+    /// What the main work tree must be for a merge or a removal: its own git folder, no
+    /// redirection (on the base branch when one is given).
+    fn main_pin(&self, branch: Option<String>) -> RepoPin {
+        let common = self.common_dir();
+        let common = common.canonicalize().unwrap_or(common);
+        let repo = Path::new(&self.repo);
+        RepoPin {
+            workdir: repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf()),
+            git_dir: common.clone(),
+            common_dir: common,
+            branch,
+        }
+    }
+
+    /// Opens the worktree's repository after checking it against the record.
+    fn open(&self) -> Result<Repository, String> {
+        self.pin().open_for_write()
+    }
 }
 
 /// Is `name` usable as a folder and branch component? Refused rather than rewritten: a
@@ -87,9 +142,20 @@ fn taken(repo: &Repository, root: &Path, name: &str) -> bool {
 /// generates one; a taken name gets a `-2`, `-3`, … suffix (an existing branch is never
 /// reused or moved).
 pub fn create(cwd: &Path, name: Option<&str>) -> Result<Worktree, String> {
-    let repo = main_repo(cwd)?;
-    let root = repo.workdir().expect("checked above").to_path_buf();
+    let found = main_repo(cwd)?;
+    let root = found.workdir().expect("checked above").to_path_buf();
     let root = root.canonicalize().unwrap_or(root);
+    // The branch and the worktree's registration are written into the main repository: an
+    // earlier session's agent may have planted links or a `commondir` there.
+    let pin = RepoPin::current(&root, None)?;
+    if pin.git_dir != pin.common_dir {
+        return Err(format!(
+            "refusing to write to git: {}/commondir redirects the main repository",
+            pin.git_dir.display()
+        ));
+    }
+    let repo = pin.open_for_write()?;
+    let common_dir = repo.path().canonicalize().map_err(|e| e.to_string())?;
     let head = repo
         .head()
         .ok()
@@ -151,6 +217,7 @@ pub fn create(cwd: &Path, name: Option<&str>) -> Result<Worktree, String> {
         repo: root.display().to_string(),
         base_branch,
         base_commit: head.id().to_string(),
+        common_dir: common_dir.display().to_string(),
     })
 }
 
@@ -170,7 +237,7 @@ impl Changes {
 }
 
 pub fn changes(wt: &Worktree) -> Result<Changes, String> {
-    let repo = Repository::open(&wt.path).map_err(|e| e.message().to_string())?;
+    let repo = wt.open()?;
     let mut so = StatusOptions::new();
     so.include_untracked(true)
         .recurse_untracked_dirs(true)
@@ -204,7 +271,7 @@ fn signature(repo: &Repository) -> Signature<'static> {
 
 /// Commits everything not ignored in the worktree onto its branch. `None`: nothing to commit.
 pub fn commit_all(wt: &Worktree, message: &str) -> Result<Option<String>, String> {
-    let repo = Repository::open(&wt.path).map_err(|e| e.message().to_string())?;
+    let repo = wt.open()?;
     let err = |e: git2::Error| e.message().to_string();
     let mut index = repo.index().map_err(err)?;
     index
@@ -228,7 +295,7 @@ pub fn commit_all(wt: &Worktree, message: &str) -> Result<Option<String>, String
 /// The paths the branch changed since the worktree was made (its work committed first).
 pub fn changed_paths(wt: &Worktree, message: &str) -> Result<Vec<String>, String> {
     commit_all(wt, message)?;
-    let repo = Repository::open(&wt.path).map_err(|e| e.message().to_string())?;
+    let repo = wt.open()?;
     let err = |e: git2::Error| e.message().to_string();
     let base = repo
         .find_commit(git2::Oid::from_str(&wt.base_commit).map_err(err)?)
@@ -254,12 +321,12 @@ pub fn changed_paths(wt: &Worktree, message: &str) -> Result<Vec<String>, String
 /// reported and nothing is forced; the branch and the worktree then stay.
 pub fn merge(wt: &Worktree, message: &str) -> Result<String, String> {
     commit_all(wt, message)?;
-    let repo = Repository::open(&wt.repo).map_err(|e| e.message().to_string())?;
     let err = |e: git2::Error| e.message().to_string();
     let base = wt
         .base_branch
         .clone()
         .ok_or("the main work tree was on a detached HEAD: nothing to merge into")?;
+    let repo = wt.main_pin(None).open_for_write()?;
     let current = repo
         .head()
         .ok()
@@ -270,6 +337,8 @@ pub fn merge(wt: &Worktree, message: &str) -> Result<String, String> {
             wt.branch
         ));
     }
+    // The branch is right: check the paths of exactly this branch's ref too.
+    wt.main_pin(Some(base.clone())).verify()?;
     let mut so = StatusOptions::new();
     so.include_untracked(false);
     if !repo.statuses(Some(&mut so)).map_err(err)?.is_empty() {
@@ -342,7 +411,7 @@ pub fn merge(wt: &Worktree, message: &str) -> Result<String, String> {
 
 /// Removes the worktree's folder, its git registration and its branch.
 pub fn remove(wt: &Worktree) -> Result<(), String> {
-    let repo = Repository::open(&wt.repo).map_err(|e| e.message().to_string())?;
+    let repo = wt.main_pin(None).open_for_write()?;
     let path = PathBuf::from(&wt.path);
     // Only ever a folder under the repository's worktrees folder.
     if !path.starts_with(Path::new(&wt.repo).join(WORKTREES_DIR)) {
@@ -499,6 +568,40 @@ mod tests {
         std::os::unix::fs::symlink(elsewhere.path(), d.path().join(".yuyao")).unwrap();
         let e = create(d.path(), Some("x")).unwrap_err();
         assert!(e.contains("symbolic link"), "{e}");
+        assert!(
+            std::fs::read_dir(elsewhere.path())
+                .unwrap()
+                .next()
+                .is_none()
+        );
+        assert_eq!(git(d.path(), &["branch", "--list", "yuyao/x"]), "");
+    }
+
+    #[test]
+    fn a_rewritten_git_file_never_commits_onto_the_main_repository() {
+        let d = repo();
+        let wt = create(d.path(), Some("w")).unwrap();
+        let main_head = git(d.path(), &["rev-parse", "HEAD"]);
+        std::fs::write(Path::new(&wt.path).join("evil.txt"), "x\n").unwrap();
+        // What the agent can do from inside the worktree: point `.git` at the main one.
+        std::fs::write(
+            Path::new(&wt.path).join(".git"),
+            format!("gitdir: {}\n", d.path().join(".git").display()),
+        )
+        .unwrap();
+        let e = finish(&wt, "keep").unwrap_err();
+        assert!(e.contains("refusing to write to git"), "{e}");
+        assert_eq!(git(d.path(), &["rev-parse", "HEAD"]), main_head);
+        assert_eq!(git(d.path(), &["status", "--porcelain"]), "");
+    }
+
+    #[test]
+    fn a_linked_worktrees_registry_or_reflog_in_the_main_repository_is_refused() {
+        let d = repo();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), d.path().join(".git/worktrees")).unwrap();
+        let e = create(d.path(), Some("x")).unwrap_err();
+        assert!(e.contains(".git/worktrees is a symbolic link"), "{e}");
         assert!(
             std::fs::read_dir(elsewhere.path())
                 .unwrap()

@@ -286,6 +286,8 @@ impl ToolContext {
 
 /// Build-output folders of a project that stay writable in read-only sessions, so that the
 /// validation commands seed 001 allows while planning (`cargo test`, `pytest`) still work.
+/// A folder with a symbolic link on any component below the root is left out: the bind
+/// would follow it (`node_modules -> $HOME` made `~/.cache` writable in plan mode).
 pub fn build_outputs(root: &Path) -> Vec<PathBuf> {
     [
         "target",
@@ -296,8 +298,20 @@ pub fn build_outputs(root: &Path) -> Vec<PathBuf> {
     ]
     .iter()
     .map(|d| root.join(d))
-    .filter(|d| d.is_dir() && !d.is_symlink())
+    .filter(|d| d.is_dir() && !has_link_below(root, d))
     .collect()
+}
+
+/// Is any component of `path` below `root` (the last one included) a symbolic link?
+fn has_link_below(root: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return true;
+    };
+    let mut cur = root.to_path_buf();
+    rel.components().any(|c| {
+        cur.push(c);
+        std::fs::symlink_metadata(&cur).is_ok_and(|m| m.file_type().is_symlink())
+    })
 }
 
 /// Resolves an absolute path component by component as the kernel does: `..` goes up from
@@ -425,6 +439,18 @@ pub trait Tool: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `node_modules -> $HOME` must not make `~/.cache` writable in plan mode.
+    #[test]
+    fn a_build_output_under_a_linked_folder_is_not_writable() {
+        let d = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir(home.path().join(".cache")).unwrap();
+        std::os::unix::fs::symlink(home.path(), d.path().join("node_modules")).unwrap();
+        std::fs::create_dir(d.path().join("target")).unwrap();
+        std::os::unix::fs::symlink(home.path(), d.path().join(".pytest_cache")).unwrap();
+        assert_eq!(build_outputs(d.path()), vec![d.path().join("target")]);
+    }
 
     /// Something planted where the scratch folder goes (a link into the project) is
     /// replaced by a real folder, never granted to the sandbox.

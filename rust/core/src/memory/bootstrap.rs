@@ -50,10 +50,15 @@ fn sources(layout: &Layout, today: &str, yesterday: &str) -> Vec<Source> {
             ));
         }
     }
+    let allowed = [
+        layout.project.as_path(),
+        layout.write.as_path(),
+        layout.global.as_path(),
+    ];
     paths
         .into_iter()
         .filter_map(|(label, path)| {
-            let text = std::fs::read_to_string(&path).ok()?;
+            let text = crate::instruction_files::read(&path, &allowed)?;
             (!text.trim().is_empty()).then_some(Source { label, path, text })
         })
         .collect()

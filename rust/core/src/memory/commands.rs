@@ -219,7 +219,9 @@ fn open_scope(arg: Option<&str>) -> Result<Scope, CoreError> {
 fn memory_file(s: &Session, scope: Scope) -> Result<std::path::PathBuf, CoreError> {
     let path = s.memory.layout.target(scope);
     if !path.exists() {
-        yuyao_store::write_atomic(&path, b"# Memory\n\n")
+        s.memory
+            .layout
+            .write_atomic(&path, b"# Memory\n\n")
             .map_err(|e| CoreError::Failed(format!("cannot create {}: {e}", path.display())))?;
         if scope == Scope::Project && s.memory.layout.write == s.memory.layout.project {
             yuyao_store::memory::files::exclude_written(&s.memory.layout.project, &path);

@@ -71,6 +71,7 @@ fn expand(
             out.push_str(&format!("[@{target}: unreadable]\n"));
             continue;
         };
+        let body = crate::instruction_files::redact(&body, Some(project));
         seen.insert(real.clone());
         let body: String = body.chars().take(MAX_IMPORT_CHARS).collect();
         out.push_str(&format!("<!-- imported from {target} -->\n"));
@@ -106,7 +107,7 @@ pub(crate) fn nested_for(
                 let f = dir.join(name);
                 if f.is_file() {
                     if loaded.insert(f.clone())
-                        && let Ok(text) = std::fs::read_to_string(&f)
+                        && let Some(text) = crate::instruction_files::read(&f, &[project])
                     {
                         let text: String = text.chars().take(40_000).collect();
                         out.push((f.clone(), expand_imports(&text, &f, project)));

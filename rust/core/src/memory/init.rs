@@ -32,8 +32,12 @@ pub(crate) fn init(s: &Session, _: &[String]) -> Result<String, CoreError> {
     }
     let existing = std::fs::read_to_string(&path).ok();
     let Some(existing) = existing else {
-        yuyao_store::write_atomic(&path, ensure_newline(&proposed).as_bytes())
-            .map_err(|e| CoreError::Failed(format!("cannot write {}: {e}", path.display())))?;
+        yuyao_store::beneath::write_atomic(
+            &[&s.paths.project],
+            &path,
+            ensure_newline(&proposed).as_bytes(),
+        )
+        .map_err(|e| CoreError::Failed(format!("cannot write {}: {e}", path.display())))?;
         return Ok(format!(
             "wrote {} ({} lines)",
             path.display(),
@@ -74,7 +78,7 @@ pub(crate) fn init(s: &Session, _: &[String]) -> Result<String, CoreError> {
     if !yes {
         return Ok(format!("{} kept as it is", path.display()));
     }
-    yuyao_store::write_atomic(&path, next.as_bytes())
+    yuyao_store::beneath::write_atomic(&[&s.paths.project], &path, next.as_bytes())
         .map_err(|e| CoreError::Failed(format!("cannot write {}: {e}", path.display())))?;
     Ok(format!(
         "added {} lines to {}",

@@ -115,7 +115,16 @@ pub(crate) fn compile_files(layout: &Layout) -> Vec<Rule> {
     }
     paths
         .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .filter_map(|p| {
+            crate::instruction_files::read(
+                p,
+                &[
+                    layout.project.as_path(),
+                    layout.write.as_path(),
+                    layout.global.as_path(),
+                ],
+            )
+        })
         .flat_map(|t| format::parse(&t))
         .filter_map(|e| compile(&e))
         .collect()

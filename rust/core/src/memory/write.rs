@@ -75,7 +75,8 @@ impl Memory {
         };
         let line = format::render(&text, &meta);
         let next = format::append(&current, &line);
-        yuyao_store::write_atomic(&path, next.as_bytes())
+        self.layout
+            .write_atomic(&path, next.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         if scope == Scope::Project && self.layout.write == self.layout.project {
             yuyao_store::memory::files::exclude_written(&self.layout.project, &path);
@@ -108,7 +109,8 @@ impl Memory {
         let found = self.by_id(id)?;
         let text = std::fs::read_to_string(&found.file.path).map_err(|e| e.to_string())?;
         let next = format::remove(&text, id).ok_or_else(|| format!("no memory entry {id}"))?;
-        yuyao_store::write_atomic(&found.file.path, next.as_bytes())
+        self.layout
+            .write_atomic(&found.file.path, next.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", found.file.path.display()))?;
         Ok(found)
     }
@@ -119,7 +121,8 @@ impl Memory {
         let text = std::fs::read_to_string(&found.file.path).map_err(|e| e.to_string())?;
         let next = format::replace_text(&text, id, new_text)
             .ok_or_else(|| format!("no memory entry {id}"))?;
-        yuyao_store::write_atomic(&found.file.path, next.as_bytes())
+        self.layout
+            .write_atomic(&found.file.path, next.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", found.file.path.display()))?;
         Ok(found)
     }

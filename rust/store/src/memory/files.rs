@@ -56,6 +56,21 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// Writes a memory file atomically beneath the folder it belongs to (project, out-dir
+    /// or `~/.yuyao`) with no symbolic link followed below it (`beneath.rs`): the project's
+    /// `memory/` folder or `MEMORY.md` may have been replaced with a link by the agent.
+    pub fn write_atomic(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        crate::beneath::write_atomic(
+            &[
+                self.write.as_path(),
+                self.project.as_path(),
+                self.global.as_path(),
+            ],
+            path,
+            bytes,
+        )
+    }
+
     pub fn new(home: &Path, project: &Path, write: Option<&Path>) -> Self {
         Layout {
             global: home.to_path_buf(),

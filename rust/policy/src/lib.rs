@@ -10,6 +10,7 @@ mod namespaces;
 pub mod os_denies;
 pub mod protected;
 pub mod readonly;
+pub mod read_denies;
 pub mod redact;
 pub mod rules;
 pub mod sandbox;

@@ -53,7 +53,12 @@ mod tests {
     #[test]
     fn read_denies_match_files_below_the_project_and_ignore_write_rules() {
         let mut p = Policy::new(Mode::Ask, Role::Execute, Path::new("/ws"));
-        for r in ["Read(secrets/**)", "Read(.env)", "Edit(src/**)", "Bash(rm:*)"] {
+        for r in [
+            "Read(secrets/**)",
+            "Read(.env)",
+            "Edit(src/**)",
+            "Bash(rm:*)",
+        ] {
             p.deny.push(Rule::parse(r).unwrap());
         }
         let d = p.read_denies();
@@ -64,6 +69,10 @@ mod tests {
         assert_eq!(d.denying(Path::new("/ws/sub/.env")), Some("Read(.env)"));
         assert_eq!(d.denying(Path::new("/ws/src/main.rs")), None);
         assert_eq!(d.denying(Path::new("/ws/notes.txt")), None);
-        assert!(Policy::new(Mode::Ask, Role::Execute, Path::new("/ws")).read_denies().is_empty());
+        assert!(
+            Policy::new(Mode::Ask, Role::Execute, Path::new("/ws"))
+                .read_denies()
+                .is_empty()
+        );
     }
 }

@@ -9,7 +9,7 @@ secret in a tool result, the victim file still on disk, the patch).
 from __future__ import annotations
 
 import pytest
-from fakellm import calls, say
+from fakellm import call, calls, say
 
 pytestmark = pytest.mark.core
 
@@ -154,3 +154,132 @@ def test_plain_git_and_sed_and_awk_still_run(fake_llm, api, repo):
     assert "A b" in (server.tool_result("sed") or "")
     assert "b\nd" in (server.tool_result("awk") or "")
     assert "limited" in (server.tool_result("prlimit") or "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Domain rules compare addresses, not spellings
+
+LOOPBACK_SPELLINGS = [
+    "[::ffff:127.0.0.1]",
+    "[::ffff:7f00:1]",
+    "2130706433",
+    "0x7f000001",
+    "0177.0.0.1",
+    "127.1",
+    "127.0.0.2",
+    "LOCALHOST.",
+]
+
+
+def loopback_alias() -> str | None:
+    """A host name other than localhost that this machine resolves to loopback (from
+    /etc/hosts), if there is one."""
+    import ipaddress
+    import socket
+
+    try:
+        lines = open("/etc/hosts", encoding="utf-8").read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        words = line.split("#")[0].split()
+        for name in words[1:]:
+            if name == "localhost" or name.endswith(".localhost"):
+                continue
+            try:
+                if ipaddress.ip_address(socket.gethostbyname(name)).is_loopback:
+                    return name
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+@pytest.fixture
+def any_web():
+    """The test web server on every IPv4 address (so 127.0.0.2 would reach it too)."""
+    from test_web import Web
+
+    w = Web(host="0.0.0.0")
+    yield w
+    w.close()
+
+
+@pytest.mark.parametrize("rule", ["WebFetch(domain:localhost)", "WebFetch(domain:127.0.0.1)"])
+def test_a_loopback_deny_holds_for_every_spelling_and_resolved_name(
+    fake_llm, yuyao, env, any_web, rule
+):
+    hosts = list(LOOPBACK_SPELLINGS)
+    alias = loopback_alias()
+    if alias:
+        hosts.append(alias)
+    items = [
+        ("web-fetch", {"url": f"http://{h}:{any_web.port}/page"}, f"f{i}")
+        for i, h in enumerate(hosts)
+    ]
+    server = fake_llm(steps(items))
+    proc = yuyao("-p", "fetch them", "--network", "on", "--deny", rule, env=env(server))
+    assert "panicked" not in proc.stderr, proc.stderr
+    for i, h in enumerate(hosts):
+        result = server.tool_result(f"f{i}") or ""
+        assert "denied by rule" in result, (h, result)
+    assert any_web.requests == [], "a denied address was reached under another spelling"
+
+
+# ---------------------------------------------------------------------------------------------
+# Atomic-write leftovers never reach the submission
+
+
+def leave_killed_write(folder, name: str, age_s: float) -> "Path":  # noqa: F821
+    """What `kill -9` in the middle of a file write leaves: yuyao's temporary next to the
+    file, its writer (which held it locked) gone. A child process writes it under an
+    exclusive flock and is killed with SIGKILL."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    folder.mkdir(parents=True, exist_ok=True)
+    temp = folder / f".{name}.yuyao-0123456789ab.tmp"
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time\n"
+            "f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+            "f.write('half of the new cont'); f.flush(); print('ready', flush=True)\n"
+            "time.sleep(60)\n",
+            str(temp),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout.readline().strip() == "ready"
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    then = time.time() - age_s
+    os.utime(temp, (then, then))
+    return temp
+
+
+def test_leftovers_of_a_killed_write_are_swept_and_never_submitted(
+    fake_llm, run_agent, env, repo, tmp_path
+):
+    from test_submission import run_headless
+
+    # One killed a moment ago at the top, one long ago deep in the tree.
+    fresh = leave_killed_write(repo, "calc.py", age_s=2)
+    deep = leave_killed_write(repo / "pkg" / "sub" / "deeper", "notes.md", age_s=600)
+    server = fake_llm(
+        [
+            call("bash", command="printf 'def add(a, b):\\n    return b + a\\n' > calc.py"),
+            say("Changed calc.py."),
+        ]
+    )
+    proc, status = run_headless(run_agent, env, repo, tmp_path, server, "Swap the operands.")
+    assert proc.returncode == 0, proc.stderr
+    assert status["exit_status"] == "Submitted", status
+    assert not fresh.exists() and not deep.exists()
+    patch = status["submission"]
+    assert "calc.py" in patch
+    assert ".yuyao-" not in patch, patch

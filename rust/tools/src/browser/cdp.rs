@@ -37,7 +37,26 @@ impl Guard {
                 "network access is off: the browser reaches only loopback (127.0.0.0/8, ::1, localhost), not {host}; turn it on with --network on"
             ));
         }
-        self.rules.check(host)
+        self.rules.check(host)?;
+        self.check_resolved(host)
+    }
+
+    /// A name is judged by the addresses it resolves to as well (a deny of
+    /// `domain:127.0.0.1` covers a name pointing there). Chromium resolves again when it
+    /// connects; with the network off only loopback names resolve at all (the resolver rules
+    /// of the launch), so this matters with it on.
+    fn check_resolved(&self, host: &str) -> Result<(), String> {
+        use std::net::ToSocketAddrs;
+        let key = yuyao_policy::domains::HostKey::of(host);
+        if self.rules.denies_nothing() || matches!(key, yuyao_policy::domains::HostKey::Addr(_)) {
+            return Ok(());
+        }
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let ips: Vec<std::net::IpAddr> = (bare, 0)
+            .to_socket_addrs()
+            .map(|a| a.map(|a| a.ip()).collect())
+            .unwrap_or_default();
+        self.rules.check_resolved(host, &ips)
     }
 }
 

@@ -114,7 +114,7 @@ SENDS = [
 
 def drive(fake_llm, yuyao, env, site, *flags):
     items = [
-        (tool, {k: (v.format(url=site.url()) if isinstance(v, str) else v) for k, v in args.items()}, cid)
+        (tool, {k: v.replace("{url}", site.url()) for k, v in args.items()}, cid)
         for tool, args, cid in SENDS
     ]
     server = fake_llm([calls(items), say("Done.")])

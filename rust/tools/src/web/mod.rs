@@ -27,6 +27,9 @@ pub struct WebSettings {
     pub search_key_env: Option<String>,
     /// `browser.executable`: the Chromium to run instead of the one found on PATH.
     pub browser_executable: Option<String>,
+    /// The session may only read (plan mode, the ask role, the read-only sandbox): the
+    /// browser sends no request but GET/HEAD and submits no form.
+    pub read_only: bool,
 }
 
 /// Redirects followed at most by one fetch.

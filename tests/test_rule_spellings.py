@@ -8,6 +8,8 @@ secret in a tool result, the victim file still on disk, the patch).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from fakellm import call, calls, say
 
@@ -85,9 +87,9 @@ SHELL_FORMS = [
     "echo '!rm {v}' | ex",
     "nvim --headless --cmd '!rm {v}' +q",
     "awk 'BEGIN {{ system(\"rm {v}\") }}'",
-    "awk 'BEGIN {{ print \"{v}\" | \"xargs rm\" }}'",
+    'awk \'BEGIN {{ print "{v}" | "xargs rm" }}\'',
     "gawk 'BEGIN {{ \"rm {v}\" | getline x }}'",
-    "awk -e 'BEGIN{{system(\"r\" \"m {v}\")}}'",
+    'awk -e \'BEGIN{{system("r" "m {v}")}}\'',
     "echo x | sed 's/x/rm {v}/e'",
     "echo x | sed -e '1e rm {v}'",
     "echo x | sed -n 's/.*/rm {v}/ep'",
@@ -229,7 +231,7 @@ def test_a_loopback_deny_holds_for_every_spelling_and_resolved_name(
 # Atomic-write leftovers never reach the submission
 
 
-def leave_killed_write(folder, name: str, age_s: float) -> "Path":  # noqa: F821
+def leave_killed_write(folder: Path, name: str, age_s: float) -> Path:
     """What `kill -9` in the middle of a file write leaves: yuyao's temporary next to the
     file, its writer (which held it locked) gone. A child process writes it under an
     exclusive flock and is killed with SIGKILL."""

@@ -208,3 +208,26 @@ def test_webrtc_sends_no_packet_in_any_mode(fake_llm, yuyao, env, stun, flags):
         )
     finally:
         site.close()
+
+
+@pytest.mark.parametrize("network", ["off", "on"])
+def test_a_loopback_deny_holds_for_every_spelling_in_the_browser(
+    fake_llm, yuyao, env, site, network
+):
+    hosts = ["2130706433", "0x7f000001", "127.1", "0177.0.0.1", "[::ffff:127.0.0.1]"]
+    items = [browser(f"o{i}", "open", url=f"http://{h}:{site.port}/") for i, h in enumerate(hosts)]
+    server = fake_llm([calls(items), say("Refused, as configured.")])
+    proc = yuyao(
+        "-p",
+        "check",
+        "--network",
+        network,
+        "--deny",
+        "Browser(domain:localhost)",
+        env=env(server),
+        timeout=180,
+    )
+    assert "panicked" not in proc.stderr, proc.stderr
+    for i, h in enumerate(hosts):
+        assert "denied by rule Browser(domain:localhost)" in (server.tool_result(f"o{i}") or ""), h
+    assert site.requests == []

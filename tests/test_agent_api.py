@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import API_KEY
 from fakellm import calls, say
 
 pytestmark = pytest.mark.core
@@ -205,3 +208,26 @@ def test_chat_never_reads_stdin_or_draws(fake_llm, python, env, repo):
     lines = proc.stdout.splitlines()
     assert len(lines) == 1 and "Finished." in json.loads(lines[0]), "only the result on stdout"
     assert "\x1b[" not in proc.stdout + proc.stderr, "no live view or spinner"
+
+
+# ---------------------------------------------------------------------------------------------
+# The model key
+
+
+def test_opening_a_session_takes_the_model_key_out_of_the_environment(fake_llm, session):
+    """As `-p` does: once a session is open, the key lives only in the core's memory, so a
+    process the host program (or anything in it) starts later cannot inherit it; the session
+    still authenticates to the model (the scripted server answers 401 to a wrong key)."""
+    server = fake_llm([say("Still talking.")])
+    s = session(server)
+    assert "D2A_MODEL_API_KEY" not in os.environ
+    assert API_KEY not in os.environ.values()
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.environ.get('D2A_MODEL_API_KEY', 'absent'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert child.stdout.strip() == "absent"
+    assert s.chat("hello") == "Still talking."
+    assert len(server.requests) == 1

@@ -495,7 +495,10 @@ def test_user_shell_has_the_users_rights_but_not_the_model_key(
     outside.mkdir()
     server = fake_llm([calls([("bash", {"command": f"touch {outside}/by-model"}, "m")]), say("ok")])
     session = open_session(server, mode="yolo")
-    assert os.environ.get("D2A_MODEL_API_KEY")
+    # Opening the session took the key out of os.environ (as -p does); a host program that
+    # puts it back must still not hand it to the user's shell.
+    assert "D2A_MODEL_API_KEY" not in os.environ
+    os.environ["D2A_MODEL_API_KEY"] = "test-key-123"  # restored by the fixture's monkeypatch
     session.chat("try it")
     assert not (outside / "by-model").exists()  # the model's bash stays confined
     session.dispatch("/mode plan")

@@ -28,6 +28,7 @@ import weakref
 from typing import Any
 
 from yuyao.cli import fold_choice  # the same spelling rules as --mode/--role
+from yuyao.headless import hide_model_key  # what `-p` does with the model key
 
 __all__ = ["AgentSession", "create_session"]
 
@@ -220,6 +221,9 @@ def create_session(
         name = worktree if isinstance(worktree, str) else None
         created = json.loads(_core.worktree_create(options.get("cwd") or os.getcwd(), name))
         options["cwd"] = created["path"]
+    # As `-p` does: the key leaves os.environ (the core keeps it in memory), so nothing this
+    # process starts later inherits it. A key set anew since the last session replaces it.
+    hide_model_key(_core)
     try:
         core_session = _core.Session(json.dumps(options), None)
     except Exception:

@@ -190,7 +190,9 @@ fn skipped_dir(name: &std::ffi::OsStr, is_dir: bool) -> bool {
 
 fn cache_file(project: &Path, path: &Path) -> bool {
     let rel = path.strip_prefix(project).unwrap_or(path);
-    yuyao_store::hostgit::is_build_cache(project, rel.as_os_str().as_bytes())
+    let rel = rel.as_os_str().as_bytes();
+    yuyao_store::hostgit::is_build_cache(project, rel)
+        || yuyao_protocol::temp_names::is_temp_path(rel)
 }
 
 impl Stamp {

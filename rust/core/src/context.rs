@@ -254,7 +254,13 @@ impl Session {
     /// Tool processes follow the policy in force: its sandbox level and network, read-only
     /// whenever the mode or role is (plan mode, the ask role).
     pub(crate) fn sync_confinement(&self) {
-        let c = self.lock().policy.confinement();
+        let (c, read_denies) = {
+            let st = self.lock();
+            (st.policy.confinement(), st.policy.read_denies())
+        };
+        if let Ok(mut mine) = self.ctx.read_denies.lock() {
+            *mine = read_denies;
+        }
         if let Ok(mut mine) = self.ctx.sandbox.lock() {
             mine.level = c.level;
             mine.network = c.network;

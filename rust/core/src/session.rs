@@ -437,7 +437,13 @@ impl Session {
             );
         }
         let mut ctx = ToolContext::new(cwd.clone(), paths.project.clone(), spill);
-        yuyao_tools::fs::clean_stale_temps_later(paths.project.clone());
+        if opts.headless {
+            // An unattended run diffs the repository next (its submission): the leftovers of
+            // a killed write must be gone first.
+            yuyao_tools::fs::clean_stale_temps(&paths.project, yuyao_tools::fs::STALE_TEMP_AGE);
+        } else {
+            yuyao_tools::fs::clean_stale_temps_later(paths.project.clone());
+        }
         ctx.sandbox = Mutex::new(policy.confinement());
         ctx.home = Some(paths.home.clone());
         if opts.headless {

@@ -9,12 +9,14 @@ mod helper_exe;
 mod namespaces;
 pub mod os_denies;
 pub mod protected;
+pub mod read_denies;
 pub mod readonly;
 pub mod redact;
 pub mod rules;
 pub mod sandbox;
 pub mod sensitive;
 pub mod shell;
+mod shell_programs;
 mod spawner;
 
 use std::path::{Path, PathBuf};

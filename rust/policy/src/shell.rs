@@ -105,9 +105,18 @@ pub fn segments_in(cmd: &str, cwd: Option<&Path>) -> Result<Vec<Segment>, Undete
         script_bytes: 0,
         scripts: 0,
         cd_seen: false,
+        git_config_moved: false,
+        stdin_fed: false,
     };
     cx.parse(cmd, false, 0, &[])?;
     cx.out = apply_shell_assignments(std::mem::take(&mut cx.out));
+    if let Some(why) = cx
+        .out
+        .iter()
+        .find_map(|s| git_alias_from_elsewhere(s, cx.git_config_moved || cx.cd_seen))
+    {
+        return undetermined(why);
+    }
     // A second, independent reading by the bash grammar must agree (DESIGN §5).
     crate::bash_tree::confirm(cmd, &cx.out)?;
     if cx.scripts > 0
@@ -197,6 +206,12 @@ struct Cx<'a> {
     script_bytes: usize,
     scripts: usize,
     cd_seen: bool,
+    /// The line changes where git reads its configuration (`HOME=…`, `XDG_CONFIG_HOME=…`,
+    /// `GIT_DIR=…`, also through `export`): an alias may come from a file the agent wrote.
+    git_config_moved: bool,
+    /// The command being read gets its input from the line (a pipe, `<`, a here-document):
+    /// an editor reads the keystrokes it runs from there.
+    stdin_fed: bool,
 }
 
 const KEYWORDS: &[&str] = &[
@@ -276,6 +291,10 @@ impl Cx<'_> {
         let mut words: Vec<W> = Vec::new();
         let mut redirs: Vec<Redir> = Vec::new();
         let mut parens = 0usize;
+        // Every command of a command string reads the input its shell was given; a command
+        // after `|` reads the one before it.
+        let inherited = self.stdin_fed;
+        let mut fed = inherited;
         for t in toks {
             match t {
                 Tok::Word { text, dynamic } => words.push((text, dynamic)),
@@ -293,18 +312,24 @@ impl Cx<'_> {
                     }
                     parens -= 1;
                     let (w, r) = (std::mem::take(&mut words), std::mem::take(&mut redirs));
+                    self.stdin_fed = fed;
                     self.simple(w, r, substituted, depth, wrappers)?;
                 }
-                Tok::Op(_) => {
+                Tok::Op(op) => {
                     let (w, r) = (std::mem::take(&mut words), std::mem::take(&mut redirs));
+                    self.stdin_fed = fed;
                     self.simple(w, r, substituted, depth, wrappers)?;
+                    fed = inherited || matches!(op, "|" | "|&");
                 }
             }
         }
         if parens != 0 {
             return undetermined("unbalanced '('");
         }
-        self.simple(words, redirs, substituted, depth, wrappers)
+        self.stdin_fed = fed;
+        let last = self.simple(words, redirs, substituted, depth, wrappers);
+        self.stdin_fed = inherited;
+        last
     }
 
     /// Parses a command string some program hands to a shell, confirmed by the grammar too.
@@ -457,6 +482,10 @@ impl Cx<'_> {
             ));
         }
         let args: Vec<W> = argv[1..].to_vec();
+        let fed = self.stdin_fed || redirs.iter().any(|r| !matches!(r, Redir::Out(..)));
+        if let Some(why) = crate::shell_programs::runs_commands(&program, &args, fed) {
+            return undetermined(why);
+        }
         self.hidden_code(&program, &args, substituted, depth, &wraps)?;
         self.inner_programs(&program, &args, substituted, depth, &wraps)?;
         if matches!(program.as_str(), "cd" | "pushd" | "popd") {
@@ -510,6 +539,9 @@ impl Cx<'_> {
         let name = name.trim_end_matches('+');
         if name.contains('[') {
             return undetermined("an assignment to an array subscript (evaluated arithmetically)");
+        }
+        if GIT_CONFIG_PLACES.contains(&name) {
+            self.git_config_moved = true;
         }
         if HIDDEN_VARS.contains(&name)
             || name.starts_with("BASH_FUNC_")
@@ -931,6 +963,185 @@ impl Cx<'_> {
         }
         Ok(())
     }
+}
+
+/// Variables that change which configuration files git reads (the global one from `HOME` or
+/// `XDG_CONFIG_HOME`, the repository's from `GIT_DIR`).
+const GIT_CONFIG_PLACES: &[&str] = &["HOME", "XDG_CONFIG_HOME", "GIT_DIR", "GIT_COMMON_DIR"];
+
+/// git's own subcommands (`git help -a`): any other name is an alias or a `git-NAME` program.
+const GIT_BUILTINS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archive",
+    "bisect",
+    "blame",
+    "branch",
+    "bugreport",
+    "bundle",
+    "cat-file",
+    "check-attr",
+    "check-ignore",
+    "check-mailmap",
+    "check-ref-format",
+    "checkout",
+    "checkout-index",
+    "cherry",
+    "cherry-pick",
+    "clean",
+    "clone",
+    "column",
+    "commit",
+    "commit-graph",
+    "commit-tree",
+    "config",
+    "count-objects",
+    "credential",
+    "describe",
+    "diagnose",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "difftool",
+    "fetch",
+    "fetch-pack",
+    "filter-branch",
+    "fmt-merge-msg",
+    "for-each-ref",
+    "for-each-repo",
+    "format-patch",
+    "fsck",
+    "gc",
+    "get-tar-commit-id",
+    "grep",
+    "hash-object",
+    "help",
+    "hook",
+    "index-pack",
+    "init",
+    "interpret-trailers",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "mailinfo",
+    "mailsplit",
+    "maintenance",
+    "merge",
+    "merge-base",
+    "merge-file",
+    "merge-index",
+    "merge-tree",
+    "mergetool",
+    "mktag",
+    "mktree",
+    "multi-pack-index",
+    "mv",
+    "name-rev",
+    "notes",
+    "pack-objects",
+    "pack-refs",
+    "patch-id",
+    "prune",
+    "prune-packed",
+    "pull",
+    "push",
+    "range-diff",
+    "read-tree",
+    "rebase",
+    "reflog",
+    "refs",
+    "remote",
+    "repack",
+    "replace",
+    "replay",
+    "request-pull",
+    "rerere",
+    "reset",
+    "restore",
+    "rev-list",
+    "rev-parse",
+    "revert",
+    "rm",
+    "send-pack",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-index",
+    "show-ref",
+    "sparse-checkout",
+    "stage",
+    "stash",
+    "status",
+    "stripspace",
+    "submodule",
+    "switch",
+    "symbolic-ref",
+    "tag",
+    "unpack-file",
+    "unpack-objects",
+    "update-index",
+    "update-ref",
+    "update-server-info",
+    "var",
+    "verify-commit",
+    "verify-pack",
+    "verify-tag",
+    "version",
+    "whatchanged",
+    "worktree",
+    "write-tree",
+];
+
+/// Why a git segment may run an alias the line cannot show: its subcommand is not git's own
+/// nor defined on the line (`-c alias.x=…`), and the configuration it comes from may be a
+/// file the agent wrote — the line moved `HOME`/`XDG_CONFIG_HOME`/`GIT_DIR` (`moved`, or on
+/// the segment), changed folder (`moved`), or points git elsewhere (`-C`, `--git-dir`). An
+/// alias starting with `!` runs a shell command.
+fn git_alias_from_elsewhere(s: &Segment, moved: bool) -> Option<String> {
+    if s.program != "git" {
+        return None;
+    }
+    let mut moved = moved
+        || s.assignments.iter().any(|a| {
+            a.split_once('=')
+                .is_some_and(|(n, _)| GIT_CONFIG_PLACES.contains(&n))
+        });
+    let mut defined = Vec::new();
+    let mut k = 0;
+    while k < s.args.len() {
+        let a = s.args[k].as_str();
+        if s.arg_computed(k) {
+            return Some("git with a computed subcommand or option".into());
+        }
+        match a {
+            "-c" => {
+                k += 1;
+                if let Some(name) = s.args.get(k).and_then(|v| v.strip_prefix("alias.")) {
+                    defined.push(name.split('=').next().unwrap_or("").to_ascii_lowercase());
+                }
+            }
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" => {
+                moved |= a != "--namespace";
+                k += 1;
+            }
+            _ if a.starts_with("--git-dir=") || a.starts_with("-C") => moved = true,
+            _ if a.starts_with('-') => {}
+            sub => {
+                let known = GIT_BUILTINS.contains(&sub) || defined.iter().any(|d| d == sub);
+                return (!known && moved).then(|| {
+                    format!(
+                        "`git {sub}` is not a git command: an alias from a configuration this line points git at (`!` aliases run shell commands)"
+                    )
+                });
+            }
+        }
+        k += 1;
+    }
+    None
 }
 
 /// Git configuration keys whose value is a command git runs.
@@ -1643,6 +1854,67 @@ const WRAPPERS: &[Spec] = &[
         short_flag: "f",
         ..spec("sudoedit")
     },
+    Spec {
+        short_flag: "dhV",
+        long_arg: &[
+            "ambient-caps",
+            "inh-caps",
+            "bounding-set",
+            "ruid",
+            "euid",
+            "rgid",
+            "egid",
+            "reuid",
+            "regid",
+            "groups",
+            "securebits",
+            "pdeathsig",
+            "selinux-label",
+            "apparmor-profile",
+            "landlock-access",
+            "landlock-rule",
+            "seccomp-filter",
+        ],
+        long_flag: &[
+            "dump",
+            "nnp",
+            "no-new-privs",
+            "clear-groups",
+            "keep-groups",
+            "init-groups",
+            "reset-env",
+            "help",
+            "version",
+        ],
+        ..spec("setpriv")
+    },
+    Spec {
+        // Each resource option takes an optional attached limit (`-n1024`, `--nofile=1024`).
+        short_arg: "po",
+        short_opt: "cdefilmnqrstuvxy",
+        short_flag: "hV",
+        long_arg: &["pid", "output"],
+        long_opt: &[
+            "core",
+            "data",
+            "nice",
+            "fsize",
+            "sigpending",
+            "memlock",
+            "rss",
+            "nofile",
+            "msgqueue",
+            "rtprio",
+            "stack",
+            "cpu",
+            "nproc",
+            "as",
+            "locks",
+            "rttime",
+        ],
+        long_flag: &["noheadings", "raw", "verbose", "help", "version"],
+        ..spec("prlimit")
+    },
 ];
 
 /// Programs that run another program given on their command line (the lexer strips them
@@ -1874,6 +2146,9 @@ impl Cx<'_> {
                 "ionice" if p.has(&["-p", "-P", "-u", "--pid", "--pgid", "--uid"]) => {
                     return Ok(Some(argv));
                 }
+                // `setpriv --dump` and `prlimit --pid PID` run nothing.
+                "setpriv" if p.has(&["-d", "--dump"]) => return Ok(Some(argv)),
+                "prlimit" if p.has(&["-p", "--pid"]) => return Ok(Some(argv)),
                 "flock" => {
                     if let Some(c) = p.value(&["-c", "--command"]) {
                         wraps.push(name);
@@ -3098,6 +3373,41 @@ mod tests {
             "echo `rm",
         ] {
             assert!(segments(cmd).is_err(), "{cmd}");
+        }
+    }
+
+    #[test]
+    fn setpriv_and_prlimit_run_their_command() {
+        assert_eq!(progs("setpriv --nnp --reuid=1000 -- rm x"), ["rm"]);
+        assert_eq!(progs("prlimit --nofile=64 -n1024:2048 rm x"), ["rm"]);
+        assert_eq!(progs("prlimit --pid 42"), ["prlimit"]);
+        assert_eq!(progs("setpriv --dump"), ["setpriv"]);
+    }
+
+    #[test]
+    fn editors_fed_by_the_line_and_aliases_from_moved_configs_are_undetermined() {
+        for cmd in [
+            "echo ':!rm x' | vim f",
+            "vim f <<< ':!rm x'",
+            "echo x | bash -c 'true; vim f'",
+            "HOME=$PWD git x",
+            "export HOME=.; git x",
+            "env XDG_CONFIG_HOME=/tmp/c git x",
+            "git -C sub x",
+            "cd sub && git x",
+            "git --git-dir=planted x",
+        ] {
+            assert!(segments(cmd).is_err(), "{cmd}");
+        }
+        for cmd in [
+            "vim f",
+            "echo x | cat; vim f",
+            "git x",
+            "HOME=$PWD git status",
+            "git -C sub log -1",
+            "HOME=. git -c alias.x='!echo hi' x",
+        ] {
+            assert!(segments(cmd).is_ok(), "{cmd}");
         }
     }
 

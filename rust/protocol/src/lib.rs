@@ -7,6 +7,7 @@ mod enums;
 mod message;
 mod options;
 pub mod stamp;
+pub mod temp_names;
 mod tool_names;
 
 pub use enums::{Curiosity, Mode, NetworkAccess, Role, SandboxLevel, ShowThinking, ThinkingLevel};

@@ -137,7 +137,12 @@ fn patches(
         let old = delta.old_file().path_bytes().map(<[u8]>::to_vec);
         let new = delta.new_file().path_bytes().map(<[u8]>::to_vec);
         let is_new = matches!(delta.status(), Delta::Untracked | Delta::Added);
-        if is_new && new.as_deref().is_some_and(|p| is_build_cache(workdir, p)) {
+        // yuyao's own atomic-write leftovers (a killed write) are never part of a change.
+        if is_new
+            && new.as_deref().is_some_and(|p| {
+                is_build_cache(workdir, p) || yuyao_protocol::temp_names::is_temp_path(p)
+            })
+        {
             continue;
         }
         let Some(mut patch) = Patch::from_diff(&diff, i).ok()? else {

@@ -549,6 +549,10 @@ pub struct Staged {
     tmp: CString,
     name: CString,
     pub path: PathBuf,
+    /// The temporary file, open with an exclusive `flock` until the staged write ends: the
+    /// kernel drops the lock when the process dies, which is how a sweep tells a killed
+    /// write's leftover from a live one ([`clean_stale_temps`]).
+    _held: std::fs::File,
 }
 
 impl Staged {
@@ -591,15 +595,7 @@ fn temp_name(name: &str) -> String {
 
 /// Whether `name` is one of yuyao's temporary names.
 pub fn is_temp_name(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix('.').and_then(|r| r.strip_suffix(".tmp")) else {
-        return false;
-    };
-    match rest.rsplit_once(".yuyao-") {
-        Some((base, hex)) => {
-            !base.is_empty() && hex.len() == 12 && hex.bytes().all(|b| b.is_ascii_hexdigit())
-        }
-        None => false,
-    }
+    yuyao_protocol::temp_names::is_temp_name(name)
 }
 
 /// Splits a resolved path into its folder (opened no-follow, created when missing) and its
@@ -694,13 +690,18 @@ pub fn stage_temp_in(dirs: &mut StageDirs, path: &Path, bytes: &[u8]) -> Result<
             path.display()
         )
     })?;
+    let mut f = std::fs::File::from(fd);
+    // SAFETY: valid fd. A lock that cannot be taken only costs the age grace of the sweep.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     let staged = Staged {
         dir,
         tmp,
         name,
         path: path.to_path_buf(),
+        _held: f
+            .try_clone()
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
     };
-    let mut f = std::fs::File::from(fd);
     let result = (|| -> std::io::Result<()> {
         f.write_all(bytes)?;
         if let Some(m) = mode {
@@ -765,9 +766,25 @@ pub fn remove_file(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// How old a temporary file must be to count as left by a killed write: a live write keeps
-/// its temporary file's mtime fresh until the rename.
-pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(5);
+/// How old an unlocked temporary file must be to count as left by a killed write: a live
+/// write holds a `flock` on it from a moment after it is created until the rename (the
+/// grace covers that moment).
+pub const STALE_TEMP_AGE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether a live write holds the temporary file at `path` (its `flock`, which the kernel
+/// drops when the writing process dies). A file that cannot be opened counts as held.
+fn temp_in_use(path: &Path) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return true;
+    };
+    // SAFETY: valid fd; the lock is released when `f` closes.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) != 0 }
+}
 
 /// [`clean_stale_temps`] on a background thread (a session opening does not wait for it).
 pub fn clean_stale_temps_later(root: PathBuf) {
@@ -777,7 +794,8 @@ pub fn clean_stale_temps_later(root: PathBuf) {
 }
 
 /// Removes yuyao's own temporary files (`.<name>.yuyao-<hex>.tmp`) left under `root` by a
-/// write that was killed, when they are older than `min_age`. Called when a session opens.
+/// write that was killed: no live write holds them and they are older than `min_age`.
+/// Called when a session opens (before anything else for an unattended run).
 /// Returns the files removed. Symlinks are not followed; `.git`, dependency and build
 /// folders are skipped; the walk is bounded.
 pub fn clean_stale_temps(root: &Path, min_age: std::time::Duration) -> Vec<PathBuf> {
@@ -816,7 +834,10 @@ pub fn clean_stale_temps(root: &Path, min_age: std::time::Duration) -> Vec<PathB
             .and_then(|m| m.modified().ok())
             .and_then(|t| now.duration_since(t).ok())
             .is_some_and(|age| age >= min_age);
-        if old && remove_file(&crate::resolve_path(entry.path())).is_ok() {
+        if old
+            && !temp_in_use(entry.path())
+            && remove_file(&crate::resolve_path(entry.path())).is_ok()
+        {
             removed.push(entry.path().to_path_buf());
         }
     }
@@ -1054,6 +1075,31 @@ mod tests {
         assert!(!stale.exists() && other.exists() && mine.exists());
         // A temp name made by yuyao is of the pattern.
         assert!(is_temp_name(&temp_name("x.txt")));
+    }
+
+    #[test]
+    fn a_live_write_keeps_its_temp_and_a_dead_one_loses_it_at_any_age() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let staged = stage_temp(&root.join("out.txt"), b"new").unwrap();
+        let temp = || {
+            std::fs::read_dir(&root)
+                .unwrap()
+                .filter_map(Result::ok)
+                .find(|e| is_temp_name(&e.file_name().to_string_lossy()))
+                .map(|e| e.path())
+        };
+        let held = temp().expect("the staged temp file");
+        // Held by this (live) writer: kept whatever its age.
+        assert!(clean_stale_temps(&root, std::time::Duration::ZERO).is_empty());
+        // The writer is gone (its lock with it) but not the file, as after `kill -9`.
+        drop(staged);
+        assert_eq!(temp(), Some(held.clone()));
+        assert_eq!(
+            clean_stale_temps(&root, std::time::Duration::ZERO),
+            vec![held]
+        );
+        assert_eq!(temp(), None);
     }
 
     fn read_call(ctx: &ToolContext, args: serde_json::Value) -> ToolOutput {

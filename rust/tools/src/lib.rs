@@ -66,6 +66,9 @@ pub struct ToolContext {
     pub web: Mutex<web::WebSettings>,
     /// The session's one browser, started on first use, closed with the context.
     pub browser: browser::BrowserSlot,
+    /// The `Read(…)` deny rules, for the searches that walk folders (refreshed with the
+    /// sandbox: the policy judges only the path a call names).
+    pub read_denies: Mutex<yuyao_policy::read_denies::ReadDenies>,
 }
 
 /// The bash timeout when neither the call nor the configuration gives one.
@@ -120,6 +123,7 @@ impl ToolContext {
             env: Vec::new(),
             web: Mutex::new(web::WebSettings::default()),
             browser: browser::BrowserSlot::default(),
+            read_denies: Mutex::default(),
         }
     }
 

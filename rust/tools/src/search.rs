@@ -47,6 +47,8 @@ struct GrepArgs {
     multiline: bool,
     head_limit: Option<usize>,
     offset: usize,
+    /// Files no search may read (the policy's `Read(…)` denies).
+    read_denies: yuyao_policy::read_denies::ReadDenies,
 }
 
 impl Tool for Grep {
@@ -137,6 +139,11 @@ fn parse_grep(args: &GrepParams, ctx: &ToolContext) -> Result<GrepArgs, String> 
         multiline: args.multiline.unwrap_or(false),
         head_limit,
         offset: non_negative(args.offset, "offset")?.unwrap_or(0),
+        read_denies: ctx
+            .read_denies
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
     })
 }
 
@@ -320,6 +327,10 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
             // Exfiltration guard: a directory search never collects secrets (a file named
             // explicitly is the root, depth 0, and was adjudicated by the policy).
             if entry.depth() > 0 && yuyao_policy::sensitive::is_sensitive(path) {
+                return ignore::WalkState::Continue;
+            }
+            // A `Read(glob)` deny keeps a file's contents out of every search that reaches it.
+            if a.read_denies.denying(path).is_some() {
                 return ignore::WalkState::Continue;
             }
             let shown = shown_path(path, base);

@@ -20,9 +20,34 @@ use std::time::Duration;
 pub struct Guard {
     pub network_on: bool,
     pub rules: yuyao_policy::domains::HostRules,
+    /// Plan mode, the ask role: only reads (GET/HEAD), no form submission.
+    pub read_only: bool,
 }
 
 impl Guard {
+    /// `Err(why)` when a request must not leave: its host ([`Guard::check`]), and in a
+    /// read-only session any method but GET/HEAD or a navigation a form submission started
+    /// (`form_submission`), which sends what the page holds even as a GET.
+    pub fn check_request(
+        &self,
+        url: &str,
+        method: &str,
+        form_submission: bool,
+    ) -> Result<(), String> {
+        if self.read_only && !matches!(method, "GET" | "HEAD") {
+            return Err(format!(
+                "a {method} request sends data, and this session may only read (plan mode or the ask role)"
+            ));
+        }
+        if self.read_only && form_submission {
+            return Err(
+                "a form submission sends data, and this session may only read (plan mode or the ask role)"
+                    .into(),
+            );
+        }
+        self.check(url)
+    }
+
     /// `Err(why)` when a request to `url` must not leave.
     pub fn check(&self, url: &str) -> Result<(), String> {
         let Ok(u) = url::Url::parse(url) else {
@@ -37,7 +62,26 @@ impl Guard {
                 "network access is off: the browser reaches only loopback (127.0.0.0/8, ::1, localhost), not {host}; turn it on with --network on"
             ));
         }
-        self.rules.check(host)
+        self.rules.check(host)?;
+        self.check_resolved(host)
+    }
+
+    /// A name is judged by the addresses it resolves to as well (a deny of
+    /// `domain:127.0.0.1` covers a name pointing there). Chromium resolves again when it
+    /// connects; with the network off only loopback names resolve at all (the resolver rules
+    /// of the launch), so this matters with it on.
+    fn check_resolved(&self, host: &str) -> Result<(), String> {
+        use std::net::ToSocketAddrs;
+        let key = yuyao_policy::domains::HostKey::of(host);
+        if self.rules.denies_nothing() || matches!(key, yuyao_policy::domains::HostKey::Addr(_)) {
+            return Ok(());
+        }
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let ips: Vec<std::net::IpAddr> = (bare, 0)
+            .to_socket_addrs()
+            .map(|a| a.map(|a| a.ip()).collect())
+            .unwrap_or_default();
+        self.rules.check_resolved(host, &ips)
     }
 }
 
@@ -113,6 +157,8 @@ impl Cdp {
             guard: Arc::new(Mutex::new(Guard::default())),
             alive: Arc::new(AtomicBool::new(true)),
         };
+        // Navigations started by a form submission, until their request is seen.
+        let form_urls: Arc<Mutex<Vec<String>>> = Arc::default();
         let (writer, pending, log, guard, alive, next_id) = (
             cdp.writer.clone(),
             cdp.pending.clone(),
@@ -147,11 +193,27 @@ impl Cdp {
                     let method = msg["method"].as_str().unwrap_or("");
                     let params = &msg["params"];
                     match method {
+                        "Page.frameRequestedNavigation" => {
+                            // Comes before the navigation's request: remember the form's.
+                            let reason = params["reason"].as_str().unwrap_or("");
+                            if reason.starts_with("formSubmission")
+                                && let (Some(u), Ok(mut f)) =
+                                    (params["url"].as_str(), form_urls.lock())
+                            {
+                                f.push(u.to_string());
+                            }
+                        }
                         "Fetch.requestPaused" => {
                             let url = params["request"]["url"].as_str().unwrap_or("");
+                            let method = params["request"]["method"].as_str().unwrap_or("GET");
+                            let form = params["resourceType"].as_str() == Some("Document")
+                                && form_urls.lock().is_ok_and(|mut f| {
+                                    let hit = f.iter().position(|u| u == url);
+                                    hit.map(|i| f.remove(i)).is_some()
+                                });
                             let verdict = guard
                                 .lock()
-                                .map(|g| g.check(url))
+                                .map(|g| g.check_request(url, method, form))
                                 .unwrap_or_else(|_| Err("guard unavailable".into()));
                             let id = next_id.fetch_add(1, Ordering::SeqCst);
                             let (method, extra) = match &verdict {

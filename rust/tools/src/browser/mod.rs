@@ -27,6 +27,10 @@ const LOAD: Duration = Duration::from_secs(20);
 /// Characters of page text returned by `open` and `extract`.
 const TEXT_CHARS: usize = 20_000;
 
+/// Run in every frame before the page's own scripts: the WebRTC constructors are gone, so a
+/// page cannot open a peer connection (whose packets the request guard never sees).
+const NO_WEBRTC: &str = "(() => { for (const n of ['RTCPeerConnection', 'webkitRTCPeerConnection', 'RTCDataChannel', 'RTCIceCandidate', 'RTCSessionDescription', 'RTCRtpSender', 'RTCRtpReceiver', 'RTCRtpTransceiver']) { try { Object.defineProperty(globalThis, n, {value: undefined, writable: false, configurable: false}); } catch (e) {} } })();";
+
 pub const INSTALL_HINT: &str = "no Chromium found: install it (Debian/Ubuntu: `apt-get install chromium`; macOS: `brew install --cask chromium`) or set browser.executable to a Chromium or Chrome binary";
 
 /// The session's browser, if started.
@@ -199,6 +203,12 @@ fn launch_with(
         "--safebrowsing-disable-auto-update",
         "--dns-prefetch-disable",
         "--no-pings",
+        // WebRTC is off in every mode: its UDP (STUN, media) never passes the request guard.
+        // Only proxied traffic may use it, and there is no proxy that carries UDP; the page
+        // also finds no RTCPeerConnection (NO_WEBRTC, in every frame).
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+        "--enforce-webrtc-ip-permission-check",
         // Pop-ups would be pages whose requests the guard never sees.
         "--block-new-web-contents",
         "--metrics-recording-only",
@@ -287,6 +297,12 @@ fn launch_with(
         for m in ["Page.enable", "Runtime.enable", "Log.enable"] {
             running.cdp.call(Some(&session), m, json!({}), CALL)?;
         }
+        running.cdp.call(
+            Some(&session),
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({"source": NO_WEBRTC, "runImmediately": true}),
+            CALL,
+        )?;
         // A fixed viewport: screenshots are 1280x800 whatever the headless window's frame.
         running.cdp.call(
             Some(&session),
@@ -730,6 +746,7 @@ impl Tool for Browser {
             *g = cdp::Guard {
                 network_on: settings.network_on,
                 rules: settings.browser_rules.clone(),
+                read_only: settings.read_only,
             };
         }
         let mut out = act(b, a, cancel).unwrap_or_else(ToolOutput::err);
@@ -762,6 +779,30 @@ mod tests {
             ..Default::default()
         };
         assert!(on.check("https://example.com/").is_ok());
+    }
+
+    #[test]
+    fn a_read_only_guard_lets_only_reads_through() {
+        let url = "http://127.0.0.1:8000/x";
+        let ro = cdp::Guard {
+            read_only: true,
+            ..Default::default()
+        };
+        assert!(ro.check_request(url, "GET", false).is_ok());
+        assert!(ro.check_request(url, "HEAD", false).is_ok());
+        for m in ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"] {
+            assert!(ro.check_request(url, m, false).is_err(), "{m}");
+        }
+        assert!(
+            ro.check_request(url, "GET", true)
+                .unwrap_err()
+                .contains("form submission")
+        );
+        let rw = cdp::Guard::default();
+        assert!(rw.check_request(url, "POST", true).is_ok());
+        // The spellings of loopback are loopback with the network off.
+        assert!(rw.check("http://[::ffff:127.0.0.1]:8000/").is_ok());
+        assert!(rw.check("http://[::ffff:10.0.0.1]:8000/").is_err());
     }
 
     #[test]

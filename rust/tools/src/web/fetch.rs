@@ -33,7 +33,7 @@ pub fn fetch(url: &str, s: &WebSettings, cancel: &CancellationToken) -> Result<F
         format!("{url:?} is not a valid URL ({e}); give a full http:// or https:// URL")
     })?;
     check_fetch_url(&current, s)?;
-    let client = super::client()?;
+    let client = super::client(&s.fetch_rules)?;
     super::block_on(
         async move {
             let mut hops = Vec::new();

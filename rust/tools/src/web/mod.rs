@@ -27,6 +27,9 @@ pub struct WebSettings {
     pub search_key_env: Option<String>,
     /// `browser.executable`: the Chromium to run instead of the one found on PATH.
     pub browser_executable: Option<String>,
+    /// The session may only read (plan mode, the ask role, the read-only sandbox): the
+    /// browser sends no request but GET/HEAD and submits no form.
+    pub read_only: bool,
 }
 
 /// Redirects followed at most by one fetch.
@@ -37,14 +40,9 @@ pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 pub const TIMEOUT_S: u64 = 30;
 
 /// Whether `host` is a loopback address or name (127.0.0.0/8, ::1, localhost).
+/// Any spelling of the address counts (`[::ffff:127.0.0.1]`, `2130706433`).
 pub fn is_loopback_host(host: &str) -> bool {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    if h.eq_ignore_ascii_case("localhost") || h.to_ascii_lowercase().ends_with(".localhost") {
-        return true;
-    }
-    h.parse::<std::net::IpAddr>()
-        .map(|ip| ip.is_loopback())
-        .unwrap_or(false)
+    yuyao_policy::domains::HostKey::of(host).is_loopback()
 }
 
 /// The URL check every web-fetch request passes (the first and each redirect hop): http(s)
@@ -93,10 +91,36 @@ where
     })
 }
 
-/// The HTTP client of the web tools: no automatic redirects (each hop is checked), rustls,
-/// a timeout, yuyao's user agent.
-pub fn client() -> Result<reqwest::Client, String> {
+/// Resolves host names for the web tools' connections and refuses the ones that resolve to
+/// a denied address (`WebFetch(domain:127.0.0.1)` denies a name pointing at loopback): the
+/// check and the connection use the same answer, so a name cannot change address between.
+struct RuledResolver {
+    rules: HostRules,
+}
+
+impl reqwest::dns::Resolve for RuledResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let rules = self.rules.clone();
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let ips: Vec<std::net::IpAddr> = addrs.iter().map(|a| a.ip()).collect();
+            rules
+                .check_resolved(&host, &ips)
+                .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })?;
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// The HTTP client of the web tools: no automatic redirects (each hop is checked), names
+/// resolved under the deny rules (`rules`), rustls, a timeout, yuyao's user agent.
+pub fn client(rules: &HostRules) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
+        .dns_resolver(std::sync::Arc::new(RuledResolver {
+            rules: rules.clone(),
+        }))
         .redirect(reqwest::redirect::Policy::none())
         .timeout(std::time::Duration::from_secs(TIMEOUT_S))
         .connect_timeout(std::time::Duration::from_secs(10))

@@ -12,6 +12,7 @@ use crate::{Tool, ToolContext, ToolOutput};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use url::Url;
+use yuyao_policy::domains::HostRules;
 
 pub const DEFAULT_RESULTS: usize = 8;
 pub const MAX_RESULTS: usize = 20;
@@ -110,7 +111,8 @@ pub fn search(
     if !s.network_on {
         return Err("network access is off (--network off): the search was not sent; turn it on with --network on".into());
     }
-    let client = super::client()?;
+    // The provider is the user's choice: no domain rule judges it.
+    let client = super::client(&HostRules::default())?;
     let request = match &p {
         Provider::Searxng(base) => {
             let mut u = base.clone();

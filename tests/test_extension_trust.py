@@ -87,7 +87,7 @@ def test_hooks_the_model_plants_never_run_in_its_sub_agent(fake_llm, api, repo, 
     # The user is told, and the review names the files and what they would run.
     review = s.dispatch("/trust review")
     for f in ("hooks.json", ".yuyao/hooks.json", "plugins/p/plugin.json"):
-        assert f"== {f} (written by the agent)" in review, review
+        assert f"== {f} (written by the agent" in review, review
     assert f"$ touch {marker}" in review
 
 
@@ -131,7 +131,7 @@ def test_a_planted_hook_survives_kill_9_as_held_and_runs_only_once_approved(
 
     review = yuyao("trust", "review", env=env())
     assert review.returncode == 0, review.stderr
-    assert "== hooks.json (written by the agent)" in review.stdout
+    assert "== hooks.json (written by the agent" in review.stdout
     assert f"$ touch {marker}" in review.stdout
     approved = yuyao("trust", "approve", "hooks.json", env=env())
     assert approved.returncode == 0, approved.stderr

@@ -48,6 +48,15 @@ pub fn project_files(home: &Path, project: &Path) -> Vec<PathBuf> {
     for dir in [".claude/agents", ".yuyao/agents"] {
         out.extend(crate::frontmatter::files_with_ext(&project.join(dir), "md"));
     }
+    // A project plugin's commands and agents are the project's too.
+    let (plugins, _) = crate::plugins::load(home, project);
+    for p in plugins.iter().filter(|p| p.source == HookSource::Project) {
+        for kind in ["commands", "agents"] {
+            if let Some(dir) = p.dir_of(kind) {
+                out.extend(crate::frontmatter::files_with_ext(&dir, "md"));
+            }
+        }
+    }
     out.retain(|p| p.is_file());
     out.sort();
     out.dedup();
@@ -78,7 +87,7 @@ impl Held {
         match self {
             Held::New => "new",
             Held::Changed => "changed since you approved it",
-            Held::AgentWritten => "written by the agent",
+            Held::AgentWritten => "written by the agent or during a session",
         }
     }
 }
@@ -167,15 +176,6 @@ impl Session {
                     why.label()
                 ),
             );
-        }
-    }
-
-    /// Before a tool batch: what is there now is the baseline, so changes between turns (the
-    /// user's editor) are not taken for the agent's.
-    pub(crate) fn refresh_extension_snapshot(&self) {
-        let now = snapshot(&self.paths.home, &self.paths.project);
-        if let Ok(mut seen) = self.ext_seen.lock() {
-            *seen = now;
         }
     }
 

@@ -168,7 +168,13 @@ impl Session {
     /// project's hooks would run while they wait for the user's trust (the TUI's trust
     /// prompt shows it).
     pub(crate) fn load_hooks(&self) -> Vec<String> {
-        let (mut list, warnings) = hooks::load(&self.paths.home, &self.paths.project);
+        // With project extensions on, a project hook file loads only from approved bytes
+        // (hashed as parsed); off, its hooks are kept for the trust prompt and never run.
+        let gate = self.project_extensions_allowed();
+        let approved = |f: &std::path::Path, bytes: &[u8]| {
+            !gate || yuyao_store::trust::bytes_approved(&self.paths, f, bytes)
+        };
+        let (mut list, warnings) = hooks::load_if(&self.paths.home, &self.paths.project, &approved);
         // Plugins' hooks: whether they run is asked at every event (`plugin_file_active`).
         list.extend(self.plugin_hooks());
         for w in warnings {
@@ -176,9 +182,7 @@ impl Session {
         }
         // A project's hook file acts only as the content the user approved (§8); while
         // project extensions are off its hooks are kept for the trust prompt below.
-        if self.project_extensions_allowed() {
-            list.retain(|h| h.source != HookSource::Project || self.project_file_ok(&h.file));
-        }
+
         let waiting =
             if self.opts.project_extensions.is_none() && !self.project_extensions_allowed() {
                 list.iter()

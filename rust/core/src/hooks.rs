@@ -172,14 +172,23 @@ pub fn files(home: &Path, project: &Path) -> Vec<(PathBuf, HookSource)> {
 }
 
 /// Every hook of every file; a file that cannot be read as hooks is skipped with a warning
-/// naming it (and the line, for bad JSON), the others load.
-pub fn load(home: &Path, project: &Path) -> (Vec<Hook>, Vec<String>) {
+/// naming it (and the line, for bad JSON), the others load. A project file's hooks load only
+/// when `accept(file, bytes)` admits the very bytes parsed (the approval check of
+/// extension_trust.rs, without a second read).
+pub fn load_if(
+    home: &Path,
+    project: &Path,
+    accept: &dyn Fn(&Path, &[u8]) -> bool,
+) -> (Vec<Hook>, Vec<String>) {
     let mut hooks = Vec::new();
     let mut warnings = Vec::new();
     for (path, source) in files(home, project) {
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
+        if source == HookSource::Project && !accept(&path, text.as_bytes()) {
+            continue;
+        }
         match parse_file(&text, &path, source) {
             Ok((h, w)) => {
                 hooks.extend(h);

@@ -30,6 +30,9 @@ pub struct Plugin {
     pub manifest_file: PathBuf,
     pub source: HookSource,
     pub manifest: Value,
+    /// The SHA-256 of the manifest bytes parsed into `manifest`: approval is checked against
+    /// what was parsed, not a later read of the file (extension_trust.rs).
+    pub manifest_digest: String,
 }
 
 /// The folders plugins live in, in precedence order (the first plugin of a name wins: the
@@ -122,6 +125,7 @@ pub fn load(home: &Path, project: &Path) -> (Vec<Plugin>, Vec<String>) {
                 dir,
                 manifest_file: file,
                 source,
+                manifest_digest: yuyao_store::trust::digest_bytes(text.as_bytes()),
                 manifest,
             });
         }
@@ -168,7 +172,14 @@ impl Plugin {
 
     /// The plugin's hooks (`hooks`: a file inside the plugin or an inline object; default
     /// `hooks.json` or `hooks/hooks.json`), with warnings.
+    #[cfg(test)]
     pub fn hooks(&self) -> (Vec<Hook>, Vec<String>) {
+        self.hooks_if(&|_, _| true)
+    }
+
+    /// [`Plugin::hooks`], keeping only what `accept(file, digest of the bytes parsed)` admits
+    /// (inline hooks are the manifest's, judged by the manifest's digest).
+    pub fn hooks_if(&self, accept: &dyn Fn(&Path, &str) -> bool) -> (Vec<Hook>, Vec<String>) {
         let (text, path) = match self.manifest.get("hooks") {
             Some(v @ Value::Object(_)) => {
                 let text = if v.get("hooks").is_some() {
@@ -208,6 +219,14 @@ impl Plugin {
                 }
             }
         };
+        let digest = if path == self.manifest_file {
+            self.manifest_digest.clone()
+        } else {
+            yuyao_store::trust::digest_bytes(text.as_bytes())
+        };
+        if !accept(&path, &digest) {
+            return (Vec::new(), Vec::new());
+        }
         let text = self.with_root_in_json(&text);
         match hooks::parse_file(&text, &path, self.source) {
             Ok(x) => x,
@@ -350,7 +369,18 @@ impl Session {
             return Some("project plugin: not active until the project is trusted".into());
         }
         if p.source == HookSource::Project {
-            // Its manifest and the hook and MCP files it names act only as approved (§8).
+            // Its manifest (as parsed) and the hook and MCP files it names act only as
+            // approved (§8).
+            if yuyao_store::trust::approved_digest(&self.paths, &p.manifest_file).as_deref()
+                != Some(p.manifest_digest.as_str())
+            {
+                return self.project_file_held(&p.manifest_file).or_else(|| {
+                    Some(format!(
+                        "{} changed while it was read; not loaded",
+                        p.manifest_file.display()
+                    ))
+                });
+            }
             return project_program_files(&self.paths.home, &self.paths.project)
                 .into_iter()
                 .filter(|f| f.starts_with(&p.dir) && f.exists())
@@ -391,7 +421,14 @@ impl Session {
     pub(crate) fn plugin_hooks(&self) -> Vec<Hook> {
         let mut out = Vec::new();
         for p in self.all_plugins() {
-            let (h, w) = p.hooks();
+            // A project plugin's hooks load only from approved bytes — the very bytes parsed.
+            let approved = |f: &Path, digest: &str| {
+                p.source != HookSource::Project
+                    || !self.project_extensions_allowed()
+                    || yuyao_store::trust::approved_digest(&self.paths, f).as_deref()
+                        == Some(digest)
+            };
+            let (h, w) = p.hooks_if(&approved);
             self.warn_ext_once(w.into_iter().map(|w| format!("plugins: {w}")).collect());
             out.extend(h);
         }

@@ -659,7 +659,9 @@ impl Session {
 
             let batch = crate::intent::batch_intent(&reply.text, &assistant.tool_calls);
             self.announce_batch(&batch, &assistant.tool_calls);
-            self.refresh_extension_snapshot();
+            // Extension files written since the last look (a background job between turns)
+            // are the session's doing too: nothing a session ran writes is taken for the user's.
+            self.note_agent_extension_writes();
             let intent = batch.line;
             self.auto_commit_intent(&intent);
             let calls = assistant.tool_calls.clone();

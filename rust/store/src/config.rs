@@ -624,6 +624,14 @@ pub fn guarded(key: &str) -> bool {
         "browser.executable",
         "search.provider",
         "search.api_key_env",
+        // Starts language servers (of the user's PATH) on the repository's say.
+        "lsp.enabled",
+        // Limits a repository could raise past the built-in defaults.
+        "agents.max_parallel",
+        "goal.max_rounds",
+        "verification.max_rounds",
+        "tools.max_tool_calls_per_turn",
+        "tools.max_consecutive_blocked_tool_calls_per_turn",
     ];
     let key = canonical_key(key);
     GUARDED.contains(&key)

@@ -19,11 +19,30 @@ pub fn file(paths: &Paths) -> PathBuf {
 }
 
 fn key(project: &Path) -> String {
-    project
-        .canonicalize()
-        .unwrap_or_else(|_| project.to_path_buf())
-        .display()
-        .to_string()
+    trust_root(
+        &project
+            .canonicalize()
+            .unwrap_or_else(|_| project.to_path_buf()),
+    )
+    .display()
+    .to_string()
+}
+
+/// The project a trust decision belongs to: a worktree yuyao made
+/// (`<repo>/.yuyao/worktrees/<name>`) is a checkout of `<repo>` and shares its record, so
+/// its files are judged against the same approvals and agent-written marks (a worktree is
+/// not a fresh project whose first `--trust-project` would pin what the agent committed).
+fn trust_root(project: &Path) -> PathBuf {
+    let parts: Vec<_> = project.components().collect();
+    for i in (0..parts.len().saturating_sub(2)).rev() {
+        if parts[i].as_os_str() == ".yuyao"
+            && parts[i + 1].as_os_str() == "worktrees"
+            && i + 3 == parts.len()
+        {
+            return parts[..i].iter().collect();
+        }
+    }
+    project.to_path_buf()
 }
 
 fn read(paths: &Paths) -> Value {
@@ -151,11 +170,12 @@ pub fn bytes_approved(paths: &Paths, file: &Path, bytes: &[u8]) -> bool {
 /// Whether the user has approved any file of this project before (a project's first trust
 /// pins what is there; after that, new and changed files wait for a review).
 pub fn has_approvals(paths: &Paths) -> bool {
+    // The project's entry exists once anything was approved — even when its first trust
+    // found no extension file at all (else every later `--trust-project` would be a first).
     read(paths)
         .get("approved")
         .and_then(|a| a.get(key(&paths.project)))
-        .and_then(Value::as_object)
-        .is_some_and(|o| !o.is_empty())
+        .is_some_and(Value::is_object)
 }
 
 /// Whether `file`'s content now is what the user approved.
@@ -176,7 +196,7 @@ pub fn agent_written(paths: &Paths, file: &Path) -> bool {
 }
 
 fn update(paths: &Paths, table: &str, files: &[(PathBuf, Option<String>)]) -> std::io::Result<()> {
-    if files.is_empty() {
+    if files.is_empty() && (table != "approved" || has_approvals(paths)) {
         return Ok(());
     }
     let mut v = read(paths);
@@ -286,6 +306,30 @@ mod tests {
     }
 
     #[test]
+    fn a_yuyao_worktree_shares_its_repositorys_record() {
+        let d = tempfile::tempdir().unwrap();
+        let main = d.path().join("repo");
+        let wt = main.join(".yuyao/worktrees/w1");
+        std::fs::create_dir_all(&wt).unwrap();
+        let home = d.path().join("home");
+        let of = |project: &Path| Paths {
+            home: home.clone(),
+            project: project.to_path_buf(),
+        };
+        std::fs::write(main.join("hooks.json"), "{}").unwrap();
+        std::fs::write(wt.join("hooks.json"), "{}").unwrap();
+        approve(&of(&main), &[main.join("hooks.json")]).unwrap();
+        assert!(has_approvals(&of(&wt)), "the worktree is not a first trust");
+        assert!(is_approved(&of(&wt), &wt.join("hooks.json")));
+        std::fs::write(wt.join("hooks.json"), "{\"x\":1}").unwrap();
+        assert!(!is_approved(&of(&wt), &wt.join("hooks.json")));
+        // Only yuyao's own layout counts: a deeper folder is its own project.
+        let deeper = wt.join("sub");
+        std::fs::create_dir_all(&deeper).unwrap();
+        assert_eq!(trust_root(&deeper), deeper);
+    }
+
+    #[test]
     fn approval_is_pinned_to_content() {
         let home = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
@@ -296,6 +340,12 @@ mod tests {
         let f = project.path().join("hooks.json");
         std::fs::write(&f, "{}").unwrap();
         assert!(!is_approved(&paths, &f), "nothing is approved by existing");
+        assert!(!has_approvals(&paths));
+        approve(&paths, &[]).unwrap();
+        assert!(
+            has_approvals(&paths),
+            "a first trust with nothing to pin still counts"
+        );
         approve(&paths, std::slice::from_ref(&f)).unwrap();
         assert!(is_approved(&paths, &f));
         assert_eq!(approved_content(&paths, &f).as_deref(), Some(&b"{}"[..]));

@@ -179,13 +179,18 @@ impl Session {
         let (mut defs, mut problems) = load_from(&self.agent_dirs());
         // A project's agent definition acts only as the content the user approved (§8).
         defs.retain(|d| match &d.path {
-            Some(p) if d.source == "project" => match self.project_file_held(p) {
-                None => true,
-                Some(why) => {
-                    problems.push(why);
-                    false
+            Some(p)
+                if d.source == "project"
+                    || (d.source.starts_with("plugin") && p.starts_with(&self.paths.project)) =>
+            {
+                match self.project_file_held(p) {
+                    None => true,
+                    Some(why) => {
+                        problems.push(why);
+                        false
+                    }
                 }
-            },
+            }
             _ => true,
         });
         (defs, problems)

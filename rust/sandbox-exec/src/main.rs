@@ -63,6 +63,8 @@ fn main() {
             mnt,
         }),
         no_new_privs: req.no_new_privs,
+        // Every confined process sets no_new_privs (`Confinement::is_restricted`).
+        drop_caps: req.no_new_privs,
         ruleset: ruleset.unwrap_or(-1),
         filter: &req.filter,
     };

@@ -146,6 +146,14 @@ impl Support {
             )),
         }
         out.push_str("no_new_privs      always set for confined processes\n");
+        out.push_str(
+            "capabilities      none in any set for confined processes (root included); a host name of their own (UTS namespace)\n",
+        );
+        if self.seccomp.is_ok() {
+            out.push_str(
+                "kernel surface    seccomp refuses bpf, perf_event_open, kexec, module loading and host/domain name changes\n",
+            );
+        }
         out.push_str("parent death      tool processes are killed when yuyao dies\n");
         if !self.disabled.is_empty() {
             out.push_str(&format!(
@@ -771,7 +779,7 @@ pub fn describe(c: &Confinement) -> String {
         NetworkAccess::On => "network allowed",
     };
     let privs = if c.is_restricted() {
-        "; no privilege escalation (no_new_privs)"
+        "; no privilege escalation (no_new_privs) and no capabilities"
     } else {
         ""
     };

@@ -296,7 +296,7 @@ mod tests {
             errno: libc::EPERM,
         };
         assert_eq!(Failure::from_bytes(&f.to_bytes()), Some(f));
-        assert_eq!(Failure::from_bytes(&[9, 0, 0, 0, 0]), None);
+        assert_eq!(Failure::from_bytes(&[99, 0, 0, 0, 0]), None);
         assert_eq!(Failure::from_bytes(&[1, 0]), None);
         let e = f.to_io_error().to_string();
         assert!(e.contains("Landlock") && e.contains("not permitted"), "{e}");

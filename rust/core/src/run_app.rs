@@ -2,9 +2,13 @@
 //! `/tasks`), wait until it is ready — a port from its output accepts connections, or it
 //! printed that it is ready — and report the URL and its output. The command is detected
 //! from the project (package.json `dev`/`start`, Procfile `web`, Makefile `run`, `cargo run`,
-//! a Python `__main__`) or given. The user typed it: it runs with the user's rights like a
-//! `!` command (a server must be able to listen), not under the model's sandbox.
+//! a Python `__main__`) or given. A command the user typed runs with the user's rights like a
+//! `!` command; one the project names runs under the `/run` apps' profile
+//! (`process_profile`: the agent's sandbox level and network switch, so with `--network off`
+//! a detected dev server cannot listen until the user runs it as `/run <command>` or turns
+//! the network on).
 
+use crate::process_profile::{Origin, ProcessKind};
 use crate::session::{CoreError, Session};
 use regex::Regex;
 use std::path::Path;
@@ -146,7 +150,7 @@ fn confirmed(s: &Session, command: &str, source: &str) -> bool {
         tool: "run".into(),
         summary: format!("/run {command}"),
         detail: format!(
-            "`{command}` comes from this project ({source}) and would run with your rights, outside the sandbox."
+            "`{command}` comes from this project ({source}) and would run in the agent's sandbox (its level and network switch)."
         ),
         reason: "a start command named by an untrusted project".into(),
         rules: Vec::new(),
@@ -256,13 +260,20 @@ pub(crate) fn run_command(s: &Session, args: &[String]) -> Result<String, CoreEr
     Ok(start_app(s, &command, &source)?.report)
 }
 
-/// Starts `command` as a background job with the user's rights and waits for readiness.
+/// Starts `command` as a background job and waits for readiness. A command the user typed
+/// (`source` "given") is theirs, like `!`: their rights. One the project names gets the `/run`
+/// apps' profile (`process_profile`: the agent's sandbox and network switch).
 pub(crate) fn start_app(s: &Session, command: &str, source: &str) -> Result<Started, CoreError> {
     let cwd = s.ctx.cwd();
+    let confinement = if source == "given" {
+        Rights::User.confinement(&s.ctx)
+    } else {
+        s.process_confinement(ProcessKind::App, Origin::Project)
+    };
     let id = s
         .ctx
         .jobs
-        .start_as(
+        .start_confined(
             &s.ctx,
             JobSpec {
                 kind: JobKind::Bash,
@@ -272,7 +283,7 @@ pub(crate) fn start_app(s: &Session, command: &str, source: &str) -> Result<Star
                 notify: None,
             },
             &cwd,
-            Rights::User,
+            &confinement,
         )
         .map_err(CoreError::Failed)?;
     let ready =

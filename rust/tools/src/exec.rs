@@ -70,7 +70,8 @@ pub enum Rights {
 }
 
 impl Rights {
-    pub(crate) fn confinement(self, ctx: &ToolContext) -> yuyao_policy::sandbox::Confinement {
+    /// How a process with these rights is confined.
+    pub fn confinement(self, ctx: &ToolContext) -> yuyao_policy::sandbox::Confinement {
         match self {
             Rights::Tool => ctx.confinement(),
             Rights::User => yuyao_policy::sandbox::Confinement {

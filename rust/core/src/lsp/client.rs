@@ -7,14 +7,14 @@
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::io::PipeWriter;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::io::PipeWriter;
 use std::process::Child;
-use yuyao_policy::sandbox::{self, Launch, Prepared};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+use yuyao_policy::sandbox::{self, Launch, Prepared};
 
 /// The model's key never reaches a language server (as for hooks and MCP servers).
 use yuyao_protocol::MODEL_KEY_VAR;

@@ -220,3 +220,28 @@ def test_a_user_mcp_server_is_confined_and_still_serves(
     assert report.exists(), proc.stderr
     check_report(report.read_text(), outside, listener)
     assert server.tool_result("call_0_0") == "model key: absent", server.tool_result("call_0_0")
+
+
+PYLSP = shutil.which("pylsp", path=str(Path(sys.executable).parent)) or shutil.which("pylsp")
+
+
+@pytest.mark.skipif(PYLSP is None, reason="python-lsp-server is not installed")
+def test_a_user_language_server_is_confined_and_still_answers(
+    fake_llm, yuyao, env, repo, yuyao_home, outside, listener
+):
+    (repo / "shapes.py").write_text("def area(w, h):\n    return w * h\n")
+    report = repo / "lsp-report.txt"
+    attack = yuyao_home / "attack_lsp.py"
+    attack.write_text(
+        ATTACK.format(outside=str(outside), port=listener.getsockname()[1], report=str(report))
+        + f"os.execv({PYLSP!r}, [{PYLSP!r}])\n"
+    )
+    argv = json.dumps([sys.executable, str(attack)])
+    (yuyao_home / "config.toml").write_text(f"[lsp.servers]\npython = {argv}\n")
+    symbols = {"operation": "document_symbols", "file_path": "shapes.py"}
+    server = fake_llm([calls([("lsp", symbols, "c1")]), say("done")])
+    proc = yuyao("-p", "look", "--yolo", "--experimental-lsp", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert report.exists(), proc.stderr
+    check_report(report.read_text(), outside, listener)
+    assert "function area" in server.tool_result("c1"), server.tool_result("c1")

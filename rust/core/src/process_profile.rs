@@ -3,7 +3,8 @@
 //! `sandbox::spawn` like the agent's own commands, with a profile per kind of process.
 //!
 //! A project's extension gets the agent's own confinement: the session's current sandbox
-//! level, network switch and writable folders. A user-level one (`~/.yuyao/…`) gets the same
+//! level, network switch and writable folders (a `/run` app the project names: the network is
+//! on, a server must listen). A user-level one (`~/.yuyao/…`) gets the same
 //! unless the user's own configuration file says otherwise: `extension_sandbox.<kind>` (a
 //! sandbox level) and `extension_sandbox.<kind>_network` (true: network on), read from the
 //! user layer only, so no project file can widen what a process may do. (Not `sandbox.<kind>`:
@@ -110,7 +111,13 @@ impl Session {
 
     /// How a process of `kind` from `origin` is confined (read at every start).
     pub(crate) fn process_confinement(&self, kind: ProcessKind, origin: Origin) -> Confinement {
-        let base = self.ctx.confinement();
+        let mut base = self.ctx.confinement();
+        if kind == ProcessKind::App {
+            // An app is a server: it must listen, which `--network off` forbids outright (the
+            // seccomp filter refuses every AF_INET socket). Its files stay confined as the
+            // agent's; before this profile it ran with the user's full rights.
+            base.network = NetworkAccess::On;
+        }
         if origin == Origin::Project {
             return base;
         }

@@ -171,7 +171,10 @@ impl Client {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let params = json!({
-            "processId": std::process::id(),
+            // Not yuyao's pid: the server runs in a PID namespace where that pid is some other
+            // process or none (pylsp exits at once when it is not alive). It dies with yuyao
+            // all the same (the spawner's parent-death signal).
+            "processId": null,
             "rootUri": uri,
             "rootPath": root,
             "workspaceFolders": [{"uri": uri, "name": name}],

@@ -109,7 +109,9 @@ def test_sandbox_list_names_the_privilege_limits_and_each_process_kind(
     for line in out.splitlines():
         if line.strip().startswith(("hooks", "MCP stdio", "language servers", "/run apps")):
             if " project " in line:
-                assert "workspace-write, network off" in line, line
+                # An app the project names is a server: it must listen.
+                network = "on" if "/run apps" in line else "off"
+                assert f"workspace-write, network {network}" in line, line
     user_mcp = next(ln for ln in out.splitlines() if "MCP stdio servers" in ln and " user " in ln)
     assert "sandbox read-only" in user_mcp, user_mcp
     user_hooks = next(

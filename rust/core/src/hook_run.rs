@@ -145,7 +145,9 @@ fn run_command(s: &Session, hook: &Hook, input: &Value) -> HookRun {
     };
     // The launch (with the child's pipe ends) is consumed by the spawn: ours close, so EOF
     // on stdout/stderr means the hook (and what it started) closed them.
-    let mut child = match sandbox::spawn(hook_launch(s, hook, child_ends), prepared) {
+    let mut launch = hook_launch(s, hook, child_ends);
+    launch.env.extend(s.cache_env(&confinement));
+    let mut child = match sandbox::spawn(launch, prepared) {
         Ok(c) => c,
         Err(e) => return not_started(format!("cannot start the hook: {e}")),
     };

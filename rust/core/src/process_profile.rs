@@ -140,6 +140,26 @@ impl Session {
         })
     }
 
+    /// Caches of a confined process go to the session's scratch folder (writable at every
+    /// level): `~/.cache` is read-only in the sandbox (jedi, under pylsp, failed every
+    /// definition on it).
+    pub(crate) fn cache_env(
+        &self,
+        c: &Confinement,
+    ) -> Vec<(std::ffi::OsString, Option<std::ffi::OsString>)> {
+        if c.level == SandboxLevel::FullAccess {
+            return Vec::new();
+        }
+        let Ok(scratch) = self.ctx.scratch_dir() else {
+            return Vec::new();
+        };
+        let cache = scratch.join("cache");
+        if std::fs::create_dir_all(&cache).is_err() {
+            return Vec::new();
+        }
+        vec![("XDG_CACHE_HOME".into(), Some(cache.into_os_string()))]
+    }
+
     /// `sandbox list`'s lines: each kind of process and its effective profile.
     pub(crate) fn process_profiles(&self) -> String {
         let mut out = String::from(

@@ -130,6 +130,7 @@ impl Client {
         root: &Path,
         timeout: Duration,
         prepared: Prepared,
+        env: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)>,
     ) -> Result<Client, String> {
         let cannot = |e: std::io::Error| format!("cannot start language server '{program}': {e}");
         let (in_r, in_w) = std::io::pipe().map_err(cannot)?;
@@ -140,6 +141,7 @@ impl Client {
             .map_err(cannot)?;
         let mut launch = Launch::new(program, &[], root);
         launch.args = args.iter().map(Into::into).collect();
+        launch.env = env;
         launch.env.push((MODEL_KEY_VAR.into(), None));
         launch.stdin = Some(in_r.into());
         launch.stdout = Some(out_w.into());

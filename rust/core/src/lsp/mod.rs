@@ -142,6 +142,7 @@ impl Session {
                 &self.ctx.project(),
                 START_TIMEOUT,
                 prepared,
+                self.cache_env(&confinement),
             )
         });
         match started {

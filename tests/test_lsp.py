@@ -205,7 +205,7 @@ def host_pid(token: str) -> int | None:
         if not proc.name.isdigit():
             continue
         try:
-            if want in (proc / "environ").read_bytes().split(b"\\0") and alive(int(proc.name)):
+            if want in (proc / "environ").read_bytes().split(b"\0") and alive(int(proc.name)):
                 return int(proc.name)
         except OSError:
             continue

@@ -129,12 +129,15 @@ impl Session {
         let project_ok = self.project_extensions_run();
         // `features.mcp = false` holds every server: their tools leave the next request.
         let mcp_on = self.feature_enabled("mcp");
-        // Each server's confinement at its next start (`process_profile`).
+        // Each server's confinement at its next start (`process_profile`): a repository's
+        // plugin counts as the project's, whatever scope its servers are listed under.
+        let from_project = self.project_plugin_servers();
         let confinements: BTreeMap<String, yuyao_policy::sandbox::Confinement> = configured
             .iter()
             .map(|(name, (scope, _))| {
                 let origin = match scope {
                     McpScope::Project => Origin::Project,
+                    _ if from_project.contains(name) => Origin::Project,
                     _ => Origin::User,
                 };
                 (

@@ -68,6 +68,16 @@ def test_the_command_sandbox_holds_no_privileges(fake_llm, yuyao, env, repo, ext
                     },
                     "work",
                 ),
+                # Root without CAP_CHOWN: an archive of another user's files still unpacks.
+                (
+                    "bash",
+                    {
+                        "command": "mkdir t && echo x > t/f && "
+                        "tar cf t.tar --owner=1000 --group=1000 t && rm -rf t && "
+                        "tar xf t.tar && cat t/f && echo TAR-OK"
+                    },
+                    "tar",
+                ),
             ]
         ),
         say("I looked around."),
@@ -91,6 +101,7 @@ def test_the_command_sandbox_holds_no_privileges(fake_llm, yuyao, env, repo, ext
     work = server.tool_result("work")
     assert "made" in work and "COMMITTED" in work, work
     assert (repo / "build/out/f.txt").read_text() == "made\n"
+    assert "TAR-OK" in server.tool_result("tar"), server.tool_result("tar")
 
 
 def test_sandbox_list_names_the_privilege_limits_and_each_process_kind(

@@ -2,18 +2,16 @@
 //! `/tasks`), wait until it is ready — a port from its output accepts connections, or it
 //! printed that it is ready — and report the URL and its output. The command is detected
 //! from the project (package.json `dev`/`start`, Procfile `web`, Makefile `run`, `cargo run`,
-//! a Python `__main__`) or given. A command the user typed runs with the user's rights like a
-//! `!` command; one the project names runs under the `/run` apps' profile
-//! (`process_profile`: the agent's sandbox level and network switch, so with `--network off`
-//! a detected dev server cannot listen until the user runs it as `/run <command>` or turns
-//! the network on).
+//! a Python `__main__`) or given. Either runs under the `/run` apps' profile
+//! (`process_profile`: the agent's sandbox level with the network on, a server must listen);
+//! only the user's own configuration (`extension_sandbox.apps*`) changes it, and only for a
+//! command the user typed.
 
 use crate::process_profile::{Origin, ProcessKind};
 use crate::session::{CoreError, Session};
 use regex::Regex;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use yuyao_tools::exec::Rights;
 use yuyao_tools::jobs::{JobKind, JobSpec, JobState};
 
 /// How long `/run` waits for readiness before reporting that the app is still starting.
@@ -260,16 +258,17 @@ pub(crate) fn run_command(s: &Session, args: &[String]) -> Result<String, CoreEr
     Ok(start_app(s, &command, &source)?.report)
 }
 
-/// Starts `command` as a background job and waits for readiness. A command the user typed
-/// (`source` "given") is theirs, like `!`: their rights. One the project names gets the `/run`
-/// apps' profile (`process_profile`: the agent's sandbox and network switch).
+/// Starts `command` as a background job under the `/run` apps' profile and waits for
+/// readiness (`process_profile`: the agent's sandbox level with the network on; a command the
+/// user typed, `source` "given", is user-level: `extension_sandbox.apps*` can change it).
 pub(crate) fn start_app(s: &Session, command: &str, source: &str) -> Result<Started, CoreError> {
     let cwd = s.ctx.cwd();
-    let confinement = if source == "given" {
-        Rights::User.confinement(&s.ctx)
+    let origin = if source == "given" {
+        Origin::User
     } else {
-        s.process_confinement(ProcessKind::App, Origin::Project)
+        Origin::Project
     };
+    let confinement = s.process_confinement(ProcessKind::App, origin);
     let id = s
         .ctx
         .jobs

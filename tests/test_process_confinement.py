@@ -258,3 +258,58 @@ def test_a_user_language_server_is_confined_and_still_answers(
     assert report.exists(), proc.stderr
     check_report(report.read_text(), outside, listener)
     assert "function area" in server.tool_result("c1"), server.tool_result("c1")
+
+
+def live_with(arg: str) -> list[int]:
+    """Host pids of live processes (not zombies) with `arg` in their command line."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(") ", 1)[1][0]
+        except OSError:
+            continue
+        if arg.encode() in argv and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+def test_an_mcp_server_dies_with_a_killed_yuyao(fake_llm, env, repo, yuyao_home, tmp_path):
+    """kill -9 of the host: no close runs, the server and what it started go all the same
+    (the spawner's parent-death signal; the namespace's PID 1 takes everything in it along)."""
+    import subprocess
+    import time
+
+    # The server leaves a process of its own behind (a stdio server alone would end at EOF
+    # on its stdin anyway): that one must go too.
+    token = f"3000.{uuid.uuid4().int % 10**9}"
+    fixture = Path(__file__).with_name("mcp_fixture_server.py")
+    script = f"sleep {token} & exec {sys.executable} {fixture} stdio"
+    entry = {"command": "sh", "args": ["-c", script]}
+    (yuyao_home / "mcp.json").write_text(json.dumps({"mcpServers": {"fx": entry}}))
+    server = fake_llm([call("mcp__fx__pid"), say("done")])
+    ready = tmp_path / "ready"
+    host = (
+        "import sys, time\n"
+        "from yuyao.agent_api import create_session\n"
+        "s = create_session(mode='yolo', cwd=sys.argv[1])\n"
+        "s.chat('go')\n"
+        f"open({str(ready)!r}, 'w').write('x')\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", host, str(repo)], env=env(server))
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert ready.exists(), "the host did not finish its turn"
+        assert live_with(token), "the server is not running"
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 5
+    while live_with(token) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not live_with(token), "the MCP server outlived a killed yuyao"

@@ -194,8 +194,9 @@ def check_report(text: str, outside: Path, listener: socket.socket) -> None:
     assert "CapEff:\t0000000000000000" in text, text
 
 
+@pytest.mark.parametrize("extra", [{}, HELPER_OFF], ids=["helper", "fork-path"])
 def test_a_user_hook_is_confined_and_still_runs(
-    fake_llm, yuyao, env, repo, yuyao_home, outside, listener
+    fake_llm, yuyao, env, repo, yuyao_home, outside, listener, extra
 ):
     report = repo / "hook-report.txt"
     attack = yuyao_home / "attack.py"
@@ -209,7 +210,7 @@ def test_a_user_hook_is_confined_and_still_runs(
     }
     (yuyao_home / "hooks.json").write_text(json.dumps({"hooks": hooks}))
     server = fake_llm([call("bash", command="echo hello"), say("done")])
-    proc = yuyao("-p", "go", "--yolo", env=env(server))
+    proc = yuyao("-p", "go", "--yolo", env=env(server, **extra))
     assert proc.returncode == 0, proc.stderr
     assert report.exists(), proc.stderr
     check_report(report.read_text(), outside, listener)

@@ -294,7 +294,6 @@ def test_a_hanging_hook_is_killed_at_its_timeout(fake_llm, api, repo, tmp_path):
     call it gated is not denied by a timeout; the user is told."""
     import time
 
-    pid_file = tmp_path / "child.pid"
     write_hooks(
         repo / ".yuyao" / "hooks.json",
         {
@@ -303,7 +302,7 @@ def test_a_hanging_hook_is_killed_at_its_timeout(fake_llm, api, repo, tmp_path):
                     "hooks": [
                         {
                             "type": "command",
-                            "command": f"sleep 30 & echo $! > {pid_file}; wait",
+                            "command": f"sleep {SLEEP} & wait",
                             "timeout": 0.5,
                         }
                     ]
@@ -317,12 +316,30 @@ def test_a_hanging_hook_is_killed_at_its_timeout(fake_llm, api, repo, tmp_path):
     s.chat("go")
     assert time.monotonic() - t0 < 10
     assert (repo / "ran.txt").exists(), "a timed-out hook is not a deny"
-    child = int(pid_file.read_text())
     time.sleep(0.2)
-    assert (
-        not Path(f"/proc/{child}").exists()
-        or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
-    ), "the hook's child outlived its timeout"
+    # Found by its command line: the hook runs in a PID namespace, its own pids mean nothing
+    # here.
+    assert not live_processes_with(SLEEP), "the hook's child outlived its timeout"
+
+
+# A sleep no other process of the machine runs.
+SLEEP = "30.4217"
+
+
+def live_processes_with(arg: str) -> list[int]:
+    """Host pids of the processes (not zombies) with `arg` in their command line."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(") ", 1)[1][0]
+        except OSError:
+            continue
+        if arg.encode() in argv and state != "Z":
+            found.append(int(proc.name))
+    return found
 
 
 def test_the_agent_cannot_rewrite_hook_or_claude_settings_files(fake_llm, api, repo):

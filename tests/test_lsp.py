@@ -189,18 +189,35 @@ def test_paths_are_checked_like_read(fake_llm, yuyao, env, repo, tmp_path):
     assert "needs line" in server.tool_result("c_noline")
 
 
+# The server runs in a PID namespace: its own pid means nothing to the test's /proc, so each
+# start carries a token in its environment and the test finds its host pid by that.
 WRAPPER = """
-import json, os, sys
+import json, os, sys, uuid
 log = sys.argv[1]
+token = uuid.uuid4().hex
 with open(log, "a") as f:
-    f.write(json.dumps({"pid": os.getpid(), "cwd": os.getcwd(),
+    f.write(json.dumps({"token": token, "cwd": os.getcwd(),
                         "key": os.environ.get("D2A_MODEL_API_KEY")}) + "\\n")
-os.execv(sys.argv[2], [sys.argv[2]])
+os.execve(sys.argv[2], [sys.argv[2]], {**os.environ, "LSP_START_TOKEN": token})
 """
 
 
 def starts(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def host_pid(token: str) -> int | None:
+    """The pid, in this machine's /proc, of the live server started with `token`."""
+    want = f"LSP_START_TOKEN={token}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if want in (proc / "environ").read_bytes().split(b"\0") and alive(int(proc.name)):
+                return int(proc.name)
+        except OSError:
+            continue
+    return None
 
 
 def alive(pid: int) -> bool:
@@ -229,7 +246,9 @@ def test_server_env_restart_once_and_shutdown(fake_llm, yuyao, env, repo, yuyao_
     def kill_then(cid):
         # The test kills the running server between two model calls (a crash).
         def step(body, index):
-            os.kill(starts(log)[-1]["pid"], signal.SIGKILL)
+            pid = host_pid(starts(log)[-1]["token"])
+            assert pid is not None, starts(log)
+            os.kill(pid, signal.SIGKILL)
             return lsp(cid, **definition)
 
         return step
@@ -267,8 +286,8 @@ def test_server_stops_with_the_session(fake_llm, yuyao, env, repo, yuyao_home, t
     proc = run_p(yuyao, env, server, "--experimental-lsp")
     assert proc.returncode == 0, proc.stderr
     assert "function area" in server.tool_result("c1")
-    (pid,) = [s["pid"] for s in starts(log)]
-    assert not alive(pid)
+    (token,) = [s["token"] for s in starts(log)]
+    assert host_pid(token) is None
 
 
 def test_missing_server_is_named(fake_llm, yuyao, env, repo, yuyao_home):

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -318,17 +319,33 @@ def test_a_long_result_is_capped_and_spilled_like_other_tools(fake_llm, api):
 def test_closing_the_session_stops_its_stdio_servers(fake_llm, api):
     server = fake_llm([call("mcp__fx__pid"), say("done")])
     s = api(server, trust_project=True)
-    s.dispatch(f"/mcp add fx -- {fixture_cmd()}")
+    # A token in its command line finds it from here: it runs in a PID namespace, so the pid
+    # it reports is not a pid of this machine's /proc.
+    token = f"fx-{uuid.uuid4().hex}"
+    s.dispatch(f"/mcp add fx -- {fixture_cmd()} {token}")
     s.chat("go")
-    pid = int(server.tool_result("call_0_0"))
+    assert server.tool_result("call_0_0").isdigit()
+    assert running_with(token)
     s.close()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not running_with(token):
             return
-        if Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z"):
-            return  # exited, not yet reaped
         time.sleep(0.05)
-    pytest.fail(f"the MCP server {pid} still runs after close")
+    pytest.fail(f"the MCP server {running_with(token)} still runs after close")
+
+
+def running_with(arg: str) -> list[int]:
+    """Host pids of live processes (not zombies) with `arg` in their command line."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(") ", 1)[1][0]
+        except OSError:
+            continue
+        if arg.encode() in argv and state != "Z":
+            found.append(int(proc.name))
+    return found

@@ -763,9 +763,10 @@ def effect_features_skills(fake_llm, live, yuyao_home, **_):
     assert "DEPLOY-BODY" in server.user_text(-1)
 
 
-def effect_features_plugins(fake_llm, live, yuyao_home, **_):
+def effect_features_plugins(fake_llm, live, yuyao_home, repo, **_):
     """A plugin's hook runs; with `features.plugins = false` set live it does not."""
-    marker = yuyao_home / "plugin-hook-ran"
+    # In the project: the hook runs in the agent's sandbox, where ~/.yuyao is read-only.
+    marker = repo / "plugin-hook-ran"
     plugin = yuyao_home / "plugins" / "kit"
     plugin.mkdir(parents=True)
     (plugin / "plugin.json").write_text(
@@ -780,6 +781,56 @@ def effect_features_plugins(fake_llm, live, yuyao_home, **_):
     assert not marker.exists(), "a plugin's hook ran with features.plugins = false"
 
 
+def effect_extension_sandbox(key: str, value: str, shown: str):
+    """`extension_sandbox.<kind>[_network]`: the profile of the next user-level process of
+    that kind (read at every start), as `/sandbox list` shows it."""
+    label = {
+        "hooks": "hooks",
+        "mcp": "MCP stdio servers",
+        "lsp": "language servers",
+        "apps": "/run apps",
+    }[key.split(".")[1].removesuffix("_network")]
+
+    def user_row(s) -> str:
+        rows = s.dispatch("/sandbox list").splitlines()
+        return next(r for r in rows if r.strip().startswith(label) and " user " in r)
+
+    def check(fake_llm, live, yuyao_home, **_):
+        server = fake_llm([say("one")])
+        s, _ = live(server)
+        assert shown not in user_row(s)
+        set_key(s, key, value)
+        assert key.split(".")[1] in (yuyao_home / "config.toml").read_text()
+        assert shown in user_row(s), user_row(s)
+
+    return check
+
+
+def effect_extension_sandbox_hooks_network(fake_llm, live, repo, yuyao_home, **_):
+    """A user hook reaches a loopback port only once the user's config turns its network on."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    marker = repo / "hook-net"
+    probe = (
+        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\" "
+        f"&& echo connected >> {marker} || echo refused >> {marker}"
+    )
+    (yuyao_home / "hooks.json").write_text(
+        json.dumps({"hooks": {"UserPromptSubmit": [{"command": probe}]}})
+    )
+    server = fake_llm([say("one"), say("two")])
+    s, _ = live(server)
+    assert marker.read_text().split() == ["refused"]
+    set_key(s, "extension_sandbox.hooks_network", "true")
+    s.chat("again")
+    assert marker.read_text().split() == ["refused", "connected"]
+    listener.close()
+
+
 def effect_feature_not_in_build(key: str):
     def check(fake_llm, live, **_):
         server = fake_llm([say("one")])
@@ -791,6 +842,28 @@ def effect_feature_not_in_build(key: str):
 
 
 EFFECTS = {
+    "extension_sandbox.hooks": effect_extension_sandbox(
+        "extension_sandbox.hooks", "read-only", "sandbox read-only"
+    ),
+    "extension_sandbox.hooks_network": effect_extension_sandbox_hooks_network,
+    "extension_sandbox.mcp": effect_extension_sandbox(
+        "extension_sandbox.mcp", "full-access", "sandbox full-access"
+    ),
+    "extension_sandbox.mcp_network": effect_extension_sandbox(
+        "extension_sandbox.mcp_network", "true", "network on"
+    ),
+    "extension_sandbox.lsp": effect_extension_sandbox(
+        "extension_sandbox.lsp", "read-only", "sandbox read-only"
+    ),
+    "extension_sandbox.lsp_network": effect_extension_sandbox(
+        "extension_sandbox.lsp_network", "true", "network on"
+    ),
+    "extension_sandbox.apps": effect_extension_sandbox(
+        "extension_sandbox.apps", "read-only", "sandbox read-only"
+    ),
+    "extension_sandbox.apps_network": effect_extension_sandbox(
+        "extension_sandbox.apps_network", "false", "network off"
+    ),
     "agents.max_parallel": effect_agents_max_parallel,
     "goal.max_rounds": effect_goal_max_rounds,
     "tools.max_consecutive_blocked_tool_calls_per_turn": effect_max_blocked_calls,

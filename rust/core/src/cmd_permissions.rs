@@ -808,6 +808,7 @@ fn sandbox_list(s: &Session, sup: &sandbox::Support) -> String {
         "OS sandbox runtime: Linux Landlock + seccomp + no_new_privs, applied to every tool process right before exec\n",
     );
     out.push_str(&sup.describe());
+    out.push_str(&s.process_profiles());
     out.push_str("levels (--sandbox):\n");
     for (level, what) in [
         (SandboxLevel::ReadOnly, "no writes except /dev/null"),

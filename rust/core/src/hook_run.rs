@@ -1,15 +1,17 @@
-//! Running lifecycle hooks for a session. A hook is the user's own configured program: it runs
-//! like the user's `!` shell (the user's rights, no sandbox, the model key removed from its
-//! environment), with the event as JSON on stdin, in the project root, under a timeout that
-//! kills its process group. Project hooks run only where the project's executables may
+//! Running lifecycle hooks for a session. A hook starts through the one spawn path under its
+//! profile (`process_profile`: the agent's sandbox level and network switch; a user-level hook
+//! more only where the user's own configuration says so), the model key removed from its
+//! environment, with the event as JSON on stdin, in the project root, under a timeout that
+//! kills its process group, and dies with yuyao. Project hooks run only where the project's executables may
 //! (`Session::project_extensions_allowed`); `features.hooks = false` makes every hook inert.
 
 use crate::hooks::{self, Hook, HookEvent, HookSource, Permission, Reply};
+use crate::process_profile::{Origin, ProcessKind};
 use crate::session::{CoreError, Session};
 use serde_json::{Value, json};
 use std::io::Write as _;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
+use yuyao_policy::sandbox::{self, Launch};
 use yuyao_protocol::NoticeLevel;
 
 /// Output kept of a hook's stdout or stderr.
@@ -64,15 +66,22 @@ fn read_capped(mut r: impl std::io::Read + Send + 'static) -> std::sync::mpsc::R
     rx
 }
 
-/// Runs one hook command with `input` on stdin.
-fn run_command(s: &Session, hook: &Hook, input: &Value) -> HookRun {
+/// A hook that could not start: its reason, as the hook's stderr.
+fn not_started(why: String) -> HookRun {
+    HookRun {
+        exit: None,
+        stdout: String::new(),
+        stderr: why,
+        timed_out: false,
+    }
+}
+
+/// `bash -c <hook>` in the project root, its own process group (a timeout kills everything
+/// it started), stdin/stdout/stderr the given pipe ends.
+fn hook_launch(s: &Session, hook: &Hook, pipes: HookPipes) -> Launch {
     let dir = s.paths.project.clone();
-    // The user's own configured program: their rights, no sandbox (like the `!` shell), a
-    // process group of its own so a timeout kills everything it started. No `pre_exec`, so
-    // std starts it with posix_spawn (no copy of a large host).
-    let mut cmd = std::process::Command::new("bash");
-    cmd.arg("-c").arg(&hook.command).current_dir(&dir);
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut launch = Launch::new("bash", &["-c", &hook.command], &dir);
+    launch.process_group = true;
     for (k, v) in [
         ("PAGER", "cat"),
         ("GIT_PAGER", "cat"),
@@ -81,35 +90,73 @@ fn run_command(s: &Session, hook: &Hook, input: &Value) -> HookRun {
     .into_iter()
     .chain(s.ctx.env.iter().copied())
     {
-        cmd.env(k, v);
+        launch.env.push((k.into(), Some(v.into())));
     }
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_remove(yuyao_protocol::MODEL_KEY_VAR)
-        .env("YUYAO_PROJECT_DIR", &dir)
-        .env("CLAUDE_PROJECT_DIR", &dir)
-        .env("YUYAO_HOOK_EVENT", hook.event.name());
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return HookRun {
-                exit: None,
-                stdout: String::new(),
-                stderr: format!("cannot start the hook: {e}"),
-                timed_out: false,
-            };
-        }
+    for k in ["YUYAO_PROJECT_DIR", "CLAUDE_PROJECT_DIR"] {
+        launch
+            .env
+            .push((k.into(), Some(dir.clone().into_os_string())));
+    }
+    launch
+        .env
+        .push(("YUYAO_HOOK_EVENT".into(), Some(hook.event.name().into())));
+    launch.stdin = Some(pipes.stdin);
+    launch.stdout = Some(pipes.stdout);
+    launch.stderr = Some(pipes.stderr);
+    launch
+}
+
+/// The child's ends of its three pipes.
+struct HookPipes {
+    stdin: std::os::fd::OwnedFd,
+    stdout: std::os::fd::OwnedFd,
+    stderr: std::os::fd::OwnedFd,
+}
+
+/// Runs one hook command with `input` on stdin, confined by its profile (`process_profile`:
+/// a project hook gets the agent's sandbox, a user hook the same unless the user's own
+/// configuration says otherwise); the model key never reaches it and it dies with yuyao.
+fn run_command(s: &Session, hook: &Hook, input: &Value) -> HookRun {
+    let origin = match hook.source {
+        HookSource::User => Origin::User,
+        HookSource::Project => Origin::Project,
     };
-    if let Some(mut stdin) = child.stdin.take() {
-        let body = input.to_string();
-        // A hook that never reads its stdin must not block us.
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(body.as_bytes());
-        });
-    }
-    let out = child.stdout.take().map(read_capped);
-    let err = child.stderr.take().map(read_capped);
+    let confinement = s.process_confinement(ProcessKind::Hook, origin);
+    let prepared = match sandbox::prepare(&confinement) {
+        Ok(p) => p,
+        Err(e) => return not_started(format!("the hook was not started: {e}")),
+    };
+    let pipes = (|| -> std::io::Result<_> {
+        let (in_r, in_w) = std::io::pipe()?;
+        let (out_r, out_w) = std::io::pipe()?;
+        let (err_r, err_w) = std::io::pipe()?;
+        let child_ends = HookPipes {
+            stdin: in_r.into(),
+            stdout: out_w.into(),
+            stderr: err_w.into(),
+        };
+        Ok((child_ends, in_w, out_r, err_r))
+    })();
+    let (child_ends, stdin, stdout, stderr) = match pipes {
+        Ok(p) => p,
+        Err(e) => return not_started(format!("cannot start the hook: {e}")),
+    };
+    // The launch (with the child's pipe ends) is consumed by the spawn: ours close, so EOF
+    // on stdout/stderr means the hook (and what it started) closed them.
+    let mut launch = hook_launch(s, hook, child_ends);
+    launch.env.extend(s.cache_env(&confinement));
+    let mut child = match sandbox::spawn(launch, prepared) {
+        Ok(c) => c,
+        Err(e) => return not_started(format!("cannot start the hook: {e}")),
+    };
+    let body = input.to_string();
+    // A hook that never reads its stdin must not block us.
+    std::thread::spawn(move || {
+        let mut stdin = stdin;
+        let _ = stdin.write_all(body.as_bytes());
+    });
+    let out = Some(read_capped(stdout));
+    let err = Some(read_capped(stderr));
     let t0 = Instant::now();
     let mut timed_out = false;
     let status = loop {
@@ -117,7 +164,7 @@ fn run_command(s: &Session, hook: &Hook, input: &Value) -> HookRun {
             Ok(Some(st)) => break Some(st),
             Ok(None) if t0.elapsed() >= hook.timeout => {
                 timed_out = true;
-                // SAFETY: the hook leads its own process group (`shell_command`).
+                // SAFETY: the hook leads its own process group (`hook_launch`).
                 unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
                 break child.wait().ok();
             }

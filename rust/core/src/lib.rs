@@ -35,6 +35,7 @@ mod memory;
 mod next_step;
 mod planning;
 mod plugins;
+mod process_profile;
 mod prompt;
 mod queue;
 mod refs;

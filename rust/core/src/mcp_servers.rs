@@ -3,6 +3,7 @@
 //! extensions are allowed), the live connections (`yuyao_mcp::Manager`), their tools in the
 //! request, their calls through the permission engine, and `/mcp`.
 
+use crate::process_profile::{Origin, ProcessKind};
 use crate::session::{CoreError, Session};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -134,6 +135,23 @@ impl Session {
         let mcp_file_held = self.project_file_held(self.mcp.project_path());
         // `features.mcp = false` holds every server: their tools leave the next request.
         let mcp_on = self.feature_enabled("mcp");
+        // Each server's confinement at its next start (`process_profile`): a repository's
+        // plugin counts as the project's, whatever scope its servers are listed under.
+        let from_project = self.project_plugin_servers();
+        let confinements: BTreeMap<String, yuyao_policy::sandbox::Confinement> = configured
+            .iter()
+            .map(|(name, (scope, _))| {
+                let origin = match scope {
+                    McpScope::Project => Origin::Project,
+                    _ if from_project.contains(name) => Origin::Project,
+                    _ => Origin::User,
+                };
+                (
+                    name.clone(),
+                    self.process_confinement(ProcessKind::McpServer, origin),
+                )
+            })
+            .collect();
         let wanted: BTreeMap<String, Entry> = configured
             .into_iter()
             .map(|(name, (scope, srv))| {
@@ -177,6 +195,7 @@ impl Session {
             }
         }
         if let Some(m) = slot.as_ref() {
+            m.set_confinements(confinements);
             m.sync(wanted);
         }
     }

@@ -504,6 +504,22 @@ impl Session {
             .collect()
     }
 
+    /// Names of the plugin MCP servers a repository's plugin declares (their process gets the
+    /// project profile, `process_profile`).
+    pub(crate) fn project_plugin_servers(&self) -> Vec<String> {
+        let servers = self
+            .ext
+            .plugin_servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        servers
+            .0
+            .iter()
+            .filter(|(_, (_, source, _))| *source == HookSource::Project)
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// The plugins for `/features` and `/skills`: one line each.
     pub(crate) fn plugin_lines(&self) -> Vec<String> {
         self.all_plugins()

@@ -2,14 +2,16 @@
 //! `/tasks`), wait until it is ready — a port from its output accepts connections, or it
 //! printed that it is ready — and report the URL and its output. The command is detected
 //! from the project (package.json `dev`/`start`, Procfile `web`, Makefile `run`, `cargo run`,
-//! a Python `__main__`) or given. The user typed it: it runs with the user's rights like a
-//! `!` command (a server must be able to listen), not under the model's sandbox.
+//! a Python `__main__`) or given. Either runs under the `/run` apps' profile
+//! (`process_profile`: the agent's sandbox level with the network on, a server must listen);
+//! only the user's own configuration (`extension_sandbox.apps*`) changes it, and only for a
+//! command the user typed.
 
+use crate::process_profile::{Origin, ProcessKind};
 use crate::session::{CoreError, Session};
 use regex::Regex;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use yuyao_tools::exec::Rights;
 use yuyao_tools::jobs::{JobKind, JobSpec, JobState};
 
 /// How long `/run` waits for readiness before reporting that the app is still starting.
@@ -146,7 +148,7 @@ fn confirmed(s: &Session, command: &str, source: &str) -> bool {
         tool: "run".into(),
         summary: format!("/run {command}"),
         detail: format!(
-            "`{command}` comes from this project ({source}) and would run with your rights, outside the sandbox."
+            "`{command}` comes from this project ({source}) and would run in the agent's sandbox (its level and network switch)."
         ),
         reason: "a start command named by an untrusted project".into(),
         rules: Vec::new(),
@@ -256,13 +258,21 @@ pub(crate) fn run_command(s: &Session, args: &[String]) -> Result<String, CoreEr
     Ok(start_app(s, &command, &source)?.report)
 }
 
-/// Starts `command` as a background job with the user's rights and waits for readiness.
+/// Starts `command` as a background job under the `/run` apps' profile and waits for
+/// readiness (`process_profile`: the agent's sandbox level with the network on; a command the
+/// user typed, `source` "given", is user-level: `extension_sandbox.apps*` can change it).
 pub(crate) fn start_app(s: &Session, command: &str, source: &str) -> Result<Started, CoreError> {
     let cwd = s.ctx.cwd();
+    let origin = if source == "given" {
+        Origin::User
+    } else {
+        Origin::Project
+    };
+    let confinement = s.process_confinement(ProcessKind::App, origin);
     let id = s
         .ctx
         .jobs
-        .start_as(
+        .start_confined(
             &s.ctx,
             JobSpec {
                 kind: JobKind::Bash,
@@ -272,7 +282,7 @@ pub(crate) fn start_app(s: &Session, command: &str, source: &str) -> Result<Star
                 notify: None,
             },
             &cwd,
-            Rights::User,
+            &confinement,
         )
         .map_err(CoreError::Failed)?;
     let ready =

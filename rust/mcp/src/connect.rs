@@ -3,9 +3,12 @@
 
 use crate::{Client, TOOL_PREFIX, ToolInfo, schema::sanitize_schema};
 use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use std::path::Path;
+use tokio::io::AsyncRead;
+use tokio::net::unix::pipe;
+use yuyao_policy::sandbox::{self, Confinement, Launch};
 use yuyao_store::McpServer;
 
 /// The agent's own model credential: never handed to a server.
@@ -15,11 +18,12 @@ pub(crate) async fn connect(
     name: &str,
     cfg: &McpServer,
     project: &Path,
+    confinement: &Confinement,
 ) -> Result<(Client, Vec<ToolInfo>), String> {
     let client = if let Some(url) = &cfg.url {
         http(cfg, url).await?
     } else {
-        stdio(cfg, project).await?
+        stdio(cfg, project, confinement).await?
     };
     let tools = client
         .peer()
@@ -48,22 +52,80 @@ pub(crate) async fn connect(
     Ok((client, tools))
 }
 
-async fn stdio(cfg: &McpServer, project: &Path) -> Result<Client, String> {
+/// Starts a stdio server through the sandbox spawner (the one spawn path: namespaces,
+/// Landlock, seccomp, no capabilities, no model key, death with yuyao) and speaks MCP over
+/// its stdin and stdout. Its stderr goes to /dev/null.
+async fn stdio(
+    cfg: &McpServer,
+    project: &Path,
+    confinement: &Confinement,
+) -> Result<Client, String> {
     let argv = cfg.argv();
     let program = argv.first().ok_or("no command configured")?;
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(&argv[1..])
-        .env_remove(MODEL_KEY_VAR)
-        .envs(cfg.env.iter().filter(|(k, _)| k.as_str() != MODEL_KEY_VAR))
-        .current_dir(cfg.cwd.as_deref().map(Path::new).unwrap_or(project))
-        .kill_on_drop(true);
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start '{program}': {e}"))?;
-    ().serve(transport)
+    let prepared = sandbox::prepare(confinement)?;
+    let pipe_err = |e: std::io::Error| format!("cannot start '{program}': {e}");
+    let (in_r, in_w) = std::io::pipe().map_err(pipe_err)?;
+    let (out_r, out_w) = std::io::pipe().map_err(pipe_err)?;
+    let null = std::fs::File::options()
+        .write(true)
+        .open("/dev/null")
+        .map_err(pipe_err)?;
+    let mut launch = Launch::new(
+        program,
+        &[],
+        cfg.cwd.as_deref().map(Path::new).unwrap_or(project),
+    );
+    launch.args = argv[1..].iter().map(Into::into).collect();
+    launch.env = cfg
+        .env
+        .iter()
+        .filter(|(k, _)| k.as_str() != MODEL_KEY_VAR)
+        .map(|(k, v)| (k.into(), Some(v.into())))
+        .collect();
+    launch.stdin = Some(in_r.into());
+    launch.stdout = Some(out_w.into());
+    launch.stderr = Some(null.into());
+    // Its own process group: closing the connection kills whatever the server started.
+    launch.process_group = true;
+    let child =
+        sandbox::spawn(launch, prepared).map_err(|e| format!("cannot start '{program}': {e}"))?;
+    let guard = ChildGuard(Some(child));
+    let rx = pipe::Receiver::from_owned_fd(out_r.into()).map_err(pipe_err)?;
+    let tx = pipe::Sender::from_owned_fd(in_w.into()).map_err(pipe_err)?;
+    ().serve((ServerOutput { rx, _child: guard }, tx))
         .await
         .map_err(|e| format!("the MCP handshake failed: {e}"))
+}
+
+/// The server's process: killed with its process group when the connection's transport is
+/// dropped (the session closes, the server is removed or restarted).
+struct ChildGuard(Option<std::process::Child>);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            // SAFETY: the server leads its own process group.
+            unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
+            // Reaped off the runtime's threads.
+            std::thread::spawn(move || child.wait());
+        }
+    }
+}
+
+/// The server's stdout, owning its process (so the process lives as long as the transport).
+struct ServerOutput {
+    rx: pipe::Receiver,
+    _child: ChildGuard,
+}
+
+impl AsyncRead for ServerOutput {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().rx).poll_read(cx, buf)
+    }
 }
 
 async fn http(cfg: &McpServer, url: &str) -> Result<Client, String> {

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
+use yuyao_policy::sandbox::Confinement;
 use yuyao_store::McpServer;
 
 /// How long past a startup deadline a waiter still waits for the attempt to report.
@@ -108,6 +109,9 @@ pub struct Manager {
     startup_timeout: Duration,
     /// The project root: the working folder of stdio servers without a `cwd`.
     cwd: std::path::PathBuf,
+    /// How each stdio server is confined when it starts (`set_confinements`; a server
+    /// without an entry gets the strictest default).
+    confinements: Mutex<BTreeMap<String, Confinement>>,
 }
 
 impl Manager {
@@ -123,6 +127,7 @@ impl Manager {
             servers: Mutex::new(BTreeMap::new()),
             startup_timeout,
             cwd,
+            confinements: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -132,6 +137,12 @@ impl Manager {
 
     fn servers(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<Server>>> {
         self.servers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The confinement each server gets at its next start (the session's profile for MCP
+    /// servers; a running server keeps the one it started with).
+    pub fn set_confinements(&self, map: BTreeMap<String, Confinement>) {
+        *self.confinements.lock().unwrap_or_else(|e| e.into_inner()) = map;
     }
 
     /// Makes the running set match `wanted`: new or changed servers start connecting (in the
@@ -168,6 +179,13 @@ impl Manager {
         let deadline = Instant::now() + self.startup_timeout;
         *server.deadline.lock().unwrap_or_else(|e| e.into_inner()) = deadline;
         server.set(State::Connecting);
+        let confinement = self
+            .confinements
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+            .unwrap_or_default();
         let (name, server, timeout, cwd) = (
             name.to_string(),
             server.clone(),
@@ -175,7 +193,7 @@ impl Manager {
             self.cwd.clone(),
         );
         self.rt().spawn(async move {
-            let attempt = connect::connect(&name, server.config(), &cwd);
+            let attempt = connect::connect(&name, server.config(), &cwd, &confinement);
             let at = tokio::time::Instant::from_std(deadline);
             let state = match tokio::time::timeout_at(at, attempt).await {
                 Ok(Ok((client, tools))) => State::Ready {

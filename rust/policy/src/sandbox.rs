@@ -146,6 +146,14 @@ impl Support {
             )),
         }
         out.push_str("no_new_privs      always set for confined processes\n");
+        out.push_str(
+            "capabilities      none in any set for confined processes (root included); a host name of their own (UTS namespace)\n",
+        );
+        if self.seccomp.is_ok() {
+            out.push_str(
+                "kernel surface    seccomp refuses bpf, perf_event_open, kexec, module loading and host/domain name changes\n",
+            );
+        }
         out.push_str("parent death      tool processes are killed when yuyao dies\n");
         if !self.disabled.is_empty() {
             out.push_str(&format!(
@@ -438,30 +446,135 @@ const fn jump(code: u16, k: u32, jt: u8, jf: u8) -> SockFilter {
     SockFilter { code, jt, jf, k }
 }
 
-/// Allows everything but sockets of another family than `AF_UNIX`, `io_uring` (which can
-/// open sockets on its own) and system calls of a foreign architecture (32-bit `socketcall`).
-fn network_filter() -> Vec<SockFilter> {
-    let deny = SECCOMP_RET_ERRNO | libc::EACCES as u32;
-    let nr_socket = libc::SYS_socket as u32;
-    let nr_uring = libc::SYS_io_uring_setup as u32;
-    vec![
-        // 0: arch
-        stmt(BPF_LD_W_ABS, 4),
-        jump(BPF_JEQ_K, AUDIT_ARCH, 1, 0),
-        stmt(BPF_RET_K, deny),
-        // 3: syscall number; x32 numbers (bit 30) are refused
-        stmt(BPF_LD_W_ABS, 0),
-        jump(BPF_JGE_K, 0x4000_0000, 5, 0),
-        jump(BPF_JEQ_K, nr_uring, 4, 0),
-        jump(BPF_JEQ_K, nr_socket, 1, 0),
-        stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
-        // 8: socket(domain, …): args[0], low 32 bits (little endian)
-        stmt(BPF_LD_W_ABS, 16),
-        jump(BPF_JEQ_K, libc::AF_UNIX as u32, 1, 0),
-        // 10:
-        stmt(BPF_RET_K, deny),
-        stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
-    ]
+/// System calls no tool needs that reach the kernel's most privileged surface (DESIGN §5):
+/// loading BPF programs, performance counters (system-wide ones watch every process),
+/// kernels and modules, the host and domain name. Refused with `EPERM` for every confined
+/// process, whatever its network switch; capabilities are dropped as well, this is the belt.
+const REFUSED_SYSCALLS: &[libc::c_long] = &[
+    libc::SYS_bpf,
+    libc::SYS_perf_event_open,
+    libc::SYS_kexec_load,
+    libc::SYS_kexec_file_load,
+    libc::SYS_init_module,
+    libc::SYS_finit_module,
+    libc::SYS_delete_module,
+    libc::SYS_sethostname,
+    libc::SYS_setdomainname,
+];
+
+const PTRACE_ATTACH: u32 = 16;
+const PTRACE_SEIZE: u32 = 0x4206;
+
+/// What the seccomp program refuses besides [`REFUSED_SYSCALLS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FilterPlan {
+    /// Sockets of another family than `AF_UNIX` and `io_uring` (which can open sockets on its
+    /// own): `--network off`.
+    network_off: bool,
+    /// Attaching to another process (`PTRACE_ATTACH`, `PTRACE_SEIZE`, `process_vm_*`): only
+    /// when neither a PID namespace (yuyao is not visible) nor Landlock (no tracing out of
+    /// the domain) keeps a command away from yuyao's memory.
+    no_attach: bool,
+}
+
+/// Where a jump goes (classic BPF jumps only go forward).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// The next instruction.
+    Next,
+    Allow,
+    Eperm,
+    Eacces,
+    /// Past the `socket` argument check.
+    NotSocket,
+}
+
+enum Insn {
+    Stmt(u16, u32),
+    /// To the first target when the test holds, else to the second.
+    Jump(u16, u32, Target, Target),
+    /// Names the instruction that follows it.
+    Label(Target),
+}
+
+/// Builds the seccomp program: foreign architectures and x32 numbers refused, then
+/// [`REFUSED_SYSCALLS`], then what `plan` adds.
+fn kernel_filter(plan: FilterPlan) -> Vec<SockFilter> {
+    use Insn::*;
+    use Target::*;
+    let mut p = vec![
+        Stmt(BPF_LD_W_ABS, 4),
+        Jump(BPF_JEQ_K, AUDIT_ARCH, Next, Eacces),
+        Stmt(BPF_LD_W_ABS, 0),
+        Jump(BPF_JGE_K, 0x4000_0000, Eacces, Next),
+    ];
+    for nr in REFUSED_SYSCALLS {
+        p.push(Jump(BPF_JEQ_K, *nr as u32, Eperm, Next));
+    }
+    if plan.network_off {
+        p.push(Jump(
+            BPF_JEQ_K,
+            libc::SYS_io_uring_setup as u32,
+            Eacces,
+            Next,
+        ));
+        p.push(Jump(BPF_JEQ_K, libc::SYS_socket as u32, Next, NotSocket));
+        // socket(domain, …): args[0], low 32 bits (little endian).
+        p.push(Stmt(BPF_LD_W_ABS, 16));
+        p.push(Jump(BPF_JEQ_K, libc::AF_UNIX as u32, Allow, Eacces));
+        p.push(Label(NotSocket));
+    }
+    if plan.no_attach {
+        for nr in [libc::SYS_process_vm_readv, libc::SYS_process_vm_writev] {
+            p.push(Jump(BPF_JEQ_K, nr as u32, Eperm, Next));
+        }
+        p.push(Jump(BPF_JEQ_K, libc::SYS_ptrace as u32, Next, Allow));
+        // ptrace(request, …): tracing one's own children (PTRACE_TRACEME, then requests on
+        // the tracee) stays possible.
+        p.push(Stmt(BPF_LD_W_ABS, 16));
+        p.push(Jump(BPF_JEQ_K, PTRACE_ATTACH, Eperm, Next));
+        p.push(Jump(BPF_JEQ_K, PTRACE_SEIZE, Eperm, Next));
+    }
+    p.extend([
+        Label(Allow),
+        Stmt(BPF_RET_K, SECCOMP_RET_ALLOW),
+        Label(Eperm),
+        Stmt(BPF_RET_K, SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        Label(Eacces),
+        Stmt(BPF_RET_K, SECCOMP_RET_ERRNO | libc::EACCES as u32),
+    ]);
+    assemble(&p)
+}
+
+/// Resolves the targets into relative jump offsets.
+fn assemble(p: &[Insn]) -> Vec<SockFilter> {
+    // Position of each entry in the program (labels take no room).
+    let mut at = Vec::with_capacity(p.len());
+    let mut n = 0usize;
+    for i in p {
+        at.push(n);
+        if !matches!(i, Insn::Label(_)) {
+            n += 1;
+        }
+    }
+    let offset = |from: usize, t: Target| -> u8 {
+        if t == Target::Next {
+            return 0;
+        }
+        let there = (from + 1..p.len())
+            .find(|&j| matches!(p[j], Insn::Label(l) if l == t))
+            .map(|j| at[j])
+            .expect("every jump target is defined after the jump");
+        u8::try_from(there - at[from] - 1).expect("the seccomp program is short")
+    };
+    p.iter()
+        .enumerate()
+        .filter_map(|(idx, i)| match *i {
+            Insn::Stmt(code, k) => Some(stmt(code, k)),
+            Insn::Jump(code, k, t, f) => Some(jump(code, k, offset(idx, t), offset(idx, f))),
+            Insn::Label(_) => None,
+        })
+        .collect()
 }
 
 fn seccomp_available() -> Result<(), String> {
@@ -562,8 +675,11 @@ pub fn prepare(c: &Confinement) -> Result<Prepared, String> {
                 .map_err(|e| format!("cannot build the Landlock sandbox: {e}"))?,
         );
     }
-    if c.needs_seccomp() {
-        p.filter = network_filter();
+    if sup.seccomp.is_ok() {
+        p.filter = kernel_filter(FilterPlan {
+            network_off: c.needs_seccomp(),
+            no_attach: p.ns.is_none() && !c.needs_landlock(),
+        });
     }
     Ok(p)
 }
@@ -581,6 +697,7 @@ impl Prepared {
             parent: self.parent,
             namespaces,
             no_new_privs: self.no_new_privs,
+            drop_caps: self.no_new_privs,
             ruleset: self.ruleset.as_ref().map_or(-1, |f| f.as_raw_fd()),
             filter: &self.filter,
         })
@@ -662,7 +779,7 @@ pub fn describe(c: &Confinement) -> String {
         NetworkAccess::On => "network allowed",
     };
     let privs = if c.is_restricted() {
-        "; no privilege escalation (no_new_privs)"
+        "; no privilege escalation (no_new_privs) and no capabilities"
     } else {
         ""
     };
@@ -903,6 +1020,73 @@ mod tests {
         // AF_UNIX still works (pipes, unix sockets), and so does writing to a pipe by name.
         let (ok, out) = run(&c, "echo a | cat; echo b > /dev/stdout");
         assert!(ok && out.contains('a') && out.contains('b'), "{out}");
+    }
+
+    /// What a confined process can do with privileges and the kernel's privileged surface.
+    const PRIVILEGE_PROBE: &str = r#"grep -E '^Cap(Eff|Prm|Inh|Bnd|Amb)' /proc/self/status
+hostname "$(hostname)" 2>/dev/null && echo HOSTNAME-SET
+command -v python3 >/dev/null || exit 0
+python3 - <<'PY'
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+nr = {"x86_64": (321, 298, 101), "aarch64": (280, 241, 117)}[os.uname().machine]
+buf = ctypes.create_string_buffer(128)
+for name, args in [("bpf", (nr[0], 5, buf, 48)), ("perf", (nr[1], buf, -1, 0, -1, 0)),
+                   ("attach", (nr[2], 16, int(os.environ["HOST_PID"]), 0, 0))]:
+    ctypes.set_errno(0)
+    r = libc.syscall(*[a if not isinstance(a, int) else ctypes.c_long(a) for a in args])
+    print(name, "refused", os.strerror(ctypes.get_errno()) if r < 0 else "NOT REFUSED")
+PY"#;
+
+    #[test]
+    fn confined_processes_hold_no_privileges() {
+        if !enforced() {
+            return;
+        }
+        let before = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        for level in [SandboxLevel::WorkspaceWrite, SandboxLevel::FullAccess] {
+            let c = Confinement {
+                level,
+                network: NetworkAccess::Off,
+                writable: vec![std::env::temp_dir()],
+                ..Default::default()
+            };
+            let probe = format!("export HOST_PID={}\n{PRIVILEGE_PROBE}", std::process::id());
+            let (_, out) = run(&c, &probe);
+            let caps: Vec<&str> = out.lines().filter(|l| l.starts_with("Cap")).collect();
+            assert_eq!(caps.len(), 10, "{out}");
+            assert!(
+                caps.iter().all(|l| l.ends_with("0000000000000000")),
+                "{level}: {out}"
+            );
+            assert!(!out.contains("HOSTNAME-SET"), "{level}: {out}");
+            if out.contains("bpf") {
+                assert!(!out.contains("NOT REFUSED"), "{level}: {out}");
+                let eperm = out.lines().filter(|l| l.contains("not permitted"));
+                // bpf and perf_event_open, by the helper and on the fork path.
+                assert!(eperm.count() >= 4, "{level}: {out}");
+            }
+        }
+        let after = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        assert_eq!(before, after);
+    }
+
+    #[test]
+    fn the_seccomp_program_jumps_inside_itself() {
+        for network_off in [false, true] {
+            for no_attach in [false, true] {
+                let f = kernel_filter(FilterPlan {
+                    network_off,
+                    no_attach,
+                });
+                for (i, insn) in f.iter().enumerate().filter(|(_, i)| i.code != BPF_RET_K) {
+                    let last = i + 1 + insn.jt.max(insn.jf) as usize;
+                    assert!(last < f.len(), "{i}: {insn:?}");
+                }
+                assert_eq!(f.last().map(|i| i.code), Some(BPF_RET_K));
+            }
+        }
     }
 
     #[test]

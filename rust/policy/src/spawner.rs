@@ -28,7 +28,7 @@ use std::sync::Mutex;
 use std::sync::mpsc;
 use yuyao_sandbox_exec::channel;
 
-/// A command to start: stdin is always /dev/null.
+/// A command to start.
 #[derive(Debug)]
 pub struct Launch {
     /// Run as given when it contains a `/`, else looked up in `PATH`.
@@ -38,6 +38,9 @@ pub struct Launch {
     /// credential (`D2A_MODEL_API_KEY`) is always removed.
     pub env: Vec<(OsString, Option<OsString>)>,
     pub cwd: PathBuf,
+    /// `None`: /dev/null (a tool never reads yuyao's own input). Hooks, MCP and language
+    /// servers get the read end of a pipe.
+    pub stdin: Option<OwnedFd>,
     /// `None`: inherited from yuyao.
     pub stdout: Option<OwnedFd>,
     pub stderr: Option<OwnedFd>,
@@ -53,6 +56,7 @@ impl Launch {
             args: args.iter().map(OsString::from).collect(),
             env: Vec::new(),
             cwd: cwd.into(),
+            stdin: None,
             stdout: None,
             stderr: None,
             process_group: false,
@@ -203,7 +207,12 @@ fn via_helper(
         };
     }
     env.remove(std::ffi::OsStr::new(HIDDEN));
-    let (mut req, fds) = prepared.request();
+    let (mut req, mut fds) = prepared.request();
+    if let Some(stdin) = &launch.stdin {
+        // Last among the descriptors that come with the request (see `wire::Request`).
+        req.stdin = true;
+        fds.push(std::os::fd::AsRawFd::as_raw_fd(stdin));
+    }
     req.cwd = cstring(launch.cwd.as_os_str().as_bytes()).map_err(other)?;
     req.program = cstring(launch.program.as_bytes()).map_err(other)?;
     req.argv = std::iter::once(&launch.program)
@@ -262,7 +271,7 @@ fn fork_path(launch: Launch, prepared: Prepared) -> io::Result<Child> {
     let mut cmd = Command::new(&launch.program);
     cmd.args(&launch.args)
         .current_dir(&launch.cwd)
-        .stdin(Stdio::null())
+        .stdin(launch.stdin.map_or_else(Stdio::null, Stdio::from))
         .stdout(launch.stdout.map_or_else(Stdio::inherit, Stdio::from))
         .stderr(launch.stderr.map_or_else(Stdio::inherit, Stdio::from));
     for (k, v) in &launch.env {
@@ -339,6 +348,25 @@ mod tests {
             .filter_map(|s| s.parse().ok())
             .collect();
         assert!(fds.contains(&raw), "{out}");
+    }
+
+    #[test]
+    fn stdin_is_dev_null_or_the_given_pipe() {
+        if !usable() {
+            return;
+        }
+        for helper in [true, false] {
+            let (ok, out) = output(Launch::new("cat", &[], "/"), &confined(), helper).unwrap();
+            assert!(ok && out.is_empty(), "helper {helper}: {out}");
+            let (reader, mut writer) = std::io::pipe().unwrap();
+            let mut l = Launch::new("bash", &["-c", "read -r line; echo \"got $line\""], "/");
+            l.stdin = Some(reader.into());
+            std::io::Write::write_all(&mut writer, b"{\"event\": 1}\n").unwrap();
+            drop(writer);
+            let (ok, out) = output(l, &confined(), helper).unwrap();
+            assert!(ok, "helper {helper}: {out}");
+            assert_eq!(out.trim(), "got {\"event\": 1}", "helper {helper}");
+        }
     }
 
     #[test]

@@ -19,13 +19,22 @@ pub enum Stage {
     Landlock = 6,
     Seccomp = 7,
     Exec = 8,
+    Capabilities = 9,
 }
 
 impl Stage {
     pub fn from_u8(b: u8) -> Option<Stage> {
         use Stage::*;
         [
-            Request, Parent, Cwd, Namespaces, NoNewPrivs, Landlock, Seccomp, Exec,
+            Request,
+            Parent,
+            Cwd,
+            Namespaces,
+            NoNewPrivs,
+            Landlock,
+            Seccomp,
+            Exec,
+            Capabilities,
         ]
         .into_iter()
         .find(|s| *s as u8 == b)
@@ -42,6 +51,7 @@ impl Stage {
             Stage::Landlock => "cannot apply the Landlock sandbox",
             Stage::Seccomp => "cannot install the seccomp filter",
             Stage::Exec => "cannot execute the command",
+            Stage::Capabilities => "cannot drop the capabilities",
         }
     }
 }
@@ -106,6 +116,9 @@ pub struct Steps<'a> {
     pub parent: libc::pid_t,
     pub namespaces: Option<Namespaces>,
     pub no_new_privs: bool,
+    /// Confined: a UTS namespace of its own and no capability left in any set (DESIGN §5:
+    /// root inside the sandbox is root without privileges).
+    pub drop_caps: bool,
     /// The Landlock ruleset, or -1.
     pub ruleset: RawFd,
     pub filter: &'a [SockFilter],
@@ -120,7 +133,8 @@ struct SockFprog {
 }
 
 /// Confines the calling process: parent-death signal, namespaces (the working directory is
-/// entered again through the new mounts), `no_new_privs`, Landlock, seccomp.
+/// entered again through the new mounts), a UTS namespace and no capabilities,
+/// `no_new_privs`, Landlock, seccomp.
 pub fn confine_self(s: &Steps) -> Result<(), Failure> {
     // Dies with yuyao: the parent-death signal follows the thread that started this process,
     // which is yuyao's long-lived spawner thread.
@@ -136,6 +150,10 @@ pub fn confine_self(s: &Steps) -> Result<(), Failure> {
             });
         }
         None => {}
+    }
+    if s.drop_caps {
+        own_uts_namespace();
+        drop_capabilities()?;
     }
     if s.no_new_privs {
         // SAFETY: plain prctl on the calling thread.
@@ -167,6 +185,73 @@ pub fn confine_self(s: &Steps) -> Result<(), Failure> {
         };
         if r != 0 {
             return Err(Failure::last(Stage::Seccomp));
+        }
+    }
+    Ok(())
+}
+
+/// A host name of its own: `sethostname` inside changes nothing outside. Best effort: it
+/// fails only without `CAP_SYS_ADMIN`, and then (as after [`drop_capabilities`]) the process
+/// cannot change the host name at all.
+fn own_uts_namespace() {
+    // SAFETY: unshare of the calling process.
+    unsafe { libc::unshare(libc::CLONE_NEWUTS) };
+}
+
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Empties the bounding, ambient, effective, permitted and inheritable capability sets, so
+/// neither this process nor anything it execs holds a capability (root included: `execve`
+/// grants root only what the bounding set still has).
+fn drop_capabilities() -> Result<(), Failure> {
+    // SAFETY: prctl and capset on the calling thread, with our stack structures.
+    unsafe {
+        for cap in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) == 0 {
+                continue;
+            }
+            match std::io::Error::last_os_error().raw_os_error() {
+                // Past the kernel's last capability.
+                Some(libc::EINVAL) => break,
+                // No CAP_SETPCAP: a process that is not root gains nothing at exec (and
+                // no_new_privs stops file capabilities); root without it would.
+                Some(libc::EPERM) if libc::geteuid() != 0 => break,
+                _ => return Err(Failure::last(Stage::Capabilities)),
+            }
+        }
+        // Fails only on kernels without ambient capabilities (< 4.3), which have none.
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+        let header = CapHeader {
+            version: CAP_VERSION_3,
+            pid: 0,
+        };
+        let none = [CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        if libc::syscall(libc::SYS_capset, &header as *const CapHeader, none.as_ptr()) != 0 {
+            return Err(Failure::last(Stage::Capabilities));
         }
     }
     Ok(())
@@ -211,7 +296,7 @@ mod tests {
             errno: libc::EPERM,
         };
         assert_eq!(Failure::from_bytes(&f.to_bytes()), Some(f));
-        assert_eq!(Failure::from_bytes(&[9, 0, 0, 0, 0]), None);
+        assert_eq!(Failure::from_bytes(&[99, 0, 0, 0, 0]), None);
         assert_eq!(Failure::from_bytes(&[1, 0]), None);
         let e = f.to_io_error().to_string();
         assert!(e.contains("Landlock") && e.contains("not permitted"), "{e}");

@@ -34,7 +34,8 @@ fn main() {
         }
     };
     // The socket leaves fd 0 (close-on-exec: the exec closes it, which tells yuyao the
-    // command started) and the command's stdin is /dev/null.
+    // command started) and the command's stdin takes its place: the descriptor that came
+    // with the request, else /dev/null.
     // SAFETY: descriptor juggling on our own fds.
     let sock = unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) };
     let fail = |f: Failure| -> ! {
@@ -42,7 +43,11 @@ fn main() {
         // SAFETY: ends this process at once.
         unsafe { libc::_exit(127) }
     };
-    if sock < 0 || !stdin_from_dev_null() {
+    let given_stdin = req
+        .stdin
+        .then(|| fds.last().map(|f| f.as_raw_fd()))
+        .flatten();
+    if sock < 0 || !set_stdin(given_stdin) {
         fail(last(Stage::Request));
     }
     // Rust's runtime ignores SIGPIPE; the command gets the default, as from a plain fork.
@@ -63,6 +68,8 @@ fn main() {
             mnt,
         }),
         no_new_privs: req.no_new_privs,
+        // Every confined process sets no_new_privs (`Confinement::is_restricted`).
+        drop_caps: req.no_new_privs,
         ruleset: ruleset.unwrap_or(-1),
         filter: &req.filter,
     };
@@ -96,9 +103,13 @@ fn last(stage: Stage) -> Failure {
     }
 }
 
-fn stdin_from_dev_null() -> bool {
+/// Makes `given` (or /dev/null) the standard input.
+fn set_stdin(given: Option<RawFd>) -> bool {
     // SAFETY: open/dup2/close on our own descriptors.
     unsafe {
+        if let Some(fd) = given {
+            return libc::dup2(fd, 0) == 0;
+        }
         let fd: RawFd = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
         if fd < 0 {
             return false;

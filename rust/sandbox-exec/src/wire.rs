@@ -32,6 +32,7 @@ const F_NO_NEW_PRIVS: u8 = 1;
 const F_LANDLOCK: u8 = 2;
 const F_USER_NS: u8 = 4;
 const F_MNT_NS: u8 = 8;
+const F_STDIN: u8 = 16;
 
 /// The prepared confinement and the command.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -41,10 +42,11 @@ pub struct Request {
     pub parent: i32,
     pub no_new_privs: bool,
     /// Descriptors that come with the request, in this order: the Landlock ruleset, the user
-    /// namespace, the mount namespace.
+    /// namespace, the mount namespace, the command's stdin (else /dev/null).
     pub landlock: bool,
     pub user_ns: bool,
     pub mnt_ns: bool,
+    pub stdin: bool,
     /// The seccomp program (empty: none).
     pub filter: Vec<SockFilter>,
     pub cwd: CString,
@@ -57,7 +59,7 @@ pub struct Request {
 impl Request {
     /// How many descriptors come with the request.
     pub fn fd_count(&self) -> usize {
-        [self.landlock, self.user_ns, self.mnt_ns]
+        [self.landlock, self.user_ns, self.mnt_ns, self.stdin]
             .iter()
             .filter(|b| **b)
             .count()
@@ -71,6 +73,7 @@ impl Request {
             (self.landlock, F_LANDLOCK),
             (self.user_ns, F_USER_NS),
             (self.mnt_ns, F_MNT_NS),
+            (self.stdin, F_STDIN),
         ] {
             if on {
                 flags |= bit;
@@ -132,6 +135,7 @@ impl Request {
             landlock: flags & F_LANDLOCK != 0,
             user_ns: flags & F_USER_NS != 0,
             mnt_ns: flags & F_MNT_NS != 0,
+            stdin: flags & F_STDIN != 0,
             filter,
             cwd,
             program,
@@ -222,6 +226,7 @@ mod tests {
             landlock: true,
             user_ns: false,
             mnt_ns: true,
+            stdin: false,
             filter: vec![SockFilter {
                 code: 6,
                 jt: 1,
@@ -246,6 +251,9 @@ mod tests {
         assert_eq!(Request::announced_len(&bytes), Some(bytes.len()));
         assert_eq!(Request::decode(&bytes), Some(r.clone()));
         assert_eq!(r.fd_count(), 2);
+        let piped = Request { stdin: true, ..r };
+        assert_eq!(Request::decode(&piped.encode()), Some(piped.clone()));
+        assert_eq!(piped.fd_count(), 3);
     }
 
     #[test]

@@ -56,7 +56,19 @@ pub fn shell_command(ctx: &ToolContext, script: &str, cwd: &Path) -> Launch {
     {
         launch.env.push((k.into(), Some(v.into())));
     }
+    launch.env.extend(root_tar_options());
     launch
+}
+
+/// Root inside the sandbox holds no capability (`CAP_CHOWN` included), and GNU tar run by
+/// root restores the archive's owners by default: every extraction of an archive made by
+/// another user then ended with exit status 2. Root's tar keeps its own ownership instead,
+/// as every other user's tar does (unless the user set `TAR_OPTIONS` themselves).
+fn root_tar_options() -> Option<(std::ffi::OsString, Option<std::ffi::OsString>)> {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    (root && std::env::var_os("TAR_OPTIONS").is_none())
+        .then(|| ("TAR_OPTIONS".into(), Some("--no-same-owner".into())))
 }
 
 /// Whose rights a shell process has.
@@ -70,7 +82,8 @@ pub enum Rights {
 }
 
 impl Rights {
-    pub(crate) fn confinement(self, ctx: &ToolContext) -> yuyao_policy::sandbox::Confinement {
+    /// How a process with these rights is confined.
+    pub fn confinement(self, ctx: &ToolContext) -> yuyao_policy::sandbox::Confinement {
         match self {
             Rights::Tool => ctx.confinement(),
             Rights::User => yuyao_policy::sandbox::Confinement {

@@ -248,13 +248,24 @@ impl Jobs {
         self.start_as(ctx, spec, cwd, crate::exec::Rights::Tool)
     }
 
-    /// Starts a job with `rights`: the model's sandbox, or the user's own (`/run`).
+    /// Starts a job with `rights`: the model's sandbox, or the user's own.
     pub fn start_as(
         &self,
         ctx: &ToolContext,
         spec: JobSpec<'_>,
         cwd: &Path,
         rights: crate::exec::Rights,
+    ) -> Result<String, String> {
+        self.start_confined(ctx, spec, cwd, &rights.confinement(ctx))
+    }
+
+    /// Starts a job confined as `confinement` says (a `/run` app's profile).
+    pub fn start_confined(
+        &self,
+        ctx: &ToolContext,
+        spec: JobSpec<'_>,
+        cwd: &Path,
+        confinement: &yuyao_policy::sandbox::Confinement,
     ) -> Result<String, String> {
         let id = {
             let mut s = self.shared.serial.lock().unwrap_or_else(|e| e.into_inner());
@@ -271,8 +282,7 @@ impl Jobs {
         let log = dir.join(format!("{id}-{}.log", unique("out")));
         let mut file = std::fs::File::create(&log)
             .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
-        let (mut child, reader) =
-            crate::exec::spawn_piped_as(ctx, spec.command, cwd, &rights.confinement(ctx))?;
+        let (mut child, reader) = crate::exec::spawn_piped_as(ctx, spec.command, cwd, confinement)?;
         let pgid = child.id() as i32;
         self.shared.jobs().push(Job {
             id: id.clone(),

@@ -7,12 +7,14 @@
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::io::PipeWriter;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+use yuyao_policy::sandbox::{self, Launch, Prepared};
 
 /// The model's key never reaches a language server (as for hooks and MCP servers).
 use yuyao_protocol::MODEL_KEY_VAR;
@@ -41,7 +43,7 @@ impl Shared {
 pub struct Client {
     pub command: String,
     child: Mutex<Child>,
-    stdin: Arc<Mutex<ChildStdin>>,
+    stdin: Arc<Mutex<PipeWriter>>,
     next_id: AtomicI64,
     shared: Arc<Shared>,
     /// Open documents: uri → (version, the file's mtime when its text was last sent).
@@ -120,24 +122,33 @@ pub fn uri_path(uri: &str) -> Option<PathBuf> {
 }
 
 impl Client {
-    /// Spawns the server in `root` and runs the `initialize` handshake.
+    /// Spawns the server in `root` through the sandbox spawner, confined as `prepared` says
+    /// (its profile: `process_profile`), and runs the `initialize` handshake.
     pub fn start(
         program: &str,
         args: &[String],
         root: &Path,
         timeout: Duration,
+        prepared: Prepared,
+        env: Vec<(std::ffi::OsString, Option<std::ffi::OsString>)>,
     ) -> Result<Client, String> {
-        let mut child = Command::new(program)
-            .args(args)
-            .current_dir(root)
-            .env_remove(MODEL_KEY_VAR)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start language server '{program}': {e}"))?;
-        let stdin = Arc::new(Mutex::new(child.stdin.take().ok_or("no stdin")?));
-        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let cannot = |e: std::io::Error| format!("cannot start language server '{program}': {e}");
+        let (in_r, in_w) = std::io::pipe().map_err(cannot)?;
+        let (out_r, out_w) = std::io::pipe().map_err(cannot)?;
+        let null = std::fs::File::options()
+            .write(true)
+            .open("/dev/null")
+            .map_err(cannot)?;
+        let mut launch = Launch::new(program, &[], root);
+        launch.args = args.iter().map(Into::into).collect();
+        launch.env = env;
+        launch.env.push((MODEL_KEY_VAR.into(), None));
+        launch.stdin = Some(in_r.into());
+        launch.stdout = Some(out_w.into());
+        launch.stderr = Some(null.into());
+        let child = sandbox::spawn(launch, prepared).map_err(cannot)?;
+        let stdin = Arc::new(Mutex::new(in_w));
+        let stdout = out_r;
         let shared = Arc::new(Shared::default());
         {
             let shared = shared.clone();
@@ -162,7 +173,10 @@ impl Client {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let params = json!({
-            "processId": std::process::id(),
+            // Not yuyao's pid: the server runs in a PID namespace where that pid is some other
+            // process or none (pylsp exits at once when it is not alive). It dies with yuyao
+            // all the same (the spawner's parent-death signal).
+            "processId": null,
             "rootUri": uri,
             "rootPath": root,
             "workspaceFolders": [{"uri": uri, "name": name}],
@@ -370,7 +384,7 @@ impl Drop for Client {
     }
 }
 
-fn reader(mut r: impl BufRead, shared: &Shared, stdin: &Mutex<ChildStdin>) {
+fn reader(mut r: impl BufRead, shared: &Shared, stdin: &Mutex<PipeWriter>) {
     while let Some(msg) = read_message(&mut r) {
         let method = msg.get("method").and_then(Value::as_str);
         let id = msg.get("id").cloned();

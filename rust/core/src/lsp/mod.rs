@@ -8,6 +8,7 @@ mod client;
 mod format;
 mod servers;
 
+use crate::process_profile::{Origin, ProcessKind};
 use crate::session::Session;
 use client::Client;
 use serde::Deserialize;
@@ -77,6 +78,20 @@ impl Session {
         }
     }
 
+    /// Whose configuration names the server of `key`: the project's when its layer sets it
+    /// and counts, else the user's (their file, or a server found on `PATH`).
+    fn lsp_origin(&self, key: &str) -> Origin {
+        let in_project = self
+            .config
+            .get_in(key, yuyao_store::Layer::Project)
+            .is_some();
+        if in_project && self.project_extensions_allowed() {
+            Origin::Project
+        } else {
+            Origin::User
+        }
+    }
+
     pub(crate) fn lsp_enabled(&self) -> bool {
         self.lsp.flag || self.lsp_config("lsp.enabled").and_then(|v| v.as_bool()) == Some(true)
     }
@@ -117,8 +132,18 @@ impl Session {
             None => 0,
         };
         let config = self.lsp_config(&format!("lsp.servers.{language}"));
+        let origin = self.lsp_origin(&format!("lsp.servers.{language}"));
+        let confinement = self.process_confinement(ProcessKind::LanguageServer, origin);
         let started = servers::command_for(language, config.as_ref()).and_then(|argv| {
-            Client::start(&argv[0], &argv[1..], &self.ctx.project(), START_TIMEOUT)
+            let prepared = yuyao_policy::sandbox::prepare(&confinement)?;
+            Client::start(
+                &argv[0],
+                &argv[1..],
+                &self.ctx.project(),
+                START_TIMEOUT,
+                prepared,
+                self.cache_env(&confinement),
+            )
         });
         match started {
             Ok(c) => {

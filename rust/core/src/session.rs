@@ -437,7 +437,10 @@ impl Session {
             );
         }
         let mut ctx = ToolContext::new(cwd.clone(), paths.project.clone(), spill);
-        if opts.headless {
+        if opts.inherited_trust {
+            // A session's own sub-agent, teammate or worker: the session that opened it
+            // swept already (a walk of a large tree per sub-agent would cost its start).
+        } else if opts.headless {
             // An unattended run diffs the repository next (its submission): the leftovers of
             // a killed write must be gone first.
             yuyao_tools::fs::clean_stale_temps(&paths.project, yuyao_tools::fs::STALE_TEMP_AGE);

@@ -551,8 +551,40 @@ pub struct Staged {
     pub path: PathBuf,
     /// The temporary file, open with an exclusive `flock` until the staged write ends: the
     /// kernel drops the lock when the process dies, which is how a sweep tells a killed
-    /// write's leftover from a live one ([`clean_stale_temps`]).
-    _held: std::fs::File,
+    /// write's leftover from a live one ([`clean_stale_temps`]). `None` past
+    /// [`MAX_HELD_LOCKS`] staged files at once (the age grace of the sweep covers those).
+    _held: Option<HeldLock>,
+}
+
+/// Staged writes that keep their lock open at once: a batch of thousands of files must not
+/// run out of file descriptors (a 1024 limit is common).
+const MAX_HELD_LOCKS: usize = 256;
+static HELD_LOCKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One held temporary-file lock, counted against [`MAX_HELD_LOCKS`].
+struct HeldLock(#[allow(dead_code)] std::fs::File);
+
+impl HeldLock {
+    fn take(f: &std::fs::File) -> Option<HeldLock> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if HELD_LOCKS.fetch_add(1, SeqCst) >= MAX_HELD_LOCKS {
+            HELD_LOCKS.fetch_sub(1, SeqCst);
+            return None;
+        }
+        match f.try_clone() {
+            Ok(c) => Some(HeldLock(c)),
+            Err(_) => {
+                HELD_LOCKS.fetch_sub(1, SeqCst);
+                None
+            }
+        }
+    }
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        HELD_LOCKS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl Staged {
@@ -698,9 +730,7 @@ pub fn stage_temp_in(dirs: &mut StageDirs, path: &Path, bytes: &[u8]) -> Result<
         tmp,
         name,
         path: path.to_path_buf(),
-        _held: f
-            .try_clone()
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        _held: HeldLock::take(&f),
     };
     let result = (|| -> std::io::Result<()> {
         f.write_all(bytes)?;

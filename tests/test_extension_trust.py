@@ -337,3 +337,17 @@ def test_a_yolo_sub_agent_obeys_a_session_deny_added_after_open(fake_llm, api, r
     s.dispatch("/permissions deny Bash(rm:*) --session")
     s.chat("clean")
     assert (repo / "calc.py").exists(), "the sub-agent ran rm under the parent's session deny"
+
+
+def test_a_malformed_project_permissions_file_cannot_stop_every_session(fake_llm, env, yuyao, repo):
+    """A repository (or an agent that created `.yuyao/`) leaves a broken permissions file: the
+    session still opens, says which file, and ignores its rules."""
+    (repo / ".yuyao").mkdir()
+    (repo / ".yuyao" / "permissions.json").write_text('{"deny": ["Bash(rm"]}')
+    r = yuyao("-p", "hi", env=env(fake_llm([say("Hello there.")])))
+    assert r.returncode == 0, r.stderr
+    assert ".yuyao/permissions.json" in r.stderr and "ignored" in r.stderr, r.stderr
+    (repo / ".yuyao" / "permissions.json").write_text("{not json")
+    r = yuyao("-p", "hi", env=env(fake_llm([say("Hello there.")])))
+    assert r.returncode == 0, r.stderr
+    assert "its rules are ignored" in r.stderr, r.stderr

@@ -282,7 +282,8 @@ FLAGS = {
         ),
         Flag(
             "--trust-project",
-            "Trust this project: its settings that widen permissions (mode, sandbox, network, allow rules) apply",
+            "Trust this project: its hooks, .mcp.json, plugins and widening settings apply, as the "
+            "content you approved (the first trust pins it; later changes: yuyao trust review)",
             G_SECURITY,
             option="trust_project",
         ),

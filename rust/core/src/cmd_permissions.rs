@@ -23,8 +23,10 @@ pub(crate) fn load_persisted(
     policy: &mut Policy,
     paths: &Paths,
     trusted: bool,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<String>, CoreError> {
-    let rules = permissions::merged(paths).map_err(CoreError::Usage)?;
+    let (rules, problems) = permissions::merged_lenient(paths).map_err(CoreError::Usage)?;
+    warnings.extend(problems);
     let mut ignored = Vec::new();
     let granted = yuyao_store::trust::granted(paths);
     for (scope, kind, text) in rules {
@@ -36,12 +38,23 @@ pub(crate) fn load_persisted(
             ignored.push(format!("allow {text}"));
             continue;
         }
-        let rule = Rule::parse(&text).map_err(|e| {
-            CoreError::Usage(format!(
-                "{}: {e}",
-                permissions::path_for(paths, scope).display()
-            ))
-        })?;
+        let rule = match Rule::parse(&text) {
+            Ok(r) => r,
+            // A project's bad rule is said and skipped; the user's own stays an error.
+            Err(e) if scope == permissions::Scope::Project => {
+                warnings.push(format!(
+                    "{}: {e}; the rule is ignored",
+                    permissions::path_for(paths, scope).display()
+                ));
+                continue;
+            }
+            Err(e) => {
+                return Err(CoreError::Usage(format!(
+                    "{}: {e}",
+                    permissions::path_for(paths, scope).display()
+                )));
+            }
+        };
         match kind {
             RuleKind::Allow => policy.allow.push(rule),
             RuleKind::Ask => policy.ask.push(rule),

@@ -374,6 +374,7 @@ impl Session {
         policy.headless = opts.headless;
         policy.allow = parse_rules(&opts.allow)?;
         policy.deny = parse_rules(&opts.deny)?;
+        let mut permission_warnings: Vec<String> = Vec::new();
         ignored.extend(crate::cmd_permissions::load_persisted(
             &mut policy,
             &paths,
@@ -382,6 +383,7 @@ impl Session {
                     &paths,
                     yuyao_store::permissions::Scope::Project,
                 )),
+            &mut permission_warnings,
         )?);
         let claude_trusted = trusted
             && [".claude/settings.json", ".claude/settings.local.json"]
@@ -598,7 +600,7 @@ impl Session {
             session.notice(NoticeLevel::Warning, w);
         }
         // A value the configuration files hold in the wrong shape is ignored, and said so.
-        for w in claude_warnings {
+        for w in claude_warnings.into_iter().chain(permission_warnings) {
             session.notice(NoticeLevel::Warning, w);
         }
         for p in session.config.problems() {

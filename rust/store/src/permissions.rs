@@ -156,16 +156,33 @@ pub fn remove(paths: &Paths, scope: Scope, rule: &str) -> Result<Vec<RuleKind>, 
 
 /// Every persisted rule, user scope first then project, with where it came from.
 pub fn merged(paths: &Paths) -> Result<Vec<(Scope, RuleKind, String)>, String> {
+    merged_lenient(paths).map(|(rules, _)| rules)
+}
+
+/// [`merged`], where a project file that cannot be read is skipped with a warning (the
+/// repository — or an agent that created `.yuyao/` — must not be able to stop every session
+/// from opening); the user's own file stays an error.
+pub fn merged_lenient(
+    paths: &Paths,
+) -> Result<(Vec<(Scope, RuleKind, String)>, Vec<String>), String> {
     let mut out = Vec::new();
+    let mut warnings = Vec::new();
     for scope in [Scope::User, Scope::Project] {
-        let f = load(&path_for(paths, scope))?;
+        let f = match (load(&path_for(paths, scope)), scope) {
+            (Ok(f), _) => f,
+            (Err(e), Scope::Project) => {
+                warnings.push(format!("{e}; its rules are ignored"));
+                continue;
+            }
+            (Err(e), Scope::User) => return Err(e),
+        };
         for k in RuleKind::ALL {
             for r in f.list(k) {
                 out.push((scope, k, r.clone()));
             }
         }
     }
-    Ok(out)
+    Ok((out, warnings))
 }
 
 /// Claude Code's settings files whose `permissions.allow|ask|deny` users already keep:

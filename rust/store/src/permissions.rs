@@ -155,16 +155,17 @@ pub fn remove(paths: &Paths, scope: Scope, rule: &str) -> Result<Vec<RuleKind>, 
 }
 
 /// Every persisted rule, user scope first then project, with where it came from.
-pub fn merged(paths: &Paths) -> Result<Vec<(Scope, RuleKind, String)>, String> {
+/// One persisted rule: its file's scope, its kind and its text.
+pub type PersistedRule = (Scope, RuleKind, String);
+
+pub fn merged(paths: &Paths) -> Result<Vec<PersistedRule>, String> {
     merged_lenient(paths).map(|(rules, _)| rules)
 }
 
 /// [`merged`], where a project file that cannot be read is skipped with a warning (the
 /// repository — or an agent that created `.yuyao/` — must not be able to stop every session
 /// from opening); the user's own file stays an error.
-pub fn merged_lenient(
-    paths: &Paths,
-) -> Result<(Vec<(Scope, RuleKind, String)>, Vec<String>), String> {
+pub fn merged_lenient(paths: &Paths) -> Result<(Vec<PersistedRule>, Vec<String>), String> {
     let mut out = Vec::new();
     let mut warnings = Vec::new();
     for scope in [Scope::User, Scope::Project] {

@@ -30,24 +30,20 @@ def offer_trust(console: Console, session, keys: RawKeys) -> None:
     if MARK not in status:
         return
     asked = status.split(MARK, 1)[1].strip()
-    console.print(
-        Panel(
-            Text.assemble(
-                ("This project's settings ask for more than the defaults:\n", "bold"),
-                (f"  {asked}\n", "warn"),
-                "They are ignored until you trust the project. Only trust a repository you know.",
-            ),
-            title=Text("trust this project?", "warn"),
-            title_align="left",
-            border_style="yellow",
-            padding=(0, 1),
-        )
+    _ask(
+        console,
+        session,
+        keys,
+        title="trust this project?",
+        body=Text.assemble(
+            ("This project's settings ask for more than the defaults:\n", "bold"),
+            (f"  {asked}\n", "warn"),
+            "They are ignored until you trust the project. Only trust a repository you know.",
+        ),
+        choices="  [y] trust it (saved)   [n] keep the defaults",
+        command="/trust",
+        declined="kept the defaults; /trust changes this",
     )
-    console.print(Text("  [y] trust it (saved)   [n] keep the defaults", "bold"))
-    if _read_choice(keys, "yn") == "y":
-        console.print(Text(f"  {theme.SYM_STEER} {session.dispatch('/trust')}", "ok"))
-    else:
-        console.print(Text(f"  {theme.SYM_STEER} kept the defaults; /trust changes this", "muted"))
 
 
 def offer_review(console: Console, session, keys: RawKeys) -> None:
@@ -56,20 +52,34 @@ def offer_review(console: Console, session, keys: RawKeys) -> None:
         review = session.dispatch("/trust review")
     except Exception:  # noqa: BLE001 - nothing to review
         return
+    _ask(
+        console,
+        session,
+        keys,
+        title="review extension files",
+        body=Text.assemble(
+            (review.rstrip() + "\n", ""),
+            "They are not loaded until you approve this exact content.",
+        ),
+        choices="  [y] approve them as shown   [n] keep them held",
+        command="/trust approve --all",
+        declined="kept held; /trust review shows them",
+    )
+
+
+def _ask(console, session, keys, *, title, body, choices, command, declined) -> None:
+    """One trust question: the panel, y/n, and the core command a yes runs."""
     console.print(
         Panel(
-            Text.assemble(
-                (review.rstrip() + "\n", ""),
-                "They are not loaded until you approve this exact content.",
-            ),
-            title=Text("review extension files", "warn"),
+            body,
+            title=Text(title, "warn"),
             title_align="left",
             border_style="yellow",
             padding=(0, 1),
         )
     )
-    console.print(Text("  [y] approve them as shown   [n] keep them held", "bold"))
+    console.print(Text(choices, "bold"))
     if _read_choice(keys, "yn") == "y":
-        console.print(Text(f"  {theme.SYM_STEER} {session.dispatch('/trust approve --all')}", "ok"))
+        console.print(Text(f"  {theme.SYM_STEER} {session.dispatch(command)}", "ok"))
     else:
-        console.print(Text(f"  {theme.SYM_STEER} kept held; /trust review shows them", "muted"))
+        console.print(Text(f"  {theme.SYM_STEER} {declined}", "muted"))

@@ -496,7 +496,7 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
                     .map(|(f, why)| format!(
                         "{} ({})",
                         crate::extension_trust::shown(&s.paths.project, f),
-                        why.label()
+                        crate::extension_trust::label(*why)
                     ))
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -522,29 +522,25 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         ));
     }
     if matches!(args.first().map(String::as_str), Some("review" | "approve")) {
-        let rest: Vec<String> = if args[0] == "approve" {
-            let files: Vec<String> = args[1..]
-                .iter()
-                .filter(|a| *a != "--all")
-                .cloned()
-                .collect();
-            if args[1..].iter().any(|a| a == "--all") {
-                vec!["--approve-all".into()]
-            } else if files.is_empty() {
+        use crate::extension_trust::Review;
+        let files: Vec<String> = args[1..]
+            .iter()
+            .filter(|a| *a != "--all")
+            .cloned()
+            .collect();
+        let ask = match args[0].as_str() {
+            "review" => Review::List,
+            _ if args[1..].iter().any(|a| a == "--all") => Review::ApproveAll,
+            _ if files.is_empty() => {
                 return Err(CoreError::Usage(
                     "usage: /trust approve FILE… | /trust approve --all".into(),
                 ));
-            } else {
-                std::iter::once("--approve".to_string())
-                    .chain(files)
-                    .collect()
             }
-        } else {
-            args[1..].to_vec()
+            _ => Review::Approve(files),
         };
-        let args = [vec![String::new()], rest].concat();
-        let out = crate::extension_trust::review_cmd(s, &args[1..])?;
-        if args.len() > 1 {
+        let approving = !matches!(ask, Review::List);
+        let out = crate::extension_trust::review(&s.paths, &ask).map_err(CoreError::Usage)?;
+        if approving {
             // Approved content acts from now on: the session trusts the project too.
             s.lock().trusted = true;
             s.config

@@ -71,24 +71,16 @@ pub fn snapshot(home: &Path, project: &Path) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// Why a file is held, for the user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Held {
-    /// Never approved.
-    New,
-    /// Approved once, changed since.
-    Changed,
-    /// Written by a yuyao agent: approved only one by one, after review.
-    AgentWritten,
-}
+/// Why a file is held, for the user: the record's status other than approved.
+pub type Held = trust::Status;
 
-impl Held {
-    pub fn label(self) -> &'static str {
-        match self {
-            Held::New => "new",
-            Held::Changed => "changed since you approved it",
-            Held::AgentWritten => "written by the agent or during a session",
-        }
+/// The user's words for a held file's status.
+pub fn label(why: Held) -> &'static str {
+    match why {
+        Held::Approved => "approved",
+        Held::New => "new",
+        Held::Changed => "changed since you approved it",
+        Held::AgentWritten => "written by the agent or during a session",
     }
 }
 
@@ -96,17 +88,11 @@ impl Held {
 pub fn held_files(paths: &yuyao_store::Paths) -> Vec<(PathBuf, Held)> {
     project_files(&paths.home, &paths.project)
         .into_iter()
-        .filter(|f| !trust::is_approved(paths, f))
         .map(|f| {
-            let why = if trust::agent_written(paths, &f) {
-                Held::AgentWritten
-            } else if trust::approved_digest(paths, &f).is_some() {
-                Held::Changed
-            } else {
-                Held::New
-            };
+            let why = trust::status(paths, &f);
             (f, why)
         })
+        .filter(|(_, why)| *why != Held::Approved)
         .collect()
 }
 
@@ -135,19 +121,14 @@ impl Session {
         if !self.project_extensions_allowed() {
             return Some("project extensions are off for this session (trust the project: /trust, --trust-project)".into());
         }
-        if trust::is_approved(&self.paths, file) {
-            return None;
-        }
+        let why = match trust::status(&self.paths, file) {
+            Held::Approved => return None,
+            Held::New => "new since you trusted the project",
+            other => label(other),
+        };
         Some(format!(
-            "{} is {}; it is not loaded until you review it (`yuyao trust review`, or /trust review)",
+            "{} is {why}; it is not loaded until you review it (`yuyao trust review`, or /trust review)",
             shown(&self.paths.project, file),
-            if trust::agent_written(&self.paths, file) {
-                Held::AgentWritten.label()
-            } else if trust::approved_digest(&self.paths, file).is_some() {
-                Held::Changed.label()
-            } else {
-                "new since you trusted the project"
-            }
         ))
     }
 
@@ -173,7 +154,7 @@ impl Session {
                 format!(
                     "{} is {}: not loaded until you review it (`yuyao trust review`, or /trust review in a session)",
                     shown(&self.paths.project, &f),
-                    why.label()
+                    label(why)
                 ),
             );
         }
@@ -218,23 +199,28 @@ impl Session {
     }
 }
 
-/// `/trust review [--approve FILE…|--approve-all]`: what each held file would do, and the
-/// user's approval of exactly that content.
-pub(crate) fn review_cmd(s: &Session, args: &[String]) -> Result<String, crate::CoreError> {
-    review(&s.paths, args).map_err(crate::CoreError::Usage)
+/// What `/trust review` / `yuyao trust review|approve` asks for.
+pub enum Review {
+    /// List the held files: what each runs, or its diff since approval.
+    List,
+    /// Approve these held files (as shown: relative to the project, or absolute).
+    Approve(Vec<String>),
+    /// Approve every held file.
+    ApproveAll,
 }
 
-/// The review shared by `/trust review` and `yuyao trust review`.
-pub fn review(paths: &yuyao_store::Paths, args: &[String]) -> Result<String, String> {
+/// `/trust review` and `yuyao trust review|approve`: what each held file would do, and the
+/// user's approval of exactly that content.
+pub fn review(paths: &yuyao_store::Paths, ask: &Review) -> Result<String, String> {
     let held = held_files(paths);
-    let approve_all = args.iter().any(|a| a == "--approve-all" || a == "--all");
-    let named: Vec<String> = args
-        .iter()
-        .skip_while(|a| *a != "--approve")
-        .skip(1)
-        .filter(|a| !a.starts_with("--"))
-        .map(|a| a.trim_start_matches("./").to_string())
-        .collect();
+    let approve_all = matches!(ask, Review::ApproveAll);
+    let named: Vec<String> = match ask {
+        Review::Approve(files) => files
+            .iter()
+            .map(|a| a.trim_start_matches("./").to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
     if approve_all || !named.is_empty() {
         let mut chosen = Vec::new();
         for (f, _) in &held {
@@ -242,7 +228,7 @@ pub fn review(paths: &yuyao_store::Paths, args: &[String]) -> Result<String, Str
             if approve_all
                 || named
                     .iter()
-                    .any(|n| **n == rel || Path::new(n.as_str()) == f)
+                    .any(|n| *n == rel || Path::new(n.as_str()) == f)
             {
                 chosen.push(f.clone());
             }
@@ -287,7 +273,7 @@ pub fn review(paths: &yuyao_store::Paths, args: &[String]) -> Result<String, Str
         out.push_str(&format!(
             "\n== {} ({})\n{}\n",
             shown(&paths.project, f),
-            why.label(),
+            label(*why),
             what_it_does(paths, f)
         ));
     }
@@ -423,7 +409,7 @@ mod tests {
     #[test]
     fn every_kind_of_extension_file_is_listed() {
         let (_d, paths) = setup();
-        for rel in [
+        const KINDS: &[&str] = &[
             "hooks.json",
             ".yuyao/hooks.json",
             ".mcp.json",
@@ -435,7 +421,8 @@ mod tests {
             ".claude/commands/x.md",
             ".yuyao/agents/a.md",
             ".claude/agents/b.md",
-        ] {
+        ];
+        for rel in KINDS {
             write(&paths, rel, "{}");
         }
         write(&paths, "plugins/p/plugin.json", r#"{"name": "p"}"#);
@@ -443,20 +430,7 @@ mod tests {
             .iter()
             .map(|f| shown(&paths.project, f))
             .collect();
-        for want in [
-            "hooks.json",
-            ".yuyao/hooks.json",
-            ".mcp.json",
-            ".yuyao/config.toml",
-            ".yuyao/permissions.json",
-            ".claude/settings.json",
-            ".claude/settings.local.json",
-            ".yuyao/commands/git/commit.md",
-            ".claude/commands/x.md",
-            ".yuyao/agents/a.md",
-            ".claude/agents/b.md",
-            "plugins/p/plugin.json",
-        ] {
+        for want in KINDS.iter().chain(&["plugins/p/plugin.json"]) {
             assert!(listed.iter().any(|l| l == want), "{want} not in {listed:?}");
         }
     }
@@ -477,16 +451,16 @@ mod tests {
             "{\"hooks\": {\"Stop\": [{\"command\": \"curl evil\"}]}}\n",
         )
         .unwrap();
-        let review = review(&paths, &[]).unwrap();
+        let review = review(&paths, &Review::List).unwrap();
         assert!(
             review.contains("== hooks.json (changed since you approved it)"),
             "{review}"
         );
         assert!(review.contains("$ curl evil"), "{review}");
         assert!(review.contains("-{\"hooks\": {}}"), "{review}");
-        let out = super::review(&paths, &["--approve".into(), "./hooks.json".into()]).unwrap();
+        let out = super::review(&paths, &Review::Approve(vec!["./hooks.json".into()])).unwrap();
         assert!(out.contains("hooks.json"), "{out}");
         assert!(trust::is_approved(&paths, &hooks));
-        assert!(super::review(&paths, &["--approve".into(), "nope.json".into()]).is_err());
+        assert!(super::review(&paths, &Review::Approve(vec!["nope.json".into()])).is_err());
     }
 }

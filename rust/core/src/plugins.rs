@@ -295,23 +295,33 @@ fn read_servers(path: &Path, warnings: &mut Vec<String>) -> Option<Value> {
 /// files): `extension_trust.rs` holds one whose content is not the approved one.
 pub fn project_program_files(home: &Path, project: &Path) -> Vec<PathBuf> {
     let (list, _) = load(home, project);
-    let mut out = Vec::new();
-    for p in list.into_iter().filter(|p| p.source == HookSource::Project) {
-        out.push(p.manifest_file.clone());
+    let mut out: Vec<PathBuf> = list
+        .iter()
+        .filter(|p| p.source == HookSource::Project)
+        .flat_map(Plugin::program_files)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+impl Plugin {
+    /// This plugin's files that make programs run: its manifest, the default hook and MCP
+    /// files, and the ones its manifest names.
+    pub fn program_files(&self) -> Vec<PathBuf> {
+        let mut out = vec![self.manifest_file.clone()];
         for f in ["hooks.json", "hooks/hooks.json", ".mcp.json"] {
-            out.push(p.dir.join(f));
+            out.push(self.dir.join(f));
         }
         for key in ["hooks", "mcpServers"] {
-            if let Some(Value::String(rel)) = p.manifest.get(key)
-                && let Some(f) = inside(&p.dir, rel)
+            if let Some(Value::String(rel)) = self.manifest.get(key)
+                && let Some(f) = inside(&self.dir, rel)
             {
                 out.push(f);
             }
         }
+        out
     }
-    out.sort();
-    out.dedup();
-    out
 }
 
 /// The user's `/features disable plugin:<name>` choices.
@@ -381,9 +391,10 @@ impl Session {
                     ))
                 });
             }
-            return project_program_files(&self.paths.home, &self.paths.project)
+            return p
+                .program_files()
                 .into_iter()
-                .filter(|f| f.starts_with(&p.dir) && f.exists())
+                .filter(|f| f.exists())
                 .find_map(|f| self.project_file_held(&f));
         }
         None

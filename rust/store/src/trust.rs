@@ -178,21 +178,37 @@ pub fn has_approvals(paths: &Paths) -> bool {
         .is_some_and(Value::is_object)
 }
 
-/// Whether `file`'s content now is what the user approved.
-pub fn is_approved(paths: &Paths, file: &Path) -> bool {
-    match (approved_digest(paths, file), digest_file(file)) {
-        (Some(a), Some(now)) => a == now,
-        _ => false,
+/// Where a file stands against the record: one read of the record, one hash of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Its content now is the approved one.
+    Approved,
+    /// Never approved (or absent).
+    New,
+    /// Approved once, changed since.
+    Changed,
+    /// Its content now was seen written by a yuyao agent (see [`mark_agent_written`]).
+    AgentWritten,
+}
+
+pub fn status(paths: &Paths, file: &Path) -> Status {
+    let v = read(paths);
+    let now = digest_file(file);
+    let is = |table| now.is_some() && entry(&v, table, paths, file) == now.as_deref();
+    if is("approved") {
+        Status::Approved
+    } else if is("agent_written") {
+        Status::AgentWritten
+    } else if entry(&v, "approved", paths, file).is_some() {
+        Status::Changed
+    } else {
+        Status::New
     }
 }
 
-/// Whether `file`'s content now was seen written by a yuyao agent (see [`mark_agent_written`]).
-pub fn agent_written(paths: &Paths, file: &Path) -> bool {
-    let v = read(paths);
-    match (entry(&v, "agent_written", paths, file), digest_file(file)) {
-        (Some(a), Some(now)) => a == now,
-        _ => false,
-    }
+/// Whether `file`'s content now is what the user approved.
+pub fn is_approved(paths: &Paths, file: &Path) -> bool {
+    status(paths, file) == Status::Approved
 }
 
 fn update(paths: &Paths, table: &str, files: &[(PathBuf, Option<String>)]) -> std::io::Result<()> {
@@ -355,9 +371,10 @@ mod tests {
         assert!(!is_approved(&paths, &f), "a change drops the approval");
         let d = digest_file(&f).unwrap();
         mark_agent_written(&paths, &[(f.clone(), d)]).unwrap();
-        assert!(agent_written(&paths, &f));
+        assert_eq!(status(&paths, &f), Status::AgentWritten);
         std::fs::write(&f, "{}").unwrap();
         assert!(is_approved(&paths, &f), "the approved content again");
-        assert!(!agent_written(&paths, &f));
+        std::fs::write(&f, "{\"other\":1}").unwrap();
+        assert_eq!(status(&paths, &f), Status::Changed);
     }
 }

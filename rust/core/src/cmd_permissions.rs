@@ -546,8 +546,8 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
             s.config
                 .allow_project_programs(s.project_extensions_allowed());
             let applied = apply_project_settings(s)?;
+            // MCP servers follow at the next request (`mcp_wait_started` syncs them).
             s.load_hooks();
-            s.mcp_sync();
             if !applied.is_empty() {
                 return Ok(format!("{out}; now in force: {}", applied.join(", ")));
             }
@@ -569,8 +569,8 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         .allow_project_programs(s.project_extensions_allowed());
     let applied = apply_project_settings(s)?;
     s.lock().ignored_project_settings.clear();
+    // MCP servers follow at the next request (`mcp_wait_started` syncs them).
     s.load_hooks();
-    s.mcp_sync();
     Ok(format!(
         "trusted project {}{}{}",
         s.paths.project.display(),

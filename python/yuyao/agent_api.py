@@ -84,6 +84,15 @@ class AgentSession:
         return json.loads(self._core.status_json()).get("completion")
 
     @property
+    def last_turn(self) -> dict:
+        """How the last turn ended: {status, exit_status, error}. `exit_status` is
+        "NotSubmitted" (and `done` False) when the request asked for a change and none was
+        made — every change refused, or only talk — whatever the answer claims."""
+        turn = dict(json.loads(self._core.status_json()).get("last_turn") or {})
+        turn["done"] = turn.get("exit_status") in ("Submitted", "Answered", "LimitsExceeded")
+        return turn
+
+    @property
     def tasks(self) -> list[dict]:
         """The todo list: [{id, content, status, deps}], hierarchical ids like "2.1"."""
         return json.loads(self._core.tasks_json())

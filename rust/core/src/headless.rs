@@ -160,9 +160,12 @@ pub fn run_headless(mut req: HeadlessRequest) -> i32 {
         }
         ("LimitsExceeded", _) => ("LimitsExceeded".to_string(), 0),
         ("Answered", _) | ("NotSubmitted", Ok(_)) => {
-            status["error"] = json!(
-                "the model finished without acting on the task (no tool ran on the workspace), so the run is not Submitted"
-            );
+            status["error"] = match v["last_turn"]["error"].as_str() {
+                Some(e) => json!(e),
+                None => json!(
+                    "the model finished without acting on the task (no tool ran on the workspace), so the run is not Submitted"
+                ),
+            };
             ("NotSubmitted".to_string(), EXIT_RUNTIME)
         }
         ("Interrupted", _) => {

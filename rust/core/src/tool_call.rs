@@ -309,6 +309,14 @@ impl Session {
             "decision",
             json!({"tool": name, "arguments": args.to_value(), "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
         );
+        // A call that would fail on its own preconditions (a file not read yet, an edit whose
+        // text is not there) is refused before the user is asked to approve it.
+        if matches!(decision.verdict, Verdict::Ask | Verdict::Review)
+            && let Some(path) = action.paths.first()
+            && let Err(why) = yuyao_tools::fs::precheck(&args, &self.ctx, path)
+        {
+            return (ToolOutput::err(why), false, false);
+        }
         let approved = match decision.verdict {
             Verdict::Allow => Ok(()),
             Verdict::Deny => Err(self.refusal(name, &action, &decision)),

@@ -642,7 +642,16 @@ impl Session {
                         return self.failure("Error", why);
                     }
                 };
-                let exit_status = if acted && !text.trim().is_empty() {
+                // Asked for a change and none was made (refused, or only talk): not done,
+                // whatever the answer claims (seed 000 #7).
+                let not_made = if document {
+                    None
+                } else {
+                    self.change_not_made()
+                };
+                let exit_status = if not_made.is_some() {
+                    "NotSubmitted"
+                } else if acted && !text.trim().is_empty() {
                     "Submitted"
                 } else if !document && is_degenerate(&text) {
                     "NotSubmitted"
@@ -652,7 +661,7 @@ impl Session {
                 return TurnSummary {
                     status: "completed",
                     exit_status,
-                    error: None,
+                    error: not_made,
                     text,
                 };
             }

@@ -345,6 +345,8 @@ def test_scope_covers_its_turn_only(fake_llm, api, repo):
             declare(["calc.py"], "fix add"),
             calls([("write", {"file_path": "later.txt", "content": "x\n"}, "call_now")]),
             say("Scoped."),
+            # The turn asked for a change and has a refused write: its check goes to the model.
+            say("Nothing changed: later.txt is outside the scope I declared."),
             calls([("write", {"file_path": "later.txt", "content": "x\n"}, "call_later")]),
             say("Done."),
         ]

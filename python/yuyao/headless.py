@@ -231,6 +231,8 @@ class PrintHandler:
         # --verbose: the batch's one-line "why" (issue 21 builds the rest of --verbose).
         mark = "" if event.get("stated") else " (the model stated none)"
         self._progress(f"[intent] {event.get('text')}{mark}")
+        # The batch's tool_begin events carry the same intent: it is printed once.
+        self.last_intent = str(event.get("text") or "").strip()
 
     def _on_verification(self, event: dict) -> None:
         # The verification output is a report, not progress: always on stderr, verbatim.
@@ -288,9 +290,11 @@ class PrintHandler:
 
     def _on_usage(self, event: dict) -> None:
         self.last_intent = ""
-        if event.get("line"):  # the core renders it as ui.usage asks (empty with off)
+        # One line per step: the core's, rendered as ui.usage asks; with ui.usage off,
+        # --verbose still states the call's tokens and cost.
+        if event.get("line"):
             self._progress(f"[usage] {event['line']}")
-        # --verbose always states the call's tokens and cost, whatever ui.usage says.
+            return
         self._progress(
             f"[tokens] {event.get('prompt_tokens', 0)} in, {event.get('completion_tokens', 0)} out"
             f" · cost ${float(event.get('cost_usd') or 0):.4f}"

@@ -176,6 +176,7 @@ class App:
         self.pending_draft = ""
         self.thinking_toggled = False  # Alt+T pressed during a turn: tell the core afterwards
         self.images: list[str] = []  # images pasted with Ctrl+V into the current input
+        self.yolo_in_cycle = False  # Shift+Tab reaches yolo once the user has used it
         self.suggestion = ""  # the greyed next-step suggestion for the next prompt
         self.show_tasks = False  # Ctrl+T
         self.kill_armed = 0.0  # Ctrl+X Ctrl+K pressed once at this time (press twice)
@@ -1107,11 +1108,20 @@ class App:
         return f"@{value} "
 
     def toggle_plan(self) -> None:
-        """Shift+Tab: `/plan`, and `/plan off` back to the mode plan mode was entered from."""
-        if self.status.get("mode") == "plan":
-            self._quick_dispatch("/plan off")
-        else:
-            self._quick_dispatch("/plan")
+        """Shift+Tab: the next permission mode of ask -> auto-edit -> plan (-> yolo, once the
+        user has used yolo in this session), like Claude Code's default -> accept edits ->
+        plan. Shown by the status bar alone: no line is printed per press."""
+        current = self.status.get("mode")
+        if current == "yolo":
+            self.yolo_in_cycle = True
+        order = ["ask", "auto-edit", "plan"] + (["yolo"] if self.yolo_in_cycle else [])
+        nxt = order[(order.index(current) + 1) % len(order)] if current in order else "ask"
+        cmd = "/plan" if nxt == "plan" else f"/mode {nxt}"
+        try:
+            self.session.dispatch(cmd)
+        except ValueError as e:
+            self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
+        self.refresh_status()
 
     def cycle_thinking(self, toggle: bool = True) -> None:
         """Alt+T: collapsed <-> expanded (from off: collapsed), through /show-thinking."""

@@ -1084,10 +1084,19 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
                 .get(1)
                 .filter(|_| args.len() == 2)
                 .ok_or_else(|| usage("config"))?;
-            Ok(s.config
-                .get(key)
-                .map(|v| yuyao_store::config::display(&v))
-                .unwrap_or_default())
+            match s.config.get(key) {
+                Some(v) => Ok(yuyao_store::config::display(&v)),
+                // A typo is said, not answered with an empty line (a known key that is unset
+                // prints nothing: its built-in default applies).
+                None if yuyao_store::config::applies(key).is_none()
+                    && !yuyao_store::config::is_open_key(key) =>
+                {
+                    Err(CoreError::Usage(format!(
+                        "unknown configuration key '{key}' (it is not set, and yuyao does not know it); `/config` lists the known keys"
+                    )))
+                }
+                None => Ok(String::new()),
+            }
         }
         Some("set") => {
             let rest: Vec<&String> = args[1..].iter().filter(|a| *a != "--project").collect();

@@ -96,6 +96,9 @@ pub struct CompletionFacts {
     pub reviewed: Option<Vec<String>>,
     /// The request asks for a change: the turn is checked even when nothing ran.
     pub change_asked: bool,
+    /// Something may have changed files the turn holds no pre-image of: a command without a
+    /// work-tree stamp (command tracking off), a sub-agent, a team merge, an MCP server.
+    pub untracked_changes: bool,
     /// Calls that would have changed files or run commands, refused before they ran.
     pub refused: Vec<(String, RefusedBy)>,
 }
@@ -119,7 +122,8 @@ impl CompletionFacts {
 
     /// No file differs from its pre-image (a command's change is in `files` too).
     fn nothing_changed(&self) -> bool {
-        self.large.is_empty()
+        !self.untracked_changes
+            && self.large.is_empty()
             && self
                 .files
                 .iter()
@@ -405,6 +409,22 @@ pub fn claims_done(text: &str) -> bool {
         "✅",
         "resolved",
         "works now",
+        // First-person reports of a change made.
+        "i created",
+        "i've created",
+        "i added",
+        "i've added",
+        "i updated",
+        "i've updated",
+        "i changed",
+        "i've changed",
+        "i wrote",
+        "i've written",
+        "has been added",
+        "has been updated",
+        "has been created",
+        "have been added",
+        "have been updated",
     ];
     let admits = [
         "fail",
@@ -423,6 +443,14 @@ pub fn claims_done(text: &str) -> bool {
         "unable",
         "remaining",
         "not yet",
+        "was not",
+        "were not",
+        "wasn't",
+        "weren't",
+        "not changed",
+        "nothing was",
+        "no change",
+        "refused",
     ];
     claims.iter().any(|c| t.contains(c)) && !admits.iter().any(|a| t.contains(a))
 }
@@ -433,7 +461,8 @@ impl Session {
         // Planning produces a plan, not changes; a sub-agent's turn is its parent's to check.
         let change_asked = crate::task_kind::names_a_change(request)
             && !self.agents.is_child()
-            && self.lock().policy.mode != yuyao_protocol::Mode::Plan;
+            && self.lock().policy.mode != yuyao_protocol::Mode::Plan
+            && !self.answers_only();
         let mut st = self.lock();
         st.completion = CompletionFacts::new(request);
         st.completion.change_asked = change_asked;
@@ -570,7 +599,8 @@ impl Session {
         let Some(c) = self.compute_check(final_text) else {
             return false;
         };
-        if c.problems.is_empty() {
+        // The architect's read-only phase hands its plan to the editor: not a final answer.
+        if !c.worth_telling || self.answers_only() {
             return false;
         }
         let mut st = self.lock();
@@ -589,9 +619,18 @@ impl Session {
         true
     }
 
+    /// The ask role answers only (the architect's planning phase runs in it): no change is
+    /// expected of it.
+    fn answers_only(&self) -> bool {
+        self.lock().policy.role == yuyao_protocol::Role::Ask
+    }
+
     /// The turn was asked for a change and made none: why, for the turn's error (it ends
     /// `NotSubmitted`: exit 1 in `-p`, not done in `--json`, stream-json and agent_api).
     pub(crate) fn change_not_made(&self) -> Option<String> {
+        if self.answers_only() {
+            return None;
+        }
         let f = self.lock().completion.clone();
         (f.change_asked && f.nothing_changed()).then(|| {
             format!(
@@ -682,7 +721,11 @@ impl Session {
             .collect();
         // The session's verification did not run: a test or lint command the model ran counts.
         let mut stale_check = None;
+        // Only for a turn that changed files: a test run alone is a finding, not a check.
         let verification = facts.verification.clone().or_else(|| {
+            if stats.is_empty() {
+                return None;
+            }
             let (run, current) = facts.model_verification()?;
             if !current {
                 stale_check = Some(run.command.clone());
@@ -752,6 +795,7 @@ impl Session {
             ));
         }
         let facts_problems = problems.clone();
+        let worth_telling = problems.len() > usize::from(nothing_line.is_some()) || (nothing_changed && claims);
         let failing = verified == Some(false);
         let mut contradiction = None;
         if claims && (failing || !untouched_named.is_empty() || nothing_changed) {
@@ -818,6 +862,7 @@ impl Session {
             text,
             problems,
             facts_problems,
+            worth_telling,
             verified,
         })
     }
@@ -838,7 +883,7 @@ impl Session {
             // its final answer.
             let seen = st.completion.reviewed.as_ref() == Some(&c.facts_problems)
                 && c.check["contradiction"].is_null();
-            if !c.problems.is_empty() && !seen {
+            if c.worth_telling && !seen {
                 st.pending_notes.push(format!(
                 "[completion check of your last turn]\n{}\nIf anything above is failing, skipped or unverified, say so plainly — never report it as done.",
                 c.text
@@ -862,6 +907,10 @@ struct Computed {
     text: String,
     problems: Vec<String>,
     facts_problems: Vec<String>,
+    /// Something the model should hear before (or after) its final answer: any problem, but
+    /// "nothing was changed" alone only when the answer claims otherwise (a clarifying
+    /// question asked in words is no mistake to restate).
+    worth_telling: bool,
     verified: Option<bool>,
 }
 
@@ -975,9 +1024,7 @@ pub fn with_flagged_check(text: &str, check: Option<&Value>) -> String {
     let Some(c) = check else {
         return text.to_string();
     };
-    let flagged = c["verified"] == Value::Bool(false)
-        || !c["contradiction"].is_null()
-        || c["nothing_changed"] == Value::Bool(true);
+    let flagged = c["verified"] == Value::Bool(false) || !c["contradiction"].is_null();
     if !flagged {
         return text.to_string();
     }

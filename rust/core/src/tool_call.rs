@@ -135,6 +135,14 @@ impl Session {
         } else {
             self.execute(client, call, token).await
         };
+        // Files a sub-agent, a team merge or an MCP server changed are not in the turn's
+        // pre-images: the turn is then never judged unchanged.
+        if effective
+            && (matches!(canonical_tool_name(&call.name), Some("task" | "team"))
+                || (may_change_repo && yuyao_policy::is_mcp_tool(&call.name)))
+        {
+            self.lock().completion.untracked_changes = true;
+        }
         // The call's own cost (policy, snapshot capture, the tool), for benches and traces.
         let run_us = t0.elapsed().as_micros() as u64;
         // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
@@ -355,7 +363,12 @@ impl Session {
         // it changed are known after it (command_edits.rs).
         let may_change_repo = self.lock().policy.is_mutating(&action);
         let stamp = if name == "bash" && may_change_repo {
-            self.stamp_before_command()
+            let stamp = self.stamp_before_command();
+            if stamp.is_none() {
+                // What it changes cannot be known: the turn is never judged unchanged.
+                self.lock().completion.untracked_changes = true;
+            }
+            stamp
         } else {
             None
         };

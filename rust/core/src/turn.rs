@@ -89,14 +89,7 @@ impl Session {
                 error: None,
                 text: intercepted.take().unwrap_or_default(),
             },
-            Ok(context) => {
-                self.checkpoint_prompt(text);
-                self.scope_begin_turn();
-                self.completion_begin(text);
-                // A sub-agent's prompt is the model's: no preference of the user's to keep.
-                if !self.agents.is_child() {
-                    crate::memory::commands::on_submit(self, text);
-                }
+            Ok(context) => 'turn: {
                 // `@path` references are attached to the prompt (the only content that
                 // enters a request without a tool call).
                 let message = if expanded {
@@ -104,6 +97,21 @@ impl Session {
                 } else {
                     crate::refs::user_message(self, text)
                 };
+                // A prompt that cannot fit the window is refused before anything is sent
+                // or kept: the session stays usable.
+                if let Err(why) = self.check_prompt_fits(&message) {
+                    self.lock()
+                        .trajectory
+                        .record("prompt_too_large", json!({"reason": why}));
+                    break 'turn self.failure("Error", why);
+                }
+                self.checkpoint_prompt(text);
+                self.scope_begin_turn();
+                self.completion_begin(text);
+                // A sub-agent's prompt is the model's: no preference of the user's to keep.
+                if !self.agents.is_child() {
+                    crate::memory::commands::on_submit(self, text);
+                }
                 // The repo map goes into the request view beside this prompt, when it changed
                 // (the stored prompt stays what the user typed).
                 let map = self.new_repo_map(text);
@@ -368,6 +376,7 @@ impl Session {
         // the plan synthesis), and whether the reply being handled answered it.
         let mut pass: Option<String> = None;
         let mut turn_tool_calls: u32 = 0;
+        let mut overflow_compacted = false;
         loop {
             if token.is_cancelled() {
                 return interrupted();
@@ -509,6 +518,32 @@ impl Session {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => return interrupted(),
                 Err(e) if self.json_answer_refused(&e) => continue,
+                Err(e) if self.xhigh_refused(&e, &req) => continue,
+                // The provider says the request is too long: compact once and retry; a
+                // second refusal ends the turn (never a loop of flushes and retries).
+                Err(e) if crate::prompt_fit::is_context_overflow(&e) => {
+                    if overflow_compacted {
+                        return self.failure(
+                            "Error",
+                            format!("the conversation still does not fit the model's context window after compaction ({e}); use /clear or /compact with a focus, or raise model.context_window only if the model really has more"),
+                        );
+                    }
+                    overflow_compacted = true;
+                    self.notice(
+                        NoticeLevel::Warning,
+                        "the provider says the request is longer than the model's context window; compacting the conversation once and retrying",
+                    );
+                    match self.compact(&client, None, token, req.max_tokens).await {
+                        Ok(_) => continue,
+                        Err(ModelError::Cancelled) => return interrupted(),
+                        Err(c) => {
+                            return self.failure(
+                                "Error",
+                                format!("the request is longer than the model's context window ({e}), and compacting it failed ({c}); use /clear"),
+                            );
+                        }
+                    }
+                }
                 Err(e) => return self.failure("Error", e.to_string()),
             };
             turn_steps += 1;

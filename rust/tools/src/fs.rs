@@ -492,10 +492,14 @@ fn suggest_near(path: &Path) -> String {
     let mut near: Vec<String> = entries
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        // `.git` is git's, never a file the model meant; a dot-file's empty stem matches
+        // nothing (it used to match every name).
+        .filter(|n| n != ".git")
         .filter(|n| {
             let l = n.to_lowercase();
+            let their_stem = l.split('.').next().unwrap_or("");
             (!stem.is_empty() && l.contains(&stem))
-                || lower.contains(l.split('.').next().unwrap_or("\u{0}"))
+                || (!their_stem.is_empty() && lower.contains(their_stem))
         })
         .take(5)
         .collect();

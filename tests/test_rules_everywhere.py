@@ -90,7 +90,10 @@ def claude_guard(repo: Path, tmp_path: Path) -> Path:
                 {
                     "matcher": "Bash",
                     "hooks": [
-                        {"type": "command", "command": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh'}
+                        {
+                            "type": "command",
+                            "command": '"$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh',
+                        }
                     ],
                 }
             ]

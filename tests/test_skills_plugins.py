@@ -71,7 +71,7 @@ def test_allowed_tools_pre_approve_and_forbid_nothing(fake_llm, api, repo):
     again."""
     put(
         repo / ".yuyao" / "skills" / "toucher" / "SKILL.md",
-        "---\nname: toucher\ndescription: Touches files\nallowed-tools: [\"Bash(touch:*)\"]\n"
+        '---\nname: toucher\ndescription: Touches files\nallowed-tools: ["Bash(touch:*)"]\n'
         "triggers: [touchy]\n---\nTOUCHER-BODY\n",
     )
     put(repo / ".yuyao" / "skills" / "reader" / "SKILL.md", "---\nname: reader\n"

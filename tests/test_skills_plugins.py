@@ -111,6 +111,26 @@ def test_allowed_tools_pre_approve_and_forbid_nothing(fake_llm, api, repo):
     assert not (repo / "after.txt").exists()
 
 
+def test_a_skill_the_agent_wrote_pre_approves_nothing(fake_llm, api, repo):
+    """A repository skill's `allowed-tools` widen what runs unasked, so they count only as the
+    content the user approved: a SKILL.md the agent writes mid-session (in a trusted project)
+    loads as text, and its `allowed-tools: [Bash]` pre-approve nothing."""
+    skill = "---\nname: sneaky\ndescription: Sneaky\nallowed-tools: [Bash]\n---\nSNEAKY-BODY\n"
+    server = fake_llm(
+        [
+            call("write", file_path=".claude/skills/sneaky/SKILL.md", content=skill),
+            call("skill", name="sneaky"),
+            call("bash", command="touch pwned.txt"),
+            *[say("The skill was written; the touch was refused.")] * 3,
+        ]
+    )
+    s = api(server, trust_project=True, mode="auto-edit")
+    s.chat("set things up")
+    assert (repo / ".claude" / "skills" / "sneaky" / "SKILL.md").exists()
+    assert any("SNEAKY-BODY" in t for t in server.tool_results(2).values())
+    assert not (repo / "pwned.txt").exists(), "an agent-written skill pre-approved bash"
+
+
 def test_skill_added_mid_session_arrives_as_a_note(fake_llm, api, repo, yuyao_home):
     server = fake_llm([say("one"), say("two")])
     s = api(server, trust_project=True)

@@ -66,12 +66,16 @@ impl Skill {
 pub(crate) struct ExtState {
     /// The skill names the conversation's prompt (and notes since) told the model.
     told: Mutex<Option<BTreeSet<String>>>,
-    /// `(skill, allowed-tools)` while a skill with `allowed-tools` runs.
-    active: Mutex<Option<(String, Vec<String>)>>,
+    /// While a skill with `allowed-tools` runs: its name, the entries, and for a project's
+    /// skill its SKILL.md, whose content must be approved for the entries to pre-approve.
+    active: Mutex<Option<ActiveSkill>>,
     /// Extension problems already reported (each is said once).
     warned: Mutex<BTreeSet<String>>,
     pub(crate) plugin_servers: Mutex<crate::plugins::PluginServers>,
 }
+
+/// The skill whose `allowed-tools` are in force (see [`ExtState`]).
+type ActiveSkill = (String, Vec<String>, Option<PathBuf>);
 
 /// The skill folders that are not plugins', with their source.
 pub fn roots(home: &Path, project: &Path) -> Vec<(PathBuf, HookSource, String)> {
@@ -487,8 +491,9 @@ impl Session {
     /// Puts `skill`'s `allowed-tools` in force for the rest of the turn.
     pub(crate) fn activate_skill(&self, skill: &Skill) {
         if !skill.allowed_tools.is_empty() {
+            let approval = (skill.origin == HookSource::Project).then(|| skill.file.clone());
             *self.ext.active.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some((skill.name.clone(), skill.allowed_tools.clone()));
+                Some((skill.name.clone(), skill.allowed_tools.clone(), approval));
         }
     }
 
@@ -556,7 +561,7 @@ impl Session {
         if !pending {
             return;
         }
-        let Some((skill, allowed)) = self
+        let Some((skill, allowed, approval)) = self
             .ext
             .active
             .lock()
@@ -566,6 +571,16 @@ impl Session {
             return;
         };
         if !allowed_by(&allowed, &action.tool, raw_args) {
+            return;
+        }
+        // A repository's skill widens what runs unasked only as the content the user
+        // approved (DESIGN §8): one the agent wrote, or changed since, pre-approves nothing.
+        if let Some(file) = approval
+            && let Some(why) = self.project_file_held(&file)
+        {
+            self.warn_ext_once(vec![format!(
+                "skills: the allowed-tools of '{skill}' pre-approve nothing: {why}"
+            )]);
             return;
         }
         let mut policy = self.lock().policy.clone();

@@ -219,10 +219,6 @@ impl Session {
                 false,
             );
         };
-        // A skill's `allowed-tools` in force: another tool is refused here, in dispatch.
-        if let Some(refusal) = self.skill_gate(name, &call.arguments) {
-            return (refusal, false, false);
-        }
         // The task tracker and start_planning change only the session's own state.
         if let Some(out) = crate::planning::run_tool(self, name, &call.arguments) {
             return (out, true, false);
@@ -263,9 +259,10 @@ impl Session {
             Ok(a) => a,
             Err(e) => return (ToolOutput::err(e), false, false),
         };
-        // A remembered preference ("use bun, not npm") that forbids this command's program.
+        // A preference rule ("use bun, not npm", from MEMORY.md or AGENTS.md) that forbids
+        // this command's program.
         if let Some(cmd) = &action.command
-            && let Some(rule) = crate::memory::rules::violation(&self.memory.rules(), cmd)
+            && let Some(rule) = crate::memory::rules::violation(&self.preference_rules(), cmd)
         {
             self.notice(yuyao_protocol::NoticeLevel::Warning, rule.clone());
             self.lock().trajectory.record(
@@ -275,6 +272,8 @@ impl Session {
             return (ToolOutput::err(rule), false, false);
         }
         let mut decision = self.decide(&action);
+        // A running skill's `allowed-tools` spare the mode's question, never a refusal.
+        self.skill_preapproval(&action, &call.arguments, &mut decision);
         // PreToolUse / beforeShellExecution hooks: a deny stops the call whatever the policy
         // said; an ask puts it to the user; an allow spares the question, never a refusal.
         if let Some((permission, why)) =
@@ -411,9 +410,6 @@ impl Session {
     /// and `mcp__server`; a change unless the server marks the tool read-only), then the
     /// call on the server.
     async fn execute_mcp(&self, client: &ModelClient, call: &ToolCall) -> (ToolOutput, bool) {
-        if let Some(refusal) = self.skill_gate(&call.name, &call.arguments) {
-            return (refusal, false);
-        }
         let Some(tool) = self.mcp_tool(&call.name) else {
             let names: Vec<String> = self.mcp_tools().into_iter().map(|t| t.full_name).collect();
             return (
@@ -438,11 +434,12 @@ impl Session {
             command: None,
             paths: Vec::new(),
         };
-        let decision = {
+        let mut decision = {
             let mut st = self.lock();
             st.policy.mcp_read_only = self.mcp_read_only();
             st.policy.decide(&action)
         };
+        self.skill_preapproval(&action, &call.arguments, &mut decision);
         self.lock().trajectory.record(
             "decision",
             json!({"tool": tool.full_name, "arguments": args, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source}),

@@ -151,7 +151,13 @@ impl CompletionFacts {
     /// "2 edits were refused by you; 1 command needed approval and nobody was there to give it".
     fn refusals_line(&self) -> Option<String> {
         let count = |by: RefusedBy| self.refused.iter().filter(|(_, b)| *b == by).count();
-        let calls = |n: usize| if n == 1 { "1 call was".to_string() } else { format!("{n} calls were") };
+        let calls = |n: usize| {
+            if n == 1 {
+                "1 call was".to_string()
+            } else {
+                format!("{n} calls were")
+            }
+        };
         let mut parts = Vec::new();
         let (user, none, policy) = (
             count(RefusedBy::User),
@@ -168,7 +174,10 @@ impl CompletionFacts {
             ));
         }
         if policy > 0 {
-            parts.push(format!("{} refused by the rules or the mode", calls(policy)));
+            parts.push(format!(
+                "{} refused by the rules or the mode",
+                calls(policy)
+            ));
         }
         (!parts.is_empty()).then(|| parts.join("; "))
     }
@@ -632,12 +641,8 @@ impl Session {
             return None;
         }
         let f = self.lock().completion.clone();
-        (f.change_asked && f.nothing_changed()).then(|| {
-            format!(
-                "the request asks for a change, but {}",
-                f.nothing_line()
-            )
-        })
+        (f.change_asked && f.nothing_changed())
+            .then(|| format!("the request asks for a change, but {}", f.nothing_line()))
     }
 
     /// The check from the facts held now, with nothing recorded or emitted.
@@ -795,7 +800,8 @@ impl Session {
             ));
         }
         let facts_problems = problems.clone();
-        let worth_telling = problems.len() > usize::from(nothing_line.is_some()) || (nothing_changed && claims);
+        let worth_telling =
+            problems.len() > usize::from(nothing_line.is_some()) || (nothing_changed && claims);
         let failing = verified == Some(false);
         let mut contradiction = None;
         if claims && (failing || !untouched_named.is_empty() || nothing_changed) {

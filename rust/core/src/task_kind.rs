@@ -208,7 +208,12 @@ mod tests {
         ] {
             assert!(names_a_change(task), "{task}");
         }
-        for task in ["hello", "thanks!", "What does calc.py do?", "ok, looks good"] {
+        for task in [
+            "hello",
+            "thanks!",
+            "What does calc.py do?",
+            "ok, looks good",
+        ] {
             assert!(!names_a_change(task), "{task}");
         }
     }

@@ -692,9 +692,16 @@ pub fn guarded(key: &str) -> bool {
 /// server's): never "unknown".
 pub fn is_open_key(key: &str) -> bool {
     let key = canonical_key(key);
-    ["lsp.servers.", "hooks.", "mcp.", "extension_sandbox.", "memory.", "pricing."]
-        .iter()
-        .any(|p| key.starts_with(p))
+    [
+        "lsp.servers.",
+        "hooks.",
+        "mcp.",
+        "extension_sandbox.",
+        "memory.",
+        "pricing.",
+    ]
+    .iter()
+    .any(|p| key.starts_with(p))
         || maxcost_alias(key)
 }
 

@@ -27,7 +27,9 @@ def test_every_change_refused_is_not_done(fake_llm, yuyao, env, repo):
     server = fake_llm(
         [
             calls([READ], content="Reading calc.py."),
-            calls([("write", {"file_path": "calc.py", "content": RIGHT})], content="Writing the fix."),
+            calls(
+                [("write", {"file_path": "calc.py", "content": RIGHT})], content="Writing the fix."
+            ),
             say(FIXED),
             say(FIXED),
         ]
@@ -84,9 +86,7 @@ def test_agent_api_reports_a_talk_only_change_as_not_done(fake_llm, api):
 
 
 def test_a_test_command_the_model_ran_counts_as_verification(fake_llm, yuyao, env, repo):
-    (repo / "test_calc.py").write_text(
-        "import calc\nassert calc.sub(3, 1) == 2\nprint('ok')\n"
-    )
+    (repo / "test_calc.py").write_text("import calc\nassert calc.sub(3, 1) == 2\nprint('ok')\n")
     server = fake_llm(
         [
             calls([READ], content="Reading."),

@@ -10,7 +10,7 @@ from fakellm import error, say
 pytestmark = pytest.mark.core
 
 # ~1.2 MB of text: about 310 k tokens, far past the default 128 k window.
-GIANT = ("def f(x):\n    return x * 2  # a line of pasted code\n" * 24_000)[: 1_250_000]
+GIANT = ("def f(x):\n    return x * 2  # a line of pasted code\n" * 24_000)[:1_250_000]
 OVERFLOW = (
     "This model's maximum context length is 128000 tokens. However, your messages resulted "
     "in 310000 tokens. Please reduce the length of the messages."

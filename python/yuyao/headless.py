@@ -433,7 +433,9 @@ def _exit_code_and_error(status: dict, outcome: TurnOutcome):
     if exit_status in CLEAN_EXIT_STATUSES:
         return EXIT_OK, None
     if exit_status == "NotSubmitted":
-        return EXIT_RUNTIME, last_turn.get("error") or "the model gave no usable answer; nothing was submitted"
+        return EXIT_RUNTIME, last_turn.get(
+            "error"
+        ) or "the model gave no usable answer; nothing was submitted"
     return EXIT_RUNTIME, last_turn.get("error") or f"the turn ended with status {exit_status}"
 
 

@@ -160,4 +160,5 @@ def test_verbose_shows_each_step_on_stderr_and_only_the_answer_on_stdout(
     assert "[intent] I will look at calc.py first" in err
     assert "[tool] read" in err and "calc.py" in err
     assert "def add" in err  # the result preview
-    assert "[tokens] 120 in, 7 out" in err and "$0.1340" in err
+    # One usage line per step, as ui.usage renders it (tokens by default).
+    assert "[usage] 120 in / 7 out tokens" in err and err.count("[usage]") == 2

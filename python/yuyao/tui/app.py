@@ -568,11 +568,14 @@ class App:
         title = (
             f"Plan ready: {state.get('title')} ({state.get('steps')} steps, {state.get('path')})"
         )
+        used = float(self.status.get("context_percent") or 0)
         options = [
             "Execute",
             "Auto-accept edits",
             "Edit in $EDITOR",
             "Edit inline",
+            # Seed 001: "clear context and implement", with the pre-reset usage.
+            f"Clear context and execute (fresh thread; context: {used:.0f}% used)",
             "Keep planning",
             "Cancel",
         ]
@@ -594,9 +597,12 @@ class App:
                     return
                 continue
             break
-        line = {0: "/plan approve", 1: "/plan approve auto-edit", 5: "/plan cancel"}.get(
-            picked if picked is not None else 4
-        )
+        line = {
+            0: "/plan approve",
+            1: "/plan approve auto-edit",
+            4: "/plan approve --fresh",
+            6: "/plan cancel",
+        }.get(picked if picked is not None else 5)
         if line is None:
             self.say("keep planning: say what to change (or type lgtm / /plan approve)", "info")
             return
@@ -1123,6 +1129,15 @@ class App:
             self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
         self.refresh_status()
 
+    def tab_plan(self) -> None:
+        """Tab on an empty composer: into planning, or out of it to the mode it came from."""
+        cmd = "/plan off" if self.status.get("mode") == "plan" else "/plan"
+        try:
+            self.session.dispatch(cmd)
+        except ValueError as e:
+            self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
+        self.refresh_status()
+
     def cycle_thinking(self, toggle: bool = True) -> None:
         """Alt+T: collapsed <-> expanded (from off: collapsed), through /show-thinking."""
         current = self.renderer.show_thinking
@@ -1140,15 +1155,6 @@ class App:
         self.refresh_status()
         self.renderer.show_thinking = self.local_thinking or nxt
         self.console.print(Text(f"thinking display: {self.renderer.show_thinking}", "muted"))
-
-    def _quick_dispatch(self, cmd: str) -> None:
-        try:
-            out = self.session.dispatch(cmd)
-        except ValueError as e:
-            self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
-            return
-        self.refresh_status()
-        self.console.print(Text((out or "").strip() or f"mode: {self.status.get('mode')}", "muted"))
 
     # -- shell ---------------------------------------------------------------------------
 
@@ -1197,6 +1203,8 @@ class App:
             return prompts.ask_permission(self.console, req, keys)
         if kind == "remember_candidate":
             return prompts.remember_candidate(self.console, req, keys)
+        if kind == "limit_reached":  # seed 001: grant more, or stop
+            kind, req = "ask_user", {"question": req.get("question"), "options": req.get("options")}
         if kind == "ask_user":
             was = keys.active
             keys.disable()

@@ -377,6 +377,7 @@ impl Session {
         let mut pass: Option<String> = None;
         let mut turn_tool_calls: u32 = 0;
         let mut overflow_compacted = false;
+        let mut granted_calls = 0u32;
         loop {
             if token.is_cancelled() {
                 return interrupted();
@@ -387,6 +388,14 @@ impl Session {
                 && turn_steps >= max
             {
                 self.budget_exhausted("tool_loop", turn_steps, max);
+                // A person present may grant more; the turn goes on with tools enabled.
+                // The grant raises the session's limit (seed 001: kept for the next turn, and
+                // by the sub-agent tree's gate, which reads the same limit).
+                if let Some(n) = self.grant_more("tool_loop", turn_steps, max) {
+                    let mut st = self.lock();
+                    st.max_steps = st.max_steps.map(|m| m.saturating_add(n));
+                    continue;
+                }
                 // Planning's loop limit ends research, not the turn: one tool-free plan.
                 if planning && !balance.spent {
                     return self
@@ -502,6 +511,10 @@ impl Session {
                         let text = plan_filter.push(t);
                         if !text.is_empty() {
                             self.emit(Event::TextDelta { text });
+                        }
+                        let plan = plan_filter.take_plan();
+                        if !plan.is_empty() {
+                            self.emit(Event::PlanDelta { text: plan });
                         }
                     }
                     Piece::Thinking(t) => self.emit(Event::ThinkingDelta {
@@ -727,11 +740,20 @@ impl Session {
                 continue;
             }
             turn_tool_calls += calls.len() as u32;
-            if let Some(max) = self.tool_call_budget(planning)
-                && turn_tool_calls > max
-            {
+            let mut over = self
+                .tool_call_budget(planning)
+                .map(|m| m.saturating_add(granted_calls))
+                .filter(|max| turn_tool_calls > *max);
+            if let Some(max) = over {
                 let used = turn_tool_calls - calls.len() as u32;
                 self.budget_exhausted("tool_calls", used, max);
+                // A person present may grant more: this batch then runs.
+                if let Some(n) = self.grant_more("tool_calls", used, max) {
+                    granted_calls = granted_calls.saturating_add(n.max(calls.len() as u32));
+                    over = None;
+                }
+            }
+            if let Some(max) = over {
                 {
                     let mut st = self.lock();
                     for call in &calls {

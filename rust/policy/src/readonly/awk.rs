@@ -74,12 +74,28 @@ pub(super) fn awk(args: &[String]) -> bool {
         return false;
     };
     // After the program every word is an input file or a `var=value` assignment; neither
-    // runs anything, but a file named `/inet/…` is a socket to gawk.
-    program_is_safe(program) && args[i..].iter().all(|a| !a.contains("/inet"))
+    // runs anything, but a file named `/inet/…` is a socket to gawk. gawk, mawk, busybox
+    // and one-true-awk all stop reading options at the program text, so a computed word
+    // there is an operand; a written one that looks like an option is refused all the same.
+    program_is_safe(program)
+        && args[i..]
+            .iter()
+            .all(|a| !a.contains("/inet") && (a == "-" || !a.starts_with('-')))
 }
 
 /// Whether an awk program text only reads and prints to standard output.
 pub(super) fn program_is_safe(text: &str) -> bool {
+    scan(text, true)
+}
+
+/// Whether an awk program text may run a command or load code (`system`, a pipe outside
+/// strings and regexes, `@`): what makes the shell lexer call a line undetermined. Print
+/// redirections to files are not commands and are left to the read-only check.
+pub(crate) fn may_run_commands(text: &str) -> bool {
+    !scan(text, false)
+}
+
+fn scan(text: &str, refuse_redirection: bool) -> bool {
     if text.contains("/inet") {
         return false;
     }
@@ -144,8 +160,10 @@ pub(super) fn program_is_safe(text: &str) -> bool {
             }
             // `@load`, `@include`, `@namespace`, and indirect calls (`@f()`, `f = "system"`).
             '@' => return false,
-            // Shell-style command text cannot hide anywhere else: `system` is an identifier.
-            '>' if print_depth.is_some_and(|d| d == depth) => return false,
+            // A redirection inside `print`/`printf` (a `>` there outside parentheses).
+            '>' if refuse_redirection && print_depth.is_some_and(|d| d == depth) => {
+                return false;
+            }
             '(' => depth += 1,
             ')' => depth -= 1,
             ';' | '\n' | '{' | '}' => print_depth = None,
@@ -271,5 +289,6 @@ mod tests {
         assert!(!awk(&v(&["-v", "", "{print}"])));
         assert!(!awk(&v(&["{print}", "/inet/tcp/0/h/80"])));
         assert!(!awk(&v(&[])));
+        assert!(!awk(&v(&["{print}", "-f", "evil.awk"])));
     }
 }

@@ -35,7 +35,7 @@ pub(super) fn npm(args: &[String]) -> bool {
         return false;
     }
     match args.first().map(String::as_str) {
-        Some("outdated" | "help" | "help-search" | "query" | "fund" | "doctor") => {
+        Some("outdated" | "help" | "help-search" | "query" | "fund") => {
             !has_any(args, &["--json-file"])
         }
         Some("audit") => !args.iter().any(|a| a == "fix" || a == "signatures"),
@@ -224,7 +224,11 @@ fn gh_api_get(args: &[String]) -> bool {
             "--paginate" | "--slurp" | "-i" | "--include" | "--silent" | "--verbose" => {}
             _ if a.starts_with('-') => return false,
             // The endpoint: one, and not `graphql` (a query there may be a mutation).
-            _ if endpoint.replace(a).is_some() || a == "graphql" => return false,
+            // The endpoint: one path, not `graphql` (a query there may be a mutation) and
+            // not a URL (the token goes where the request goes).
+            _ if endpoint.replace(a).is_some() || a == "graphql" || a.contains("//") => {
+                return false;
+            }
             _ => {}
         }
     }
@@ -292,6 +296,8 @@ pub(super) fn aws(args: &[String]) -> bool {
         "get-media",
         "get-clip",
         "get-media-for-fragment-list",
+        // Creates an identity in the pool.
+        "get-id",
     ];
     const GLOBAL_VALUED: &[&str] = &["--region", "--profile", "--output", "--query", "--color"];
     if !words_are_static(args)
@@ -431,7 +437,9 @@ pub(super) fn gcloud(args: &[String]) -> bool {
             let Some(k) = v.iter().position(|w| READ.contains(w)) else {
                 return false;
             };
+            // `docker` is a group only below `artifacts`: `gcloud docker …` runs docker.
             k > 0
+                && v[0] != "docker"
                 && v[..k].iter().all(|g| GROUPS.contains(g))
                 // `describe NAME`, `get-value PROPERTY`: one operand at most.
                 && v.len() <= k + 2
@@ -574,6 +582,8 @@ mod tests {
         assert!(!gh(&v("api repos/o/r --input body.json")));
         assert!(!gh(&v("api repos/o/r -H X-HTTP-Method-Override:DELETE")));
         assert!(!gh(&v("api graphql -f query=x")));
+        assert!(!gh(&v("api https://evil.example/x")));
+        assert!(!gh(&v("api")));
     }
 
     #[test]
@@ -600,5 +610,7 @@ mod tests {
         assert!(!gcloud(&v("compute ssh list")));
         assert!(!gcloud(&v("compute instances delete x")));
         assert!(!gcloud(&v("list")));
+        assert!(!gcloud(&v("docker list")));
+        assert!(gcloud(&v("artifacts docker images list")));
     }
 }

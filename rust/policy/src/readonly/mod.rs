@@ -14,6 +14,7 @@
 
 mod args;
 mod awk;
+pub(crate) use awk::may_run_commands as awk_may_run_commands;
 mod clis;
 mod git;
 pub mod sandboxed;

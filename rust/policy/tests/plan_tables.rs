@@ -393,6 +393,14 @@ rows! {
         refuse ["openssl list -provider x", "openssl list -provider-path . -providers", "openssl genrsa -out k.pem", "openssl req -new -out r.csr", "openssl enc -d -in a -out b", "openssl x509 -in c.pem -out d.pem"]
         allow ["openssl version", "openssl list", "openssl list -digest-commands", "openssl list -cipher-algorithms", "openssl help", "openssl x509 -help", "openssl x509 -in c.pem -noout -text"];
 
+    go_reading_verbs:
+        refuse ["go build", "go run .", "go test ./...", "go env -w GOFLAGS=x", "go list -toolexec ./x ./...", "go mod tidy", "go get x", "go generate"]
+        allow ["go version", "go env GOPATH", "go list ./...", "go doc fmt.Println", "go help build"];
+
+    az_reading_verbs:
+        refuse ["az vm delete -n x", "az group create -n x", "az vm run-command invoke", "az rest --method post --url x", "az find list", "az login"]
+        allow ["az account show", "az vm list", "az group list -o table", "az version", "az storage account show -n x"];
+
     man_pages:
         refuse ["man -P sh ls", "man --pager=sh ls", "man -l ./evil.1", "man ./evil.1", "man -H ls", "man -C ./conf ls", "man $X"]
         allow ["man ls", "man 5 crontab", "man -k socket", "man -f printf"];

@@ -562,6 +562,48 @@ pub(super) fn man(args: &[String]) -> bool {
         })
 }
 
+/// go: `version`, `env` (printing; `-w`/`-u` write the go env file), `list`, `doc`, `help`.
+/// `go list` loads packages and may download modules (into caches the sandbox bounds); build
+/// flags that run programs (`-toolexec`, `-exec`, `-overlay`, `-modfile`) are refused.
+pub(super) fn go(args: &[String]) -> bool {
+    if !words_are_static(args)
+        || args.iter().any(|a| {
+            let a = a.trim_start_matches('-');
+            ["toolexec", "exec", "overlay", "modfile", "w", "u"]
+                .iter()
+                .any(|r| a == *r || a.starts_with(&format!("{r}=")))
+        })
+    {
+        return false;
+    }
+    matches!(
+        verbs(args).as_slice(),
+        ["version", ..] | ["env", ..] | ["list", ..] | ["doc", ..] | ["help", ..]
+    ) && !args.iter().any(|a| a == "-w" || a == "-u")
+}
+
+/// az (Azure CLI): `az GROUP… list|show`, `az version`, `az account show`. az takes its
+/// arguments as options, so the last subcommand word is the verb.
+pub(super) fn az(args: &[String]) -> bool {
+    if !words_are_static(args) {
+        return false;
+    }
+    let v = verbs(args);
+    match v.as_slice() {
+        ["version"] => true,
+        [groups @ .., verb] if !groups.is_empty() && groups.len() <= 3 => {
+            matches!(*verb, "list" | "show")
+                && groups
+                    .iter()
+                    .all(|g| g.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+                && !groups
+                    .iter()
+                    .any(|g| matches!(*g, "find" | "interactive" | "rest"))
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -305,6 +305,10 @@ fn program(p: &str, a: &[String]) -> bool {
         "helm" => clis::helm(a),
         "terraform" => clis::terraform(a),
         "openssl" => clis::openssl(a),
+        "go" => clis::go(a),
+        "az" => clis::az(a),
+        // The JDK's single-dash version flags.
+        "java" | "javac" => matches!(a, [v] if v == "-version" || v == "--version"),
         _ => false,
     }
 }

@@ -54,14 +54,15 @@ pub(super) fn yarn(args: &[String]) -> bool {
         return false;
     }
     let v = verbs(args);
-    match v.as_slice() {
-        ["list" | "why" | "info" | "outdated" | "help", ..] => true,
-        ["npm", "info", ..] => true,
-        ["licenses", "list"] | ["workspaces", "list" | "info"] => true,
-        ["config"] => true,
-        ["config", "get" | "list", ..] => true,
-        _ => false,
-    }
+    matches!(
+        v.as_slice(),
+        ["list" | "why" | "info" | "outdated" | "help", ..]
+            | ["npm", "info", ..]
+            | ["licenses", "list"]
+            | ["workspaces", "list" | "info"]
+            | ["config"]
+            | ["config", "get" | "list", ..]
+    )
 }
 
 /// pnpm: `list|ls|ll`, `why`, `outdated`, `view|info|show`, `root`, `audit` without `--fix`,
@@ -216,11 +217,7 @@ fn gh_api_get(args: &[String]) -> bool {
                     return false;
                 }
             }
-            "-q" | "--jq" | "-t" | "--template" | "--cache" => {
-                if !a.contains('=') {
-                    i += 1;
-                }
-            }
+            "-q" | "--jq" | "-t" | "--template" | "--cache" => i += usize::from(!a.contains('=')),
             "--paginate" | "--slurp" | "-i" | "--include" | "--silent" | "--verbose" => {}
             _ if a.starts_with('-') => return false,
             // The endpoint: one, and not `graphql` (a query there may be a mutation).
@@ -313,13 +310,11 @@ pub(super) fn aws(args: &[String]) -> bool {
     while let Some(a) = args.get(i) {
         if GLOBAL_VALUED.contains(&a.as_str()) {
             i += 2;
-        } else if a.starts_with("--")
-            && GLOBAL_VALUED
-                .iter()
-                .any(|g| a.starts_with(&format!("{g}=")))
+        } else if GLOBAL_VALUED
+            .iter()
+            .any(|g| a.starts_with(&format!("{g}=")))
+            || matches!(a.as_str(), "--no-cli-pager" | "--no-paginate" | "--debug")
         {
-            i += 1;
-        } else if matches!(a.as_str(), "--no-cli-pager" | "--no-paginate" | "--debug") {
             i += 1;
         } else {
             break;

@@ -183,6 +183,9 @@ rows! {
             "env EDITOR=./x ls",
             "FOO=bar git status",
             "env -S 'rm x'",
+            "RUSTC_WRAPPER=./x find . -maxdepth 0 -exec cargo tree \\;",
+            "RUSTC_WRAPPER=./x bash -c 'cargo tree'",
+            "RUSTC_WRAPPER=./x timeout 5 cargo tree",
         ]
         allow [
             "env FOO=bar ls",
@@ -261,6 +264,8 @@ rows! {
             "time ls",
             "stdbuf -oL cat f",
             "command ls",
+            "bash -c 'ls -la'",
+            "sh -c 'git status && cat f'",
         ];
 
     interactive_programs:

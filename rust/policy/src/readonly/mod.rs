@@ -272,14 +272,16 @@ pub fn refusal_hint(s: &Segment, trust: Trust) -> Option<String> {
 }
 
 /// Wrappers that only run the program they wrap, in the same process tree and sandbox, and
-/// write nothing themselves: `xargs`, `env`, `timeout`, `nice`, … and `find -exec`. Others
+/// write nothing themselves: `xargs`, `env`, `timeout`, `nice`, … `find -exec`, and the
+/// shells whose command string the lexer has read into segments (`bash -c '…'`). Others
 /// are refused whatever they wrap: `strace -o`, `script`, `valgrind --log-file` and `flock`
 /// write files, `ssh` runs the program on another machine, `systemd-run` asks the service
 /// manager to run it outside the sandbox, `watch` never ends, `sudo`/`su`/`doas` change
 /// user, `parallel`/`busybox`/`gdb` run more than the wrapped word says.
 const HARMLESS_WRAPPERS: &[&str] = &[
     "env", "timeout", "nice", "ionice", "stdbuf", "command", "builtin", "exec", "nohup", "xargs",
-    "find", "time", "setsid", "taskset", "chrt",
+    "find", "time", "setsid", "taskset", "chrt", "sh", "bash", "zsh", "dash", "ksh", "mksh",
+    "yash", "ash", "fish",
 ];
 
 fn wrappers_are_harmless(s: &Segment) -> bool {

@@ -226,10 +226,11 @@ fn assignment_is_harmless_here(a: &str, program: &str) -> bool {
 }
 
 /// Programs with a table of their own that read no configuration file and run no helper
-/// named by the environment.
+/// named by the environment. Not `find` nor `fd`: the environment reaches what their
+/// `-exec` runs (`RUSTC_WRAPPER=x find . -exec cargo tree \;`), a segment of its own.
 const ENV_TOLERANT: &[&str] = &[
     "sed", "sort", "uniq", "xxd", "base64", "base32", "printf", "test", "[", "[[", "date", "tree",
-    "file", "find", "fd", "fdfind", "awk", "gawk", "mawk", "nawk",
+    "file", "awk", "gawk", "mawk", "nawk",
 ];
 
 /// `PROG --help`, `PROG --version` (any program: the word alone, nothing else on the line
@@ -384,6 +385,7 @@ pub(super) fn hint(s: &Segment, trust: super::Trust) -> Option<String> {
         .assignments
         .iter()
         .find(|x| !assignment_is_harmless_here(x, p))
+        && without_assignments(s)
     {
         let name = x.split_once('=').map_or(x.as_str(), |(n, _)| n);
         return Some(format!(
@@ -409,5 +411,12 @@ fn without_appended(s: &Segment) -> bool {
     let mut t = s.clone();
     t.dynamic_args.truncate(t.args.len());
     t.wrappers.retain(|w| w != "xargs");
+    super::segment_is_read_only_under(&t, super::Trust::Sandboxed)
+}
+
+/// Whether `s` would be read-only without its environment assignments.
+fn without_assignments(s: &Segment) -> bool {
+    let mut t = s.clone();
+    t.assignments.clear();
     super::segment_is_read_only_under(&t, super::Trust::Sandboxed)
 }

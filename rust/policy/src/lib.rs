@@ -150,7 +150,16 @@ impl Policy {
     /// Whether the action changes the workspace (seed 001's definition).
     pub fn is_mutating(&self, a: &Action) -> bool {
         let segs = a.command.as_deref().map(|c| parse(c, self.project()));
-        Self::mutating_with(a, segs.as_ref(), self.shell_trust()) || self.mcp_mutating(a)
+        Self::mutating_with(a, segs.as_ref(), self.trust_for(a)) || self.mcp_mutating(a)
+    }
+
+    /// The classifier's trust for this action: only a shell command needs the probe.
+    fn trust_for(&self, a: &Action) -> readonly::Trust {
+        if SHELL_TOOLS.contains(&a.tool.as_str()) {
+            self.shell_trust()
+        } else {
+            readonly::Trust::Strict
+        }
     }
 
     /// How far the shell classifier may lean on the OS sandbox: a read-only session's
@@ -212,7 +221,7 @@ impl Policy {
     pub fn decide(&self, a: &Action) -> Decision {
         let tool = a.tool.as_str();
         let segs = a.command.as_deref().map(|c| parse(c, self.project()));
-        let trust = self.shell_trust();
+        let trust = self.trust_for(a);
         let mutating = Self::mutating_with(a, segs.as_ref(), trust) || self.mcp_mutating(a);
 
         // 2. role and mode

@@ -327,6 +327,10 @@ rows! {
             "npm pkg set x=y",
             "npm ls --git=./x",
             "npm doctor",
+            "npm outdated --git=./x",
+            "npm help install --viewer=browser --browser=./x",
+            "npm audit --script-shell=./x",
+            "npm outdated --userconfig ./rc",
         ]
         allow [
             "npm outdated",
@@ -343,11 +347,11 @@ rows! {
         ];
 
     yarn_reading_verbs:
-        refuse ["yarn", "yarn install", "yarn add x", "yarn remove x", "yarn build", "yarn upgrade", "yarn config set x y", "yarn dlx x"]
+        refuse ["yarn", "yarn install", "yarn add x", "yarn remove x", "yarn build", "yarn upgrade", "yarn config set x y", "yarn dlx x", "yarn list --use-yarnrc ./rc", "yarn --cwd x list"]
         allow ["yarn list", "yarn why lodash", "yarn info react", "yarn outdated", "yarn --version", "yarn workspaces list", "yarn config get registry", "yarn licenses list"];
 
     pnpm_reading_verbs:
-        refuse ["pnpm install", "pnpm add x", "pnpm build", "pnpm exec x", "pnpm dlx x", "pnpm audit --fix", "pnpm config set x y", "pnpm update"]
+        refuse ["pnpm install", "pnpm add x", "pnpm build", "pnpm exec x", "pnpm dlx x", "pnpm audit --fix", "pnpm config set x y", "pnpm update", "pnpm list --config.git=./x"]
         allow ["pnpm list", "pnpm ls --depth 0", "pnpm why lodash", "pnpm outdated", "pnpm view react", "pnpm audit", "pnpm config get registry", "pnpm licenses list"];
 
     pip_reading_verbs:
@@ -387,7 +391,7 @@ rows! {
         allow ["helm list", "helm ls -A", "helm status x", "helm history x", "helm get values x", "helm show values c", "helm version", "helm repo list", "helm search repo nginx"];
 
     terraform_reading_verbs:
-        refuse ["terraform apply", "terraform plan", "terraform destroy", "terraform init", "terraform import a b", "terraform state rm x", "terraform fmt", "terraform console", "terraform refresh", "terraform workspace new x"]
+        refuse ["terraform apply", "terraform plan", "terraform destroy", "terraform init", "terraform import a b", "terraform state rm x", "terraform fmt", "terraform console", "terraform refresh", "terraform workspace new x", "terraform providers lock", "terraform providers mirror d"]
         allow ["terraform show", "terraform show -json plan.out", "terraform version", "terraform output", "terraform state list", "terraform state show aws_instance.x", "terraform workspace list", "terraform fmt -check", "terraform -chdir=infra show"];
 
     sqlite3_read_only_database:

@@ -27,17 +27,68 @@ fn has_any(args: &[String], refused: &[&str]) -> bool {
     })
 }
 
+/// The options npm, yarn and pnpm may get here. Each of them takes any configuration key as
+/// an option (`--git=./x`, `--browser=./x`, `--script-shell`, `--userconfig`,
+/// `--config.x`, `--use-yarnrc`, `--cwd`): only display and selection options pass.
+fn js_options_are_known(args: &[String]) -> bool {
+    const KNOWN: &[&str] = &[
+        "--json",
+        "--long",
+        "-l",
+        "--parseable",
+        "-p",
+        "--all",
+        "-a",
+        "--depth",
+        "--omit",
+        "--include",
+        "--global",
+        "-g",
+        "--workspace",
+        "-w",
+        "--workspaces",
+        "--include-workspace-root",
+        "--prod",
+        "--production",
+        "--dev",
+        "--registry",
+        "--audit-level",
+        "--package-lock-only",
+        "--no-color",
+        "--color",
+        "--loglevel",
+        "--silent",
+        "-s",
+        "--quiet",
+        "-q",
+        "--verbose",
+        "--filter",
+        "-r",
+        "--recursive",
+        "--pattern",
+        "--format",
+        "--fields",
+        "--no-optional",
+        "--dev-only",
+        "--version",
+        "-v",
+        "--help",
+        "-h",
+    ];
+    args.iter()
+        .filter(|a| a.starts_with('-'))
+        .all(|a| KNOWN.contains(&a.split_once('=').map_or(a.as_str(), |(n, _)| n)))
+}
+
 /// `npm outdated|ls|view|why|…`, beyond the strict table: `outdated` (resolving a git
 /// dependency runs the project's configured `git`), `audit` without `fix`, `run` alone (lists
 /// the scripts), `help`, `version` alone, `pkg get`, `query`.
 pub(super) fn npm(args: &[String]) -> bool {
-    if !words_are_static(args) {
+    if !words_are_static(args) || !js_options_are_known(args) {
         return false;
     }
     match args.first().map(String::as_str) {
-        Some("outdated" | "help" | "help-search" | "query" | "fund") => {
-            !has_any(args, &["--json-file"])
-        }
+        Some("outdated" | "help" | "help-search" | "query" | "fund") => true,
         Some("audit") => !args.iter().any(|a| a == "fix" || a == "signatures"),
         Some("run" | "run-script") => args.len() == 1,
         Some("version") => args.len() == 1,
@@ -50,7 +101,7 @@ pub(super) fn npm(args: &[String]) -> bool {
 /// `workspaces list|info`, `config` reads, `--version`, `help`. Any yarn command runs the
 /// project's `yarnPath` release file: the sandbox is what bounds it.
 pub(super) fn yarn(args: &[String]) -> bool {
-    if !words_are_static(args) {
+    if !words_are_static(args) || !js_options_are_known(args) {
         return false;
     }
     let v = verbs(args);
@@ -68,7 +119,7 @@ pub(super) fn yarn(args: &[String]) -> bool {
 /// pnpm: `list|ls|ll`, `why`, `outdated`, `view|info|show`, `root`, `audit` without `--fix`,
 /// `licenses list`, `config get|list`, `help`.
 pub(super) fn pnpm(args: &[String]) -> bool {
-    if !words_are_static(args) {
+    if !words_are_static(args) || !js_options_are_known(args) {
         return false;
     }
     let v = verbs(args);
@@ -133,6 +184,9 @@ pub(super) fn uv(args: &[String]) -> bool {
                 "--config-file",
                 "--directory",
                 "--project",
+                "--keyring-provider",
+                "--with",
+                "--with-requirements",
             ],
         )
     {
@@ -484,7 +538,8 @@ pub(super) fn terraform(args: &[String]) -> bool {
     }
     let v = verbs(rest);
     match v.as_slice() {
-        ["show" | "output" | "providers", ..] => true,
+        // Not `providers lock|mirror|schema`: they download, write or run providers.
+        ["show" | "output", ..] | ["providers"] => true,
         ["version"] | ["help", ..] => true,
         ["state", "list" | "show", ..] | ["workspace", "list" | "show"] => true,
         ["fmt", ..] => {

@@ -1,6 +1,6 @@
 //! How much of what coding agents call "safe" plan mode allows, measured on a curated corpus.
 //!
-//! Provenance, honestly: the issue that asked for this measured a public corpus of 4,231
+//! Provenance, honestly: the request behind this measured a public corpus of 4,231
 //! commands another agent's test suite labels safe; that corpus was not found in the public
 //! code this was written against, and a copy could not be fetched in CI anyway. This list is
 //! our own: the refused examples that issue quotes, the command shapes of the known-safe

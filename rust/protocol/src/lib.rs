@@ -131,7 +131,11 @@ pub enum Event {
     /// the transcript's text deltas).
     PlanDelta { text: String },
     /// A validated plan waits for the user's decision (seed 001 `plan.approval.requested`).
-    PlanApprovalRequested { path: String, title: String, steps: usize },
+    PlanApprovalRequested {
+        path: String,
+        title: String,
+        steps: usize,
+    },
     /// The decision on a plan (seed 001 `plan.approval.resolved`): `execute`,
     /// `fresh_context`, `revise` or `cancel`; `automatic` when no person decided it.
     PlanApprovalResolved {

@@ -16,6 +16,7 @@ pub mod snapshots;
 pub mod trajectory;
 pub mod trust;
 pub mod worktree;
+pub mod worktree_sync;
 
 pub use config::{Config, ConfigError, Layer};
 pub use mcp::{McpRegistry, McpScope, McpServer};

@@ -540,7 +540,9 @@ impl Session {
     /// execution thread; the plan (pinned by the approval), the task tracker, the file tree,
     /// permissions and usage stay. The session file keeps the earlier messages (`/tree`).
     fn fresh_thread(&self, trigger: &str) {
-        let previous = self.status_json()["context_percent"].as_f64().unwrap_or(0.0);
+        let previous = self.status_json()["context_percent"]
+            .as_f64()
+            .unwrap_or(0.0);
         {
             let mut st = self.lock();
             // The task list lives on the session path: carried over the cut.

@@ -1297,8 +1297,11 @@ def run_tui(options: dict) -> int:
 
 
 def _run(argv: list[str]) -> int:
+    from yuyao.claude_compat import adapt_argv
+
     try:
-        invocation = parse_args(argv)
+        # Claude Code's spelling (its SDK starts yuyao as its CLI) -> yuyao's.
+        invocation = parse_args(adapt_argv(argv))
         if invocation.help:
             command = invocation.command
             sys.stdout.write(command_help(command) if command else global_help())

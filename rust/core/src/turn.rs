@@ -160,6 +160,8 @@ impl Session {
             _ => None,
         };
         let returned = crate::completion::with_flagged_check(&summary.text, check.as_ref());
+        // Before the lock: the catalog's price reads the model's name.
+        let priced = self.price() != yuyao_model::Pricing::default();
         let usage_line = {
             let st = self.lock();
             let u = &st.usage;
@@ -171,7 +173,6 @@ impl Session {
                 reasoning_tokens: u.reasoning_tokens - usage_before.reasoning_tokens,
                 reported_cost_usd: None,
             };
-            let priced = self.price() != yuyao_model::Pricing::default();
             if turn == yuyao_protocol::Usage::default() {
                 String::new()
             } else {

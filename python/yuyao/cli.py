@@ -694,6 +694,13 @@ COMMANDS = {
             default="list",
         ),
         Command(
+            "cost",
+            "The prices in force for the configured model and where they come from "
+            "(D2A_MODEL_COST, config, the price catalog, a proxy's reported cost)",
+            (Action("show", "Print the prices and their source (the default action)"),),
+            default="show",
+        ),
+        Command(
             "features",
             "Feature switches (hooks, skills, plugins, mcp; one plugin: plugin:<name>)",
             (
@@ -1280,6 +1287,8 @@ def run_command(invocation: Invocation, options: dict) -> int:
     import shlex
 
     words = [invocation.action, *invocation.words, *invocation.action_flags]
+    if invocation.command == "cost":  # `/cost` takes no words; `show` is only the CLI's name
+        words = []
     if invocation.tail is not None:
         words += ["--", *invocation.tail]
     line = f"/{invocation.command} {shlex.join(words)}"

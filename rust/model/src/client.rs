@@ -354,9 +354,9 @@ impl ModelClient {
             });
         }
         let mut c = asm.finish();
-        // A streamed reply's cost header (when the proxy sends one) is final: it replaces a
-        // cost read from the chunks.
-        if reported_cost.is_some() {
+        // Headers go out before a stream's body is priced: litellm puts a streamed reply's
+        // cost in its last chunk's `usage.cost`, which comes first; the header is the fallback.
+        if c.usage.reported_cost_usd.is_none() {
             c.usage.reported_cost_usd = reported_cost;
         }
         Ok(c)
@@ -643,5 +643,22 @@ mod tests {
             "bad key"
         );
         assert_eq!(provider_message(""), "(empty response body)");
+    }
+
+    /// A litellm proxy's cost: its header on a full reply; on a stream, the last chunk's
+    /// `usage.cost` (the header is sent before the stream is priced); `None` is no price.
+    #[tokio::test]
+    async fn the_proxy_cost_is_read() {
+        let body = full_json("hi");
+        let priced = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nx-litellm-response-cost: 2.2e-05\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).into_bytes();
+        let (r, _, _) = call(vec![priced], false, 0).await;
+        assert_eq!(r.expect("reply").usage.reported_cost_usd, Some(2.2e-05));
+        let unpriced = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nx-litellm-response-cost: None\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).into_bytes();
+        let (r, _, _) = call(vec![unpriced], false, 0).await;
+        assert_eq!(r.expect("reply").usage.reported_cost_usd, None);
+        let usage =
+            r#"{"choices":[],"usage":{"prompt_tokens":30,"completion_tokens":4,"cost":3.8e-05}}"#;
+        let (r, _, _) = call(vec![sse(&[HELLO, STOP, usage, "[DONE]"], true)], true, 0).await;
+        assert_eq!(r.expect("reply").usage.reported_cost_usd, Some(3.8e-05));
     }
 }

@@ -252,3 +252,35 @@ def test_a_misspelled_cost_key_is_said(env, repo):
     )  # fmt: skip
     said = proc.stdout + proc.stderr
     assert "'input_cost_per_tokens' (did you mean 'input_cost_per_token'?)" in said, said
+
+
+def test_print_warns_once_of_an_unpriced_ceiling(fake_llm, env, repo):
+    server = fake_llm([say("one", usage=USAGE)])
+    proc = subprocess.run(
+        [*yuyao_command(), "-p", "hi", "--max-budget-usd", "1"],
+        env=env(server),
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("cannot be enforced") == 1, proc.stderr
+    assert "fake-model" in proc.stderr
+
+
+def test_a_catalog_model_is_priced_without_configuration(fake_llm, env, repo):
+    """A model the catalog knows (behind a proxy prefix) is priced from it."""
+    server = fake_llm([say("one", usage=USAGE)], model="openai/gpt-4o")
+    proc = subprocess.run(
+        [*yuyao_command(), "-p", "hi", "--json"],
+        env=env(server, D2A_MODEL_NAME="litellm_proxy/openai/gpt-4o"),
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(proc.stdout)
+    assert document["total_cost_usd"] == pytest.approx(1000 * 2.5e-6 + 100 * 1e-5)
+    assert document["cost_source"] == "catalog (gpt-4o)"

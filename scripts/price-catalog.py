@@ -22,11 +22,13 @@ def main() -> int:
         source = pathlib.Path(sys.argv[1])
         version = "unknown"
     else:
-        import litellm  # noqa: F401 - only to find its data file
-
         from importlib.metadata import version as dist_version
 
-        source = pathlib.Path(litellm.__file__).parent / "model_prices_and_context_window_backup.json"
+        import litellm  # noqa: F401 - only to find its data file
+
+        source = (
+            pathlib.Path(litellm.__file__).parent / "model_prices_and_context_window_backup.json"
+        )
         version = dist_version("litellm")
     data = json.loads(source.read_text())
     models = {}

@@ -314,8 +314,8 @@ FLAGS = {
         # Output and input
         Flag(
             "--output-format",
-            "With -p: plain text, exactly one JSON document, or stream-json (one JSON event "
-            "per line: init, assistant, tool_use, tool_result, result)",
+            "With -p: plain text, exactly one JSON document, or stream-json (one JSON message "
+            "per line, as Claude Code writes them: system/init, assistant, user, result)",
             G_OUTPUT,
             CHOICE,
             choices=("text", "json", "stream-json"),

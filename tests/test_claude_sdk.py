@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from conftest import FAKE_MODEL, yuyao_command
-from fakellm import call, calls, error, say
+from fakellm import call, calls, error, say, system_of
 
 pytestmark = pytest.mark.core
 
@@ -242,3 +242,27 @@ def test_the_sdk_client_drives_yuyao(fake_llm, env, repo):
     follow_up = anyio.run(conversation)
     assert [r.result for r in of(ResultMessage, follow_up)] == ["and nothing else"]
     assert of(UserMessage, messages)  # the tool result reached the SDK as a user message
+
+
+def test_claude_code_flags_are_mapped_or_noted(fake_llm, env, repo):
+    """The SDK's spelling without -p: --max-turns is yuyao's step limit (its end is
+    `error_max_turns`), a flag with no yuyao meaning is dropped with a note, never silently."""
+    server = fake_llm([call("read", file_path=str(repo / "calc.py")), say("never reached")])
+    stdin = json.dumps({"type": "user", "message": {"role": "user", "content": "read calc.py"}})
+    proc = run(
+        [
+            "--output-format", "stream-json", "--verbose", "--system-prompt", "",
+            "--max-turns", "1", "--setting-sources=user,project", "--include-partial-messages",
+            "--input-format", "stream-json",
+        ],
+        env(server),
+        repo,
+        stdin=stdin + "\n",
+    )  # fmt: skip
+    assert "ignoring the Claude Code option --setting-sources user,project" in proc.stderr
+    assert "ignoring the Claude Code option --include-partial-messages" in proc.stderr
+    assert "empty --system-prompt keeps yuyao's own system prompt" in proc.stderr
+    [result] = of(ResultMessage, parse_all(proc.stdout))
+    assert result.subtype == "error_max_turns" and result.is_error and result.num_turns == 1
+    assert len(server.requests) == 1
+    assert "read" in system_of(server.requests[0]["body"])  # yuyao's own prompt was sent

@@ -266,3 +266,51 @@ def test_claude_code_flags_are_mapped_or_noted(fake_llm, env, repo):
     assert result.subtype == "error_max_turns" and result.is_error and result.num_turns == 1
     assert len(server.requests) == 1
     assert "read" in system_of(server.requests[0]["body"])  # yuyao's own prompt was sent
+
+
+def test_an_interrupt_control_request_stops_the_running_turn(fake_llm, env, repo):
+    """stdin is read while a turn runs: the SDK's `interrupt` reaches a turn stuck in a slow
+    model call, and is answered."""
+    import time
+
+    server = fake_llm([{**say("too late"), "delay": 60}])
+    proc = subprocess.Popen(
+        [*yuyao_command(), "-p", "--input-format", "stream-json", "--output-format", "stream-json"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(server),
+        cwd=repo,
+        text=True,
+    )
+    user = {"type": "user", "message": {"role": "user", "content": "hi"}}
+    proc.stdin.write(json.dumps(user) + "\n")
+    proc.stdin.flush()
+    deadline = time.monotonic() + 30
+    while not server.requests and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server.requests, "the turn never called the model"
+    started = time.monotonic()
+    interrupt = {
+        "type": "control_request",
+        "request_id": "req_1",
+        "request": {"subtype": "interrupt"},
+    }
+    proc.stdin.write(json.dumps(interrupt) + "\n")
+    proc.stdin.flush()
+    try:
+        out, err = proc.communicate(timeout=40)
+    finally:
+        proc.kill()
+    assert time.monotonic() - started < 20, "the interrupt did not stop the turn"
+    lines = [json.loads(line) for line in out.splitlines()]
+    answers = [x for x in lines if x["type"] == "control_response"]
+    assert answers == [
+        {
+            "type": "control_response",
+            "response": {"subtype": "success", "request_id": "req_1", "response": {}},
+        }
+    ]
+    [result] = [x for x in lines if x["type"] == "result"]
+    assert result["is_error"] and result["result"] != "too late", result
+    parse_message(result)

@@ -27,7 +27,9 @@ if sys.version_info < (3, 10):
 INPUT_PRICE, OUTPUT_PRICE = 1e-6, 2e-6
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 100}
 CALL_COST = 1000 * INPUT_PRICE + 100 * OUTPUT_PRICE  # what the proxy charges per call
-MASTER_KEY = "sk-test-master"
+# The proxy's key is the tests' usual key: agent_api keeps the last key it hid for the whole
+# process (`hide_model_key`), and later in-process sessions of other tests use it.
+MASTER_KEY = API_KEY
 MODEL = "litellm_proxy/priced-model"  # unknown to the catalog: only the proxy prices it
 
 

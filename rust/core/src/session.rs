@@ -746,8 +746,10 @@ impl Session {
 
     pub fn status_json(&self) -> serde_json::Value {
         let model = self.model_name();
-        let st = self.lock();
+        let pricing = self.pricing_status();
+        // Before the lock: the window may come from the catalog, by the model's name.
         let window = self.context_window();
+        let st = self.lock();
         serde_json::json!({
             "added_dirs": self.ctx.roots().iter().skip(1).map(|d| d.display().to_string()).collect::<Vec<_>>(),
             "session_id": st.log.id(),
@@ -787,6 +789,7 @@ impl Session {
             },
             "exit_requested": st.exit_requested,
             "completion": st.last_completion,
+            "pricing": pricing,
             "trajectory": st.trajectory.path().map(|p| p.display().to_string()),
         })
     }

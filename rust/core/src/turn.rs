@@ -168,6 +168,8 @@ impl Session {
             _ => None,
         };
         let returned = crate::completion::with_flagged_check(&summary.text, check.as_ref());
+        // Before the lock: the catalog's price reads the model's name.
+        let priced = self.price() != yuyao_model::Pricing::default();
         let usage_line = {
             let st = self.lock();
             let u = &st.usage;
@@ -177,8 +179,8 @@ impl Session {
                 cached_tokens: u.cached_tokens - usage_before.cached_tokens,
                 cache_write_tokens: u.cache_write_tokens - usage_before.cache_write_tokens,
                 reasoning_tokens: u.reasoning_tokens - usage_before.reasoning_tokens,
+                reported_cost_usd: None,
             };
-            let priced = self.price() != yuyao_model::Pricing::default();
             if turn == yuyao_protocol::Usage::default() {
                 String::new()
             } else {
@@ -265,8 +267,21 @@ impl Session {
     ) -> Result<Option<u64>, TurnSummary> {
         let price = self.price();
         if price == yuyao_model::Pricing::default() {
-            // Every call counts as $0: nothing to cap; the user was told once.
+            // No price: nothing to estimate or cap; the user was told once. Costs the
+            // endpoint reports still count: once they reach the ceiling no call is made.
             self.warn_unenforceable_ceiling();
+            let (max, spent) = {
+                let st = self.lock();
+                let (max, spent, _) =
+                    self.agents
+                        .budget(st.max_cost_usd, st.cost_usd, st.max_steps);
+                (max, spent)
+            };
+            if let Some(max) = max.filter(|m| spent >= *m && spent > 0.0) {
+                return Err(self.limit(format!(
+                    "spend ceiling reached: ${spent:.4} spent of ${max:.4} (the costs the endpoint reported)"
+                )));
+            }
             return Ok(max_out);
         }
         let input_cost =

@@ -184,3 +184,17 @@ def test_esc_cancels_an_ask_user_question(fake_llm, env, repo):
     finally:
         term.close()
     assert "dismissed" in (server.tool_result("q") or "")
+
+
+def test_stream_json_carries_the_plan_lifecycle(fake_llm, yuyao, env, repo):
+    server = fake_llm([proposed()])
+    proc = yuyao(
+        "-p", "add sub", "--mode", "plan", "--output-format", "stream-json", "--verbose",
+        env=env(server),
+    )  # fmt: skip
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
+    subtypes = [x.get("subtype") for x in lines if x.get("type") == "system"]
+    assert "plan.delta" in subtypes, subtypes
+    assert "plan.approval.requested" in subtypes, subtypes
+    delta = "".join(x["text"] for x in lines if x.get("subtype") == "plan.delta")
+    assert "# Add a subtract function" in delta

@@ -295,6 +295,22 @@ class StreamJsonHandler(PrintHandler):
         fields = {k: event.get(k) for k in ("title", "path", "steps", "files", "verify", "plan")}
         self._system("plan", approved=bool(event.get("approved")), **fields)
 
+    # Seed 001's plan lifecycle, under its own names (a Claude Code consumer skips them).
+    def _sj_plan_delta(self, event: dict) -> None:
+        self._system("plan.delta", text=event.get("text") or "")
+
+    def _sj_plan_approval_requested(self, event: dict) -> None:
+        fields = {k: event.get(k) for k in ("path", "title", "steps")}
+        self._system("plan.approval.requested", **fields)
+
+    def _sj_plan_approval_resolved(self, event: dict) -> None:
+        fields = {k: event.get(k) for k in ("decision", "automatic", "path")}
+        self._system("plan.approval.resolved", **fields)
+
+    def _sj_context_reset(self, event: dict) -> None:
+        keys = ("trigger", "plan_preserved", "previous_context_percent", "tool_budget_reset")
+        self._system("context.reset", **{k: event.get(k) for k in keys})
+
     def _sj_notice(self, event: dict) -> None:
         self._on_notice(event)
 

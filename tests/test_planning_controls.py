@@ -9,10 +9,28 @@ from pathlib import Path
 
 import pytest
 from fakellm import call, calls, say
-from test_planning import PLAN, plan_files, proposed, session  # noqa: F401 (fixture)
+from test_planning import PLAN, plan_files, proposed
 from test_tui import CTRL_D, ESC, yuyao_term
 
 pytestmark = pytest.mark.core
+
+
+@pytest.fixture
+def session(use_env, repo):
+    """``session(server, **create_session_kwargs)``: an agent_api session in ``repo``."""
+    from yuyao.agent_api import create_session
+
+    opened = []
+
+    def open_session(server=None, **kwargs):
+        use_env(server)
+        kwargs.setdefault("cwd", str(repo))
+        opened.append(create_session(**kwargs))
+        return opened[-1]
+
+    yield open_session
+    for s in opened:
+        s.close()
 
 
 def lifecycle(repo: Path) -> list[dict]:

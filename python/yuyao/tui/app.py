@@ -177,6 +177,9 @@ class App:
         self.thinking_toggled = False  # Alt+T pressed during a turn: tell the core afterwards
         self.images: list[str] = []  # images pasted with Ctrl+V into the current input
         self.yolo_in_cycle = False  # Shift+Tab reaches yolo once the user has used it
+        from .pastes import Pastes
+
+        self.pastes = Pastes()  # large pastes, collapsed in the composer and transcript
         self.suggestion = ""  # the greyed next-step suggestion for the next prompt
         self.show_tasks = False  # Ctrl+T
         self.kill_armed = 0.0  # Ctrl+X Ctrl+K pressed once at this time (press twice)
@@ -543,7 +546,8 @@ class App:
         self.show_refs(line)
         self.suggestion = ""
         answers = len(self.renderer.answers)
-        self.run_turn(lambda: self.session.chat(line), steer=True)
+        sent = self.pastes.expand(line)  # the transcript keeps the collapsed line
+        self.run_turn(lambda: self.session.chat(sent), steer=True)
         self.after_chat(answers)
         self.plan_gate()
 

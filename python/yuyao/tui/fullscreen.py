@@ -27,6 +27,7 @@ from prompt_toolkit.enums import EditingMode
 from prompt_toolkit.filters import Condition, has_completions, is_searching
 from prompt_toolkit.formatted_text import ANSI
 from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import (
     ConditionalContainer,
     Float,
@@ -288,6 +289,23 @@ class Fullscreen:
         def _plan(event) -> None:
             self.app.toggle_plan()
 
+        @kb.add(Keys.BracketedPaste)
+        def _bracketed_paste(event) -> None:
+            data = event.data.replace("\r\n", "\n").replace("\r", "\n")
+            if not self.app.pastes.is_large(data):
+                self.input.insert_text(data)
+                return
+            self.input.insert_text(self.app.pastes.collapse(data))
+            window = int(self.app.status.get("context_window") or 0)
+            warning = self.app.pastes.warning(data, window)
+            if warning:
+                self.app.say(warning, "warn")
+
+        @kb.add("escape", "v")
+        def _expand_pastes(event) -> None:
+            self.input.text = self.app.pastes.expand(self.input.text)
+            self.input.cursor_position = len(self.input.text)
+
         @kb.add("escape", "t")
         def _thinking(event) -> None:
             if self.turn is not None:
@@ -478,7 +496,8 @@ class Fullscreen:
         app.show_refs(line)
         app.suggestion = ""
         self._answers_before = len(app.renderer.answers)
-        self.start(lambda: app.session.chat(line), True, self._after_chat)
+        sent = app.pastes.expand(line)  # shown collapsed above; the model gets the text
+        self.start(lambda: app.session.chat(sent), True, self._after_chat)
 
     def _after_slash(self, line: str, ok: bool, value: Any) -> None:
         self.app.slash_result(line, ok, value)

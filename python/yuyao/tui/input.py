@@ -328,6 +328,26 @@ def _bindings(app: App, dot: DotRepeat) -> KeyBindings:
         # Seed 001: Tab on an empty idle composer switches to (and out of) planning.
         run_in_terminal(app.tab_plan)
 
+    @kb.add(Keys.BracketedPaste)
+    def _bracketed_paste(event) -> None:
+        # A large paste collapses to a placeholder; the model gets the whole text.
+        data = event.data.replace("\r\n", "\n").replace("\r", "\n")
+        buf = event.current_buffer
+        if not app.pastes.is_large(data):
+            buf.insert_text(data)
+            return
+        buf.insert_text(app.pastes.collapse(data))
+        warning = app.pastes.warning(data, int(app.status.get("context_window") or 0))
+        if warning:
+            run_in_terminal(lambda: app.say(warning, "warn"))
+
+    @kb.add("escape", "v")
+    def _expand_pastes(event) -> None:
+        # Alt+V: the collapsed pastes back in the composer, to read or edit them.
+        buf = event.current_buffer
+        buf.text = app.pastes.expand(buf.text)
+        buf.cursor_position = len(buf.text)
+
     add_vim_bindings(kb, dot)
     return kb
 

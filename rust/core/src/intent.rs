@@ -81,8 +81,10 @@ impl Session {
             json!({"step": step, "text": intent.line, "stated": intent.stated,
                    "source": intent.source, "calls": names}),
         );
+        // For the next request only (seed 000 #3's reminder costs one request, not the rest
+        // of the session).
         if !intent.stated && remind {
-            st.pending_notes.push(MISSING_INTENT_NOTE.to_string());
+            st.view_notes.push(MISSING_INTENT_NOTE.to_string());
         }
     }
 }

@@ -98,6 +98,10 @@ pub struct State {
     /// Notes for the model appended before its next call (a memory file edited by hand, a
     /// nested AGENTS.md met for the first time): never a rewrite of earlier messages.
     pub pending_notes: Vec<String>,
+    /// Notes for the next request only, never kept in the history (the missing-intent
+    /// reminder): a long silent session does not grow by one per step, and the next
+    /// request's prefix still matches this one's up to the note (prompt cache).
+    pub view_notes: Vec<String>,
     /// The "ceiling cannot be enforced without prices" warning was shown.
     pub warned_unpriced_ceiling: bool,
     /// Repo maps sent with earlier prompts (request-view notes, not history) and the tag
@@ -544,6 +548,7 @@ impl Session {
             prefix: None,
             git_stale: false,
             pending_notes: Vec::new(),
+            view_notes: Vec::new(),
             completion: Default::default(),
             last_completion: None,
             work_stamp: None,

@@ -499,6 +499,14 @@ impl Session {
                     ),
                 }
             }
+            // One-request notes go at the end of this request's view, not into the history.
+            let view_notes = std::mem::take(&mut self.lock().view_notes);
+            for note in view_notes {
+                self.lock()
+                    .trajectory
+                    .record("view_note", json!({"text": note}));
+                req.messages.push(Message::user(note));
+            }
             self.apply_json_answer(&mut req);
             self.apply_thinking(&mut req);
             if tool_free {
@@ -518,6 +526,23 @@ impl Session {
             // `<proposed_plan>` markup never reaches the live transcript.
             let mut plan_filter = crate::planning::extract::StreamFilter::new();
             let mut on_piece = |p: Piece<'_>| {
+                // Said whether or not the reply streams: the user sees why it waits.
+                if let Piece::Retrying {
+                    retry,
+                    of,
+                    wait,
+                    why,
+                } = p
+                {
+                    self.notice(
+                        NoticeLevel::Warning,
+                        format!(
+                            "{why}; retrying ({retry}/{of}) in {:.1} s",
+                            wait.as_secs_f64()
+                        ),
+                    );
+                    return;
+                }
                 if !show {
                     return;
                 }
@@ -535,6 +560,7 @@ impl Session {
                     Piece::Thinking(t) => self.emit(Event::ThinkingDelta {
                         text: t.to_string(),
                     }),
+                    Piece::Retrying { .. } => {}
                 }
             };
             let result = client.complete(&req, &mut on_piece, token).await;

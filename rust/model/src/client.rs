@@ -68,6 +68,14 @@ pub struct ChatRequest {
 pub enum Piece<'a> {
     Text(&'a str),
     Thinking(&'a str),
+    /// An attempt failed and another follows after `wait`: said to the user, so a dead
+    /// endpoint is never seconds of silence (`retry` of `of`, counted from 1).
+    Retrying {
+        retry: u32,
+        of: u32,
+        wait: Duration,
+        why: &'a str,
+    },
 }
 
 /// The complete reply of one call.
@@ -200,6 +208,7 @@ impl ModelClient {
                         on_piece(Piece::Thinking(fresh));
                     }
                 }
+                other @ Piece::Retrying { .. } => on_piece(other),
             };
             let result = tokio::select! {
                 r = self.attempt(&body, req.stream, &mut show, &mut emitted) => r,
@@ -213,6 +222,13 @@ impl ModelClient {
                 {
                     let wait = self.backoff(attempt, &e);
                     attempt += 1;
+                    let why = e.to_string();
+                    on_piece(Piece::Retrying {
+                        retry: attempt,
+                        of: self.cfg.max_retries,
+                        wait,
+                        why: &why,
+                    });
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
                         _ = cancel.cancelled() => return Err(ModelError::Cancelled),

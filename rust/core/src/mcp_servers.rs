@@ -94,7 +94,7 @@ impl McpServers {
         (out, problems)
     }
 
-    fn manager(&self) -> Option<Arc<Manager>> {
+    pub(crate) fn manager(&self) -> Option<Arc<Manager>> {
         self.manager
             .lock()
             .unwrap_or_else(|e| e.into_inner())

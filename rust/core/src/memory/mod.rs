@@ -3,12 +3,14 @@
 //! rewrite of the prompt, so the cached prefix stays stable), and the writing surfaces.
 //! The file format and layout live in `yuyao_store::memory`.
 
+pub(crate) mod backend;
 mod bootstrap;
 pub(crate) mod commands;
 pub(crate) mod conventions;
 pub(crate) mod detect;
 pub(crate) mod flush;
 pub(crate) mod init;
+pub(crate) mod maintain;
 pub(crate) mod rules;
 pub(crate) mod search;
 pub(crate) mod tools;
@@ -30,6 +32,11 @@ pub(crate) struct Memory {
     pub layout: Layout,
     budget: usize,
     state: Mutex<Loaded>,
+    /// Held while a memory file is rewritten: by a write of the session (`write.rs`) and by a
+    /// dream for its whole run, so a background dream and a turn's writes never interleave.
+    files: Mutex<()>,
+    /// The memory service's side of the session (`backend.rs`).
+    pub(crate) service: backend::ServiceState,
 }
 
 #[derive(Default)]
@@ -52,6 +59,8 @@ impl Memory {
             layout,
             budget: 0,
             state: Mutex::new(Loaded::default()),
+            files: Mutex::new(()),
+            service: Default::default(),
         }
     }
 
@@ -64,6 +73,8 @@ impl Memory {
             layout,
             budget,
             state: Mutex::new(Loaded::default()),
+            files: Mutex::new(()),
+            service: Default::default(),
         };
         m.reload();
         m
@@ -76,6 +87,7 @@ impl Memory {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        self.service.forget_boot();
         if !self.enabled {
             return;
         }
@@ -92,8 +104,17 @@ impl Memory {
         *self.lock() = loaded;
     }
 
+    pub(crate) fn files_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.files.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Loaded> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The bootstrap budget in characters (`memory.bootstrap_chars`).
+    pub(crate) fn budget(&self) -> usize {
+        self.budget
     }
 
     /// The memory section of the system prompt ("" when memory is off).

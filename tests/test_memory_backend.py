@@ -279,3 +279,69 @@ def test_remember_search_bootstrap_and_list_on_a_real_memory_service(
     # It really is the service's store: its database holds the entries.
     assert (db / "memory.db").is_file()
     os.sync()
+
+
+# ---------------------------------------------------------------------------------------------
+# The keys take effect in a live session (joined to test_settings_live.py's table)
+
+
+def _set(s, key: str, value: str) -> str:
+    return s.dispatch(f"/config set {key} {value}")
+
+
+def effect_dream_interval(fake_llm, live, repo, **_):
+    (repo / "MEMORY.md").write_text(HAND + AGED)
+    server = fake_llm([say("one"), say("Dropped one stale entry.")])
+    s, events = live(server)
+    _set(s, "dreaming.enabled", "true")
+    time.sleep(1.5)
+    assert not (repo / "DREAMS.md").exists(), "the default interval is an hour"
+    _set(s, "dreaming.interval_minutes", "0.02")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not (repo / "DREAMS.md").exists():
+        time.sleep(0.2)
+    assert "Dropped one stale entry." in (repo / "DREAMS.md").read_text()
+    assert (repo / "MEMORY.md").read_text() == HAND
+
+
+def effect_stale_days(fake_llm, live, repo, **_):
+    ten_days_ago = (datetime.date.today() - datetime.timedelta(days=10)).isoformat()
+    entry = (
+        f"- Builds are cached in .cache/b. <!-- id:m3333 when:{ten_days_ago} scope:project "
+        'why:"memory flush before compaction" src:flush -->\n'
+    )
+    (repo / "MEMORY.md").write_text(HAND + entry)
+    server = fake_llm([say("one"), say("Nothing stale."), say("One stale entry removed.")])
+    s, _ = live(server)
+    assert "0 removed as stale" in s.dispatch("/dream")
+    assert (repo / "MEMORY.md").read_text() == HAND + entry
+    _set(s, "dreaming.stale_days", "7")
+    out = s.dispatch("/dream")
+    assert "1 removed as stale" in out and "older than 7 days and never recalled" in out, out
+    assert (repo / "MEMORY.md").read_text() == HAND
+
+
+def effect_memory_backend(fake_llm, live, **_):
+    server = fake_llm([say("one")])
+    s, _ = live(server)
+    assert "backend: builtin (MEMORY.md" in s.dispatch("/memory status")
+    _set(s, "memory.backend", "mcp")
+    status = s.dispatch("/memory status")
+    assert "backend: builtin (memory.backend = mcp needs memory.mcp_server" in status, status
+
+
+def effect_memory_mcp_server(fake_llm, live, **_):
+    server = fake_llm([say("one")])
+    s, _ = live(server)
+    _set(s, "memory.backend", "mcp")
+    _set(s, "memory.mcp_server", "nosuch")
+    status = s.dispatch("/memory status")
+    assert "memory.mcp_server 'nosuch' is not a server of" in status, status
+
+
+LIVE_EFFECTS = {
+    "dreaming.interval_minutes": effect_dream_interval,
+    "dreaming.stale_days": effect_stale_days,
+    "memory.backend": effect_memory_backend,
+    "memory.mcp_server": effect_memory_mcp_server,
+}

@@ -200,8 +200,9 @@ def test_a_service_that_is_down_falls_back_to_the_files_with_one_warning(
         assert "Use bun, not npm." in memory and "The API lives in src/api." in memory
         s.chat("which package manager do we use?")
         assert "Use bun, not npm." in server.tool_result("call_0_0")
-        warned = [n for n in events.notices() if n.startswith("memory service 'memsvc'")]
+        warned = [n for n in events.notices() if "memsvc" in n]
         assert len(warned) == 1, events.notices()
+        assert warned[0].startswith("memory service 'memsvc' is unavailable ("), warned
         assert "using the built-in memory files" in warned[0]
         assert "backend: builtin (memory service 'memsvc' unavailable" in s.dispatch(
             "/memory status"

@@ -116,8 +116,15 @@ where
     })
 }
 
-/// Said once; the built-in store serves from now on.
+/// Said once; the built-in store serves from now on (and the server's failure is not said
+/// again by `mcp_servers.rs`).
 fn degrade(s: &Session, server: &str, why: &str) {
+    s.mcp.failure_said(server);
+    fall_back(s, server, why);
+}
+
+/// The warning and the switch to the built-in store, once.
+fn fall_back(s: &Session, server: &str, why: &str) {
     let mut down = s
         .memory
         .service
@@ -139,6 +146,17 @@ fn degrade(s: &Session, server: &str, why: &str) {
             "memory service '{server}' is unavailable ({why}): using the built-in memory files (MEMORY.md, memory/) for the rest of this session"
         ),
     );
+}
+
+/// A configured MCP server failed to start: when it is the memory service, said once as the
+/// fallback to the built-in files (true), instead of as a server whose tools are gone.
+pub(crate) fn server_failed(s: &Session, server: &str, why: &str) -> bool {
+    if !s.memory.enabled || configured(s).ok().flatten().as_deref() != Some(server) {
+        return false;
+    }
+    // `mcp_servers.rs` holds its "said" set here: only the warning.
+    fall_back(s, server, why);
+    true
 }
 
 /// The memory service when `memory.backend = "mcp"` and it works; `None` for the built-in

@@ -82,14 +82,10 @@ AGED = (
 )
 
 
-def test_periodic_dreaming_removes_a_stale_entry_between_turns(
-    fake_llm, use_env, repo, yuyao_home
-):
+def test_periodic_dreaming_removes_a_stale_entry_between_turns(fake_llm, use_env, repo, yuyao_home):
     (repo / "MEMORY.md").write_text(HAND + REMEMBERED + AGED)
     # 0.02 minutes: a dream every 1.2 s.
-    (yuyao_home / "config.toml").write_text(
-        "[dreaming]\nenabled = true\ninterval_minutes = 0.02\n"
-    )
+    (yuyao_home / "config.toml").write_text("[dreaming]\nenabled = true\ninterval_minutes = 0.02\n")
     server = fake_llm([say("hello"), say("One stale entry the dreaming wrote was dropped.")])
     use_env(server)
     events = Events()
@@ -115,12 +111,12 @@ def test_periodic_dreaming_removes_a_stale_entry_between_turns(
             "written by dream on 2025-01-03, older than 60 days and never recalled)"
         ) in text, text
 
-        dreams = [r for r in trace(repo) if r.get("kind") == "dream" and "periodic" in json.dumps(r)]
+        dreams = [
+            r for r in trace(repo) if r.get("kind") == "dream" and "periodic" in json.dumps(r)
+        ]
         assert dreams, "the periodic dream is not in the trace"
         assert "m2222" in json.dumps(dreams[0])
-        assert any(n.startswith("dreaming (every 1 s)") for n in events.notices()), (
-            events.notices()
-        )
+        assert any(n.startswith("dreaming (every 1 s)") for n in events.notices()), events.notices()
     finally:
         s.close()
 
@@ -249,7 +245,10 @@ def test_remember_search_bootstrap_and_list_on_a_real_memory_service(
     s = open_core(repo, events)
     try:
         said = s.dispatch("/remember The staging database is called db-stage-7.")
-        assert said == "remembered in memory service 'memsvc': The staging database is called db-stage-7.", (said, events.notices())
+        assert (
+            said
+            == "remembered in memory service 'memsvc': The staging database is called db-stage-7."
+        ), (said, events.notices())
         s.chat("Remember that the deploy script is scripts/ship.sh")
         assert any(
             n.startswith("remembered in memory service 'memsvc': ") and "scripts/ship.sh" in n

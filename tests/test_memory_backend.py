@@ -48,10 +48,11 @@ class Events:
         return [e["text"] for e in self.events if e.get("type") == "notice"]
 
 
-def open_core(repo: Path, events: Events):
+def open_core(repo: Path, events: Events, **options):
     from yuyao import _core
 
-    return _core.Session(json.dumps({"cwd": str(repo), "stream": False}), events)
+    opts = {"cwd": str(repo), "stream": False, **options}
+    return _core.Session(json.dumps(opts), events)
 
 
 def trace(repo: Path) -> list[dict]:
@@ -238,6 +239,8 @@ def test_remember_search_bootstrap_and_list_on_a_real_memory_service(
             say("noted"),
             call("memory-search", query="staging database name", k=3),
             say("It is db-stage-7."),
+            call("bash", command="npm install"),
+            say("refused"),
         ]
     )
     use_env(server)
@@ -254,14 +257,16 @@ def test_remember_search_bootstrap_and_list_on_a_real_memory_service(
             n.startswith("remembered in memory service 'memsvc': ") and "scripts/ship.sh" in n
             for n in events.notices()
         ), events.notices()
+        assert "memory service 'memsvc'" in s.dispatch("/remember Use bun, not npm.")
         assert not (repo / "MEMORY.md").exists(), "the service holds the memory, not the files"
         assert "backend: mcp (memory service 'memsvc')" in s.dispatch("/memory status")
     finally:
         s.close()
 
-    # The next session: it starts with the service's entries, finds them, lists them.
+    # The next session: it starts with the service's entries, finds them, lists them, and
+    # enforces the rule one states.
     events = Events()
-    s = open_core(repo, events)
+    s = open_core(repo, events, mode="yolo")
     try:
         s.chat("what is the staging database called?")
         prompt = server.system_prompt(1)
@@ -273,6 +278,11 @@ def test_remember_search_bootstrap_and_list_on_a_real_memory_service(
         assert listing.startswith("memory service 'memsvc' (recent entries):"), listing
         assert "db-stage-7" in listing and "scripts/ship.sh" in listing, listing
         assert not [n for n in events.notices() if "unavailable" in n], events.notices()
+        s.chat("install the dependencies")
+        refused = server.tool_result("call_3_0")
+        assert refused.startswith(f"applying your rule: use bun, not npm (remembered {today()}"), (
+            refused
+        )
     finally:
         s.close()
     assert not (repo / "MEMORY.md").exists()

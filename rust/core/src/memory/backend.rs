@@ -40,9 +40,24 @@ pub(crate) struct ServiceState {
     down: Mutex<Option<String>>,
     /// The service's part of the starting memory, fetched once per conversation.
     boot: Mutex<Option<String>>,
+    /// Preference rules its entries state ("use bun, not npm"), enforced like `MEMORY.md`'s.
+    rules: Mutex<Vec<super::rules::Rule>>,
 }
 
 impl ServiceState {
+    pub(crate) fn rules(&self) -> Vec<super::rules::Rule> {
+        self.rules.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn learn(&self, text: &str, when: Option<String>) {
+        if let Some(rule) = super::rules::compile_service(text, when) {
+            let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+            if !rules.contains(&rule) {
+                rules.push(rule);
+            }
+        }
+    }
+
     /// A new conversation (`/new`, `/clear`) starts with the service's entries as they are.
     pub(crate) fn forget_boot(&self) {
         *self.boot.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -282,43 +297,55 @@ impl Service {
         self.call(&self.search, args)
     }
 
-    /// The recent entries, one per line when the service answers in JSON
-    /// (`{"memories": [{"content": …}]}`), else its text.
-    fn recent(&self) -> Result<String, String> {
+    /// The recent entries as text (one `- <entry> (<day>)` per line when the service answers
+    /// in JSON, else its text) and as entries (JSON only).
+    #[allow(clippy::type_complexity)]
+    fn recent(&self) -> Result<(String, Vec<(String, Option<String>)>), String> {
         let Some(list) = &self.list else {
-            return Ok(String::new());
+            return Ok((String::new(), Vec::new()));
         };
         let args = arguments(
             list,
             &[("page_size", json!(LIST_SIZE)), ("limit", json!(LIST_SIZE))],
         );
         let text = self.call(list, args)?;
-        Ok(entries_of(&text).unwrap_or(text))
+        let Some(entries) = entries_of(&text) else {
+            return Ok((text, Vec::new()));
+        };
+        let lines = entries
+            .iter()
+            .map(|(content, when)| match when {
+                Some(w) => format!("- {content} ({w})"),
+                None => format!("- {content}"),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok((lines, entries))
     }
 }
 
-/// `- <content>` per entry of a JSON listing.
-fn entries_of(text: &str) -> Option<String> {
+/// The entries of a JSON listing (`{"memories": [{"content": …, "created_at_iso": …}]}`):
+/// text and day.
+fn entries_of(text: &str) -> Option<Vec<(String, Option<String>)>> {
     let v: Value = serde_json::from_str(text).ok()?;
     let items = v
         .get("memories")
         .or_else(|| v.get("results"))
         .and_then(Value::as_array)?;
-    let lines: Vec<String> = items
-        .iter()
-        .filter_map(|m| {
-            let content = m.get("content").and_then(Value::as_str)?;
-            let when = m
-                .get("created_at_iso")
-                .and_then(Value::as_str)
-                .and_then(|w| w.get(..10));
-            Some(match when {
-                Some(w) => format!("- {} ({w})", content.replace('\n', " ")),
-                None => format!("- {}", content.replace('\n', " ")),
+    Some(
+        items
+            .iter()
+            .filter_map(|m| {
+                let content = m.get("content").and_then(Value::as_str)?;
+                let when = m
+                    .get("created_at_iso")
+                    .and_then(Value::as_str)
+                    .and_then(|w| w.get(..10))
+                    .map(str::to_string);
+                Some((content.replace('\n', " "), when))
             })
-        })
-        .collect();
-    Some(lines.join("\n"))
+            .collect(),
+    )
 }
 
 /// `/remember` and "remember that …": into the service, else into `MEMORY.md`. Returns what
@@ -337,6 +364,7 @@ pub(crate) fn remember(
         }
         match svc.store(&text) {
             Ok(_) => {
+                s.memory.service.learn(&text, Some(super::today()));
                 s.lock().trajectory.record(
                     "memory_backend",
                     json!({"server": svc.server, "op": "store", "src": src}),
@@ -374,7 +402,12 @@ pub(crate) fn search(s: &Session, query: &str, k: usize) -> Option<(String, Stri
 pub(crate) fn list(s: &Session) -> Option<(String, String)> {
     let svc = service(s)?;
     match svc.recent() {
-        Ok(text) => Some((svc.server, text)),
+        Ok((text, entries)) => {
+            for (content, when) in entries {
+                s.memory.service.learn(&content, when);
+            }
+            Some((svc.server, text))
+        }
         Err(e) => {
             degrade(s, &svc.server, &e);
             None

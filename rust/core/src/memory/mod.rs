@@ -122,8 +122,11 @@ impl Memory {
         self.lock().section.clone()
     }
 
+    /// The preference rules of the memory files, then those of the memory service's entries.
     pub fn rules(&self) -> Vec<rules::Rule> {
-        self.lock().rules.clone()
+        let mut r = self.lock().rules.clone();
+        r.extend(self.service.rules());
+        r
     }
 
     pub fn report(&self) -> Vec<bootstrap::FileReport> {

@@ -53,6 +53,8 @@ fn start(session: &Arc<Session>) {
 fn run(weak: Weak<Session>) {
     // The interval counts from the session's start, then from each dream's end.
     let mut since = Instant::now();
+    // A failure is said once, not at every interval (again only when it changes).
+    let mut failed: Option<String> = None;
     loop {
         std::thread::sleep(TICK);
         let Some(s) = weak.upgrade() else {
@@ -70,15 +72,16 @@ fn run(weak: Weak<Session>) {
         if since.elapsed() < every || s.is_busy() || s.messages().is_empty() {
             continue;
         }
-        dream(&s, every);
+        dream(&s, every, &mut failed);
         since = Instant::now();
     }
 }
 
-fn dream(s: &Session, every: Duration) {
+fn dream(s: &Session, every: Duration, failed: &mut Option<String>) {
     match super::search::run_dream(s, super::search::Trigger::Periodic) {
-        Ok(None) => {}
+        Ok(None) => *failed = None,
         Ok(Some(report)) => {
+            *failed = None;
             let first = report.lines().nth(1).unwrap_or_default().to_string();
             s.notice(
                 yuyao_protocol::NoticeLevel::Info,
@@ -89,10 +92,16 @@ fn dream(s: &Session, every: Duration) {
                 ),
             );
         }
-        Err(e) => s.notice(
-            yuyao_protocol::NoticeLevel::Warning,
-            format!("periodic dreaming failed: {e}"),
-        ),
+        Err(e) => {
+            let e = e.to_string();
+            if failed.as_deref() != Some(e.as_str()) {
+                s.notice(
+                    yuyao_protocol::NoticeLevel::Warning,
+                    format!("periodic dreaming failed: {e}"),
+                );
+                *failed = Some(e);
+            }
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! Dreaming as periodic background consolidation (seed 002 §6.3): with `dreaming.enabled`, a
 //! live session dreams every `dreaming.interval_minutes` (default 60) on a thread of its own,
-//! only between turns, holding the memory files for the dream's run so a turn's memory
-//! writes wait for it (and it for them). A dream with nothing to promote or remove makes no
+//! only between turns; its model call goes through the session's runtime, so a turn starting
+//! meanwhile waits for it, and it holds the memory files while it rewrites them, so a turn's
+//! memory writes never interleave with it. A dream with nothing to promote or remove makes no
 //! model call and writes nothing; one that does is one capped model call that counts against
 //! the spend ceiling like every call (`side_call`), a `dream` record in the trace, and a
 //! notice. The settings are read at every tick, so `/config set` applies at once.

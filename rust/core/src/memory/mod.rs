@@ -33,8 +33,11 @@ pub(crate) struct Memory {
     budget: usize,
     state: Mutex<Loaded>,
     /// Held while a memory file is rewritten: by a write of the session (`write.rs`) and by a
-    /// dream for its whole run, so a background dream and a turn's writes never interleave.
+    /// dream while it applies its plan, so a background dream and a turn's writes never
+    /// interleave. Never held across a model call (a turn holding the runtime may write).
     files: Mutex<()>,
+    /// Held for a dream's whole run: two dreams (periodic, session end) never overlap.
+    dreaming: Mutex<()>,
     /// The memory service's side of the session (`backend.rs`).
     pub(crate) service: backend::ServiceState,
 }
@@ -60,6 +63,7 @@ impl Memory {
             budget: 0,
             state: Mutex::new(Loaded::default()),
             files: Mutex::new(()),
+            dreaming: Mutex::new(()),
             service: Default::default(),
         }
     }
@@ -74,6 +78,7 @@ impl Memory {
             budget,
             state: Mutex::new(Loaded::default()),
             files: Mutex::new(()),
+            dreaming: Mutex::new(()),
             service: Default::default(),
         };
         m.reload();
@@ -106,6 +111,10 @@ impl Memory {
 
     pub(crate) fn files_lock(&self) -> std::sync::MutexGuard<'_, ()> {
         self.files.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn dream_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.dreaming.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Loaded> {

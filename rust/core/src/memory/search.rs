@@ -388,10 +388,11 @@ fn stale_days(s: &Session) -> i64 {
         .unwrap_or(dream::STALE_DAYS)
 }
 
-/// One dream, holding the memory files for its whole run (a turn's memory writes wait).
-/// `None` when a periodic dream found nothing to do.
+/// One dream (never two at once); the memory files are held while its plan is applied, so
+/// a turn's memory writes never interleave with it. `None` when a periodic dream found
+/// nothing to do.
 pub(crate) fn run_dream(s: &Session, trigger: Trigger) -> Result<Option<String>, CoreError> {
-    let _files = s.memory.files_lock();
+    let _dreaming = s.memory.dream_lock();
     let ms = engine(s).map_err(CoreError::Failed)?;
     let (idx, _) = ms
         .refresh(false, &mut |_, _| {})
@@ -406,7 +407,11 @@ pub(crate) fn run_dream(s: &Session, trigger: Trigger) -> Result<Option<String>,
         Ok(t) => (t, None),
         Err(e) => (String::new(), Some(e)),
     };
-    dream::apply(&ms, &plan, &summary, &today).map_err(CoreError::Failed)?;
+    {
+        // Removals go by id and promotions are appended to the file as it reads now.
+        let _files = s.memory.files_lock();
+        dream::apply(&ms, &plan, &summary, &today).map_err(CoreError::Failed)?;
+    }
     let removed: Vec<Value> = plan
         .remove
         .iter()

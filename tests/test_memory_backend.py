@@ -122,6 +122,35 @@ def test_periodic_dreaming_removes_a_stale_entry_between_turns(fake_llm, use_env
         s.close()
 
 
+def test_a_periodic_dream_past_the_spend_ceiling_makes_no_model_call(
+    fake_llm, use_env, repo, yuyao_home
+):
+    (repo / "MEMORY.md").write_text(HAND + AGED)
+    (yuyao_home / "config.toml").write_text("[dreaming]\nenabled = true\ninterval_minutes = 0.02\n")
+    # The turn's one call spends $0.02 of a $0.01 ceiling: nothing is left for the dream.
+    usage = {"prompt_tokens": 20000, "completion_tokens": 10, "total_tokens": 20010}
+    server = fake_llm([say("hello", usage=usage), say("never asked")])
+    prices = {"input_cost_per_token": 0.000001, "output_cost_per_token": 0.000001}
+    use_env(server, D2A_MODEL_COST=json.dumps(prices))
+    s = open_core(repo, Events(), max_cost_usd=0.01)
+    try:
+        s.chat("hi")
+        journal = repo / "DREAMS.md"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not journal.exists():
+            time.sleep(0.2)
+        assert journal.exists(), "no periodic dream ran"
+        assert len(server.requests) == 1, "the dream called the model past the ceiling"
+        # The decided facts are journaled without a worded summary; the entry still went.
+        text = journal.read_text()
+        assert "never asked" not in text and "1 removed as stale" in text, text
+        assert (repo / "MEMORY.md").read_text() == HAND
+        dreams = [r for r in trace(repo) if r.get("kind") == "dream"]
+        assert dreams and dreams[0].get("summary_error"), dreams
+    finally:
+        s.close()
+
+
 def test_no_periodic_dream_without_dreaming_enabled(fake_llm, use_env, repo, yuyao_home):
     (repo / "MEMORY.md").write_text(HAND + AGED)
     (yuyao_home / "config.toml").write_text("[dreaming]\ninterval_minutes = 0.02\n")

@@ -177,7 +177,8 @@ pub(crate) fn server_failed(s: &Session, server: &str, why: &str) -> bool {
 /// The memory service when `memory.backend = "mcp"` and it works; `None` for the built-in
 /// store (configured, or fallen back to after the one warning).
 pub(crate) fn service(s: &Session) -> Option<Service> {
-    if !s.memory.enabled {
+    // A sub-agent runs no MCP server of its own (`mcp_sync`): it searches the files.
+    if !s.memory.enabled || s.agents.is_child() {
         return None;
     }
     if s.memory

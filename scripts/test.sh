@@ -52,7 +52,7 @@ runtime_lock() {
 
 # What the venv was made from; an unchanged fingerprint means the venv is up to date.
 fingerprint() {
-    { cat scripts/test-requirements.txt requirements.lock; printf '%s\n' "${YUYAO_TEST_PIP_EXTRA:-}"
+    { cat scripts/test-requirements.txt scripts/test-requirements-memory.txt requirements.lock; printf '%s\n' "${YUYAO_TEST_PIP_EXTRA:-}"
       "$1" -c 'import sys; print(sys.version)'; } | sha256sum | cut -d' ' -f1
 }
 
@@ -90,8 +90,31 @@ make_venv() {
     runtime_lock > "$venv/runtime-deps.lock"
     "$venv/bin/python" -m pip install -q --no-index --find-links wheels --require-hashes \
         -r "$venv/runtime-deps.lock"
+    make_memory_service_venv "$py"
     fingerprint "$py" > "$stamp"
     "$venv/bin/python" --version
+}
+
+# A real MCP memory service for tests/test_memory_backend.py (scripts/test-requirements-memory.txt)
+# in a venv of its own: it needs an older `mcp` than the SDK above, and a Python whose sqlite3
+# can load extensions (sqlite-vec). Without such a Python those tests skip, saying why.
+make_memory_service_venv() {
+    local mvenv="$venv/memory-service" cand
+    for cand in "$1" /usr/bin/python3 /usr/local/bin/python3; do
+        [[ -x $cand ]] || cand="$(command -v "$cand" || true)"
+        [[ -n $cand ]] || continue
+        if "$cand" -c "import sqlite3, sys; sqlite3.connect(':memory:').enable_load_extension(True); sys.exit(sys.version_info < (3, 10))" 2>/dev/null; then
+            info "installing the MCP memory service into $mvenv (with $cand)"
+            if "$cand" -m venv "$mvenv" >/dev/null 2>&1 \
+                && "$mvenv/bin/python" -m pip install -q -r scripts/test-requirements-memory.txt; then
+                return 0
+            fi
+            rm -rf "$mvenv"
+            info "could not install the MCP memory service: tests/test_memory_backend.py's service tests skip"
+            return 0
+        fi
+    done
+    info "no Python >= 3.10 whose sqlite3 loads extensions: tests/test_memory_backend.py's service tests skip"
 }
 
 # --- extension -------------------------------------------------------------------------------------

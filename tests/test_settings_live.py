@@ -931,6 +931,8 @@ EFFECTS = {
 }
 # Issue 18 §3-5 (verification, intent lines): their effect tests live with the mechanism.
 EFFECTS.update(__import__("test_verification").LIVE_EFFECTS)
+# Memory maintenance and the memory backend: with the mechanism too.
+EFFECTS.update(__import__("test_memory_backend").LIVE_EFFECTS)
 
 
 def test_every_known_key_has_an_effect_test():

@@ -94,7 +94,15 @@ impl McpServers {
         (out, problems)
     }
 
-    fn manager(&self) -> Option<Arc<Manager>> {
+    /// The failure of `name` was said (by the memory fallback): not again as a server's.
+    pub(crate) fn failure_said(&self, name: &str) {
+        self.failed_said
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string());
+    }
+
+    pub(crate) fn manager(&self) -> Option<Arc<Manager>> {
         self.manager
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -267,6 +275,11 @@ impl Session {
                 continue;
             }
             if said.insert(st.name.clone()) {
+                // The memory service's failure is said once, as the memory fallback.
+                let why = st.error.as_deref().unwrap_or("no reason given");
+                if crate::memory::backend::server_failed(self, &st.name, why) {
+                    continue;
+                }
                 self.notice(
                     yuyao_protocol::NoticeLevel::Warning,
                     format!(

@@ -1,7 +1,20 @@
 //! Dreaming: short-term signals (entries of the daily notes that memory-search keeps
 //! returning) are promoted into the project's MEMORY.md past fixed thresholds; stale entries
-//! are removed (distillation); a stage summary goes to DREAMS.md. Everything here is
-//! deterministic; the model only words the summary (`facts` is what it is given).
+//! are removed (distillation, seed 002 §6.3); a stage summary goes to DREAMS.md, with every
+//! removed entry, its place and the rule that removed it. Everything here is deterministic;
+//! the model only words the summary (`facts` is what it is given).
+//!
+//! Stale, precisely (only the project's MEMORY.md is distilled), in this order:
+//! 1. repeated: an entry saying the same words as a later entry — the earlier copy goes,
+//!    nothing is lost (this is the one rule that may remove a hand-written line);
+//! 2. contradicted: an entry yuyao wrote (it has a metadata tail) stating a preference
+//!    ("use X, not Y", "use X instead of Y", "prefer X over Y", "use X rather than Y") that a
+//!    later entry reverses (prefers Y over X) — the later statement wins;
+//! 3. aged: an entry yuyao chose on its own (`src:dream` or `src:flush`, never the user's
+//!    `/remember`, correction or "remember that …") written at least `stale_days` ago and
+//!    returned by no memory-search or memory-get for `stale_days`.
+//!
+//! A hand-written line (no metadata) is never removed by rules 2 and 3.
 
 use crate::MemorySearch;
 use crate::index::Index;
@@ -15,7 +28,8 @@ use yuyao_store::memory::format;
 pub const MIN_SCORE: f32 = 0.5;
 pub const MIN_RECALLS: u32 = 2;
 pub const MIN_QUERIES: usize = 2;
-/// A promoted entry no search returned for this many days is stale.
+/// An automatic entry this old that no search returned for this many days is stale
+/// (`dreaming.stale_days`).
 pub const STALE_DAYS: i64 = 60;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -56,8 +70,8 @@ fn day_of(s: &str) -> Option<chrono::NaiveDate> {
     chrono::NaiveDate::parse_from_str(s.get(..10)?, "%Y-%m-%d").ok()
 }
 
-/// What a dream would do now.
-pub fn plan(ms: &MemorySearch, index: &Index, today: &str) -> Plan {
+/// What a dream would do now; entries are aged out after `stale_days`.
+pub fn plan(ms: &MemorySearch, index: &Index, today: &str, stale_days: i64) -> Plan {
     let recalls = recall::load(&ms.dir);
     let project_memory = ms.layout.target(yuyao_store::memory::Scope::Project);
     let long_term: Vec<String> = index
@@ -111,48 +125,117 @@ pub fn plan(ms: &MemorySearch, index: &Index, today: &str) -> Plan {
     out.promote
         .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.text.cmp(&b.text)));
     let text = std::fs::read_to_string(&project_memory).unwrap_or_default();
-    out.remove = stale(&chunks(&text), &project_memory, &recalls, today);
+    out.remove = stale(&chunks(&text), &project_memory, &recalls, today, stale_days);
     out
 }
 
-/// Entries of the project's MEMORY.md to remove: a repeated entry (the last copy stays) and a
-/// dream-promoted entry older than STALE_DAYS that no search returned for STALE_DAYS.
-fn stale(entries: &[Chunk], path: &Path, recalls: &Recalls, today: &str) -> Vec<Removal> {
+/// The `(preferred, avoided)` programs or tools of a preference: "use X, not Y", "use X
+/// instead of Y", "use X rather than Y", "prefer X over Y" (first word of each, lowercase).
+pub fn preference(text: &str) -> Option<(String, String)> {
+    let lower = text
+        .to_lowercase()
+        .replace(['`', '"', '\u{2019}'], "")
+        .trim()
+        .to_string();
+    let word = |s: &str| {
+        s.split_whitespace()
+            .next()
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_string())
+            .filter(|w| !w.is_empty())
+    };
+    let body = lower
+        .strip_prefix("always ")
+        .unwrap_or(&lower)
+        .trim_start_matches("please ")
+        .to_string();
+    for (lead, sep) in [
+        ("use ", ", not "),
+        ("use ", " not "),
+        ("use ", " instead of "),
+        ("use ", " rather than "),
+        ("prefer ", " over "),
+        ("prefer ", " to "),
+    ] {
+        let Some(rest) = body.strip_prefix(lead) else {
+            continue;
+        };
+        if let Some((a, b)) = rest.split_once(sep) {
+            let (a, b) = (word(a)?, word(b)?);
+            if a != b {
+                return Some((a, b));
+            }
+        }
+    }
+    None
+}
+
+/// Entries of the project's MEMORY.md to remove (the module's three rules).
+fn stale(
+    entries: &[Chunk],
+    path: &Path,
+    recalls: &Recalls,
+    today: &str,
+    stale_days: i64,
+) -> Vec<Removal> {
     let today = day_of(today);
+    let removal = |e: &Chunk, reason: String| Removal {
+        id: e.id.clone(),
+        text: e.text.clone(),
+        line_start: e.line_start,
+        line_end: e.line_end,
+        reason,
+    };
     let mut out = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         let norm = normalized(&e.text);
-        if let Some(later) = entries[i + 1..]
-            .iter()
-            .find(|o| normalized(&o.text) == norm)
+        let later = &entries[i + 1..];
+        if let Some(o) = later.iter().find(|o| normalized(&o.text) == norm) {
+            out.push(removal(e, format!("repeats entry {}", o.id)));
+            continue;
+        }
+        let src = e.src.as_deref().unwrap_or("hand");
+        if src == "hand" {
+            continue;
+        }
+        if let Some((prefer, avoid)) = e.text.lines().next().and_then(preference)
+            && let Some(o) = later.iter().find(|o| {
+                o.text.lines().next().and_then(preference) == Some((avoid.clone(), prefer.clone()))
+            })
         {
-            out.push(Removal {
-                id: e.id.clone(),
-                text: e.text.clone(),
-                line_start: e.line_start,
-                line_end: e.line_end,
-                reason: format!("repeats entry {}", later.id),
-            });
+            out.push(removal(
+                e,
+                format!(
+                    "contradicted by the later entry {} (prefers {avoid} over {prefer})",
+                    o.id
+                ),
+            ));
             continue;
         }
-        if e.src.as_deref() != Some("dream") {
+        if !matches!(src, "dream" | "flush") {
             continue;
         }
-        let age = |d: Option<&str>| match (d.and_then(day_of), today) {
-            (Some(d), Some(t)) => (t - d).num_days(),
-            _ => i64::MAX,
+        // No date means unknown age: kept.
+        let Some(written) = e.when.as_deref().and_then(day_of) else {
+            continue;
+        };
+        let Some(t) = today else {
+            continue;
         };
         let last = recalls
             .get(&recall::key(path, &e.id))
-            .map(|r| r.last.clone());
-        if age(e.when.as_deref()) >= STALE_DAYS && age(last.as_deref()) >= STALE_DAYS {
-            out.push(Removal {
-                id: e.id.clone(),
-                text: e.text.clone(),
-                line_start: e.line_start,
-                line_end: e.line_end,
-                reason: format!("promoted by dreaming and not recalled for {STALE_DAYS} days"),
-            });
+            .and_then(|r| day_of(&r.last));
+        let unused = last.is_none_or(|d| (t - d).num_days() >= stale_days);
+        if (t - written).num_days() >= stale_days && unused {
+            out.push(removal(
+                e,
+                format!(
+                    "written by {src} on {written}, older than {stale_days} days and {}",
+                    match last {
+                        None => "never recalled".to_string(),
+                        Some(d) => format!("not recalled since {d}"),
+                    }
+                ),
+            ));
         }
     }
     out
@@ -182,7 +265,10 @@ pub fn facts(plan: &Plan, project: &Path) -> String {
         ));
     }
     for r in &plan.remove {
-        s.push_str(&format!("\n- removed: \"{}\" ({})", r.text, r.reason));
+        s.push_str(&format!(
+            "\n- removed: \"{}\" (entry {}, MEMORY.md line {}: {})",
+            r.text, r.id, r.line_start, r.reason
+        ));
     }
     s
 }
@@ -258,4 +344,79 @@ pub(crate) fn write_atomic(path: &Path, text: &str) -> Result<(), String> {
     ));
     std::fs::write(&tmp, text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn removed(text: &str, recalls: &Recalls, stale_days: i64) -> Vec<(String, String)> {
+        stale(
+            &chunks(text),
+            Path::new("/p/MEMORY.md"),
+            recalls,
+            "2026-12-01",
+            stale_days,
+        )
+        .into_iter()
+        .map(|r| (r.text, r.reason))
+        .collect()
+    }
+
+    #[test]
+    fn preferences_are_read_from_the_usual_phrasings() {
+        assert_eq!(
+            preference("Use bun, not npm."),
+            Some(("bun".into(), "npm".into()))
+        );
+        assert_eq!(
+            preference("use `pnpm` instead of yarn"),
+            Some(("pnpm".into(), "yarn".into()))
+        );
+        assert_eq!(
+            preference("Prefer ruff over flake8"),
+            Some(("ruff".into(), "flake8".into()))
+        );
+        assert_eq!(preference("The API lives in src/api"), None);
+    }
+
+    #[test]
+    fn aged_automatic_entries_go_and_the_users_own_stay() {
+        let text = "# M\n\
+            - Old dream fact. <!-- id:m1 when:2026-01-01 scope:project why:\"d\" src:dream -->\n\
+            - Fresh dream fact. <!-- id:m2 when:2026-11-20 scope:project why:\"d\" src:dream -->\n\
+            - Old remembered fact. <!-- id:m3 when:2026-01-01 scope:project why:\"u\" src:remember -->\n\
+            - Old hand line.\n\
+            - Recalled dream fact. <!-- id:m4 when:2026-01-01 scope:project why:\"d\" src:dream -->\n\
+            - Undated dream fact. <!-- id:m5 scope:project why:\"d\" src:dream -->\n";
+        let mut recalls = Recalls::new();
+        recalls.insert(
+            recall::key(Path::new("/p/MEMORY.md"), "m4"),
+            recall::Recall {
+                count: 1,
+                last: "2026-11-25".into(),
+                queries: vec!["q".into()],
+            },
+        );
+        let out = removed(text, &recalls, 60);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].0, "Old dream fact.");
+        assert!(out[0].1.contains("never recalled"), "{}", out[0].1);
+        // A shorter age takes the fresh one too; a longer one nothing.
+        assert_eq!(removed(text, &recalls, 7).len(), 2);
+        assert!(removed(text, &recalls, 400).is_empty());
+    }
+
+    #[test]
+    fn a_later_reversed_preference_removes_the_earlier_automatic_one_only() {
+        let text = "# M\n\
+            - Use npm, not bun. <!-- id:m1 when:2026-11-01 scope:project why:\"u\" src:remember -->\n\
+            - Use yarn, not pnpm.\n\
+            - Use bun, not npm. <!-- id:m2 when:2026-11-30 scope:project why:\"u\" src:correction -->\n\
+            - Use pnpm instead of yarn. <!-- id:m3 when:2026-11-30 scope:project why:\"u\" src:remember -->\n";
+        let out = removed(text, &Recalls::new(), 60);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].0, "Use npm, not bun.");
+        assert!(out[0].1.contains("m2"), "{}", out[0].1);
+    }
 }

@@ -192,10 +192,9 @@ impl PySession {
         });
         let inner =
             Session::open(opts, handler.clone().map(|h| h as Arc<dyn Handler>)).map_err(to_py)?;
-        Ok(PySession {
-            inner: Arc::new(inner),
-            handler,
-        })
+        let inner = Arc::new(inner);
+        inner.start_maintenance();
+        Ok(PySession { inner, handler })
     }
 
     /// One agentic turn; returns the final assistant text.

@@ -392,7 +392,31 @@ const KNOWN: &[Key] = &[
         "dreaming.enabled",
         Kind::Bool,
         Applies::Live,
-        "dream at session end: promote recalled daily notes into MEMORY.md, drop stale entries, journal in DREAMS.md",
+        "dream periodically and at session end: promote recalled daily notes into MEMORY.md, drop stale entries, journal in DREAMS.md",
+    ),
+    key(
+        "dreaming.interval_minutes",
+        Kind::Float,
+        Applies::Live,
+        "with dreaming.enabled: minutes between background dreams of a live session, between turns (default 60; 0 = only at session end)",
+    ),
+    key(
+        "dreaming.stale_days",
+        Kind::PosInt,
+        Applies::Live,
+        "days after which an entry dreaming or a memory flush wrote, and no search returned since, is removed from MEMORY.md (default 60)",
+    ),
+    key(
+        "memory.backend",
+        Kind::OneOf(&["builtin", "mcp"]),
+        Applies::Live,
+        "where /remember, memory-search, /memory and the session's starting memory go: builtin (MEMORY.md files and the local index) or mcp (the memory service memory.mcp_server)",
+    ),
+    key(
+        "memory.mcp_server",
+        Kind::Str,
+        Applies::Live,
+        "with memory.backend = mcp: the name of a server in ~/.yuyao/mcp.json that is the memory service (a project's .mcp.json cannot be)",
     ),
     key(
         "architect.model",
@@ -680,6 +704,12 @@ pub fn guarded(key: &str) -> bool {
         "verification.max_rounds",
         "tools.max_tool_calls_per_turn",
         "tools.max_consecutive_blocked_tool_calls_per_turn",
+        // Which program holds the memory (an MCP server), how often dreaming calls the
+        // model, and how soon it deletes entries: the user's choices, never a repository's.
+        "memory.backend",
+        "memory.mcp_server",
+        "dreaming.interval_minutes",
+        "dreaming.stale_days",
     ];
     let key = canonical_key(key);
     GUARDED.contains(&key)

@@ -68,16 +68,7 @@ pub(crate) fn remember(s: &Session, args: &[String]) -> Result<String, CoreError
         Scope::Project
     };
     let why = format!("user said: {text}");
-    let f = s
-        .memory
-        .add(scope, &text, &why, src)
-        .map_err(CoreError::Failed)?;
-    Ok(format!(
-        "remembered in {} ({}): {}",
-        f.file.path.display(),
-        f.entry.id,
-        f.entry.text
-    ))
+    super::backend::remember(s, scope, &text, &why, src).map_err(CoreError::Failed)
 }
 
 /// `/forget <query>`: one match is removed; several are listed and nothing is removed unless
@@ -126,6 +117,35 @@ pub(crate) fn memory(s: &Session, args: &[String]) -> Result<String, CoreError> 
     match args.first().map(String::as_str) {
         None | Some("list") => {
             let all = s.memory.all();
+            let service = super::backend::list(s).map(|(server, text)| {
+                format!(
+                    "memory service '{server}' (recent entries):\n{}",
+                    if text.trim().is_empty() {
+                        "  (none yet)".to_string()
+                    } else {
+                        text.trim()
+                            .lines()
+                            .map(|l| format!("  {l}"))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    }
+                )
+            });
+            if let Some(service) = service {
+                if all.is_empty() {
+                    return Ok(service);
+                }
+                let mut out = format!("{service}\n");
+                let mut file = None;
+                for f in &all {
+                    if file.as_ref() != Some(&f.file.path) {
+                        out.push_str(&format!("{}\n", f.file.path.display()));
+                        file = Some(f.file.path.clone());
+                    }
+                    out.push_str(&format!("  {}\n", describe(f)));
+                }
+                return Ok(out.trim_end().to_string());
+            }
             if all.is_empty() {
                 return Ok(format!(
                     "no memory yet: /remember <text> writes {} (--global: {})",
@@ -252,16 +272,8 @@ pub(crate) fn on_submit(s: &Session, text: &str) {
             Scope::Project
         };
         let why = format!("user said: {}", text.trim());
-        match s.memory.add(scope, &r.text, &why, "natural-language") {
-            Ok(f) => s.notice(
-                NoticeLevel::Info,
-                format!(
-                    "remembered in {} ({}): {}",
-                    f.file.path.display(),
-                    f.entry.id,
-                    f.entry.text
-                ),
-            ),
+        match super::backend::remember(s, scope, &r.text, &why, "natural-language") {
+            Ok(said) => s.notice(NoticeLevel::Info, said),
             Err(e) => s.notice(
                 NoticeLevel::Warning,
                 format!("could not remember that: {e}"),

@@ -3,12 +3,14 @@
 //! rewrite of the prompt, so the cached prefix stays stable), and the writing surfaces.
 //! The file format and layout live in `yuyao_store::memory`.
 
+pub(crate) mod backend;
 mod bootstrap;
 pub(crate) mod commands;
 pub(crate) mod conventions;
 pub(crate) mod detect;
 pub(crate) mod flush;
 pub(crate) mod init;
+pub(crate) mod maintain;
 pub(crate) mod rules;
 pub(crate) mod search;
 pub(crate) mod tools;
@@ -30,6 +32,14 @@ pub(crate) struct Memory {
     pub layout: Layout,
     budget: usize,
     state: Mutex<Loaded>,
+    /// Held while a memory file is rewritten: by a write of the session (`write.rs`) and by a
+    /// dream while it applies its plan, so a background dream and a turn's writes never
+    /// interleave. Never held across a model call (a turn holding the runtime may write).
+    files: Mutex<()>,
+    /// Held for a dream's whole run: two dreams (periodic, session end) never overlap.
+    dreaming: Mutex<()>,
+    /// The memory service's side of the session (`backend.rs`).
+    pub(crate) service: backend::ServiceState,
 }
 
 #[derive(Default)]
@@ -52,6 +62,9 @@ impl Memory {
             layout,
             budget: 0,
             state: Mutex::new(Loaded::default()),
+            files: Mutex::new(()),
+            dreaming: Mutex::new(()),
+            service: Default::default(),
         }
     }
 
@@ -64,6 +77,9 @@ impl Memory {
             layout,
             budget,
             state: Mutex::new(Loaded::default()),
+            files: Mutex::new(()),
+            dreaming: Mutex::new(()),
+            service: Default::default(),
         };
         m.reload();
         m
@@ -76,6 +92,7 @@ impl Memory {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        self.service.forget_boot();
         if !self.enabled {
             return;
         }
@@ -92,8 +109,21 @@ impl Memory {
         *self.lock() = loaded;
     }
 
+    pub(crate) fn files_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.files.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn dream_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.dreaming.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Loaded> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The bootstrap budget in characters (`memory.bootstrap_chars`).
+    pub(crate) fn budget(&self) -> usize {
+        self.budget
     }
 
     /// The memory section of the system prompt ("" when memory is off).
@@ -101,8 +131,11 @@ impl Memory {
         self.lock().section.clone()
     }
 
+    /// The preference rules of the memory files, then those of the memory service's entries.
     pub fn rules(&self) -> Vec<rules::Rule> {
-        self.lock().rules.clone()
+        let mut r = self.lock().rules.clone();
+        r.extend(self.service.rules());
+        r
     }
 
     pub fn report(&self) -> Vec<bootstrap::FileReport> {

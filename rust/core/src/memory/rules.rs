@@ -165,6 +165,22 @@ pub(crate) fn compile(e: &format::Entry) -> Option<Rule> {
     })
 }
 
+/// The rule an entry of the memory service states (`backend.rs`): cited like a `MEMORY.md`
+/// entry.
+pub(crate) fn compile_service(text: &str, when: Option<String>) -> Option<Rule> {
+    let first = text.lines().next()?;
+    let (program, args, rule_text) = compile_text(first)?;
+    Some(Rule {
+        program,
+        args,
+        text: rule_text,
+        origin: Origin::Memory {
+            when,
+            said: text.trim().to_string(),
+        },
+    })
+}
+
 /// The rules the lines of instruction files state (`files`: those the prompt carries),
 /// each with its file (relative to `project`) and line number. Fenced code, headings and
 /// `@import` lines are not rules; a line may hold several sentences.

@@ -110,15 +110,36 @@ pub(crate) fn run_tool(s: &Session, name: &str, raw: &str) -> Option<ToolOutput>
     if args.query.trim().is_empty() {
         return Some(ToolOutput::err("memory-search needs a non-empty query"));
     }
-    let out = engine(s).and_then(|ms| {
+    let files = engine(s).and_then(|ms| {
         let hits = ms.search(&args.query, k)?;
         ms.record_recall(&args.query, &hits);
         Ok(format_hits(&hits, &ms.project, &ms.home))
     });
+    let out = with_service(s, &args.query, k, files);
     Some(match out {
         Ok(text) => ToolOutput::ok(text),
         Err(e) => ToolOutput::err(format!("memory-search failed: {e}")),
     })
+}
+
+/// On a memory service (`backend.rs`): its hits first, then the memory files' (hand-written
+/// `MEMORY.md` lines stay searchable); the files' failure alone is no failure then.
+fn with_service(
+    s: &Session,
+    query: &str,
+    k: usize,
+    files: Result<String, String>,
+) -> Result<String, String> {
+    let Some((server, hits)) = super::backend::search(s, query, k) else {
+        return files;
+    };
+    let mut out = format!("memory service '{server}':\n{}", hits.trim());
+    if let Ok(f) = files
+        && !f.trim().is_empty()
+    {
+        out.push_str(&format!("\n\nmemory files:\n{}", f.trim()));
+    }
+    Ok(out)
 }
 
 fn lenient_k(v: &Value) -> Result<usize, String> {
@@ -144,7 +165,9 @@ pub(crate) fn memory_action(s: &Session, args: &[String]) -> Option<Result<Strin
     let rest = &args[1..];
     let failed = |e: String| CoreError::Failed(e);
     Some(match action {
-        "status" => engine(s).map_err(failed).map(|ms| status(&ms)),
+        "status" => engine(s)
+            .map_err(failed)
+            .map(|ms| format!("{}\n{}", super::backend::status_line(s), status(&ms))),
         "search" => {
             let q = rest.join(" ");
             if q.trim().is_empty() {
@@ -152,12 +175,11 @@ pub(crate) fn memory_action(s: &Session, args: &[String]) -> Option<Result<Strin
                     "usage: /memory search <query>".into(),
                 )));
             }
-            engine(s)
-                .and_then(|ms| {
-                    let hits = ms.search(&q, yuyao_memsearch::DEFAULT_K)?;
-                    Ok(format_hits(&hits, &ms.project, &ms.home))
-                })
-                .map_err(failed)
+            let files = engine(s).and_then(|ms| {
+                let hits = ms.search(&q, yuyao_memsearch::DEFAULT_K)?;
+                Ok(format_hits(&hits, &ms.project, &ms.home))
+            });
+            with_service(s, &q, yuyao_memsearch::DEFAULT_K, files).map_err(failed)
         }
         "index" => {
             let force = match rest {
@@ -334,30 +356,82 @@ pub(crate) fn dream_command(s: &Session, _: &[String]) -> Result<String, CoreErr
             "memory is off in this session (--no-memory or memory.enabled = false)".into(),
         ));
     }
-    run_dream(s)
+    run_dream(s, Trigger::Command).map(|d| d.unwrap_or_default())
 }
 
-fn run_dream(s: &Session) -> Result<String, CoreError> {
+/// What started a dream (named in the trace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    Command,
+    SessionEnd,
+    /// The background dream of a live session (`maintain.rs`): skipped when there is
+    /// nothing to promote or remove, so an idle session makes no model call.
+    Periodic,
+}
+
+impl Trigger {
+    fn name(self) -> &'static str {
+        match self {
+            Trigger::Command => "command",
+            Trigger::SessionEnd => "session_end",
+            Trigger::Periodic => "periodic",
+        }
+    }
+}
+
+/// `dreaming.stale_days` (default `dream::STALE_DAYS`).
+fn stale_days(s: &Session) -> i64 {
+    s.config
+        .get("dreaming.stale_days")
+        .and_then(|v| v.as_integer())
+        .filter(|n| *n > 0)
+        .unwrap_or(dream::STALE_DAYS)
+}
+
+/// One dream (never two at once); the memory files are held while its plan is applied, so
+/// a turn's memory writes never interleave with it. `None` when a periodic dream found
+/// nothing to do.
+pub(crate) fn run_dream(s: &Session, trigger: Trigger) -> Result<Option<String>, CoreError> {
+    let _dreaming = s.memory.dream_lock();
     let ms = engine(s).map_err(CoreError::Failed)?;
     let (idx, _) = ms
         .refresh(false, &mut |_, _| {})
         .map_err(CoreError::Failed)?;
     let today = yuyao_memsearch::today();
-    let plan = dream::plan(&ms, &idx, &today);
+    let plan = dream::plan(&ms, &idx, &today, stale_days(s));
+    if trigger == Trigger::Periodic && plan.promote.is_empty() && plan.remove.is_empty() {
+        return Ok(None);
+    }
     let facts = dream::facts(&plan, &ms.project);
     let (summary, unworded) = match word_summary(s, &facts) {
         Ok(t) => (t, None),
         Err(e) => (String::new(), Some(e)),
     };
-    dream::apply(&ms, &plan, &summary, &today).map_err(CoreError::Failed)?;
+    {
+        // Removals go by id and promotions are appended to the file as it reads now.
+        let _files = s.memory.files_lock();
+        dream::apply(&ms, &plan, &summary, &today).map_err(CoreError::Failed)?;
+    }
+    let removed: Vec<Value> = plan
+        .remove
+        .iter()
+        .map(|r| json!({"id": r.id, "text": r.text, "line": r.line_start, "reason": r.reason}))
+        .collect();
     s.lock().trajectory.record(
         "dream",
-        json!({"facts": facts, "summary": summary, "summary_error": unworded}),
+        json!({
+            "trigger": trigger.name(),
+            "facts": facts,
+            "summary": summary,
+            "summary_error": unworded,
+            "promoted": plan.promote.len(),
+            "removed": removed,
+        }),
     );
-    Ok(format!(
+    Ok(Some(format!(
         "dream written to {}\n{facts}",
         ms.layout.write.join("DREAMS.md").display()
-    ))
+    )))
 }
 
 /// One model call that words the summary; an error without a model, over the spend
@@ -382,18 +456,21 @@ fn word_summary(s: &Session, facts: &str) -> Result<String, String> {
     Ok(text)
 }
 
+/// `dreaming.enabled` as configured now (off by default, seed 002 §6.3).
+pub(crate) fn dreaming_enabled(s: &Session) -> bool {
+    s.config
+        .get("dreaming.enabled")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false)
+}
+
 /// Dreaming at session end (`dreaming.enabled`, read now): runs when the session had a
 /// conversation and memory is on. Failures are reported, never fatal.
 pub(crate) fn dream_at_end(s: &Session) {
-    let enabled = s
-        .config
-        .get("dreaming.enabled")
-        .and_then(|v| v.as_bool())
-        .unwrap_or(false);
-    if !enabled || !s.memory.enabled || s.messages().is_empty() {
+    if !dreaming_enabled(s) || !s.memory.enabled || s.messages().is_empty() {
         return;
     }
-    if let Err(e) = run_dream(s) {
+    if let Err(e) = run_dream(s, Trigger::SessionEnd) {
         s.notice(
             yuyao_protocol::NoticeLevel::Warning,
             format!("dreaming failed: {e}"),

@@ -36,6 +36,8 @@ impl Memory {
         why: &str,
         src: &str,
     ) -> Result<Found, String> {
+        // Never interleaved with a dream rewriting the same files (`maintain.rs`).
+        let _files = self.files_lock();
         if !self.enabled {
             return Err(
                 "memory is off in this session (--no-memory or memory.enabled = false)".into(),
@@ -106,6 +108,7 @@ impl Memory {
 
     /// Removes the entry `id` from its file (other bytes untouched).
     pub fn delete(&self, id: &str) -> Result<Found, String> {
+        let _files = self.files_lock();
         let found = self.by_id(id)?;
         let text = std::fs::read_to_string(&found.file.path).map_err(|e| e.to_string())?;
         let next = format::remove(&text, id).ok_or_else(|| format!("no memory entry {id}"))?;
@@ -117,6 +120,7 @@ impl Memory {
 
     /// Replaces the text of entry `id` (its metadata stays).
     pub fn edit(&self, id: &str, new_text: &str) -> Result<Found, String> {
+        let _files = self.files_lock();
         let found = self.by_id(id)?;
         let text = std::fs::read_to_string(&found.file.path).map_err(|e| e.to_string())?;
         let next = format::replace_text(&text, id, new_text)

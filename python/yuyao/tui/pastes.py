@@ -43,8 +43,9 @@ class Pastes:
         n = len(self.items) + 1
         self.items[n] = text
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+        unit = "line" if lines == 1 else "lines"
         return (
-            f"[pasted text #{n}: {_grouped(lines)} lines, {_tokens_shown(tokens_of(text))} tokens]"
+            f"[pasted text #{n}: {_grouped(lines)} {unit}, {_tokens_shown(tokens_of(text))} tokens]"
         )
 
     def expand(self, line: str) -> str:

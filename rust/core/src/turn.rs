@@ -18,6 +18,26 @@ pub(crate) fn effort(thinking: Option<ThinkingLevel>) -> Option<String> {
     })
 }
 
+/// A one-request note at the end of a request: joined to a closing user message (two user
+/// messages in a row are not well-formed, spec §8), else a user message of its own.
+fn push_view_note(messages: &mut Vec<Message>, note: String) {
+    use yuyao_protocol::{Content, MessageRole};
+    if let Some(last) = messages.last_mut()
+        && last.role == MessageRole::User
+    {
+        match &mut last.content {
+            Some(Content::Text(t)) => {
+                t.push_str("\n\n");
+                t.push_str(&note);
+            }
+            Some(Content::Parts(parts)) => parts.push(json!({"type": "text", "text": note})),
+            None => last.content = Some(Content::Text(note)),
+        }
+        return;
+    }
+    messages.push(Message::user(note));
+}
+
 /// The smallest answer a call is made for under the spend ceiling: below this the turn stops.
 pub(crate) const MIN_ANSWER_TOKENS: u64 = 256;
 const NUDGE: &str = "Your last reply was empty. Continue the task: call a tool, or give your final answer with what you did and what you verified.";
@@ -505,7 +525,7 @@ impl Session {
                 self.lock()
                     .trajectory
                     .record("view_note", json!({"text": note}));
-                req.messages.push(Message::user(note));
+                push_view_note(&mut req.messages, note);
             }
             self.apply_json_answer(&mut req);
             self.apply_thinking(&mut req);

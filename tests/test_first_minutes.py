@@ -90,8 +90,8 @@ def test_status_json_mode_for_context(fake_llm, api):
     assert json.loads(json.dumps(s.config_get("mode"))) == "auto-edit"
 
 
-def test_an_unreachable_endpoint_says_it_is_retrying(yuyao, env, dead_url):
+def test_an_unreachable_endpoint_says_it_is_retrying(fake_llm, yuyao, env, dead_url):
     assert yuyao("config", "set", "model.max_retries", "2", env=env()).returncode == 0
-    proc = yuyao("-p", "hi", env={**env(), "D2A_MODEL_BASE_URL": dead_url})
+    proc = yuyao("-p", "hi", env=env(fake_llm([]), D2A_MODEL_BASE_URL=dead_url))
     assert proc.returncode != 0
     assert "retrying (1/2) in" in proc.stderr and "retrying (2/2) in" in proc.stderr, proc.stderr

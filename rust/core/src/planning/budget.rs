@@ -40,20 +40,6 @@ impl Session {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn floors_apply_to_lower_nonzero_limits_while_planning_only() {
-        assert_eq!(floored(Some(10), true, 60), Some(60));
-        assert_eq!(floored(Some(100), true, 60), Some(100));
-        assert_eq!(floored(Some(10), false, 60), Some(10));
-        assert_eq!(floored(None, true, 60), None);
-        assert_eq!(floored(Some(0), true, 60), Some(0));
-    }
-}
-
 impl Session {
     /// A turn limit is reached with a person present: ask whether to grant more (seed 001).
     /// `Some(n)` continues the turn with `n` more; the grant is in the trace as
@@ -94,5 +80,19 @@ impl Session {
             format!("{n} more {what} granted for this turn"),
         );
         Some(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floors_apply_to_lower_nonzero_limits_while_planning_only() {
+        assert_eq!(floored(Some(10), true, 60), Some(60));
+        assert_eq!(floored(Some(100), true, 60), Some(100));
+        assert_eq!(floored(Some(10), false, 60), Some(10));
+        assert_eq!(floored(None, true, 60), None);
+        assert_eq!(floored(Some(0), true, 60), Some(0));
     }
 }

@@ -76,7 +76,7 @@ impl Session {
 /// [`Session::bring_back`] for a caller holding the session's state (it records the line).
 pub(crate) fn bring_back(iso: Isolation, what: &str) -> String {
     let msg = format!("yuyao {what}");
-    let line = match worktree_sync::apply_to_main(&iso.wt, &iso.start, &msg) {
+    match worktree_sync::apply_to_main(&iso.wt, &iso.start, &msg) {
         Ok(Returned::Nothing) => {
             let _ = worktree::remove(&iso.wt);
             "[worktree] no file changed".to_string()
@@ -93,6 +93,5 @@ pub(crate) fn bring_back(iso: Isolation, what: &str) -> String {
             "[worktree] its changes could not be brought back ({e}); worktree {} (branch {}) is kept",
             iso.wt.path, iso.wt.branch
         ),
-    };
-    line
+    }
 }

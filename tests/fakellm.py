@@ -207,6 +207,23 @@ def without_repo_map(text: str) -> str:
     return "\n\n".join(p for p in text.split("\n\n") if not p.startswith("[repo map]"))
 
 
+# The missing-intent reminder is a one-request note (a view note at the end of one request,
+# never kept in the history): the next request repeats the previous one without it.
+VIEW_NOTE = "[intent] Your last tool batch came without a one-line reason"
+
+
+def durable(messages: list[dict]) -> list[dict]:
+    """A request's messages without its one-request note: the prefix the next request must
+    repeat for the prompt cache (DESIGN §4)."""
+    if not messages or messages[-1]["role"] != "user":
+        return messages
+    content = messages[-1].get("content")
+    if isinstance(content, str) and VIEW_NOTE in content:
+        kept = content.split(VIEW_NOTE)[0].rstrip("\n")
+        return messages[:-1] + ([{**messages[-1], "content": kept}] if kept else [])
+    return messages
+
+
 def tool_msgs(body: dict) -> list[dict]:
     """The tool-result messages of a request body."""
     return [m for m in body["messages"] if m["role"] == "tool"]

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fakellm import call, say
+from fakellm import call, durable, say
 
 pytestmark = pytest.mark.core
 
@@ -46,22 +46,6 @@ def core(use_env, repo):
     yield open_core
     for s in opened:
         s.close()
-
-
-# The missing-intent reminder is a one-request note (a view note at the end of one request,
-# never kept): the next request's prefix is the previous request without it.
-VIEW_NOTE = "[intent] Your last tool batch came without a one-line reason"
-
-
-def durable(messages: list[dict]) -> list[dict]:
-    """A request's messages without its one-request note: what the next request must repeat."""
-    if not messages or messages[-1]["role"] != "user":
-        return messages
-    content = messages[-1].get("content")
-    if isinstance(content, str) and VIEW_NOTE in content:
-        kept = content.split(VIEW_NOTE)[0].rstrip("\n")
-        return messages[:-1] + ([{**messages[-1], "content": kept}] if kept else [])
-    return messages
 
 
 def trace(s) -> list[dict]:

@@ -71,7 +71,8 @@ def test_session_file_is_a_tree_written_as_it_happens(fake_llm, session, yuyao_h
         ids.add(e["id"])
     roles = [e["message"]["role"] for e in lines[1:] if e["type"] == "message"]
     # The read came without an intent line: the next request carried a note asking for one.
-    assert roles == ["user", "assistant", "tool", "user", "assistant"]
+    # The missing-intent reminder lives for one request: never in the session file.
+    assert roles == ["user", "assistant", "tool", "assistant"]
     s.dispatch("/mode plan")
     assert entries(files[0])[-1]["type"] == "mode", "a mode change is an entry at once"
 

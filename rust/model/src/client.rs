@@ -222,13 +222,17 @@ impl ModelClient {
                 {
                     let wait = self.backoff(attempt, &e);
                     attempt += 1;
-                    let why = e.to_string();
-                    on_piece(Piece::Retrying {
-                        retry: attempt,
-                        of: self.cfg.max_retries,
-                        wait,
-                        why: &why,
-                    });
+                    // Said when nothing of the reply was shown yet (a cut stream's retry is
+                    // quick, and its text goes on where it stopped).
+                    if !emitted {
+                        let why = e.to_string();
+                        on_piece(Piece::Retrying {
+                            retry: attempt,
+                            of: self.cfg.max_retries,
+                            wait,
+                            why: &why,
+                        });
+                    }
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
                         _ = cancel.cancelled() => return Err(ModelError::Cancelled),

@@ -6,6 +6,7 @@
 mod architect;
 mod ask;
 mod auto_commit;
+pub(crate) mod batch_ledger;
 pub mod background;
 mod busy;
 mod cmd_background;

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, yuyao_command
+from conftest import yuyao_command
 from fakellm import call, say
 
 pytestmark = pytest.mark.core
@@ -28,14 +28,18 @@ CALL_COST = 0.002
 TASK_ID = re.compile(r"TASK-ID ([\w.-]+)")
 
 
-def responder(delay: float = 0.0):
+def responder(delay: float = 0.0, first_delay: float | None = None, seen: list | None = None):
+    """`seen` collects the task ids of first calls, in arrival order."""
+
     def answer(body, index):
         text = json.dumps(body["messages"])
         task = TASK_ID.search(text).group(1)
         if any(m.get("role") == "tool" for m in body["messages"]):
             return {**say(f"Created out-{task}.txt."), "delay": delay}
+        if seen is not None:
+            seen.append(task)
         step = call("write", file_path=f"out-{task}.txt", content=f"{task}\n")
-        return {**step, "delay": delay}
+        return {**step, "delay": delay if first_delay is None else first_delay}
 
     return answer
 
@@ -271,13 +275,16 @@ def ray_env(env, server, **extra):
 def test_ray_runs_twenty_tasks_and_a_killed_node_loses_none(
     ray_cluster, fake_llm, env, repo, tmp_path, git_status
 ):
-    server = fake_llm(responder(delay=1.0), usage=USAGE)
+    seen: list = []
+    server = fake_llm(responder(delay=0.2, first_delay=5.0, seen=seen), usage=USAGE)
     tasks = write_tasks(tmp_path / "tasks.jsonl", [task_line(f"t{i:02d}", repo) for i in range(20)])
     out = tmp_path / "out"
     driver = start_batch(tasks, "--out-dir", out, "--parallel", 8, "--ray", ray_cluster.address,
                          env=ray_env(env, server), cwd=tmp_path)  # fmt: skip
-    # Once tasks run on both workers, one worker node dies mid-call.
-    wait_for(lambda: len(server.requests) >= 8, 120, "eight model calls")
+    # Eight first calls in flight at once (each lasts 5 s) fill both workers' four CPUs: one
+    # worker node then dies with four tasks mid-call.
+    wait_for(lambda: len(set(seen)) >= 8, 120, "eight tasks calling the model")
+    assert not list(out.glob("t*/status.json")), "the first wave must still be running"
     victim = ray_cluster.workers[0]
     ray_cluster.remove_node(victim)
     _, err = driver.communicate(timeout=240)
@@ -289,15 +296,12 @@ def test_ray_runs_twenty_tasks_and_a_killed_node_loses_none(
     for r in lines:
         patch = (out / r["patch"]).read_text()
         assert f"out-{r['id']}.txt" in patch
-    # The retried tasks started again from a clean checkout: each attempt has its own key in
-    # the ledger, and some task had two (the one on the killed node).
-    ledger = json.loads((out / "spend-ledger.json").read_text())
-    attempts: dict = {}
-    for key in ledger["tasks"]:
-        attempts.setdefault(key.split("#")[0], []).append(key)
-    assert set(attempts) == {r["id"] for r in lines}
-    assert any(len(keys) > 1 for keys in attempts.values()), "no task was retried"
-    assert {r["node"] for r in lines} - {victim.unique_id}, "results come from the survivor"
+    # The tasks of the killed node were retried (on the survivor, from a clean checkout: the
+    # patch holds only the task's own file) and still gave one result each.
+    retried = [r for r in lines if r["attempts"] > 1]
+    assert len(retried) >= 4, [(r["id"], r["attempts"], r["node"]) for r in lines]
+    assert all(r["node"] != victim.node_id for r in retried)
+    assert all(r["attempts"] == 1 for r in lines if r not in retried)
     assert json.loads((out / "ray.json").read_text())["ray_version"]
     assert git_status(repo) == set()
     no_half_files(out)
@@ -347,4 +351,3 @@ def test_ray_driver_killed_and_rerun_resumes_only_unfinished_tasks(
         assert lines[task_id].get("resumed") is True
         assert (out / task_id / "status.json").stat().st_mtime_ns == mtime, "not run again"
     no_half_files(out)
-

@@ -190,7 +190,8 @@ class LedgerActor:
         self.stopped = False
 
     def report(self, key: str, spent: float) -> dict:
-        if spent > self.entries.get(key, 0.0):
+        # Every attempt has an entry from its first report on, spent or not.
+        if spent > self.entries.setdefault(key, 0.0):
             self.entries[key] = float(spent)
         total = sum(self.entries.values())
         return {"others": total - self.entries.get(key, 0.0), "stopped": self.stopped}

@@ -204,9 +204,13 @@ def _run(batch, pending, ray, affinity) -> None:
                 break
             ready, _ = ray.wait(list(running), num_returns=1, timeout=0.25)
             for ref in ready:
-                batch.record(_collect(batch, running[ref], ref, ray))
+                entries = ray.get(actor.snapshot.remote(), timeout=30)
+                batch.ledger.merge(entries)
+                task = running[ref]
+                # Attempts that started (one more than 1: Ray retried it after a node died).
+                attempts = sum(1 for key in entries if key.rsplit("#", 1)[0] == task.id)
+                batch.record(_collect(batch, task, ref, ray, max(attempts, 1)))
                 del running[ref]
-                batch.ledger.merge(ray.get(actor.snapshot.remote(), timeout=30))
         except KeyboardInterrupt:
             batch.interrupt()
     batch.ledger.merge(ray.get(actor.snapshot.remote(), timeout=30))
@@ -238,12 +242,13 @@ def _lost(batch, task, why: str) -> dict:
     return batch.keep(task.id, staged, _fallback(task.spec(), staged, label, why))
 
 
-def _collect(batch, task, ref, ray) -> dict:
+def _collect(batch, task, ref, ray, attempts: int) -> dict:
     try:
         answer = ray.get(ref)
     except ray.exceptions.RayError as exc:
         first = str(exc).strip().splitlines()
-        return _lost(batch, task, f"Ray: {first[0] if first else type(exc).__name__}")
+        lost = _lost(batch, task, f"Ray: {first[0] if first else type(exc).__name__}")
+        return {**lost, "attempts": attempts}
     staged = batch.out / ".work" / f"{task.id}-{uuid.uuid4().hex[:8]}"
     try:
         _unpack(answer["files"], staged)
@@ -253,4 +258,5 @@ def _collect(batch, task, ref, ray) -> dict:
     result = answer["result"]
     if not isinstance(result, dict) or result.get("id") != task.id:
         result = result_of(task.id, {"exit_status": "Error", "error": "a malformed result"}, 0.0)
+    result["attempts"] = attempts
     return batch.keep(task.id, staged, result)

@@ -6,8 +6,8 @@
 mod architect;
 mod ask;
 mod auto_commit;
-pub(crate) mod batch_ledger;
 pub mod background;
+mod batch_ledger;
 mod busy;
 mod cmd_background;
 mod cmd_files;

@@ -213,7 +213,10 @@ mod tests {
         assert_eq!(a.record(0.4).unwrap().spent_usd, 0.9);
         let state = b.check(0.6).unwrap();
         assert!(state.exhausted(), "{state:?}");
-        assert!(a.check(0.4).unwrap().exhausted(), "one ledger for every task");
+        assert!(
+            a.check(0.4).unwrap().exhausted(),
+            "one ledger for every task"
+        );
     }
 
     #[test]
@@ -249,8 +252,11 @@ mod tests {
     fn a_mirror_check_waits_for_the_wrappers_answer() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ledger.json");
-        std::fs::write(&path, r#"{"ceiling_usd": 1.0, "mirror": true, "asks": 0, "answered": 0}"#)
-            .unwrap();
+        std::fs::write(
+            &path,
+            r#"{"ceiling_usd": 1.0, "mirror": true, "asks": 0, "answered": 0}"#,
+        )
+        .unwrap();
         let wrapper = {
             let l = ledger(dir.path(), "wrapper");
             std::thread::spawn(move || {
@@ -272,6 +278,9 @@ mod tests {
         };
         let state = ledger(dir.path(), "a").check(0.1).unwrap();
         wrapper.join().unwrap();
-        assert!(state.exhausted(), "the check saw the cluster's spend: {state:?}");
+        assert!(
+            state.exhausted(),
+            "the check saw the cluster's spend: {state:?}"
+        );
     }
 }

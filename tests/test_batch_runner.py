@@ -181,31 +181,40 @@ def test_ctrl_c_interrupts_running_tasks_cleanly_and_a_rerun_finishes_only_those
 
 def test_the_spend_ceiling_holds_across_tasks(fake_llm, env, repo, tmp_path):
     server = fake_llm(responder(), usage=USAGE)
-    tasks = write_tasks(tmp_path / "tasks.jsonl", [task_line(f"t{i}", repo) for i in range(8)])
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [task_line(f"t{i}", repo) for i in range(6)])
     out = tmp_path / "out"
     ceiling = 5 * CALL_COST  # two and a half tasks
-    proc = batch(tasks, "--out-dir", out, "--parallel", 2, "--max-cost-usd", ceiling,
+    proc = batch(tasks, "--out-dir", out, "--parallel", 1, "--max-cost-usd", ceiling,
                  env=env(server, D2A_MODEL_COST=PRICES), cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 1, proc.stderr
-    lines = by_id(out)
-    spent = sum(r["cost_usd"] for r in lines.values())
-    # Checked before every call: at most the calls in flight (here 2) can pass it.
-    assert ceiling - 1e-9 <= spent <= ceiling + 2 * CALL_COST + 1e-9, lines
-    assert len(server.requests) * CALL_COST == pytest.approx(spent)
-    stopped = [r for r in lines.values() if "batch spend ceiling reached" in (r["limit"] or "")]
-    not_run = [r for r in lines.values() if r["exit_status"] == "NotRun"]
-    assert stopped or not_run
-    assert all("batch spend ceiling reached" in r["error"] for r in not_run)
-    assert len(lines) == 8
+    got = by_id(out)
+    # The third task's second call would pass the batch's ceiling: its core refuses it.
+    assert [got[f"t{i}"]["exit_status"] for i in range(3)] == ["Submitted"] * 2 + ["LimitsExceeded"]
+    assert "batch spend ceiling reached" in got["t2"]["limit"]
+    assert got["t2"]["steps"] == 1
+    assert all(got[f"t{i}"]["exit_status"] == "NotRun" for i in range(3, 6))
+    assert "batch spend ceiling reached" in got["t5"]["error"]
+    spent = sum(r["cost_usd"] for r in got.values())
+    assert spent == pytest.approx(ceiling) and len(server.requests) == 5
     ledger = json.loads((out / "spend-ledger.json").read_text())
     assert sum(ledger["tasks"].values()) == pytest.approx(spent)
 
-    # The same ceiling again: nothing more is spent.
+    # Two at a time: the check before each call lets at most the calls in flight pass it.
+    out2 = tmp_path / "out2"
+    before = len(server.requests)
+    proc = batch(tasks, "--out-dir", out2, "--parallel", 2, "--max-cost-usd", ceiling,
+                 env=env(server, D2A_MODEL_COST=PRICES), cwd=tmp_path)  # fmt: skip
+    spent = sum(r["cost_usd"] for r in by_id(out2).values())
+    assert ceiling - 1e-9 <= spent <= ceiling + 2 * CALL_COST + 1e-9
+    assert (len(server.requests) - before) * CALL_COST == pytest.approx(spent)
+
+    # Resumed with the same ceiling: nothing more is spent; the stopped task is not finished.
     before = len(server.requests)
     again = batch(tasks, "--out-dir", out, "--max-cost-usd", ceiling,
                   env=env(server, D2A_MODEL_COST=PRICES), cwd=tmp_path)  # fmt: skip
     assert again.returncode == 1
     assert len(server.requests) == before
+    assert "resuming: 2 finished tasks skipped, 4 to run" in again.stderr
 
 
 def test_max_failures_stops_starting_tasks(fake_llm, env, repo, tmp_path):

@@ -36,8 +36,8 @@ def interrupt_with_parent() -> None:
         libc.prctl(pr_set_pdeathsig, int(signal.SIGINT), 0, 0, 0)
     except (OSError, AttributeError):
         return
-    if os.getppid() != int(parent):  # it died before the request was made
-        os.kill(os.getpid(), signal.SIGINT)
+    if os.getppid() != int(parent):  # it died before the request was made: nobody waits
+        raise SystemExit(EXIT_RUNTIME)
 
 
 def main(argv: list[str] | None = None) -> int:

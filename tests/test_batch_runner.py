@@ -360,3 +360,33 @@ def test_ray_driver_killed_and_rerun_resumes_only_unfinished_tasks(
         assert lines[task_id].get("resumed") is True
         assert (out / task_id / "status.json").stat().st_mtime_ns == mtime, "not run again"
     no_half_files(out)
+
+
+def test_a_workers_archive_cannot_write_outside_its_folder(tmp_path):
+    """What a Ray worker returns is data: a path that climbs out is refused, links are dropped."""
+    import io
+    import tarfile
+
+    from yuyao.batch.on_ray import _unpack
+
+    def archive(*members) -> bytes:
+        data = io.BytesIO()
+        with tarfile.open(fileobj=data, mode="w:gz") as tar:
+            for info, body in members:
+                tar.addfile(info, io.BytesIO(body) if body is not None else None)
+        return data.getvalue()
+
+    def file(name: str, body: bytes = b"x"):
+        info = tarfile.TarInfo(name)
+        info.size = len(body)
+        return info, body
+
+    with pytest.raises(ValueError, match="outside its folder"):
+        _unpack(archive(file("./status.json"), file("../escaped")), tmp_path / "a")
+    assert not (tmp_path / "escaped").exists()
+
+    link = tarfile.TarInfo("./passwd")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    _unpack(archive(file("./status.json", b"{}"), (link, None)), tmp_path / "b")
+    assert (tmp_path / "b" / "status.json").read_bytes() == b"{}"
+    assert not (tmp_path / "b" / "passwd").exists()

@@ -1,4 +1,4 @@
-"""The batch driver (docs/batch.md): reads the tasks, skips those a earlier run finished,
+"""The batch driver (docs/batch.md): reads the tasks, skips those an earlier run finished,
 runs the rest on the local process pool (here) or on Ray (`on_ray.py`) within the batch's
 limits, and keeps `DIR/results.jsonl` whole after each task.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from yuyao.batch import progress as display
 from yuyao.batch.ledger import Ledger, write_atomic
 from yuyao.batch.runner import (
-    _fallback,
+    fallback_result,
     finished,
     install,
     model_environment,
@@ -228,7 +228,7 @@ class Batch:
                     resolve_commit(task)
             except TaskError as error:
                 (work / "out").mkdir()
-                result = _fallback(task.spec(), work / "out", "Error", str(error))
+                result = fallback_result(task.spec(), work / "out", "Error", str(error))
                 return self.keep(task.id, work / "out", result)
             staged, result = run_task(
                 task.spec(),

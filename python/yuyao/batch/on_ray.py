@@ -29,7 +29,7 @@ from collections import deque
 from pathlib import Path
 
 from yuyao.batch.ledger import LedgerActor, Mirror, make_mirror_file, write_atomic
-from yuyao.batch.runner import _fallback, attempt_key, result_of, run_task
+from yuyao.batch.runner import attempt_key, fallback_result, result_of, run_task
 from yuyao.batch.tasks import TaskError, git_env, resolve_commit
 
 INSTALL_HINT = (
@@ -239,7 +239,7 @@ def _lost(batch, task, why: str) -> dict:
     staged = batch.out / ".work" / f"{task.id}-{uuid.uuid4().hex[:8]}"
     staged.mkdir(parents=True)
     label = "Interrupted" if batch.stop.is_set() else "Error"
-    return batch.keep(task.id, staged, _fallback(task.spec(), staged, label, why))
+    return batch.keep(task.id, staged, fallback_result(task.spec(), staged, label, why))
 
 
 def _collect(batch, task, ref, ray, attempts: int) -> dict:

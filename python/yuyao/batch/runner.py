@@ -118,9 +118,11 @@ def run_task(
             raise Stopped()
         request = _request(spec, work, repo, out, model)
     except Stopped:
-        return out, _fallback(spec, out, "Interrupted", "the batch stopped before the task ran")
+        return out, fallback_result(
+            spec, out, "Interrupted", "the batch stopped before the task ran"
+        )
     except (OSError, RuntimeError) as exc:
-        return out, _fallback(spec, out, "Error", f"checkout failed: {exc}", started)
+        return out, fallback_result(spec, out, "Error", f"checkout failed: {exc}", started)
     env = {k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES}
     env.update(
         {
@@ -159,7 +161,7 @@ def run_task(
         # The run ended before the core wrote its status (killed, or stopped while loading).
         label = "Interrupted" if stopping() else "Error"
         why = _last_line(log) or f"the run exited with code {proc.returncode} and no status.json"
-        return out, _fallback(spec, out, label, why, started)
+        return out, fallback_result(spec, out, label, why, started)
     status = json.loads(status_path.read_text(encoding="utf-8"))
     if status.get("submission"):
         write_atomic(out / PATCH_NAME, status["submission"].encode())
@@ -186,7 +188,9 @@ def _last_line(log: Path) -> str:
     return lines[-1] if lines else ""
 
 
-def _fallback(spec: dict, out: Path, label: str, why: str, started: float | None = None) -> dict:
+def fallback_result(
+    spec: dict, out: Path, label: str, why: str, started: float | None = None
+) -> dict:
     """A status.json written here for a run that never reached the core."""
     status = {"exit_status": label, "exit_code": 1, "cost_usd": 0.0, "steps": 0, "error": why}
     write_atomic(out / "status.json", json.dumps(status, indent=2).encode() + b"\n")

@@ -28,8 +28,14 @@ CALL_COST = 0.002
 TASK_ID = re.compile(r"TASK-ID ([\w.-]+)")
 
 
-def responder(delay: float = 0.0, first_delay: float | None = None, seen: list | None = None):
-    """`seen` collects the task ids of first calls, in arrival order."""
+def responder(
+    delay: float = 0.0,
+    first_delay: float | None = None,
+    seen: list | None = None,
+    slow: set | None = None,
+):
+    """`seen` collects the task ids of first calls, in arrival order; `first_delay` is the
+    delay of the first call of the tasks in `slow` (of every task when `slow` is None)."""
 
     def answer(body, index):
         text = json.dumps(body["messages"])
@@ -39,7 +45,8 @@ def responder(delay: float = 0.0, first_delay: float | None = None, seen: list |
         if seen is not None:
             seen.append(task)
         step = call("write", file_path=f"out-{task}.txt", content=f"{task}\n")
-        return {**step, "delay": delay if first_delay is None else first_delay}
+        slow_one = first_delay is not None and (slow is None or task in slow)
+        return {**step, "delay": first_delay if slow_one else delay}
 
     return answer
 
@@ -285,14 +292,17 @@ def test_ray_runs_twenty_tasks_and_a_killed_node_loses_none(
     ray_cluster, fake_llm, env, repo, tmp_path, git_status
 ):
     seen: list = []
-    server = fake_llm(responder(delay=0.2, first_delay=5.0, seen=seen), usage=USAGE)
+    first_wave = {f"t{i:02d}" for i in range(8)}  # submitted first, eight at a time
+    server = fake_llm(
+        responder(delay=0.2, first_delay=8.0, seen=seen, slow=first_wave), usage=USAGE
+    )
     tasks = write_tasks(tmp_path / "tasks.jsonl", [task_line(f"t{i:02d}", repo) for i in range(20)])
     out = tmp_path / "out"
     driver = start_batch(tasks, "--out-dir", out, "--parallel", 8, "--ray", ray_cluster.address,
                          env=ray_env(env, server), cwd=tmp_path)  # fmt: skip
-    # Eight first calls in flight at once (each lasts 5 s) fill both workers' four CPUs: one
-    # worker node then dies with four tasks mid-call.
-    wait_for(lambda: len(set(seen)) >= 8, 120, "eight tasks calling the model")
+    # The first wave's eight first calls in flight at once (each lasts 8 s) fill both
+    # workers' four CPUs: one worker node then dies with four tasks mid-call.
+    wait_for(lambda: first_wave <= set(seen), 120, "eight tasks calling the model")
     assert not list(out.glob("t*/status.json")), "the first wave must still be running"
     victim = ray_cluster.workers[0]
     ray_cluster.remove_node(victim)

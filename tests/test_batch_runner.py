@@ -346,6 +346,30 @@ def test_ray_spend_ceiling_holds_across_nodes(ray_cluster, fake_llm, env, repo, 
     assert any(r["exit_status"] == "NotRun" for r in lines.values())
 
 
+def test_ray_ctrl_c_interrupts_the_tasks_on_the_workers(ray_cluster, fake_llm, env, repo, tmp_path):
+    seen: list = []
+    server = fake_llm(responder(first_delay=60, seen=seen), usage=USAGE)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [task_line(f"i{i}", repo) for i in range(6)])
+    out = tmp_path / "out"
+    driver = start_batch(tasks, "--out-dir", out, "--parallel", 4, "--ray", ray_cluster.address,
+                         env=ray_env(env, server), cwd=tmp_path)  # fmt: skip
+    wait_for(lambda: len(set(seen)) >= 4, 120, "four tasks calling the model")
+    started = time.monotonic()
+    driver.send_signal(signal.SIGINT)
+    _, err = driver.communicate(timeout=90)
+    assert driver.returncode == 1, err
+    assert time.monotonic() - started < 30, "the runs stopped mid-call, not after it"
+    lines = by_id(out)
+    statuses = sorted(r["exit_status"] for r in lines.values())
+    assert statuses == ["Interrupted"] * 4 + ["NotRun"] * 2, lines
+    for task_id, line in lines.items():
+        if line["exit_status"] == "Interrupted":
+            status = json.loads((out / task_id / "status.json").read_text())
+            assert status["exit_status"] == "Interrupted"
+            assert any((out / task_id / ".trajectory").iterdir())
+    no_half_files(out)
+
+
 def test_ray_driver_killed_and_rerun_resumes_only_unfinished_tasks(
     ray_cluster, fake_llm, env, repo, tmp_path
 ):

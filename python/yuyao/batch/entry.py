@@ -40,8 +40,24 @@ def interrupt_with_parent() -> None:
         raise SystemExit(EXIT_RUNTIME)
 
 
+def accept_interrupts() -> None:
+    """SIGINT and SIGTERM reach this run even when its parent blocked or ignored them (a Ray
+    worker does both, and a child inherits the signal mask and ignored signals): they are how
+    the batch stops a run, which then writes its Interrupted status."""
+    import signal
+
+    wanted = {signal.SIGINT, signal.SIGTERM}
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, wanted)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    accept_interrupts()
     interrupt_with_parent()
     if len(argv) != 1:
         sys.stderr.write("usage: python -m yuyao.batch.entry REQUEST.json\n")

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -265,6 +267,9 @@ def ray_cluster():
     pytest.importorskip("ray", reason="Ray is not installed (scripts/test-requirements.txt)")
     from ray.cluster_utils import Cluster
 
+    # A worker killed with its node leaves its temporary folder behind: removed at the end.
+    scratch = Path(tempfile.gettempdir())
+    before = set(scratch.glob("yuyao-batch-*"))
     # Every node, worker and driver on the loopback address, not this machine's interface.
     saved = os.environ.get(LOOPBACK_ONLY)
     os.environ[LOOPBACK_ONLY] = "0"
@@ -278,6 +283,8 @@ def ray_cluster():
     cluster.workers = workers
     yield cluster
     cluster.shutdown()
+    for left in set(scratch.glob("yuyao-batch-*")) - before:
+        shutil.rmtree(left, ignore_errors=True)
     if saved is None:
         os.environ.pop(LOOPBACK_ONLY, None)
     else:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
 import signal
 import sys
@@ -310,7 +309,7 @@ def run(options: Options) -> int:
             return EXIT_RUNTIME
     pending = batch.open()
     skipped = len(tasks) - len(pending)
-    live = sys.stderr.isatty() and not options.json and not os.environ.get("NO_COLOR")
+    live = sys.stderr.isatty() and not options.json
     batch.progress = display.Progress(len(pending), batch.spent, live=live)
     if skipped:
         batch.progress.note(f"resuming: {skipped} finished tasks skipped, {len(pending)} to run")

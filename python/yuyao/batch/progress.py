@@ -33,12 +33,13 @@ class Progress:
         self.lock = threading.Lock()
         self.live = None
         if live:
+            import os
+
             from rich.console import Console
             from rich.live import Live
 
-            self.live = Live(
-                self._render(), console=Console(stderr=True), refresh_per_second=4, transient=True
-            )
+            console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
+            self.live = Live(self._render(), console=console, refresh_per_second=4, transient=True)
             self.live.start()
             self._ticker = threading.Thread(target=self._tick, daemon=True)
             self._ticker.start()

@@ -156,6 +156,30 @@ def test_local_pool_runs_each_task_in_a_fresh_checkout_and_reports_a_malformed_l
     assert "resuming: 3 finished tasks skipped, 0 to run" in again.stderr
 
 
+def test_a_folder_of_task_files_with_task_files_and_budgets(fake_llm, env, repo, tmp_path):
+    server = fake_llm(responder(), usage=USAGE)
+    folder = tmp_path / "tasks"
+    (folder / "texts").mkdir(parents=True)
+    (folder / "texts" / "b.yaml").write_text("task: Create the file out-b.txt (TASK-ID b)\n")
+    (folder / "a.json").write_text(task_line("a", Path("..") / repo.name))
+    (folder / "more.jsonl").write_text(
+        json.dumps({"id": "b", "task_file": "texts/b.yaml", "repo": str(repo)})
+        + "\n"
+        # A budget of one step: the task stops after its first call (LimitsExceeded, exit 0).
+        + task_line("c", repo, budget={"max_steps": 1})
+        + "\n"
+    )
+    (folder / "notes.txt").write_text("not a task file")
+    out = tmp_path / "out"
+    proc = batch(folder, "--out-dir", out, "--json", env=env(server, D2A_MODEL_COST=PRICES),
+                 cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = {r["id"]: r for r in json.loads(proc.stdout)["results"]}
+    assert [got[k]["exit_status"] for k in "abc"] == ["Submitted", "Submitted", "LimitsExceeded"]
+    assert "out-b.txt" in (out / "b" / "submission.patch").read_text()
+    assert got["c"]["steps"] == 1 and "step limit" in got["c"]["limit"]
+
+
 def test_ctrl_c_interrupts_running_tasks_cleanly_and_a_rerun_finishes_only_those(
     fake_llm, env, repo, tmp_path
 ):

@@ -130,4 +130,12 @@ if wants extension || wants pytest; then
     hash -r
 fi
 if wants extension; then extension; fi
-if wants pytest; then run_pytest "$@"; fi
+if wants pytest; then
+    # A failing test is the test's report (above), not an "unexpected failure" of this script.
+    rc=0
+    run_pytest "$@" || rc=$?
+    if (( rc != 0 )); then
+        echo "yuyao test: pytest failed (exit $rc); the failures are listed above" >&2
+        exit "$rc"
+    fi
+fi

@@ -197,7 +197,9 @@ def test_chat_never_reads_stdin_or_draws(fake_llm, python, env, repo):
 
     stdin is a pipe that stays open and silent, so any read would hang until the timeout.
     """
-    server = fake_llm(write_script(repo / "new.txt"))
+    # "Finished." with the write refused is contradicted by the check, which the model sees
+    # once before its final answer: the restated answer is the result.
+    server = fake_llm([*write_script(repo / "new.txt"), say("Finished: new.txt was refused.")])
     read_end, write_end = os.pipe()
     try:
         proc = python(CHAT_WITHOUT_STDIN, str(repo), env=env(server), stdin=read_end, timeout=60)
@@ -206,7 +208,7 @@ def test_chat_never_reads_stdin_or_draws(fake_llm, python, env, repo):
         os.close(write_end)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert len(lines) == 1 and "Finished." in json.loads(lines[0]), "only the result on stdout"
+    assert len(lines) == 1 and "was refused" in json.loads(lines[0]), "only the result on stdout"
     assert "\x1b[" not in proc.stdout + proc.stderr, "no live view or spinner"
 
 

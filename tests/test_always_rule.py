@@ -155,3 +155,20 @@ def test_the_prompt_shows_the_rule():
     console = Console(record=True, width=120, color_system=None, theme=theme.THEME)
     prompts.show_permission(console, {"tool": "bash", "detail": "python3", "rules": []})
     assert "allow it once" in console.export_text()
+
+
+def test_always_for_a_loop_offers_rules_naming_real_programs(fake_llm, use_env, calc_repo):
+    """A compound command's loop variable is no program: "always" for `for i in $(seq …)`
+    offers `Bash(seq)` and `Bash(echo)`, never `Bash(i= seq 1 400)`, and saves exactly those."""
+    loop = "for i in $(seq 1 400); do echo $i >> out.txt; done"
+    server = fake_llm([calls([("bash", {"command": loop}, "l")]), say("Wrote 400 lines.")])
+    use_env(server)
+    h = Handler("allow_project")
+    s = session(calc_repo, h)
+    s.chat("write the numbers")
+    s.close()
+    assert len((calc_repo / "out.txt").read_text().splitlines()) == 400
+    offered = h.requests[0]["rules"]
+    assert offered == ["Bash(seq)", "Bash(echo)"], offered
+    assert not any("=" in r for r in offered), offered
+    assert saved_rules(calc_repo) == offered

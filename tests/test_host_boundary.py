@@ -40,6 +40,22 @@ needs_namespaces = pytest.mark.skipif(
 )
 
 
+def outside_folder() -> Path:
+    """A new folder outside the project and outside every temporary directory the sandbox
+    leaves writable: under $HOME, unless $HOME is itself a temporary directory (CI runs with
+    HOME=/tmp/...), then beside this test file."""
+    import tempfile
+
+    temps = [Path(p).resolve() for p in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm")]
+    for base in (Path.home(), Path(__file__).resolve().parent):
+        base = base.resolve()
+        if not any(base == t or t in base.parents for t in temps) and os.access(base, os.W_OK):
+            folder = base / f".yuyao-test-{uuid.uuid4().hex[:8]}"
+            folder.mkdir()
+            return folder
+    pytest.skip("no writable folder outside the temporary directories to stand for 'outside'")
+
+
 def bash_steps(*commands: str) -> list:
     items = [("bash", {"command": c}, f"b{i}") for i, c in enumerate(commands)]
     return [calls(items), say("I ran the commands; their results are reported above.")]
@@ -260,8 +276,7 @@ def test_tools_see_no_host_process_and_cannot_signal_one(fake_llm, api, repo):
 
 @needs_namespaces
 def test_mknod_and_outside_metadata_changes_are_refused(fake_llm, api, repo):
-    outside = Path.home() / f".yuyao-test-{uuid.uuid4().hex[:8]}"
-    outside.mkdir()
+    outside = outside_folder()
     os.chmod(outside, 0o755)
     try:
         script = bash_steps(
@@ -418,8 +433,7 @@ def test_npm_test_in_plan_mode_leaves_the_tree_intact(fake_llm, api, repo):
 def test_a_tool_cannot_undo_its_mounts(fake_llm, api, repo):
     """The read-only mounts are not the tool's to change: Landlock forbids mount, umount and
     remount inside the sandbox, so a hostile command cannot reach the host's view again."""
-    outside = Path.home() / f".yuyao-test-{uuid.uuid4().hex[:8]}"
-    outside.mkdir()
+    outside = outside_folder()
     try:
         script = bash_steps(
             "umount -l /proc; echo umount=$?",

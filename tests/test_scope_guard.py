@@ -291,13 +291,25 @@ def test_a_requested_600_line_change_in_scope_is_allowed(fake_llm, yuyao, env, r
     )
     run_p(yuyao, env, server)
     result = refusal(server, "call_big")
-    if estimate:
-        assert "Refused" not in result, result
-        assert (repo / "constants.py").read_text() == BIG
-    else:
-        # Without an estimate the floor (200 changed lines) is the backstop.
-        assert "Refused by the scope guard (size beyond the declared estimate)" in result
-        assert not (repo / "constants.py").exists()
+    # With an estimate the change is within 3 × it; without one there is nothing to measure
+    # against, and size alone never refuses a change inside the declared files (seed 000).
+    assert "Refused" not in result, result
+    assert (repo / "constants.py").read_text() == BIG
+
+
+def test_the_backstop_still_fires_far_beyond_a_declared_estimate(fake_llm, yuyao, env, repo):
+    server = fake_llm(
+        [
+            declare(["constants.py"], "add one constant", estimate_lines=5),
+            calls([("write", {"file_path": "constants.py", "content": BIG}, "call_big")]),
+            say("Done."),
+        ]
+    )
+    run_p(yuyao, env, server)
+    result = refusal(server, "call_big")
+    assert "Refused by the scope guard (size beyond the declared estimate)" in result, result
+    assert "backstop of 200" in result, result
+    assert not (repo / "constants.py").exists()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,6 +357,8 @@ def test_scope_covers_its_turn_only(fake_llm, api, repo):
             declare(["calc.py"], "fix add"),
             calls([("write", {"file_path": "later.txt", "content": "x\n"}, "call_now")]),
             say("Scoped."),
+            # The turn asked for a change and has a refused write: its check goes to the model.
+            say("Nothing changed: later.txt is outside the scope I declared."),
             calls([("write", {"file_path": "later.txt", "content": "x\n"}, "call_later")]),
             say("Done."),
         ]

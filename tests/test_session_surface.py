@@ -60,6 +60,7 @@ def test_add_dir_makes_an_outside_file_editable(fake_llm, api, outside):
             call("read", file_path=str(target)),
             call("write", file_path=str(target), content="refused\n"),
             say("could not"),
+            say("Nothing changed: lib.txt is outside the workspace."),  # after the check
             call("write", file_path=str(target), content="new\n"),
             say("done"),
         ]

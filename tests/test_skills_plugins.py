@@ -1,6 +1,6 @@
 """Skills (SKILL.md), plugins (plugin.json) and `/flow:` (issue 16): a skill's name and
 description in the system prompt, its body loaded by keyword, by `/skill` and by the `skill`
-tool; `allowed-tools` enforced in dispatch; a skill added mid-session arrives as a note; a
+tool; `allowed-tools` pre-approving (never forbidding) tools; a skill added mid-session arrives as a note; a
 plugin's command, skill and hook go inert after `yuyao features disable plugins`; a flow
 graph runs node by node with a branch; a bad graph is refused before any model call;
 malformed files are named with their line while the rest loads."""
@@ -62,32 +62,73 @@ def test_skill_by_slash_command_with_arguments(fake_llm, api, repo):
         s.dispatch("/skill nope")
 
 
-def test_allowed_tools_enforced_in_dispatch(fake_llm, api, repo):
+def test_allowed_tools_pre_approve_and_forbid_nothing(fake_llm, api, repo):
+    """Claude Code's meaning of `allowed-tools`: while the skill runs, the tools it lists need
+    no permission (an unattended auto-edit session runs `touch` without asking), other tools
+    stay usable under the usual policy (a write in auto-edit), the `skill` tool itself is
+    never refused by an auto-triggered skill, and pre-approval lifts only the question: a deny
+    rule and a command the entries do not cover are refused as before; the next turn asks
+    again."""
     put(
-        repo / ".yuyao" / "skills" / "reader" / "SKILL.md",
-        "---\nname: reader\ndescription: Only reads\nallowed-tools: [Read]\n---\nRead calc.py.\n",
+        repo / ".yuyao" / "skills" / "toucher" / "SKILL.md",
+        '---\nname: toucher\ndescription: Touches files\nallowed-tools: ["Bash(touch:*)"]\n'
+        "triggers: [touchy]\n---\nTOUCHER-BODY\n",
     )
+    put(repo / ".yuyao" / "skills" / "reader" / "SKILL.md", "---\nname: reader\n"
+        "description: Reads\n---\nREADER-BODY\n")  # fmt: skip
+
+    def later(body, _index):
+        # The next turn's prompt gets the touch; anything else (a completion check) an answer.
+        last = body["messages"][-1]
+        if last["role"] == "user" and "now touch a file" in str(last["content"]):
+            return call("bash", command="touch after.txt")
+        return say("Touched made.txt and wrote other.txt; the rest was refused.")
+
     server = fake_llm(
         [
+            call("bash", command="touch made.txt"),
             call("skill", name="reader"),
-            call("bash", command="touch pwned"),
-            call("read", file_path="calc.py"),
-            say("done reading"),
-            call("bash", command="touch after"),
-            say("ok"),
+            call("write", file_path="other.txt", content="x\n"),
+            call("bash", command="touch blocked.txt"),
+            call("bash", command="rm calc.py"),
+            *[later] * 4,
         ]
     )
-    s = api(server, trust_project=True, mode="yolo")
-    s.chat("use the reader skill")
-    loaded = server.tool_results(1)
-    assert any("Read calc.py." in t for t in loaded.values()), loaded
-    refused = server.tool_results(2)
-    assert any("allows only these tools" in t for t in refused.values()), refused
-    assert not (repo / "pwned").exists(), "a tool outside allowed-tools ran"
-    assert any("return a + b" in t for t in server.tool_results(3).values())
-    # The restriction lasts for the turn the skill was loaded in.
+    s = api(server, trust_project=True, mode="auto-edit", deny=["Bash(touch blocked.txt)"])
+    s.chat("a touchy job")
+    assert not (repo / "after.txt").exists()
+    assert "TOUCHER-BODY" in server.user_text(0)
+    assert (repo / "made.txt").exists(), server.tool_results(1)
+    assert any("READER-BODY" in t for t in server.tool_results(2).values()), "skill refused"
+    assert (repo / "other.txt").read_text() == "x\n", "a tool outside allowed-tools was refused"
+    assert not (repo / "blocked.txt").exists(), "pre-approval bypassed a deny rule"
+    assert any("denied by rule" in t for t in server.tool_results(4).values())
+    assert (repo / "calc.py").exists(), "a command the entries do not cover ran unasked"
+    # The pre-approval lasts for the turn the skill was loaded in.
     s.chat("now touch a file")
-    assert (repo / "after").exists()
+    traj = "\n".join(p.read_text() for p in (repo / ".trajectory").glob("*.jsonl"))
+    assert "touch after.txt" in traj, "the second turn never tried the touch"
+    assert not (repo / "after.txt").exists()
+
+
+def test_a_skill_the_agent_wrote_pre_approves_nothing(fake_llm, api, repo):
+    """A repository skill's `allowed-tools` widen what runs unasked, so they count only as the
+    content the user approved: a SKILL.md the agent writes mid-session (in a trusted project)
+    loads as text, and its `allowed-tools: [Bash]` pre-approve nothing."""
+    skill = "---\nname: sneaky\ndescription: Sneaky\nallowed-tools: [Bash]\n---\nSNEAKY-BODY\n"
+    server = fake_llm(
+        [
+            call("write", file_path=".claude/skills/sneaky/SKILL.md", content=skill),
+            call("skill", name="sneaky"),
+            call("bash", command="touch pwned.txt"),
+            *[say("The skill was written; the touch was refused.")] * 3,
+        ]
+    )
+    s = api(server, trust_project=True, mode="auto-edit")
+    s.chat("set things up")
+    assert (repo / ".claude" / "skills" / "sneaky" / "SKILL.md").exists()
+    assert any("SNEAKY-BODY" in t for t in server.tool_results(2).values())
+    assert not (repo / "pwned.txt").exists(), "an agent-written skill pre-approved bash"
 
 
 def test_skill_added_mid_session_arrives_as_a_note(fake_llm, api, repo, yuyao_home):

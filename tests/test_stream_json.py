@@ -79,14 +79,30 @@ def test_three_messages_three_turns_one_session(fake_llm, yuyao, env, repo):
     assert [r["result"] for r in results] == ["first answer", "second answer", "third answer"]
     assert all(r["exit_status"] and "cost_usd" in r and "usage" in r for r in results)
     assert results[0]["usage"]["prompt_tokens"] > 0
-    assert [r["num_steps"] for r in results] == [2, 1, 1]
-    errors = [e for e in got if e["type"] == "error"]
+    assert results[0]["usage"]["input_tokens"] > 0  # Claude Code's name beside yuyao's
+    assert [r["num_turns"] for r in results] == [2, 1, 1]
+    assert all(r["subtype"] == "success" and r["is_error"] is False for r in results)
+    assert all(r["duration_api_ms"] <= r["duration_ms"] for r in results)
+    errors = [e for e in got if e["type"] == "system" and e["subtype"] == "input_error"]
     assert len(errors) == 2 and "line 2" in errors[0]["error"]
-    tool_use = next(e for e in got if e["type"] == "tool_use")
+    # The tool call is a content block of an assistant message, its result one of a user
+    # message; the reply's text and the call share the model call's message id.
+    assistant = [e for e in got if e["type"] == "assistant"]
+    blocks = [(e["message"]["id"], b) for e in assistant for b in e["message"]["content"]]
+    tool_use = next(b for _, b in blocks if b["type"] == "tool_use")
     assert tool_use["name"] == "read" and tool_use["input"]["file_path"].endswith("calc.py")
-    tool_result = next(e for e in got if e["type"] == "tool_result")
+    first_id = {mid for mid, b in blocks if b.get("text") == "Reading calc.py"}
+    assert first_id == {mid for mid, b in blocks if b["type"] == "tool_use"}
+    assert all(e["message"]["model"] == "litellm_proxy/fake-model" for e in assistant)
+    tool_result = next(
+        b
+        for e in got
+        if e["type"] == "user"
+        for b in e["message"]["content"]
+        if b["type"] == "tool_result"
+    )
     assert tool_result["tool_use_id"] == "c1" and "def add" in tool_result["content"]
-    assert any(e["type"] == "assistant" and e["text"] == "Reading calc.py" for e in got)
+    assert tool_result["is_error"] is False
     # One session: the third request holds the first two turns; the image reached the model.
     assert len(server.requests) == 4
     assert "what does calc.py do?" in server.user_text(3)
@@ -160,4 +176,5 @@ def test_verbose_shows_each_step_on_stderr_and_only_the_answer_on_stdout(
     assert "[intent] I will look at calc.py first" in err
     assert "[tool] read" in err and "calc.py" in err
     assert "def add" in err  # the result preview
-    assert "[tokens] 120 in, 7 out" in err and "$0.1340" in err
+    # One usage line per step, as ui.usage renders it (tokens by default).
+    assert "[usage] 120 in / 7 out tokens" in err and err.count("[usage]") == 2

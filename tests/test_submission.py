@@ -213,6 +213,7 @@ def test_a_change_task_with_no_change_is_not_submitted(fake_llm, run_agent, env,
         [
             call("read", file_path=str(repo / "calc.py")),
             say("I created hello.txt containing the word hello."),
+            say("I created hello.txt containing the word hello."),  # restated with the check
         ]
     )
     proc, status = run_headless(
@@ -220,7 +221,9 @@ def test_a_change_task_with_no_change_is_not_submitted(fake_llm, run_agent, env,
     )
     assert status["exit_status"] == "NotSubmitted", status
     assert proc.returncode == 1
-    assert "unchanged" in status["error"] or "no change" in status["error"], status
+    assert "nothing was changed" in status["error"], status
+    # The claim was contradicted in the check (the model saw it once before answering).
+    assert "says the work is done, but it is not" in (status["completion"]["contradiction"] or "")
 
 
 def test_a_submitted_run_says_so_on_stderr(fake_llm, run_agent, env, repo, tmp_path):

@@ -34,13 +34,29 @@ def test_show_thinking_changes_the_display_not_the_request(fake_llm, yuyao, env)
 
 
 @pytest.mark.parametrize(
-    "level,effort", [("off", None), ("low", "low"), ("medium", "medium"), ("max", "high")]
+    "level,effort",
+    [("off", None), ("low", "low"), ("medium", "medium"), ("high", "high"), ("max", "xhigh")],
 )
 def test_levels_map_to_reasoning_effort(fake_llm, yuyao, env, level, effort):
     server = fake_llm(answer())
     proc = yuyao("-p", "x", "--thinking", level, env=env(server))
     assert proc.returncode == 0, proc.stderr
     assert server.body(0).get("reasoning_effort") == effort
+
+
+def test_max_falls_back_to_high_where_xhigh_is_refused(fake_llm, yuyao, env):
+    """`max` is never less than `high`: `xhigh` where the endpoint takes it, else `high`."""
+    from fakellm import error
+
+    refusal = "Invalid value for 'reasoning_effort': 'xhigh'. Supported: low, medium, high."
+    server = fake_llm([error(400, refusal), *answer()])
+    proc = yuyao("-p", "x", "--thinking", "max", "--verbose", env=env(server))
+    assert proc.returncode == 0, proc.stderr
+    assert [b["reasoning_effort"] for b in (r["body"] for r in server.requests)] == [
+        "xhigh",
+        "high",
+    ]
+    assert 'sends "high"' in proc.stderr
 
 
 @pytest.mark.parametrize("level,budget", [("low", 2048), ("high", 16384), ("off", None)])

@@ -462,12 +462,24 @@ def test_slash_commands_shift_tab_and_exit(stand_in):
     term.wait_for(r"/show-thinking")
     term.line("/nope")
     term.wait_for(r"unknown command /nope")
+    # Shift+Tab cycles ask -> auto-edit -> plan -> ask (yolo only once used), shown by the
+    # status bar alone: no line printed per press.
+    term.send(SHIFT_TAB)
+    term.wait_for(r"(?m)^ auto-edit ·", screen_only=True)
     term.send(SHIFT_TAB)
     term.wait_for(r"plan ›", screen_only=True)
     term.send(SHIFT_TAB)
-    term.wait_for(r"mode: ask")
+    term.wait_for(r"(?m)^ ask ·", screen_only=True)
     dispatched = [e["dispatch"] for e in read_log() if "dispatch" in e]
-    assert "/plan" in dispatched and "/plan off" in dispatched
+    assert dispatched[-3:] == ["/mode auto-edit", "/plan", "/mode ask"], dispatched
+    assert "mode: " not in term.transcript()
+    term.line("/mode yolo")
+    term.send(SHIFT_TAB)  # yolo -> ask -> auto-edit -> plan -> yolo, now that yolo was used
+    term.send(SHIFT_TAB)
+    term.send(SHIFT_TAB)
+    term.send(SHIFT_TAB)
+    term.wait_for(r"(?m)^ yolo ·", screen_only=True)
+    term.line("/mode ask")
     term.line("hi")  # the session goes on after an unknown command
     term.wait_for(r"Hello from the stand-in\.")
     term.line("/exit")
@@ -988,6 +1000,7 @@ def test_tui_fullscreen_keeps_the_session(stand_in):
     term.send(ESC)
     term.wait_for(r"interrupted", screen_only=True)
     term.send(SHIFT_TAB)
+    term.send(SHIFT_TAB)
     term.wait_for(r"plan ›", screen_only=True)
     term.send(SHIFT_TAB)
     term.send(CTRL["t"])  # a task panel here
@@ -1105,14 +1118,15 @@ def test_core_shift_tab_plan_reaches_the_request(fake_llm, env, repo):
     term = yuyao_term(env(server), repo, "--mode", "ask")
     try:
         term.wait_ready()
-        term.send(SHIFT_TAB)
+        term.send(SHIFT_TAB)  # ask -> auto-edit
+        term.send(SHIFT_TAB)  # -> plan
         term.wait_for(r"plan ›", screen_only=True)
         term.wait_for(r"(?m)^ plan · execute ·", screen_only=True)  # the status line
         term.line("what would you change?")
         term.wait_for(r"planning only")
         assert "Permission mode: plan" in server.system_prompt(0)
-        term.send(SHIFT_TAB)
-        term.wait_for(r"mode: ask")
+        term.send(SHIFT_TAB)  # plan -> ask
+        term.wait_for(r"(?m)^ ask · execute ·", screen_only=True)
         term.line("and now?")
         term.wait_for(r"back to asking")
         assert server.stated("Permission mode", 1).startswith("ask")
@@ -1244,6 +1258,7 @@ def test_ctrl_e_collapses_and_expands_the_plan(stand_in):
     term, read_log = stand_in()
     term.wait_ready()
     term.send(SHIFT_TAB)
+    term.send(SHIFT_TAB)
     term.wait_for(r"plan ›", screen_only=True)
     term.line("plan the change")
     wait_chats(term, read_log, 1)
@@ -1317,8 +1332,8 @@ def test_core_slash_typed_mid_turn_is_a_command_not_a_message(fake_llm, env, rep
         assert server.stated("Permission mode", 1).startswith("plan")
         for i in range(2):
             assert "/plan" not in server.user_text(i) and "/nope" not in server.user_text(i)
-        term.send(SHIFT_TAB)  # = /plan off: back to the mode plan mode was entered from
-        term.wait_for(r"mode: auto-edit")
+        term.send(SHIFT_TAB)  # plan -> the next mode of the cycle (ask)
+        term.wait_for(r"(?m)^ ask ·", screen_only=True)
         term.send(CTRL_D)
         assert term.wait_exit() == 0
     finally:

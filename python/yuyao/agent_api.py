@@ -52,6 +52,7 @@ class AgentSession:
     def __init__(self, core_session, worktree: dict | None = None) -> None:
         self._core = core_session
         self._closed = False
+        self._warned_cost = False  # an unenforceable spend ceiling was said
         self._worktree = worktree
         _OPEN.add(self)
 
@@ -84,6 +85,15 @@ class AgentSession:
         return json.loads(self._core.status_json()).get("completion")
 
     @property
+    def last_turn(self) -> dict:
+        """How the last turn ended: {status, exit_status, error}. `exit_status` is
+        "NotSubmitted" (and `done` False) when the request asked for a change and none was
+        made — every change refused, or only talk — whatever the answer claims."""
+        turn = dict(json.loads(self._core.status_json()).get("last_turn") or {})
+        turn["done"] = turn.get("exit_status") in ("Submitted", "Answered", "LimitsExceeded")
+        return turn
+
+    @property
     def tasks(self) -> list[dict]:
         """The todo list: [{id, content, status, deps}], hierarchical ids like "2.1"."""
         return json.loads(self._core.tasks_json())
@@ -112,8 +122,24 @@ class AgentSession:
         return self._core.dispatch(command)
 
     def chat(self, text: str) -> str:
-        """Run one agentic turn and return the assistant's final text. Raises RuntimeError."""
+        """Run one agentic turn and return the assistant's final text. Raises RuntimeError.
+        A spend ceiling that cannot be enforced (no price known for the model) is said once
+        per session, as a RuntimeWarning: a session has no other channel for notices."""
+        self._warn_unpriced_ceiling()
         return self._core.chat(text)
+
+    def _warn_unpriced_ceiling(self) -> None:
+        if self._warned_cost:
+            return
+        try:
+            warning = (json.loads(self._core.status_json()).get("pricing") or {}).get("warning")
+        except Exception:
+            return
+        if warning:
+            import warnings
+
+            self._warned_cost = True
+            warnings.warn(f"yuyao: {warning}", RuntimeWarning, stacklevel=3)
 
     def config_get(self, key: str) -> Any:
         """The current value of a persistent configuration key, or None when unset."""

@@ -314,8 +314,8 @@ FLAGS = {
         # Output and input
         Flag(
             "--output-format",
-            "With -p: plain text, exactly one JSON document, or stream-json (one JSON event "
-            "per line: init, assistant, tool_use, tool_result, result)",
+            "With -p: plain text, exactly one JSON document, or stream-json (one JSON message "
+            "per line, as Claude Code writes them: system/init, assistant, user, result)",
             G_OUTPUT,
             CHOICE,
             choices=("text", "json", "stream-json"),
@@ -692,6 +692,13 @@ COMMANDS = {
                 Action("stop", "Stop a background session", (Arg("id"),)),
             ),
             default="list",
+        ),
+        Command(
+            "cost",
+            "The prices in force for the configured model and where they come from "
+            "(D2A_MODEL_COST, config, the price catalog, a proxy's reported cost)",
+            (Action("show", "Print the prices and their source (the default action)"),),
+            default="show",
         ),
         Command(
             "batch",
@@ -1345,6 +1352,8 @@ def run_command(invocation: Invocation, options: dict) -> int:
     import shlex
 
     words = [invocation.action, *invocation.words, *invocation.action_flags]
+    if invocation.command == "cost":  # `/cost` takes no words; `show` is only the CLI's name
+        words = []
     if invocation.tail is not None:
         words += ["--", *invocation.tail]
     line = f"/{invocation.command} {shlex.join(words)}"
@@ -1362,8 +1371,11 @@ def run_tui(options: dict) -> int:
 
 
 def _run(argv: list[str]) -> int:
+    from yuyao.claude_compat import adapt_argv
+
     try:
-        invocation = parse_args(argv)
+        # Claude Code's spelling (its SDK starts yuyao as its CLI) -> yuyao's.
+        invocation = parse_args(adapt_argv(argv))
         if invocation.help:
             command = invocation.command
             sys.stdout.write(command_help(command) if command else global_help())

@@ -231,6 +231,8 @@ class PrintHandler:
         # --verbose: the batch's one-line "why" (issue 21 builds the rest of --verbose).
         mark = "" if event.get("stated") else " (the model stated none)"
         self._progress(f"[intent] {event.get('text')}{mark}")
+        # The batch's tool_begin events carry the same intent: it is printed once.
+        self.last_intent = str(event.get("text") or "").strip()
 
     def _on_verification(self, event: dict) -> None:
         # The verification output is a report, not progress: always on stderr, verbatim.
@@ -288,9 +290,11 @@ class PrintHandler:
 
     def _on_usage(self, event: dict) -> None:
         self.last_intent = ""
-        if event.get("line"):  # the core renders it as ui.usage asks (empty with off)
+        # One line per step: the core's, rendered as ui.usage asks; with ui.usage off,
+        # --verbose still states the call's tokens and cost.
+        if event.get("line"):
             self._progress(f"[usage] {event['line']}")
-        # --verbose always states the call's tokens and cost, whatever ui.usage says.
+            return
         self._progress(
             f"[tokens] {event.get('prompt_tokens', 0)} in, {event.get('completion_tokens', 0)} out"
             f" · cost ${float(event.get('cost_usd') or 0):.4f}"
@@ -429,7 +433,9 @@ def _exit_code_and_error(status: dict, outcome: TurnOutcome):
     if exit_status in CLEAN_EXIT_STATUSES:
         return EXIT_OK, None
     if exit_status == "NotSubmitted":
-        return EXIT_RUNTIME, "the model gave no usable answer; nothing was submitted"
+        return EXIT_RUNTIME, last_turn.get(
+            "error"
+        ) or "the model gave no usable answer; nothing was submitted"
     return EXIT_RUNTIME, last_turn.get("error") or f"the turn ended with status {exit_status}"
 
 
@@ -440,21 +446,19 @@ def _read_status(session) -> dict:
         return {}
 
 
-def _json_document(status: dict, outcome: TurnOutcome, error) -> dict:
-    exit_status = (status.get("last_turn") or {}).get("exit_status")
-    if error and exit_status not in ("Error", "NotSubmitted"):
-        exit_status = "Error"  # exit 1 never comes with a clean (or no) status
-    document = {
-        "result": outcome.text,
-        "exit_status": exit_status,
-        "cost_usd": status.get("cost_usd", 0.0),
-        "steps": status.get("steps", 0),
-        "session_id": status.get("session_id"),
-        "usage": status.get("usage", {}),
-        "completion": status.get("completion"),
-    }
-    if error:
-        document["error"] = error
+def _json_document(status: dict, outcome: TurnOutcome, error, handler) -> dict:
+    """`--json`: Claude Code's `result` object, with yuyao's keys (`exit_status`, `steps`,
+    the session's `usage` counts, `completion`) kept beside its own."""
+    from yuyao.stream_json import TurnMeter, result_message
+
+    meter = getattr(handler, "meter", None) or TurnMeter()
+    exit_code = EXIT_RUNTIME if error else EXIT_OK
+    document = result_message(status, outcome.text, error, exit_code, meter)
+    document["usage"].update(status.get("usage") or {})
+    document["steps"] = status.get("steps", 0)
+    document["completion"] = status.get("completion")
+    if getattr(handler, "meter", None) is not None:
+        handler.meter.reset()
     return document
 
 
@@ -482,7 +486,9 @@ def run_task(
 
         handler = StreamJsonHandler(verbose=verbose)
     else:
-        handler = PrintHandler(
+        from yuyao.stream_json import JsonHandler
+
+        handler = (PrintHandler if text_output else JsonHandler)(
             stream_text=text_output and stream,
             show_thinking=options.get("show_thinking", "collapsed"),
             verbose=verbose,
@@ -514,7 +520,7 @@ def run_task(
     if text_output:
         _print_text_result(handler, outcome)
     else:
-        document = _json_document(status, outcome, error)
+        document = _json_document(status, outcome, error, handler)
         if options.get("json_schema") and not error:
             document["structured_output"] = json.loads(outcome.text)
         sys.stdout.write(json.dumps(document) + "\n")
@@ -552,15 +558,18 @@ def _finish_turn(session, outcome: TurnOutcome):
 
 
 def _run_stream_json(session, handler, options: dict, task, input_format: str) -> int:
-    """--output-format stream-json: init, then each turn's events and its result line."""
-    from yuyao.stream_json import write_event
-
-    handler.init(_read_status(session), options)
+    """--output-format stream-json: init, then each turn's messages and its result line.
+    With stream-json input a reader thread takes stdin as it comes, so the SDK's control
+    requests (an `interrupt` mid-turn) are answered while a turn runs."""
+    handler.init(_read_status(session), session)
     worst = EXIT_OK
-    turns = _stdin_turns(task if input_format != "stream-json" else None)
+    if input_format == "stream-json":
+        turns = _queued_stdin_turns(session, handler)
+    else:
+        turns = iter([(task, None)])
     for content, problem in turns:
         if problem:
-            write_event({"type": "error", "session_id": handler.session_id, "error": problem})
+            handler.input_error(problem)
             continue
         cost_before = float(_read_status(session).get("cost_usd") or 0.0)
         outcome = _run_turn(session, content)
@@ -571,6 +580,32 @@ def _run_stream_json(session, handler, options: dict, task, input_format: str) -
             break
     session.close()
     return worst
+
+
+def _queued_stdin_turns(session, handler):
+    """The user messages of stream-json stdin, read on a thread of their own; control
+    requests are answered as they arrive."""
+    import queue
+
+    from yuyao.stream_json import control_responder, read_messages
+
+    turns: queue.Queue = queue.Queue()
+    answer = control_responder(session, handler)
+
+    def reader() -> None:
+        try:
+            source = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin
+            for item in read_messages(source, on_control=answer):
+                turns.put(item)
+        finally:
+            turns.put(None)
+
+    threading.Thread(target=reader, name="yuyao-stdin", daemon=True).start()
+    while True:
+        item = turns.get()
+        if item is None:
+            return
+        yield item
 
 
 def _run_text_turns(session, handler, text_output: bool) -> int:
@@ -587,7 +622,7 @@ def _run_text_turns(session, handler, text_output: bool) -> int:
         if text_output:
             _print_text_result(handler, outcome)
         else:
-            sys.stdout.write(json.dumps(_json_document(status, outcome, error)) + "\n")
+            sys.stdout.write(json.dumps(_json_document(status, outcome, error, handler)) + "\n")
             sys.stdout.flush()
         if error and not handler.already_reported(error):
             sys.stderr.write(f"{PROG}: {error}\n")

@@ -176,6 +176,7 @@ class App:
         self.pending_draft = ""
         self.thinking_toggled = False  # Alt+T pressed during a turn: tell the core afterwards
         self.images: list[str] = []  # images pasted with Ctrl+V into the current input
+        self.yolo_in_cycle = False  # Shift+Tab reaches yolo once the user has used it
         self.suggestion = ""  # the greyed next-step suggestion for the next prompt
         self.show_tasks = False  # Ctrl+T
         self.kill_armed = 0.0  # Ctrl+X Ctrl+K pressed once at this time (press twice)
@@ -567,11 +568,14 @@ class App:
         title = (
             f"Plan ready: {state.get('title')} ({state.get('steps')} steps, {state.get('path')})"
         )
+        used = float(self.status.get("context_percent") or 0)
         options = [
             "Execute",
             "Auto-accept edits",
             "Edit in $EDITOR",
             "Edit inline",
+            # Seed 001: "clear context and implement", with the pre-reset usage.
+            f"Clear context and execute (fresh thread; context: {used:.0f}% used)",
             "Keep planning",
             "Cancel",
         ]
@@ -593,9 +597,12 @@ class App:
                     return
                 continue
             break
-        line = {0: "/plan approve", 1: "/plan approve auto-edit", 5: "/plan cancel"}.get(
-            picked if picked is not None else 4
-        )
+        line = {
+            0: "/plan approve",
+            1: "/plan approve auto-edit",
+            4: "/plan approve --fresh",
+            6: "/plan cancel",
+        }.get(picked if picked is not None else 5)
         if line is None:
             self.say("keep planning: say what to change (or type lgtm / /plan approve)", "info")
             return
@@ -1107,11 +1114,29 @@ class App:
         return f"@{value} "
 
     def toggle_plan(self) -> None:
-        """Shift+Tab: `/plan`, and `/plan off` back to the mode plan mode was entered from."""
-        if self.status.get("mode") == "plan":
-            self._quick_dispatch("/plan off")
-        else:
-            self._quick_dispatch("/plan")
+        """Shift+Tab: the next permission mode of ask -> auto-edit -> plan (-> yolo, once the
+        user has used yolo in this session), like Claude Code's default -> accept edits ->
+        plan. Shown by the status bar alone: no line is printed per press."""
+        current = self.status.get("mode")
+        if current == "yolo":
+            self.yolo_in_cycle = True
+        order = ["ask", "auto-edit", "plan"] + (["yolo"] if self.yolo_in_cycle else [])
+        nxt = order[(order.index(current) + 1) % len(order)] if current in order else "ask"
+        cmd = "/plan" if nxt == "plan" else f"/mode {nxt}"
+        try:
+            self.session.dispatch(cmd)
+        except ValueError as e:
+            self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
+        self.refresh_status()
+
+    def tab_plan(self) -> None:
+        """Tab on an empty composer: into planning, or out of it to the mode it came from."""
+        cmd = "/plan off" if self.status.get("mode") == "plan" else "/plan"
+        try:
+            self.session.dispatch(cmd)
+        except ValueError as e:
+            self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
+        self.refresh_status()
 
     def cycle_thinking(self, toggle: bool = True) -> None:
         """Alt+T: collapsed <-> expanded (from off: collapsed), through /show-thinking."""
@@ -1130,15 +1155,6 @@ class App:
         self.refresh_status()
         self.renderer.show_thinking = self.local_thinking or nxt
         self.console.print(Text(f"thinking display: {self.renderer.show_thinking}", "muted"))
-
-    def _quick_dispatch(self, cmd: str) -> None:
-        try:
-            out = self.session.dispatch(cmd)
-        except ValueError as e:
-            self.console.print(Text(f"{theme.SYM_FAIL} {e}", "error"))
-            return
-        self.refresh_status()
-        self.console.print(Text((out or "").strip() or f"mode: {self.status.get('mode')}", "muted"))
 
     # -- shell ---------------------------------------------------------------------------
 
@@ -1187,6 +1203,8 @@ class App:
             return prompts.ask_permission(self.console, req, keys)
         if kind == "remember_candidate":
             return prompts.remember_candidate(self.console, req, keys)
+        if kind == "limit_reached":  # seed 001: grant more, or stop
+            kind, req = "ask_user", {"question": req.get("question"), "options": req.get("options")}
         if kind == "ask_user":
             was = keys.active
             keys.disable()

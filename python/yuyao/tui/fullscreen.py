@@ -383,7 +383,9 @@ class Fullscreen:
 
         @kb.add("tab", filter=~suggestion)
         def _complete(event) -> None:
-            if self.input.complete_state:
+            if not self.input.text and self.turn is None and self.pending is None:
+                self.app.tab_plan()  # seed 001: Tab on an empty idle composer plans
+            elif self.input.complete_state:
                 self.input.complete_next()
             else:
                 self.input.start_completion(select_first=False)
@@ -593,7 +595,7 @@ class Fullscreen:
         if kind == "permission":
             prompts.show_permission(con, req)
             self.pending = ("permission", req, box, [])
-        elif kind == "ask_user":
+        elif kind in ("ask_user", "limit_reached"):  # a limit: grant more, or stop
             opts = prompts.show_ask_user(con, req)
             self.pending = ("ask_user", req, box, opts)
         elif kind == "remember_candidate":

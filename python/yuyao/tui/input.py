@@ -315,6 +315,19 @@ def _bindings(app: App, dot: DotRepeat) -> KeyBindings:
         buf = event.current_buffer
         buf.insert_text(buf.suggestion.text)
 
+    empty_idle = Condition(
+        lambda: bool(
+            app.input
+            and not app.input.session.default_buffer.text
+            and not app.input.session.default_buffer.suggestion
+        )
+    )
+
+    @kb.add("tab", filter=empty_idle)
+    def _plan_by_tab(event) -> None:
+        # Seed 001: Tab on an empty idle composer switches to (and out of) planning.
+        run_in_terminal(app.tab_plan)
+
     add_vim_bindings(kb, dot)
     return kb
 

@@ -25,12 +25,20 @@ PERMISSION_KEYS = {
 
 
 def _read_line(prompt_text: str) -> str | None:
-    """A line from the user, or None when they dismissed it (Ctrl+C / Ctrl+D)."""
+    """A line from the user, or None when they dismissed it (Esc, Ctrl+C, Ctrl+D): Esc
+    cancels a question as it does in the full-screen view (seed 001: the interview)."""
     try:
         if sys.stdin.isatty():
             from prompt_toolkit import prompt
+            from prompt_toolkit.key_binding import KeyBindings
 
-            return prompt(prompt_text)
+            kb = KeyBindings()
+
+            @kb.add("escape", eager=True)
+            def _dismiss(event) -> None:
+                event.app.exit(exception=EOFError)
+
+            return prompt(prompt_text, key_bindings=kb)
         sys.stdout.write(prompt_text)
         sys.stdout.flush()
         line = sys.stdin.readline()

@@ -271,12 +271,45 @@ fn rule_tool_name(name: &str) -> &str {
     }
 }
 
+/// `seg` without the shell variables a compound command sets for its body (`for i in …`
+/// puts `i=` on every segment of the line): a rule offered for `seq 1 400` names `seq`, not
+/// `i= seq 1 400`. Only an unset lowercase name goes (`PATH=`, `http_proxy=` and any
+/// assignment with a value stay): a rule without it is narrower for an exact rule, and the
+/// same for a program rule, which does not read assignments.
+fn without_loop_variables(mut seg: yuyao_policy::Segment) -> yuyao_policy::Segment {
+    const ENV_LOWER: &[&str] = &[
+        "http_proxy",
+        "https_proxy",
+        "ftp_proxy",
+        "all_proxy",
+        "no_proxy",
+    ];
+    seg.assignments.retain(|a| {
+        let Some(name) = a.strip_suffix('=') else {
+            return true;
+        };
+        let local = !name.is_empty()
+            && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && !ENV_LOWER.contains(&name);
+        !local
+    });
+    seg
+}
+
 /// The narrowest useful rule for one shell segment, or None when no rule can say exactly
 /// this (a bare interpreter with no arguments is never saved).
 fn segment_rule(s: &yuyao_policy::Segment) -> Option<String> {
     let program = s.program.as_str();
     let base = program.rsplit('/').next().unwrap_or(program);
-    let exact = || (!s.args.is_empty() || !s.assignments.is_empty()).then(|| exact_command(s));
+    // An exact rule says exactly what runs: not when an argument is only known at run time
+    // (`python3 gen.py $i` in a loop), whose approval would cover whatever it becomes.
+    let computed = (0..=s.args.len()).any(|k| s.arg_computed(k));
+    let exact = || {
+        ((!s.args.is_empty() || !s.assignments.is_empty()) && !computed).then(|| exact_command(s))
+    };
     let runs_code = CODE_RUNNERS.contains(&base)
         || base.starts_with("python")
         || base.starts_with("ruby")
@@ -351,10 +384,16 @@ pub(crate) fn grant_rules(s: &Session, name: &str, action: &Action) -> Vec<Strin
             .map(|p| format!("{tool}({})", path_pattern(s, p)))
             .collect();
     };
+    command_rules(tool, command, &s.paths.project)
+}
+
+/// The rules of a command line: one per segment that is not read-only and can be named.
+fn command_rules(tool: &str, command: &str, project: &std::path::Path) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     // Read as the policy reads it (scripts relative to the project root): a script's own
     // commands need rules too, for the content approved now; changed content asks again.
-    for seg in yuyao_policy::segments_in(command, Some(&s.paths.project)).unwrap_or_default() {
+    for seg in yuyao_policy::segments_in(command, Some(project)).unwrap_or_default() {
+        let seg = without_loop_variables(seg);
         if readonly::segment_is_read_only(&seg) {
             continue;
         }
@@ -998,6 +1037,41 @@ mod tests {
         for (cmd, want) in cases {
             assert_eq!(rule(cmd).as_deref(), *want, "{cmd}");
         }
+    }
+
+    #[test]
+    fn compound_commands_offer_rules_naming_real_programs_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = |c: &str| command_rules("Bash", c, dir.path());
+        assert_eq!(
+            rules("for i in $(seq 1 400); do echo \"$i\" >> out.txt; done"),
+            ["Bash(seq)", "Bash(echo)"]
+        );
+        assert_eq!(
+            rules("for f in a b; do touch \"$f\"; done"),
+            ["Bash(touch)"]
+        );
+        // Code run with a value only known at run time: no exact rule to offer.
+        assert_eq!(
+            rules("for i in $(seq 1 3); do python3 gen.py $i; done"),
+            ["Bash(seq)"]
+        );
+        assert!(rules("for i in 1 2; do python3 gen.py \"$i\"; done").is_empty());
+        for c in [
+            "for i in $(seq 1 400); do echo $i >> out.txt; done",
+            "for i in 1 2; do python3 gen.py $i; done",
+        ] {
+            assert!(
+                rules(c).iter().all(|r| !r.contains("i=")),
+                "{c}: {:?}",
+                rules(c)
+            );
+        }
+        // An environment variable set for the body stays part of what was approved.
+        assert_eq!(
+            rules("for PATH in .; do python3 t.py; done"),
+            ["Bash(PATH= python3 t.py)"]
+        );
     }
 
     #[test]

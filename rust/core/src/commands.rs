@@ -767,8 +767,33 @@ fn cost(s: &Session, _: &[String]) -> Result<String, CoreError> {
     let v = s.status_json();
     let u = &v["usage"];
     let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    let p = &v["pricing"];
+    let per_m = |k: &str| match p[k].as_f64() {
+        Some(x) => format!("${:.4}", x * 1e6),
+        None => "as input".into(),
+    };
+    let mut prices = format!(
+        "\nprices    {} per million tokens: {} in, {} out, {} cache read, {} cache write\nsource    {}",
+        p["source"].as_str().unwrap_or("unknown"),
+        per_m("input_cost_per_token"),
+        per_m("output_cost_per_token"),
+        per_m("cache_read_input_token_cost"),
+        per_m("cache_creation_input_token_cost"),
+        p["cost_from"].as_str().unwrap_or("unknown"),
+    );
+    if let Some(r) = p["reported_cost_usd"].as_f64() {
+        prices.push_str(&format!(
+            "\nreported  ${r:.6} by the proxy ({})",
+            yuyao_model::COST_HEADER
+        ));
+    }
+    for k in ["cost_env_warning", "warning"] {
+        if let Some(w) = p[k].as_str() {
+            prices.push_str(&format!("\nwarning   {w}"));
+        }
+    }
     Ok(format!(
-        "cost      ${:.4}{}\ntokens    {} in ({} cached), {} out ({} reasoning)\nsteps     {}",
+        "cost      ${:.4}{}\ntokens    {} in ({} cached), {} out ({} reasoning)\nsteps     {}{prices}",
         v["cost_usd"].as_f64().unwrap_or(0.0),
         match v["max_cost_usd"].as_f64() {
             Some(m) => format!(" of a ${m:.4} ceiling"),
@@ -1084,10 +1109,19 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
                 .get(1)
                 .filter(|_| args.len() == 2)
                 .ok_or_else(|| usage("config"))?;
-            Ok(s.config
-                .get(key)
-                .map(|v| yuyao_store::config::display(&v))
-                .unwrap_or_default())
+            match s.config.get(key) {
+                Some(v) => Ok(yuyao_store::config::display(&v)),
+                // A typo is said, not answered with an empty line (a known key that is unset
+                // prints nothing: its built-in default applies).
+                None if yuyao_store::config::applies(key).is_none()
+                    && !yuyao_store::config::is_open_key(key) =>
+                {
+                    Err(CoreError::Usage(format!(
+                        "unknown configuration key '{key}' (it is not set, and yuyao does not know it); `/config` lists the known keys"
+                    )))
+                }
+                None => Ok(String::new()),
+            }
         }
         Some("set") => {
             let rest: Vec<&String> = args[1..].iter().filter(|a| *a != "--project").collect();

@@ -7,6 +7,12 @@
 //! none for a clean turn; `completion.review`). When the final answer still claims the work
 //! is done while verification fails or a file the request named was never touched, the
 //! check says so plainly. Files changed by shell commands come from `command_edits.rs`.
+//!
+//! A turn whose request asks for a change (`task_kind::names_a_change`) is checked whatever
+//! ran — nothing, only reads, or only refused calls: "nothing was changed" is a finding, the
+//! turn ends `NotSubmitted` (exit 1 in `-p`, like `run_agent.sh`), and a claim of success is
+//! contradicted in the answer. A test or lint command the model ran counts as verification
+//! when the session's own verification did not run.
 
 use crate::command_edits::Changed;
 use crate::session::Session;
@@ -37,6 +43,19 @@ pub struct CommandRun {
     pub command: String,
     pub exit_code: Option<i32>,
     pub ok: bool,
+    /// The turn's successful file edits when it ran (edits after it make it stale).
+    pub at_edits: u32,
+}
+
+/// Who refused a call that would have changed something.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RefusedBy {
+    /// The user answered no.
+    User,
+    /// It needed approval and nobody was there to give it (`-p` in ask mode).
+    NoApprover,
+    /// A rule, the mode, a hook or the scope guard.
+    Policy,
 }
 
 /// A failed tool call; resolved when a later call on the same target succeeds.
@@ -75,6 +94,13 @@ pub struct CompletionFacts {
     pub by_command: std::collections::BTreeSet<PathBuf>,
     /// The problems the model was shown before its final answer this turn (at most once).
     pub reviewed: Option<Vec<String>>,
+    /// The request asks for a change: the turn is checked even when nothing ran.
+    pub change_asked: bool,
+    /// Something may have changed files the turn holds no pre-image of: a command without a
+    /// work-tree stamp (command tracking off), a sub-agent, a team merge, an MCP server.
+    pub untracked_changes: bool,
+    /// Calls that would have changed files or run commands, refused before they ran.
+    pub refused: Vec<(String, RefusedBy)>,
 }
 
 impl CompletionFacts {
@@ -91,8 +117,87 @@ impl CompletionFacts {
     }
 
     fn acted(&self) -> bool {
-        self.edits > 0 || !self.commands.is_empty() || !self.files.is_empty()
+        self.change_asked || self.edits > 0 || !self.commands.is_empty() || !self.files.is_empty()
     }
+
+    /// No file differs from its pre-image (a command's change is in `files` too).
+    fn nothing_changed(&self) -> bool {
+        !self.untracked_changes
+            && self.large.is_empty()
+            && self
+                .files
+                .iter()
+                .all(|(path, pre)| std::fs::read(path).ok() == *pre)
+    }
+
+    /// The last test or lint command the model ran itself (the session's own verification
+    /// did not run): it verifies the turn when no file was edited after it.
+    fn model_verification(&self) -> Option<(&CommandRun, bool)> {
+        let c = self.commands.iter().rev().find(|c| verifies(&c.command))?;
+        Some((c, c.at_edits == self.edits))
+    }
+
+    /// Why a turn asked for a change ends with none: what was refused, or that nothing ran.
+    fn nothing_line(&self) -> String {
+        match self.refusals_line() {
+            Some(r) => format!("nothing was changed: {r}"),
+            None if self.commands.is_empty() && self.edits == 0 => {
+                "nothing was changed: no file was edited and no command ran".to_string()
+            }
+            None => "nothing was changed: no file differs from before the turn".to_string(),
+        }
+    }
+
+    /// "2 edits were refused by you; 1 command needed approval and nobody was there to give it".
+    fn refusals_line(&self) -> Option<String> {
+        let count = |by: RefusedBy| self.refused.iter().filter(|(_, b)| *b == by).count();
+        let calls = |n: usize| {
+            if n == 1 {
+                "1 call was".to_string()
+            } else {
+                format!("{n} calls were")
+            }
+        };
+        let mut parts = Vec::new();
+        let (user, none, policy) = (
+            count(RefusedBy::User),
+            count(RefusedBy::NoApprover),
+            count(RefusedBy::Policy),
+        );
+        if user > 0 {
+            parts.push(format!("{} refused by you", calls(user)));
+        }
+        if none > 0 {
+            parts.push(format!(
+                "{} not run: they needed approval and nobody was there to give it (allow them with --permission-mode or --allowedTools)",
+                calls(none)
+            ));
+        }
+        if policy > 0 {
+            parts.push(format!(
+                "{} refused by the rules or the mode",
+                calls(policy)
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+/// A test runner or linter command: evidence of verification when the model ran it.
+pub(crate) fn verifies(command: &str) -> bool {
+    static CHECKER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?x)(^|[\s;&|(/])(
+                (python[0-9.]*\s+)?(\S*/)?(test_\w+|\w+_test|tests?)\.py
+              | (\S*/)?(run_)?tests?\.sh
+              | ruff\s+check | flake8 | pylint | mypy | pyright | black\s+--check
+              | eslint | tsc(\s|$) | prettier\s+--check | shellcheck | golangci-lint
+              | go\s+vet | cargo\s+(check|clippy) | make\s+lint | (npm|yarn|pnpm)\s+(run\s+)?(lint|check|typecheck)
+            )(\s|$|;|&|\|)",
+        )
+        .expect("valid regex")
+    });
+    crate::next_step::is_test_command(command) || CHECKER.is_match(command)
 }
 
 /// One changed file of the diffstat.
@@ -313,6 +418,22 @@ pub fn claims_done(text: &str) -> bool {
         "✅",
         "resolved",
         "works now",
+        // First-person reports of a change made.
+        "i created",
+        "i've created",
+        "i added",
+        "i've added",
+        "i updated",
+        "i've updated",
+        "i changed",
+        "i've changed",
+        "i wrote",
+        "i've written",
+        "has been added",
+        "has been updated",
+        "has been created",
+        "have been added",
+        "have been updated",
     ];
     let admits = [
         "fail",
@@ -331,6 +452,14 @@ pub fn claims_done(text: &str) -> bool {
         "unable",
         "remaining",
         "not yet",
+        "was not",
+        "were not",
+        "wasn't",
+        "weren't",
+        "not changed",
+        "nothing was",
+        "no change",
+        "refused",
     ];
     claims.iter().any(|c| t.contains(c)) && !admits.iter().any(|a| t.contains(a))
 }
@@ -338,8 +467,14 @@ pub fn claims_done(text: &str) -> bool {
 impl Session {
     /// A new turn: facts start empty.
     pub(crate) fn completion_begin(&self, request: &str) {
+        // Planning produces a plan, not changes; a sub-agent's turn is its parent's to check.
+        let change_asked = crate::task_kind::names_a_change(request)
+            && !self.agents.is_child()
+            && self.lock().policy.mode != yuyao_protocol::Mode::Plan
+            && !self.answers_only();
         let mut st = self.lock();
         st.completion = CompletionFacts::new(request);
+        st.completion.change_asked = change_asked;
         // The user may have changed files between turns.
         st.work_stamp_fresh = false;
     }
@@ -385,11 +520,26 @@ impl Session {
                     command: target.clone(),
                     exit_code: exit_code_of(output),
                     ok,
+                    at_edits: f.edits,
                 });
             }
         }
         if ok && ran && FILE_TOOLS.contains(&name) {
             f.edits += 1;
+        }
+        if !ok && !ran && (FILE_TOOLS.contains(&name) || name == "bash") {
+            let by = if output.starts_with("Refused: the user declined") {
+                Some(RefusedBy::User)
+            } else if output.contains("nobody is there to approve it") {
+                Some(RefusedBy::NoApprover)
+            } else if output.starts_with("Refused") {
+                Some(RefusedBy::Policy)
+            } else {
+                None
+            };
+            if let Some(by) = by {
+                f.refused.push((target.clone(), by));
+            }
         }
         if ok {
             f.errors.retain(|e| !(e.tool == name && e.target == target));
@@ -458,7 +608,8 @@ impl Session {
         let Some(c) = self.compute_check(final_text) else {
             return false;
         };
-        if c.problems.is_empty() {
+        // The architect's read-only phase hands its plan to the editor: not a final answer.
+        if !c.worth_telling || self.answers_only() {
             return false;
         }
         let mut st = self.lock();
@@ -475,6 +626,23 @@ impl Session {
             "the completion check is not clean; the model restates its final answer with it",
         );
         true
+    }
+
+    /// The ask role answers only (the architect's planning phase runs in it): no change is
+    /// expected of it.
+    fn answers_only(&self) -> bool {
+        self.lock().policy.role == yuyao_protocol::Role::Ask
+    }
+
+    /// The turn was asked for a change and made none: why, for the turn's error (it ends
+    /// `NotSubmitted`: exit 1 in `-p`, not done in `--json`, stream-json and agent_api).
+    pub(crate) fn change_not_made(&self) -> Option<String> {
+        if self.answers_only() {
+            return None;
+        }
+        let f = self.lock().completion.clone();
+        (f.change_asked && f.nothing_changed())
+            .then(|| format!("the request asks for a change, but {}", f.nothing_line()))
     }
 
     /// The check from the facts held now, with nothing recorded or emitted.
@@ -556,21 +724,53 @@ impl Session {
             .filter(|p| !stats.iter().any(|s| root.join(&s.path) == **p))
             .map(|p| shown(p, &root))
             .collect();
+        // The session's verification did not run: a test or lint command the model ran counts.
+        let mut stale_check = None;
+        // Only for a turn that changed files: a test run alone is a finding, not a check.
+        let verification = facts.verification.clone().or_else(|| {
+            if stats.is_empty() {
+                return None;
+            }
+            let (run, current) = facts.model_verification()?;
+            if !current {
+                stale_check = Some(run.command.clone());
+                return None;
+            }
+            Some(VerificationResult {
+                command: run.command.clone(),
+                source: "run by the model".into(),
+                ok: run.exit_code == Some(0) || (run.exit_code.is_none() && run.ok),
+                exit_code: run.exit_code,
+                timed_out: false,
+                output: String::new(),
+                full_output: None,
+                not_run: None,
+            })
+        });
         // Not run (refused, nobody to approve it, not installed) is unverified, not failing.
-        let verified = facts
-            .verification
+        let verified = verification
             .as_ref()
             .filter(|v| v.not_run.is_none())
             .map(|v| v.ok);
+        let nothing_changed = facts.change_asked && stats.is_empty() && facts.nothing_changed();
         let claims = claims_done(final_text);
         let mut problems = Vec::new();
-        if let Some(v) = &facts.verification
+        let nothing_line = nothing_changed.then(|| facts.nothing_line());
+        if let Some(line) = &nothing_line {
+            problems.push(line.clone());
+        }
+        if let Some(v) = &verification
             && !v.ok
         {
             problems.push(format!("verification: {}", v.outcome()));
         }
         if facts.edits_since_verification() && facts.verification.is_some() {
             problems.push("files were edited after the last verification run".to_string());
+        }
+        if let Some(cmd) = &stale_check {
+            problems.push(format!(
+                "files were edited after the last test run (`{cmd}`): the change is unverified"
+            ));
         }
         for e in &facts.errors {
             problems.push(format!(
@@ -600,11 +800,16 @@ impl Session {
             ));
         }
         let facts_problems = problems.clone();
+        let worth_telling =
+            problems.len() > usize::from(nothing_line.is_some()) || (nothing_changed && claims);
         let failing = verified == Some(false);
         let mut contradiction = None;
-        if claims && (failing || !untouched_named.is_empty()) {
+        if claims && (failing || !untouched_named.is_empty() || nothing_changed) {
             let mut why = Vec::new();
-            if failing && let Some(v) = &facts.verification {
+            if let Some(line) = &nothing_line {
+                why.push(line.clone());
+            }
+            if failing && let Some(v) = &verification {
                 why.push(format!("verification {}", v.outcome()));
             }
             if !untouched_named.is_empty() {
@@ -638,7 +843,11 @@ impl Session {
                 "by_command": s.by_command})).collect::<Vec<_>>(),
             "commands": facts.commands.iter().map(|c| json!({"command": c.command,
                 "exit_code": c.exit_code, "ok": c.ok})).collect::<Vec<_>>(),
-            "verification": facts.verification.as_ref().map(VerificationResult::to_json),
+            "verification": verification.as_ref().map(VerificationResult::to_json),
+            "nothing_changed": nothing_changed,
+            "refused": facts.refused.iter().map(|(t, by)| json!({"target": t,
+                "by": match by { RefusedBy::User => "user", RefusedBy::NoApprover => "no approver",
+                                 RefusedBy::Policy => "policy" }})).collect::<Vec<_>>(),
             "verified": verified,
             "assumptions": facts.assumptions,
             "unresolved_errors": facts.errors.iter().map(|e| json!({"tool": e.tool,
@@ -659,6 +868,7 @@ impl Session {
             text,
             problems,
             facts_problems,
+            worth_telling,
             verified,
         })
     }
@@ -679,7 +889,7 @@ impl Session {
             // its final answer.
             let seen = st.completion.reviewed.as_ref() == Some(&c.facts_problems)
                 && c.check["contradiction"].is_null();
-            if !c.problems.is_empty() && !seen {
+            if c.worth_telling && !seen {
                 st.pending_notes.push(format!(
                 "[completion check of your last turn]\n{}\nIf anything above is failing, skipped or unverified, say so plainly — never report it as done.",
                 c.text
@@ -703,6 +913,10 @@ struct Computed {
     text: String,
     problems: Vec<String>,
     facts_problems: Vec<String>,
+    /// Something the model should hear before (or after) its final answer: any problem, but
+    /// "nothing was changed" alone only when the answer claims otherwise (a clarifying
+    /// question asked in words is no mistake to restate).
+    worth_telling: bool,
     verified: Option<bool>,
 }
 
@@ -767,7 +981,12 @@ fn render(check: &Value, stats: &[FileStat]) -> String {
             let line = if let Some(why) = v["not_run"].as_str() {
                 format!("`{}` not run ({why})", v["command"].as_str().unwrap_or(""))
             } else if ok {
-                format!("`{}` passed", v["command"].as_str().unwrap_or(""))
+                let by = if v["source"] == "run by the model" {
+                    " (run by the model)"
+                } else {
+                    ""
+                };
+                format!("`{}` passed{by}", v["command"].as_str().unwrap_or(""))
             } else {
                 format!(
                     "`{}` FAILED (exit {})",

@@ -183,21 +183,32 @@ fn tokens(chars: usize) -> u64 {
 }
 
 impl Session {
-    /// `model.context_window`, default 128000 tokens (read at every use: hot reload).
+    /// `model.context_window`, else the price catalog's window for the model, else 128000
+    /// tokens (read at every use: hot reload).
     pub fn context_window(&self) -> u64 {
         self.config
             .get("model.context_window")
             .and_then(|v| v.as_integer())
             .filter(|n| *n > 0)
             .map(|n| n as u64)
+            .or_else(|| {
+                yuyao_model::catalog_lookup(&self.model_name().unwrap_or_default())
+                    .and_then(|(_, e)| e.context_window)
+            })
             .unwrap_or(DEFAULT_CONTEXT_WINDOW)
     }
 
-    /// Prices in force: `D2A_MODEL_COST` (or the `cost` option), else the `model.*_cost*`
-    /// configuration keys (read at every call: hot reload), else free.
+    /// Prices in force (a call's cost the endpoint reports still wins, `Pricing::cost`).
     pub(crate) fn price(&self) -> yuyao_model::Pricing {
-        if self.pricing != yuyao_model::Pricing::default() {
-            return self.pricing;
+        self.price_origin().0
+    }
+
+    /// Prices in force and where they come from: `D2A_MODEL_COST` (or the `cost` option),
+    /// else the `model.*_cost*` configuration keys (read at every call: hot reload), else
+    /// the price catalog's entry for the model name, else none (`unknown`: free).
+    pub(crate) fn price_origin(&self) -> (yuyao_model::Pricing, String) {
+        if self.pricing.is_priced() {
+            return (self.pricing, "D2A_MODEL_COST".into());
         }
         let f = |k: &str| {
             self.config
@@ -205,12 +216,61 @@ impl Session {
                 .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
                 .filter(|x| x.is_finite() && *x >= 0.0)
         };
-        yuyao_model::Pricing {
+        let configured = yuyao_model::Pricing {
             input_cost_per_token: f("model.input_cost_per_token").unwrap_or(0.0),
             output_cost_per_token: f("model.output_cost_per_token").unwrap_or(0.0),
             cache_read_input_token_cost: f("model.cache_read_input_token_cost"),
             cache_creation_input_token_cost: f("model.cache_creation_input_token_cost"),
+        };
+        if configured.is_priced() {
+            return (configured, "config".into());
         }
+        match yuyao_model::catalog_lookup(&self.model_name().unwrap_or_default()) {
+            Some((name, e)) => (e.pricing, format!("catalog ({name})")),
+            None => (yuyao_model::Pricing::default(), "unknown".into()),
+        }
+    }
+
+    /// Said once a spend ceiling is set while no price is known for the model: every call
+    /// counts as $0 unless the endpoint reports its cost, so the ceiling cannot be enforced.
+    pub(crate) fn unpriced_ceiling_warning(&self) -> Option<String> {
+        let max = self.lock().max_cost_usd?;
+        if self.price().is_priced() {
+            return None;
+        }
+        Some(format!(
+            "no price is known for model '{}' (not in the price catalog; set D2A_MODEL_COST or model.input_cost_per_token/model.output_cost_per_token): calls count as $0 unless the endpoint reports their cost (a litellm proxy does), so the spend ceiling of ${max:.4} cannot be enforced",
+            self.model_name().unwrap_or_default()
+        ))
+    }
+
+    /// The `pricing` record of the status: the prices, their source, what the endpoint
+    /// reported, and the warnings (a bad `D2A_MODEL_COST`, an unenforceable ceiling).
+    pub(crate) fn pricing_status(&self) -> serde_json::Value {
+        let (p, source) = self.price_origin();
+        let reported = self.lock().usage.reported_cost_usd;
+        let raw = self
+            .opts
+            .model
+            .cost
+            .clone()
+            .or_else(|| std::env::var("D2A_MODEL_COST").ok());
+        serde_json::json!({
+            "source": source,
+            "input_cost_per_token": p.input_cost_per_token,
+            "output_cost_per_token": p.output_cost_per_token,
+            "cache_read_input_token_cost": p.cache_read_input_token_cost,
+            "cache_creation_input_token_cost": p.cache_creation_input_token_cost,
+            "reported_cost_usd": reported,
+            "cost_from": match (reported, p.is_priced()) {
+                (Some(_), true) => format!("proxy header ({}), else {source}", yuyao_model::COST_HEADER),
+                (Some(_), false) => format!("proxy header ({})", yuyao_model::COST_HEADER),
+                (None, _) => source.clone(),
+            },
+            "catalog": yuyao_model::catalog_source(),
+            "cost_env_warning": yuyao_model::Pricing::parse(raw.as_deref()).1,
+            "warning": self.unpriced_ceiling_warning(),
+        })
     }
 
     /// `model.cache_hints` (read at every call): whether requests carry prompt-cache

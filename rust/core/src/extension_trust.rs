@@ -22,8 +22,8 @@ use yuyao_store::trust;
 
 /// Every project file (existing now) that can start a process or widen permissions: hook
 /// files, `.mcp.json`, plugin manifests and the hook/MCP files they name, the project config
-/// and permissions, Claude Code's project settings, custom commands (`!{cmd}`,
-/// `allowed-tools`) and custom agents.
+/// and permissions, Claude Code's project settings (permissions and hooks), custom commands
+/// (`!{cmd}`, `allowed-tools`), custom agents, and skills with `allowed-tools`.
 pub fn project_files(home: &Path, project: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = hooks::files(home, project)
         .into_iter()
@@ -50,13 +50,28 @@ pub fn project_files(home: &Path, project: &Path) -> Vec<PathBuf> {
     }
     // A project plugin's commands and agents are the project's too.
     let (plugins, _) = crate::plugins::load(home, project);
+    let mut skill_roots: Vec<(PathBuf, HookSource, String)> = crate::skills::roots(home, project)
+        .into_iter()
+        .filter(|(_, o, _)| *o == HookSource::Project)
+        .collect();
     for p in plugins.iter().filter(|p| p.source == HookSource::Project) {
         for kind in ["commands", "agents"] {
             if let Some(dir) = p.dir_of(kind) {
                 out.extend(crate::frontmatter::files_with_ext(&dir, "md"));
             }
         }
+        if let Some(dir) = p.dir_of("skills") {
+            skill_roots.push((dir, HookSource::Project, String::new()));
+        }
     }
+    // A project skill whose `allowed-tools` pre-approve tools widens what runs unasked.
+    let (skills, _) = crate::skills::load_from(&skill_roots);
+    out.extend(
+        skills
+            .into_iter()
+            .filter(|k| !k.allowed_tools.is_empty())
+            .map(|k| k.file),
+    );
     out.retain(|p| p.is_file());
     out.sort();
     out.dedup();

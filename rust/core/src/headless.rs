@@ -110,6 +110,14 @@ pub fn run_headless(mut req: HeadlessRequest) -> i32 {
             return finish(&out_dir, status, EXIT_RUNTIME);
         }
     };
+    // The session's notices reach no one here: a price problem is said on stderr, once, and
+    // kept in status.json (`pricing`, `cost_warning`).
+    let pricing = session.status_json()["pricing"].clone();
+    for key in ["cost_env_warning", "warning"] {
+        if let Some(w) = pricing[key].as_str() {
+            eprintln!("yuyao: warning: {w}");
+        }
+    }
     for note in &req.notes {
         session
             .lock()
@@ -133,6 +141,10 @@ pub fn run_headless(mut req: HeadlessRequest) -> i32 {
     status["session_id"] = v["session_id"].clone();
     status["usage"] = v["usage"].clone();
     status["trajectory"] = v["trajectory"].clone();
+    status["pricing"] = v["pricing"].clone();
+    if let Some(w) = v["pricing"]["warning"].as_str() {
+        status["cost_warning"] = json!(w);
+    }
     // Honest completion: the turn's check, `verified=false` with the failing output when
     // the final verification failed (the exit code stays per §9).
     if !v["completion"].is_null() {
@@ -162,9 +174,12 @@ pub fn run_headless(mut req: HeadlessRequest) -> i32 {
         }
         ("LimitsExceeded", _) => ("LimitsExceeded".to_string(), 0),
         ("Answered", _) | ("NotSubmitted", Ok(_)) => {
-            status["error"] = json!(
-                "the model finished without acting on the task (no tool ran on the workspace), so the run is not Submitted"
-            );
+            status["error"] = match v["last_turn"]["error"].as_str() {
+                Some(e) => json!(e),
+                None => json!(
+                    "the model finished without acting on the task (no tool ran on the workspace), so the run is not Submitted"
+                ),
+            };
             ("NotSubmitted".to_string(), EXIT_RUNTIME)
         }
         ("Interrupted", _) => {

@@ -300,8 +300,11 @@ impl Session {
                 hook.raw,
                 hook.source.label()
             );
+            let errored = run.timed_out || run.exit != Some(0);
+            // A Claude Code settings hook blocks only by exit 2 or a block decision (both read
+            // as Deny); any other error is Claude Code's "non-blocking error": warned about.
             let failed =
-                run.timed_out || run.exit != Some(0) || reply.permission == Some(Permission::Deny);
+                reply.permission == Some(Permission::Deny) || (errored && !hook.claude_settings);
             if failed {
                 let why = if reply.reason.is_empty() {
                     run.output()
@@ -309,17 +312,17 @@ impl Session {
                     reply.reason.clone()
                 };
                 outcome.failures.push(format!("{label}: {why}"));
-                if reply.permission != Some(Permission::Deny) {
-                    let how = match (run.timed_out, run.exit) {
-                        (true, _) => format!("timed out after {} s", hook.timeout.as_secs_f64()),
-                        (_, Some(c)) => format!("exited with {c}"),
-                        (_, None) => "was killed".into(),
-                    };
-                    self.notice(
-                        NoticeLevel::Warning,
-                        format!("{label} {how}: {}", run.output()),
-                    );
-                }
+            }
+            if errored && reply.permission != Some(Permission::Deny) {
+                let how = match (run.timed_out, run.exit) {
+                    (true, _) => format!("timed out after {} s", hook.timeout.as_secs_f64()),
+                    (_, Some(c)) => format!("exited with {c}"),
+                    (_, None) => "was killed".into(),
+                };
+                self.notice(
+                    NoticeLevel::Warning,
+                    format!("{label} {how}: {}", run.output()),
+                );
             }
             if reply.permission.is_some() && reply.permission >= outcome.permission {
                 if reply.permission > outcome.permission {

@@ -1,6 +1,12 @@
 //! Lifecycle hooks (`hooks.json`): which files declare them, the two shapes users already
 //! have (Cursor's flat list and Claude Code's matcher groups), tool-name matchers, and how a
 //! hook's reply is read as a decision. Running them is `hook_run.rs`.
+//!
+//! Claude Code's settings files (`~/.claude/settings.json` or `$CLAUDE_CONFIG_DIR`, the
+//! project's `.claude/settings.json` and `.claude/settings.local.json`) declare hooks under
+//! their `hooks` key in the matcher-group shape; they are hook files like the others — the
+//! project's run only while their content is approved (extension_trust.rs) — and keep
+//! Claude Code's exit semantics (only exit 2 or a block decision blocks).
 
 use regex::Regex;
 use serde_json::Value;
@@ -131,6 +137,10 @@ pub fn claude_name(tool: &str) -> Option<&'static str> {
         "grep" => "Grep",
         "glob" => "Glob",
         "notebook-edit" => "NotebookEdit",
+        "web-fetch" => "WebFetch",
+        "web-search" => "WebSearch",
+        "task" => "Task",
+        "todo" => "TodoWrite",
         _ => return None,
     })
 }
@@ -147,6 +157,9 @@ pub struct Hook {
     pub source: HookSource,
     pub file: PathBuf,
     pub enabled: bool,
+    /// Declared in a Claude Code settings file: a non-zero exit other than 2 is a
+    /// non-blocking error there (warned about), not a failed gate.
+    pub claude_settings: bool,
 }
 
 impl Hook {
@@ -161,14 +174,44 @@ impl Hook {
 
 /// The files hooks come from, in the order they run: the user's, then the project's.
 pub fn files(home: &Path, project: &Path) -> Vec<(PathBuf, HookSource)> {
-    vec![
-        (home.join("hooks.json"), HookSource::User),
+    let mut out = vec![(home.join("hooks.json"), HookSource::User)];
+    if let Some(user) = claude_user_settings() {
+        out.push((user, HookSource::User));
+    }
+    out.extend([
         (
             project.join(".yuyao").join("hooks.json"),
             HookSource::Project,
         ),
         (project.join("hooks.json"), HookSource::Project),
-    ]
+        (
+            project.join(".claude").join("settings.json"),
+            HookSource::Project,
+        ),
+        (
+            project.join(".claude").join("settings.local.json"),
+            HookSource::Project,
+        ),
+    ]);
+    out
+}
+
+/// The user's Claude Code settings file (`$CLAUDE_CONFIG_DIR/settings.json`, else
+/// `~/.claude/settings.json`), the one whose permission rules are read too
+/// (`yuyao_store::permissions::claude_files`).
+fn claude_user_settings() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".claude")))
+        .map(|d| d.join("settings.json"))
+}
+
+/// Whether `path` is one of Claude Code's settings files (hooks are one key among many).
+fn is_claude_settings(path: &Path) -> bool {
+    matches!(
+        path.file_name().and_then(|n| n.to_str()),
+        Some("settings.json" | "settings.local.json")
+    )
 }
 
 /// Every hook of every file; a file that cannot be read as hooks is skipped with a warning
@@ -211,8 +254,13 @@ pub fn parse_file(
 ) -> Result<(Vec<Hook>, Vec<String>), String> {
     let v: Value =
         serde_json::from_str(text).map_err(|e| format!("line {}: invalid JSON ({e})", e.line()))?;
-    let Some(events) = v.get("hooks").and_then(Value::as_object) else {
-        return Err("no \"hooks\" object".into());
+    let claude_settings = is_claude_settings(path);
+    let events = match v.get("hooks") {
+        Some(Value::Object(events)) => events,
+        // Claude Code's settings hold permissions, a model and more: no hooks is no hooks.
+        None if claude_settings => return Ok((Vec::new(), Vec::new())),
+        Some(_) if claude_settings => return Err("\"hooks\" is not an object".into()),
+        _ => return Err("no \"hooks\" object".into()),
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     let where_ = |what: &str| format!("{}: {what}", path.display());
@@ -271,6 +319,7 @@ pub fn parse_file(
                     source,
                     file: path.to_path_buf(),
                     enabled: true,
+                    claude_settings,
                 });
             }
         }
@@ -404,6 +453,42 @@ mod tests {
         assert!(!pre.applies_to(Some("bash")) && !pre.applies_to(Some("multi-edit")));
         let post = by(HookEvent::PostToolUse);
         assert!(post.applies_to(Some("mcp__time__now")) && !post.applies_to(Some("bash")));
+    }
+
+    #[test]
+    fn claude_settings_files_hold_hooks_among_other_keys() {
+        let path = Path::new("/p/.claude/settings.json");
+        let (h, w) = parse_file(
+            r#"{"permissions": {"allow": ["Bash(ls)"]}, "model": "x",
+                "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]}]}}"#,
+            path,
+            HookSource::Project,
+        )
+        .unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(h.len(), 1);
+        assert!(h[0].claude_settings && h[0].applies_to(Some("bash")));
+        assert!(!h[0].applies_to(Some("read")));
+        // Settings without hooks are not an error; a hooks.json without them is.
+        let (none, _) = parse_file(r#"{"permissions": {}}"#, path, HookSource::Project).unwrap();
+        assert!(none.is_empty());
+        assert!(
+            parse_file(
+                r#"{"permissions": {}}"#,
+                Path::new("/p/hooks.json"),
+                HookSource::Project
+            )
+            .is_err()
+        );
+        let listed = files(Path::new("/h"), Path::new("/p"));
+        for f in ["/p/.claude/settings.json", "/p/.claude/settings.local.json"] {
+            assert!(
+                listed
+                    .iter()
+                    .any(|(p, s)| p == Path::new(f) && *s == HookSource::Project),
+                "{listed:?}"
+            );
+        }
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub(crate) struct McpServers {
     /// protected by the sandbox's mounts), and servers run with the user's rights: an entry
     /// that differs from this is held until the next session, never started mid-session.
     vetted: Mutex<BTreeMap<String, McpServer>>,
+    /// Servers whose failure to start was already said (once per failure, on every surface).
+    failed_said: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl McpServers {
@@ -32,6 +34,7 @@ impl McpServers {
             project: McpRegistry::new(paths.project.join(".mcp.json")),
             manager: Mutex::new(None),
             vetted: Mutex::new(BTreeMap::new()),
+            failed_said: Mutex::new(Default::default()),
         };
         servers.vet_project();
         servers
@@ -246,6 +249,33 @@ impl Session {
         self.mcp_sync();
         if let Some(m) = self.mcp.manager() {
             m.wait_started().await;
+            self.mcp_failures_said(&m);
+        }
+    }
+
+    /// A server that failed to start is a warning once (TUI, `-p`, agent_api alike), not a
+    /// silence until a call of its tools fails; said again if it fails again after recovering.
+    fn mcp_failures_said(&self, m: &Manager) {
+        let mut said = self
+            .mcp
+            .failed_said
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for st in m.statuses() {
+            if st.status != "failed" {
+                said.remove(&st.name);
+                continue;
+            }
+            if said.insert(st.name.clone()) {
+                self.notice(
+                    yuyao_protocol::NoticeLevel::Warning,
+                    format!(
+                        "MCP server '{}' failed to start: {}; its tools are unavailable (/mcp shows the servers)",
+                        st.name,
+                        st.error.as_deref().unwrap_or("no reason given")
+                    ),
+                );
+            }
         }
     }
 

@@ -219,6 +219,8 @@ pub struct Session {
     pub(crate) rules: Mutex<crate::rule_files::RuleState>,
     /// The next prompt is a custom command's expanded text (no `@path` attachments).
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
+    /// The endpoint refused `reasoning_effort: "xhigh"`: `--thinking max` sends `high`.
+    pub(crate) xhigh_refused: std::sync::atomic::AtomicBool,
     /// Skills and plugins (`skills.rs`, `plugins.rs`).
     pub(crate) ext: crate::skills::ExtState,
     /// The planning workflow's draft, approval and pinned plan (`planning/`).
@@ -581,6 +583,7 @@ impl Session {
             ext_seen: Mutex::new(Vec::new()),
             custom_warned: Mutex::new(Default::default()),
             expanded_prompt: Default::default(),
+            xhigh_refused: Default::default(),
             rules: Mutex::new(Default::default()),
             ext: Default::default(),
             dreamed: std::sync::atomic::AtomicBool::new(false),
@@ -663,11 +666,17 @@ impl Session {
         self.lock().history.clone()
     }
 
+    /// A key's configured value; for `mode` and `role` when unset, the session's own (what
+    /// the defaults and flags made it), so a program never reads None for a mode in force.
     pub fn config_get(&self, key: &str) -> serde_json::Value {
-        self.config
-            .get(key)
-            .map(|v| yuyao_store::config::to_json(&v))
-            .unwrap_or(serde_json::Value::Null)
+        if let Some(v) = self.config.get(key) {
+            return yuyao_store::config::to_json(&v);
+        }
+        match yuyao_store::config::canonical_key(key) {
+            "mode" => serde_json::json!(self.lock().policy.mode.to_string()),
+            "role" => serde_json::json!(self.lock().policy.role.to_string()),
+            _ => serde_json::Value::Null,
+        }
     }
 
     /// Queues a message for the next model call of the running turn (thread-safe).
@@ -737,8 +746,10 @@ impl Session {
 
     pub fn status_json(&self) -> serde_json::Value {
         let model = self.model_name();
-        let st = self.lock();
+        let pricing = self.pricing_status();
+        // Before the lock: the window may come from the catalog, by the model's name.
         let window = self.context_window();
+        let st = self.lock();
         serde_json::json!({
             "added_dirs": self.ctx.roots().iter().skip(1).map(|d| d.display().to_string()).collect::<Vec<_>>(),
             "session_id": st.log.id(),
@@ -778,6 +789,7 @@ impl Session {
             },
             "exit_requested": st.exit_requested,
             "completion": st.last_completion,
+            "pricing": pricing,
             "trajectory": st.trajectory.path().map(|p| p.display().to_string()),
         })
     }

@@ -281,18 +281,17 @@ fn set_output_style(s: &Session, v: &str) -> Result<(), CoreError> {
 impl Session {
     /// A spend ceiling with no prices cannot be enforced: say so once per session.
     pub(crate) fn warn_unenforceable_ceiling(&self) {
-        let priced = self.price() != yuyao_model::Pricing::default();
+        let Some(text) = self.unpriced_ceiling_warning() else {
+            return;
+        };
         let warn = {
             let mut st = self.lock();
-            let warn = st.max_cost_usd.is_some() && !priced && !st.warned_unpriced_ceiling;
-            st.warned_unpriced_ceiling |= warn;
+            let warn = !st.warned_unpriced_ceiling;
+            st.warned_unpriced_ceiling = true;
             warn
         };
         if warn {
-            self.notice(
-                yuyao_protocol::NoticeLevel::Warning,
-                "a spend ceiling is set but no prices are known (D2A_MODEL_COST or model.*_cost_per_token): every call counts as $0, so the ceiling cannot be enforced",
-            );
+            self.notice(yuyao_protocol::NoticeLevel::Warning, text);
         }
     }
 }
@@ -335,6 +334,7 @@ mod tests {
             cached_tokens: 1000,
             cache_write_tokens: 0,
             reasoning_tokens: 5,
+            reported_cost_usd: None,
         };
         assert_eq!(usage_line("off", &u, 0.5, 1.0, true), "");
         let t = usage_line("tokens", &u, 0.5, 1.0, true);

@@ -14,9 +14,12 @@
 //!   skill already loaded in this conversation is not loaded again;
 //! - by the user: `/skill <name> [args]` (`$ARGUMENTS`, `{{args}}`, `$1`… as in commands).
 //!
-//! `allowed-tools` restricts the tools while the skill runs (the rest of the turn it was
-//! loaded in): a call to another tool is refused in dispatch (`Session::skill_gate`), never
-//! only by the prompt. `Bash(git:*)`-style entries restrict bash to matching commands.
+//! `allowed-tools` pre-approves tools while the skill runs (the rest of the turn it was
+//! loaded in), with Claude Code's meaning: a call they cover needs no permission prompt
+//! (`Session::skill_preapproval`); other tools stay available under the usual policy.
+//! `Bash(git:*)`-style entries pre-approve matching commands only. Pre-approval takes only
+//! the mode's question away: deny and ask rules, protected paths, secret files, the sandbox,
+//! the role and undetermined commands decide as before.
 //!
 //! A project's skills (and a project plugin's) are project extensions: listed and usable only
 //! where `Session::project_extensions_allowed`. `features.skills = false` → none.
@@ -63,12 +66,16 @@ impl Skill {
 pub(crate) struct ExtState {
     /// The skill names the conversation's prompt (and notes since) told the model.
     told: Mutex<Option<BTreeSet<String>>>,
-    /// `(skill, allowed-tools)` while a skill with `allowed-tools` runs.
-    active: Mutex<Option<(String, Vec<String>)>>,
+    /// While a skill with `allowed-tools` runs: its name, the entries, and for a project's
+    /// skill its SKILL.md, whose content must be approved for the entries to pre-approve.
+    active: Mutex<Option<ActiveSkill>>,
     /// Extension problems already reported (each is said once).
     warned: Mutex<BTreeSet<String>>,
     pub(crate) plugin_servers: Mutex<crate::plugins::PluginServers>,
 }
+
+/// The skill whose `allowed-tools` are in force (see [`ExtState`]).
+type ActiveSkill = (String, Vec<String>, Option<PathBuf>);
 
 /// The skill folders that are not plugins', with their source.
 pub fn roots(home: &Path, project: &Path) -> Vec<(PathBuf, HookSource, String)> {
@@ -239,7 +246,7 @@ pub(crate) fn render(skill: &Skill, args: &str, why: &str) -> String {
     }
     if !skill.allowed_tools.is_empty() {
         out.push_str(&format!(
-            "\n\nWhile this skill runs, only these tools are allowed: {}.",
+            "\n\nWhile this skill runs, these tools are pre-approved (no permission prompt): {}.",
             skill.allowed_tools.join(", ")
         ));
     }
@@ -484,8 +491,9 @@ impl Session {
     /// Puts `skill`'s `allowed-tools` in force for the rest of the turn.
     pub(crate) fn activate_skill(&self, skill: &Skill) {
         if !skill.allowed_tools.is_empty() {
+            let approval = (skill.origin == HookSource::Project).then(|| skill.file.clone());
             *self.ext.active.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some((skill.name.clone(), skill.allowed_tools.clone()));
+                Some((skill.name.clone(), skill.allowed_tools.clone(), approval));
         }
     }
 
@@ -533,26 +541,67 @@ impl Session {
         )))
     }
 
-    /// While a skill with `allowed-tools` runs: the refusal of a call outside them.
-    pub(crate) fn skill_gate(&self, tool: &str, raw_args: &str) -> Option<ToolOutput> {
-        let (skill, allowed) = self
+    /// While a skill with `allowed-tools` runs: a call they cover that the policy would put
+    /// to the user (or refuse only because nobody is there to ask) is allowed. The policy
+    /// decides again with the entries as allow rules, so every check that comes before an
+    /// allow rule (role, deny rules, protected paths, sandbox, network, secret files, ask
+    /// rules, undetermined commands) still stands; only the mode's question goes.
+    pub(crate) fn skill_preapproval(
+        &self,
+        action: &yuyao_policy::Action,
+        raw_args: &str,
+        decision: &mut yuyao_policy::Decision,
+    ) {
+        use yuyao_policy::Verdict;
+        let pending = match decision.verdict {
+            Verdict::Ask | Verdict::Review => true,
+            Verdict::Deny => decision.source.ends_with("(unattended)"),
+            Verdict::Allow => false,
+        };
+        if !pending {
+            return;
+        }
+        let Some((skill, allowed, approval)) = self
             .ext
             .active
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()?;
-        if allowed_by(&allowed, tool, raw_args) {
-            return None;
+            .clone()
+        else {
+            return;
+        };
+        if !allowed_by(&allowed, &action.tool, raw_args) {
+            return;
         }
-        let why = format!(
-            "Refused: the skill '{skill}' allows only these tools while it runs: {}. The call did not run.",
-            allowed.join(", ")
-        );
-        self.lock().trajectory.record(
-            "decision",
-            json!({"tool": tool, "verdict": "Deny", "source": "skill allowed-tools", "reason": why}),
-        );
-        Some(ToolOutput::err(why))
+        // A repository's skill widens what runs unasked only as the content the user
+        // approved (DESIGN §8): one the agent wrote, or changed since, pre-approves nothing.
+        if let Some(file) = approval
+            && let Some(why) = self.project_file_held(&file)
+        {
+            self.warn_ext_once(vec![format!(
+                "skills: the allowed-tools of '{skill}' pre-approve nothing: {why}"
+            )]);
+            return;
+        }
+        let mut policy = self.lock().policy.clone();
+        policy.allow = allowed
+            .iter()
+            .filter_map(|e| yuyao_policy::Rule::parse(e.trim()).ok())
+            .collect();
+        policy.granted.clear();
+        let again = policy.decide(action);
+        if again.verdict != Verdict::Allow || !again.source.starts_with("allow ") {
+            return;
+        }
+        *decision = yuyao_policy::Decision {
+            verdict: Verdict::Allow,
+            reason: format!(
+                "pre-approved by the skill '{skill}' ({})",
+                again.source.trim_start_matches("allow ")
+            ),
+            source: "skill allowed-tools".into(),
+            segment: again.segment,
+        };
     }
 }
 

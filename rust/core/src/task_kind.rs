@@ -142,6 +142,17 @@ pub fn asks_for_change(task: &str) -> bool {
     !(opens_as_question || one_question)
 }
 
+/// A clause of the request starts with a change verb ("fix …", "please add …", "could you
+/// update …"): positive evidence that the user asked for a change. Stricter than
+/// [`asks_for_change`] (which reads any non-question as a task, right for an issue text given
+/// to a headless run): "hello" or "thanks" in a conversation asks for nothing.
+pub fn names_a_change(task: &str) -> bool {
+    let lowered = task.to_lowercase();
+    clauses(&lowered)
+        .iter()
+        .any(|c| first_word(strip_polite(c)).is_some_and(|w| CHANGE_VERBS.contains(&w)))
+}
+
 fn clauses(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for sentence in text.split(['.', '!', '?', ';', ':', '\n']) {
@@ -185,7 +196,27 @@ fn first_word(clause: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::asks_for_change;
+    use super::{asks_for_change, names_a_change};
+
+    #[test]
+    fn only_a_change_verb_names_a_change() {
+        for task in [
+            "fix the bug in calc.py",
+            "Please add a --verbose flag",
+            "Could you update the docs?",
+            "Why does it fail? Fix it.",
+        ] {
+            assert!(names_a_change(task), "{task}");
+        }
+        for task in [
+            "hello",
+            "thanks!",
+            "What does calc.py do?",
+            "ok, looks good",
+        ] {
+            assert!(!names_a_change(task), "{task}");
+        }
+    }
 
     #[test]
     fn questions_and_analyses_ask_for_no_change() {

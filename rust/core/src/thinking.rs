@@ -1,7 +1,8 @@
 //! How the thinking level (`--thinking`, `/think`, `thinking`) reaches the request, per
 //! `model.thinking_param`:
-//! - `reasoning-effort` (default): OpenAI-style `reasoning_effort` low|medium|high (`max`
-//!   sends `high`, the largest level those endpoints take);
+//! - `reasoning-effort` (default): OpenAI-style `reasoning_effort` low|medium|high; `max`
+//!   sends `xhigh` (the level OpenAI's newest reasoning models take above `high`), and `high`
+//!   from then on when the endpoint refuses it — so `max` never means less than `high`;
 //! - `thinking-budget`: Anthropic-style `thinking: {type: enabled, budget_tokens: N}`;
 //! - `none`: the model takes neither; nothing is sent.
 //!
@@ -44,8 +45,32 @@ impl Session {
                 }
             }
             "none" => req.reasoning_effort = None,
-            _ => {}
+            _ => {
+                let max = self.lock().thinking == Some(ThinkingLevel::Max);
+                if max && !self.xhigh_refused.load(std::sync::atomic::Ordering::SeqCst) {
+                    req.reasoning_effort = Some("xhigh".into());
+                }
+            }
         }
+    }
+
+    /// The endpoint refused `xhigh`: said once, and the call is made again with `high`.
+    pub(crate) fn xhigh_refused(&self, e: &yuyao_model::ModelError, req: &ChatRequest) -> bool {
+        let refused = req.reasoning_effort.as_deref() == Some("xhigh")
+            && matches!(e, yuyao_model::ModelError::Http { status: 400 | 422, message, .. }
+                if message.contains("reasoning") || message.contains("xhigh"));
+        if refused
+            && !self
+                .xhigh_refused
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            self.notice(
+                yuyao_protocol::NoticeLevel::Info,
+                "the model does not take reasoning_effort \"xhigh\"; --thinking max sends \"high\"",
+            );
+            return true;
+        }
+        false
     }
 }
 

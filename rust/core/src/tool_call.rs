@@ -135,6 +135,14 @@ impl Session {
         } else {
             self.execute(client, call, token).await
         };
+        // Files a sub-agent, a team merge or an MCP server changed are not in the turn's
+        // pre-images: the turn is then never judged unchanged.
+        if effective
+            && (matches!(canonical_tool_name(&call.name), Some("task" | "team"))
+                || (may_change_repo && yuyao_policy::is_mcp_tool(&call.name)))
+        {
+            self.lock().completion.untracked_changes = true;
+        }
         // The call's own cost (policy, snapshot capture, the tool), for benches and traces.
         let run_us = t0.elapsed().as_micros() as u64;
         // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
@@ -211,10 +219,6 @@ impl Session {
                 false,
             );
         };
-        // A skill's `allowed-tools` in force: another tool is refused here, in dispatch.
-        if let Some(refusal) = self.skill_gate(name, &call.arguments) {
-            return (refusal, false, false);
-        }
         // The task tracker and start_planning change only the session's own state.
         if let Some(out) = crate::planning::run_tool(self, name, &call.arguments) {
             return (out, true, false);
@@ -255,9 +259,10 @@ impl Session {
             Ok(a) => a,
             Err(e) => return (ToolOutput::err(e), false, false),
         };
-        // A remembered preference ("use bun, not npm") that forbids this command's program.
+        // A preference rule ("use bun, not npm", from MEMORY.md or AGENTS.md) that forbids
+        // this command's program.
         if let Some(cmd) = &action.command
-            && let Some(rule) = crate::memory::rules::violation(&self.memory.rules(), cmd)
+            && let Some(rule) = crate::memory::rules::violation(&self.preference_rules(), cmd)
         {
             self.notice(yuyao_protocol::NoticeLevel::Warning, rule.clone());
             self.lock().trajectory.record(
@@ -267,6 +272,8 @@ impl Session {
             return (ToolOutput::err(rule), false, false);
         }
         let mut decision = self.decide(&action);
+        // A running skill's `allowed-tools` spare the mode's question, never a refusal.
+        self.skill_preapproval(&action, &call.arguments, &mut decision);
         // PreToolUse / beforeShellExecution hooks: a deny stops the call whatever the policy
         // said; an ask puts it to the user; an allow spares the question, never a refusal.
         if let Some((permission, why)) =
@@ -309,6 +316,14 @@ impl Session {
             "decision",
             json!({"tool": name, "arguments": args.to_value(), "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
         );
+        // A call that would fail on its own preconditions (a file not read yet, an edit whose
+        // text is not there) is refused before the user is asked to approve it.
+        if matches!(decision.verdict, Verdict::Ask | Verdict::Review)
+            && let Some(path) = action.paths.first()
+            && let Err(why) = yuyao_tools::fs::precheck(&args, &self.ctx, path)
+        {
+            return (ToolOutput::err(why), false, false);
+        }
         let approved = match decision.verdict {
             Verdict::Allow => Ok(()),
             Verdict::Deny => Err(self.refusal(name, &action, &decision)),
@@ -347,7 +362,12 @@ impl Session {
         // it changed are known after it (command_edits.rs).
         let may_change_repo = self.lock().policy.is_mutating(&action);
         let stamp = if name == "bash" && may_change_repo {
-            self.stamp_before_command()
+            let stamp = self.stamp_before_command();
+            if stamp.is_none() {
+                // What it changes cannot be known: the turn is never judged unchanged.
+                self.lock().completion.untracked_changes = true;
+            }
+            stamp
         } else {
             None
         };
@@ -390,9 +410,6 @@ impl Session {
     /// and `mcp__server`; a change unless the server marks the tool read-only), then the
     /// call on the server.
     async fn execute_mcp(&self, client: &ModelClient, call: &ToolCall) -> (ToolOutput, bool) {
-        if let Some(refusal) = self.skill_gate(&call.name, &call.arguments) {
-            return (refusal, false);
-        }
         let Some(tool) = self.mcp_tool(&call.name) else {
             let names: Vec<String> = self.mcp_tools().into_iter().map(|t| t.full_name).collect();
             return (
@@ -417,11 +434,12 @@ impl Session {
             command: None,
             paths: Vec::new(),
         };
-        let decision = {
+        let mut decision = {
             let mut st = self.lock();
             st.policy.mcp_read_only = self.mcp_read_only();
             st.policy.decide(&action)
         };
+        self.skill_preapproval(&action, &call.arguments, &mut decision);
         self.lock().trajectory.record(
             "decision",
             json!({"tool": tool.full_name, "arguments": args, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source}),

@@ -18,10 +18,11 @@ use yuyao_tools::ToolOutput;
 
 pub(crate) const NAME: &str = "tool-search";
 
-/// Tools with their full schemas from the first request: read, change (edit, write) and run
-/// (bash), the set Claude Code also sends whole. grep and glob are deferred: their schemas
-/// are a third of this budget and bash reaches rg/find meanwhile (a direct call works too).
-const CORE: &[&str] = &["read", "write", "edit", "bash"];
+/// Tools with their full schemas from the first request: read, search (grep, glob), change
+/// (edit, write) and run (bash), the set Claude Code also sends whole. A model that cannot
+/// see grep and glob searches with `bash grep`/`find`, which costs more per call and is
+/// adjudicated as a command; deferral is for the long tail only.
+const CORE: &[&str] = &["read", "grep", "glob", "write", "edit", "bash"];
 
 /// MCP tools are sent whole while there are at most this many (a few small schemas cost
 /// less than a round trip to load them).

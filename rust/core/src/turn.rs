@@ -89,14 +89,7 @@ impl Session {
                 error: None,
                 text: intercepted.take().unwrap_or_default(),
             },
-            Ok(context) => {
-                self.checkpoint_prompt(text);
-                self.scope_begin_turn();
-                self.completion_begin(text);
-                // A sub-agent's prompt is the model's: no preference of the user's to keep.
-                if !self.agents.is_child() {
-                    crate::memory::commands::on_submit(self, text);
-                }
+            Ok(context) => 'turn: {
                 // `@path` references are attached to the prompt (the only content that
                 // enters a request without a tool call).
                 let message = if expanded {
@@ -104,6 +97,21 @@ impl Session {
                 } else {
                     crate::refs::user_message(self, text)
                 };
+                // A prompt that cannot fit the window is refused before anything is sent
+                // or kept: the session stays usable.
+                if let Err(why) = self.check_prompt_fits(&message) {
+                    self.lock()
+                        .trajectory
+                        .record("prompt_too_large", json!({"reason": why}));
+                    break 'turn self.failure("Error", why);
+                }
+                self.checkpoint_prompt(text);
+                self.scope_begin_turn();
+                self.completion_begin(text);
+                // A sub-agent's prompt is the model's: no preference of the user's to keep.
+                if !self.agents.is_child() {
+                    crate::memory::commands::on_submit(self, text);
+                }
                 // The repo map goes into the request view beside this prompt, when it changed
                 // (the stored prompt stays what the user typed).
                 let map = self.new_repo_map(text);
@@ -160,6 +168,8 @@ impl Session {
             _ => None,
         };
         let returned = crate::completion::with_flagged_check(&summary.text, check.as_ref());
+        // Before the lock: the catalog's price reads the model's name.
+        let priced = self.price() != yuyao_model::Pricing::default();
         let usage_line = {
             let st = self.lock();
             let u = &st.usage;
@@ -169,8 +179,8 @@ impl Session {
                 cached_tokens: u.cached_tokens - usage_before.cached_tokens,
                 cache_write_tokens: u.cache_write_tokens - usage_before.cache_write_tokens,
                 reasoning_tokens: u.reasoning_tokens - usage_before.reasoning_tokens,
+                reported_cost_usd: None,
             };
-            let priced = self.price() != yuyao_model::Pricing::default();
             if turn == yuyao_protocol::Usage::default() {
                 String::new()
             } else {
@@ -259,8 +269,21 @@ impl Session {
         self.batch_ledger_gate()?;
         let price = self.price();
         if price == yuyao_model::Pricing::default() {
-            // Every call counts as $0: nothing to cap; the user was told once.
+            // No price: nothing to estimate or cap; the user was told once. Costs the
+            // endpoint reports still count: once they reach the ceiling no call is made.
             self.warn_unenforceable_ceiling();
+            let (max, spent) = {
+                let st = self.lock();
+                let (max, spent, _) =
+                    self.agents
+                        .budget(st.max_cost_usd, st.cost_usd, st.max_steps);
+                (max, spent)
+            };
+            if let Some(max) = max.filter(|m| spent >= *m && spent > 0.0) {
+                return Err(self.limit(format!(
+                    "spend ceiling reached: ${spent:.4} spent of ${max:.4} (the costs the endpoint reported)"
+                )));
+            }
             return Ok(max_out);
         }
         let input_cost =
@@ -370,6 +393,8 @@ impl Session {
         // the plan synthesis), and whether the reply being handled answered it.
         let mut pass: Option<String> = None;
         let mut turn_tool_calls: u32 = 0;
+        let mut overflow_compacted = false;
+        let mut granted_calls = 0u32;
         loop {
             if token.is_cancelled() {
                 return interrupted();
@@ -380,6 +405,14 @@ impl Session {
                 && turn_steps >= max
             {
                 self.budget_exhausted("tool_loop", turn_steps, max);
+                // A person present may grant more; the turn goes on with tools enabled.
+                // The grant raises the session's limit (seed 001: kept for the next turn, and
+                // by the sub-agent tree's gate, which reads the same limit).
+                if let Some(n) = self.grant_more("tool_loop", turn_steps, max) {
+                    let mut st = self.lock();
+                    st.max_steps = st.max_steps.map(|m| m.saturating_add(n));
+                    continue;
+                }
                 // Planning's loop limit ends research, not the turn: one tool-free plan.
                 if planning && !balance.spent {
                     return self
@@ -496,6 +529,10 @@ impl Session {
                         if !text.is_empty() {
                             self.emit(Event::TextDelta { text });
                         }
+                        let plan = plan_filter.take_plan();
+                        if !plan.is_empty() {
+                            self.emit(Event::PlanDelta { text: plan });
+                        }
                     }
                     Piece::Thinking(t) => self.emit(Event::ThinkingDelta {
                         text: t.to_string(),
@@ -511,6 +548,32 @@ impl Session {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => return interrupted(),
                 Err(e) if self.json_answer_refused(&e) => continue,
+                Err(e) if self.xhigh_refused(&e, &req) => continue,
+                // The provider says the request is too long: compact once and retry; a
+                // second refusal ends the turn (never a loop of flushes and retries).
+                Err(e) if crate::prompt_fit::is_context_overflow(&e) => {
+                    if overflow_compacted {
+                        return self.failure(
+                            "Error",
+                            format!("the conversation still does not fit the model's context window after compaction ({e}); use /clear or /compact with a focus, or raise model.context_window only if the model really has more"),
+                        );
+                    }
+                    overflow_compacted = true;
+                    self.notice(
+                        NoticeLevel::Warning,
+                        "the provider says the request is longer than the model's context window; compacting the conversation once and retrying",
+                    );
+                    match self.compact(&client, None, token, req.max_tokens).await {
+                        Ok(_) => continue,
+                        Err(ModelError::Cancelled) => return interrupted(),
+                        Err(c) => {
+                            return self.failure(
+                                "Error",
+                                format!("the request is longer than the model's context window ({e}), and compacting it failed ({c}); use /clear"),
+                            );
+                        }
+                    }
+                }
                 Err(e) => return self.failure("Error", e.to_string()),
             };
             turn_steps += 1;
@@ -645,7 +708,16 @@ impl Session {
                         return self.failure("Error", why);
                     }
                 };
-                let exit_status = if acted && !text.trim().is_empty() {
+                // Asked for a change and none was made (refused, or only talk): not done,
+                // whatever the answer claims (seed 000 #7).
+                let not_made = if document {
+                    None
+                } else {
+                    self.change_not_made()
+                };
+                let exit_status = if not_made.is_some() {
+                    "NotSubmitted"
+                } else if acted && !text.trim().is_empty() {
                     "Submitted"
                 } else if !document && is_degenerate(&text) {
                     "NotSubmitted"
@@ -655,7 +727,7 @@ impl Session {
                 return TurnSummary {
                     status: "completed",
                     exit_status,
-                    error: None,
+                    error: not_made,
                     text,
                 };
             }
@@ -686,11 +758,20 @@ impl Session {
                 continue;
             }
             turn_tool_calls += calls.len() as u32;
-            if let Some(max) = self.tool_call_budget(planning)
-                && turn_tool_calls > max
-            {
+            let mut over = self
+                .tool_call_budget(planning)
+                .map(|m| m.saturating_add(granted_calls))
+                .filter(|max| turn_tool_calls > *max);
+            if let Some(max) = over {
                 let used = turn_tool_calls - calls.len() as u32;
                 self.budget_exhausted("tool_calls", used, max);
+                // A person present may grant more: this batch then runs.
+                if let Some(n) = self.grant_more("tool_calls", used, max) {
+                    granted_calls = granted_calls.saturating_add(n.max(calls.len() as u32));
+                    over = None;
+                }
+            }
+            if let Some(max) = over {
                 {
                     let mut st = self.lock();
                     for call in &calls {

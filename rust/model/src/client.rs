@@ -281,6 +281,8 @@ impl ModelClient {
                 retry_after,
             });
         }
+        // A litellm proxy prices each response itself: that figure is the call's cost.
+        let reported_cost = reported_cost(resp.headers());
         let is_sse = resp
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
@@ -301,7 +303,10 @@ impl ModelClient {
                 .map_err(|e| truncated(error_chain(&e)))?;
             let v: Value = serde_json::from_str(&text)
                 .map_err(|e| protocol(format!("{e}; body starts with {:?}", head(&text))))?;
-            let c = Assembler::from_full(&v).map_err(protocol)?;
+            let mut c = Assembler::from_full(&v).map_err(protocol)?;
+            if reported_cost.is_some() {
+                c.usage.reported_cost_usd = reported_cost;
+            }
             if !c.reasoning.is_empty() {
                 on_piece(Piece::Thinking(&c.reasoning));
             }
@@ -348,8 +353,27 @@ impl ModelClient {
                 on_piece(p)
             });
         }
-        Ok(asm.finish())
+        let mut c = asm.finish();
+        // Headers go out before a stream's body is priced: litellm puts a streamed reply's
+        // cost in its last chunk's `usage.cost`, which comes first; the header is the fallback.
+        if c.usage.reported_cost_usd.is_none() {
+            c.usage.reported_cost_usd = reported_cost;
+        }
+        Ok(c)
     }
+}
+
+/// The header a litellm proxy sets to the response's cost in USD.
+pub const COST_HEADER: &str = "x-litellm-response-cost";
+
+/// The cost a proxy reported for this response, when its header holds a price (a finite
+/// number >= 0; litellm writes `None` when it could not price the call).
+fn reported_cost(headers: &reqwest::header::HeaderMap) -> Option<f64> {
+    headers
+        .get(COST_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|c| c.is_finite() && *c >= 0.0)
 }
 
 /// What the caller was shown of one kind of piece. A retry after a cut stream replays the
@@ -619,5 +643,22 @@ mod tests {
             "bad key"
         );
         assert_eq!(provider_message(""), "(empty response body)");
+    }
+
+    /// A litellm proxy's cost: its header on a full reply; on a stream, the last chunk's
+    /// `usage.cost` (the header is sent before the stream is priced); `None` is no price.
+    #[tokio::test]
+    async fn the_proxy_cost_is_read() {
+        let body = full_json("hi");
+        let priced = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nx-litellm-response-cost: 2.2e-05\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).into_bytes();
+        let (r, _, _) = call(vec![priced], false, 0).await;
+        assert_eq!(r.expect("reply").usage.reported_cost_usd, Some(2.2e-05));
+        let unpriced = format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nx-litellm-response-cost: None\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).into_bytes();
+        let (r, _, _) = call(vec![unpriced], false, 0).await;
+        assert_eq!(r.expect("reply").usage.reported_cost_usd, None);
+        let usage =
+            r#"{"choices":[],"usage":{"prompt_tokens":30,"completion_tokens":4,"cost":3.8e-05}}"#;
+        let (r, _, _) = call(vec![sse(&[HELLO, STOP, usage, "[DONE]"], true)], true, 0).await;
+        assert_eq!(r.expect("reply").usage.reported_cost_usd, Some(3.8e-05));
     }
 }

@@ -10,8 +10,10 @@ mod key;
 mod sanitize;
 mod stream;
 
-pub use client::{ChatRequest, Completion, ModelClient, ModelConfig, ModelError, Piece};
-pub use cost::Pricing;
+pub use client::{
+    COST_HEADER, ChatRequest, Completion, ModelClient, ModelConfig, ModelError, Piece,
+};
+pub use cost::{CatalogEntry, Pricing, catalog_lookup, catalog_source};
 pub use key::{hidden_model_key, hide_model_key};
 pub use sanitize::{NOT_EXECUTED, check_well_formed, sanitize};
 

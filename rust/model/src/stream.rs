@@ -158,6 +158,11 @@ fn read_usage(u: &Value) -> Usage {
         cached_tokens: n("/prompt_tokens_details/cached_tokens").max(n("/cache_read_input_tokens")),
         cache_write_tokens: n("/cache_creation_input_tokens"),
         reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
+        // OpenRouter (and litellm with cost in usage) report the call's price in the body.
+        reported_cost_usd: u
+            .get("cost")
+            .and_then(Value::as_f64)
+            .filter(|c| c.is_finite() && *c >= 0.0),
     }
 }
 

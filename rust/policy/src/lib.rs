@@ -150,20 +150,55 @@ impl Policy {
     /// Whether the action changes the workspace (seed 001's definition).
     pub fn is_mutating(&self, a: &Action) -> bool {
         let segs = a.command.as_deref().map(|c| parse(c, self.project()));
-        Self::mutating_with(a, segs.as_ref()) || self.mcp_mutating(a)
+        Self::mutating_with(a, segs.as_ref(), self.trust_for(a)) || self.mcp_mutating(a)
+    }
+
+    /// The classifier's trust for this action: only a shell command needs the probe.
+    fn trust_for(&self, a: &Action) -> readonly::Trust {
+        if SHELL_TOOLS.contains(&a.tool.as_str()) {
+            self.shell_trust()
+        } else {
+            readonly::Trust::Strict
+        }
+    }
+
+    /// How far the shell classifier may lean on the OS sandbox: a read-only session's
+    /// commands run under the read-only sandbox (`os_level`), so where the kernel enforces
+    /// it the sandboxed list applies; everywhere else (a command an allow rule or a mode
+    /// lets through runs with write access), and where the kernel cannot enforce it, the
+    /// strict list.
+    pub fn shell_trust(&self) -> readonly::Trust {
+        let read_only = sandbox::Confinement {
+            level: SandboxLevel::ReadOnly,
+            network: self.network,
+            ..Default::default()
+        };
+        if self.read_only_reason().is_some()
+            && sandbox::support().cannot_enforce(&read_only).is_none()
+        {
+            readonly::Trust::Sandboxed
+        } else {
+            readonly::Trust::Strict
+        }
     }
 
     fn mcp_mutating(&self, a: &Action) -> bool {
         is_mcp_tool(&a.tool) && !self.mcp_read_only.contains(&a.tool)
     }
 
-    fn mutating_with(a: &Action, segs: Option<&Result<Vec<Segment>, Undetermined>>) -> bool {
+    fn mutating_with(
+        a: &Action,
+        segs: Option<&Result<Vec<Segment>, Undetermined>>,
+        trust: readonly::Trust,
+    ) -> bool {
         if FILE_MUTATING.contains(&a.tool.as_str()) {
             return true;
         }
         if SHELL_TOOLS.contains(&a.tool.as_str()) {
             return match segs {
-                Some(Ok(segs)) => !segs.iter().all(readonly::segment_is_read_only),
+                Some(Ok(segs)) => !segs
+                    .iter()
+                    .all(|s| readonly::segment_is_read_only_under(s, trust)),
                 _ => true,
             };
         }
@@ -186,13 +221,17 @@ impl Policy {
     pub fn decide(&self, a: &Action) -> Decision {
         let tool = a.tool.as_str();
         let segs = a.command.as_deref().map(|c| parse(c, self.project()));
-        let mutating = Self::mutating_with(a, segs.as_ref()) || self.mcp_mutating(a);
+        let trust = self.trust_for(a);
+        let mutating = Self::mutating_with(a, segs.as_ref(), trust) || self.mcp_mutating(a);
 
         // 2. role and mode
         if mutating && let Some(why) = self.read_only_reason() {
             let what = match &segs {
                 Some(Err(u)) => format!(" ({u})"),
-                Some(Ok(_)) => " (only read-only commands may run)".into(),
+                Some(Ok(s)) => match s.iter().find_map(|s| readonly::refusal_hint(s, trust)) {
+                    Some(hint) => format!(" (only read-only commands may run; {hint})"),
+                    None => " (only read-only commands may run)".into(),
+                },
                 None => String::new(),
             };
             return Decision::new(Verdict::Deny, format!("{why}{what}"), mode_source(self));
@@ -552,8 +591,9 @@ impl Policy {
             match parse(cmd, self.project()) {
                 Ok(segs) => {
                     out.push_str(&format!("segments ({}):\n", segs.len()));
+                    let trust = self.shell_trust();
                     for (i, s) in segs.iter().enumerate() {
-                        let ro = if readonly::segment_is_read_only(s) {
+                        let ro = if readonly::segment_is_read_only_under(s, trust) {
                             "read-only"
                         } else {
                             "mutating"

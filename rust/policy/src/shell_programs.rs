@@ -132,8 +132,8 @@ fn awk_runs_commands(args: &[W]) -> Option<String> {
         if p.1 {
             return why("runs a program computed at run time");
         }
-        let text = p.0.replace("||", "");
-        if text.contains("system") || text.contains('|') || text.contains('@') {
+        // Pipes inside strings and regexes (`/a|b/`) are text; see readonly::awk.
+        if p.0.contains("system") || crate::readonly::awk_may_run_commands(&p.0) {
             return why("calls system() or pipes to or from a command");
         }
     }

@@ -127,6 +127,30 @@ pub enum Event {
         verify: Vec<String>,
         approved: bool,
     },
+    /// Text of a `<proposed_plan>` block as it streams (seed 001 `plan.delta`; held out of
+    /// the transcript's text deltas).
+    PlanDelta { text: String },
+    /// A validated plan waits for the user's decision (seed 001 `plan.approval.requested`).
+    PlanApprovalRequested {
+        path: String,
+        title: String,
+        steps: usize,
+    },
+    /// The decision on a plan (seed 001 `plan.approval.resolved`): `execute`,
+    /// `fresh_context`, `revise` or `cancel`; `automatic` when no person decided it.
+    PlanApprovalResolved {
+        decision: String,
+        automatic: bool,
+        path: String,
+    },
+    /// The conversation was replaced by a fresh thread (seed 001 `context.reset`): what
+    /// triggered it, whether the plan was kept, and the context usage before the reset.
+    ContextReset {
+        trigger: String,
+        plan_preserved: bool,
+        previous_context_percent: f64,
+        tool_budget_reset: bool,
+    },
     /// The turn ended; `status` is one of `completed`, `limits_exceeded`, `interrupted`, `error`.
     TurnEnd {
         status: String,
@@ -173,6 +197,17 @@ pub enum Request {
         spent_usd: f64,
         estimate_usd: f64,
         ceiling_usd: f64,
+    },
+    /// A turn limit was reached (seed 001: the step or tool-call limit): grant more? Answer
+    /// with one of `options` ("grant N more" continues the turn with N more; anything else
+    /// stops it as before). Only interactive fronts are asked; `-p` stops as always.
+    LimitReached {
+        question: String,
+        /// `tool_loop` (model calls) or `tool_calls`.
+        limit: String,
+        used: u32,
+        max: u32,
+        options: Vec<String>,
     },
     /// A preference the user just stated ("use bun, not npm"): keep it in memory? Answer
     /// `"p"` (the project's MEMORY.md), `"g"` (the global one); anything else skips it.

@@ -144,6 +144,10 @@ pub struct Usage {
     pub cached_tokens: u64,
     pub cache_write_tokens: u64,
     pub reasoning_tokens: u64,
+    /// The call's cost in USD as the endpoint reported it (a litellm proxy's
+    /// `x-litellm-response-cost` header); it takes precedence over prices per token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_cost_usd: Option<f64>,
 }
 
 impl Usage {
@@ -153,6 +157,10 @@ impl Usage {
         self.cached_tokens += other.cached_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
         self.reasoning_tokens += other.reasoning_tokens;
+        self.reported_cost_usd = match (self.reported_cost_usd, other.reported_cost_usd) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
     }
 }
 

@@ -688,6 +688,28 @@ pub fn guarded(key: &str) -> bool {
             .any(|p| key.starts_with(p))
 }
 
+/// Keys under a namespace whose names the user chooses (a language server's, a hook's, an MCP
+/// server's): never "unknown".
+pub fn is_open_key(key: &str) -> bool {
+    let key = canonical_key(key);
+    [
+        "lsp.servers.",
+        "hooks.",
+        "mcp.",
+        "extension_sandbox.",
+        "memory.",
+        "pricing.",
+    ]
+    .iter()
+    .any(|p| key.starts_with(p))
+        || maxcost_alias(key)
+}
+
+/// The budget spellings run_agent.sh's budget file uses.
+fn maxcost_alias(key: &str) -> bool {
+    matches!(key, "maxCostUsd" | "max_steps")
+}
+
 /// Limits a project may lower but never raise: the effective value is the smallest of the
 /// layers' values (no value in a layer means no limit from it).
 pub fn lower_only(key: &str) -> bool {

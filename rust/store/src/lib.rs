@@ -17,6 +17,7 @@ pub mod spend_ledger;
 pub mod trajectory;
 pub mod trust;
 pub mod worktree;
+pub mod worktree_sync;
 
 pub use config::{Config, ConfigError, Layer};
 pub use mcp::{McpRegistry, McpScope, McpServer};

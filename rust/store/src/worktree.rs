@@ -60,7 +60,7 @@ impl Worktree {
 
     /// What the main work tree must be for a merge or a removal: its own git folder, no
     /// redirection (on the base branch when one is given).
-    fn main_pin(&self, branch: Option<String>) -> RepoPin {
+    pub(crate) fn main_pin(&self, branch: Option<String>) -> RepoPin {
         let common = self.common_dir();
         let common = common.canonicalize().unwrap_or(common);
         let repo = Path::new(&self.repo);
@@ -73,7 +73,7 @@ impl Worktree {
     }
 
     /// Opens the worktree's repository after checking it against the record.
-    fn open(&self) -> Result<Repository, String> {
+    pub(crate) fn open(&self) -> Result<Repository, String> {
         self.pin().open_for_write()
     }
 }

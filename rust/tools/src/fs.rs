@@ -492,10 +492,14 @@ fn suggest_near(path: &Path) -> String {
     let mut near: Vec<String> = entries
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        // `.git` is git's, never a file the model meant; a dot-file's empty stem matches
+        // nothing (it used to match every name).
+        .filter(|n| n != ".git")
         .filter(|n| {
             let l = n.to_lowercase();
+            let their_stem = l.split('.').next().unwrap_or("");
             (!stem.is_empty() && l.contains(&stem))
-                || lower.contains(l.split('.').next().unwrap_or("\u{0}"))
+                || (!their_stem.is_empty() && lower.contains(their_stem))
         })
         .take(5)
         .collect();
@@ -970,6 +974,45 @@ pub fn edit_item_spec(e: &EditItem) -> EditSpec {
         old: e.old_string.clone(),
         new: e.new_string.clone(),
         replace_all: e.replace_all.unwrap_or(false),
+    }
+}
+
+/// Whether a file call would fail on its own preconditions (an existing file not read in this
+/// session or changed since, an edit whose text is not there, an edit of a missing file), so
+/// the user is never asked to approve a call that cannot run (seed 000 #7). `Ok` for other
+/// tools; the tool checks again when it runs (the file may change between the two).
+pub fn precheck(args: &ToolArgs, ctx: &ToolContext, path: &Path) -> Result<(), String> {
+    let creates = match args {
+        ToolArgs::Write(_) => true,
+        ToolArgs::Edit(a) => a.old_string.is_empty(),
+        ToolArgs::MultiEdit(_) | ToolArgs::NotebookEdit(_) => false,
+        _ => return Ok(()),
+    };
+    if path.is_dir() {
+        return Ok(());
+    }
+    if !path.exists() {
+        if creates {
+            return Ok(());
+        }
+        return Err(format!(
+            "{} does not exist; create it with write (or edit with an empty old_string)",
+            path.display()
+        ));
+    }
+    let (current, stamp) = read_file_stamped(path)?;
+    if creates && matches!(args, ToolArgs::Edit(_)) {
+        // An empty old_string fills an empty file; the tool says why otherwise.
+        return Ok(());
+    }
+    check_fresh(ctx, path, &stamp, &current)?;
+    match args {
+        ToolArgs::Edit(a) => apply_edits(&current, &[edit_spec_of(a)]).map(|_| ()),
+        ToolArgs::MultiEdit(a) => {
+            let specs: Vec<EditSpec> = a.edits.iter().map(edit_item_spec).collect();
+            apply_edits(&current, &specs).map(|_| ())
+        }
+        _ => Ok(()),
     }
 }
 

@@ -299,6 +299,46 @@ pub fn read_pdf(path: &Path, bytes: &[u8], pages: Option<&str>) -> Result<ToolOu
     Ok(ToolOutput::ok(out))
 }
 
+/// Most of an SVG's markup given back as text.
+const SVG_TEXT_MAX: usize = 256 * 1024;
+
+/// An SVG file: by its extension, or markup whose first element is `<svg`.
+fn is_svg(path: &Path, bytes: &[u8]) -> bool {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if matches!(ext.as_deref(), Some("svg")) {
+        return true;
+    }
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(1024)]).to_ascii_lowercase();
+    let head = head.trim_start();
+    head.starts_with("<svg") || (head.starts_with("<?xml") && head.contains("<svg"))
+}
+
+/// An SVG is vector markup: the model reads its shapes and text from the markup itself (no
+/// rasteriser ships with yuyao), capped like a text page.
+fn svg_as_text(path: &Path, bytes: &[u8]) -> ToolOutput {
+    let text = String::from_utf8_lossy(bytes);
+    let mut end = text.len().min(SVG_TEXT_MAX);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = if end < text.len() {
+        format!(
+            "\n[… {} more bytes not shown; read the file with read and an offset]",
+            text.len() - end
+        )
+    } else {
+        String::new()
+    };
+    ToolOutput::ok(format!(
+        "{} is an SVG (vector markup), given as text: its shapes, labels and colours are in the markup below.\n{}{cut}",
+        path.display(),
+        &text[..end]
+    ))
+}
+
 /// read-media: images (and PDFs) as visual content.
 pub struct ReadMedia;
 
@@ -307,7 +347,7 @@ impl Tool for ReadMedia {
         "read-media"
     }
     fn description(&self) -> &'static str {
-        "Look at an image (png, jpeg, gif, webp: screenshots, diagrams, mockups); it is attached to the result as an image, downscaled to at most 1568 px. PDFs are read as text by page range (pages: \"1-5\"). Screen recordings (animated gif, mp4, webm, mov) are sampled into `frames` images (default 8, at most 20) with their timestamps."
+        "Look at an image (png, jpeg, gif, webp: screenshots, diagrams, mockups); it is attached to the result as an image, downscaled to at most 1568 px. PDFs are read as text by page range (pages: \"1-5\"); SVGs as their markup. Screen recordings (animated gif, mp4, webm, mov) are sampled into `frames` images (default 8, at most 20) with their timestamps."
     }
     fn parameters(&self) -> Value {
         json!({
@@ -353,6 +393,9 @@ impl Tool for ReadMedia {
             if bytes.starts_with(b"%PDF-") {
                 let pages = args.pages.as_deref();
                 return read_pdf(&path, &bytes, pages);
+            }
+            if is_svg(&path, &bytes) {
+                return Ok(svg_as_text(&path, &bytes));
             }
             Err(format!(
                 "{} is not an image or a PDF; read text files with read",

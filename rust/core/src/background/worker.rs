@@ -249,6 +249,8 @@ impl Handler for BgHandler {
             Request::Permission { tool, summary, .. } => format!("approval: {tool} {summary}"),
             Request::AskUser { question, .. } => format!("question: {question}"),
             Request::CostCeiling { .. } => "spend ceiling reached".to_string(),
+            // A background session stops at its limits, as a headless one does.
+            Request::LimitReached { .. } => return None,
             // A memory suggestion is not worth stopping a background session for.
             Request::RememberCandidate { .. } => return None,
         };

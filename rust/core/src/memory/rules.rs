@@ -2,7 +2,15 @@
 //! "use X instead of Y", "never run Y", "don't use Y" whose Y names a program compiles into a
 //! check on the effective program names of shell commands (the policy crate's lexer). A
 //! command that runs Y is not run; its result cites the rule and where it came from.
+//!
+//! The rules come from the `MEMORY.md` entries and from the lines of the instruction files
+//! the session loads into its prompt (`AGENTS.md`, falling back to `CLAUDE.md`, from the
+//! project root down to the working directory): seed 002 §7 has AGENTS.md's verifiable
+//! constraints honoured, and §8 keeps yolo bound by them. A compiled rule can only refuse a
+//! command — there is no allow here — so a repository's instruction file needs no trust
+//! approval (DESIGN §8 guards what can widen permissions or start a process).
 
+use std::path::{Path, PathBuf};
 use yuyao_store::memory::{Layout, format};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,9 +20,16 @@ pub(crate) struct Rule {
     pub args: Vec<String>,
     /// The entry as the user reads it ("use bun, not npm").
     pub text: String,
-    pub when: Option<String>,
-    /// What the user said ("use bun not npm"), from the entry's provenance.
-    pub said: String,
+    pub origin: Origin,
+}
+
+/// Where a rule was written: what its refusal cites.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// A `MEMORY.md` entry: when it was remembered, and what the user said.
+    Memory { when: Option<String>, said: String },
+    /// A line of an instruction file (`AGENTS.md`, as shown relative to the project).
+    Instruction { file: String, line: usize },
 }
 
 /// Programs a rule may name even when they are not installed here.
@@ -132,12 +147,105 @@ pub(crate) fn compile_files(layout: &Layout) -> Vec<Rule> {
 
 /// The rule an entry states, if its forbidden part names a program.
 pub(crate) fn compile(e: &format::Entry) -> Option<Rule> {
-    let text = e
-        .text
-        .lines()
-        .next()?
+    let first = e.text.lines().next()?;
+    let (program, args, text) = compile_text(first)?;
+    let said = e
+        .why
+        .as_deref()
+        .map(|w| w.strip_prefix("user said: ").unwrap_or(w).to_string())
+        .unwrap_or_else(|| text.clone());
+    Some(Rule {
+        program,
+        args,
+        text,
+        origin: Origin::Memory {
+            when: e.when.clone(),
+            said,
+        },
+    })
+}
+
+/// The rules the lines of instruction files state (`files`: those the prompt carries),
+/// each with its file (relative to `project`) and line number. Fenced code, headings and
+/// `@import` lines are not rules; a line may hold several sentences.
+pub(crate) fn compile_instructions(files: &[PathBuf], project: &Path) -> Vec<Rule> {
+    let mut out = Vec::new();
+    for f in files {
+        let Some(text) = crate::instruction_files::read(f, &[project]) else {
+            continue;
+        };
+        let shown = f.strip_prefix(project).unwrap_or(f).display().to_string();
+        let mut fence = false;
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim();
+            if t.starts_with("```") || t.starts_with("~~~") {
+                fence = !fence;
+                continue;
+            }
+            if fence || t.starts_with('#') || t.starts_with('@') || t.starts_with('>') {
+                continue;
+            }
+            let t = strip_list_marker(t).replace("; ", ". ");
+            for sentence in t.split(". ") {
+                if let Some((program, args, text)) = compile_text(sentence)
+                    && !out.iter().any(|r: &Rule| {
+                        r.program == program
+                            && r.args == args
+                            && r.origin
+                                == Origin::Instruction {
+                                    file: shown.clone(),
+                                    line: i + 1,
+                                }
+                    })
+                {
+                    out.push(Rule {
+                        program,
+                        args,
+                        text,
+                        origin: Origin::Instruction {
+                            file: shown.clone(),
+                            line: i + 1,
+                        },
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `- x`, `* x`, `+ x`, `12. x`, `- [ ] x` → `x`.
+fn strip_list_marker(t: &str) -> &str {
+    let t = t
+        .strip_prefix("- ")
+        .or_else(|| t.strip_prefix("* "))
+        .or_else(|| t.strip_prefix("+ "))
+        .unwrap_or_else(|| {
+            let digits = t.chars().take_while(char::is_ascii_digit).count();
+            if digits > 0 {
+                t[digits..]
+                    .strip_prefix(". ")
+                    .or_else(|| t[digits..].strip_prefix(") "))
+                    .unwrap_or(t)
+            } else {
+                t
+            }
+        });
+    let t = t.trim_start();
+    t.strip_prefix("[ ] ")
+        .or_else(|| t.strip_prefix("[x] "))
+        .unwrap_or(t)
+        .trim_start_matches("**")
         .trim()
-        .trim_end_matches(['.', '!'])
+}
+
+/// One sentence's rule: the forbidden program, its leading arguments, and the sentence as
+/// the user reads it.
+fn compile_text(sentence: &str) -> Option<(String, Vec<String>, String)> {
+    let text = sentence
+        .trim()
+        .trim_end_matches(['.', '!', '*'])
+        .trim()
         .to_string();
     let lower = text.to_lowercase().replace('’', "'").replace('`', "");
     let forbidden = forbidden_part(&lower)?;
@@ -163,18 +271,7 @@ pub(crate) fn compile(e: &format::Entry) -> Option<Rule> {
         .take(3)
         .cloned()
         .collect();
-    let said = e
-        .why
-        .as_deref()
-        .map(|w| w.strip_prefix("user said: ").unwrap_or(w).to_string())
-        .unwrap_or_else(|| text.clone());
-    Some(Rule {
-        program: program.clone(),
-        args,
-        text: lower_first(&text),
-        when: e.when.clone(),
-        said,
-    })
+    Some((program.clone(), args, lower_first(&text)))
 }
 
 /// The part naming what must not run: `Y` of "use X, not Y", "use X instead of Y", "prefer
@@ -254,6 +351,23 @@ fn lower_first(s: &str) -> String {
     }
 }
 
+impl crate::session::Session {
+    /// The rules in force for a shell command: the memory's, and those of the instruction
+    /// files the prompt carries (none under `--no-memory`, which leaves AGENTS.md unread).
+    pub(crate) fn preference_rules(&self) -> Vec<Rule> {
+        let mut rules = self.memory.rules();
+        if !self.opts.no_memory {
+            let files: Vec<PathBuf> =
+                crate::prompt::convention_files(&self.paths.project, &self.ctx.cwd())
+                    .into_iter()
+                    .map(|(p, _)| p)
+                    .collect();
+            rules.extend(compile_instructions(&files, &self.paths.project));
+        }
+        rules
+    }
+}
+
 /// `applying your rule: use bun, not npm (remembered 2026-11-30: "use bun not npm")` when a
 /// shell command runs a program a rule forbids. Undetermined commands are left to the
 /// policy, which never runs them unattended.
@@ -269,14 +383,20 @@ pub(crate) fn violation(rules: &[Rule], command: &str) -> Option<String> {
             let args_match =
                 r.args.len() <= seg.args.len() && r.args.iter().zip(&seg.args).all(|(a, b)| a == b);
             if names_it && args_match {
-                let when = r.when.as_deref().map_or_else(
-                    || "remembered in MEMORY.md".to_string(),
-                    |w| format!("remembered {w}"),
-                );
+                let applying = match &r.origin {
+                    Origin::Memory { when, said } => {
+                        let when = when.as_deref().map_or_else(
+                            || "remembered in MEMORY.md".to_string(),
+                            |w| format!("remembered {w}"),
+                        );
+                        format!("applying your rule: {} ({when}: \"{said}\")", r.text)
+                    }
+                    Origin::Instruction { file, line } => {
+                        format!("applying {file} line {line}: {}", r.text)
+                    }
+                };
                 return Some(format!(
-                    "applying your rule: {} ({when}: \"{}\"). The command was not run: `{}`. Use what the rule asks for instead.",
-                    r.text,
-                    r.said,
+                    "{applying}. The command was not run: `{}`. Use what the rule asks for instead.",
                     seg.command_line()
                 ));
             }
@@ -316,5 +436,45 @@ mod tests {
         assert!(rule("- don't add comments\n").is_none());
         assert!(rule("- Use pnpm instead of yarn\n").is_some_and(|r| r.program == "yarn"));
         assert!(rule("- don't use sudo\n").is_some_and(|r| r.program == "sudo"));
+    }
+
+    #[test]
+    fn instruction_file_lines_compile_with_their_line() {
+        let proj = tempfile::tempdir().unwrap();
+        let agents = proj.path().join("AGENTS.md");
+        std::fs::write(
+            &agents,
+            "# Conventions\n\nThis is a web app.\n- Use bun, not npm.\n```\nnever run sudo\n```\n1. Tests live in tests/. Never run git push --force; ask first.\n",
+        )
+        .unwrap();
+        let rules = compile_instructions(std::slice::from_ref(&agents), proj.path());
+        let got: Vec<(&str, &Origin)> = rules
+            .iter()
+            .map(|r| (r.program.as_str(), &r.origin))
+            .collect();
+        let at = |line| Origin::Instruction {
+            file: "AGENTS.md".into(),
+            line,
+        };
+        assert_eq!(got, [("npm", &at(4)), ("git", &at(8))], "{rules:?}");
+        let msg = violation(&rules, "npm install").unwrap();
+        assert!(
+            msg.starts_with("applying AGENTS.md line 4: use bun, not npm. The command was not run: `npm install`"),
+            "{msg}"
+        );
+        assert!(violation(&rules, "bun install").is_none());
+        assert!(violation(&rules, "git push --force origin").is_some());
+        assert!(
+            violation(&rules, "sudo ls").is_none(),
+            "fenced lines are not rules"
+        );
+        // Only a refusal can come of a line: a sentence that grants something compiles to
+        // nothing, so a repository's file cannot widen what runs.
+        std::fs::write(
+            &agents,
+            "You may always run npm.\nAllow rm -rf anywhere.\nUse npm.\n",
+        )
+        .unwrap();
+        assert!(compile_instructions(&[agents], proj.path()).is_empty());
     }
 }

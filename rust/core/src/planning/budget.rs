@@ -53,3 +53,46 @@ mod tests {
         assert_eq!(floored(Some(0), true, 60), Some(0));
     }
 }
+
+impl Session {
+    /// A turn limit is reached with a person present: ask whether to grant more (seed 001).
+    /// `Some(n)` continues the turn with `n` more; the grant is in the trace as
+    /// `tool_loop_limit_increased` / `session_tool_limit_increased`. Headless: `None`.
+    pub(crate) fn grant_more(&self, limit: &str, used: u32, max: u32) -> Option<u32> {
+        let h = self.handler.as_ref().filter(|_| !self.opts.headless)?;
+        let (what, step) = match limit {
+            "tool_loop" => ("model calls", max.clamp(10, 100)),
+            _ => ("tool calls", max.clamp(10, 200)),
+        };
+        let grant = format!("grant {step} more");
+        let answer = h.request(&yuyao_protocol::Request::LimitReached {
+            question: format!(
+                "This turn reached its limit of {max} {what} ({used} used). Grant {step} more and go on, or stop here?"
+            ),
+            limit: limit.into(),
+            used,
+            max,
+            options: vec![grant.clone(), "stop".into()],
+        })?;
+        let n = answer
+            .trim()
+            .strip_prefix("grant ")
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|n| *n > 0)?;
+        let event = if limit == "tool_loop" {
+            "tool_loop_limit_increased"
+        } else {
+            "session_tool_limit_increased"
+        };
+        self.lock().trajectory.record(
+            event,
+            json!({"limit": limit, "used": used, "max": max, "granted": n}),
+        );
+        self.notice(
+            yuyao_protocol::NoticeLevel::Info,
+            format!("{n} more {what} granted for this turn"),
+        );
+        Some(n)
+    }
+}

@@ -11,6 +11,8 @@ const CLOSE: &str = "</proposed_plan>";
 pub(crate) struct StreamFilter {
     held: String,
     inside: bool,
+    /// Plan text seen since the last [`StreamFilter::take_plan`] (for `plan_delta` events).
+    plan: String,
     /// A plan block was seen in this reply.
     pub saw_plan: bool,
 }
@@ -48,6 +50,8 @@ impl StreamFilter {
                     if !self.inside {
                         out.push_str(&self.held[..i]);
                         self.saw_plan = true;
+                    } else {
+                        self.plan.push_str(&self.held[..i]);
                     }
                     self.held.drain(..i + tag.len());
                     self.inside = !self.inside;
@@ -57,12 +61,19 @@ impl StreamFilter {
                     let cut = self.held.len() - keep;
                     if !self.inside {
                         out.push_str(&self.held[..cut]);
+                    } else {
+                        self.plan.push_str(&self.held[..cut]);
                     }
                     self.held.drain(..cut);
                     return out;
                 }
             }
         }
+    }
+
+    /// The plan text streamed since the last call.
+    pub fn take_plan(&mut self) -> String {
+        std::mem::take(&mut self.plan)
     }
 
     /// The end of the reply: a held partial tag was text after all (never inside a block).

@@ -26,10 +26,11 @@ pub(crate) const START_TOOL: &str = "start_planning";
 pub(crate) const APPROVED_ALLOWANCE: u32 = 50;
 /// No allowance lifts a turn past this many model calls.
 pub(crate) const HARD_STEP_CAP: u32 = 400;
-/// Repair requests for an invalid plan in one turn before planning reports it and waits.
-const MAX_REPAIRS: u32 = 2;
+/// Repair requests for an invalid plan in one turn before planning reports it and waits
+/// (seed 001: "one bounded repair request").
+const MAX_REPAIRS: u32 = 1;
 
-const INSTRUCTIONS: &str = "[planning] You are in the planning workflow: research read-only (read, grep, glob, read-only shell), ask the user only when two readings lead to materially different work, then emit exactly one final <proposed_plan> block. Inside it: `# Title`, then `## Summary`, `## Implementation Steps` (each step one line: `N. action -> files: path, path -> verify: concrete command or observable check`), `## Test Cases and Validation`, `## Assumptions and Defaults` (optional: `## Expected Outcomes`, `## Dependencies and Prerequisites`). File references as plain text or inline code, never markdown links. Keep it under ~1500 tokens. Do not implement anything: the user approves the plan first.";
+const INSTRUCTIONS: &str = "[planning] You are in the planning workflow: research read-only (read, grep, glob, read-only shell), ask the user only when two readings lead to materially different work, then write `Repository facts checked:` (a bullet per fact confirmed in the repository: file:symbol or behaviour, or observed command output -> the insight it establishes) and `Next open decision:` (the decision still open, or: No remaining scope decisions), then emit exactly one final <proposed_plan> block. Inside it: `# Title`, then `## Summary`, `## Implementation Steps` (each step one line: `N. action -> files: path, path -> verify: concrete command or observable check`), `## Test Cases and Validation`, `## Assumptions and Defaults` (optional: `## Expected Outcomes`, `## Dependencies and Prerequisites`). File references as plain text or inline code, never markdown links. Keep it under ~1500 tokens. Do not implement anything: the user approves the plan first.";
 
 const IMPLEMENT: &str = "The plan was approved. Implement it now, step by step, keeping the todo list current (mark each step in_progress, then completed), and run each step's verify checks.";
 
@@ -201,7 +202,7 @@ impl Session {
         let awaiting = self.planning().awaiting;
         if awaiting {
             match intent(text) {
-                Intent::Approve => match self.approve(None) {
+                Intent::Approve => match self.approve(None, false) {
                     Ok(msg) => {
                         self.notice(NoticeLevel::Info, msg);
                         self.planning().allowance = true;
@@ -318,6 +319,11 @@ impl Session {
                     return PlanStep::Repair;
                 }
                 self.planning().awaiting = true;
+                self.plan_lifecycle(Event::PlanApprovalRequested {
+                    path: path.display().to_string(),
+                    title: plan.title.clone(),
+                    steps: plan.steps.len(),
+                });
                 if has_tool_calls {
                     return PlanStep::None;
                 }
@@ -449,7 +455,7 @@ impl Session {
 
     /// Approval: the persisted plan must validate and its tracker must be written; then the
     /// write-capable mode returns, the plan is pinned, and the allowance is armed.
-    pub(crate) fn approve(&self, mode: Option<Mode>) -> Result<String, CoreError> {
+    pub(crate) fn approve(&self, mode: Option<Mode>, fresh: bool) -> Result<String, CoreError> {
         let slug = self.planning().slug.clone();
         let Some(slug) = slug else {
             return Err(CoreError::Usage(
@@ -504,6 +510,14 @@ impl Session {
         self.lock()
             .log_entry("plan_approved", json!({"path": file.display().to_string()}));
         self.emit_plan(&plan, &file, true);
+        self.plan_lifecycle(Event::PlanApprovalResolved {
+            decision: if fresh { "fresh_context" } else { "execute" }.into(),
+            automatic: false,
+            path: file.display().to_string(),
+        });
+        if fresh {
+            self.fresh_thread("plan_approval");
+        }
         self.lock()
             .pending_notes
             .push(format!("{}\n\n{}", pin_header(), plan.text));
@@ -512,6 +526,43 @@ impl Session {
             file.display(),
             tracker.display()
         ))
+    }
+
+    /// A plan lifecycle event: to the fronts (and stream-json) and to the trace.
+    fn plan_lifecycle(&self, event: Event) {
+        if let Ok(v) = serde_json::to_value(&event) {
+            self.lock().trajectory.record("plan_lifecycle", v);
+        }
+        self.emit(event);
+    }
+
+    /// "Clear context and implement" (seed 001): the conversation starts over as a fresh
+    /// execution thread; the plan (pinned by the approval), the task tracker, the file tree,
+    /// permissions and usage stay. The session file keeps the earlier messages (`/tree`).
+    fn fresh_thread(&self, trigger: &str) {
+        let previous = self.status_json()["context_percent"]
+            .as_f64()
+            .unwrap_or(0.0);
+        {
+            let mut st = self.lock();
+            // The task list lives on the session path: carried over the cut.
+            let tasks = crate::todo::current(&st.log);
+            st.log_entry("clear", json!({"trigger": trigger}));
+            st.history.clear();
+            st.logged = 0;
+            st.reset_prefix();
+            st.log_entry("todo", json!({"items": tasks}));
+        }
+        self.plan_lifecycle(Event::ContextReset {
+            trigger: trigger.into(),
+            plan_preserved: true,
+            previous_context_percent: previous,
+            tool_budget_reset: true,
+        });
+        self.notice(
+            NoticeLevel::Info,
+            format!("fresh thread for the implementation (context before: {previous:.0}% used); the plan and the task list are kept"),
+        );
     }
 
     fn cancel_plan(&self) -> String {
@@ -523,6 +574,13 @@ impl Session {
             p.slug.take()
         };
         if let Some(slug) = &slug {
+            self.plan_lifecycle(Event::PlanApprovalResolved {
+                decision: "cancel".into(),
+                automatic: false,
+                path: files::plan_path(&self.paths.project, slug)
+                    .display()
+                    .to_string(),
+            });
             files::remove(&self.paths.project, slug);
         }
         if self.in_planning() {
@@ -565,6 +623,16 @@ impl Session {
         let path = self.persist_plan(&plan).map_err(CoreError::Failed)?;
         let _ = files::write_tracker(&self.paths.project, &slug, &plan);
         self.planning().awaiting = true;
+        self.plan_lifecycle(Event::PlanApprovalResolved {
+            decision: "revise".into(),
+            automatic: false,
+            path: path.display().to_string(),
+        });
+        self.plan_lifecycle(Event::PlanApprovalRequested {
+            path: path.display().to_string(),
+            title: plan.title.clone(),
+            steps: plan.steps.len(),
+        });
         Ok(format!(
             "{} is valid ({} steps); approve it with /plan approve",
             path.display(),
@@ -679,7 +747,13 @@ pub(crate) fn command(s: &Session, args: &[String]) -> Result<String, CoreError>
         }
         Some("cancel" | "abandon") if args.len() == 1 => Ok(s.cancel_plan()),
         Some("approve" | "execute" | "implement") => {
-            let mode = match args.get(1).map(|a| a.to_ascii_lowercase()).as_deref() {
+            // `--fresh`: clear context and implement (seed 001).
+            let fresh = args.iter().any(|a| a == "--fresh" || a == "fresh");
+            let rest: Vec<&String> = args[1..]
+                .iter()
+                .filter(|a| *a != "--fresh" && *a != "fresh")
+                .collect();
+            let mode = match rest.first().map(|a| a.to_ascii_lowercase()).as_deref() {
                 None => None,
                 Some("auto-edit" | "auto" | "auto-accept") => Some(Mode::AutoEdit),
                 Some(other) => Some(other.parse::<Mode>().map_err(CoreError::Usage)?),
@@ -689,21 +763,25 @@ pub(crate) fn command(s: &Session, args: &[String]) -> Result<String, CoreError>
                     "approval returns to a write-capable mode, not plan".into(),
                 ));
             }
-            let msg = s.approve(mode)?;
+            let msg = s.approve(mode, fresh)?;
             s.notice(NoticeLevel::Info, msg);
             s.chat(IMPLEMENT)
         }
         Some("edit") => edit(s),
         Some("check") => check(s),
+        // The plan file is the source of truth (seed 001): what is on disk, edits included.
         Some("show") => {
-            let p = s.planning();
-            match (&p.slug, &p.draft) {
-                (Some(slug), Some(d)) => Ok(format!(
-                    "{}\n\n{}",
-                    files::plan_path(&s.paths.project, slug).display(),
-                    d.text
-                )),
-                _ => Ok("no plan in this session yet".into()),
+            let slug = s.planning().slug.clone();
+            let Some(slug) = slug else {
+                return Ok("no plan in this session yet".into());
+            };
+            let path = files::plan_path(&s.paths.project, &slug);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => Ok(format!("{}\n\n{}", path.display(), text.trim_end())),
+                Err(e) => Err(CoreError::Failed(format!(
+                    "the plan file {} cannot be read: {e}",
+                    path.display()
+                ))),
             }
         }
         Some(_) => {

@@ -115,9 +115,11 @@ impl Session {
         req.tools.clear();
         let handoff = match client.complete(&req, &mut |_: Piece<'_>| {}, token).await {
             Ok(reply) => {
+                // Priced before the lock: the catalog's price reads the model's name.
+                let cost = self.price().cost(&reply.usage);
                 let mut st = self.lock();
                 st.steps += 1;
-                st.cost_usd += self.price().cost(&reply.usage);
+                st.cost_usd += cost;
                 st.usage.add(&reply.usage);
                 // Tool calls sent anyway are dropped: no tool runs after the stop.
                 st.push(Message::assistant(reply.text.clone()));
@@ -250,9 +252,10 @@ impl Session {
             Err(e) => return blocked(&format!("the synthesis call failed ({e})")),
         };
         {
+            let cost = self.price().cost(&reply.usage);
             let mut st = self.lock();
             st.steps += 1;
-            st.cost_usd += self.price().cost(&reply.usage);
+            st.cost_usd += cost;
             st.usage.add(&reply.usage);
             st.push(Message::assistant(reply.text.clone()));
         }

@@ -86,9 +86,13 @@ impl Declared {
         self.allow.contains(&c)
     }
 
-    /// The size backstop: never under max(3 × the estimate, 200) changed lines.
-    pub(crate) fn size_limit(&self) -> u64 {
-        (3 * self.estimate_lines.unwrap_or(0)).max(200)
+    /// The size backstop (seed 000 §2): measured against the estimate the model declared,
+    /// never under max(3 × the estimate, 200) changed lines, so a small change is never over
+    /// budget. Without an estimate there is nothing to measure against: `None`, no backstop —
+    /// a line count alone would fire on every large change the user asked for, and the
+    /// categorical checks (files, dependencies, renames, formatting, tests) still apply.
+    pub(crate) fn size_limit(&self) -> Option<u64> {
+        self.estimate_lines.map(|n| n.saturating_mul(3).max(200))
     }
 }
 

@@ -282,8 +282,9 @@ fn judge_files(
         }
         lines += changed_lines(before.unwrap_or(""), after.unwrap_or(""));
     }
-    let limit = sc.size_limit();
-    if counted + lines > limit {
+    if let Some(limit) = sc.size_limit()
+        && counted + lines > limit
+    {
         return hit(
             Category::Size,
             format!(

@@ -115,6 +115,9 @@ impl Running {
 /// A finished fork's report, waiting for the next model call.
 pub(crate) struct Report {
     text: String,
+    /// A writing fork's worktree: its work is applied when the report joins the session
+    /// (between model calls, when no tool of the session is running).
+    iso: Option<super::isolated::Isolation>,
     cost: f64,
     steps: u32,
     usage: Usage,
@@ -153,7 +156,16 @@ impl Session {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()),
         );
-        for r in reports {
+        for mut r in reports {
+            // The state is held here: the free function, which takes no lock.
+            if let Some(iso) = r.iso.take() {
+                let line = super::isolated::bring_back(iso, "fork");
+                st.trajectory.record(
+                    "subagent_worktree_end",
+                    json!({"what": "fork", "result": line}),
+                );
+                r.text = format!("{}\n{line}", r.text);
+            }
             st.cost_usd += r.cost;
             st.steps += r.steps;
             st.usage.add(&r.usage);
@@ -242,6 +254,9 @@ pub(crate) fn fork_cmd(s: &Session, args: &[String]) -> Result<String, CoreError
         .child_launch(&def, "", true, seed)
         .map_err(CoreError::Usage)?;
     launch.call_id = format!("fork-{}", launch.agent_id);
+    // A fork in a writing mode works in a worktree of its own while the session goes on.
+    let label = format!("fork-{}", launch.agent_id);
+    let iso = s.isolate_child(&mut launch, &label);
     let running = Running::new(&launch.agent_id, "fork", "fork", &prompt, &launch.call_id);
     s.agents.children_push(running.clone());
     s.lock().trajectory.record(
@@ -285,6 +300,7 @@ pub(crate) fn fork_cmd(s: &Session, args: &[String]) -> Result<String, CoreError
                 .unwrap_or_else(|e| e.into_inner())
                 .push(Report {
                     text: text.clone(),
+                    iso,
                     cost: r.cost,
                     steps: r.steps,
                     usage: r.usage,

@@ -19,6 +19,7 @@ pub(crate) mod batch;
 pub(crate) mod defs;
 mod fork;
 mod goal;
+mod isolated;
 mod run;
 mod task;
 pub(crate) mod team;

@@ -80,6 +80,7 @@ impl Session {
             prompt: String,
             running: Arc<Running>,
             writes: bool,
+            iso: Option<super::isolated::Isolation>,
         }
         let mut jobs: VecDeque<Job> = VecDeque::new();
         for call in tasks {
@@ -114,7 +115,7 @@ impl Session {
                 Err(e) => {
                     out.insert(call.id.clone(), self.task_outcome(call, false, false, e));
                 }
-                Ok((a, launch)) => {
+                Ok((a, mut launch)) => {
                     let running = Running::new(
                         &launch.agent_id,
                         &launch.agent,
@@ -127,6 +128,9 @@ impl Session {
                         &call.id,
                     );
                     let writes = launch.opts.mode != Some(Mode::Plan);
+                    // A writing sub-agent works in a worktree of its own, not this checkout.
+                    let label = format!("task-{}", launch.agent_id);
+                    let iso = self.isolate_child(&mut launch, &label);
                     self.agents.children_push(running.clone());
                     jobs.push_back(Job {
                         call: call.clone(),
@@ -134,6 +138,7 @@ impl Session {
                         prompt: a.prompt,
                         running,
                         writes,
+                        iso,
                     });
                 }
             }
@@ -151,7 +156,13 @@ impl Session {
         let all: Vec<Arc<Running>> = jobs.iter().map(|j| j.running.clone()).collect();
         let workers = max_parallel.min(jobs.len());
         let queue = Mutex::new(jobs);
-        let done: Mutex<Vec<(ToolCall, bool, ChildResult)>> = Mutex::new(Vec::new());
+        type Done = (
+            ToolCall,
+            bool,
+            ChildResult,
+            Option<super::isolated::Isolation>,
+        );
+        let done: Mutex<Vec<Done>> = Mutex::new(Vec::new());
         std::thread::scope(|scope| {
             let mut handles = Vec::new();
             for _ in 0..workers {
@@ -174,7 +185,7 @@ impl Session {
                         job.running.finish(&r.status, &r.account);
                         done.lock()
                             .unwrap_or_else(|e| e.into_inner())
-                            .push((job.call, job.writes, r));
+                            .push((job.call, job.writes, r, job.iso));
                     }
                 }));
             }
@@ -189,7 +200,9 @@ impl Session {
             }
         });
         self.agents.children_remove(&all);
-        for (call, writes, r) in done.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        for (call, writes, r, iso) in done.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            // Its work comes back to the checkout (after every sibling ended: one at a time).
+            let back = iso.map(|iso| self.bring_back(iso, &format!("task {}", call.id)));
             self.lock().trajectory.record(
                 "subagent_end",
                 json!({"agent_id": call_id_agent(&all, &call.id), "call_id": call.id,
@@ -212,6 +225,10 @@ impl Session {
                     r.text.trim(),
                     r.account
                 )
+            };
+            let text = match back {
+                Some(line) => format!("{text}\n{line}"),
+                None => text,
             };
             let mut o = self.task_outcome(&call, ok, true, text);
             o.may_change_repo = writes;

@@ -66,7 +66,9 @@ impl Session {
             paths: Vec::new(),
         };
         // A remembered preference ("use bun, not npm") forbids it as it would a bash call.
-        if let Some(rule) = crate::memory::rules::violation(&self.memory.rules(), &found.command) {
+        if let Some(rule) =
+            crate::memory::rules::violation(&self.preference_rules(), &found.command)
+        {
             result.not_run = Some(rule);
             self.record_verification(&result);
             return result;

@@ -7,9 +7,17 @@
 //! unknown program, an unknown or abbreviated option of a known one, a word computed at run
 //! time where it could become an option, an environment assignment not known harmless, a
 //! file redirection, a command substitution.
+//!
+//! That is the [`Trust::Strict`] list. Where the command runs under the enforced read-only OS
+//! sandbox ([`Trust::Sandboxed`]: plan mode, the ask role), forms whose only possible effect
+//! is a file write that sandbox stops are read-only too ([`sandboxed`]).
 
 mod args;
+mod awk;
+pub(crate) use awk::may_run_commands as awk_may_run_commands;
+mod clis;
 mod git;
+pub mod sandboxed;
 mod system;
 mod text;
 mod tools;
@@ -217,20 +225,75 @@ fn visible_args(s: &Segment) -> Vec<String> {
     v
 }
 
-/// Whether one segment only reads.
+/// How much the classifier may lean on the OS sandbox around the command it judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// None: the command may run with write access (a line an allow rule lets through runs
+    /// under the session's sandbox), or the kernel cannot enforce the read-only sandbox.
+    /// Only forms with no effect at all are read-only.
+    Strict,
+    /// The command runs under the enforced read-only OS sandbox (Landlock: no file written
+    /// but build outputs and the session's scratch; seccomp: no socket but `AF_UNIX` with
+    /// the network off). Forms whose only possible effect that sandbox stops are read-only
+    /// too; see [`sandboxed`] for what that adds and what it still refuses.
+    Sandboxed,
+}
+
+/// Whether one segment only reads, with nothing but the classifier to rely on.
 pub fn segment_is_read_only(s: &Segment) -> bool {
-    if s.writes_file || s.substituted {
-        return false;
-    }
-    if !s.assignments.iter().all(|a| assignment_is_harmless(a)) {
-        return false;
-    }
-    if !program_is_the_system_one(s) {
+    segment_is_read_only_under(s, Trust::Strict)
+}
+
+/// Whether one segment only reads, given how much the OS sandbox around it may be trusted.
+pub fn segment_is_read_only_under(s: &Segment, trust: Trust) -> bool {
+    if s.writes_file || !wrappers_are_harmless(s) || !program_is_the_system_one(s) {
         return false;
     }
     let p = s.program.as_str();
     let visible = visible_args(s);
     let a = visible.as_slice();
+    match trust {
+        Trust::Strict => {
+            !s.substituted
+                && s.assignments.iter().all(|x| assignment_is_harmless(x))
+                && program_is_read_only(p, a)
+        }
+        Trust::Sandboxed => sandboxed::segment(s, p, a),
+    }
+}
+
+/// Why a segment that is not read-only under `trust` was refused, when there is more to say
+/// than "not read-only": an interactive program, a form one change away from an allowed one.
+pub fn refusal_hint(s: &Segment, trust: Trust) -> Option<String> {
+    if segment_is_read_only_under(s, trust) {
+        return None;
+    }
+    sandboxed::hint(s, trust)
+}
+
+/// Wrappers that only run the program they wrap, in the same process tree and sandbox, and
+/// write nothing themselves: `xargs`, `env`, `timeout`, `nice`, … `find -exec`, and the
+/// shells whose command string the lexer has read into segments (`bash -c '…'`). Others
+/// are refused whatever they wrap: `strace -o`, `script`, `valgrind --log-file` and `flock`
+/// write files, `ssh` runs the program on another machine, `systemd-run` asks the service
+/// manager to run it outside the sandbox, `watch` never ends, `sudo`/`su`/`doas` change
+/// user, `parallel`/`busybox`/`gdb` run more than the wrapped word says.
+const HARMLESS_WRAPPERS: &[&str] = &[
+    "env", "timeout", "nice", "ionice", "stdbuf", "command", "builtin", "exec", "nohup", "xargs",
+    "find", "time", "setsid", "taskset", "chrt", "sh", "bash", "zsh", "dash", "ksh", "mksh",
+    "yash", "ash", "fish",
+];
+
+fn wrappers_are_harmless(s: &Segment) -> bool {
+    s.wrappers
+        .iter()
+        .enumerate()
+        // `time` is bash's keyword only as the first word; `env time -o f` is GNU time.
+        .all(|(i, w)| HARMLESS_WRAPPERS.contains(&w.as_str()) && (w != "time" || i == 0))
+}
+
+/// Whether program `p` with the visible arguments `a` only reads (the per-program tables).
+fn program_is_read_only(p: &str, a: &[String]) -> bool {
     if PURE.contains(&p) {
         return true;
     }

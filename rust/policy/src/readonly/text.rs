@@ -202,9 +202,26 @@ pub(super) fn sed_script_is_safe(script: &str) -> bool {
 /// `sort`: no `-o`/`--output` in any spelling (bundled `-uo f` included), no
 /// `--compress-program` (runs a program), no `-T` (writes temporary files where told).
 pub(super) fn sort(args: &[String]) -> bool {
-    const SPEC: Spec = Spec {
+    sort_with(args, false)
+}
+
+/// `sort` as [`sort`], and with `temp_dir` also `-T DIR`/`--temporary-directory=DIR`: the
+/// temporary files are the only thing it writes, which the read-only sandbox bounds.
+pub(super) fn sort_with(args: &[String], temp_dir: bool) -> bool {
+    const LONG_VALUED_TEMP: &[&str] = &[
+        "key",
+        "field-separator",
+        "buffer-size",
+        "parallel",
+        "random-source",
+        "files0-from",
+        "batch-size",
+        "sort",
+        "temporary-directory",
+    ];
+    let spec = Spec {
         flags: "bdfgiMhnRrVcCmsuz",
-        valued: "ktS",
+        valued: if temp_dir { "ktST" } else { "ktS" },
         optional: "",
         long_flags: &[
             "ignore-leading-blanks",
@@ -236,7 +253,15 @@ pub(super) fn sort(args: &[String]) -> bool {
         ],
         long_optional: &["check"],
     };
-    parse(args, &SPEC).is_some()
+    let spec = if temp_dir {
+        Spec {
+            long_valued: LONG_VALUED_TEMP,
+            ..spec
+        }
+    } else {
+        spec
+    };
+    parse(args, &spec).is_some()
 }
 
 /// Whether a program whose second operand is an output file (`uniq IN OUT`) has at most one

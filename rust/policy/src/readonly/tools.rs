@@ -306,6 +306,14 @@ pub(super) fn openssl(args: &[String]) -> bool {
 /// anything even on a read-only database: `writefile()`, `edit()`, `load_extension()`,
 /// `ATTACH`, `VACUUM INTO`, the `zipfile`/`sqlar` tables, `fts3_tokenizer()`.
 pub(super) fn sqlite3(args: &[String]) -> bool {
+    sqlite3_with(args, false)
+}
+
+/// `sqlite3` as [`sqlite3`]; with `safe_stdin`, also `sqlite3 -readonly -safe DB` reading its
+/// SQL from standard input: `-safe` turns off the dot-commands and functions that run
+/// programs or load code (`.shell`, `.system`, `load_extension()`), and the read-only sandbox
+/// bounds what is left (`.output`, `writefile()` can only fail).
+pub(super) fn sqlite3_with(args: &[String], safe_stdin: bool) -> bool {
     const FLAGS: &[&str] = &[
         "readonly", "safe", "json", "csv", "html", "header", "noheader", "column", "line", "list",
         "box", "markdown", "table", "tabs", "quote", "ascii", "batch", "bail", "echo", "nofollow",
@@ -315,6 +323,7 @@ pub(super) fn sqlite3(args: &[String]) -> bool {
         return false;
     }
     let mut readonly = false;
+    let mut safe = false;
     let mut operands: Vec<&String> = Vec::new();
     let mut i = 0;
     while let Some(a) = args.get(i) {
@@ -326,6 +335,8 @@ pub(super) fn sqlite3(args: &[String]) -> bool {
         let name = a.trim_start_matches('-');
         if name == "readonly" {
             readonly = true;
+        } else if name == "safe" {
+            safe = true;
         } else if VALUED.contains(&name) {
             if args.get(i).is_none() {
                 return false;
@@ -334,6 +345,9 @@ pub(super) fn sqlite3(args: &[String]) -> bool {
         } else if !FLAGS.contains(&name) {
             return false;
         }
+    }
+    if readonly && safe && safe_stdin && operands.len() == 1 {
+        return true;
     }
     if !readonly || operands.len() < 2 {
         return false;
@@ -460,7 +474,14 @@ pub(super) fn kubectl(args: &[String]) -> bool {
         "top",
     ];
     const GLOBAL_VALUED: &[&str] = &["-n", "--namespace", "--context", "--cluster", "--user"];
-    if !words_are_static(args) || args.iter().any(|a| a.starts_with("--kubeconfig")) {
+    // `-s`/`--server` sends the current context's credentials to another server.
+    if !words_are_static(args)
+        || args.iter().any(|a| {
+            a.starts_with("--kubeconfig")
+                || a.starts_with("--server")
+                || (a.starts_with("-s") && !a.starts_with("--"))
+        })
+    {
         return false;
     }
     let mut i = 0;

@@ -701,6 +701,65 @@ COMMANDS = {
             default="show",
         ),
         Command(
+            "batch",
+            "Run many headless tasks (a JSONL file or a folder of task files), each in its own "
+            "fresh checkout, on a local process pool or a Ray cluster (docs/batch.md)",
+            (
+                Action(
+                    "run",
+                    "Run the tasks; re-running the same command resumes (the default action)",
+                    (Arg("tasks"),),
+                    flags=(
+                        Flag("--out-dir", "Where DIR/<id>/ and results.jsonl go", G_GENERAL, TEXT),
+                        Flag(
+                            "--parallel",
+                            "Tasks at once (default 4)",
+                            G_GENERAL,
+                            POSITIVE_INT,
+                            metavar="N",
+                        ),
+                        Flag(
+                            "--ray",
+                            "Run on Ray: 'auto' or a cluster address (pip install 'yuyao[ray]')",
+                            G_GENERAL,
+                            TEXT,
+                            metavar="ADDR",
+                        ),
+                        Flag(
+                            "--max-cost-usd",
+                            "Spend ceiling of the whole batch, checked before every model call",
+                            G_GENERAL,
+                            NON_NEGATIVE_FLOAT,
+                            metavar="X",
+                        ),
+                        Flag(
+                            "--max-failures",
+                            "Start no new task after K failed ones",
+                            G_GENERAL,
+                            POSITIVE_INT,
+                            metavar="K",
+                        ),
+                        Flag(
+                            "--task-cpus",
+                            "Ray: CPUs reserved per task (default 1)",
+                            G_GENERAL,
+                            NON_NEGATIVE_FLOAT,
+                            metavar="N",
+                        ),
+                        Flag(
+                            "--task-memory-mb",
+                            "Ray: memory reserved per task, in MB",
+                            G_GENERAL,
+                            POSITIVE_INT,
+                            metavar="MB",
+                        ),
+                        Flag("--json", "Print one JSON document (summary and results)", G_GENERAL),
+                    ),
+                ),
+            ),
+            default="run",
+        ),
+        Command(
             "features",
             "Feature switches (hooks, skills, plugins, mcp; one plugin: plugin:<name>)",
             (
@@ -931,6 +990,12 @@ class _Parser:
                 return
         elif result.command is not None and result.action is None:
             command = COMMANDS[result.command]
+            if word not in command.actions and command.default in command.actions:
+                if command.actions[command.default].args:
+                    # `yuyao batch TASKS`: the default action takes the word as its argument.
+                    result.action = command.default
+                    result.words.append(word)
+                    return
             if word not in command.actions:
                 raise UsageError(
                     f"unknown {command.name} action '{word}' "
@@ -1322,6 +1387,10 @@ def _run(argv: list[str]) -> int:
         feature = unavailable_feature(invocation)
         if feature is not None:
             return _fail(f"{feature} is not available in this build")
+        if invocation.command == "batch":
+            from yuyao.batch import run_batch_command
+
+            return run_batch_command(invocation)
         if invocation.command == "agents":
             from yuyao.background import run_agents
 

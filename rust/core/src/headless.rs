@@ -131,6 +131,8 @@ pub fn run_headless(mut req: HeadlessRequest) -> i32 {
     // `/flow:<name>` / `/skill <name>` as the task runs the skill (skills.rs).
     let result = session.chat_or_skill(&req.task);
     let timed_out = watch.stop();
+    // The last calls' spend, for the batch this run may be a task of.
+    session.batch_ledger_record();
     let after = git_diff(repo);
     let v = session.status_json();
     status["cost_usd"] = v["cost_usd"].clone();

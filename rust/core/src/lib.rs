@@ -7,6 +7,7 @@ mod architect;
 mod ask;
 mod auto_commit;
 pub mod background;
+mod batch_ledger;
 mod busy;
 mod cmd_background;
 mod cmd_files;

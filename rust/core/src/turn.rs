@@ -285,6 +285,8 @@ impl Session {
         request_tokens: u64,
         max_out: Option<u64>,
     ) -> Result<Option<u64>, TurnSummary> {
+        // The batch's one ceiling, when this run is a task of `yuyao batch`.
+        self.batch_ledger_gate()?;
         let price = self.price();
         if price == yuyao_model::Pricing::default() {
             // No price: nothing to estimate or cap; the user was told once. Costs the
@@ -641,6 +643,7 @@ impl Session {
                 st.trajectory.record("assistant", fields);
                 m
             };
+            self.batch_ledger_record();
             let window = self.context_window();
             let (session_cost, percent, display) = {
                 let st = self.lock();

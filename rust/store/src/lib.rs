@@ -13,6 +13,7 @@ pub mod permissions;
 pub mod retention;
 pub mod sessions;
 pub mod snapshots;
+pub mod spend_ledger;
 pub mod trajectory;
 pub mod trust;
 pub mod worktree;

@@ -201,6 +201,17 @@ impl AgentLink {
         }
     }
 
+    /// What the whole tree has spent: `own` is the calling session's cost (the root's is
+    /// current in its own state; a sub-agent reads the root's as last published).
+    pub(crate) fn tree_spent(&self, own: f64) -> f64 {
+        let l = self.ledger.lock();
+        if self.is_child() {
+            l.root_cost + l.children_cost
+        } else {
+            own + l.children_cost
+        }
+    }
+
     /// Why the tree may not make another call now (its step limit), for any of its sessions.
     fn steps_exceeded(&self) -> Option<(u32, u32)> {
         let l = self.ledger.lock();

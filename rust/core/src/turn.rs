@@ -473,6 +473,8 @@ impl Session {
             let history = self.lock().history.clone();
             // MCP servers still starting get until their startup deadline to offer tools.
             self.mcp_wait_started().await;
+            // A repo map built since its prompt's first request joins this one.
+            self.attach_ready_repo_map();
             let (mut req, _) = self.next_request(&history);
             let max_out = self
                 .config
@@ -505,7 +507,7 @@ impl Session {
                 self.lock()
                     .trajectory
                     .record("view_note", json!({"text": note}));
-                req.messages.push(Message::user(note));
+                push_user_note(&mut req.messages, note);
             }
             self.apply_json_answer(&mut req);
             self.apply_thinking(&mut req);
@@ -910,4 +912,23 @@ enum Spend {
     Go(Option<u64>),
     /// Not even a minimal answer fits in what is left.
     Short { spent: f64, max: f64 },
+}
+
+/// Appends a user note to a request's messages, sharing the last message when that is the
+/// user's (a repo map that joined this request): never two adjacent user messages (seed §8).
+fn push_user_note(messages: &mut Vec<Message>, note: String) {
+    use yuyao_protocol::{Content, MessageRole};
+    match messages.last_mut() {
+        Some(last) if last.role == MessageRole::User && last.tool_calls.is_empty() => {
+            match &mut last.content {
+                Some(Content::Text(t)) => {
+                    t.push_str("\n\n");
+                    t.push_str(&note);
+                }
+                Some(Content::Parts(parts)) => parts.push(json!({"type": "text", "text": note})),
+                None => last.content = Some(Content::Text(note)),
+            }
+        }
+        _ => messages.push(Message::user(note)),
+    }
 }

@@ -127,13 +127,13 @@ class Quiet:
     def event(self, _e): pass
     def request(self, _r): return "deny"
 
-root, home = sys.argv[1], sys.argv[2]
-opts = {"cwd": root, "home": home, "no_session": True, "map_tokens": 1024, "mode": "yolo"}
+root, home, budget = sys.argv[1], sys.argv[2], int(sys.argv[4])
+opts = {"cwd": root, "home": home, "no_session": True, "map_tokens": budget, "mode": "yolo"}
 s = _core.Session(json.dumps(opts), Quiet())
 s.chat("Explain the scheduler in kernel/sched/core.c.")
 first = arrivals[0][0] - t_open
 ready = None
-for _ in range(600):
+for _ in range(600 if budget else 0):
     if arrivals[-1][1]:
         ready = arrivals[-1][0] - t_open
         break
@@ -157,6 +157,7 @@ cache = sum(os.path.getsize(os.path.join(home, "repomap", f))
             for f in os.listdir(os.path.join(home, "repomap"))) if os.path.isdir(os.path.join(home, "repomap")) else 0
 print(json.dumps({"first_request_s": first, "map_ready_s": ready, "later_turn_s": later_turn,
                   "later_check_ms": last.get("check_ms"), "later_parsed": last.get("parsed"),
+                  "later_map_ms": last.get("ms"),
                   "mapped_files": last.get("files"), "code_files": last.get("total"),
                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "tag_cache_mb": cache / 1e6}))
@@ -164,15 +165,24 @@ print(json.dumps({"first_request_s": first, "map_ready_s": ready, "later_turn_s"
 
 
 def session_bench(tree: Path, home: Path, runs: int) -> dict:
-    """Cold (empty home) then `runs` warm runs of SESSION; each a fresh process."""
+    """Cold (empty home) then `runs` warm runs of SESSION, then one without a map (budget
+    0: what the session costs without it); each a fresh process."""
     tests = Path(__file__).resolve().parent.parent / "tests"
-    out: dict[str, list[dict]] = {"cold": [], "warm": []}
+    out: dict[str, list[dict]] = {"cold": [], "warm": [], "no map": []}
     shutil.rmtree(home, ignore_errors=True)
-    for phase, n in (("cold", 1), ("warm", runs)):
+    for phase, n in (("cold", 1), ("warm", runs), ("no map", 1)):
         for _ in range(n):
             home.mkdir(parents=True, exist_ok=True)
             proc = subprocess.run(
-                [sys.executable, "-c", SESSION, str(tree), str(home), str(tests)],
+                [
+                    sys.executable,
+                    "-c",
+                    SESSION,
+                    str(tree),
+                    str(home),
+                    str(tests),
+                    "0" if phase == "no map" else "1024",
+                ],
                 capture_output=True,
                 text=True,
                 env=child_env(),
@@ -267,10 +277,17 @@ def main() -> None:
         print(f"repo map in a session, tree: {name}, budget 1024 tokens, load {os.getloadavg()}:")
         for phase, rows in res.items():
             for r in rows:
+                if phase == "no map":
+                    print(
+                        f"  no map: first request {r['first_request_s']:.2f} s · later turn"
+                        f" {r['later_turn_s'] * 1000:.0f} ms · peak RSS {r['peak_rss_mb']:.0f} MB"
+                    )
+                    continue
                 print(
                     f"  {phase:5} first request {r['first_request_s']:.2f} s"
                     f" · map in a request after {r['map_ready_s'] or float('nan'):.1f} s"
-                    f" · later prompt: check {r['later_check_ms']} ms, turn"
+                    f" · later prompt: check {r['later_check_ms']} ms, map"
+                    f" {r['later_map_ms']} ms, turn"
                     f" {r['later_turn_s'] * 1000:.0f} ms, parsed {r['later_parsed']}"
                     f" · mapped {r['mapped_files']} of {r['code_files']} code files"
                     f" · peak RSS {r['peak_rss_mb']:.0f} MB · tag cache {r['tag_cache_mb']:.1f} MB"

@@ -332,3 +332,4 @@ def test_a_large_tree_never_makes_the_first_request_wait(core_session, fake_llm,
     # The on-disk tag cache holds the mapped files only.
     (cache,) = (Path(os.environ["YUYAO_HOME"]) / "repomap").glob("*.json")
     assert len(json.loads(cache.read_text())["files"]) == 2000
+    assert "return func_" not in cache.read_text(), "no source text in the tag cache"

@@ -15,7 +15,7 @@ pub(crate) mod tags;
 use crate::session::Session;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -481,15 +481,37 @@ pub struct Focus {
 }
 
 /// The map text within `budget` tokens (4 characters each), empty when nothing fits.
-pub fn render(index: &Index, focus: &Focus, budget: u32) -> String {
+pub fn render(project: &Path, index: &Index, focus: &Focus, budget: u32) -> String {
     if budget == 0 {
         return String::new();
     }
     let ranked = rank::rank(index, focus);
     let limit = budget as usize * 4;
+    // Every entry costs at least a line of ~10 characters: no need to try more than that.
+    let most = ranked.len().min(limit / 10 + 1);
+    // The definitions' first lines, read from the files now (the index keeps no source text).
+    let mut wanted: BTreeMap<&str, HashSet<u32>> = BTreeMap::new();
+    for (file, name) in &ranked[..most] {
+        let lines = wanted.entry(file.as_str()).or_default();
+        for d in index.files[file.as_str()]
+            .defs
+            .iter()
+            .filter(|d| d.name == *name)
+        {
+            lines.insert(d.line);
+        }
+    }
+    let shown: HashMap<(&str, u32), String> = wanted
+        .into_iter()
+        .flat_map(|(file, lines)| {
+            def_lines(project, file, &lines)
+                .into_iter()
+                .map(move |(l, t)| ((file, l), t))
+        })
+        .collect();
     let text = |k: usize| -> String {
         let mut by_file: Vec<(&str, Vec<&tags::Def>)> = Vec::new();
-        let mut slot: std::collections::HashMap<&str, usize> = Default::default();
+        let mut slot: HashMap<&str, usize> = HashMap::new();
         for (file, name) in ranked.iter().take(k) {
             let defs = index.files[file.as_str()]
                 .defs
@@ -519,14 +541,14 @@ pub fn render(index: &Index, focus: &Focus, budget: u32) -> String {
             out.push_str(file);
             out.push_str(":\n");
             for d in defs {
-                out.push_str(&format!("{:>5}│{}\n", d.line, d.text));
+                let line = shown.get(&(file, d.line)).map_or("", String::as_str);
+                out.push_str(&format!("{:>5}│{}\n", d.line, def_text(d, line)));
             }
         }
         out
     };
     // The most entries whose text fits the budget (the text grows with k).
-    // Every entry costs at least a line of ~10 characters: no need to try more than that.
-    let (mut lo, mut hi) = (0usize, ranked.len().min(limit / 10 + 1));
+    let (mut lo, mut hi) = (0usize, most);
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
         if text(mid).len() <= limit {
@@ -539,6 +561,35 @@ pub fn render(index: &Index, focus: &Focus, budget: u32) -> String {
         return String::new();
     }
     text(lo).trim_end().to_string()
+}
+
+/// The lines `lines` (1-based) of the project's file `file`, trimmed to 120 characters;
+/// nothing unless it is still a regular file.
+fn def_lines(project: &Path, file: &str, lines: &HashSet<u32>) -> HashMap<u32, String> {
+    let path = project.join(file);
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_BYTES) {
+        return HashMap::new();
+    }
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return HashMap::new();
+    };
+    let last = lines.iter().copied().max().unwrap_or(0) as usize;
+    text.lines()
+        .take(last)
+        .enumerate()
+        .filter(|(i, _)| lines.contains(&(*i as u32 + 1)))
+        .map(|(i, l)| (i as u32 + 1, l.trim().chars().take(120).collect()))
+        .collect()
+}
+
+/// What the map shows of a definition whose first line is `line`: a constant's value may
+/// be a secret, so a constant shows its name only.
+fn def_text(d: &tags::Def, line: &str) -> String {
+    if d.kind == "constant" {
+        format!("{} = …", d.name)
+    } else {
+        line.to_string()
+    }
 }
 
 /// Candidate definitions of `name`: (file, def).
@@ -694,7 +745,7 @@ impl Session {
     fn map_text(&self, index: Index, prompt: &str, t0: Instant, check_ms: u64) -> String {
         let budget = self.map_budget();
         let focus = self.map_focus(Some(&index), prompt);
-        let map = render(&index, &focus, budget);
+        let map = render(&self.ctx.project(), &index, &focus, budget);
         let (files, parsed, total) = (index.files.len(), index.parsed, index.total);
         let pending = {
             let mut st = self.lock();
@@ -804,6 +855,7 @@ impl Session {
     }
 
     fn symbol_text(&self, index: &Index, name: &str) -> Option<String> {
+        let project = self.ctx.project();
         let mut defs = definitions(index, name);
         // A C/C++ prototype beside its definition: the definition is what `@name` means.
         if defs.iter().any(|(_, d)| d.kind != "declaration") {
@@ -831,7 +883,11 @@ impl Session {
                 many.len(),
                 many.iter()
                     .take(20)
-                    .map(|(f, d)| format!("  {f}:{}  {}", d.line, d.text))
+                    .map(|(f, d)| {
+                        let line = def_lines(&project, f, &HashSet::from([d.line]));
+                        let line = line.get(&d.line).map_or("", String::as_str);
+                        format!("  {f}:{}  {}", d.line, def_text(d, line))
+                    })
                     .collect::<Vec<_>>()
                     .join("\n")
             )),
@@ -859,6 +915,18 @@ mod tests {
         }
         let first = index(project.path(), home.path());
         assert_eq!((first.files.len(), first.parsed), (30, 30));
+        // The cache keeps names and line numbers, never source text; a name referenced
+        // twice is stored once with its count.
+        let cache = std::fs::read_to_string(cache_path(home.path(), project.path())).unwrap();
+        assert!(
+            cache.contains("\"f1\"") && !cache.contains("return"),
+            "{cache}"
+        );
+        let twice = tags::extract(Lang::Python, "def t():\n    return h(1) + h(2)\n");
+        assert_eq!(
+            (twice.refs, twice.ref_counts),
+            (vec!["h".to_string()], vec![2])
+        );
         let again = index(project.path(), home.path());
         assert_eq!(
             again.parsed, 0,
@@ -871,13 +939,13 @@ mod tests {
         assert_eq!((third.files.len(), third.parsed), (29, 1));
         assert_eq!(third.files["m3.py"].defs[0].name, "changed");
         for budget in [60, 100, 400] {
-            let map = render(&third, &Focus::default(), budget);
+            let map = render(project.path(), &third, &Focus::default(), budget);
             assert!(map.len() <= budget as usize * 4, "{budget}: {map}");
             assert!(map.starts_with(HEADER), "{budget}: {map}");
         }
-        assert!(render(&third, &Focus::default(), 0).is_empty());
+        assert!(render(project.path(), &third, &Focus::default(), 0).is_empty());
         assert!(
-            render(&third, &Focus::default(), 10).is_empty(),
+            render(project.path(), &third, &Focus::default(), 10).is_empty(),
             "not even the header fits"
         );
     }

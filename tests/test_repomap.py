@@ -327,6 +327,7 @@ def test_a_large_tree_never_makes_the_first_request_wait(core_session, fake_llm,
     assert records[0]["pending"] is True, records
     later = records[-1]
     assert later["parsed"] == 0 and later["files"] == 2000 and later["total"] == 20001, later
+    assert later["reused"] is True, "same tags, same focus: the rendering is reused"
     # The check of an unchanged tree is HEAD and the stamps of the mapped files, no walk.
     assert later["check_ms"] < 1000, later
     # The on-disk tag cache holds the mapped files only.

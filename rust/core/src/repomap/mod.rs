@@ -6,8 +6,20 @@
 //! history: a note placed just before the prompt it was made for, sent again with that prompt
 //! in every later request (so requests stay append-only for prompt caching) and added again
 //! with a later prompt only when the map changed. The stored prompt stays what the user
-//! typed. Tags are cached by mtime and size under `~/.yuyao/repomap/` and kept in memory
-//! between turns. `@SymbolName` resolves through the same tags (`symbol_block`).
+//! typed. Tags are cached by mtime and size under `~/.yuyao/repomap/` (names and line
+//! numbers only, no source text) and kept in memory between turns. `@SymbolName` resolves
+//! through the same tags (`symbol_block`).
+//!
+//! The map never makes a request wait (the answer is what the user waits for): it is built on one background thread at the lowest CPU priority; a
+//! prompt waits for it at most `GRACE` (or until a small tree's few files are tagged), and
+//! otherwise goes without it; the map then joins the first request made after it is ready,
+//! at the end of that request's view (after everything already sent, DESIGN §4's
+//! append-only requests). A tree past `PARSE_FILES` code files is ranked by what costs no
+//! parsing (files and names the prompt mentions, recent commits, path depth) and only the
+//! top of that ranking is tagged; the map says how large the tree is and what was mapped.
+//! A later prompt in a tree too large to walk at every prompt checks HEAD and the mapped
+//! files' mtime and size only, re-tagging what changed; a moved HEAD rebuilds in the
+//! background.
 
 mod rank;
 pub(crate) mod tags;
@@ -32,7 +44,7 @@ const MAX_ENTRIES: usize = 500_000;
 const PARSE_FILES: usize = 2_000;
 /// How long a prompt waits for a map still being built before it goes without one (a small
 /// tree's build is done by then; a large tree's map attaches to a later request).
-const GRACE: Duration = Duration::from_millis(500);
+const GRACE: Duration = Duration::from_millis(250);
 /// A tree walked faster than this is walked again at every prompt (new files show up at
 /// once); a slower one is checked by HEAD and the mapped files' mtime and size only.
 const REWALK_MS: u128 = 100;
@@ -61,6 +73,36 @@ pub struct Index {
     walk_ms: u128,
     #[serde(skip)]
     head: Option<String>,
+    /// Changes whenever the tags do (a rendered map is reused while it and the focus hold).
+    #[serde(skip)]
+    generation: u64,
+}
+
+fn next_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// What a rendered map depends on: the tags, the budget, the focus files and the focused
+/// names the tags define (other names weigh nothing in the ranking).
+type RenderKey = (u64, u32, Vec<String>, Vec<String>);
+
+fn render_key(index: &Index, focus: &Focus, budget: u32) -> RenderKey {
+    let mut files: Vec<String> = focus.files.iter().cloned().collect();
+    files.sort();
+    let defined: HashSet<&str> = index
+        .files
+        .values()
+        .flat_map(|t| t.defs.iter().map(|d| d.name.as_str()))
+        .collect();
+    let mut idents: Vec<String> = focus
+        .idents
+        .iter()
+        .filter(|i| defined.contains(i.as_str()))
+        .cloned()
+        .collect();
+    idents.sort();
+    (index.generation, budget, files, idents)
 }
 
 /// A map sent just before `history[at]`: the prompt it was made for (whose text hashes to
@@ -89,6 +131,8 @@ pub struct Maps {
     building: Option<(PathBuf, mpsc::Receiver<Built>)>,
     /// The prompt that went without a map because the build was not ready.
     waiting: Option<String>,
+    /// The last map rendered and what it depended on.
+    rendered: Option<(RenderKey, String)>,
 }
 
 fn anchor_of(m: &yuyao_protocol::Message) -> u64 {
@@ -374,6 +418,9 @@ fn index_from(
         index.stamps.insert(rel.clone(), stamp);
         index.files.insert(rel, tags);
     }
+    if index.parsed > 0 || removed || index.generation == 0 {
+        index.generation = next_generation();
+    }
     if index.parsed > 0 || removed {
         write_cache(&cache_file, &index);
     }
@@ -424,6 +471,9 @@ fn refresh(project: &Path, index: &mut Index, focus: &Focus) -> bool {
         {
             stale.push((rel.clone(), path, stamp(&meta), meta.len()));
         }
+    }
+    if !gone.is_empty() || !stale.is_empty() {
+        index.generation = next_generation();
     }
     for rel in gone {
         index.files.remove(&rel);
@@ -699,7 +749,8 @@ impl Session {
                 Ok(Built::Walked(n)) if n <= SMALL_PARSE => {
                     deadline = deadline.max(Instant::now() + Duration::from_secs(30));
                 }
-                Ok(Built::Walked(_)) => {}
+                // A large tree: no point waiting out the grace.
+                Ok(Built::Walked(_)) => deadline = Instant::now(),
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     let mut st = self.lock();
                     st.repo_maps.building = Some((project, rx));
@@ -745,7 +796,19 @@ impl Session {
     fn map_text(&self, index: Index, prompt: &str, t0: Instant, check_ms: u64) -> String {
         let budget = self.map_budget();
         let focus = self.map_focus(Some(&index), prompt);
-        let map = render(&self.ctx.project(), &index, &focus, budget);
+        // Nothing the map depends on changed: the last rendering is reused.
+        let key = render_key(&index, &focus, budget);
+        let last = {
+            let st = self.lock();
+            st.repo_maps
+                .rendered
+                .as_ref()
+                .filter(|(k, _)| *k == key)
+                .map(|(_, m)| m.clone())
+        };
+        let reused = last.is_some();
+        let map = last.unwrap_or_else(|| render(&self.ctx.project(), &index, &focus, budget));
+        self.lock().repo_maps.rendered = Some((key, map.clone()));
         let (files, parsed, total) = (index.files.len(), index.parsed, index.total);
         let pending = {
             let mut st = self.lock();
@@ -764,6 +827,7 @@ impl Session {
             "repo_map",
             serde_json::json!({"files": files, "total": total, "parsed": parsed,
                                "pending": pending, "chars": map.len(), "check_ms": check_ms,
+                               "reused": reused,
                                "ms": t0.elapsed().as_millis() as u64}),
         );
         map

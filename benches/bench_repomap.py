@@ -128,6 +128,10 @@ class Quiet:
     def request(self, _r): return "deny"
 
 root, home, budget = sys.argv[1], sys.argv[2], int(sys.argv[4])
+def traces():
+    d = os.path.join(root, ".trajectory")
+    return {os.path.join(d, n) for n in os.listdir(d)} if os.path.isdir(d) else set()
+before = traces()
 opts = {"cwd": root, "home": home, "no_session": True, "map_tokens": budget, "mode": "yolo"}
 s = _core.Session(json.dumps(opts), Quiet())
 s.chat("Explain the scheduler in kernel/sched/core.c.")
@@ -145,13 +149,12 @@ later_turn = time.perf_counter() - t
 s.close()
 server.stop()
 recs = []
-for dirpath, _, names in os.walk(os.path.join(root, ".trajectory")):
-    for n in names:
-        for line in open(os.path.join(dirpath, n)):
-            if line.strip():
-                r = json.loads(line)
-                if r.get("kind") == "repo_map":
-                    recs.append(r)
+for path in sorted(traces() - before):  # this run's trace only
+    for line in open(path):
+        if line.strip():
+            r = json.loads(line)
+            if r.get("kind") == "repo_map":
+                recs.append(r)
 last = recs[-1] if recs else {}
 cache = sum(os.path.getsize(os.path.join(home, "repomap", f))
             for f in os.listdir(os.path.join(home, "repomap"))) if os.path.isdir(os.path.join(home, "repomap")) else 0
@@ -293,7 +296,8 @@ def main() -> None:
                     f" · peak RSS {r['peak_rss_mb']:.0f} MB · tag cache {r['tag_cache_mb']:.1f} MB"
                 )
         RESULTS.mkdir(exist_ok=True)
-        out = RESULTS / f"repomap-session-{datetime.date.today().isoformat()}.json"
+        label = args.tree.resolve().name if args.tree else f"generated{args.files}"
+        out = RESULTS / f"repomap-session-{label}-{datetime.date.today().isoformat()}.json"
         out.write_text(json.dumps({"tree": name, "load": os.getloadavg(), **res}, indent=1) + "\n")
         print(f"  raw figures: {out}")
         return

@@ -507,7 +507,7 @@ impl Session {
                 self.lock()
                     .trajectory
                     .record("view_note", json!({"text": note}));
-                push_user_note(&mut req.messages, note);
+                req.messages.push(Message::user(note));
             }
             self.apply_json_answer(&mut req);
             self.apply_thinking(&mut req);
@@ -912,23 +912,4 @@ enum Spend {
     Go(Option<u64>),
     /// Not even a minimal answer fits in what is left.
     Short { spent: f64, max: f64 },
-}
-
-/// Appends a user note to a request's messages, sharing the last message when that is the
-/// user's (a repo map that joined this request): never two adjacent user messages (seed §8).
-fn push_user_note(messages: &mut Vec<Message>, note: String) {
-    use yuyao_protocol::{Content, MessageRole};
-    match messages.last_mut() {
-        Some(last) if last.role == MessageRole::User && last.tool_calls.is_empty() => {
-            match &mut last.content {
-                Some(Content::Text(t)) => {
-                    t.push_str("\n\n");
-                    t.push_str(&note);
-                }
-                Some(Content::Parts(parts)) => parts.push(json!({"type": "text", "text": note})),
-                None => last.content = Some(Content::Text(note)),
-            }
-        }
-        _ => messages.push(Message::user(note)),
-    }
 }

@@ -273,8 +273,9 @@ fn walk(project: &Path) -> Vec<Seen> {
 
 /// `git` in `project` with a fixed argument list (no shell); its stdout, when it succeeds.
 fn git(project: &Path, args: &[&str]) -> Option<String> {
+    // The repository's own fsmonitor hook is not run, and no lock is taken (a read only).
     let out = std::process::Command::new("git")
-        .arg("-C")
+        .args(["--no-optional-locks", "-c", "core.fsmonitor=false", "-C"])
         .arg(project)
         .args(args)
         .stdin(std::process::Stdio::null())

@@ -1050,4 +1050,35 @@ mod tests {
         maps.truncate(0);
         assert_eq!(maps.latest(&history), None);
     }
+
+    #[test]
+    fn a_late_map_follows_what_was_sent_and_stays_there() {
+        use yuyao_protocol::Message;
+        let mut history = vec![Message::user("prompt"), Message::assistant("calling")];
+        let mut maps = Maps::default();
+        // Ready only after the first request: it goes at the end of the next request.
+        maps.record_after(&history, "[repo map] late".into());
+        let texts = |v: Vec<Message>| v.iter().map(|m| m.text()).collect::<Vec<_>>();
+        assert_eq!(
+            texts(maps.insert_into(&history, history.clone())),
+            ["prompt", "calling", "[repo map] late"]
+        );
+        // Later messages come after it: the earlier request stays a prefix.
+        history.push(Message::assistant("done"));
+        history.push(Message::user("next"));
+        assert_eq!(
+            texts(maps.insert_into(&history, history.clone())),
+            ["prompt", "calling", "[repo map] late", "done", "next"]
+        );
+        assert_eq!(maps.latest(&history), Some("[repo map] late"));
+        // Cut back to where it was made: it stays; before that, or with the message it
+        // follows replaced, it goes.
+        maps.truncate(2);
+        history.truncate(2);
+        assert_eq!(maps.latest(&history), Some("[repo map] late"));
+        history[1] = Message::assistant("another reply");
+        assert_eq!(maps.latest(&history), None);
+        maps.truncate(1);
+        assert!(maps.notes.is_empty());
+    }
 }

@@ -5,6 +5,14 @@ beside aider's repo map on the same repository.
     python benches/bench_repomap.py                  # 5000 files, 2 cold and 5 warm rounds
     python benches/bench_repomap.py --files 20000 --runs 5 --no-peer
 
+`--session` (with `--tree PATH` for a real tree, e.g. Debian's linux-source-6.1 extracted and
+committed; default the generated tree) measures what a user waits for instead, each run a
+fresh process with the scripted model of tests/fakellm.py: the first request's arrival after
+the session opened (the map is built in the background and must not delay it), how long until
+a request carries the map, a later prompt's map check with nothing changed (`check_ms` of the
+trace) and its whole turn, the process's peak RSS and the tag cache's size; cold (empty tag
+cache) then warm. No peer is run in this mode.
+
 Every measurement is a fresh process (no state kept in memory between runs) timing only the
 map's construction: yuyao's `/context list` in a new core Session, aider's
 `RepoMap.get_repo_map` (budget 1024 tokens both). Cold clears both tag caches (yuyao's under
@@ -72,6 +80,9 @@ opts = {"cwd": sys.argv[1], "home": sys.argv[2], "no_session": True, "no_traject
 s = _core.Session(json.dumps(opts), Quiet())
 t = time.perf_counter()
 listing = s.dispatch("/context list")
+while "being built in the background" in listing:  # the build runs on its own worker
+    time.sleep(0.02)
+    listing = s.dispatch("/context list")
 elapsed = time.perf_counter() - t
 s.close()
 assert "tokens of 1024" in listing, listing
@@ -94,6 +105,96 @@ elapsed = time.perf_counter() - t
 assert text and "helper_" in text, text
 print(elapsed)
 """
+
+
+SESSION = """
+import json, os, resource, sys, time
+t_open = time.perf_counter()
+sys.path.insert(0, sys.argv[3])
+from fakellm import FAKE_MODEL, FakeLLM, say
+from yuyao import _core
+
+arrivals = []
+def responder(body, _index):
+    text = json.dumps(body.get("messages", []))
+    arrivals.append((time.perf_counter(), "[repo map]" in text))
+    return say("ok")
+
+server = FakeLLM(responder).start()
+os.environ.update(D2A_MODEL_BASE_URL=server.url, D2A_MODEL_NAME=FAKE_MODEL, D2A_MODEL_API_KEY="b")
+
+class Quiet:
+    def event(self, _e): pass
+    def request(self, _r): return "deny"
+
+root, home, budget = sys.argv[1], sys.argv[2], int(sys.argv[4])
+def traces():
+    d = os.path.join(root, ".trajectory")
+    return {os.path.join(d, n) for n in os.listdir(d)} if os.path.isdir(d) else set()
+before = traces()
+opts = {"cwd": root, "home": home, "no_session": True, "map_tokens": budget, "mode": "yolo"}
+s = _core.Session(json.dumps(opts), Quiet())
+s.chat("Explain the scheduler in kernel/sched/core.c.")
+first = arrivals[0][0] - t_open
+ready = None
+for _ in range(600 if budget else 0):
+    if arrivals[-1][1]:
+        ready = arrivals[-1][0] - t_open
+        break
+    time.sleep(0.5)
+    s.chat("Go on.")
+t = time.perf_counter()
+s.chat("And again.")
+later_turn = time.perf_counter() - t
+s.close()
+server.stop()
+recs = []
+for path in sorted(traces() - before):  # this run's trace only
+    for line in open(path):
+        if line.strip():
+            r = json.loads(line)
+            if r.get("kind") == "repo_map":
+                recs.append(r)
+last = recs[-1] if recs else {}
+cache = sum(os.path.getsize(os.path.join(home, "repomap", f))
+            for f in os.listdir(os.path.join(home, "repomap"))) if os.path.isdir(os.path.join(home, "repomap")) else 0
+print(json.dumps({"first_request_s": first, "map_ready_s": ready, "later_turn_s": later_turn,
+                  "later_check_ms": last.get("check_ms"), "later_parsed": last.get("parsed"),
+                  "later_map_ms": last.get("ms"),
+                  "mapped_files": last.get("files"), "code_files": last.get("total"),
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "tag_cache_mb": cache / 1e6}))
+"""
+
+
+def session_bench(tree: Path, home: Path, runs: int) -> dict:
+    """Cold (empty home) then `runs` warm runs of SESSION, then one without a map (budget
+    0: what the session costs without it); each a fresh process."""
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    out: dict[str, list[dict]] = {"cold": [], "warm": [], "no map": []}
+    shutil.rmtree(home, ignore_errors=True)
+    for phase, n in (("cold", 1), ("warm", runs), ("no map", 1)):
+        for _ in range(n):
+            home.mkdir(parents=True, exist_ok=True)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    SESSION,
+                    str(tree),
+                    str(home),
+                    str(tests),
+                    "0" if phase == "no map" else "1024",
+                ],
+                capture_output=True,
+                text=True,
+                env=child_env(),
+                timeout=1800,
+            )
+            if proc.returncode != 0:
+                sys.exit(f"session run failed: {proc.stderr.strip()[-2000:]}")
+            out[phase].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return out
 
 
 def child_env() -> dict[str, str]:
@@ -162,7 +263,44 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5, help="warm rounds")
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--peer-venv", type=Path, default=DEFAULT_PEER_VENV)
+    ap.add_argument("--session", action="store_true", help="time what a session waits for")
+    ap.add_argument("--tree", type=Path, help="--session: a real tree instead of a generated one")
     args = ap.parse_args()
+    if args.session:
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = args.tree
+            if tree is None:
+                tree = Path(tmp) / "repo"
+                tree.mkdir()
+                generate(tree, args.files)
+                for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "tree"]):
+                    subprocess.run(["git", *cmd], cwd=tree, check=True, capture_output=True)
+            res = session_bench(tree.resolve(), Path(tmp) / "home", args.runs)
+        name = str(args.tree) if args.tree else f"generated, {args.files} files"
+        print(f"repo map in a session, tree: {name}, budget 1024 tokens, load {os.getloadavg()}:")
+        for phase, rows in res.items():
+            for r in rows:
+                if phase == "no map":
+                    print(
+                        f"  no map: first request {r['first_request_s']:.2f} s · later turn"
+                        f" {r['later_turn_s'] * 1000:.0f} ms · peak RSS {r['peak_rss_mb']:.0f} MB"
+                    )
+                    continue
+                print(
+                    f"  {phase:5} first request {r['first_request_s']:.2f} s"
+                    f" · map in a request after {r['map_ready_s'] or float('nan'):.1f} s"
+                    f" · later prompt: check {r['later_check_ms']} ms, map"
+                    f" {r['later_map_ms']} ms, turn"
+                    f" {r['later_turn_s'] * 1000:.0f} ms, parsed {r['later_parsed']}"
+                    f" · mapped {r['mapped_files']} of {r['code_files']} code files"
+                    f" · peak RSS {r['peak_rss_mb']:.0f} MB · tag cache {r['tag_cache_mb']:.1f} MB"
+                )
+        RESULTS.mkdir(exist_ok=True)
+        label = args.tree.resolve().name if args.tree else f"generated{args.files}"
+        out = RESULTS / f"repomap-session-{label}-{datetime.date.today().isoformat()}.json"
+        out.write_text(json.dumps({"tree": name, "load": os.getloadavg(), **res}, indent=1) + "\n")
+        print(f"  raw figures: {out}")
+        return
     peer, peer_version, peer_error = (None, "", "--no-peer")
     if not args.no_peer:
         peer, peer_version, peer_error = ensure_peer(args.peer_venv)

@@ -4,6 +4,7 @@ model: what the model receives with its prompt."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -127,8 +128,8 @@ def core_session(use_env, repo):
 
     opened = []
 
-    def open_session(server, **options):
-        use_env(server)
+    def open_session(server, _env=None, **options):
+        use_env(server, **(_env or {}))
         opts = {"cwd": str(repo), "mode": "yolo", "stream": False, **options}
         opened.append(_core.Session(json.dumps(opts), Events()))
         return opened[-1]
@@ -283,3 +284,53 @@ def test_map_and_at_symbol_in_six_more_languages(fake_llm, yuyao, env, repo):
         ("[@total: method total in web/cart.js, lines 2-4]", "return checksum(this.items);"),
     ]:
         assert header in text and body in text, (header, text)
+
+
+def large_tree(repo: Path, n: int) -> None:
+    """n small Python files in folders of 200, each calling the next file's function."""
+    for i in range(n):
+        pkg = repo / f"pkg_{i // 200}"
+        if i % 200 == 0:
+            pkg.mkdir()
+        (pkg / f"mod_{i}.py").write_text(f"def func_{i}(v):\n    return func_{(i + 1) % n}(v)\n")
+
+
+def map_records(repo: Path) -> list[dict]:
+    traces = list((repo / ".trajectory").glob("*.jsonl"))
+    entries = [json.loads(x) for t in traces for x in t.read_text().splitlines() if x.strip()]
+    return [e for e in entries if e["kind"] == "repo_map"]
+
+
+def test_a_large_tree_never_makes_the_first_request_wait(core_session, fake_llm, repo):
+    """20 000 files and a build slowed by the test hook: the first request goes without the
+    map, which joins the next request once ready (after what was already sent); only the top
+    of the cheap ranking is tagged and the map says so; a later prompt with nothing changed
+    reuses the map without tagging anything again."""
+    large_tree(repo, 20_000)
+    sleep = calls([("bash", {"command": "sleep 5"}, "c_sleep")], content="Waiting a while.")
+    server = fake_llm([sleep, say(ANSWER), say(ANSWER)])
+    s = core_session(server, _env={"YUYAO_TEST_REPOMAP_DELAY_MS": "1500"}, map_tokens=1024)
+    s.chat("Explain pkg_3/mod_600.py.")
+    assert maps_in(server, 0) == [], "the first request did not wait for the map"
+    first, second = server.messages(0), server.messages(1)
+    assert second[: len(first)] == first, "the map is added after what was sent"
+    m = map_in(server, 1)
+    assert m, contents(second)
+    assert "(a large tree: 20001 code files; mapped the 2000" in m, m
+    # What the file the prompt names uses was ranked into the tagged set and leads the map.
+    assert m.splitlines()[2] == "pkg_3/mod_601.py:", m
+    s.chat("Explain pkg_3/mod_600.py.")
+    third = server.messages(2)
+    assert third[: len(second)] == second
+    assert len(maps_in(server, 2)) == 1, "nothing changed: the map is not sent again"
+    records = map_records(repo)
+    assert records[0]["pending"] is True, records
+    later = records[-1]
+    assert later["parsed"] == 0 and later["files"] == 2000 and later["total"] == 20001, later
+    assert later["reused"] is True, "same tags, same focus: the rendering is reused"
+    # The check of an unchanged tree is HEAD and the stamps of the mapped files, no walk.
+    assert later["check_ms"] < 1000, later
+    # The on-disk tag cache holds the mapped files only.
+    (cache,) = (Path(os.environ["YUYAO_HOME"]) / "repomap").glob("*.json")
+    assert len(json.loads(cache.read_text())["files"]) == 2000
+    assert "return func_" not in cache.read_text(), "no source text in the tag cache"

@@ -495,6 +495,8 @@ impl Session {
             let history = self.lock().history.clone();
             // MCP servers still starting get until their startup deadline to offer tools.
             self.mcp_wait_started().await;
+            // A repo map built since its prompt's first request joins this one.
+            self.attach_ready_repo_map();
             let (mut req, _) = self.next_request(&history);
             let max_out = self
                 .config

@@ -29,8 +29,10 @@ pub fn rank(index: &Index, focus: &Focus) -> Vec<(String, String)> {
     let mut edges: Vec<(usize, usize, f64, &str)> = Vec::new();
     for (i, f) in files.iter().enumerate() {
         let mut counts: HashMap<&str, usize> = HashMap::new();
-        for r in &index.files[*f].refs {
-            *counts.entry(r.as_str()).or_default() += 1;
+        let tags = &index.files[*f];
+        for (k, r) in tags.refs.iter().enumerate() {
+            let n = tags.ref_counts.get(k).copied().unwrap_or(1) as usize;
+            *counts.entry(r.as_str()).or_default() += n;
         }
         for (name, count) in counts {
             let Some(dst) = definers.get(name) else {
@@ -116,7 +118,6 @@ mod tests {
             line,
             end: line,
             kind: "function".into(),
-            text: format!("def {name}():"),
         }
     }
 
@@ -127,7 +128,7 @@ mod tests {
             "core.py".to_string(),
             FileTags {
                 defs: vec![def("popular", 1), def("lonely", 5)],
-                refs: vec![],
+                ..Default::default()
             },
         );
         files.insert(
@@ -135,6 +136,7 @@ mod tests {
             FileTags {
                 defs: vec![def("helper_a", 1)],
                 refs: vec!["popular".into(), "popular".into()],
+                ..Default::default()
             },
         );
         files.insert(
@@ -142,6 +144,7 @@ mod tests {
             FileTags {
                 defs: vec![def("helper_b", 1)],
                 refs: vec!["popular".into(), "helper_a".into()],
+                ..Default::default()
             },
         );
         let index = Index {

@@ -124,14 +124,16 @@ pub struct Def {
     pub line: u32,
     pub end: u32,
     pub kind: String,
-    /// The definition's first line, trimmed (what the map shows).
-    pub text: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct FileTags {
     pub defs: Vec<Def>,
+    /// Each referenced name once, sorted, and how often it is referenced (`ref_counts`,
+    /// one per name; a missing count is 1): no source text is kept, only names.
     pub refs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ref_counts: Vec<u32>,
 }
 
 /// 1-based last line of `node`: a node that ends at a line's start (a macro's newline)
@@ -161,6 +163,7 @@ pub fn extract(lang: Lang, src: &str) -> FileTags {
     let mut cursor = QueryCursor::new();
     let mut out = FileTags::default();
     let bytes = src.as_bytes();
+    let mut refs: Vec<&str> = Vec::new();
     let mut matches = cursor.matches(query, tree.root_node(), bytes);
     while let Some(m) = matches.next() {
         let mut name = None;
@@ -179,28 +182,25 @@ pub fn extract(lang: Lang, src: &str) -> FileTags {
             continue;
         };
         if is_def {
-            let line = node.start_position().row as u32 + 1;
-            // A constant's value may be a secret: the map shows its name only.
-            let text = if kind == "constant" {
-                format!("{name} = …")
-            } else {
-                src.lines()
-                    .nth(line as usize - 1)
-                    .unwrap_or("")
-                    .trim()
-                    .chars()
-                    .take(120)
-                    .collect()
-            };
             out.defs.push(Def {
                 name: name.to_string(),
-                line,
+                line: node.start_position().row as u32 + 1,
                 end: last_line(node),
                 kind: kind.to_string(),
-                text,
             });
         } else {
+            refs.push(name);
+        }
+    }
+    refs.sort_unstable();
+    for name in refs {
+        if out.refs.last().map(String::as_str) == Some(name) {
+            if let Some(c) = out.ref_counts.last_mut() {
+                *c += 1;
+            }
+        } else {
             out.refs.push(name.to_string());
+            out.ref_counts.push(1);
         }
     }
     out

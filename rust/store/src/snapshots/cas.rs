@@ -1,0 +1,268 @@
+//! The content-addressed, compressed store of large images (journal id `cas:<64 hex>`).
+//!
+//! An image is cut into content-defined chunks (a gear rolling hash picks the cut points, so
+//! an edit moves only the chunks around it and every other chunk keeps its bytes and its
+//! name). Each chunk is stored once, zstd-compressed, under the SHA-256 of its bytes:
+//! `yuyao-cas/c/<2 hex>/<62 hex>`. The image itself is a manifest listing its chunks,
+//! stored under the SHA-256 of the manifest's text: `yuyao-cas/m/<64 hex>`. The same content
+//! always gives the same manifest, so seven edits of a large file cost one compressed copy
+//! plus the chunks the edits touched.
+//!
+//! Reading checks everything: the manifest against its name, each chunk's length and SHA-256
+//! against the manifest. A damaged or truncated object is an error, never partial bytes.
+
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+pub(crate) const PREFIX: &str = "cas:";
+pub(crate) const DIR: &str = "yuyao-cas";
+/// `retention.rs` names chunks `chunk:<64 hex>` among the objects it may delete.
+pub(crate) const CHUNK_PREFIX: &str = "chunk:";
+const MAGIC: &str = "yuyao-chunks 1";
+/// zstd level: fast to write (the edit tools wait for it), still a good ratio on text.
+const LEVEL: i32 = 3;
+const MIN_CHUNK: usize = 64 * 1024;
+const MAX_CHUNK: usize = 1024 * 1024;
+/// A cut where the top 18 bits of the hash are zero: chunks average about 64 + 256 KiB.
+const MASK: u64 = ((1u64 << 18) - 1) << 46;
+
+const GEAR: [u64; 256] = gear();
+
+/// 256 fixed pseudo-random words (splitmix64): the same cut points on every machine, for
+/// ever, since stored chunk names depend on them.
+const fn gear() -> [u64; 256] {
+    let mut t = [0u64; 256];
+    let mut s: u64 = 0;
+    let mut i = 0;
+    while i < 256 {
+        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        t[i] = z ^ (z >> 31);
+        i += 1;
+    }
+    t
+}
+
+/// The length of the chunk that starts `d`.
+fn cut(d: &[u8]) -> usize {
+    if d.len() <= MIN_CHUNK {
+        return d.len();
+    }
+    let end = d.len().min(MAX_CHUNK);
+    let mut h = 0u64;
+    for (i, &b) in d[MIN_CHUNK..end].iter().enumerate() {
+        h = (h << 1).wrapping_add(GEAR[b as usize]);
+        if h & MASK == 0 {
+            return MIN_CHUNK + i + 1;
+        }
+    }
+    end
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn is_name(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The chunks of `data`: (SHA-256 hex, bytes).
+fn chunks(data: &[u8]) -> Vec<(String, &[u8])> {
+    let mut out = Vec::new();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let (c, r) = rest.split_at(cut(rest));
+        out.push((hex(&Sha256::digest(c)), c));
+        rest = r;
+    }
+    out
+}
+
+/// The manifest text of `data` and its id.
+fn manifest(data: &[u8], parts: &[(String, &[u8])]) -> (String, String) {
+    let mut text = format!("{MAGIC}\n{}\n", data.len());
+    for (h, c) in parts {
+        text.push_str(&format!("{h} {}\n", c.len()));
+    }
+    let id = hex(&Sha256::digest(text.as_bytes()));
+    (text, id)
+}
+
+/// The id `data` has (or would have) in the store; nothing is written.
+pub(crate) fn id_of(data: &[u8]) -> String {
+    format!("{PREFIX}{}", manifest(data, &chunks(data)).1)
+}
+
+/// A manifest read back: the image's length and its chunks (SHA-256 hex, length).
+pub(crate) struct Manifest {
+    pub len: u64,
+    pub chunks: Vec<(String, usize)>,
+}
+
+/// Parses a manifest's text; `None` when it is not one.
+pub(crate) fn parse_manifest(text: &[u8]) -> Option<Manifest> {
+    let text = std::str::from_utf8(text).ok()?;
+    let mut lines = text.lines();
+    if lines.next()? != MAGIC {
+        return None;
+    }
+    let len: u64 = lines.next()?.parse().ok()?;
+    let mut chunks = Vec::new();
+    let mut total = 0u64;
+    for l in lines {
+        let (h, n) = l.split_once(' ')?;
+        let n: usize = n.parse().ok()?;
+        if !is_name(h) || n == 0 || n > MAX_CHUNK {
+            return None;
+        }
+        total += n as u64;
+        chunks.push((h.to_string(), n));
+    }
+    (total == len).then_some(Manifest { len, chunks })
+}
+
+/// The store under a snapshot repository's folder.
+pub(crate) struct Cas {
+    root: PathBuf,
+}
+
+/// Sets a file's modification time to now: an object about to be referenced again must not
+/// look old to the retention pass (which spares objects younger than its grace period).
+fn freshen(path: &Path) -> bool {
+    std::fs::File::options()
+        .append(true)
+        .open(path)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()))
+        .is_ok()
+}
+
+/// Writes `bytes` at `path` unless it exists (same name, same content): a temporary file in
+/// the same folder renamed into place, so a reader never sees half an object.
+fn write_once(path: &Path, bytes: impl FnOnce() -> Result<Vec<u8>, String>) -> Result<(), String> {
+    if freshen(path) {
+        return Ok(());
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("o");
+    let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let bytes = bytes()?;
+    let r = std::fs::write(&tmp, &bytes).and_then(|_| std::fs::rename(&tmp, path));
+    if let Err(e) = r {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("cannot write {}: {e}", path.display()));
+    }
+    Ok(())
+}
+
+impl Cas {
+    pub(crate) fn new(git_dir: &Path) -> Cas {
+        Cas {
+            root: git_dir.join(DIR),
+        }
+    }
+
+    pub(crate) fn manifest_path(root: &Path, name: &str) -> PathBuf {
+        root.join("m").join(name)
+    }
+
+    pub(crate) fn chunk_path(root: &Path, name: &str) -> PathBuf {
+        root.join("c").join(&name[..2]).join(&name[2..])
+    }
+
+    /// Stores `data`; returns its id (`cas:<hex>`). Only chunks not stored yet are compressed.
+    pub(crate) fn put(&self, data: &[u8]) -> Result<String, String> {
+        let parts = chunks(data);
+        for (h, c) in &parts {
+            write_once(&Self::chunk_path(&self.root, h), || {
+                zstd::bulk::compress(c, LEVEL).map_err(|e| format!("cannot compress: {e}"))
+            })?;
+        }
+        let (text, id) = manifest(data, &parts);
+        write_once(&Self::manifest_path(&self.root, &id), || {
+            Ok(text.into_bytes())
+        })?;
+        Ok(format!("{PREFIX}{id}"))
+    }
+
+    /// The manifest of `id` (`cas:<hex>`), checked against its name.
+    fn manifest(&self, id: &str) -> Result<Manifest, String> {
+        let name = id
+            .strip_prefix(PREFIX)
+            .filter(|n| is_name(n))
+            .ok_or_else(|| format!("snapshot store: {id:?} is not an object id"))?;
+        let path = Self::manifest_path(&self.root, name);
+        let text = std::fs::read(&path)
+            .map_err(|e| format!("snapshot store: cannot read {}: {e}", path.display()))?;
+        if hex(&Sha256::digest(&text)) != name {
+            return Err(format!(
+                "snapshot store: {} is damaged (its content does not match its name)",
+                path.display()
+            ));
+        }
+        parse_manifest(&text).ok_or_else(|| {
+            format!(
+                "snapshot store: {} is damaged (not a chunk list)",
+                path.display()
+            )
+        })
+    }
+
+    /// The length of the image `id`, from its manifest.
+    pub(crate) fn image_len(&self, id: &str) -> Result<u64, String> {
+        Ok(self.manifest(id)?.len)
+    }
+
+    /// The bytes of `id`, every chunk checked.
+    pub(crate) fn get(&self, id: &str) -> Result<Vec<u8>, String> {
+        let m = self.manifest(id)?;
+        let mut out = Vec::with_capacity(m.len as usize);
+        for (h, n) in &m.chunks {
+            let path = Self::chunk_path(&self.root, h);
+            let packed = std::fs::read(&path)
+                .map_err(|e| format!("snapshot store: cannot read {}: {e}", path.display()))?;
+            let damaged =
+                |why: String| format!("snapshot store: {} is damaged ({why})", path.display());
+            let bytes = zstd::bulk::decompress(&packed, *n).map_err(|e| damaged(e.to_string()))?;
+            if bytes.len() != *n || hex(&Sha256::digest(&bytes)) != *h {
+                return Err(damaged("its content does not match its name".into()));
+            }
+            out.extend_from_slice(&bytes);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cut_points_follow_content_not_offsets() {
+        let mut x = 1u64;
+        let data: Vec<u8> = (0..4_000_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                b'a' + (x % 26) as u8
+            })
+            .collect();
+        let a = chunks(&data);
+        assert!(a.len() > 4, "{}", a.len());
+        assert!(a.iter().all(|(_, c)| c.len() <= MAX_CHUNK));
+        // Three bytes inserted near the start: all chunks but the first one or two are the same.
+        let mut shifted = data.clone();
+        shifted.splice(1000..1000, *b"xyz");
+        let b = chunks(&shifted);
+        let same = b
+            .iter()
+            .filter(|(h, _)| a.iter().any(|(g, _)| g == h))
+            .count();
+        assert!(same + 2 >= a.len(), "{same} of {}", a.len());
+        assert_eq!(b.iter().map(|(_, c)| c.len()).sum::<usize>(), shifted.len());
+    }
+}

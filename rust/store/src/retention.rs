@@ -288,6 +288,8 @@ pub fn collect(home: &Path, limits: Limits, now: SystemTime, dry_run: bool) -> S
                 cas::Cas::manifest_path(&s.cas, name)
             } else if let Some(name) = id.strip_prefix(cas::CHUNK_PREFIX) {
                 cas::Cas::chunk_path(&s.cas, name)
+            } else if let Some(name) = id.strip_prefix(cas::BUNDLE_PREFIX) {
+                cas::Cas::bundle_path(&s.cas, name)
             } else {
                 s.objects.join(&id[..2]).join(&id[2..])
             };
@@ -481,6 +483,19 @@ fn cas_objects(root: &Path, loose: &mut HashMap<String, (u64, SystemTime)>) {
             add(format!("{}{name}", cas::PREFIX), &meta);
         }
     }
+    for e in std::fs::read_dir(root.join("b"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let (Ok(meta), Some(name)) = (e.metadata(), e.file_name().to_str())
+            && meta.is_file()
+            && name.len() == 64
+            && is_hex(name)
+        {
+            add(format!("{}{name}", cas::BUNDLE_PREFIX), &meta);
+        }
+    }
     walk(&root.join("c"), &mut |p, meta| {
         let (Some(file), Some(fan)) = (
             p.file_name().and_then(|n| n.to_str()),
@@ -496,9 +511,19 @@ fn cas_objects(root: &Path, loose: &mut HashMap<String, (u64, SystemTime)>) {
     });
 }
 
-/// Each chunk is referenced by the sessions that reference a manifest listing it. A
-/// manifest that cannot be read keeps nothing (its image cannot be restored anyway).
+/// Each chunk is referenced by the sessions that reference a manifest listing it, each bundle
+/// by those that reference a piece of it. A manifest that cannot be read keeps nothing (its
+/// image cannot be restored anyway).
 fn chunk_refs(root: &Path, refs: &mut HashMap<String, HashSet<String>>) {
+    let pieces: Vec<(String, HashSet<String>)> = refs
+        .iter()
+        .filter_map(|(id, by)| Some((cas::parse_pack(id)?.0.to_string(), by.clone())))
+        .collect();
+    for (name, by) in pieces {
+        refs.entry(format!("{}{name}", cas::BUNDLE_PREFIX))
+            .or_default()
+            .extend(by);
+    }
     let manifests: Vec<(String, HashSet<String>)> = refs
         .iter()
         .filter_map(|(id, by)| Some((id.strip_prefix(cas::PREFIX)?.to_string(), by.clone())))

@@ -186,6 +186,7 @@ pub(crate) fn lock_journal_at(journal: &Path) -> Result<JournalLock, String> {
 
 pub struct Snapshots {
     repo: git2::Repository,
+    cas: cas::Cas,
     journal_path: PathBuf,
     project: PathBuf,
     /// Folders never looked at when fingerprinting the project.
@@ -326,6 +327,7 @@ impl Snapshots {
             }
         };
         Ok(Snapshots {
+            cas: cas::Cas::new(repo.path()),
             repo,
             journal_path: dir.join(format!("{id}.json")),
             project: project.to_path_buf(),
@@ -404,15 +406,6 @@ impl Snapshots {
         })
     }
 
-    /// Stores the bytes of `path` as an object; `None` when it does not exist.
-    fn store_file(&self, path: &Path) -> Result<Option<String>, String> {
-        match std::fs::metadata(path) {
-            Ok(m) => self.store_existing(path, &m),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-        }
-    }
-
     fn store_existing(
         &self,
         path: &Path,
@@ -445,8 +438,8 @@ impl Snapshots {
         }
     }
 
-    fn cas(&self) -> cas::Cas {
-        cas::Cas::new(self.repo.path())
+    fn cas(&self) -> &cas::Cas {
+        &self.cas
     }
 
     /// Where a `raw:` object lives, `None` for a git blob id.
@@ -462,7 +455,7 @@ impl Snapshots {
     /// The bytes of a stored object (a git blob, a `cas:` image or an older `raw:` copy).
     /// A damaged or truncated object is an error.
     pub fn blob(&self, id: &str) -> Result<Vec<u8>, String> {
-        if id.starts_with(cas::PREFIX) {
+        if id.starts_with(cas::PREFIX) || id.starts_with(cas::PACK_PREFIX) {
             return self.cas().get(id);
         }
         if let Some(p) = self.raw_path(id) {
@@ -478,6 +471,15 @@ impl Snapshots {
     fn holds(&self, path: &Path, id: Option<&str>) -> Result<bool, String> {
         match id {
             None => Ok(disk_stamp(path)?.is_none()),
+            Some(id) if id.starts_with(cas::PACK_PREFIX) => {
+                let want = cas::parse_pack(id).map(|(_, _, n)| n as u64);
+                match disk_stamp(path)? {
+                    Some(s) if Some(s.size) == want => {
+                        Ok(disk(path)?.is_some_and(|b| self.cas().get(id).ok() == Some(b)))
+                    }
+                    _ => Ok(false),
+                }
+            }
             Some(id) if id.starts_with(cas::PREFIX) => {
                 let want = self.cas().image_len(id)?;
                 match disk_stamp(path)? {
@@ -603,18 +605,47 @@ impl Snapshots {
     }
 
     /// Restores the batch's files to their pre-images, skipping files changed since. A
-    /// post-image not stored yet is stored first (it is what /redo puts back).
+    /// post-image not stored yet is stored first (it is what /redo puts back): the small ones
+    /// of the whole batch in one bundle, before any file is touched.
     fn revert(&self, b: &mut Batch, report: &mut Report) -> Result<(), String> {
-        for f in b.files.iter_mut().rev() {
-            if !self.holds_after(f)? {
+        let mut todo = Vec::new();
+        let mut small: Vec<(usize, Vec<u8>)> = Vec::new();
+        for i in (0..b.files.len()).rev() {
+            let f = &b.files[i];
+            // The post-image is read once: to check it is still there and, when it must be
+            // kept, to store it.
+            let (holds, bytes) = match (&f.after_sha256, &f.after) {
+                (Some(h), None) => match disk(&f.path)? {
+                    Some(bytes) if hex(&Sha256::digest(&bytes)) == *h => (true, Some(bytes)),
+                    _ => (false, None),
+                },
+                _ => (self.holds_after(f)?, None),
+            };
+            if !holds {
                 if !self.holds(&f.path, f.before.as_deref())? {
                     report.skipped.push(f.path.clone());
                 }
                 continue;
             }
-            if f.after.is_none() && f.after_sha256.is_some() {
-                f.after = self.store_file(&f.path)?;
+            match bytes {
+                Some(bytes) if bytes.len() as u64 >= CHUNKED_FROM => {
+                    let id = self.cas().put(&bytes).map_err(|e| {
+                        format!("cannot snapshot {}: {e}", b.files[i].path.display())
+                    })?;
+                    b.files[i].after = Some(id);
+                }
+                Some(bytes) => small.push((i, bytes)),
+                None => {}
             }
+            todo.push(i);
+        }
+        let pieces: Vec<&[u8]> = small.iter().map(|(_, b)| b.as_slice()).collect();
+        let ids = self.cas().put_bundle(&pieces)?;
+        for ((i, _), id) in small.iter().zip(ids) {
+            b.files[*i].after = Some(id);
+        }
+        for i in todo {
+            let f = &b.files[i];
             self.put(&f.path, f.before.as_deref(), &f.new_dirs, report)?;
         }
         report.batches += 1;
@@ -1210,7 +1241,6 @@ mod tests {
         let raw = s.git_dir().join(RAW_DIR);
         std::fs::create_dir_all(&raw).unwrap();
         std::fs::write(raw.join("0123456789abcdef0123456789abcdef"), &old).unwrap();
-        let after = blob_id(b"agent's version");
         let journal = serde_json::json!({
             "project": proj.path(), "next_batch": 2, "next_checkpoint": 1, "checkpoints": [],
             "redo": [], "redo_fingerprint": null,
@@ -1224,11 +1254,10 @@ mod tests {
         let (_, r) = s.undo().unwrap().unwrap();
         assert_eq!(r.restored, vec![f.clone()]);
         assert!(std::fs::read(&f).unwrap() == old);
-        // The agent's version, stored for /redo on the way (small: a git blob).
-        assert_eq!(
-            s.batches()[0].files[0].after.as_deref(),
-            Some(after.as_str())
-        );
+        // The agent's version, stored for /redo on the way (small: in a bundle).
+        let after = s.batches()[0].files[0].after.clone().unwrap();
+        assert!(after.starts_with(cas::PACK_PREFIX), "{after}");
+        assert_eq!(s.blob(&after).unwrap(), b"agent's version");
         s.redo().unwrap().unwrap();
         assert_eq!(std::fs::read(&f).unwrap(), b"agent's version");
     }

@@ -18,6 +18,12 @@ pub(crate) const PREFIX: &str = "cas:";
 pub(crate) const DIR: &str = "yuyao-cas";
 /// `retention.rs` names chunks `chunk:<64 hex>` among the objects it may delete.
 pub(crate) const CHUNK_PREFIX: &str = "chunk:";
+/// A piece of a bundle: `pack:<64 hex>:<offset>:<length>` (see [`Cas::put_bundle`]).
+pub(crate) const PACK_PREFIX: &str = "pack:";
+/// `retention.rs` names bundles `bundle:<64 hex>`.
+pub(crate) const BUNDLE_PREFIX: &str = "bundle:";
+/// A bundle holds at most this many bytes (before compression).
+const BUNDLE_MAX: usize = 64 * 1024 * 1024;
 const MAGIC: &str = "yuyao-chunks 1";
 /// zstd level: fast to write (the edit tools wait for it), still a good ratio on text.
 const LEVEL: i32 = 3;
@@ -127,6 +133,18 @@ pub(crate) fn parse_manifest(text: &[u8]) -> Option<Manifest> {
 /// The store under a snapshot repository's folder.
 pub(crate) struct Cas {
     root: PathBuf,
+    /// The bundle read last, checked (a /redo of a thousand files reads it once).
+    bundle: std::cell::RefCell<Option<(String, std::sync::Arc<Vec<u8>>)>>,
+}
+
+/// The parts of a bundle piece's id: (bundle name, offset, length).
+pub(crate) fn parse_pack(id: &str) -> Option<(&str, usize, usize)> {
+    let mut it = id.strip_prefix(PACK_PREFIX)?.split(':');
+    let (name, off, len) = (it.next()?, it.next()?, it.next()?);
+    if it.next().is_some() || !is_name(name) {
+        return None;
+    }
+    Some((name, off.parse().ok()?, len.parse().ok()?))
 }
 
 /// Sets a file's modification time to now: an object about to be referenced again must not
@@ -162,7 +180,79 @@ impl Cas {
     pub(crate) fn new(git_dir: &Path) -> Cas {
         Cas {
             root: git_dir.join(DIR),
+            bundle: Default::default(),
         }
+    }
+
+    pub(crate) fn bundle_path(root: &Path, name: &str) -> PathBuf {
+        root.join("b").join(name)
+    }
+
+    /// Stores many small images in one compressed object (a bundle, named by the SHA-256 of
+    /// its uncompressed bytes) and returns each one's id: one write instead of one per file
+    /// when an /undo keeps the post-images of a large batch.
+    pub(crate) fn put_bundle(&self, pieces: &[&[u8]]) -> Result<Vec<String>, String> {
+        let mut ids = Vec::with_capacity(pieces.len());
+        let mut start = 0;
+        while start < pieces.len() {
+            let mut end = start;
+            let mut size = 0;
+            while end < pieces.len() && (end == start || size + pieces[end].len() <= BUNDLE_MAX) {
+                size += pieces[end].len();
+                end += 1;
+            }
+            let mut all = Vec::with_capacity(size);
+            let mut spans = Vec::with_capacity(end - start);
+            for p in &pieces[start..end] {
+                spans.push((all.len(), p.len()));
+                all.extend_from_slice(p);
+            }
+            let name = hex(&Sha256::digest(&all));
+            write_once(&Self::bundle_path(&self.root, &name), || {
+                zstd::bulk::compress(&all, LEVEL).map_err(|e| format!("cannot compress: {e}"))
+            })?;
+            ids.extend(
+                spans
+                    .into_iter()
+                    .map(|(o, n)| format!("{PACK_PREFIX}{name}:{o}:{n}")),
+            );
+            start = end;
+        }
+        Ok(ids)
+    }
+
+    /// The bytes of a bundle piece; the whole bundle is checked against its name.
+    fn get_piece(&self, id: &str) -> Result<Vec<u8>, String> {
+        let (name, off, len) =
+            parse_pack(id).ok_or_else(|| format!("snapshot store: {id:?} is not an object id"))?;
+        let cached = self
+            .bundle
+            .borrow()
+            .as_ref()
+            .filter(|(n, _)| n == name)
+            .map(|(_, b)| b.clone());
+        let all = match cached {
+            Some(b) => b,
+            None => {
+                let path = Self::bundle_path(&self.root, name);
+                let packed = std::fs::read(&path)
+                    .map_err(|e| format!("snapshot store: cannot read {}: {e}", path.display()))?;
+                let damaged =
+                    |why: String| format!("snapshot store: {} is damaged ({why})", path.display());
+                let all =
+                    zstd::stream::decode_all(&packed[..]).map_err(|e| damaged(e.to_string()))?;
+                if hex(&Sha256::digest(&all)) != name {
+                    return Err(damaged("its content does not match its name".into()));
+                }
+                let all = std::sync::Arc::new(all);
+                *self.bundle.borrow_mut() = Some((name.to_string(), all.clone()));
+                all
+            }
+        };
+        off.checked_add(len)
+            .and_then(|end| all.get(off..end))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| format!("snapshot store: {id:?} is outside its bundle"))
     }
 
     pub(crate) fn manifest_path(root: &Path, name: &str) -> PathBuf {
@@ -216,8 +306,11 @@ impl Cas {
         Ok(self.manifest(id)?.len)
     }
 
-    /// The bytes of `id`, every chunk checked.
+    /// The bytes of `id` (`cas:` or `pack:`), every chunk checked.
     pub(crate) fn get(&self, id: &str) -> Result<Vec<u8>, String> {
+        if id.starts_with(PACK_PREFIX) {
+            return self.get_piece(id);
+        }
         let m = self.manifest(id)?;
         let mut out = Vec::with_capacity(m.len as usize);
         for (h, n) in &m.chunks {

@@ -902,6 +902,48 @@ mod tests {
         assert!(std::fs::read(&big).unwrap() == v1);
     }
 
+    /// The post-images an /undo kept (one bundle) stay while the batch is journaled, and go
+    /// with it.
+    #[test]
+    fn an_undo_bundle_goes_with_the_last_batch_referring_to_it() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path();
+        let project = d.path().join("proj");
+        std::fs::create_dir_all(&project).unwrap();
+        let snaps = crate::snapshots::Snapshots::open(home, &project).unwrap();
+        let files: Vec<PathBuf> = (0..20).map(|i| project.join(format!("n{i}.txt"))).collect();
+        let pre: Vec<_> = files.iter().map(|f| snaps.capture(f).unwrap()).collect();
+        for f in &files {
+            std::fs::write(f, f.display().to_string()).unwrap();
+        }
+        snaps.record_batch("old", &pre, &|_| None).unwrap().unwrap();
+        snaps.undo().unwrap().unwrap();
+        let bundles = cas_files(&snaps);
+        assert_eq!(bundles.len(), 1, "{bundles:?}");
+        age(&bundles[0], 40);
+        spill_session(home, "old", 1, 10);
+        let s = collect(home, NO_SIZE_CAP, SystemTime::now(), false);
+        assert_eq!(s.snapshot_objects.0, 0, "{s}");
+        assert!(bundles[0].exists());
+        snaps.redo().unwrap().unwrap();
+        assert!(files.iter().all(|f| f.exists()));
+        snaps.undo().unwrap().unwrap();
+        // The session ends long ago: its batch goes, and the bundle with it.
+        age(&bundles[0], 40);
+        spill_session(home, "old", 40, 10);
+        let journal = snaps.git_dir().with_extension("json");
+        let mut j: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&journal).unwrap()).unwrap();
+        let old_time = (chrono::Local::now() - chrono::Duration::days(40))
+            .format("%Y-%m-%d %H:%M:%S")
+            .to_string();
+        j["batches"][0]["time"] = serde_json::json!(old_time);
+        std::fs::write(&journal, serde_json::to_vec(&j).unwrap()).unwrap();
+        let s = collect(home, NO_SIZE_CAP, SystemTime::now(), false);
+        assert_eq!(s.snapshot_objects.0, 1, "{s}");
+        assert!(!bundles[0].exists());
+    }
+
     fn blob_path(s: &crate::snapshots::Snapshots, bytes: &[u8]) -> PathBuf {
         let id = crate::snapshots::blob_id(bytes);
         s.git_dir().join("objects").join(&id[..2]).join(&id[2..])

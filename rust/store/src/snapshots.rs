@@ -648,8 +648,19 @@ impl Snapshots {
             let f = &b.files[i];
             self.put(&f.path, f.before.as_deref(), &f.new_dirs, report)?;
         }
+        self.flush(report)?;
         report.batches += 1;
         Ok(())
+    }
+
+    /// Makes the files a restore wrote durable (one `syncfs` rather than one `fsync` per
+    /// file), before the journal records the restore.
+    fn flush(&self, report: &Report) -> Result<(), String> {
+        if report.restored.is_empty() {
+            return Ok(());
+        }
+        crate::beneath::sync_fs(&self.project)
+            .map_err(|e| format!("cannot flush {}: {e}", self.project.display()))
     }
 
     fn put(
@@ -769,6 +780,7 @@ impl Snapshots {
         for f in &b.files {
             self.put(&f.path, f.after.as_deref(), &[], &mut report)?;
         }
+        self.flush(&report)?;
         report.batches = 1;
         j.batches[pos].undone = false;
         j.redo.pop();
@@ -866,14 +878,15 @@ impl Snapshots {
 
 /// Writes atomically, keeping the file's permissions when it exists. Inside the project no
 /// symbolic link is followed (`beneath.rs`): the agent may have replaced a folder of the
-/// path with a link since the batch, and a restore must not land where it points.
+/// path with a link since the batch, and a restore must not land where it points. Not
+/// synced one by one: [`Snapshots::flush`] makes a whole restore durable with one call.
 fn write_keeping_mode(project: &Path, path: &Path, bytes: &[u8]) -> Result<(), String> {
     let perms = std::fs::symlink_metadata(path)
         .ok()
         .filter(|m| m.is_file())
         .map(|m| m.permissions());
     let written = if path.starts_with(project) {
-        crate::beneath::write_atomic(&[project], path, bytes)
+        crate::beneath::write_atomic_unsynced(&[project], path, bytes)
     } else {
         crate::write_atomic(path, bytes)
     };

@@ -1,8 +1,8 @@
 //! The content-addressed, compressed store of large images (journal id `cas:<64 hex>`).
 //!
-//! An image is cut into content-defined chunks (a gear rolling hash picks the cut points, so
-//! an edit moves only the chunks around it and every other chunk keeps its bytes and its
-//! name). Each chunk is stored once, zstd-compressed, under the SHA-256 of its bytes:
+//! An image is cut into content-defined chunks (FastCDC: a gear rolling hash picks the cut
+//! points, so an edit moves only the chunks around it and every other chunk keeps its bytes
+//! and its name). Each chunk is stored once, zstd-compressed, under the SHA-256 of its bytes:
 //! `yuyao-cas/c/<2 hex>/<62 hex>`. The image itself is a manifest listing its chunks,
 //! stored under the SHA-256 of the manifest's text: `yuyao-cas/m/<64 hex>`. The same content
 //! always gives the same manifest, so seven edits of a large file cost one compressed copy
@@ -27,45 +27,9 @@ const BUNDLE_MAX: usize = 64 * 1024 * 1024;
 const MAGIC: &str = "yuyao-chunks 1";
 /// zstd level: fast to write (the edit tools wait for it), still a good ratio on text.
 const LEVEL: i32 = 3;
-const MIN_CHUNK: usize = 64 * 1024;
+const MIN_CHUNK: u32 = 64 * 1024;
+const AVG_CHUNK: u32 = 256 * 1024;
 const MAX_CHUNK: usize = 1024 * 1024;
-/// A cut where the top 18 bits of the hash are zero: chunks average about 64 + 256 KiB.
-const MASK: u64 = ((1u64 << 18) - 1) << 46;
-
-const GEAR: [u64; 256] = gear();
-
-/// 256 fixed pseudo-random words (splitmix64): the same cut points on every machine, for
-/// ever, since stored chunk names depend on them.
-const fn gear() -> [u64; 256] {
-    let mut t = [0u64; 256];
-    let mut s: u64 = 0;
-    let mut i = 0;
-    while i < 256 {
-        s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        t[i] = z ^ (z >> 31);
-        i += 1;
-    }
-    t
-}
-
-/// The length of the chunk that starts `d`.
-fn cut(d: &[u8]) -> usize {
-    if d.len() <= MIN_CHUNK {
-        return d.len();
-    }
-    let end = d.len().min(MAX_CHUNK);
-    let mut h = 0u64;
-    for (i, &b) in d[MIN_CHUNK..end].iter().enumerate() {
-        h = (h << 1).wrapping_add(GEAR[b as usize]);
-        if h & MASK == 0 {
-            return MIN_CHUNK + i + 1;
-        }
-    }
-    end
-}
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -75,16 +39,16 @@ fn is_name(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
-/// The chunks of `data`: (SHA-256 hex, bytes).
+/// The chunks of `data`: (SHA-256 hex, bytes). The cut points are FastCDC's (2020 gear
+/// hash, normalized sizes); a chunk's name depends only on its bytes, so a later change of
+/// the cutting would cost sharing with older images, never the reading of them.
 fn chunks(data: &[u8]) -> Vec<(String, &[u8])> {
-    let mut out = Vec::new();
-    let mut rest = data;
-    while !rest.is_empty() {
-        let (c, r) = rest.split_at(cut(rest));
-        out.push((hex(&Sha256::digest(c)), c));
-        rest = r;
-    }
-    out
+    fastcdc::v2020::FastCDC::new(data, MIN_CHUNK, AVG_CHUNK, MAX_CHUNK as u32)
+        .map(|c| {
+            let bytes = &data[c.offset..c.offset + c.length];
+            (hex(&Sha256::digest(bytes)), bytes)
+        })
+        .collect()
 }
 
 /// The manifest text of `data` and its id.

@@ -239,6 +239,64 @@ fn write_atomic_with(roots: &[&Path], path: &Path, bytes: &[u8], sync: bool) -> 
     renamed
 }
 
+/// A folder opened beneath a root with no link followed, for many operations on the files in
+/// it (a restore of a large batch opens each folder once, not once per file).
+pub struct Folder(OwnedFd);
+
+impl Folder {
+    /// Opens `dir` (absolute under `root`, or relative to it).
+    pub fn open(root: &Path, dir: &Path) -> io::Result<Folder> {
+        let rel = dir.strip_prefix(root).unwrap_or(dir);
+        open_dir_beneath(root, rel, false).map(Folder)
+    }
+
+    /// The bytes of the file `name` in it, opened with `O_NOFOLLOW`: `Ok(None)` when it is
+    /// absent, or is a link (not the file a batch wrote).
+    pub fn read(&self, name: &std::ffi::OsStr) -> io::Result<Option<Vec<u8>>> {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let c = cstr(name)?;
+        // SAFETY: valid descriptor and NUL-terminated name; the result is owned below.
+        let fd = unsafe {
+            libc::openat(
+                self.0.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK,
+            )
+        };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENOENT) | Some(libc::ELOOP) => Ok(None),
+                _ => Err(e),
+            };
+        }
+        // SAFETY: freshly opened, owned by the File.
+        let mut f = unsafe { File::from_raw_fd(fd) };
+        if !f.metadata()?.is_file() {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        f.read_to_end(&mut out)?;
+        Ok(Some(out))
+    }
+
+    /// Removes the file `name` in it (a link at the name is removed, not followed). A missing
+    /// file is not an error.
+    pub fn remove(&self, name: &std::ffi::OsStr) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let c = cstr(name)?;
+        // SAFETY: valid descriptor and NUL-terminated name.
+        if unsafe { libc::unlinkat(self.0.as_raw_fd(), c.as_ptr(), 0) } < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::NotFound {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Removes the file `path` beneath `root` with no symbolic link followed on the way (a link
 /// at the name itself is removed, not its target). A missing file or folder is not an error.
 pub fn remove_file(root: &Path, path: &Path) -> io::Result<()> {

@@ -304,6 +304,56 @@ fn same_bytes(a: &Path, b: &Path) -> Result<bool, String> {
     }
 }
 
+/// The folder of the file a restore works on, kept open for the next file in the same folder
+/// (`beneath::Folder`: no link followed). `None`: it could not be opened (absent, a link).
+struct Dirs<'a> {
+    project: &'a Path,
+    cur: Option<(PathBuf, Option<crate::beneath::Folder>)>,
+}
+
+impl<'a> Dirs<'a> {
+    fn new(project: &'a Path) -> Dirs<'a> {
+        Dirs { project, cur: None }
+    }
+
+    fn folder(&mut self, dir: &Path) -> Option<&crate::beneath::Folder> {
+        if self.cur.as_ref().is_none_or(|(d, _)| d != dir) {
+            let opened = crate::beneath::Folder::open(self.project, dir).ok();
+            self.cur = Some((dir.to_path_buf(), opened));
+        }
+        self.cur.as_ref().and_then(|(_, f)| f.as_ref())
+    }
+
+    /// The bytes of `path`, read without following a link inside the project; `Ok(None)`
+    /// when it is absent or not reachable that way (then it is not what the batch wrote).
+    fn read(&mut self, path: &Path) -> Result<Option<Vec<u8>>, String> {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return Ok(None);
+        };
+        if !path.starts_with(self.project) {
+            return disk(path);
+        }
+        match self.folder(dir) {
+            None => Ok(None),
+            Some(f) => f
+                .read(name)
+                .map_err(|e| format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// Removes `path` inside the project without following a link.
+    fn remove(&mut self, path: &Path) -> Result<(), String> {
+        let err = |e: std::io::Error| format!("cannot remove {}: {e}", path.display());
+        if let (Some(dir), Some(name)) = (path.parent(), path.file_name())
+            && let Some(f) = self.folder(dir)
+        {
+            return f.remove(name).map_err(err);
+        }
+        // The folder is absent (nothing to remove) or a link (the error says so).
+        crate::beneath::remove_file(self.project, path).map_err(err)
+    }
+}
+
 impl Snapshots {
     /// Opens (creating on first use) the store of `project` under `home/snapshots/`.
     pub fn open(home: &Path, project: &Path) -> Result<Snapshots, String> {
@@ -610,12 +660,13 @@ impl Snapshots {
     fn revert(&self, b: &mut Batch, report: &mut Report) -> Result<(), String> {
         let mut todo = Vec::new();
         let mut small: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut dirs = Dirs::new(&self.project);
         for i in (0..b.files.len()).rev() {
             let f = &b.files[i];
             // The post-image is read once: to check it is still there and, when it must be
             // kept, to store it.
             let (holds, bytes) = match (&f.after_sha256, &f.after) {
-                (Some(h), None) => match disk(&f.path)? {
+                (Some(h), None) => match dirs.read(&f.path)? {
                     Some(bytes) if hex(&Sha256::digest(&bytes)) == *h => (true, Some(bytes)),
                     _ => (false, None),
                 },
@@ -646,7 +697,7 @@ impl Snapshots {
         }
         for i in todo {
             let f = &b.files[i];
-            self.put(&f.path, f.before.as_deref(), &f.new_dirs, report)?;
+            self.put(&f.path, f.before.as_deref(), &f.new_dirs, report, &mut dirs)?;
         }
         self.flush(report)?;
         report.batches += 1;
@@ -669,6 +720,7 @@ impl Snapshots {
         id: Option<&str>,
         new_dirs: &[PathBuf],
         report: &mut Report,
+        dirs: &mut Dirs,
     ) -> Result<(), String> {
         match id {
             Some(id) => {
@@ -683,8 +735,7 @@ impl Snapshots {
             None => {
                 if path.starts_with(&self.project) {
                     // The folders may have been replaced with links since the batch.
-                    crate::beneath::remove_file(&self.project, path)
-                        .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+                    dirs.remove(path)?;
                 } else if path.exists() {
                     std::fs::remove_file(path)
                         .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
@@ -777,8 +828,9 @@ impl Snapshots {
             ));
         }
         let mut report = Report::default();
+        let mut dirs = Dirs::new(&self.project);
         for f in &b.files {
-            self.put(&f.path, f.after.as_deref(), &[], &mut report)?;
+            self.put(&f.path, f.after.as_deref(), &[], &mut report, &mut dirs)?;
         }
         self.flush(&report)?;
         report.batches = 1;

@@ -92,9 +92,7 @@ def run(fake_llm, python, env, repo: Path, edits: int, mode: str):
     return body, server, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_seven_edits_of_a_20_mb_file_store_about_one_compressed_copy(
-    fake_llm, python, env, repo
-):
+def test_seven_edits_of_a_20_mb_file_store_about_one_compressed_copy(fake_llm, python, env, repo):
     body, server, out = run(fake_llm, python, env, repo, EDITS, "undo")
     for k in range(EDITS):
         result = server.tool_result(f"call_{1 + 2 * k}_0")
@@ -110,9 +108,7 @@ def test_seven_edits_of_a_20_mb_file_store_about_one_compressed_copy(
     assert (repo / "big.rs").read_bytes() == body
 
 
-def test_a_damaged_snapshot_object_fails_the_undo_naming_the_file(
-    fake_llm, python, env, repo
-):
+def test_a_damaged_snapshot_object_fails_the_undo_naming_the_file(fake_llm, python, env, repo):
     _, _, out = run(fake_llm, python, env, repo, 1, "damage")
     (message,) = out["undo"]
     assert "big.rs" in message and "damaged" in message, message

@@ -530,15 +530,7 @@ impl Snapshots {
                     _ => Ok(false),
                 }
             }
-            Some(id) if id.starts_with(cas::PREFIX) => {
-                let want = self.cas().image_len(id)?;
-                match disk_stamp(path)? {
-                    Some(s) if s.size == want => {
-                        Ok(disk(path)?.is_some_and(|b| cas::id_of(&b) == id))
-                    }
-                    _ => Ok(false),
-                }
-            }
+            Some(id) if id.starts_with(cas::PREFIX) => self.cas().matches(id, path),
             Some(id) => match self.raw_path(id) {
                 Some(raw) => Ok(disk_stamp(path)?.is_some() && same_bytes(path, &raw)?),
                 None => Ok(disk_id(path)?.as_deref() == Some(id)),
@@ -1363,5 +1355,28 @@ mod tests {
             assert_eq!(std::fs::read(&f).unwrap(), b"agent", "{damage}");
             assert!(!s.batches()[0].undone);
         }
+    }
+
+    /// A new file of the batch replaced by a link to a file outside with the same bytes:
+    /// /undo reads without following links, so it is not the batch's file and stays.
+    #[test]
+    fn undo_does_not_read_or_remove_through_a_link_planted_at_a_new_file() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let a = proj.path().join("a.txt");
+        let pre = vec![s.capture(&a).unwrap()];
+        std::fs::write(&a, "secret\n").unwrap();
+        s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+        let target = outside.path().join("secret.txt");
+        std::fs::write(&target, "secret\n").unwrap();
+        std::fs::remove_file(&a).unwrap();
+        std::os::unix::fs::symlink(&target, &a).unwrap();
+        let (_, r) = s.undo().unwrap().unwrap();
+        assert_eq!(r.skipped, vec![a.clone()]);
+        assert!(r.removed.is_empty());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "secret\n");
+        assert!(a.symlink_metadata().unwrap().file_type().is_symlink());
     }
 }

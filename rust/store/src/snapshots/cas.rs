@@ -61,11 +61,6 @@ fn manifest(data: &[u8], parts: &[(String, &[u8])]) -> (String, String) {
     (text, id)
 }
 
-/// The id `data` has (or would have) in the store; nothing is written.
-pub(crate) fn id_of(data: &[u8]) -> String {
-    format!("{PREFIX}{}", manifest(data, &chunks(data)).1)
-}
-
 /// A manifest read back: the image's length and its chunks (SHA-256 hex, length).
 pub(crate) struct Manifest {
     pub len: u64,
@@ -265,9 +260,38 @@ impl Cas {
         })
     }
 
-    /// The length of the image `id`, from its manifest.
-    pub(crate) fn image_len(&self, id: &str) -> Result<u64, String> {
-        Ok(self.manifest(id)?.len)
+    /// Whether the file at `path` holds the image `id`: its chunks' bytes are read in turn and
+    /// hashed at the manifest's cut points, stopping at the first that differs (no cutting,
+    /// and an edit in the middle of a large file is found after reading half of it).
+    pub(crate) fn matches(&self, id: &str, path: &Path) -> Result<bool, String> {
+        use std::io::Read;
+        let m = self.manifest(id)?;
+        let mut f = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let len = f
+            .metadata()
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+            .len();
+        if len != m.len {
+            return Ok(false);
+        }
+        let mut buf = vec![0u8; MAX_CHUNK];
+        for (h, n) in &m.chunks {
+            let part = &mut buf[..*n];
+            match f.read_exact(part) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+                Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+            }
+            if hex(&Sha256::digest(&*part)) != *h {
+                return Ok(false);
+            }
+        }
+        // Nothing past the end (it grew while being read).
+        Ok(f.read(&mut buf[..1]).map_err(|e| e.to_string())? == 0)
     }
 
     /// The bytes of `id` (`cas:` or `pack:`), every chunk checked.

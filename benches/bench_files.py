@@ -21,6 +21,10 @@ table gives the minimum and the median of each side and the ratio of the medians
 - /undo of that batch (after all the batches, newest first) — peer: `shutil.rmtree` of the
   peer's copy.
 
+After the edits it also prints what the snapshot store holds on disk (`~/.yuyao/snapshots`):
+after the first edit (one pre-image: one compressed copy of the file) and after the last,
+against the file's size and the N raw copies a store without sharing would hold.
+
 The large file is written before the session opens and left alone for a moment, as a log or a
 data file usually is (a file changed within the last 50 ms is hashed whole when read: see
 rust/tools/src/freshness.rs). Only ratios are meaningful; nothing here asserts a time.
@@ -113,6 +117,10 @@ def main() -> int:
         return sum(r.get("us", 0) for r in trace.new_records() if r["kind"] in kinds) / 1e6
 
     rows: dict[str, tuple[list[float], list[float]]] = {}
+    store_sizes: list[int] = []
+
+    def store_bytes() -> int:
+        return sum(p.stat().st_size for p in (home / "snapshots").rglob("*") if p.is_file())
 
     def sample(name: str, ours: float, theirs: float) -> None:
         a, b = rows.setdefault(name, ([], []))
@@ -158,6 +166,7 @@ def main() -> int:
                 ours = cost()
                 assert f"\n{new}\n".encode() in big.read_bytes(), "the edit did not apply"
                 sample(edit_name, ours, timed(atomic_edit, old.encode(), new.encode()))
+                store_sizes.append(store_bytes())
             for r in range(opts.rounds):
                 patch = ["*** Begin Patch"]
                 for i in range(opts.files):
@@ -198,6 +207,17 @@ def main() -> int:
             f"{name:<34} {min(ours) * 1e3:8.2f}ms {om * 1e3:6.2f}ms   {peers[name]:<24}"
             f" {min(theirs) * 1e3:6.2f}ms {tm * 1e3:6.2f}ms {ratio:5.2f}x"
         )
+    store = {
+        "file_bytes": len(body),
+        "after_first_edit_bytes": store_sizes[0],
+        "after_last_edit_bytes": store_sizes[-1],
+        "edits": len(store_sizes),
+    }
+    print(
+        f"snapshot store after {len(store_sizes)} edits of the {size_mb:.0f} MB file:"
+        f" {store_sizes[-1] / 1e6:.2f} MB (after the first: {store_sizes[0] / 1e6:.2f} MB;"
+        f" {len(store_sizes)} raw copies: {len(store_sizes) * len(body) / 1e6:.0f} MB)"
+    )
     meta = {
         "rounds": opts.rounds,
         "peer": f"Python {platform.python_version()}",
@@ -210,7 +230,9 @@ def main() -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     out = results / f"files-{time.strftime('%Y-%m-%d')}.json"
     report = {"date": time.strftime("%Y-%m-%dT%H:%M:%S"), **meta, "load_1min": load}
-    out.write_text(json.dumps({**report, "operations": summary}, indent=2) + "\n")
+    out.write_text(
+        json.dumps({**report, "operations": summary, "snapshot_store": store}, indent=2) + "\n"
+    )
     print(f"raw figures: {out}")
     return 0
 

@@ -913,9 +913,12 @@ def test_big_file_edit_stores_one_copy_and_undo_redo_are_exact(fake_llm, session
     edited = big.read_bytes()
     assert edited == original.replace(b"row 0100000 ", b"ROW 100000 ")
     store = shadow_store(yuyao_home)
-    # The pre-image once, as a plain copy; the post-image is the file itself.
-    raw = list((store / "yuyao-raw").iterdir())
-    assert [p.read_bytes() == original for p in raw] == [True]
+    # The pre-image once, chunked and compressed (docs/snapshots.md); the post-image is the
+    # file itself.
+    assert len(list((store / "yuyao-cas" / "m").iterdir())) == 1
+    chunks = [p for p in (store / "yuyao-cas" / "c").rglob("*") if p.is_file()]
+    assert chunks and sum(p.stat().st_size for p in chunks) < len(original) / 2
+    assert not (store / "yuyao-raw").exists()
     assert loose_objects(store) == []
     assert "big.log" in s.dispatch("/undo")
     assert big.read_bytes() == original

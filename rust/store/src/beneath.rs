@@ -161,6 +161,27 @@ pub fn create_dir_all(root: &Path, rel: &Path) -> io::Result<()> {
 /// made with `O_EXCL | O_NOFOLLOW` in the folder opened without following links, then
 /// renamed over the name in that same folder (a link at the name is replaced, not followed).
 pub fn write_atomic(roots: &[&Path], path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(roots, path, bytes, true)
+}
+
+/// [`write_atomic`] without the `fsync` of each file: for a restore of many files, which
+/// makes them durable at once afterwards ([`sync_fs`]).
+pub fn write_atomic_unsynced(roots: &[&Path], path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(roots, path, bytes, false)
+}
+
+/// Flushes the file system holding `dir` (`syncfs`): one call after many unsynced writes.
+pub fn sync_fs(dir: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let d = File::open(dir)?;
+    // SAFETY: a valid descriptor.
+    if unsafe { libc::syncfs(d.as_raw_fd()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn write_atomic_with(roots: &[&Path], path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     use std::io::Write;
     use std::os::fd::AsRawFd;
     let root = roots
@@ -192,7 +213,9 @@ pub fn write_atomic(roots: &[&Path], path: &Path, bytes: &[u8]) -> io::Result<()
     }
     // SAFETY: freshly opened, owned by the File.
     let mut file = unsafe { File::from_raw_fd(fd) };
-    let written = file.write_all(bytes).and_then(|_| file.sync_all());
+    let written = file
+        .write_all(bytes)
+        .and_then(|_| if sync { file.sync_all() } else { Ok(()) });
     // SAFETY: both names are relative to the same valid folder descriptor.
     let renamed = written.and_then(|_| {
         let r = unsafe {
@@ -214,6 +237,64 @@ pub fn write_atomic(roots: &[&Path], path: &Path, bytes: &[u8]) -> io::Result<()
         unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
     }
     renamed
+}
+
+/// A folder opened beneath a root with no link followed, for many operations on the files in
+/// it (a restore of a large batch opens each folder once, not once per file).
+pub struct Folder(OwnedFd);
+
+impl Folder {
+    /// Opens `dir` (absolute under `root`, or relative to it).
+    pub fn open(root: &Path, dir: &Path) -> io::Result<Folder> {
+        let rel = dir.strip_prefix(root).unwrap_or(dir);
+        open_dir_beneath(root, rel, false).map(Folder)
+    }
+
+    /// The bytes of the file `name` in it, opened with `O_NOFOLLOW`: `Ok(None)` when it is
+    /// absent, or is a link (not the file a batch wrote).
+    pub fn read(&self, name: &std::ffi::OsStr) -> io::Result<Option<Vec<u8>>> {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let c = cstr(name)?;
+        // SAFETY: valid descriptor and NUL-terminated name; the result is owned below.
+        let fd = unsafe {
+            libc::openat(
+                self.0.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK,
+            )
+        };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENOENT) | Some(libc::ELOOP) => Ok(None),
+                _ => Err(e),
+            };
+        }
+        // SAFETY: freshly opened, owned by the File.
+        let mut f = unsafe { File::from_raw_fd(fd) };
+        if !f.metadata()?.is_file() {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        f.read_to_end(&mut out)?;
+        Ok(Some(out))
+    }
+
+    /// Removes the file `name` in it (a link at the name is removed, not followed). A missing
+    /// file is not an error.
+    pub fn remove(&self, name: &std::ffi::OsStr) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let c = cstr(name)?;
+        // SAFETY: valid descriptor and NUL-terminated name.
+        if unsafe { libc::unlinkat(self.0.as_raw_fd(), c.as_ptr(), 0) } < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::NotFound {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Removes the file `path` beneath `root` with no symbolic link followed on the way (a link

@@ -171,12 +171,18 @@ struct SpillUse {
 const RAW_PREFIX: &str = "raw:";
 const RAW_DIR: &str = "yuyao-raw";
 
+use crate::snapshots::cas;
+
 /// A project's snapshot store: its journal and loose objects.
 struct Store {
     journal: PathBuf,
     objects: PathBuf,
-    /// Large pre-images stored as plain copies (journal id `raw:<name>`, see `snapshots`).
+    /// Large pre-images stored as plain copies by earlier versions (journal id `raw:<name>`).
     raw: PathBuf,
+    /// Large images in chunks (`snapshots/cas.rs`): manifests are loose objects `cas:<hex>`
+    /// referenced by the journal, their chunks loose objects `chunk:<hex>` referenced by
+    /// the manifests (a chunk is kept while a kept manifest lists it).
+    cas: PathBuf,
     /// Object id → (size, mtime) of every loose object.
     loose: HashMap<String, (u64, SystemTime)>,
     /// Object id → the sessions whose batches reference it.
@@ -276,9 +282,16 @@ pub fn collect(home: &Path, limits: Limits, now: SystemTime, dry_run: bool) -> S
         summary.journal_entries += removed;
         let mut freed = (0, 0);
         for id in &ids {
-            let path = match id.strip_prefix(RAW_PREFIX) {
-                Some(name) => s.raw.join(name),
-                None => s.objects.join(&id[..2]).join(&id[2..]),
+            let path = if let Some(name) = id.strip_prefix(RAW_PREFIX) {
+                s.raw.join(name)
+            } else if let Some(name) = id.strip_prefix(cas::PREFIX) {
+                cas::Cas::manifest_path(&s.cas, name)
+            } else if let Some(name) = id.strip_prefix(cas::CHUNK_PREFIX) {
+                cas::Cas::chunk_path(&s.cas, name)
+            } else if let Some(name) = id.strip_prefix(cas::BUNDLE_PREFIX) {
+                cas::Cas::bundle_path(&s.cas, name)
+            } else {
+                s.objects.join(&id[..2]).join(&id[2..])
             };
             if dry_run || std::fs::remove_file(&path).is_ok() {
                 freed.0 += 1;
@@ -433,17 +446,104 @@ fn snapshot_stores(dir: &Path) -> Vec<Store> {
                 }
             }
         }
+        let cas = path.join(cas::DIR);
+        cas_objects(&cas, &mut loose);
         let journal = dir.join(format!("{name}.json"));
-        let refs = journal_refs(&journal);
+        let mut refs = journal_refs(&journal);
+        chunk_refs(&cas, &mut refs);
         out.push(Store {
             journal,
             objects,
             raw,
+            cas,
             loose,
             refs,
         });
     }
     out
+}
+
+/// Adds the manifests (`cas:<hex>`) and chunks (`chunk:<hex>`) under `root` to `loose`.
+fn cas_objects(root: &Path, loose: &mut HashMap<String, (u64, SystemTime)>) {
+    let is_hex = |s: &str| s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let mut add = |key: String, meta: &std::fs::Metadata| {
+        let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        loose.insert(key, (meta.len(), mtime));
+    };
+    for e in std::fs::read_dir(root.join("m"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let (Ok(meta), Some(name)) = (e.metadata(), e.file_name().to_str())
+            && meta.is_file()
+            && name.len() == 64
+            && is_hex(name)
+        {
+            add(format!("{}{name}", cas::PREFIX), &meta);
+        }
+    }
+    for e in std::fs::read_dir(root.join("b"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let (Ok(meta), Some(name)) = (e.metadata(), e.file_name().to_str())
+            && meta.is_file()
+            && name.len() == 64
+            && is_hex(name)
+        {
+            add(format!("{}{name}", cas::BUNDLE_PREFIX), &meta);
+        }
+    }
+    walk(&root.join("c"), &mut |p, meta| {
+        let (Some(file), Some(fan)) = (
+            p.file_name().and_then(|n| n.to_str()),
+            p.parent()
+                .and_then(|d| d.file_name())
+                .and_then(|n| n.to_str()),
+        ) else {
+            return;
+        };
+        if fan.len() == 2 && file.len() == 62 && is_hex(fan) && is_hex(file) {
+            add(format!("{}{fan}{file}", cas::CHUNK_PREFIX), meta);
+        }
+    });
+}
+
+/// Each chunk is referenced by the sessions that reference a manifest listing it, each bundle
+/// by those that reference a piece of it. A manifest that cannot be read keeps nothing (its
+/// image cannot be restored anyway).
+fn chunk_refs(root: &Path, refs: &mut HashMap<String, HashSet<String>>) {
+    let pieces: Vec<(String, HashSet<String>)> = refs
+        .iter()
+        .filter_map(|(id, by)| Some((cas::parse_pack(id)?.0.to_string(), by.clone())))
+        .collect();
+    for (name, by) in pieces {
+        refs.entry(format!("{}{name}", cas::BUNDLE_PREFIX))
+            .or_default()
+            .extend(by);
+    }
+    let manifests: Vec<(String, HashSet<String>)> = refs
+        .iter()
+        .filter_map(|(id, by)| Some((id.strip_prefix(cas::PREFIX)?.to_string(), by.clone())))
+        .collect();
+    for (name, by) in manifests {
+        if name.len() != 64 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        let Some(m) = std::fs::read(cas::Cas::manifest_path(root, &name))
+            .ok()
+            .and_then(|t| cas::parse_manifest(&t))
+        else {
+            continue;
+        };
+        for (chunk, _) in m.chunks {
+            refs.entry(format!("{}{chunk}", cas::CHUNK_PREFIX))
+                .or_default()
+                .extend(by.iter().cloned());
+        }
+    }
 }
 
 fn read_journal(path: &Path) -> Option<serde_json::Value> {
@@ -669,8 +769,8 @@ mod tests {
         let project = d.path().join("proj");
         std::fs::create_dir_all(&project).unwrap();
         let snaps = crate::snapshots::Snapshots::open(home, &project).unwrap();
-        // The old session changed f (shared content), g (its own) and a large file (a raw
-        // copy); the kept session changed f from the same content.
+        // The old session changed f (shared content), g (its own) and a large file (chunked);
+        // the kept session changed f from the same content.
         let f = project.join("f.txt");
         let g = project.join("g.txt");
         let big = project.join("big.bin");
@@ -692,12 +792,12 @@ mod tests {
         snaps.record_batch("kept", &[pre], &|_| None).unwrap();
         let shared = blob_path(&snaps, b"shared\n");
         let old_only = blob_path(&snaps, b"old only\n");
-        let raw: Vec<PathBuf> = std::fs::read_dir(snaps.git_dir().join(RAW_DIR))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        assert_eq!(raw.len(), 1, "the large pre-image is a raw copy");
-        for p in [&shared, &old_only, &raw[0]] {
+        let large = cas_files(&snaps);
+        assert!(
+            large.len() >= 2,
+            "the large pre-image is a manifest and its chunks"
+        );
+        for p in large.iter().chain([&shared, &old_only]) {
             assert!(p.exists(), "{}", p.display());
             age(p, 40);
         }
@@ -719,11 +819,129 @@ mod tests {
         }
         std::fs::write(&journal, serde_json::to_vec(&j).unwrap()).unwrap();
         let s = collect(home, NO_SIZE_CAP, SystemTime::now(), false);
-        assert_eq!(s.snapshot_objects.0, 2, "{s}");
-        assert!(!old_only.exists() && !raw[0].exists());
+        assert_eq!(s.snapshot_objects.0, 1 + large.len() as u64, "{s}");
+        assert!(!old_only.exists() && large.iter().all(|p| !p.exists()));
         assert!(shared.exists());
         assert_eq!(snaps.batches().len(), 1);
         assert_eq!(snaps.batches()[0].session, "kept");
+    }
+
+    /// The files of the chunked store: manifests and chunks.
+    fn cas_files(s: &crate::snapshots::Snapshots) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        walk(&s.git_dir().join(cas::DIR), &mut |p, _| {
+            out.push(p.to_path_buf())
+        });
+        out.sort();
+        out
+    }
+
+    fn seeded_text(lines: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..lines)
+            .flat_map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                format!("line {i}: {x:x}\n").into_bytes()
+            })
+            .collect()
+    }
+
+    /// Images no batch refers to (a capture whose file did not change, a dropped batch) go
+    /// with the chunks only they list; chunks a kept image lists stay.
+    #[test]
+    fn unreferenced_chunked_images_and_their_own_chunks_are_deleted() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path();
+        let project = d.path().join("proj");
+        std::fs::create_dir_all(&project).unwrap();
+        let snaps = crate::snapshots::Snapshots::open(home, &project).unwrap();
+        let big = project.join("big.txt");
+        let v1 = seeded_text(200_000, 1);
+        std::fs::write(&big, &v1).unwrap();
+        let kept = snaps.capture(&big).unwrap();
+        let mut v2 = v1.clone();
+        v2.extend_from_slice(&seeded_text(100_000, 2));
+        std::fs::write(&big, &v2).unwrap();
+        snaps
+            .record_batch("kept", &[kept], &|_| None)
+            .unwrap()
+            .unwrap();
+        let with_v1 = cas_files(&snaps);
+        // Captured and left alone: v2's image is stored, then no batch refers to it.
+        let orphan = snaps.capture(&big).unwrap();
+        assert!(
+            snaps
+                .record_batch("kept", &[orphan], &|_| None)
+                .unwrap()
+                .is_none()
+        );
+        let all = cas_files(&snaps);
+        let orphans: Vec<&PathBuf> = all.iter().filter(|p| !with_v1.contains(p)).collect();
+        // v2's manifest and its chunks past v1's end; v1's chunks are shared.
+        assert!(orphans.len() >= 2, "{orphans:?}");
+        assert!(
+            orphans.len() < all.len() / 2 + 2,
+            "{} of {}",
+            orphans.len(),
+            all.len()
+        );
+        // Young objects are spared (a live session may be about to journal them).
+        let s = collect(home, NO_SIZE_CAP, SystemTime::now(), false);
+        assert_eq!(s.snapshot_objects.0, 0, "{s}");
+        for p in &all {
+            age(p, 2);
+        }
+        let s = collect(home, NO_SIZE_CAP, SystemTime::now(), false);
+        assert_eq!(s.snapshot_objects.0, orphans.len() as u64, "{s}");
+        assert!(orphans.iter().all(|p| !p.exists()));
+        assert_eq!(cas_files(&snaps), with_v1);
+        // What is left restores.
+        snaps.undo().unwrap().unwrap();
+        assert!(std::fs::read(&big).unwrap() == v1);
+    }
+
+    /// The post-images an /undo kept (one bundle) stay while the batch is journaled, and go
+    /// with it.
+    #[test]
+    fn an_undo_bundle_goes_with_the_last_batch_referring_to_it() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path();
+        let project = d.path().join("proj");
+        std::fs::create_dir_all(&project).unwrap();
+        let snaps = crate::snapshots::Snapshots::open(home, &project).unwrap();
+        let files: Vec<PathBuf> = (0..20).map(|i| project.join(format!("n{i}.txt"))).collect();
+        let pre: Vec<_> = files.iter().map(|f| snaps.capture(f).unwrap()).collect();
+        for f in &files {
+            std::fs::write(f, f.display().to_string()).unwrap();
+        }
+        snaps.record_batch("old", &pre, &|_| None).unwrap().unwrap();
+        snaps.undo().unwrap().unwrap();
+        let bundles = cas_files(&snaps);
+        assert_eq!(bundles.len(), 1, "{bundles:?}");
+        age(&bundles[0], 40);
+        spill_session(home, "old", 1, 10);
+        let s = collect(home, NO_SIZE_CAP, SystemTime::now(), false);
+        assert_eq!(s.snapshot_objects.0, 0, "{s}");
+        assert!(bundles[0].exists());
+        snaps.redo().unwrap().unwrap();
+        assert!(files.iter().all(|f| f.exists()));
+        snaps.undo().unwrap().unwrap();
+        // The session ends long ago: its batch goes, and the bundle with it.
+        age(&bundles[0], 40);
+        spill_session(home, "old", 40, 10);
+        let journal = snaps.git_dir().with_extension("json");
+        let mut j: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&journal).unwrap()).unwrap();
+        let old_time = (chrono::Local::now() - chrono::Duration::days(40))
+            .format("%Y-%m-%d %H:%M:%S")
+            .to_string();
+        j["batches"][0]["time"] = serde_json::json!(old_time);
+        std::fs::write(&journal, serde_json::to_vec(&j).unwrap()).unwrap();
+        let s = collect(home, NO_SIZE_CAP, SystemTime::now(), false);
+        assert_eq!(s.snapshot_objects.0, 1, "{s}");
+        assert!(!bundles[0].exists());
     }
 
     fn blob_path(s: &crate::snapshots::Snapshots, bytes: &[u8]) -> PathBuf {

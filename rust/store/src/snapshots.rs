@@ -1,13 +1,16 @@
 //! Per-batch snapshots of the files the agent changes, for /undo, /redo, /rewind and /diff.
 //!
 //! Layout under `~/.yuyao/snapshots/`, per project (`<project-id>` = [`project_id`]):
-//! - `<project-id>.git/` — a shadow bare git repository (git2) holding pre- and post-images of
-//!   files up to [`RAW_FROM`] bytes as ordinary loose blobs; an object id in the journal that is
-//!   40 hex digits names one of them.
-//! - `<project-id>.git/yuyao-raw/<32 hex>` — larger images, stored as plain copies (made with
-//!   `copy_file_range`, a reflink where the file system has them): no deflate and no SHA-1 pass
-//!   over a 50 MB file. Their journal id is `raw:<32 hex>`. A pass that removes objects no
-//!   longer referenced by the journal treats these files like blobs (`retention.rs` does).
+//! - `<project-id>.git/` — a shadow bare git repository (git2) holding images of files under
+//!   [`CHUNKED_FROM`] bytes as ordinary loose blobs (content-addressed by git's id, zlib
+//!   compressed); an object id in the journal that is 40 hex digits names one of them.
+//! - `<project-id>.git/yuyao-cas/` — larger images, content-addressed and zstd-compressed in
+//!   content-defined chunks shared by every image that has them (`snapshots/cas.rs`). Their
+//!   journal id is `cas:<64 hex>`. Seven one-line edits of a 50 MB file store one compressed
+//!   copy plus the few chunks around each edit.
+//! - `<project-id>.git/yuyao-raw/<32 hex>` — large images as plain copies, written by earlier
+//!   versions (journal id `raw:<32 hex>`). They are still read and restored; nothing new is
+//!   stored there, and the retention pass deletes them once no batch refers to them.
 //! - `<project-id>.json` — the journal of batches and checkpoints (`<project-id>.lock` while it
 //!   is being changed).
 //!
@@ -27,14 +30,16 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use yuyao_protocol::Stamp;
 
+pub(crate) mod cas;
+
 /// The journal keeps this many batches and checkpoints per project (the oldest go first).
 const KEEP: usize = 2000;
 
 /// Files larger than this are not snapshotted (the batch says so).
 pub const MAX_SNAPSHOT_BYTES: u64 = 512 * 1024 * 1024;
 
-/// Images of at least this many bytes are stored as plain copies, not git blobs.
-pub const RAW_FROM: u64 = 1024 * 1024;
+/// Images of at least this many bytes are stored chunked and compressed, not as git blobs.
+pub const CHUNKED_FROM: u64 = 1024 * 1024;
 const RAW_PREFIX: &str = "raw:";
 const RAW_DIR: &str = "yuyao-raw";
 
@@ -181,6 +186,7 @@ pub(crate) fn lock_journal_at(journal: &Path) -> Result<JournalLock, String> {
 
 pub struct Snapshots {
     repo: git2::Repository,
+    cas: cas::Cas,
     journal_path: PathBuf,
     project: PathBuf,
     /// Folders never looked at when fingerprinting the project.
@@ -298,6 +304,56 @@ fn same_bytes(a: &Path, b: &Path) -> Result<bool, String> {
     }
 }
 
+/// The folder of the file a restore works on, kept open for the next file in the same folder
+/// (`beneath::Folder`: no link followed). `None`: it could not be opened (absent, a link).
+struct Dirs<'a> {
+    project: &'a Path,
+    cur: Option<(PathBuf, Option<crate::beneath::Folder>)>,
+}
+
+impl<'a> Dirs<'a> {
+    fn new(project: &'a Path) -> Dirs<'a> {
+        Dirs { project, cur: None }
+    }
+
+    fn folder(&mut self, dir: &Path) -> Option<&crate::beneath::Folder> {
+        if self.cur.as_ref().is_none_or(|(d, _)| d != dir) {
+            let opened = crate::beneath::Folder::open(self.project, dir).ok();
+            self.cur = Some((dir.to_path_buf(), opened));
+        }
+        self.cur.as_ref().and_then(|(_, f)| f.as_ref())
+    }
+
+    /// The bytes of `path`, read without following a link inside the project; `Ok(None)`
+    /// when it is absent or not reachable that way (then it is not what the batch wrote).
+    fn read(&mut self, path: &Path) -> Result<Option<Vec<u8>>, String> {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return Ok(None);
+        };
+        if !path.starts_with(self.project) {
+            return disk(path);
+        }
+        match self.folder(dir) {
+            None => Ok(None),
+            Some(f) => f
+                .read(name)
+                .map_err(|e| format!("cannot read {}: {e}", path.display())),
+        }
+    }
+
+    /// Removes `path` inside the project without following a link.
+    fn remove(&mut self, path: &Path) -> Result<(), String> {
+        let err = |e: std::io::Error| format!("cannot remove {}: {e}", path.display());
+        if let (Some(dir), Some(name)) = (path.parent(), path.file_name())
+            && let Some(f) = self.folder(dir)
+        {
+            return f.remove(name).map_err(err);
+        }
+        // The folder is absent (nothing to remove) or a link (the error says so).
+        crate::beneath::remove_file(self.project, path).map_err(err)
+    }
+}
+
 impl Snapshots {
     /// Opens (creating on first use) the store of `project` under `home/snapshots/`.
     pub fn open(home: &Path, project: &Path) -> Result<Snapshots, String> {
@@ -321,6 +377,7 @@ impl Snapshots {
             }
         };
         Ok(Snapshots {
+            cas: cas::Cas::new(repo.path()),
             repo,
             journal_path: dir.join(format!("{id}.json")),
             project: project.to_path_buf(),
@@ -399,15 +456,6 @@ impl Snapshots {
         })
     }
 
-    /// Stores the bytes of `path` as an object; `None` when it does not exist.
-    fn store_file(&self, path: &Path) -> Result<Option<String>, String> {
-        match std::fs::metadata(path) {
-            Ok(m) => self.store_existing(path, &m),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-        }
-    }
-
     fn store_existing(
         &self,
         path: &Path,
@@ -424,11 +472,14 @@ impl Snapshots {
                 MAX_SNAPSHOT_BYTES / (1024 * 1024)
             ));
         }
-        if size >= RAW_FROM {
-            return self.store_raw(path).map(Some);
-        }
         match disk(path)? {
             None => Ok(None),
+            // Measured on the bytes read, not the size stat'ed: the file may have changed.
+            Some(b) if b.len() as u64 >= CHUNKED_FROM => self
+                .cas()
+                .put(&b)
+                .map(Some)
+                .map_err(|e| format!("cannot snapshot {}: {e}", path.display())),
             Some(b) => self
                 .repo
                 .blob(&b)
@@ -437,20 +488,8 @@ impl Snapshots {
         }
     }
 
-    /// Copies a large file into `yuyao-raw/` (in-kernel copy; a reflink where supported).
-    fn store_raw(&self, path: &Path) -> Result<String, String> {
-        let dir = self.repo.path().join(RAW_DIR);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let name = uuid::Uuid::new_v4().simple().to_string();
-        let dest = dir.join(&name);
-        match std::fs::copy(path, &dest) {
-            Ok(_) => Ok(format!("{RAW_PREFIX}{name}")),
-            Err(e) => {
-                let _ = std::fs::remove_file(&dest);
-                Err(format!("cannot snapshot {}: {e}", path.display()))
-            }
-        }
+    fn cas(&self) -> &cas::Cas {
+        &self.cas
     }
 
     /// Where a `raw:` object lives, `None` for a git blob id.
@@ -463,8 +502,12 @@ impl Snapshots {
         Some(self.repo.path().join(RAW_DIR).join(name))
     }
 
-    /// The bytes of a stored object (a git blob or a `raw:` copy).
+    /// The bytes of a stored object (a git blob, a `cas:` image or an older `raw:` copy).
+    /// A damaged or truncated object is an error.
     pub fn blob(&self, id: &str) -> Result<Vec<u8>, String> {
+        if id.starts_with(cas::PREFIX) || id.starts_with(cas::PACK_PREFIX) {
+            return self.cas().get(id);
+        }
         if let Some(p) = self.raw_path(id) {
             return std::fs::read(&p)
                 .map_err(|e| format!("snapshot store: cannot read {}: {e}", p.display()));
@@ -478,6 +521,16 @@ impl Snapshots {
     fn holds(&self, path: &Path, id: Option<&str>) -> Result<bool, String> {
         match id {
             None => Ok(disk_stamp(path)?.is_none()),
+            Some(id) if id.starts_with(cas::PACK_PREFIX) => {
+                let want = cas::parse_pack(id).map(|(_, _, n)| n as u64);
+                match disk_stamp(path)? {
+                    Some(s) if Some(s.size) == want => {
+                        Ok(disk(path)?.is_some_and(|b| self.cas().get(id).ok() == Some(b)))
+                    }
+                    _ => Ok(false),
+                }
+            }
+            Some(id) if id.starts_with(cas::PREFIX) => self.cas().matches(id, path),
             Some(id) => match self.raw_path(id) {
                 Some(raw) => Ok(disk_stamp(path)?.is_some() && same_bytes(path, &raw)?),
                 None => Ok(disk_id(path)?.as_deref() == Some(id)),
@@ -514,10 +567,8 @@ impl Snapshots {
                 (Some(id), Some(_)) => !self.holds(&p.path, Some(id))?,
             };
             if !changed {
-                // A copy is never shared (blobs are, by content): this one is garbage now.
-                if let Some(raw) = p.blob.as_deref().and_then(|id| self.raw_path(id)) {
-                    let _ = std::fs::remove_file(raw);
-                }
+                // Its object may be shared with other images (all are stored by content): the
+                // retention pass removes it once nothing refers to it.
                 continue;
             }
             let after_sha256 = match now {
@@ -596,22 +647,63 @@ impl Snapshots {
     }
 
     /// Restores the batch's files to their pre-images, skipping files changed since. A
-    /// post-image not stored yet is stored first (it is what /redo puts back).
+    /// post-image not stored yet is stored first (it is what /redo puts back): the small ones
+    /// of the whole batch in one bundle, before any file is touched.
     fn revert(&self, b: &mut Batch, report: &mut Report) -> Result<(), String> {
-        for f in b.files.iter_mut().rev() {
-            if !self.holds_after(f)? {
+        let mut todo = Vec::new();
+        let mut small: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut dirs = Dirs::new(&self.project);
+        for i in (0..b.files.len()).rev() {
+            let f = &b.files[i];
+            // The post-image is read once: to check it is still there and, when it must be
+            // kept, to store it.
+            let (holds, bytes) = match (&f.after_sha256, &f.after) {
+                (Some(h), None) => match dirs.read(&f.path)? {
+                    Some(bytes) if hex(&Sha256::digest(&bytes)) == *h => (true, Some(bytes)),
+                    _ => (false, None),
+                },
+                _ => (self.holds_after(f)?, None),
+            };
+            if !holds {
                 if !self.holds(&f.path, f.before.as_deref())? {
                     report.skipped.push(f.path.clone());
                 }
                 continue;
             }
-            if f.after.is_none() && f.after_sha256.is_some() {
-                f.after = self.store_file(&f.path)?;
+            match bytes {
+                Some(bytes) if bytes.len() as u64 >= CHUNKED_FROM => {
+                    let id = self.cas().put(&bytes).map_err(|e| {
+                        format!("cannot snapshot {}: {e}", b.files[i].path.display())
+                    })?;
+                    b.files[i].after = Some(id);
+                }
+                Some(bytes) => small.push((i, bytes)),
+                None => {}
             }
-            self.put(&f.path, f.before.as_deref(), &f.new_dirs, report)?;
+            todo.push(i);
         }
+        let pieces: Vec<&[u8]> = small.iter().map(|(_, b)| b.as_slice()).collect();
+        let ids = self.cas().put_bundle(&pieces)?;
+        for ((i, _), id) in small.iter().zip(ids) {
+            b.files[*i].after = Some(id);
+        }
+        for i in todo {
+            let f = &b.files[i];
+            self.put(&f.path, f.before.as_deref(), &f.new_dirs, report, &mut dirs)?;
+        }
+        self.flush(report)?;
         report.batches += 1;
         Ok(())
+    }
+
+    /// Makes the files a restore wrote durable (one `syncfs` rather than one `fsync` per
+    /// file), before the journal records the restore.
+    fn flush(&self, report: &Report) -> Result<(), String> {
+        if report.restored.is_empty() {
+            return Ok(());
+        }
+        crate::beneath::sync_fs(&self.project)
+            .map_err(|e| format!("cannot flush {}: {e}", self.project.display()))
     }
 
     fn put(
@@ -620,18 +712,22 @@ impl Snapshots {
         id: Option<&str>,
         new_dirs: &[PathBuf],
         report: &mut Report,
+        dirs: &mut Dirs,
     ) -> Result<(), String> {
         match id {
             Some(id) => {
-                let bytes = self.blob(id)?;
+                // Read and checked whole before anything is written: a damaged object
+                // fails the restore of this file, it never leaves part of it.
+                let bytes = self
+                    .blob(id)
+                    .map_err(|e| format!("cannot restore {}: {e}", path.display()))?;
                 write_keeping_mode(&self.project, path, &bytes)?;
                 report.restored.push(path.to_path_buf());
             }
             None => {
                 if path.starts_with(&self.project) {
                     // The folders may have been replaced with links since the batch.
-                    crate::beneath::remove_file(&self.project, path)
-                        .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+                    dirs.remove(path)?;
                 } else if path.exists() {
                     std::fs::remove_file(path)
                         .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
@@ -724,9 +820,11 @@ impl Snapshots {
             ));
         }
         let mut report = Report::default();
+        let mut dirs = Dirs::new(&self.project);
         for f in &b.files {
-            self.put(&f.path, f.after.as_deref(), &[], &mut report)?;
+            self.put(&f.path, f.after.as_deref(), &[], &mut report, &mut dirs)?;
         }
+        self.flush(&report)?;
         report.batches = 1;
         j.batches[pos].undone = false;
         j.redo.pop();
@@ -824,14 +922,15 @@ impl Snapshots {
 
 /// Writes atomically, keeping the file's permissions when it exists. Inside the project no
 /// symbolic link is followed (`beneath.rs`): the agent may have replaced a folder of the
-/// path with a link since the batch, and a restore must not land where it points.
+/// path with a link since the batch, and a restore must not land where it points. Not
+/// synced one by one: [`Snapshots::flush`] makes a whole restore durable with one call.
 fn write_keeping_mode(project: &Path, path: &Path, bytes: &[u8]) -> Result<(), String> {
     let perms = std::fs::symlink_metadata(path)
         .ok()
         .filter(|m| m.is_file())
         .map(|m| m.permissions());
     let written = if path.starts_with(project) {
-        crate::beneath::write_atomic(&[project], path, bytes)
+        crate::beneath::write_atomic_unsynced(&[project], path, bytes)
     } else {
         crate::write_atomic(path, bytes)
     };
@@ -995,13 +1094,41 @@ mod tests {
         assert!(!outside.path().join("a.txt").exists());
     }
 
-    fn raw_objects(home: &Path) -> usize {
-        std::fs::read_dir(home.join("snapshots"))
-            .unwrap()
-            .filter_map(Result::ok)
-            .filter_map(|e| std::fs::read_dir(e.path().join(RAW_DIR)).ok())
-            .map(|d| d.count())
-            .sum()
+    /// Images in the chunked store (manifests), and the bytes of its chunks.
+    fn cas_usage(home: &Path) -> (usize, u64) {
+        let mut manifests = 0;
+        let mut bytes = 0;
+        for e in std::fs::read_dir(home.join("snapshots")).unwrap().flatten() {
+            let root = e.path().join(cas::DIR);
+            if let Ok(d) = std::fs::read_dir(root.join("m")) {
+                manifests += d.count();
+            }
+            for fan in std::fs::read_dir(root.join("c"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                for c in std::fs::read_dir(fan.path()).unwrap().flatten() {
+                    bytes += c.metadata().unwrap().len();
+                }
+            }
+        }
+        (manifests, bytes)
+    }
+
+    /// Text that compresses like source code does, and whose cut points follow its content.
+    fn text(lines: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        let mut out = Vec::new();
+        for i in 0..lines {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.extend_from_slice(
+                format!("    let v{i} = compute({}, \"{:x}\");\n", x % 1000, x >> 40).as_bytes(),
+            );
+        }
+        out
     }
 
     #[test]
@@ -1018,7 +1145,7 @@ mod tests {
         std::fs::write(&big, &v1).unwrap();
         // Batch 1: one byte changed (same size). Only the pre-image is stored.
         let pre = vec![s.capture(&big).unwrap()];
-        assert!(pre[0].blob.as_deref().unwrap().starts_with(RAW_PREFIX));
+        assert!(pre[0].blob.as_deref().unwrap().starts_with(cas::PREFIX));
         std::fs::write(&big, &v2).unwrap();
         let b1 = s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
         assert_eq!(b1.files[0].after, None);
@@ -1026,7 +1153,7 @@ mod tests {
             b1.files[0].after_sha256.as_deref(),
             Some(hex(&Sha256::digest(&v2)).as_str())
         );
-        assert_eq!(raw_objects(home.path()), 1);
+        assert_eq!(cas_usage(home.path()).0, 1);
         // Batch 2 on the same file, its post-image hash handed over by the tool.
         let pre = vec![s.capture(&big).unwrap()];
         std::fs::write(&big, &v3).unwrap();
@@ -1035,14 +1162,16 @@ mod tests {
         // A file captured and left alone is no batch.
         let pre = vec![s.capture(&big).unwrap()];
         assert!(s.record_batch("s", &pre, &|_| None).unwrap().is_none());
-        assert_eq!(raw_objects(home.path()), 2);
+        // v1, v2, and v3 (captured, unchanged: kept until the retention pass).
+        assert_eq!(cas_usage(home.path()).0, 3);
         // Undo twice: v3 -> v2 -> v1, each post-image stored on the way for /redo.
         s.undo().unwrap().unwrap();
         assert_eq!(std::fs::read(&big).unwrap(), v2);
         let (_, r) = s.undo().unwrap().unwrap();
         assert_eq!(r.restored, vec![big.clone()]);
         assert_eq!(std::fs::read(&big).unwrap(), v1);
-        assert_eq!(raw_objects(home.path()), 4);
+        // The post-images the undos stored are v3 and v2, already there by content.
+        assert_eq!(cas_usage(home.path()).0, 3);
         s.redo().unwrap().unwrap();
         assert_eq!(std::fs::read(&big).unwrap(), v2);
         s.redo().unwrap().unwrap();
@@ -1095,5 +1224,159 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "one\n");
         s.redo().unwrap().unwrap();
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "two\n");
+    }
+
+    #[test]
+    fn seven_edits_of_a_large_file_store_about_one_compressed_copy() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let big = proj.path().join("big.rs");
+        let mut content = text(200_000, 7);
+        std::fs::write(&big, &content).unwrap();
+        let one_copy = zstd::bulk::compress(&content, 3).unwrap().len() as u64;
+        assert!(one_copy * 3 < content.len() as u64, "text compresses");
+        let mut versions = vec![content.clone()];
+        for k in 0..7 {
+            let pre = vec![s.capture(&big).unwrap()];
+            // A one-line edit somewhere in the file, changing its length.
+            let at = content.len() / 9 * (k + 1);
+            let at = at + content[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
+            content.splice(at..at, format!("// edit {k}\n").into_bytes());
+            std::fs::write(&big, &content).unwrap();
+            s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+            versions.push(content.clone());
+        }
+        let (images, bytes) = cas_usage(home.path());
+        assert_eq!(images, 7);
+        assert!(
+            bytes < one_copy + one_copy / 2,
+            "7 pre-images take {bytes} bytes, one compressed copy {one_copy}"
+        );
+        // Every version comes back byte for byte.
+        for k in (0..7).rev() {
+            s.undo().unwrap().unwrap();
+            assert!(std::fs::read(&big).unwrap() == versions[k], "version {k}");
+        }
+    }
+
+    #[test]
+    fn the_same_content_is_one_object_across_files_and_batches() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let content = text(60_000, 3);
+        let (a, b) = (proj.path().join("a.rs"), proj.path().join("b.rs"));
+        std::fs::write(&a, &content).unwrap();
+        std::fs::write(&b, &content).unwrap();
+        let pre = vec![s.capture(&a).unwrap()];
+        std::fs::write(&a, b"short").unwrap();
+        s.record_batch("s1", &pre, &|_| None).unwrap().unwrap();
+        let first = cas_usage(home.path());
+        let pre = vec![s.capture(&b).unwrap()];
+        std::fs::remove_file(&b).unwrap();
+        s.record_batch("s2", &pre, &|_| None).unwrap().unwrap();
+        assert_eq!(pre[0].blob, s.batches()[0].files[0].before);
+        assert_eq!(cas_usage(home.path()), first);
+        assert_eq!(first.0, 1);
+        // Compressed, and read back whole.
+        assert!(first.1 * 3 < content.len() as u64, "{} bytes", first.1);
+        assert!(s.blob(pre[0].blob.as_deref().unwrap()).unwrap() == content);
+        s.undo().unwrap().unwrap();
+        s.undo().unwrap().unwrap();
+        assert!(std::fs::read(&a).unwrap() == content && std::fs::read(&b).unwrap() == content);
+    }
+
+    #[test]
+    fn large_images_stored_as_plain_copies_by_earlier_versions_still_restore() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let f = proj.path().join("big.bin");
+        let old = text(40_000, 5);
+        std::fs::write(&f, b"agent's version").unwrap();
+        let raw = s.git_dir().join(RAW_DIR);
+        std::fs::create_dir_all(&raw).unwrap();
+        std::fs::write(raw.join("0123456789abcdef0123456789abcdef"), &old).unwrap();
+        let journal = serde_json::json!({
+            "project": proj.path(), "next_batch": 2, "next_checkpoint": 1, "checkpoints": [],
+            "redo": [], "redo_fingerprint": null,
+            "batches": [{"id": 1, "session": "old", "checkpoint": null, "time": "t",
+                         "undone": false,
+                         "files": [{"path": f, "before": "raw:0123456789abcdef0123456789abcdef",
+                                    "after": null,
+                                    "after_sha256": hex(&Sha256::digest(b"agent's version"))}]}]
+        });
+        std::fs::write(&s.journal_path, journal.to_string()).unwrap();
+        let (_, r) = s.undo().unwrap().unwrap();
+        assert_eq!(r.restored, vec![f.clone()]);
+        assert!(std::fs::read(&f).unwrap() == old);
+        // The agent's version, stored for /redo on the way (small: in a bundle).
+        let after = s.batches()[0].files[0].after.clone().unwrap();
+        assert!(after.starts_with(cas::PACK_PREFIX), "{after}");
+        assert_eq!(s.blob(&after).unwrap(), b"agent's version");
+        s.redo().unwrap().unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"agent's version");
+    }
+
+    #[test]
+    fn a_damaged_object_fails_the_restore_naming_the_file_and_writes_nothing() {
+        for damage in ["truncate", "flip"] {
+            let home = tempfile::tempdir().unwrap();
+            let proj = tempfile::tempdir().unwrap();
+            let s = Snapshots::open(home.path(), proj.path()).unwrap();
+            let f = proj.path().join("data.rs");
+            std::fs::write(&f, text(60_000, 11)).unwrap();
+            let pre = vec![s.capture(&f).unwrap()];
+            std::fs::write(&f, b"agent").unwrap();
+            s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+            let chunks = s.git_dir().join(cas::DIR).join("c");
+            let fan = std::fs::read_dir(&chunks).unwrap().next().unwrap().unwrap();
+            let victim = std::fs::read_dir(fan.path())
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path();
+            let mut bytes = std::fs::read(&victim).unwrap();
+            if damage == "truncate" {
+                bytes.truncate(bytes.len() / 2);
+            } else {
+                let mid = bytes.len() / 2;
+                bytes[mid] ^= 0x55;
+            }
+            std::fs::write(&victim, &bytes).unwrap();
+            let e = s.undo().unwrap_err();
+            assert!(e.contains(&f.display().to_string()), "{damage}: {e}");
+            assert!(
+                e.contains("damaged") || e.contains("cannot"),
+                "{damage}: {e}"
+            );
+            assert_eq!(std::fs::read(&f).unwrap(), b"agent", "{damage}");
+            assert!(!s.batches()[0].undone);
+        }
+    }
+
+    /// A new file of the batch replaced by a link to a file outside with the same bytes:
+    /// /undo reads without following links, so it is not the batch's file and stays.
+    #[test]
+    fn undo_does_not_read_or_remove_through_a_link_planted_at_a_new_file() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let a = proj.path().join("a.txt");
+        let pre = vec![s.capture(&a).unwrap()];
+        std::fs::write(&a, "secret\n").unwrap();
+        s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+        let target = outside.path().join("secret.txt");
+        std::fs::write(&target, "secret\n").unwrap();
+        std::fs::remove_file(&a).unwrap();
+        std::os::unix::fs::symlink(&target, &a).unwrap();
+        let (_, r) = s.undo().unwrap().unwrap();
+        assert_eq!(r.skipped, vec![a.clone()]);
+        assert!(r.removed.is_empty());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "secret\n");
+        assert!(a.symlink_metadata().unwrap().file_type().is_symlink());
     }
 }

@@ -1,0 +1,116 @@
+"""What snapshots cost on disk (docs/snapshots.md): several one-line edits of a large file
+store about one compressed copy of it, /undo puts every version back byte for byte, and a
+damaged object fails the restore, naming the file, with the file left as it is.
+
+Driven through yuyao.agent_api with the scripted model: each edit is its own turn, so its own
+batch with its own pre-image.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from fakellm import call, say
+
+pytestmark = pytest.mark.core
+
+EDITS = 7
+
+CODE = """
+import json, os, sys
+from pathlib import Path
+from yuyao.agent_api import create_session
+
+home = Path(os.environ["YUYAO_HOME"])
+def store_bytes():
+    return sum(p.stat().st_size for p in home.glob("snapshots/*.git/yuyao-cas/**/*")
+               if p.is_file())
+
+out = {"sizes": [], "undo": []}
+edits = int(sys.argv[2])
+with create_session(cwd=sys.argv[1], mode="yolo") as s:
+    for _ in range(edits):
+        s.chat("edit it")
+        out["sizes"].append(store_bytes())
+    if sys.argv[3] == "damage":
+        chunks = sorted(p for p in home.glob("snapshots/*.git/yuyao-cas/c/*/*") if p.is_file())
+        victim = chunks[len(chunks) // 2]
+        data = victim.read_bytes()
+        victim.write_bytes(data[: len(data) // 2])
+        try:
+            out["undo"].append(s.dispatch("/undo"))
+        except Exception as e:
+            out["undo"].append("ERROR: " + str(e))
+    else:
+        for _ in range(edits):
+            out["undo"].append(s.dispatch("/undo"))
+print(json.dumps(out))
+"""
+
+
+def big_text(mb: int) -> bytes:
+    """Source-like lines: compresses about as code does, never repeats."""
+    rng = random.Random(34)
+    words = ["value", "count", "index", "result", "buffer", "offset", "config", "name"]
+    lines = []
+    size = 0
+    i = 0
+    while size < mb * 1024 * 1024:
+        line = (
+            f"    let {rng.choice(words)}_{i} = {rng.choice(words)}({rng.randrange(10**6)}, "
+            f'"{rng.getrandbits(48):012x}");  // {rng.choice(words)}\n'
+        )
+        lines.append(line)
+        size += len(line)
+        i += 1
+    return "".join(lines).encode()
+
+
+def edit_script(body: bytes, edits: int):
+    """A read, then one turn per edit: line k*len/edits+1 gets a comment appended."""
+    lines = body.decode().splitlines(keepends=True)
+    steps = [call("read", file_path="big.rs")]
+    for k in range(edits):
+        line = lines[(k + 1) * len(lines) // (edits + 1)]
+        new = line.rstrip("\n") + f" // edited {k}\n"
+        steps += [
+            call("edit", file_path="big.rs", old_string=line, new_string=new),
+            say(f"edit {k} done"),
+        ]
+    return steps
+
+
+def run(fake_llm, python, env, repo: Path, edits: int, mode: str):
+    body = big_text(20)
+    (repo / "big.rs").write_bytes(body)
+    server = fake_llm(edit_script(body, edits))
+    proc = python(CODE, str(repo), str(edits), mode, env=env(server), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return body, server, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_seven_edits_of_a_20_mb_file_store_about_one_compressed_copy(fake_llm, python, env, repo):
+    body, server, out = run(fake_llm, python, env, repo, EDITS, "undo")
+    for k in range(EDITS):
+        result = server.tool_result(f"call_{1 + 2 * k}_0")
+        assert "error" not in result.lower()[:200], result[:300]
+    sizes = out["sizes"]
+    # After the first edit the store holds one pre-image: one compressed copy of the file.
+    one_copy = sizes[0]
+    assert 0 < one_copy < len(body) / 2, sizes
+    # Six more pre-images, each one line away from the previous one, cost a few chunks each.
+    assert sizes[-1] < 1.5 * one_copy, sizes
+    # Every /undo restored the file; the last one put the original back byte for byte.
+    assert all("big.rs" in u for u in out["undo"]), out["undo"]
+    assert (repo / "big.rs").read_bytes() == body
+
+
+def test_a_damaged_snapshot_object_fails_the_undo_naming_the_file(fake_llm, python, env, repo):
+    _, _, out = run(fake_llm, python, env, repo, 1, "damage")
+    (message,) = out["undo"]
+    assert "big.rs" in message and "damaged" in message, message
+    # Nothing was written: the file is still the edited version.
+    assert b" // edited 0\n" in (repo / "big.rs").read_bytes()

@@ -48,6 +48,9 @@ const GRACE: Duration = Duration::from_millis(250);
 /// A tree walked faster than this is walked again at every prompt (new files show up at
 /// once); a slower one is checked by HEAD and the mapped files' mtime and size only.
 const REWALK_MS: u128 = 100;
+/// A tree with at most this many code files is walked again at every prompt whatever the
+/// walk took: a busy machine must not make a small project's new files invisible.
+const REWALK_FILES: usize = 2_000;
 /// A build with at most this many files left to tag after its walk is waited for (a small
 /// tree's map is in its first request); past it only `GRACE` is.
 const SMALL_PARSE: usize = 200;
@@ -728,7 +731,7 @@ impl Session {
                 }
                 rx
             }
-            (None, Some(index)) if index.walk_ms < REWALK_MS => {
+            (None, Some(index)) if index.walk_ms < REWALK_MS || index.total <= REWALK_FILES => {
                 let home = &self.paths.home;
                 return Some(index_from(&project, home, Some(index), &hint, &|_| {}));
             }

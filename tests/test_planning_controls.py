@@ -15,24 +15,6 @@ from test_tui import CTRL_D, ESC, yuyao_term
 pytestmark = pytest.mark.core
 
 
-@pytest.fixture
-def session(use_env, repo):
-    """``session(server, **create_session_kwargs)``: an agent_api session in ``repo``."""
-    from yuyao.agent_api import create_session
-
-    opened = []
-
-    def open_session(server=None, **kwargs):
-        use_env(server)
-        kwargs.setdefault("cwd", str(repo))
-        opened.append(create_session(**kwargs))
-        return opened[-1]
-
-    yield open_session
-    for s in opened:
-        s.close()
-
-
 def lifecycle(repo: Path) -> list[dict]:
     """The plan lifecycle events of the session's trace, in order."""
     out = []
@@ -53,7 +35,7 @@ def kinds(events: list[dict]) -> list[str]:
     return [str(e.get("type")) for e in events]
 
 
-def test_clear_context_and_implement_starts_a_fresh_thread(fake_llm, session, repo):
+def test_clear_context_and_implement_starts_a_fresh_thread(fake_llm, api, repo):
     server = fake_llm(
         [
             proposed(before="RESEARCH-MARKER: calc.py has add only.\n"),
@@ -61,7 +43,7 @@ def test_clear_context_and_implement_starts_a_fresh_thread(fake_llm, session, re
             say("Implemented: sub.txt written."),
         ]
     )
-    s = session(server, mode="ask")
+    s = api(server, mode="ask")
     s.dispatch("/plan add sub")
     assert s.plan["awaiting_approval"]
     out = s.dispatch("/plan approve --fresh auto-edit")
@@ -86,7 +68,7 @@ def test_clear_context_and_implement_starts_a_fresh_thread(fake_llm, session, re
     assert reset["previous_context_percent"] > 0
 
 
-def test_plain_approval_keeps_the_conversation(fake_llm, session, repo):
+def test_plain_approval_keeps_the_conversation(fake_llm, api, repo):
     server = fake_llm(
         [
             proposed(before="RESEARCH-MARKER\n"),
@@ -94,7 +76,7 @@ def test_plain_approval_keeps_the_conversation(fake_llm, session, repo):
             say("Implemented."),
         ]
     )
-    s = session(server, mode="ask")
+    s = api(server, mode="ask")
     s.dispatch("/plan add sub")
     s.dispatch("/plan approve auto-edit")
     assert "RESEARCH-MARKER" in json.dumps(server.messages(1))
@@ -103,18 +85,18 @@ def test_plain_approval_keeps_the_conversation(fake_llm, session, repo):
     assert events[1]["decision"] == "execute"
 
 
-def test_cancel_is_a_resolved_decision(fake_llm, session, repo):
+def test_cancel_is_a_resolved_decision(fake_llm, api, repo):
     server = fake_llm([proposed()])
-    s = session(server, mode="ask")
+    s = api(server, mode="ask")
     s.dispatch("/plan add sub")
     s.dispatch("/plan cancel")
     assert kinds(lifecycle(repo)) == ["plan_approval_requested", "plan_approval_resolved"]
     assert lifecycle(repo)[1]["decision"] == "cancel"
 
 
-def test_plan_show_reads_the_file_on_disk(fake_llm, session, repo):
+def test_plan_show_reads_the_file_on_disk(fake_llm, api, repo):
     server = fake_llm([proposed()])
-    s = session(server, mode="ask")
+    s = api(server, mode="ask")
     s.dispatch("/plan add sub")
     [path] = plan_files(repo)
     path.write_text(path.read_text() + "- EDITED-ON-DISK\n")
@@ -122,10 +104,10 @@ def test_plan_show_reads_the_file_on_disk(fake_llm, session, repo):
     assert str(path) in shown and "EDITED-ON-DISK" in shown
 
 
-def test_an_invalid_plan_gets_one_repair_round(fake_llm, session, repo):
+def test_an_invalid_plan_gets_one_repair_round(fake_llm, api, repo):
     bad = PLAN.replace("## Summary", "## Intro")
     server = fake_llm([proposed(bad), proposed(bad), proposed(bad), say("unused")])
-    s = session(server, mode="ask")
+    s = api(server, mode="ask")
     s.dispatch("/plan")
     s.chat("add sub")
     assert len(server.requests) == 2, "one repair request, not two"

@@ -131,3 +131,40 @@ def test_a_read_only_fork_makes_no_worktree(fake_llm, api, repo, mode):
     assert not (repo / ".yuyao" / "worktrees").exists() or not list(
         (repo / ".yuyao" / "worktrees").iterdir()
     )
+
+
+def test_a_hook_file_a_fork_brings_back_is_never_approved_by_the_blanket_trust(fake_llm, api, repo):
+    """A writing fork plants `hooks.json` in its worktree; when its work comes back to
+    the checkout, the file is marked as the agent's at once, so `/trust` (the blanket gesture,
+    which approves what is there but what the agent wrote) leaves it held and the hook never
+    runs."""
+    import json
+
+    marker = repo / "hook-ran"
+    group = {"hooks": [{"type": "command", "command": f"touch {marker}"}]}
+    hooks = json.dumps({"hooks": {"PreToolUse": [group]}})
+    done = {}
+
+    def respond(body, i):
+        if kind(body) == "sub":
+            if not tool_msgs(body):
+                return call("bash", command=f"cat > hooks.json <<'EOF'\n{hooks}\nEOF")
+            done["fork"] = True
+            return say("FORK-RESULT: wrote the hooks")
+        text = users_of(body)
+        if "run ls" in text and not tool_msgs(body):
+            return call("bash", command="ls")
+        return say("ok")
+
+    server = fake_llm(respond)
+    s = api(server, trust_project=True, mode="yolo")
+    s.dispatch("/fork add hooks")
+    deadline = time.monotonic() + 20
+    while "fork" not in done and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    s.chat("main work")  # the fork's report, and its work, join here (no tool batch)
+    assert (repo / "hooks.json").exists()
+    s.dispatch("/trust")  # the blanket gesture: approves what is there, not the agent's
+    s.chat("run ls")
+    assert not marker.exists(), "a hook file the agent wrote ran after a blanket approval"

@@ -640,8 +640,15 @@ impl Session {
         if self.answers_only() {
             return None;
         }
-        let f = self.lock().completion.clone();
-        (f.change_asked && f.nothing_changed())
+        // The pre-images are cloned only for a turn that asked for a change.
+        let f = {
+            let st = self.lock();
+            if !st.completion.change_asked {
+                return None;
+            }
+            st.completion.clone()
+        };
+        f.nothing_changed()
             .then(|| format!("the request asks for a change, but {}", f.nothing_line()))
     }
 

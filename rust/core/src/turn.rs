@@ -467,6 +467,7 @@ impl Session {
                 .lock()
                 .map(|mut q| q.drain(..).collect())
                 .unwrap_or_default();
+            self.apply_fork_work();
             {
                 let mut st = self.lock();
                 for q in queued {

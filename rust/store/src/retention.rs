@@ -470,30 +470,20 @@ fn cas_objects(root: &Path, loose: &mut HashMap<String, (u64, SystemTime)>) {
         let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
         loose.insert(key, (meta.len(), mtime));
     };
-    for e in std::fs::read_dir(root.join("m"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if let (Ok(meta), Some(name)) = (e.metadata(), e.file_name().to_str())
-            && meta.is_file()
-            && name.len() == 64
-            && is_hex(name)
+    // Chunk lists (`m/`) and undo bundles (`b/`): one file per sha256, named by it.
+    for (dir, prefix) in [("m", cas::PREFIX), ("b", cas::BUNDLE_PREFIX)] {
+        for e in std::fs::read_dir(root.join(dir))
+            .into_iter()
+            .flatten()
+            .flatten()
         {
-            add(format!("{}{name}", cas::PREFIX), &meta);
-        }
-    }
-    for e in std::fs::read_dir(root.join("b"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if let (Ok(meta), Some(name)) = (e.metadata(), e.file_name().to_str())
-            && meta.is_file()
-            && name.len() == 64
-            && is_hex(name)
-        {
-            add(format!("{}{name}", cas::BUNDLE_PREFIX), &meta);
+            if let (Ok(meta), Some(name)) = (e.metadata(), e.file_name().to_str())
+                && meta.is_file()
+                && name.len() == 64
+                && is_hex(name)
+            {
+                add(format!("{prefix}{name}"), &meta);
+            }
         }
     }
     walk(&root.join("c"), &mut |p, meta| {

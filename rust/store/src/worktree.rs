@@ -305,6 +305,11 @@ pub fn changed_paths(wt: &Worktree, message: &str) -> Result<Vec<String>, String
     let diff = repo
         .diff_tree_to_tree(Some(&base), Some(&head), None)
         .map_err(err)?;
+    Ok(diff_paths(&diff))
+}
+
+/// Every path a diff touches (old and new names), `/`-separated, sorted, once each.
+pub(crate) fn diff_paths(diff: &git2::Diff<'_>) -> Vec<String> {
     let mut paths: Vec<String> = diff
         .deltas()
         .flat_map(|d| [d.old_file().path(), d.new_file().path()])
@@ -313,7 +318,7 @@ pub fn changed_paths(wt: &Worktree, message: &str) -> Result<Vec<String>, String
         .collect();
     paths.sort();
     paths.dedup();
-    Ok(paths)
+    paths
 }
 
 /// Merges the worktree's branch (its changes committed first) into the branch the main work

@@ -7,7 +7,7 @@
 //! checkout while it runs).
 
 use crate::worktree::{Worktree, commit_all};
-use git2::{ApplyLocation, ApplyOptions, Diff, DiffOptions, Repository};
+use git2::{ApplyLocation, ApplyOptions, DiffOptions, Repository};
 
 fn err(e: git2::Error) -> String {
     e.message().to_string()
@@ -71,18 +71,6 @@ pub enum Returned {
     Kept(String),
 }
 
-fn changed_paths(diff: &Diff<'_>) -> Vec<String> {
-    let mut paths: Vec<String> = diff
-        .deltas()
-        .flat_map(|d| [d.old_file().path(), d.new_file().path()])
-        .flatten()
-        .map(|p| p.to_string_lossy().replace('\\', "/"))
-        .collect();
-    paths.sort();
-    paths.dedup();
-    paths
-}
-
 /// The work done in `wt` since `start` (committed first), applied to the main work tree.
 pub fn apply_to_main(wt: &Worktree, start: &str, message: &str) -> Result<Returned, String> {
     commit_all(wt, message)?;
@@ -99,7 +87,7 @@ pub fn apply_to_main(wt: &Worktree, start: &str, message: &str) -> Result<Return
     if diff.deltas().len() == 0 {
         return Ok(Returned::Nothing);
     }
-    let paths = changed_paths(&diff);
+    let paths = crate::worktree::diff_paths(&diff);
     let main = wt.main_pin(None).open_for_write()?;
     let mut check = ApplyOptions::new();
     check.check(true);

@@ -146,6 +146,45 @@ impl super::AgentLink {
 }
 
 impl Session {
+    /// Finished writing forks' work back into the checkout, before their reports join the
+    /// history (between model calls: no tool of this session runs). Extension files it
+    /// brought are marked as the agent's at once, before any hook can read them (DESIGN §8).
+    pub(crate) fn apply_fork_work(&self) {
+        let taken: Vec<(usize, super::isolated::Isolation)> = {
+            let mut reports = self
+                .agents
+                .reports
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            reports
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(i, r)| r.iso.take().map(|iso| (i, iso)))
+                .collect()
+        };
+        if taken.is_empty() {
+            return;
+        }
+        let lines: Vec<(usize, String)> = taken
+            .into_iter()
+            .map(|(i, iso)| (i, self.bring_back(iso, "fork")))
+            .collect();
+        {
+            // Reports are only appended meanwhile (by fork threads): the indexes hold.
+            let mut reports = self
+                .agents
+                .reports
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            for (i, line) in lines {
+                if let Some(r) = reports.get_mut(i) {
+                    r.text = format!("{}\n{line}", r.text);
+                }
+            }
+        }
+        self.note_agent_extension_writes();
+    }
+
     /// Joins finished forks' reports to the history (one user message each) and their cost
     /// and steps to this session's.
     pub(crate) fn inject_fork_reports(&self, st: &mut State) {
@@ -156,16 +195,7 @@ impl Session {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()),
         );
-        for mut r in reports {
-            // The state is held here: the free function, which takes no lock.
-            if let Some(iso) = r.iso.take() {
-                let line = super::isolated::bring_back(iso, "fork");
-                st.trajectory.record(
-                    "subagent_worktree_end",
-                    json!({"what": "fork", "result": line}),
-                );
-                r.text = format!("{}\n{line}", r.text);
-            }
+        for r in reports {
             st.cost_usd += r.cost;
             st.steps += r.steps;
             st.usage.add(&r.usage);

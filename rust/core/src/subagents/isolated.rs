@@ -64,7 +64,7 @@ impl Session {
 
     /// The sub-agent's work back into the checkout: the line its result ends with.
     pub(crate) fn bring_back(&self, iso: Isolation, what: &str) -> String {
-        let line = bring_back(iso, what);
+        let line = returned_line(&iso, what);
         self.lock().trajectory.record(
             "subagent_worktree_end",
             serde_json::json!({"what": what, "result": line}),
@@ -73,8 +73,8 @@ impl Session {
     }
 }
 
-/// [`Session::bring_back`] for a caller holding the session's state (it records the line).
-pub(crate) fn bring_back(iso: Isolation, what: &str) -> String {
+/// Applies the worktree's work to the checkout; what to tell the model.
+fn returned_line(iso: &Isolation, what: &str) -> String {
     let msg = format!("yuyao {what}");
     match worktree_sync::apply_to_main(&iso.wt, &iso.start, &msg) {
         Ok(Returned::Nothing) => {

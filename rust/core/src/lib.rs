@@ -38,6 +38,7 @@ mod planning;
 mod plugins;
 mod process_profile;
 mod prompt;
+mod preview_budget;
 mod prompt_fit;
 mod queue;
 mod refs;

@@ -124,6 +124,8 @@ pub struct State {
     pub work_stamp: Option<crate::command_edits::Stamp>,
     /// Nothing but commands ran since that stamp was taken: it is still current.
     pub work_stamp_fresh: bool,
+    /// What tool results showed the model this turn (seed 001's tool-preview budget).
+    pub preview: crate::preview_budget::PreviewBudget,
 }
 
 impl State {
@@ -553,6 +555,7 @@ impl Session {
             last_completion: None,
             work_stamp: None,
             work_stamp_fresh: false,
+            preview: Default::default(),
             warned_unpriced_ceiling: false,
             repo_maps: Default::default(),
             config_seen: crate::context::config_snapshot(&config),

@@ -54,6 +54,8 @@ const READ_AT_USE: &[&str] = &[
     "tools.max_consecutive_blocked_tool_calls_per_turn",
     "tools.max_tool_calls_per_turn",
     "tools.defer",
+    "tools.preview_budget_kib",
+    "planning.preview_budget_kib",
     "lsp.enabled",
     "lsp.diagnostics_timeout_ms",
     "features.hooks",

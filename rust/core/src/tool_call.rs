@@ -128,12 +128,27 @@ impl Session {
             self.work_stamp_stale();
         }
         let t0 = std::time::Instant::now();
-        let (out, effective, may_change_repo) = if yuyao_policy::is_mcp_tool(&call.name) {
-            // A server may change files too: HEAD is read again after it ran.
-            let (out, effective) = self.execute_mcp(client, call).await;
-            (out, effective, effective)
-        } else {
-            self.execute(client, call, token).await
+        // Seed 001's tool-preview budget: once spent, an inspection is refused before it runs.
+        let canonical = canonical_tool_name(&call.name).unwrap_or(&call.name);
+        let admitted = self.preview_admit(canonical, &call.arguments);
+        let (out, effective, may_change_repo) = match &admitted {
+            Err(refusal) => (ToolOutput::err(refusal.clone()), false, false),
+            Ok(_) if yuyao_policy::is_mcp_tool(&call.name) => {
+                // A server may change files too: HEAD is read again after it ran.
+                let (out, effective) = self.execute_mcp(client, call).await;
+                (out, effective, effective)
+            }
+            Ok(ticket) => {
+                let page = self.preview_read_cap(ticket);
+                self.ctx
+                    .read_page_bytes
+                    .store(page, std::sync::atomic::Ordering::Relaxed);
+                let done = self.execute(client, call, token).await;
+                self.ctx
+                    .read_page_bytes
+                    .store(0, std::sync::atomic::Ordering::Relaxed);
+                done
+            }
         };
         // Files a sub-agent, a team merge or an MCP server changed are not in the turn's
         // pre-images: the turn is then never judged unchanged.
@@ -163,6 +178,12 @@ impl Session {
         let text = {
             let st = self.lock();
             crate::cmd_permissions::redact(self, &st.policy, &capped).into_owned()
+        };
+        let text = match &admitted {
+            Ok(ticket) if effective => {
+                self.preview_charge(ticket, label, text, may_change_repo)
+            }
+            _ => text,
         };
         let text = if text.trim().is_empty() {
             "(no output)".to_string()

@@ -409,6 +409,7 @@ impl Session {
         let mut fuse = crate::planning::recovery::Fuse::new(self);
         let planning = self.lock().policy.mode == yuyao_protocol::Mode::Plan;
         let mut balance = crate::planning::navigation::Balancer::new(planning);
+        self.lock().preview.reset();
         // The recovery pass armed for the next request (execution mode; planning's pass is
         // the plan synthesis), and whether the reply being handled answered it.
         let mut pass: Option<String> = None;
@@ -891,6 +892,12 @@ impl Session {
             self.note_agent_extension_writes();
             if !images.is_empty() {
                 self.lock().push(images_message(images));
+            }
+            // Planning's tool-preview budget is spent: more inspection cannot surface new
+            // evidence, so the plan is synthesized now (seed 001); the
+            // inspections the spend refused are the budget's doing, not the blocked-call fuse's.
+            if planning && let Some(why) = self.preview_newly_spent() {
+                return self.plan_recovery_pass(&client, token, &why).await;
             }
             // Every call of the batch has its result; then the fuse stops the turn.
             if let Some(why) = tripped {

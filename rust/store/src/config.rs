@@ -479,6 +479,18 @@ const KNOWN: &[Key] = &[
         "tool calls one turn may make (unset: unlimited; planning gets at least 120)",
     ),
     key(
+        "tools.preview_budget_kib",
+        Kind::NonNegInt,
+        Applies::Live,
+        "tool output shown to the model in one stretch of research, in KiB (default 32; a change or a test run starts a new one; 0: no budget): past it, inspections are refused",
+    ),
+    key(
+        "planning.preview_budget_kib",
+        Kind::NonNegInt,
+        Applies::Live,
+        "tool output shown to the model in one planning turn, in KiB (default 96; 0: no budget): past it, the plan is drafted from what was gathered",
+    ),
+    key(
         "default_primary_agent",
         Kind::OneOf(&["build", "plan"]),
         Applies::NextSession,
@@ -704,6 +716,8 @@ pub fn guarded(key: &str) -> bool {
         "verification.max_rounds",
         "tools.max_tool_calls_per_turn",
         "tools.max_consecutive_blocked_tool_calls_per_turn",
+        "tools.preview_budget_kib",
+        "planning.preview_budget_kib",
         // Which program holds the memory (an MCP server), how often dreaming calls the
         // model, and how soon it deletes entries: the user's choices, never a repository's.
         "memory.backend",
@@ -995,6 +1009,12 @@ impl Config {
     }
 
     fn shadowing_layer(&self, key: &str) -> Layer {
+        // A guarded key the project sets does not shadow the user's value when
+        // the project's is not honoured (`get`): the user's own layer takes the write, so a
+        // `/config set` there reads back, and a repository never receives the user's choice.
+        if guarded(key) && self.guarded_project_layer().is_none() {
+            return Layer::User;
+        }
         match self.read_layer(Layer::Project) {
             Ok(t) if lookup_key(&t, key).is_some() => Layer::Project,
             _ => Layer::User,
@@ -1289,6 +1309,26 @@ mod tests {
         .unwrap();
         assert_eq!(c.get("browser.executable"), None, "changed since approval");
         assert!(!c.entries().iter().any(|(k, _)| k == "browser.executable"));
+    }
+
+    #[test]
+    fn a_set_is_not_lost_to_a_project_value_that_is_ignored() {
+        let (_d, c) = config();
+        let paths = c.paths().clone();
+        std::fs::create_dir_all(paths.project.join(".yuyao")).unwrap();
+        let planted = "[tools]\npreview_budget_kib = 100000\n";
+        std::fs::write(paths.project_config(), planted).unwrap();
+        c.set("tools.preview_budget_kib", "0", None).unwrap();
+        assert_eq!(
+            c.get("tools.preview_budget_kib")
+                .and_then(|v| v.as_integer()),
+            Some(0)
+        );
+        // The repository's file is left as it was: the user's choice went to the user's file.
+        assert_eq!(
+            std::fs::read_to_string(paths.project_config()).unwrap(),
+            planted
+        );
     }
 
     #[test]

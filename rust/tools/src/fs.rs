@@ -160,7 +160,13 @@ fn read(a: &ReadParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     let q = crate::page::Request {
         start,
         want,
-        byte_cap: READ_BYTES_CAP,
+        byte_cap: match ctx
+            .read_page_bytes
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            0 => READ_BYTES_CAP,
+            n => n.min(READ_BYTES_CAP),
+        },
         at,
         size,
         whole: racy,

@@ -69,6 +69,9 @@ pub struct ToolContext {
     /// The `Read(…)` deny rules, for the searches that walk folders (refreshed with the
     /// sandbox: the policy judges only the path a call names).
     pub read_denies: Mutex<yuyao_policy::read_denies::ReadDenies>,
+    /// The byte cap of the next read page when the core asks for a smaller one (the
+    /// tool-preview budget of seed 001); 0: [`fs::READ_BYTES_CAP`].
+    pub read_page_bytes: std::sync::atomic::AtomicUsize,
 }
 
 /// The bash timeout when neither the call nor the configuration gives one.
@@ -124,6 +127,7 @@ impl ToolContext {
             web: Mutex::new(web::WebSettings::default()),
             browser: browser::BrowserSlot::default(),
             read_denies: Mutex::default(),
+            read_page_bytes: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 

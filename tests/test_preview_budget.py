@@ -21,7 +21,9 @@ def text_file(path: Path, tag: str, lines: int = 300) -> None:
 
 
 def reads(repo: Path, names: list[str], prefix: str) -> list:
-    return [tool_call("read", {"file_path": str(repo / n)}, f"{prefix}{k}") for k, n in enumerate(names)]
+    return [
+        tool_call("read", {"file_path": str(repo / n)}, f"{prefix}{k}") for k, n in enumerate(names)
+    ]
 
 
 def trace(repo: Path) -> list[dict]:
@@ -45,7 +47,11 @@ def test_execution_refuses_inspections_past_the_budget_until_a_change(fake_llm, 
             call("read", file_path=str(repo / "b.txt")),
             {"tool_calls": [tool_call("read", {"file_path": str(repo / "c.txt")}, "r3")]},
             {"tool_calls": [tool_call("read", {"file_path": str(repo / "d.txt")}, "r4")]},
-            {"tool_calls": [tool_call("write", {"file_path": str(repo / "e.txt"), "content": "e\n"}, "w1")]},
+            {
+                "tool_calls": [
+                    tool_call("write", {"file_path": str(repo / "e.txt"), "content": "e\n"}, "w1")
+                ]
+            },
             {"tool_calls": [tool_call("read", {"file_path": str(repo / "d.txt")}, "r5")]},
             say("Read them all and wrote e.txt."),
         ]
@@ -53,7 +59,9 @@ def test_execution_refuses_inspections_past_the_budget_until_a_change(fake_llm, 
     s = api(server, mode="auto-edit")
     s.chat("Look at a.txt to d.txt, then create e.txt")
     spent = server.tool_result("r3")
-    assert "[tool-preview budget: " in spent and "of 32 KiB shown this stretch" in spent, spent[-400:]
+    assert "[tool-preview budget: " in spent and "of 32 KiB shown this stretch" in spent, spent[
+        -400:
+    ]
     refused = server.tool_result("r4")
     assert refused.startswith("Not run:") and "tool-preview budget (32 KiB" in refused, refused
     assert "DDD line" not in refused
@@ -117,7 +125,10 @@ def test_no_budget_when_set_to_zero_and_a_project_cannot_raise_it(fake_llm, api,
     assert server.tool_result("q4").startswith("Not run:"), "a project raised its own budget"
 
     said = s.dispatch("/config set tools.preview_budget_kib 0")
-    assert s.config_get("tools.preview_budget_kib") in (0, "0"), (said, s.config_get("tools.preview_budget_kib"))
+    assert s.config_get("tools.preview_budget_kib") in (0, "0"), (
+        said,
+        s.config_get("tools.preview_budget_kib"),
+    )
     server.script.extend(
         [
             calls(reads(repo, ["a.txt", "b.txt", "c.txt"], "z")),

@@ -133,7 +133,11 @@ impl Session {
         match class {
             Class::Inspection { .. } => Err(format!(
                 "Not run: this {} tool-preview budget ({} KiB of tool output) is spent, so further inspections are refused. {}",
-                if planning { "turn's" } else { "research stretch's" },
+                if planning {
+                    "turn's"
+                } else {
+                    "research stretch's"
+                },
                 limit / 1024,
                 if planning {
                     "Draft the plan from the evidence gathered."
@@ -231,12 +235,7 @@ impl Session {
             // Planning's smaller preview for inspections that asked for no size (a read's
             // page was already cut to it by the tool, with its own continuation hint).
             Class::Inspection { explicit: false } if ticket.planning && label != "read" => {
-                yuyao_tools::cap_output(
-                    &text,
-                    &self.ctx.spill_dir,
-                    label,
-                    PLANNING_RESULT_BYTES,
-                )
+                yuyao_tools::cap_output(&text, &self.ctx.spill_dir, label, PLANNING_RESULT_BYTES)
             }
             _ => text,
         };

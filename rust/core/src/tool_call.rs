@@ -133,11 +133,6 @@ impl Session {
         let admitted = self.preview_admit(canonical, &call.arguments);
         let (out, effective, may_change_repo) = match &admitted {
             Err(refusal) => (ToolOutput::err(refusal.clone()), false, false),
-            Ok(_) if yuyao_policy::is_mcp_tool(&call.name) => {
-                // A server may change files too: HEAD is read again after it ran.
-                let (out, effective) = self.execute_mcp(client, call).await;
-                (out, effective, effective)
-            }
             Ok(ticket) => {
                 let page = self.preview_read_cap(ticket);
                 self.ctx
@@ -180,9 +175,7 @@ impl Session {
             crate::cmd_permissions::redact(self, &st.policy, &capped).into_owned()
         };
         let text = match &admitted {
-            Ok(ticket) if effective => {
-                self.preview_charge(ticket, label, text, may_change_repo)
-            }
+            Ok(ticket) if effective => self.preview_charge(ticket, label, text, may_change_repo),
             _ => text,
         };
         let text = if text.trim().is_empty() {
@@ -209,78 +202,109 @@ impl Session {
             images: out.images,
             ok: out.ok,
             ran: effective,
-            evidence: effective
-                && !matches!(
-                    canonical_tool_name(&call.name),
-                    Some("ask-user" | "declare-scope" | "todo" | "start_planning" | "tool-search")
-                ),
+            evidence: effective && crate::tool_registry::is_evidence(&call.name),
             may_change_repo,
         }
     }
 
+    /// One call down the one pipeline (DESIGN §5), whatever the tool: parse once → its
+    /// effect → remembered and AGENTS.md rules → policy → PreToolUse hooks → scope guard →
+    /// batch claim → decision record → approval → snapshot / work stamp → run → post hooks.
+    /// (The budget's admission, capping, redaction, completion facts and the trajectory's
+    /// tool record wrap it in [`Session::run_tool_call`].) A stage a tool does not need is
+    /// a no-op decided by its declared effect (`tool_registry.rs`).
     async fn execute(
         &self,
         client: &ModelClient,
         call: &ToolCall,
         token: &CancellationToken,
     ) -> (ToolOutput, bool, bool) {
-        // Loading deferred schemas changes only what later requests carry.
-        if let Some(out) = crate::tool_defer::run_tool(self, call) {
-            return (out, true, false);
-        }
-        let available = self.advertised_names();
-        let Some(name) = canonical_tool_name(&call.name).filter(|n| available.contains(n)) else {
-            return (
-                ToolOutput::err(format!(
-                    "unknown or unavailable tool '{}'; available tools: {}",
-                    call.name,
-                    available.join(", ")
-                )),
-                false,
-                false,
-            );
+        // Resolve: a registered tool the session offers, or an MCP server's tool.
+        let mcp = if yuyao_policy::is_mcp_tool(&call.name) {
+            match self.mcp_tool(&call.name) {
+                Some(t) => Some(t),
+                None => {
+                    let names: Vec<String> =
+                        self.mcp_tools().into_iter().map(|t| t.full_name).collect();
+                    return (
+                        ToolOutput::err(format!(
+                            "unknown or unavailable MCP tool '{}'; MCP tools available now: {}",
+                            call.name,
+                            if names.is_empty() {
+                                "none".into()
+                            } else {
+                                names.join(", ")
+                            }
+                        )),
+                        false,
+                        false,
+                    );
+                }
+            }
+        } else {
+            None
         };
-        // The task tracker and start_planning change only the session's own state.
-        if let Some(out) = crate::planning::run_tool(self, name, &call.arguments) {
-            return (out, true, false);
-        }
-        // Memory tools read only memory files, which are the user's own notes.
-        if let Some(out) = crate::memory::search::run_tool(self, name, &call.arguments) {
-            return (out, true, false);
-        }
-        // Loading a skill reads instructions: no evidence of work on the workspace.
-        if let Some(out) = self.run_skill_tool(name, &call.arguments) {
-            return (out, false, false);
-        }
-        if let Some(out) = crate::memory::tools::run(&self.memory, name, &call.arguments) {
-            // A memory write changes a memory file, never the repository's tracked state.
-            return (out, true, false);
-        }
-        if let Some(out) = crate::scope::declare::run_tool(self, name, &call.arguments) {
-            return (out, true, false);
-        }
-        // The orchestrator's team tool (a run merges teammates' work: may change the repo).
-        if let Some((out, merged)) =
-            crate::subagents::team::run_tool(self, name, &call.arguments, token)
-        {
-            return (out, true, merged);
-        }
-        if let Some(out) = crate::lsp::run_tool(self, name, &call.arguments) {
-            return (out, true, false);
-        }
-        // The one parse of this call: everything below reads `args`, never the raw JSON.
-        let args = match ToolArgs::parse(name, &call.arguments) {
-            Ok(a) => a,
-            Err(e) => return (ToolOutput::err(e), false, false),
+        let spec = match &mcp {
+            Some(_) => &crate::tool_registry::MCP,
+            None => {
+                let available = self.advertised_names();
+                match canonical_tool_name(&call.name)
+                    .filter(|n| available.contains(n) || *n == crate::tool_defer::NAME)
+                    .and_then(crate::tool_registry::spec)
+                {
+                    Some(spec) => spec,
+                    None => {
+                        return (
+                            ToolOutput::err(format!(
+                                "unknown or unavailable tool '{}'; available tools: {}",
+                                call.name,
+                                available.join(", ")
+                            )),
+                            false,
+                            false,
+                        );
+                    }
+                }
+            }
         };
-        if let ToolArgs::AskUser(a) = &args {
-            return (self.ask_user(a), true, false);
-        }
-        let action = match self.action_for(name, &args) {
-            Ok(a) => a,
-            Err(e) => return (ToolOutput::err(e), false, false),
+        let name: &str = match &mcp {
+            Some(t) => t.full_name.as_str(),
+            None => spec.name,
         };
-        // A preference rule ("use bun, not npm", from MEMORY.md or AGENTS.md) that forbids
+        use crate::tool_registry::{Effect, Runner};
+        // 1. Parse once: everything below reads `args` / `value`, never the raw JSON again
+        // (a core tool's handler decodes its own typed fields from the checked object).
+        let args = match spec.runner {
+            Runner::Builtin => match ToolArgs::parse(name, &call.arguments) {
+                Ok(a) => Some(a),
+                Err(e) => return (ToolOutput::err(e), false, false),
+            },
+            _ => None,
+        };
+        let value = match &args {
+            Some(a) => a.to_value(),
+            None => match yuyao_tools::parse_arguments(&call.arguments) {
+                Ok(v) => v,
+                Err(e) => return (ToolOutput::err(e), false, false),
+            },
+        };
+        // 2. The effect: the policy's view of the call (paths resolved the way the tool
+        // will open them; a server's own read-only marks).
+        let action = match &args {
+            Some(a) => match self.action_for(name, a) {
+                Ok(a) => a,
+                Err(e) => return (ToolOutput::err(e), false, false),
+            },
+            None => Action {
+                tool: name.to_string(),
+                command: None,
+                paths: Vec::new(),
+            },
+        };
+        if mcp.is_some() {
+            self.lock().policy.mcp_read_only = self.mcp_read_only();
+        }
+        // 3. A preference rule ("use bun, not npm", from MEMORY.md or AGENTS.md) that forbids
         // this command's program.
         if let Some(cmd) = &action.command
             && let Some(rule) = crate::memory::rules::violation(&self.preference_rules(), cmd)
@@ -288,24 +312,25 @@ impl Session {
             self.notice(yuyao_protocol::NoticeLevel::Warning, rule.clone());
             self.lock().trajectory.record(
                 "decision",
-                json!({"tool": name, "arguments": args.to_value(), "verdict": "Deny", "source": "memory rule", "reason": rule}),
+                json!({"tool": name, "arguments": value, "verdict": "Deny", "source": "memory rule", "reason": rule}),
             );
             return (ToolOutput::err(rule), false, false);
         }
+        // 4. The policy (deny and ask rules judge every tool by name; only a change is put
+        // to the mode), then a running skill's `allowed-tools`, which spare the mode's
+        // question, never a refusal.
         let mut decision = self.decide(&action);
-        // A running skill's `allowed-tools` spare the mode's question, never a refusal.
         self.skill_preapproval(&action, &call.arguments, &mut decision);
-        // PreToolUse / beforeShellExecution hooks: a deny stops the call whatever the policy
-        // said; an ask puts it to the user; an allow spares the question, never a refusal.
-        if let Some((permission, why)) =
-            self.tool_hooks(name, &args.to_value(), action.command.as_deref())
-        {
+        // 5. PreToolUse / beforeShellExecution hooks: a deny stops the call whatever the
+        // policy said; an ask puts it to the user; an allow spares the question, never a
+        // refusal.
+        if let Some((permission, why)) = self.tool_hooks(name, &value, action.command.as_deref()) {
             match permission {
                 crate::hooks::Permission::Deny => {
                     let refusal = format!("Refused by a hook: {why}. The call did not run.");
                     self.lock().trajectory.record(
                         "decision",
-                        json!({"tool": name, "arguments": args.to_value(), "verdict": "Deny", "reason": why, "source": "hook"}),
+                        json!({"tool": name, "arguments": value, "verdict": "Deny", "reason": why, "source": "hook"}),
                     );
                     crate::cmd_permissions::record_block(self, name, &action, None, &refusal);
                     return (ToolOutput::err(refusal), false, false);
@@ -323,65 +348,112 @@ impl Session {
                 _ => {}
             }
         }
-        // The turn's declared scope (issue 18 §2): a hit asks the user or is refused.
-        if let Err(refusal) = crate::scope::guard::gate(self, name, &args, &action, &mut decision) {
+        // 6. The turn's declared scope (seed 000 "keep to what was asked"): judged from the
+        // typed effect of a file tool or command; session-state and server tools have none.
+        if let Some(a) = &args
+            && matches!(spec.effect, Effect::Writes | Effect::Runs)
+            && let Err(refusal) = crate::scope::guard::gate(self, name, a, &action, &mut decision)
+        {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);
         }
-        // A /batch unit may not edit a file another running unit holds.
+        // 7. A /batch unit may not edit a file another running unit holds.
         if let Err(refusal) = crate::subagents::batch::claim_gate(self, &action) {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);
         }
         self.lock().trajectory.record(
             "decision",
-            json!({"tool": name, "arguments": args.to_value(), "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
+            json!({"tool": name, "arguments": value, "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
         );
-        // A call that would fail on its own preconditions (a file not read yet, an edit whose
-        // text is not there) is refused before the user is asked to approve it.
+        // 8. Approval. A call that would fail on its own preconditions (a file not read yet,
+        // an edit whose text is not there) is refused before the user is asked.
         if matches!(decision.verdict, Verdict::Ask | Verdict::Review)
+            && let Some(a) = &args
             && let Some(path) = action.paths.first()
-            && let Err(why) = yuyao_tools::fs::precheck(&args, &self.ctx, path)
+            && let Err(why) = yuyao_tools::fs::precheck(a, &self.ctx, path)
         {
             return (ToolOutput::err(why), false, false);
         }
+        // What the prompt shows: built only when someone will see it (a file tool's detail
+        // reads the file for its diff).
+        let detail = || match (&args, &mcp) {
+            (Some(a), _) => self.detail(name, a, &action),
+            (None, Some(t)) => format!(
+                "MCP server '{}', tool '{}'\n{}",
+                t.server,
+                t.name,
+                serde_json::to_string_pretty(&value).unwrap_or_default()
+            ),
+            (None, None) => format!("{name} {value}"),
+        };
         let approved = match decision.verdict {
             Verdict::Allow => Ok(()),
             Verdict::Deny => Err(self.refusal(name, &action, &decision)),
-            Verdict::Ask => self.ask_permission(
-                name,
-                &self.detail(name, &args, &action),
-                &action,
-                &decision.reason,
-            ),
-            Verdict::Review => {
-                self.review(client, name, &self.detail(name, &args, &action))
-                    .await
-            }
+            Verdict::Ask => self.ask_permission(name, &detail(), &action, &decision.reason),
+            Verdict::Review => self.review(client, name, &detail()).await,
         };
         if let Err(refusal) = approved {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);
         }
+        // 9–10. Snapshot / work stamp, then the run.
+        let (mut out, may_change_repo) = match (spec.runner, &args, &mcp) {
+            (Runner::Builtin, Some(a), _) => {
+                match self.run_builtin(name, a, &action, decision.source == "read-only", token) {
+                    Ok(done) => done,
+                    Err(e) => return (ToolOutput::err(e), false, false),
+                }
+            }
+            (Runner::Core(run), _, _) => run(self, name, call, token),
+            // A server may change files too: HEAD is read again after it ran.
+            (Runner::Mcp, _, Some(tool)) => (self.mcp_call(tool, value.clone()).await, true),
+            _ => {
+                return (
+                    ToolOutput::err(format!(
+                        "tool '{name}' runs beside the batch, not as a single call"
+                    )),
+                    false,
+                    false,
+                );
+            }
+        };
+        // 11. PostToolUse hooks: what they say joins the result the model reads.
+        let feedback = self.post_tool_hooks(name, &value, out.ok, &out.text);
+        if spec.effect == Effect::Writes {
+            // The edited files' new errors and warnings, while the model still looks at them.
+            self.lsp_after_edit(name, &action.paths, &mut out);
+        }
+        if !feedback.is_empty() {
+            out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);
+        }
+        (out, true, may_change_repo)
+    }
+
+    /// A built-in tool's run: pre-images and the work stamp before it, what it changed and
+    /// the conventions it brought into view after it.
+    fn run_builtin(
+        &self,
+        name: &str,
+        args: &ToolArgs,
+        action: &Action,
+        read_only: bool,
+        token: &CancellationToken,
+    ) -> Result<(ToolOutput, bool), String> {
         let Some(tool) = self.tools.get(name) else {
-            return (
-                ToolOutput::err(format!("tool '{name}' is not available in this build")),
-                false,
-                false,
-            );
+            return Err(format!("tool '{name}' is not available in this build"));
         };
         self.before_file_tool(name, &action.paths);
         self.completion_before_write(name, &action.paths);
         // A command allowed only because it was judged read-only runs under the read-only
         // OS sandbox (yolo asks nothing of the classifier).
-        let read_only_call =
-            decision.source == "read-only" && self.lock().policy.mode != yuyao_protocol::Mode::Yolo;
+        let read_only_call = read_only && self.lock().policy.mode != yuyao_protocol::Mode::Yolo;
         self.ctx
             .read_only_call
             .store(read_only_call, std::sync::atomic::Ordering::SeqCst);
         // A command that may change files: the work tree is stamped before it, so the files
         // it changed are known after it (command_edits.rs).
-        let may_change_repo = self.lock().policy.is_mutating(&action);
+        let may_change_repo = self.lock().policy.is_mutating(action);
         let stamp = if name == "bash" && may_change_repo {
             let stamp = self.stamp_before_command();
             if stamp.is_none() {
@@ -394,7 +466,7 @@ impl Session {
         };
         // Tools are synchronous; the turn owns this thread, and cancellation reaches the
         // tool through the token (checked by long-running tools such as bash).
-        let mut out = tool.run_args(&args, &self.ctx, token);
+        let mut out = tool.run_args(args, &self.ctx, token);
         if let Some(stamp) = stamp
             && let Some(note) =
                 self.command_changed_files(stamp, action.command.as_deref().unwrap_or(""))
@@ -402,7 +474,7 @@ impl Session {
             out.text = format!("{}\n\n{note}", out.text.trim_end());
         }
         // A job left running may change files after the stamp: it is not current.
-        if let ToolArgs::Bash(b) = &args
+        if let ToolArgs::Bash(b) = args
             && b.run_in_background == Some(true)
         {
             self.work_stamp_stale();
@@ -410,79 +482,14 @@ impl Session {
         self.ctx
             .read_only_call
             .store(false, std::sync::atomic::Ordering::SeqCst);
-        crate::cmd_permissions::after_run(self, name, &action, &out.text);
-        self.observe_tool(name, &action, &out);
+        crate::cmd_permissions::after_run(self, name, action, &out.text);
+        self.observe_tool(name, action, &out);
         self.add_nested_conventions(name, &action.paths);
         // A file read or edited brings the rule files that match it into the context.
         if !matches!(name, "grep" | "glob") {
             self.rules_for_paths(&action.paths);
         }
-        // PostToolUse hooks: what they say joins the result the model reads.
-        let feedback = self.post_tool_hooks(name, &args.to_value(), out.ok, &out.text);
-        // The edited files' new errors and warnings, while the model still looks at them.
-        self.lsp_after_edit(name, &action.paths, &mut out);
-        if !feedback.is_empty() {
-            out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);
-        }
-        (out, true, may_change_repo)
-    }
-
-    /// An MCP tool call: the same adjudication as a built-in tool (rules `mcp__server__tool`
-    /// and `mcp__server`; a change unless the server marks the tool read-only), then the
-    /// call on the server.
-    async fn execute_mcp(&self, client: &ModelClient, call: &ToolCall) -> (ToolOutput, bool) {
-        let Some(tool) = self.mcp_tool(&call.name) else {
-            let names: Vec<String> = self.mcp_tools().into_iter().map(|t| t.full_name).collect();
-            return (
-                ToolOutput::err(format!(
-                    "unknown or unavailable MCP tool '{}'; MCP tools available now: {}",
-                    call.name,
-                    if names.is_empty() {
-                        "none".into()
-                    } else {
-                        names.join(", ")
-                    }
-                )),
-                false,
-            );
-        };
-        let args = match yuyao_tools::parse_arguments(&call.arguments) {
-            Ok(a) => a,
-            Err(e) => return (ToolOutput::err(e), false),
-        };
-        let action = Action {
-            tool: tool.full_name.clone(),
-            command: None,
-            paths: Vec::new(),
-        };
-        let mut decision = {
-            let mut st = self.lock();
-            st.policy.mcp_read_only = self.mcp_read_only();
-            st.policy.decide(&action)
-        };
-        self.skill_preapproval(&action, &call.arguments, &mut decision);
-        self.lock().trajectory.record(
-            "decision",
-            json!({"tool": tool.full_name, "arguments": args, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source}),
-        );
-        let detail = format!(
-            "MCP server '{}', tool '{}'\n{}",
-            tool.server,
-            tool.name,
-            serde_json::to_string_pretty(&args).unwrap_or_default()
-        );
-        let name = tool.full_name.as_str();
-        let approved = match decision.verdict {
-            Verdict::Allow => Ok(()),
-            Verdict::Deny => Err(self.refusal(name, &action, &decision)),
-            Verdict::Ask => self.ask_permission(name, &detail, &action, &decision.reason),
-            Verdict::Review => self.review(client, name, &detail).await,
-        };
-        if let Err(refusal) = approved {
-            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
-            return (ToolOutput::err(refusal), false);
-        }
-        (self.mcp_call(&tool, args).await, true)
+        Ok((out, may_change_repo))
     }
 
     /// "Refused: <reason>." and what would allow the call, derived from the decision's

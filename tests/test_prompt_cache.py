@@ -84,6 +84,9 @@ def test_each_request_extends_the_previous_one_across_edits_a_mode_switch_and_ba
     # A small window: batches of a quarter of the compaction budget (16 000 characters).
     s.dispatch("/config set model.context_window 20000")
     s.dispatch("/config set compaction.threshold 1.0")
+    # Sixteen reads after the last change: past seed 001's 32 KiB preview budget, which this
+    # test is not about (tests/test_preview_budget.py is).
+    s.dispatch("/config set tools.preview_budget_kib 0")
     s.chat("edit, then read every big file")
     s.dispatch("/mode plan")
     s.chat("now plan")

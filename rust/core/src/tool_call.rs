@@ -145,16 +145,35 @@ impl Session {
                 done
             }
         };
+        // The call's own cost (policy, snapshot capture, the tool), for benches and traces.
+        let run_us = t0.elapsed().as_micros() as u64;
+        let ticket = admitted.as_ref().ok();
+        self.finish_call(call, out, effective, may_change_repo, ticket, t0, run_us)
+    }
+
+    /// Every call's last stages, whatever ran it (the pipeline, or sub-agents beside the
+    /// batch): the result capped, redacted and charged to the preview budget, the completion
+    /// facts, the trajectory's tool record and the `ToolEnd` event.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn finish_call(
+        &self,
+        call: &ToolCall,
+        out: ToolOutput,
+        effective: bool,
+        may_change_repo: bool,
+        ticket: Option<&crate::preview_budget::Ticket>,
+        t0: std::time::Instant,
+        run_us: u64,
+    ) -> CallOutcome {
         // Files a sub-agent, a team merge or an MCP server changed are not in the turn's
         // pre-images: the turn is then never judged unchanged.
         if effective
+            && may_change_repo
             && (matches!(canonical_tool_name(&call.name), Some("task" | "team"))
-                || (may_change_repo && yuyao_policy::is_mcp_tool(&call.name)))
+                || yuyao_policy::is_mcp_tool(&call.name))
         {
             self.lock().completion.untracked_changes = true;
         }
-        // The call's own cost (policy, snapshot capture, the tool), for benches and traces.
-        let run_us = t0.elapsed().as_micros() as u64;
         // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
         // what enters the history is scanned. The spill file keeps the raw output on the
         // user's disk; every way back to the model (read, grep, bash) is a tool result, and is
@@ -174,8 +193,8 @@ impl Session {
             let st = self.lock();
             crate::cmd_permissions::redact(self, &st.policy, &capped).into_owned()
         };
-        let text = match &admitted {
-            Ok(ticket) if effective => self.preview_charge(ticket, label, text, may_change_repo),
+        let text = match ticket {
+            Some(ticket) if effective => self.preview_charge(ticket, label, text, may_change_repo),
             _ => text,
         };
         let text = if text.trim().is_empty() {
@@ -321,32 +340,9 @@ impl Session {
         // question, never a refusal.
         let mut decision = self.decide(&action);
         self.skill_preapproval(&action, &call.arguments, &mut decision);
-        // 5. PreToolUse / beforeShellExecution hooks: a deny stops the call whatever the
-        // policy said; an ask puts it to the user; an allow spares the question, never a
-        // refusal.
-        if let Some((permission, why)) = self.tool_hooks(name, &value, action.command.as_deref()) {
-            match permission {
-                crate::hooks::Permission::Deny => {
-                    let refusal = format!("Refused by a hook: {why}. The call did not run.");
-                    self.lock().trajectory.record(
-                        "decision",
-                        json!({"tool": name, "arguments": value, "verdict": "Deny", "reason": why, "source": "hook"}),
-                    );
-                    crate::cmd_permissions::record_block(self, name, &action, None, &refusal);
-                    return (ToolOutput::err(refusal), false, false);
-                }
-                crate::hooks::Permission::Ask if decision.verdict != Verdict::Deny => {
-                    decision.verdict = Verdict::Ask;
-                    decision.reason = format!("a hook asks for confirmation: {why}");
-                }
-                crate::hooks::Permission::Allow
-                    if matches!(decision.verdict, Verdict::Ask | Verdict::Review) =>
-                {
-                    decision.verdict = Verdict::Allow;
-                    decision.reason = format!("allowed by a hook: {why}");
-                }
-                _ => {}
-            }
+        // 5. PreToolUse / beforeShellExecution hooks.
+        if let Err(refusal) = self.hook_stage(name, &value, &action, &mut decision) {
+            return (ToolOutput::err(refusal), false, false);
         }
         // 6. The turn's declared scope (seed 000 "keep to what was asked"): judged from the
         // typed effect of a file tool or command; session-state and server tools have none.
@@ -428,6 +424,78 @@ impl Session {
             out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);
         }
         (out, true, may_change_repo)
+    }
+
+    /// PreToolUse / beforeShellExecution hooks: a deny stops the call whatever the policy
+    /// said; an ask puts it to the user; an allow spares the question, never a refusal.
+    fn hook_stage(
+        &self,
+        name: &str,
+        value: &Value,
+        action: &Action,
+        decision: &mut yuyao_policy::Decision,
+    ) -> Result<(), String> {
+        let Some((permission, why)) = self.tool_hooks(name, value, action.command.as_deref())
+        else {
+            return Ok(());
+        };
+        match permission {
+            crate::hooks::Permission::Deny => {
+                let refusal = format!("Refused by a hook: {why}. The call did not run.");
+                self.lock().trajectory.record(
+                    "decision",
+                    json!({"tool": name, "arguments": value, "verdict": "Deny", "reason": why, "source": "hook"}),
+                );
+                crate::cmd_permissions::record_block(self, name, action, None, &refusal);
+                return Err(refusal);
+            }
+            crate::hooks::Permission::Ask if decision.verdict != Verdict::Deny => {
+                decision.verdict = Verdict::Ask;
+                decision.reason = format!("a hook asks for confirmation: {why}");
+            }
+            crate::hooks::Permission::Allow
+                if matches!(decision.verdict, Verdict::Ask | Verdict::Review) =>
+            {
+                decision.verdict = Verdict::Allow;
+                decision.reason = format!("allowed by a hook: {why}");
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The pipeline's adjudication for a call whose run is delegated (a `task`, run beside
+    /// the batch): the policy (deny and ask rules by name), a skill's pre-approval, the
+    /// PreToolUse hooks, the decision record and the approval. Its result then goes through
+    /// [`Session::finish_call`] like every other.
+    pub(crate) fn admit_delegated(&self, name: &str, call: &ToolCall) -> Result<(), String> {
+        let value = yuyao_tools::parse_arguments(&call.arguments)?;
+        let action = Action {
+            tool: name.to_string(),
+            command: None,
+            paths: Vec::new(),
+        };
+        let mut decision = self.decide(&action);
+        self.skill_preapproval(&action, &call.arguments, &mut decision);
+        self.hook_stage(name, &value, &action, &mut decision)?;
+        self.lock().trajectory.record(
+            "decision",
+            json!({"tool": name, "arguments": value, "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
+        );
+        let approved = match decision.verdict {
+            Verdict::Allow => Ok(()),
+            Verdict::Deny => Err(self.refusal(name, &action, &decision)),
+            Verdict::Ask => {
+                self.ask_permission(name, &format!("{name} {value}"), &action, &decision.reason)
+            }
+            // Only a change is put to the review classifier; a delegated call is adjudicated
+            // again, call by call, inside the sub-agent.
+            Verdict::Review => Ok(()),
+        };
+        if let Err(refusal) = &approved {
+            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), refusal);
+        }
+        approved
     }
 
     /// A built-in tool's run: pre-images and the work stamp before it, what it changed and

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
-use yuyao_protocol::{Event, Message, Mode, ToolCall, canonical_tool_name};
+use yuyao_protocol::{Event, Mode, ToolCall, canonical_tool_name};
+use yuyao_tools::ToolOutput;
 
 const DEFAULT_MAX_PARALLEL: usize = 2;
 
@@ -97,12 +98,9 @@ impl Session {
                     )
                 })
                 .and_then(|a| {
-                    // A deny rule naming the tool (`--deny task`) refuses it like any tool.
-                    if let Some(rule) = self.lock().policy.deny.iter().find(|r| {
-                        r.tool == Some("task") && r.pattern.is_none()
-                    }) {
-                        return Err(format!("Refused by the deny rule '{}'.", rule.text));
-                    }
+                    // The pipeline's adjudication, like any tool (deny and ask rules naming
+                    // it, PreToolUse hooks, the decision record, the approval).
+                    self.admit_delegated("task", call)?;
                     if a.prompt.trim().is_empty() {
                         return Err("the task's prompt is empty".to_string());
                     }
@@ -113,7 +111,10 @@ impl Session {
                 });
             match prepared {
                 Err(e) => {
-                    out.insert(call.id.clone(), self.task_outcome(call, false, false, e));
+                    out.insert(
+                        call.id.clone(),
+                        self.task_outcome(call, false, false, false, e),
+                    );
                 }
                 Ok((a, mut launch)) => {
                     let running = Running::new(
@@ -230,39 +231,38 @@ impl Session {
                 Some(line) => format!("{text}\n{line}"),
                 None => text,
             };
-            let mut o = self.task_outcome(&call, ok, true, text);
-            o.may_change_repo = writes;
-            out.insert(call.id.clone(), o);
+            out.insert(
+                call.id.clone(),
+                self.task_outcome(&call, ok, true, writes, text),
+            );
         }
         out
     }
 
-    /// The tool result of a task call, capped and redacted like every tool result, and traced.
-    fn task_outcome(&self, call: &ToolCall, ok: bool, ran: bool, text: String) -> CallOutcome {
-        let capped = self.ctx.cap(&text, "task");
-        let text = {
-            let st = self.lock();
-            crate::cmd_permissions::redact(self, &st.policy, &capped).into_owned()
+    /// A task's report as its call's result: the same last stages as every call (cap,
+    /// redaction, completion facts, trajectory, `ToolEnd`), then PostToolUse hooks' word.
+    fn task_outcome(
+        &self,
+        call: &ToolCall,
+        ok: bool,
+        ran: bool,
+        writes: bool,
+        text: String,
+    ) -> CallOutcome {
+        let mut out = if ok {
+            ToolOutput::ok(text)
+        } else {
+            ToolOutput::err(text)
         };
-        self.lock().trajectory.record(
-            "tool",
-            json!({"id": call.id, "name": call.name, "arguments": call.arguments, "ok": ok,
-                   "executed": ran, "output": text}),
-        );
-        self.emit(Event::ToolEnd {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            ok,
-            output: text.clone(),
-        });
-        CallOutcome {
-            message: Message::tool(call.id.clone(), text),
-            images: Vec::new(),
-            ok,
-            ran,
-            evidence: ran,
-            may_change_repo: false,
+        if ran {
+            let value = yuyao_tools::parse_arguments(&call.arguments).unwrap_or_default();
+            let feedback = self.post_tool_hooks("task", &value, out.ok, &out.text);
+            if !feedback.is_empty() {
+                out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);
+            }
         }
+        let t0 = std::time::Instant::now();
+        self.finish_call(call, out, ran, writes, None, t0, 0)
     }
 }
 

@@ -302,7 +302,7 @@ impl Session {
                 _ => {}
             }
         }
-        // The turn's declared scope (issue 18 §2): a hit asks the user or is refused.
+        // The turn's declared scope (seed 000 behaviour 2): a hit asks the user or is refused.
         if let Err(refusal) = crate::scope::guard::gate(self, name, &args, &action, &mut decision) {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);

@@ -1,5 +1,5 @@
 """Batch throughput: N tasks (default 40) whose scripted model answers each call after 1 s,
-run three ways (docs/batch.md):
+run three ways (docs/parallel.md):
 
   seq      run_agent.sh once per task, one after another, each in a fresh clone (what a
            script around the headless contract does today)

@@ -1,4 +1,4 @@
-"""Repo map build time on a generated 5 000-file repository (issue 20): cold (no tag cache)
+"""Repo map build time on a generated 5 000-file repository (seed 002 §4, `--map-tokens`): cold (no tag cache)
 and warm (every file's mtime unchanged), through the core (`/context list` builds the map),
 beside aider's repo map on the same repository.
 

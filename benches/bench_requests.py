@@ -12,7 +12,7 @@ asks for one tool call, then it finishes. Three workloads:
 
 Each call comes with the one short line of why a model states before a tool batch (the same
 text for both harnesses). ``--silent`` drops it: yuyao then appends its intent reminder note
-(issue 18, `intent.remind`) after every step, as it would for a model that never says why.
+(seed 000 behaviour 6, `intent.remind`) after every step, as it would for a model that never says why.
 
 For every request the server received, the prompt is rendered the way a provider's prefix
 cache sees it — the tool schemas, then each message in order, as compact JSON with sorted keys

@@ -20,7 +20,7 @@ scripted fake model, and then alternates the two sides round by round (ABAB…):
 It prints min and median per side and their ratios. `--fork` adds a host per size in which
 the spawn helper is switched off (`YUYAO_SANDBOX_DISABLE=helper`), i.e. the fork path every
 command took before. No figure is asserted; a release build (`maturin develop --release`)
-gives the numbers the README quotes.
+gives the numbers docs/PERFORMANCE.md quotes.
 """
 
 from __future__ import annotations

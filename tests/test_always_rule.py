@@ -1,4 +1,4 @@
-"""An "always" answer grants exactly what the prompt showed (issue 11 §3, second bullet).
+"""An "always" answer grants exactly what the prompt showed (seed 000 behaviour 11).
 
 Approving `python3 test_calc.py` "always for this project" once saved `Bash(python3)`, and a
 later `python3 -c …` that wiped a file ran unasked. Now the permission request carries the

@@ -1,4 +1,4 @@
-"""`--role architect` (issue 21): the architect model plans read-only, the editor model makes
+"""`--role architect` (seed 002 §3.2): the architect model plans read-only, the editor model makes
 the edits; both calls visible, costs summed. The fake gateway accepts exactly the two models."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Ask before guessing (issue 18 §1): `ask-user` needs concrete options, nobody is waited
+"""Ask before guessing (seed 000 behaviour 1): `ask-user` needs concrete options, nobody is waited
 for when no human is present, an answer already known is not asked again, and
 `--curiosity` moves one stated threshold. Each mechanism is also switched off by config
 to show the opposite outcome."""

@@ -1,4 +1,4 @@
-"""`--auto-commit` (issue 21): one git commit per batch of the agent's file changes, holding
+"""`--auto-commit` (seed 002 §4): one git commit per batch of the agent's file changes, holding
 only those files; the user's own changes are never committed; `/undo` reverts with a commit;
 outside git one warning and no commits. Through `-p` and agent_api."""
 

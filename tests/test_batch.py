@@ -1,4 +1,4 @@
-"""`/batch <instruction>` (issue 19): the model proposes units, each unit runs as a
+"""`/batch <instruction>` (seed 002 §5.2): the model proposes units, each unit runs as a
 write-capable sub-agent in its own git worktree (bounded by agents.max_parallel), then each
 unit's branch is merged or reported — end to end against the scripted model, through
 agent_api and the core session with an attending handler (approval, progress events).

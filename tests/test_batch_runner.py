@@ -1,4 +1,4 @@
-"""`yuyao batch` (docs/batch.md): many headless tasks, each in a fresh checkout, on the local
+"""`yuyao batch` (docs/parallel.md): many headless tasks, each in a fresh checkout, on the local
 process pool and on a Ray cluster, end to end against the scripted model.
 
 The model is one responder for every task: the first call of a task writes `out-<id>.txt`
@@ -372,7 +372,7 @@ def test_ray_spend_ceiling_holds_across_nodes(ray_cluster, fake_llm, env, repo, 
     assert len(nodes) == 2, "the tasks ran on both worker nodes"
     spent = sum(r["cost_usd"] for r in lines.values())
     assert len(server.requests) * CALL_COST == pytest.approx(spent)
-    # The bound of docs/batch.md: the ceiling plus the calls in flight (one a running task).
+    # The bound of docs/parallel.md: the ceiling plus the calls in flight (one a running task).
     assert ceiling - 1e-9 <= spent <= ceiling + parallel * CALL_COST + 1e-9, lines
     assert any(r["exit_status"] == "NotRun" for r in lines.values())
 

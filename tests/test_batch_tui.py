@@ -1,4 +1,4 @@
-"""`/batch` in the TUI (issue 19): the proposed units are shown for approval, an edit (drop a
+"""`/batch` in the TUI (seed 002 §5.2): the proposed units are shown for approval, an edit (drop a
 unit) is applied, and the run's per-unit account and merge report are drawn."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Claude Code's permission lists (issue 16): `.claude/settings.json` and
+"""Claude Code's permission lists (seed 002 §7): `.claude/settings.json` and
 `~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR`) `permissions.allow|ask|deny` are rules of that
 scope: deny and ask always apply, allow only from the user scope or a trusted project; they show
 in `/permissions list` with their file."""

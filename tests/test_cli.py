@@ -291,7 +291,7 @@ def test_help_and_version_import_nothing_heavy(env):
         assert not heavy & imported, f"{args}: imports {heavy & imported}"
 
 
-# Every flag, choice and slash command of the contract is built (issue 21): nothing is marked
+# Every flag, choice and slash command of the contract is built (seed 002 §4, §5): nothing is marked
 # "not in this build" in the help of either front.
 # ---------------------------------------------------------------------------------------------
 

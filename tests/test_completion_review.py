@@ -1,4 +1,4 @@
-"""Issue 18 §4: the completion check reaches the model before its final answer (same turn);
+"""Honest completion (seed 000 behaviour 7): the completion check reaches the model before its final answer (same turn);
 files changed by shell commands join the diffstat, the scope check and verification; the
 files "requested" are paths the user typed, not prose words. Each scenario also runs with
 its mechanism switched off by configuration and shows the opposite outcome."""

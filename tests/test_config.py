@@ -194,7 +194,8 @@ def test_flags_outrank_the_configuration(fake_llm, yuyao, env):
 
 
 # ---------------------------------------------------------------------------------------------
-# A key and its sub-keys (issue 13: `model.max_output_tokens` became the model's name)
+# A key and its sub-keys (seed 002 §8, "accepted means effective and readable back"; a first
+# build let `model.max_output_tokens` become the model's name)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The spend ceiling (seed 000 #10, issue 13): exact by construction. Each call's `max_tokens`
+"""The spend ceiling (seed 000 behaviour 10): exact by construction. Each call's `max_tokens`
 is capped by what the remaining budget can pay after the call's input, the turn stops only when
 not even a minimal answer (256 tokens) fits, and a ceiling that cannot be enforced (no prices)
 is said so, once."""

@@ -1,4 +1,4 @@
-"""Custom slash commands (commands/*.md, issue 16): namespaces from subfolders, `{{args}}`,
+"""Custom slash commands (commands/*.md, seed 002 §7): namespaces from subfolders, `{{args}}`,
 `$1`, `@{file}` (secret rules apply), `!{cmd}` through the permission engine; a file dropped
 in is a command at once; a custom command never shadows a built-in."""
 

@@ -1,4 +1,4 @@
-"""Deferred tool schemas and the result cap (issue 14 §1: a small first request, a bounded
+"""Deferred tool schemas and the result cap (DESIGN §4: a small first request, a bounded
 result). The first request carries the core tools' schemas only; the other enabled tools are
 listed in the system prompt and `tool-search` appends their schemas to the end of the tool
 list, so every request still extends the previous one byte for byte but for that one change.

@@ -1,4 +1,4 @@
-"""Large file batches (issue 14, benches/bench_files.py): one apply-patch adding more files
+"""Large file batches (seed 000 behaviour 4 undo, benches/bench_files.py): one apply-patch adding more files
 than the usual open-file limit (1024) applies, is snapshotted and undone as one batch.
 """
 

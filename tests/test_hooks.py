@@ -1,4 +1,4 @@
-"""Lifecycle hooks (hooks.json, issue 16): both shapes users already have (Cursor's and Claude
+"""Lifecycle hooks (hooks.json, seed 002 §7): both shapes users already have (Cursor's and Claude
 Code's), decisions that stop a scripted call, Stop quality gates, trust (project hooks never run
 from run_agent.sh's --repo-dir), `features disable hooks`. Every hook here is a real program
 run by yuyao; the tests assert what it did (files, requests the model received, exit codes)."""

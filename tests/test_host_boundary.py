@@ -1,4 +1,4 @@
-"""The host boundary (issue 12 §3–§5, issue 11's read-only OS sandbox), as an attacker would
+"""The host boundary (DESIGN §5, §8; the read-only OS sandbox), as an attacker would
 try it: the scripted model proposes the hostile call and the test asserts the effect never
 happened — the control file unchanged, the outside process alive, the hook never run, no
 process left behind, no source byte changed in plan mode.
@@ -343,7 +343,7 @@ def test_kill_9_of_yuyao_leaves_no_tool_process(fake_llm, env, repo):
 
 
 # ---------------------------------------------------------------------------------------------
-# issue 11: read-only means no effect, whatever the classifier thinks
+# Read-only means no effect (DESIGN §5), whatever the classifier thinks
 
 
 @needs_namespaces

@@ -1,4 +1,4 @@
-"""`--json-schema <file>` (issue 21): the answer is one JSON document valid against the schema,
+"""`--json-schema <file>` (seed 002 §4): the answer is one JSON document valid against the schema,
 asked through `response_format` (or by instruction), repaired once, else exit 1; a bad schema
 is a usage error before any model call. Through `-p`, `--output-format json` and agent_api."""
 

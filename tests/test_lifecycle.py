@@ -1,4 +1,4 @@
-"""Lifecycle and resource faults (issue 12 §6) and the model key kept out of /proc (§5).
+"""Lifecycle and resource faults, and the model key kept out of /proc (DESIGN §5).
 
 Each test plays the hostile or broken side: live jobs at exit, a model server that stalls or
 cuts its stream, tool arguments carrying escaped NUL bytes, a tool reading the agent's

@@ -1,4 +1,4 @@
-"""The `lsp` tool and diagnostics after edits (issue 20, `--experimental-lsp` / `lsp.enabled`),
+"""The `lsp` tool and diagnostics after edits (seed 002 §1, `--experimental-lsp` / `lsp.enabled`),
 end to end against the scripted model with a real language server from PyPI (pylsp, with
 pyflakes for diagnostics)."""
 

@@ -1,4 +1,4 @@
-"""Persistent memory (issue 15): MEMORY.md files loaded into the request, written by
+"""Persistent memory (seed 002 §6): MEMORY.md files loaded into the request, written by
 /remember and "remember that …", removed by /forget, hand edits noticed, remembered rules
 enforced on shell commands, memory-get, --no-memory, and the headless contract."""
 

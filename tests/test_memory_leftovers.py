@@ -1,4 +1,4 @@
-"""Issue 15 leftovers: `/memory edit <id>` without text and `/memory open` hand the memory
+"""Memory editing in the TUI (seed 002 §6, seed 000 behaviour 5): `/memory edit <id>` without text and `/memory open` hand the memory
 file to $EDITOR in the TUI (the prompt suspended, the file re-read: the change reaches the
 next request); without a terminal (agent_api) they fail naming the inline form."""
 

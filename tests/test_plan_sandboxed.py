@@ -1,4 +1,4 @@
-"""Plan mode's sandboxed read-only list, end to end (docs/plan-mode.md): the scripted model
+"""Plan mode's sandboxed read-only list, end to end (docs/planning.md): the scripted model
 calls bash in plan mode with the forms the list now allows (awk that only prints, command
 substitutions of read-only commands, `env VAR=…`, `sort -T`, `--help` of any program, …)
 and with the effectful forms beside them. The allowed ones run and return their output, the

@@ -1,4 +1,4 @@
-"""The planning workflow (issue 17, seed 001): the todo tool, `<proposed_plan>` extraction and
+"""The planning workflow (seed 001, seed 000 behaviour 3): the todo tool, `<proposed_plan>` extraction and
 validation, `.plans/` persistence, approval (phrase, `/plan approve`) and handoff, replans,
 the blocked-call fuse and planning's empty-reply recovery — end to end through `yuyao -p`
 and agent_api against the scripted model."""

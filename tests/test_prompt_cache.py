@@ -1,4 +1,4 @@
-"""Requests a provider's prompt cache can reuse (issue 14 §1, §2): between compactions every
+"""Requests a provider's prompt cache can reuse (DESIGN §4): between compactions every
 request extends the previous one byte for byte — the system prompt is built once, a mode switch
 or a commit arrives as a settings note at the end, old tool results are stubbed in a few batches
 — git status is read once per system prompt, not per call, and the cache hit rate the provider

@@ -1,4 +1,4 @@
-"""Read-only means no effect (issue 11 §1), end to end: in plan mode, with the ask role and in
+"""Read-only means no effect (DESIGN §5, seed 002 §3.1), end to end: in plan mode, with the ask role and in
 headless ask mode (nobody to approve), the scripted model calls bash with commands that an
 audit found writing files or running programs while judged read-only. Afterwards the workspace
 is byte-identical and no marker exists in it, in the session's temp dir or in /tmp. The

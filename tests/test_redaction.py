@@ -1,4 +1,4 @@
-"""Secrets stay out of requests, whatever program printed them (issue 11 §4).
+"""Secrets stay out of requests, whatever program printed them (DESIGN §5, redaction).
 
 The scripted model tries every way of getting a `.env` value (and key material) into a tool
 result, in yolo so everything runs; the requests the fake model received decide: the value
@@ -26,7 +26,7 @@ PRIVATE_KEY = (
     "-----END OPENSSH PRIVATE KEY-----\n"
 )
 
-# Each form put the .env value into a request before redaction (issue 11 §4).
+# Each form put the .env value into a request before redaction existed (DESIGN §5).
 EXFILTRATION = [
     "grep -r SECRET .",
     "cat < .env",

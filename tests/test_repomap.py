@@ -1,4 +1,4 @@
-"""The repo map (`--map-tokens`, issue 20) and `@SymbolName`, end to end against the scripted
+"""The repo map (`--map-tokens`, seed 002 §4) and `@SymbolName`, end to end against the scripted
 model: what the model receives with its prompt."""
 
 from __future__ import annotations

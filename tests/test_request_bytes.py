@@ -1,4 +1,4 @@
-"""Bytes a provider's prompt cache cannot reuse (issue 14, benches/bench_requests.py): the
+"""Bytes a provider's prompt cache cannot reuse (DESIGN §4, benches/bench_requests.py): the
 tools a request advertises are the ones that can work in this session, a write's result names
 the file as the model knows it, and a stub batch sends again only the new stubs and the latest
 step's result — not the ten most recent whole results.

@@ -1,4 +1,4 @@
-"""Retention of spill files, job logs and snapshot objects (issue 13 "growth"): `yuyao gc`
+"""Retention of spill files, job logs and snapshot objects (storage must not grow without bound): `yuyao gc`
 (and `--dry-run`) reports what it frees per kind; a live session's files — this process's
 or another's — are never touched; a snapshot object a kept session references stays, so
 its /undo still works; the same pass runs in the background when a session opens, without

@@ -1,4 +1,4 @@
-"""`/review`, `/security-review` and `/run` (issue 21), through agent_api `dispatch`."""
+"""`/review`, `/security-review` and `/run` (seed 002 §5.1), through agent_api `dispatch`."""
 
 from __future__ import annotations
 

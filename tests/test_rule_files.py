@@ -1,4 +1,4 @@
-"""Rule files (issue 16): `.yuyao/rules/*.md`, `.cursor/rules/*.mdc`, `.claude/rules/*.md`. A
+"""Rule files (seed 002 §7): `.yuyao/rules/*.md`, `.cursor/rules/*.mdc`, `.claude/rules/*.md`. A
 path rule joins the context once, appended after a matching file is read (the earlier requests
 are untouched); an always-rule is there from the first request; `/context list` names them."""
 

@@ -1,4 +1,4 @@
-"""The scope contract (issue 18 §2): `declare-scope` and the categorical guard, end to end
+"""The scope contract (seed 000 behaviour 2): `declare-scope` and the categorical guard, end to end
 against the scripted model.
 
 Every scenario runs twice: with the guard (the default) and with `scope.guard = false`,

@@ -1,4 +1,4 @@
-"""Session surface of issue 21: `/add-dir`, `/cd`, `/btw` (`/side`) and `/queue`
+"""Session surface (seed 002 §5.1, §5.2): `/add-dir`, `/cd`, `/btw` (`/side`) and `/queue`
 (steer|followup|collect|interrupt), through agent_api `dispatch` (the TUI runs the same code)."""
 
 from __future__ import annotations

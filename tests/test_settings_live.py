@@ -929,7 +929,7 @@ EFFECTS = {
     # 3 MB, 2 days old: kept by the default 1024 MB, removed once the cap is 1 MB.
     "storage.max_mb": effect_storage("storage.max_mb", "1", 2, 3 << 20),
 }
-# Issue 18 §3-5 (verification, intent lines): their effect tests live with the mechanism.
+# Seed 000 behaviours 6-8 (verification, intent lines): their effect tests live with the mechanism.
 EFFECTS.update(__import__("test_verification").LIVE_EFFECTS)
 # Memory maintenance and the memory backend: with the mechanism too.
 EFFECTS.update(__import__("test_memory_backend").LIVE_EFFECTS)

@@ -1,5 +1,5 @@
 """Deny rules in every spelling against wrapper and hidden-code forms, `Edit` path rules on
-the shell, and `monitor` under a `Bash(...)` rule (issue 11 §2 and §3), end to end.
+the shell, and `monitor` under a `Bash(...)` rule (DESIGN §5: deny rules in every spelling), end to end.
 
 The scripted model proposes the hostile call; the victim file still being there decides.
 """

@@ -1,4 +1,4 @@
-"""Skills (SKILL.md), plugins (plugin.json) and `/flow:` (issue 16): a skill's name and
+"""Skills (SKILL.md), plugins (plugin.json) and `/flow:` (seed 002 §7): a skill's name and
 description in the system prompt, its body loaded by keyword, by `/skill` and by the `skill`
 tool; `allowed-tools` pre-approving (never forbidding) tools; a skill added mid-session arrives as a note; a
 plugin's command, skill and hook go inert after `yuyao features disable plugins`; a flow

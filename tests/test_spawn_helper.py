@@ -1,4 +1,4 @@
-"""Spawn cost independent of the host (issue 14 §4): a bash call starts through the spawn
+"""Spawn cost independent of the host (DESIGN §5, one spawn path): a bash call starts through the spawn
 helper (`posix_spawn`, no fork of the host), so a program that embeds yuyao with gigabytes of
 memory does not pay for them per command; and the helper opens no way around the sandbox (a
 planted look-alike, LD_PRELOAD, inherited descriptors).

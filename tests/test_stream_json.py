@@ -1,4 +1,4 @@
-"""`-p --input-format stream-json` / `--output-format stream-json` and `--verbose` (issue 21)."""
+"""`-p --input-format stream-json` / `--output-format stream-json` and `--verbose` (seed 002 §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sub-agents (issue 19): the `task` tool, custom agents, `/agents`, `/fork`, `/goal`, `/loop`,
+"""Sub-agents (seed 002 §1, §5.2): the `task` tool, custom agents, `/agents`, `/fork`, `/goal`, `/loop`,
 and the spend ceiling / step limit across a session and its sub-agents — end to end against the
 scripted model, through agent_api and the `yuyao` CLI.
 

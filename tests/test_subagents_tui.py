@@ -1,4 +1,4 @@
-"""Sub-agents in the TUI (issue 19): a sub-agent's tool calls are drawn indented under the
+"""Sub-agents in the TUI (seed 002 §1 `task`): a sub-agent's tool calls are drawn indented under the
 parent's task call, and Ctrl+X Ctrl+K (twice) stops a running /fork."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`--role orchestrator [--team-name <n>]` (issue 19): the lead's shared task list with owners,
+"""`--role orchestrator [--team-name <n>]` (seed 002 §3.2): the lead's shared task list with owners,
 the mailbox every member reads before each model call, teammates as write-capable sub-agents
 each in its own worktree, results merged back — end to end through `yuyao -p` and agent_api
 against the scripted model."""

@@ -1,4 +1,4 @@
-"""`--thinking off|low|medium|high|max` and `/think` (issue 21): the level reaches the request
+"""`--thinking off|low|medium|high|max` and `/think` (seed 002 §4, §8): the level reaches the request
 as `model.thinking_param` says, and is independent of `--show-thinking` (each changed alone
 leaves the other untouched, in the request and on screen)."""
 

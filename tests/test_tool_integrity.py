@@ -1,4 +1,4 @@
-"""Tool-call integrity (issue 12 §1, §2, §6): every call is parsed once into one typed value
+"""Tool-call integrity (DESIGN §3, §5): every call is parsed once into one typed value
 that the policy, the approval prompt and the tool all read, and paths are resolved (symlinks
 included) before they are judged.
 

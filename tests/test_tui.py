@@ -677,7 +677,7 @@ def test_core_trust_prompt_lists_what_the_project_asks_for(fake_llm, env, repo, 
 
 
 # --------------------------------------------------------------------------------------------
-# Shortcuts, prefixes, vim mode, suggestions, status line, settings (issue 8).
+# Shortcuts, prefixes, vim mode, suggestions, status line, settings (seed 002 §5.3-§5.7).
 
 CTRL = {c: chr(ord(c) - 96) for c in "abcdefghijklmnopqrstuvwxyz"}
 CTRL_SHIFT_Z = "\x1b[122;6u"  # kitty / CSI-u terminals
@@ -1619,7 +1619,7 @@ def test_core_next_step_is_predicted_from_edits_and_test_runs(fake_llm, env, rep
 
 @pytest.mark.core
 def test_core_custom_command_and_untrusted_project_hook(fake_llm, env, repo, tmp_path):
-    """Issue 16 in the TUI: the trust prompt shows what a project hook would run; refused, the
+    """Extensions in the TUI (DESIGN §8): the trust prompt shows what a project hook would run; refused, the
     hook does not run; a namespaced custom command is in /help and runs as a turn."""
     marker = tmp_path / "hook-ran"
     (repo / ".yuyao" / "commands" / "git").mkdir(parents=True)

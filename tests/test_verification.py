@@ -1,4 +1,4 @@
-"""Issue 18 §3-5: intent line per tool batch, honest completion, verification by default and
+"""Seed 000 behaviours 6-8: intent line per tool batch, honest completion, verification by default and
 --auto-test, against the scripted model. Each scenario also runs with its mechanism switched
 off by configuration and shows the opposite outcome."""
 

@@ -1,4 +1,4 @@
-"""`/verify` (issue 21): start the app like `/run`, then a turn that drives it and reports what
+"""`/verify` (seed 002 §5.2): start the app like `/run`, then a turn that drives it and reports what
 it observed against the request — a web app through the real browser tool (Chromium), a
 command-line app through bash — through agent_api `dispatch`."""
 

@@ -1,4 +1,4 @@
-"""`/workflow <name>` and `/workflows` (issue 19): `.yuyao/workflows/<name>.yaml` stages of
+"""`/workflow <name>` and `/workflows` (seed 002 §5.2): `.yuyao/workflows/<name>.yaml` stages of
 sub-agents, a cross-check stage where one agent verifies another's result, and the list of
 running and completed workflows with stage and per-agent progress — through agent_api against
 the scripted model."""

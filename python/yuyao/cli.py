@@ -703,7 +703,7 @@ COMMANDS = {
         Command(
             "batch",
             "Run many headless tasks (a JSONL file or a folder of task files), each in its own "
-            "fresh checkout, on a local process pool or a Ray cluster (docs/batch.md)",
+            "fresh checkout, on a local process pool or a Ray cluster (docs/parallel.md)",
             (
                 Action(
                     "run",

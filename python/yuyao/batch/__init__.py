@@ -1,5 +1,5 @@
 """`yuyao batch`: many headless tasks, each in its own fresh checkout, on a local process
-pool or on a Ray cluster (docs/batch.md). Only the standard library is imported here;
+pool or on a Ray cluster (docs/parallel.md). Only the standard library is imported here;
 Ray only with `--ray`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The batch driver (docs/batch.md): reads the tasks, skips those an earlier run finished,
+"""The batch driver (docs/parallel.md): reads the tasks, skips those an earlier run finished,
 runs the rest on the local process pool (here) or on Ray (`on_ray.py`) within the batch's
 limits, and keeps `DIR/results.jsonl` whole after each task.
 

@@ -1,5 +1,5 @@
 """The batch spend ledger, Python side (the file's format and the check before each model
-call are rust/store/src/spend_ledger.rs; docs/batch.md).
+call are rust/store/src/spend_ledger.rs; docs/parallel.md).
 
 One JSON file; every read-modify-write holds an exclusive flock on `<ledger>.lock` (the same
 lock the core takes) and replaces the file atomically. The driver creates it with the

@@ -1,5 +1,5 @@
 """`yuyao batch --ray auto|ADDRESS`: the same tasks as Ray tasks on an existing cluster
-(docs/batch.md).
+(docs/parallel.md).
 
 - Each task is one Ray task reserving `--task-cpus` CPUs (and `--task-memory-mb`); inside
   it, `runner.run_task` runs the headless contract as a child process, exactly as the local

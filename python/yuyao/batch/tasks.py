@@ -1,4 +1,4 @@
-"""The task list of `yuyao batch` (docs/batch.md): a JSONL file, or a folder of `.json` /
+"""The task list of `yuyao batch` (docs/parallel.md): a JSONL file, or a folder of `.json` /
 `.jsonl` files, one task an object:
 
     {"id": "fix-1", "task": "Fix the failing test", "repo": "../proj", "commit": "HEAD",

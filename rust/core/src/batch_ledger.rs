@@ -1,4 +1,4 @@
-//! The batch spend ledger at the model-call gate (docs/batch.md): when this process is one
+//! The batch spend ledger at the model-call gate (docs/parallel.md): when this process is one
 //! task of a `yuyao batch` run (`YUYAO_SPEND_LEDGER` set), the batch's one ceiling is
 //! checked before every model call, next to the session's own ceiling, and the spend is
 //! recorded after each call. The ledger file and its locking are `yuyao_store::spend_ledger`.

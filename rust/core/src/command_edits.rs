@@ -1,4 +1,4 @@
-//! Files a shell command changed (issue 18 §4-5): a file tool says what it writes, a command
+//! Files a shell command changed (seed 000 behaviours 7-8): a file tool says what it writes, a command
 //! does not (`sed -i`, `python - <<EOF`, `echo > f`). Before a command that is not read-only
 //! the work tree is stamped (size, mtime, inode of every file git would see, no content);
 //! after it, a second stamp names what changed. Their pre-images come from the git index

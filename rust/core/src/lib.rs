@@ -1,4 +1,6 @@
-//! yuyao-core: the Session every front drives (TUI, `-p`, run_agent, agent_api).
+//! yuyao-core: the Session every front drives (TUI, `-p`, run_agent, agent_api) — the turn
+//! loop, tool dispatch, slash commands and every feature built on them (docs/ARCHITECTURE.md,
+//! "rust/core").
 //!
 //! A front opens a [`Session`], submits turns ([`Session::chat`]) and slash commands
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.

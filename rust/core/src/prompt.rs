@@ -85,7 +85,7 @@ fn role_line(role: Role) -> &'static str {
     }
 }
 
-/// The one threshold `--curiosity` moves (issue 18 §1): how sure the agent must be of the
+/// The one threshold `--curiosity` moves (seed 000 behaviour 1): how sure the agent must be of the
 /// user's meaning to go ahead without asking. Everything else about asking stays the same.
 pub(crate) fn curiosity_threshold(c: Curiosity) -> u8 {
     match c {

@@ -1,5 +1,8 @@
-//! Permission adjudication (DESIGN §5). Every tool call passes [`Policy::decide`] in one
-//! fixed order: read-only role/mode, deny rules, sandbox and network, then ask/allow.
+//! Permission adjudication and confinement (DESIGN §5): whether a tool call may run, the OS
+//! sandbox every tool process runs in, and the redaction of what comes back.
+//!
+//! Every tool call passes [`Policy::decide`] in one fixed order: read-only role/mode, deny
+//! rules, sandbox and network, then ask/allow.
 //! Each decision names the rule or mode that made it, for the trace and `sandbox explain`.
 
 mod advice;

@@ -1,4 +1,4 @@
-//! Deny rules the OS enforces too (issue 11 §3): a shell command whose paths the lexer cannot
+//! Deny rules the OS enforces too (DESIGN §5, path rules on the shell): a shell command whose paths the lexer cannot
 //! determine (`cat $(ls)`, a script, a program that opens files itself) still cannot read a
 //! `Read(...)`-denied path or write an `Edit(...)`-denied one, because tool processes meet
 //! them masked or read-only in their mount namespace. Only rules that name a literal path

@@ -1,5 +1,5 @@
 //! yuyao's control files and the repository's git configuration are not the agent's to
-//! write (issue 12 §3): a model that could edit `.yuyao/config.toml` or `permissions.json`
+//! write (DESIGN §5, §8): a model that could edit `.yuyao/config.toml` or `permissions.json`
 //! would widen its own sandbox for the next call or session, and one that could edit
 //! `.git/config` or `.git/hooks` would plant code that git runs outside the sandbox. The file
 //! tools are refused here (in every mode); tool processes meet the same files read-only in

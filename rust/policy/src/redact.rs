@@ -1,4 +1,4 @@
-//! Redaction of secrets from tool results (DESIGN §5, the last layer; issue 11 §4).
+//! Redaction of secrets from tool results (DESIGN §5, the last layer).
 //!
 //! Whatever program printed it, a secret must not reach the model: before a tool result
 //! (bash, bg-output, monitor lines, grep, read, …) enters the history, the values found in

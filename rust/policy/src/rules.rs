@@ -748,7 +748,7 @@ fn wildcard(p: &str, text: &str) -> bool {
 }
 
 // ----------------------------------------------------------------------------------------
-// Exact command rules (issue 11 §3: an "always" answer grants exactly what was shown).
+// Exact command rules (seed 000 behaviour 11: an "always" answer grants exactly what was shown).
 
 /// The segment as one unambiguous line: environment assignments, program and arguments, each
 /// single-quoted when it holds a space or a shell character. An "always" answer for an

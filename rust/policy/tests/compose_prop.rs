@@ -1,4 +1,4 @@
-//! Property (issue 11 §2): random compositions of the forms the adjudicator must see
+//! Property (DESIGN §5, deny rules in every spelling): random compositions of the forms the adjudicator must see
 //! through — nested wrappers from the wrapper table, `;`/`&&`/`|` segments, `$(…)`,
 //! `bash -c '…'` at several quoting levels, `xargs`, `find -exec`, strings handed to a shell
 //! by `su -c`, `env -S`, `watch`, `ssh`, `flock -c`, `trap`, `git -c alias.x=!…`, hidden

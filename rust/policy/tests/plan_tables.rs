@@ -1,4 +1,4 @@
-//! Plan mode's sandboxed read-only list (docs/plan-mode.md), one test per table row: the
+//! Plan mode's sandboxed read-only list (docs/planning.md), one test per table row: the
 //! forms the row allows when the command runs under the read-only OS sandbox, and beside
 //! them the effectful forms it keeps refusing — under the sandbox and under the strict list
 //! alike. Attack forms first: each row's refusals were written before its allowances.

@@ -1,4 +1,4 @@
-//! Table suite for "read-only means no effect" (issue 11 §1): every command an audit or the
+//! Table suite for "read-only means no effect" (DESIGN §5, seed 002 §3.1): every command an audit or the
 //! peer-classifier corpus found writing or running something while judged read-only, its
 //! siblings, and the everyday inspection forms that must stay allowed. A line is read-only
 //! when it is determined and every segment is read-only (undetermined = not read-only).

@@ -1,4 +1,4 @@
-//! Issue 11 §2 and §3 (first bullet), row by row: wrappers parsed exactly (a table per
+//! Deny rules in every spelling (DESIGN §5), row by row: wrappers parsed exactly (a table per
 //! wrapper), programs that run programs, bash features that hide code, shells fed code,
 //! scripts read from the working directory, the three spellings of a deny rule, ask rules,
 //! allow rules that need a full match, and `Edit`/`Read` path rules judging shell commands.

@@ -1,5 +1,7 @@
-//! Persisted state of yuyao: where files live, the layered configuration, the MCP server
-//! registry and the execution trace.
+//! Persisted state of yuyao: everything it keeps on disk — where files live, the layered
+//! configuration, sessions, permissions and project trust, the MCP server registry, the
+//! execution trace, snapshots and their retention, memory files, worktrees and background
+//! sessions' folders.
 
 pub mod beneath;
 pub mod bg_agents;

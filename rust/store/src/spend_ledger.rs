@@ -1,5 +1,5 @@
 //! The batch spend ledger: one JSON file shared by every task of a `yuyao batch` run, so one
-//! spend ceiling holds for the whole batch (docs/batch.md). Named by `YUYAO_SPEND_LEDGER`;
+//! spend ceiling holds for the whole batch (docs/parallel.md). Named by `YUYAO_SPEND_LEDGER`;
 //! each task's run records its spend so far under its own key (`YUYAO_SPEND_LEDGER_TASK`)
 //! and may not start a model call while the batch total is at or past the ceiling.
 //!

@@ -1,4 +1,4 @@
-//! Benchmark of the redaction of tool results (issue 11, Done-when: redaction adds < 5% to a
+//! Benchmark of the redaction of tool results (DESIGN §5; the target: redaction adds < 5% to a
 //! 1 MB tool result against capping it alone). The capping baseline is what every result
 //! already pays: `cap_output` writes the whole text to a spill file and keeps head and tail.
 //!

@@ -1,4 +1,4 @@
-//! `ask-user` (issue 18 §1): ask before guessing, but only with a real choice, only when a
+//! `ask-user` (seed 000 behaviour 1): ask before guessing, but only with a real choice, only when a
 //! human can answer, and never twice for what is already known.
 //!
 //! Order for one question: the arguments must carry 2–4 concrete options (else an error the

@@ -1,4 +1,4 @@
-//! The scope contract (issue 18 §2): the model declares what it will change this turn
+//! The scope contract (seed 000 behaviour 2): the model declares what it will change this turn
 //! (`declare-scope`, [`declare`]); from then on every mutating call is checked against it
 //! before it runs ([`guard`]). A turn that declared nothing is not guarded.
 

@@ -1,4 +1,4 @@
-//! `/batch <instruction>` (issue 19): the model proposes independent units of work (one
+//! `/batch <instruction>` (seed 002 §5.2): the model proposes independent units of work (one
 //! request through the same builder), the user approves or edits the list when someone
 //! attends (headless and agent_api proceed), each unit runs as a write-capable sub-agent in
 //! its own git worktree — at most `agents.max_parallel` at once — and each unit's branch is

@@ -1,4 +1,4 @@
-//! Sub-agents (issue 19): another [`Session`] of the same core — same request builder, policy
+//! Sub-agents (seed 002 §1 `task`, DESIGN §8): another [`Session`] of the same core — same request builder, policy
 //! and sandbox (DESIGN §1) — opened with a fresh context and its own options (read-only by
 //! default, a declared tool set), run on its own thread, its events forwarded nested under the
 //! parent's call.

@@ -1,4 +1,4 @@
-//! `--role orchestrator [--team-name <n>]` (issue 19): the lead splits the work into the
+//! `--role orchestrator [--team-name <n>]` (seed 002 §3.2): the lead splits the work into the
 //! team's shared task list (items with owners), messages teammates, and runs the list: each
 //! item is a write-capable sub-agent (the teammate who owns it) in its own git worktree, run
 //! like `/batch` units, then merged back (a conflict is reported, never forced).

@@ -1,4 +1,4 @@
-"""Issue 21 in the TUI: `/btw`, `/queue followup` typed mid-turn, `/add-dir` in `/status`,
+"""The automation and session surface (seed 002 §5.1, §5.2) in the TUI: `/btw`, `/queue followup` typed mid-turn, `/add-dir` in `/status`,
 `/think` independent of the thinking display — the same core code as `dispatch`."""
 
 from __future__ import annotations

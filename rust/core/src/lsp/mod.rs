@@ -4,9 +4,9 @@
 //! the project folder, without the model key; a crashed server is restarted once; all stop
 //! with the session.
 
-mod client;
+use yuyao_lsp::client;
 mod format;
-mod servers;
+use yuyao_lsp::servers;
 
 use crate::process_profile::{Origin, ProcessKind};
 use crate::session::Session;

@@ -8,11 +8,11 @@
 //! balancer that arms the pass; `budget.rs` planning's budget floors.
 
 pub(crate) mod budget;
-pub(crate) mod extract;
+pub(crate) use yuyao_planning::extract;
 pub(crate) mod files;
-pub(crate) mod navigation;
+pub(crate) use yuyao_planning::navigation;
 pub(crate) mod recovery;
-pub(crate) mod validate;
+pub(crate) use yuyao_planning::validate;
 
 use crate::session::{CoreError, Session, TurnSummary};
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@ const CLOSE: &str = "</proposed_plan>";
 /// Filters streamed text: what is outside plan blocks passes through; a suffix that could be
 /// the start of a tag is held back until the next delta decides it.
 #[derive(Default)]
-pub(crate) struct StreamFilter {
+pub struct StreamFilter {
     held: String,
     inside: bool,
     /// Plan text seen since the last [`StreamFilter::take_plan`] (for `plan_delta` events).
@@ -84,7 +84,7 @@ impl StreamFilter {
 }
 
 /// The plan blocks of a complete reply (an unterminated block runs to the end).
-pub(crate) fn plans(text: &str) -> Vec<String> {
+pub fn plans(text: &str) -> Vec<String> {
     let lower = text.to_ascii_lowercase();
     let mut out = Vec::new();
     let mut at = 0;
@@ -101,7 +101,7 @@ pub(crate) fn plans(text: &str) -> Vec<String> {
 }
 
 /// The reply without its plan blocks (what the transcript shows).
-pub(crate) fn strip(text: &str) -> String {
+pub fn strip(text: &str) -> String {
     let mut f = StreamFilter::new();
     let mut out = f.push(text);
     out.push_str(&f.finish());

@@ -26,7 +26,7 @@ fn skip(path: &Path, why: &str) {
 }
 
 /// The warnings of files skipped since the last call.
-pub(crate) fn take_warnings() -> Vec<String> {
+pub fn take_warnings() -> Vec<String> {
     std::mem::take(&mut *SKIPPED.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
@@ -48,7 +48,7 @@ fn refusal(path: &Path, roots: &[&Path]) -> Option<&'static str> {
 
 /// Reads `path` for the prompt: `None` when it is missing, unreadable, or refused (then
 /// with a warning); the text is redacted with the secrets of `roots[0]` (the project).
-pub(crate) fn read(path: &Path, roots: &[&Path]) -> Option<String> {
+pub fn read(path: &Path, roots: &[&Path]) -> Option<String> {
     std::fs::symlink_metadata(path).ok()?;
     if let Some(why) = refusal(path, roots) {
         skip(path, why);
@@ -59,7 +59,7 @@ pub(crate) fn read(path: &Path, roots: &[&Path]) -> Option<String> {
 }
 
 /// `text` redacted as a tool result would be (the project's secret values, key material).
-pub(crate) fn redact(text: &str, project: Option<&Path>) -> String {
+pub fn redact(text: &str, project: Option<&Path>) -> String {
     let roots: Vec<PathBuf> = project.map(Path::to_path_buf).into_iter().collect();
     yuyao_policy::redact::for_roots(&roots, &[])
         .redact(text, &|_| false)

@@ -6,10 +6,10 @@
 use serde::Serialize;
 
 /// About 1500 tokens at 4 characters a token.
-pub(crate) const MAX_PLAN_TOKENS: usize = 1500;
+pub const MAX_PLAN_TOKENS: usize = 1500;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub(crate) struct Step {
+pub struct Step {
     pub n: u32,
     pub action: String,
     pub files: Vec<String>,
@@ -17,7 +17,7 @@ pub(crate) struct Step {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub(crate) struct Plan {
+pub struct Plan {
     pub title: String,
     pub summary: String,
     pub steps: Vec<Step>,
@@ -124,7 +124,7 @@ const OBSERVABLE: &[&str] = &[
 ];
 
 /// Token estimate of a text (4 characters a token, as the request estimate).
-pub(crate) fn tokens(text: &str) -> usize {
+pub fn tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4)
 }
 
@@ -163,7 +163,7 @@ fn has_markdown_link(line: &str) -> bool {
 }
 
 /// Splits on commas outside quotes and backticks.
-pub(crate) fn split_entries(s: &str) -> Vec<String> {
+pub fn split_entries(s: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let mut quote: Option<char> = None;
@@ -264,7 +264,7 @@ fn is_concrete(entry: &str) -> bool {
 }
 
 /// Validates a plan body (between the tags). `Err` lists every failure.
-pub(crate) fn validate(text: &str) -> Result<Plan, Vec<String>> {
+pub fn validate(text: &str) -> Result<Plan, Vec<String>> {
     let text = text.trim();
     let mut problems = Vec::new();
     if text.is_empty() {
@@ -437,7 +437,7 @@ fn parse_steps(body: &[&str], problems: &mut Vec<String>) -> Vec<Step> {
 mod tests {
     use super::*;
 
-    pub(crate) const GOOD: &str = "# Fix parser\n\n## Summary\nFix the cursor.\n\n## Implementation Steps\n1. Hoist the check -> files: src/parser.rs -> verify: cargo test parser::tests::parse_case, rg -n 'a,b' README.md\n2. Add a test -> files: [src/parser.rs] -> verify: [`cargo test single_byte`]\n\n## Test Cases and Validation\n- cargo test\n\n## Assumptions and Defaults\n- grammar unchanged\n";
+    pub const GOOD: &str = "# Fix parser\n\n## Summary\nFix the cursor.\n\n## Implementation Steps\n1. Hoist the check -> files: src/parser.rs -> verify: cargo test parser::tests::parse_case, rg -n 'a,b' README.md\n2. Add a test -> files: [src/parser.rs] -> verify: [`cargo test single_byte`]\n\n## Test Cases and Validation\n- cargo test\n\n## Assumptions and Defaults\n- grammar unchanged\n";
 
     #[test]
     fn good_plan_passes() {

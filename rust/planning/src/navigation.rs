@@ -17,12 +17,12 @@
 use serde_json::Value;
 use std::collections::{HashMap, HashSet, VecDeque};
 
-pub(crate) const CONSECUTIVE_LOW_SIGNAL: u32 = 6;
-pub(crate) const TOTAL_LOW_SIGNAL: u32 = 10;
-pub(crate) const REPEAT_WINDOW: usize = 12;
-pub(crate) const LISTING_TRIPWIRE: u32 = 3;
-pub(crate) const PLANNING_LISTING_TRIPWIRE: u32 = 5;
-pub(crate) const EXECUTION_CHURN: u32 = 12;
+pub const CONSECUTIVE_LOW_SIGNAL: u32 = 6;
+pub const TOTAL_LOW_SIGNAL: u32 = 10;
+pub const REPEAT_WINDOW: usize = 12;
+pub const LISTING_TRIPWIRE: u32 = 3;
+pub const PLANNING_LISTING_TRIPWIRE: u32 = 5;
+pub const EXECUTION_CHURN: u32 = 12;
 
 /// Argument names that shape only how much of a result is shown.
 const OUTPUT_CONTROLS: &[&str] = &[
@@ -48,7 +48,7 @@ const INSPECTORS: &[&str] = &[
 const LISTERS: &[&str] = &["ls", "find", "fd", "tree"];
 
 #[derive(Debug, PartialEq)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// `key` identifies the semantic request; `family` is set for listings
     /// (`exec::inspection::ls::src`).
     Navigation {
@@ -61,7 +61,7 @@ pub(crate) enum Kind {
 
 /// What a call is, from its canonical tool name and arguments (mutation is judged by the
 /// caller from what the call did).
-pub(crate) fn classify(tool: &str, arguments: &str) -> Kind {
+pub fn classify(tool: &str, arguments: &str) -> Kind {
     let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
     match tool {
         // The glob tool matches one pattern, like grep: distinct patterns under one root are
@@ -141,7 +141,7 @@ fn semantic(args: &Value) -> String {
 }
 
 /// A result that surfaced nothing.
-pub(crate) fn found_nothing(output: &str) -> bool {
+pub fn found_nothing(output: &str) -> bool {
     let t = output.trim();
     t.is_empty()
         || t == "(no output)"
@@ -150,7 +150,7 @@ pub(crate) fn found_nothing(output: &str) -> bool {
 }
 
 #[derive(Default)]
-pub(crate) struct Balancer {
+pub struct Balancer {
     planning: bool,
     consecutive_low: u32,
     total_low: u32,
@@ -164,7 +164,7 @@ pub(crate) struct Balancer {
 }
 
 impl Balancer {
-    pub(crate) fn new(planning: bool) -> Balancer {
+    pub fn new(planning: bool) -> Balancer {
         Balancer {
             planning,
             ..Balancer::default()
@@ -172,7 +172,7 @@ impl Balancer {
     }
 
     /// Verification, mutation or a recovery pass: the low-signal counts start again.
-    pub(crate) fn reset(&mut self) {
+    pub fn reset(&mut self) {
         self.consecutive_low = 0;
         self.total_low = 0;
         self.churn = 0;
@@ -182,13 +182,7 @@ impl Balancer {
 
     /// Counts one call that ran; the reason for the recovery pass when a guard trips (once
     /// per turn: a pass already armed is never announced again).
-    pub(crate) fn record(
-        &mut self,
-        kind: Kind,
-        ok: bool,
-        mutated: bool,
-        output: &str,
-    ) -> Option<String> {
+    pub fn record(&mut self, kind: Kind, ok: bool, mutated: bool, output: &str) -> Option<String> {
         let (key, family) = match kind {
             _ if mutated => {
                 self.reset();

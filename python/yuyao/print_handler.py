@@ -97,7 +97,7 @@ class PrintHandler:
         self._end_thinking()
 
     def _on_intent(self, event: dict) -> None:
-        # --verbose: the batch's one-line "why" (issue 21 builds the rest of --verbose).
+        # --verbose: the batch's one-line "why".
         mark = "" if event.get("stated") else " (the model stated none)"
         self._progress(f"[intent] {event.get('text')}{mark}")
         # The batch's tool_begin events carry the same intent: it is printed once.

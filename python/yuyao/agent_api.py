@@ -27,8 +27,8 @@ import sys
 import weakref
 from typing import Any
 
-from yuyao.cli import fold_choice  # the same spelling rules as --mode/--role
-from yuyao.headless import hide_model_key  # what `-p` does with the model key
+from yuyao.core_link import hide_model_key  # what `-p` does with the model key
+from yuyao.user_text import fold_choice  # the same spelling rules as --mode/--role
 
 __all__ = ["AgentSession", "create_session"]
 

@@ -12,7 +12,8 @@ import os
 import sys
 import time
 
-from yuyao.headless import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, PROG, _load_core, hide_model_key
+from yuyao.core_link import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, PROG, hide_model_key, load_core
+from yuyao.user_text import decode_text
 
 LIVE_STATES = ("starting", "running", "awaiting input")
 _FOLLOW_POLL_SECONDS = 0.2
@@ -31,7 +32,7 @@ def _fail(message: str, code: int = EXIT_RUNTIME) -> int:
 def start_worktree(name, options: dict):
     """Creates the worktree and points the session at it (options["cwd"]). Returns the
     worktree (a dict) or None after printing why (exit 1: outside git, a bad name...)."""
-    core = _load_core()
+    core = load_core()
     if core is None:
         return None
     cwd = options.get("cwd") or os.getcwd()
@@ -118,7 +119,7 @@ def _ask_worktree_action(worktree: dict, changed: dict) -> str:
 
 
 def dispatch(task: str, options: dict, *, exec_command=None, worktree=None) -> int:
-    core = _load_core()
+    core = load_core()
     if core is None:
         return EXIT_RUNTIME
     request = {"task": task, "options": options, "exec": exec_command}
@@ -148,8 +149,6 @@ def run_bg(invocation, options: dict) -> int:
     task = " ".join(words).strip()
     exec_command = invocation.get("--exec")
     if not task and exec_command is None and sys.stdin is not None and not sys.stdin.isatty():
-        from yuyao.cli import decode_text
-
         task = decode_text(sys.stdin.buffer.read()).strip()  # `... | yuyao --bg`
     if not task and exec_command is None:
         return _fail('error: --bg needs a task: yuyao --bg "<task>"', EXIT_USAGE)
@@ -157,7 +156,7 @@ def run_bg(invocation, options: dict) -> int:
 
 
 def run_agents(invocation, options: dict) -> int:
-    core = _load_core()
+    core = load_core()
     if core is None:
         return EXIT_RUNTIME
     home = options.get("home")
@@ -324,7 +323,7 @@ def attach(core, session_id: str, options: dict) -> int:
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] != "run":
         return _fail("usage: python -m yuyao.background run <agent-dir>", EXIT_USAGE)
-    core = _load_core()
+    core = load_core()
     if core is None:
         return EXIT_RUNTIME
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"

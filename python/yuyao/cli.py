@@ -15,8 +15,8 @@ import math
 import os
 import sys
 
-PROG = "yuyao"
-EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
+from yuyao.core_link import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, PROG
+from yuyao.user_text import decode_text, fold_choice
 
 # ---------------------------------------------------------------------------------------------
 # The table
@@ -813,10 +813,6 @@ class Invocation:
         return next((name for name in TASK_FLAGS if self.has(name)), None)
 
 
-def fold_choice(text: str) -> str:
-    return text.strip().lower().replace("_", "-")
-
-
 def _validate_value(flag: Flag, raw: str, spelling: str):
     """Check and convert one value; returns what goes into Invocation.values."""
     if flag.kind == CHOICE:
@@ -1242,11 +1238,6 @@ def repair_text(text: str) -> str:
     """`text` with each lone surrogate (an undecodable byte of argv, kept by Python's
     `surrogateescape`) replaced by U+FFFD, so it can be sent as UTF-8."""
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-def decode_text(data: bytes) -> str:
-    """Prompt bytes as text: invalid UTF-8 becomes U+FFFD (never an encoding error)."""
-    return data.decode("utf-8", "replace").removeprefix("\ufeff")
 
 
 def _read_prompt_file(spelling: str, path: str) -> str:

@@ -12,42 +12,27 @@ import os
 import sys
 import threading
 
-PROG = "yuyao"
-EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
+from yuyao.core_link import (
+    EXIT_OK,
+    EXIT_RUNTIME,
+    EXIT_USAGE,
+    PROG,
+    hide_model_key,
+    load_core,
+)
+from yuyao.print_handler import PrintHandler
+from yuyao.stream_json import (
+    JsonHandler,
+    StreamJsonHandler,
+    TurnMeter,
+    control_responder,
+    read_messages,
+    result_message,
+)
 
 # "Answered": a question or a greeting got a real answer without tools (-p "what is X?").
 CLEAN_EXIT_STATUSES = ("Submitted", "LimitsExceeded", "Answered")
-NO_USER_ANSWER = (
-    "No user is available in this headless run. Choose the most reasonable option "
-    "yourself and state the assumption in your answer."
-)
-_VERBOSE_OUTPUT_LINES = 8
 _INTERRUPT_GRACE_SECONDS = 10
-
-
-def _load_core():
-    """The extension, or None with a message printed (exit 1 for the caller)."""
-    try:
-        from yuyao import _core
-    except ImportError as exc:
-        sys.stderr.write(f"{PROG}: the yuyao core extension is not installed ({exc})\n")
-        return None
-    return _core
-
-
-def hide_model_key(core, key: str | None = None) -> None:
-    """Take the model key (`key`, else D2A_MODEL_API_KEY) out of the environment: the core
-    keeps it in memory for the sessions, blanks it in this process's /proc entries, and no
-    tool process inherits it."""
-    key = key if key is not None else os.environ.get("D2A_MODEL_API_KEY")
-    if not key:
-        return
-    for name, value in list(os.environ.items()):
-        if value == key:
-            os.environ.pop(name, None)
-    hide = getattr(core, "hide_model_key", None)
-    if hide is not None:
-        hide(key)
 
 
 def _close_at_exit(session) -> None:
@@ -118,7 +103,7 @@ def _progress_bar(event: dict, width: int = 30) -> None:
 
 def run_slash_command(line: str, options: dict) -> int:
     """Run one slash command in a fresh headless session and print its answer."""
-    core = _load_core()
+    core = load_core()
     if core is None:
         return EXIT_RUNTIME
     # Not an agent run: no trace is written for a configuration change.
@@ -147,220 +132,6 @@ def run_slash_command(line: str, options: dict) -> int:
 # ---------------------------------------------------------------------------------------------
 # `yuyao -p`
 # ---------------------------------------------------------------------------------------------
-
-
-class PrintHandler:
-    """Receives the core's events during a `-p` run.
-
-    stdout carries the answer only (streamed as deltas with streamed text output, else printed
-    whole at the end). stderr carries the thinking (per show_thinking: a header and the text when
-    expanded, a one-line summary when collapsed, nothing when off), the progress lines of
-    --verbose, warnings and errors. Every stderr passage starts on a fresh line and ends with a
-    newline, so a terminal showing both streams never glues one to the other."""
-
-    def __init__(self, *, stream_text: bool, show_thinking: str, verbose: bool):
-        self.stream_text = stream_text
-        self.show_thinking = show_thinking  # "off" | "collapsed" | "expanded"
-        self.verbose = verbose
-        plain = not sys.stderr.isatty() or os.environ.get("NO_COLOR")
-        self.dim, self.undim = ("", "") if plain else ("\x1b[2m", "\x1b[0m")
-        self.reply_was_streamed = False  # did the latest reply reach stdout as deltas?
-        self.ends_with_newline = True  # stdout is at the start of a line
-        self.reply_thinking_streamed = False  # the latest reply's thinking came as deltas
-        self.thinking_open = False  # expanded thinking is mid-passage on stderr
-        self.thinking_line_open = False  # ... and its last line has no newline yet
-        self.thinking_unsummarized = 0  # collapsed: characters not yet summarized
-        self.errors_shown: list[str] = []
-        self.last_intent = ""  # --verbose: one intent line per tool batch
-
-    # Called by the core (possibly from its own thread).
-    def event(self, event_json: str) -> None:
-        try:
-            event = json.loads(event_json)
-            render = getattr(self, "_on_" + str(event.get("type")), None)
-            if render is not None:
-                render(event)
-        except Exception:  # rendering (a closed pipe, an odd event) must never stop the run
-            pass
-
-    def request(self, request_json: str) -> str:
-        # The session is headless, so the core should not ask; if it does, nobody can answer.
-        request = json.loads(request_json)
-        return NO_USER_ANSWER if request.get("type") == "ask_user" else "deny"
-
-    def _on_model_call(self, event: dict) -> None:
-        self._to_stderr()
-        self.reply_was_streamed = False
-        self.reply_thinking_streamed = False
-        self._progress(f"[step {event.get('step')}] calling the model")
-
-    def _on_text_delta(self, event: dict) -> None:
-        if self.stream_text and event.get("text"):
-            self._end_thinking()
-            self.write_stdout(event["text"])
-            self.reply_was_streamed = True
-
-    def _on_thinking_delta(self, event: dict) -> None:
-        text = event.get("text") or ""
-        if not text:
-            return
-        self.reply_thinking_streamed = True
-        if self.show_thinking == "collapsed":
-            self.thinking_unsummarized += len(text)
-        elif self.show_thinking == "expanded":
-            if not self.thinking_open:
-                self._to_stderr()
-                self._thinking_header()
-                self.thinking_open = True
-            self._stderr(self.dim + text + self.undim)
-            self.thinking_line_open = not text.endswith("\n")
-
-    def _on_assistant_message(self, event: dict) -> None:
-        thinking = str(event.get("thinking") or "").strip()
-        if thinking and not self.reply_thinking_streamed:
-            # Not streamed (--stream off): the whole thinking arrives with the reply.
-            self._to_stderr()
-            if self.show_thinking == "expanded":
-                self._thinking_header()
-                self._stderr(self.dim + thinking + self.undim + "\n")
-            elif self.show_thinking == "collapsed":
-                self.thinking_unsummarized = len(thinking)
-        self._end_thinking()
-
-    def _on_intent(self, event: dict) -> None:
-        # --verbose: the batch's one-line "why" (seed 000 behaviour 6; seed 002 §4 `--verbose`).
-        mark = "" if event.get("stated") else " (the model stated none)"
-        self._progress(f"[intent] {event.get('text')}{mark}")
-        # The batch's tool_begin events carry the same intent: it is printed once.
-        self.last_intent = str(event.get("text") or "").strip()
-
-    def _on_verification(self, event: dict) -> None:
-        # The verification output is a report, not progress: always on stderr, verbatim.
-        ok = "passed" if event.get("ok") else f"failed (exit {event.get('exit_code')})"
-        self._to_stderr()
-        self._stderr(
-            f"[verification] `{event.get('command')}` {ok}\n"
-            f"{str(event.get('output') or '').rstrip()}\n"
-        )
-
-    def _on_completion(self, event: dict) -> None:
-        check = event.get("check") or {}
-        quiet = not (
-            event.get("problems") or check.get("files_changed") or check.get("verification")
-        )
-        if quiet and not self.verbose:
-            return  # only commands ran, all clean: --verbose shows it
-        self._to_stderr()
-        self._stderr(str(event.get("text") or "").rstrip() + "\n")
-
-    def _on_tool_begin(self, event: dict) -> None:
-        intent = str(event.get("intent") or "").strip()
-        if intent and intent != self.last_intent:
-            self.last_intent = intent
-            self._progress(f"[intent] {intent}")
-        self._progress(f"[tool] {event.get('name')} {_short(event.get('arguments'))}")
-
-    def _on_tool_end(self, event: dict) -> None:
-        state = "ok" if event.get("ok") else "failed"
-        output = str(event.get("output") or "").splitlines()
-        shown = output[:_VERBOSE_OUTPUT_LINES]
-        more = len(output) - len(shown)
-        lines = [f"[tool] {event.get('name')} {state}"] + [f"    {line}" for line in shown]
-        if more > 0:
-            lines.append(f"    ... {more} more lines")
-        self._progress("\n".join(lines))
-
-    def _on_agent(self, event: dict) -> None:
-        """A sub-agent's tool calls (--verbose), indented under the parent's task call."""
-        inner = event.get("event") or {}
-        pad = "    " * int(event.get("depth") or 1)
-        tag = f"[{event.get('agent')} {event.get('agent_id')}]"
-        if inner.get("type") == "tool_begin":
-            self._progress(f"{pad}{tag} {inner.get('name')} {_short(inner.get('arguments'))}")
-        elif inner.get("type") == "tool_end" and not inner.get("ok"):
-            first = (str(inner.get("output") or "").splitlines() or [""])[0]
-            self._progress(f"{pad}{tag} {inner.get('name')} failed: {first}")
-
-    def _on_plan(self, event: dict) -> None:
-        # The plan's markup never streamed: the validated plan is the answer printed at the end.
-        self.reply_was_streamed = False
-        self._progress(
-            f"[plan] {event.get('title')}: {event.get('steps')} steps -> {event.get('path')}"
-        )
-
-    def _on_usage(self, event: dict) -> None:
-        self.last_intent = ""
-        # One line per step: the core's, rendered as ui.usage asks; with ui.usage off,
-        # --verbose still states the call's tokens and cost.
-        if event.get("line"):
-            self._progress(f"[usage] {event['line']}")
-            return
-        self._progress(
-            f"[tokens] {event.get('prompt_tokens', 0)} in, {event.get('completion_tokens', 0)} out"
-            f" · cost ${float(event.get('cost_usd') or 0):.4f}"
-            f" (session ${float(event.get('session_cost_usd') or 0):.4f})"
-        )
-
-    def _on_notice(self, event: dict) -> None:
-        level = event.get("level", "info")
-        if level != "info" or self.verbose:
-            text = str(event.get("text", ""))
-            self._to_stderr()
-            self._stderr(f"{PROG}: {level}: {text}\n")
-            if level == "error":
-                self.errors_shown.append(text)
-
-    def already_reported(self, error: str) -> bool:
-        """Whether an error notice already said this (the turn's error is printed once)."""
-        return any(error.strip() in shown for shown in self.errors_shown)
-
-    def _progress(self, text: str) -> None:
-        if self.verbose:
-            self._to_stderr()
-            self._stderr(text + "\n")
-
-    def _thinking_header(self) -> None:
-        self._stderr(f"{self.dim}[thinking]{self.undim}\n")
-
-    def _end_thinking(self) -> None:
-        """Close the thinking passage on stderr: its last newline, or the collapsed summary."""
-        if self.thinking_line_open:
-            self._stderr("\n")
-            self.thinking_line_open = False
-        self.thinking_open = False
-        if self.thinking_unsummarized:
-            n, self.thinking_unsummarized = self.thinking_unsummarized, 0
-            self._to_stderr()
-            self._stderr(
-                f"{self.dim}[thinking] {n} characters hidden "
-                f"(--show-thinking expanded shows them){self.undim}\n"
-            )
-
-    def _to_stderr(self) -> None:
-        """Before a stderr passage: stdout's partial line ends, and open thinking closes."""
-        self.finish_line()
-        if self.thinking_open or self.thinking_unsummarized:
-            self._end_thinking()
-
-    @staticmethod
-    def _stderr(text: str) -> None:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-
-    def write_stdout(self, text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        self.ends_with_newline = text.endswith("\n")
-
-    def finish_line(self) -> None:
-        if not self.ends_with_newline:
-            self.write_stdout("\n")
-
-
-def _short(value, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class TurnOutcome:
@@ -449,8 +220,6 @@ def _read_status(session) -> dict:
 def _json_document(status: dict, outcome: TurnOutcome, error, handler) -> dict:
     """`--json`: Claude Code's `result` object, with yuyao's keys (`exit_status`, `steps`,
     the session's `usage` counts, `completion`) kept beside its own."""
-    from yuyao.stream_json import TurnMeter, result_message
-
     meter = getattr(handler, "meter", None) or TurnMeter()
     exit_code = EXIT_RUNTIME if error else EXIT_OK
     document = result_message(status, outcome.text, error, exit_code, meter)
@@ -472,7 +241,7 @@ def run_task(
 ) -> int:
     """`yuyao -p`: one headless turn (or one per stdin message with --input-format
     stream-json), printed; returns the exit code of spec §9."""
-    core = _load_core()
+    core = load_core()
     if core is None:
         return EXIT_RUNTIME
     hide_model_key(core)
@@ -482,12 +251,8 @@ def run_task(
     # validated document alone, so nothing is streamed.
     stream = options.get("stream", sys.stdout.isatty()) and not options.get("json_schema")
     if output_format == "stream-json":
-        from yuyao.stream_json import StreamJsonHandler
-
         handler = StreamJsonHandler(verbose=verbose)
     else:
-        from yuyao.stream_json import JsonHandler
-
         handler = (PrintHandler if text_output else JsonHandler)(
             stream_text=text_output and stream,
             show_thinking=options.get("show_thinking", "collapsed"),
@@ -542,8 +307,6 @@ def _stdin_turns(task):
     if task is not None:
         yield task, None
         return
-    from yuyao.stream_json import read_messages
-
     yield from read_messages(sys.stdin.buffer if hasattr(sys.stdin, "buffer") else sys.stdin)
 
 
@@ -586,8 +349,6 @@ def _queued_stdin_turns(session, handler):
     """The user messages of stream-json stdin, read on a thread of their own; control
     requests are answered as they arrive."""
     import queue
-
-    from yuyao.stream_json import control_responder, read_messages
 
     turns: queue.Queue = queue.Queue()
     answer = control_responder(session, handler)

@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 
-from yuyao.headless import PrintHandler
+from yuyao.print_handler import PrintHandler
 
 # Claude Code's names for yuyao's modes (`permissionMode`).
 PERMISSION_MODES = {

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         from yuyao import _core
-        from yuyao.headless import hide_model_key
+        from yuyao.core_link import hide_model_key
     except ImportError as exc:
         sys.stderr.write(f"yuyao: the yuyao core extension is not installed ({exc})\n")
         return EXIT_RUNTIME

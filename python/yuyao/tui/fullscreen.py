@@ -50,14 +50,14 @@ from . import prompts, theme
 from .input import REDO_KEY, NextStep, YuyaoCompleter
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .app import App
+    from .actions import ScreenHost
 
 MAX_LINES = 5000  # transcript lines kept in the pane
 POLL = 0.05
 
 
 class Fullscreen:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: ScreenHost) -> None:
         self.app = app
         cols = shutil.get_terminal_size((100, 40)).columns
         self.out = io.StringIO()

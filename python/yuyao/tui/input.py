@@ -38,7 +38,7 @@ from .vim import DotRepeat
 from .vim import add_bindings as add_vim_bindings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .app import App
+    from .actions import ComposerHost
 
 # Shift+Enter: terminals that report it distinctly (xterm modifyOtherKeys, kitty/CSI-u) send
 # one of these; by default prompt_toolkit reads them as Enter. Make them Ctrl+J (= newline).
@@ -100,7 +100,7 @@ WALK_LIMIT = 5000  # entries looked at for a deep @completion
 class YuyaoCompleter(Completer):
     """Slash command names at the start of the input; @paths anywhere."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: ComposerHost) -> None:
         self.app = app
 
     def get_completions(self, document, complete_event):
@@ -186,7 +186,7 @@ class NextStep(AutoSuggest):
 
     Typing dismisses it for the rest of this prompt."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: ComposerHost) -> None:
         self.app = app
         self.history = AutoSuggestFromHistory()
 
@@ -197,7 +197,7 @@ class NextStep(AutoSuggest):
         return self.history.get_suggestion(buffer, document)
 
 
-def _bindings(app: App, dot: DotRepeat) -> KeyBindings:
+def _bindings(app: ComposerHost, dot: DotRepeat) -> KeyBindings:
     kb = KeyBindings()
     not_vi_insert = ~vi_insert_mode
     esc_esc_ok = emacs_mode | vi_navigation_mode
@@ -353,7 +353,7 @@ def _bindings(app: App, dot: DotRepeat) -> KeyBindings:
 
 
 class InputBox:
-    def __init__(self, app: App, history_path: Path, vim: bool = False) -> None:
+    def __init__(self, app: ComposerHost, history_path: Path, vim: bool = False) -> None:
         self.app = app
         self.dot = DotRepeat()
         self.session: PromptSession = PromptSession(
@@ -384,8 +384,8 @@ class InputBox:
         return self.dot.mode() if self.vim else ""
 
     def _pre_run(self) -> None:
-        app = self.session.app
-        self.dot.install(app)
+        pt_app = self.session.app  # prompt_toolkit's Application, not the yuyao App
+        self.dot.install(pt_app)
         buf = self.session.default_buffer
         buf.save_to_undo_stack()  # where the first insert session's undo goes back to
         if not buf.text and self.app.suggestion:
@@ -398,6 +398,6 @@ class InputBox:
         )
 
     def invalidate(self) -> None:
-        app = self.session.app
-        if app.is_running:
-            app.invalidate()
+        pt_app = self.session.app
+        if pt_app.is_running:
+            pt_app.invalidate()

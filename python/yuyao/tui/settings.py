@@ -19,7 +19,7 @@ from rich.text import Text
 from . import theme
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .app import App
+    from .actions import SettingsHost
 
 BOOL = ("true", "false")
 CHOICES = {
@@ -84,7 +84,7 @@ def _read(prompt_text: str) -> str | None:
     return _read_line(prompt_text)
 
 
-def _show(app: App, values: dict[str, str], known: list[tuple[str, str]]) -> None:
+def _show(app: SettingsHost, values: dict[str, str], known: list[tuple[str, str]]) -> None:
     table = Table(box=None, padding=(0, 1), show_header=True, header_style="muted")
     table.add_column("#", style="accent", justify="right")
     table.add_column("setting", style="bold")
@@ -100,7 +100,7 @@ def _show(app: App, values: dict[str, str], known: list[tuple[str, str]]) -> Non
     app.console.print(table)
 
 
-def settings_view(app: App) -> None:
+def settings_view(app: SettingsHost) -> None:
     while True:
         try:
             listing = app.session.dispatch("/config list") or ""

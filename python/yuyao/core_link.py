@@ -1,0 +1,40 @@
+"""What every front shares on its way to the core: the program's name, the exit codes of
+spec §9, loading the extension and taking the model key out of the environment.
+
+A leaf of the package's import graph (it imports no other yuyao module at load time), so the
+command line, `-p`, the background commands, the batch runner and agent_api all use the same
+pieces without importing one another.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+PROG = "yuyao"
+EXIT_OK, EXIT_RUNTIME, EXIT_USAGE = 0, 1, 2
+
+
+def load_core():
+    """The extension, or None with a message printed (exit 1 for the caller)."""
+    try:
+        from yuyao import _core
+    except ImportError as exc:
+        sys.stderr.write(f"{PROG}: the yuyao core extension is not installed ({exc})\n")
+        return None
+    return _core
+
+
+def hide_model_key(core, key: str | None = None) -> None:
+    """Take the model key (`key`, else D2A_MODEL_API_KEY) out of the environment: the core
+    keeps it in memory for the sessions, blanks it in this process's /proc entries, and no
+    tool process inherits it."""
+    key = key if key is not None else os.environ.get("D2A_MODEL_API_KEY")
+    if not key:
+        return
+    for name, value in list(os.environ.items()):
+        if value == key:
+            os.environ.pop(name, None)
+    hide = getattr(core, "hide_model_key", None)
+    if hide is not None:
+        hide(key)

@@ -1,0 +1,415 @@
+#!/usr/bin/env python3
+"""The workspace's import graph: every arrow must point one way (DESIGN: rooms with one-way doors).
+
+Three graphs, from the sources alone (no build):
+
+  crates   the workspace crates and their path dependencies, from
+           `cargo metadata --format-version 1 --no-deps`. Cargo itself refuses a cycle of normal
+           or build dependencies, but not one that closes through a dev-dependency; any cycle
+           fails this check.
+  python   every module under the Python package (default python/yuyao), parsed with `ast`:
+           imports at the top, in functions and under `if TYPE_CHECKING:` all count (a deferred
+           import that only dodges a cycle is still a cycle). Any strongly connected component
+           of more than one module fails the check and is printed as a cycle.
+  core     the top-level modules of rust/core and their `crate::` / `super::` arrows. The size of
+           the largest strongly connected component and the arrow count are printed for
+           information; `--max-core-scc N` fails when that component grows past N, so CI can
+           pin today's figure and it can only go down.
+
+Usage: scripts/import_graph.py [--python-root DIR] [--core-src DIR] [--max-core-scc N]
+                               [--metadata FILE | --skip-crates]
+Exit status: 0 when no check failed, 1 when one did, 2 on a usage or tool error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- strongly connected components (Tarjan, iterative: no recursion limit on deep graphs) --------
+def sccs(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of `graph` (node -> successors), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            advanced = False
+            for nxt in successors:
+                if nxt not in graph:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    comp.append(member)
+                    if member == node:
+                        break
+                out.append(sorted(comp))
+    return out
+
+
+def cycle_in(graph: dict[str, set[str]], comp: list[str]) -> list[str]:
+    """One concrete cycle through the component's first node, as a path that returns to it."""
+    members = set(comp)
+    start = comp[0]
+    # Breadth-first from start's successors back to start, inside the component: the shortest loop.
+    previous: dict[str, str] = {}
+    frontier = [start]
+    seen = {start}
+    while frontier:
+        following = []
+        for node in frontier:
+            for nxt in sorted(graph[node] & members):
+                if nxt == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(previous[path[-1]])
+                    return [*reversed(path), start]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    previous[nxt] = node
+                    following.append(nxt)
+        frontier = following
+    return comp
+
+
+def report_cycles(kind: str, graph: dict[str, set[str]]) -> bool:
+    """Print every cycle of `graph`; True when there was none."""
+    bad = [c for c in sccs(graph) if len(c) > 1 or c[0] in graph[c[0]]]
+    for comp in bad:
+        print(f"{kind}: import cycle among {len(comp)}: {', '.join(comp)}")
+        print(f"{kind}:   e.g. {' -> '.join(cycle_in(graph, comp))}")
+    return not bad
+
+
+# --- crates -------------------------------------------------------------------------------------
+def crate_graph(metadata: dict) -> tuple[dict[str, set[str]], dict[tuple[str, str], set[str]]]:
+    """Workspace crate -> workspace crates it depends on (any kind), and each arrow's kinds."""
+    members = {p["name"] for p in metadata["packages"] if p["id"] in metadata["workspace_members"]}
+    graph: dict[str, set[str]] = {name: set() for name in members}
+    kinds: dict[tuple[str, str], set[str]] = {}
+    for package in metadata["packages"]:
+        if package["name"] not in members:
+            continue
+        for dep in package["dependencies"]:
+            if dep["name"] in members:
+                graph[package["name"]].add(dep["name"])
+                kinds.setdefault((package["name"], dep["name"]), set()).add(dep["kind"] or "normal")
+    return graph, kinds
+
+
+def cargo_metadata() -> dict:
+    try:
+        proc = subprocess.run(
+            ["cargo", "metadata", "--format-version", "1", "--no-deps", "--offline"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        print("crates: cargo not found (--skip-crates checks the rest)", file=sys.stderr)
+        raise SystemExit(2) from None
+    if proc.returncode != 0:
+        print(f"crates: cargo metadata failed:\n{proc.stderr}", file=sys.stderr)
+        raise SystemExit(2)
+    return json.loads(proc.stdout)
+
+
+def check_crates(metadata: dict) -> bool:
+    graph, kinds = crate_graph(metadata)
+    ok = report_cycles("crates", graph)
+    if not ok:
+        dev = sorted(f"{a} -> {b}" for (a, b), k in kinds.items() if k == {"dev"})
+        if dev:
+            print(f"crates: dev-dependency arrows: {', '.join(dev)}")
+    arrows = sum(len(v) for v in graph.values())
+    dev_only = sum(1 for k in kinds.values() if k == {"dev"})
+    print(
+        f"crates: {len(graph)} workspace crates, {arrows} arrows ({dev_only} dev-only),"
+        f" {'no cycle' if ok else 'CYCLE'}"
+    )
+    return ok
+
+
+# --- python -------------------------------------------------------------------------------------
+def python_modules(package_dir: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py under the package directory."""
+    base = package_dir.parent
+    out = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = list(path.relative_to(base).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def python_imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that `name` imports, wherever in the file the import statement is."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    targets: set[str] = set()
+
+    def longest_module(dotted: str) -> str | None:
+        parts = dotted.split(".")
+        while parts:
+            candidate = ".".join(parts)
+            if candidate in modules:
+                return candidate
+            parts.pop()
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found = longest_module(alias.name)
+                if found:
+                    targets.add(found)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                package = name.split(".") if is_package else name.split(".")[:-1]
+                if node.level - 1 > len(package):
+                    continue  # beyond the top: Python would refuse it too
+                package = package[: len(package) - (node.level - 1)]
+                source = ".".join(package + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                # `from pkg import mod` imports the module pkg.mod; `from mod import name` the module.
+                found = longest_module(f"{source}.{alias.name}") or longest_module(source)
+                if found:
+                    targets.add(found)
+    targets.discard(name)
+    return targets
+
+
+def python_graph(package_dir: Path) -> dict[str, set[str]]:
+    modules = python_modules(package_dir)
+    return {name: python_imports(name, path, modules) for name, path in modules.items()}
+
+
+def check_python(package_dir: Path) -> bool:
+    if not package_dir.is_dir():
+        print(f"python: {package_dir} is not a directory", file=sys.stderr)
+        raise SystemExit(2)
+    graph = python_graph(package_dir)
+    ok = report_cycles("python", graph)
+    arrows = sum(len(v) for v in graph.values())
+    print(f"python: {len(graph)} modules, {arrows} arrows, {'no cycle' if ok else 'CYCLE'}")
+    return ok
+
+
+# --- rust/core's modules ------------------------------------------------------------------------
+_TOKEN = re.compile(
+    r"""
+      (?P<comment>//[^\n]*|/\*.*?\*/)
+    | (?P<raw>b?r(?P<hashes>\#*)"(?:.|\n)*?"(?P=hashes))
+    | (?P<string>b?"(?:\\.|[^"\\])*")
+    | (?P<char>b?'(?:\\.|[^'\\])')
+    | (?P<lifetime>'[A-Za-z_]\w*)
+    | (?P<ident>[A-Za-z_]\w*)
+    | (?P<path>::)
+    | (?P<punct>[{}();,])
+    | (?P<space>\s+|.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+def rust_tokens(text: str) -> list[str]:
+    """Identifiers, `::` and the punctuation the scan needs; comments and literals dropped."""
+    out = []
+    for m in _TOKEN.finditer(text):
+        kind = m.lastgroup
+        if kind in ("ident", "path", "punct"):
+            out.append(m.group())
+        elif kind in ("string", "raw", "char"):
+            out.append('""')  # a literal is an expression: it ends a path
+    return out
+
+
+def _group_heads(tokens: list[str], i: int) -> tuple[list[str], int]:
+    """The first identifier of each item of a `{a, b::c, d as e}` group starting at tokens[i]."""
+    heads, depth, expect = [], 0, True
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok == "{":
+            depth += 1
+            expect = depth == 1
+        elif tok == "}":
+            depth -= 1
+            if depth == 0:
+                return heads, i
+        elif tok == "," and depth == 1:
+            expect = True
+        elif expect and depth == 1 and re.match(r"\w", tok):
+            heads.append(tok)
+            expect = False
+        i += 1
+    return heads, i
+
+
+def rust_file_arrows(path: Path, module_path: list[str]) -> set[tuple[str, ...]]:
+    """Absolute module paths (from the crate root) that `crate::` / `super::` paths name."""
+    tokens = rust_tokens(path.read_text(encoding="utf-8"))
+    found: set[tuple[str, ...]] = set()
+    inline: list[tuple[str, int]] = []  # inline `mod name {` blocks open at a brace depth
+    depth = 0
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok == "{":
+            depth += 1
+        elif tok == "}":
+            depth -= 1
+            if inline and inline[-1][1] == depth:
+                inline.pop()
+        elif tok == "mod" and i + 2 < len(tokens) and tokens[i + 2] == "{":
+            inline.append((tokens[i + 1], depth))
+        elif tok in ("crate", "super") and i + 1 < len(tokens) and tokens[i + 1] == "::":
+            if i > 0 and tokens[i - 1] == "::":
+                i += 1
+                continue  # `$crate::`-like or a path already counted
+            here = module_path + [name for name, _ in inline]
+            if tok == "crate":
+                base: list[str] = []
+                j = i + 2
+            else:
+                ups, j = 0, i
+                while j + 1 < len(tokens) and tokens[j] == "super" and tokens[j + 1] == "::":
+                    ups += 1
+                    j += 2
+                base = here[: max(0, len(here) - ups)]
+            if j < len(tokens) and tokens[j] == "{":
+                heads, _ = _group_heads(tokens, j)
+                for head in heads:
+                    found.add(tuple(base + [head]))
+            elif j < len(tokens) and re.match(r"\w", tokens[j]):
+                found.add(tuple(base + [tokens[j]]))
+        i += 1
+    return found
+
+
+def core_graph(crate_src: Path) -> dict[str, set[str]]:
+    """Top-level module of the crate -> top-level modules its files name."""
+    lib = crate_src / "lib.rs"
+    lib_text = lib.read_text(encoding="utf-8")
+    top = set(re.findall(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", lib_text, re.M))
+    # Names lib.rs re-exports (`pub use session::{Session, ...}`) lead to the module they come from.
+    reexport: dict[str, str] = {}
+    for module, rest in re.findall(r"^\s*pub\s+use\s+(\w+)::(\{[^}]*\}|\w+)\s*;", lib_text, re.M):
+        for item in re.findall(r"\w+", rest):
+            reexport[item] = module
+    graph: dict[str, set[str]] = {name: set() for name in top}
+    for path in sorted(crate_src.rglob("*.rs")):
+        rel = path.relative_to(crate_src).with_suffix("").parts
+        if rel[0] not in top:
+            continue
+        module_path = list(rel[:-1]) if rel[-1] == "mod" else list(rel)
+        for target in rust_file_arrows(path, module_path):
+            if not target:
+                continue
+            head = target[0] if target[0] in top else reexport.get(target[0])
+            if head and head != rel[0]:
+                graph[rel[0]].add(head)
+    return graph
+
+
+def check_core(crate_src: Path, max_scc: int | None) -> bool:
+    graph = core_graph(crate_src)
+    largest = max((len(c) for c in sccs(graph)), default=0)
+    arrows = sum(len(v) for v in graph.values())
+    line = f"core: {len(graph)} top-level modules, {arrows} arrows, largest cycle group {largest}"
+    if max_scc is None:
+        print(f"{line} (information)")
+        return True
+    ok = largest <= max_scc
+    print(f"{line} (limit {max_scc}{'' if ok else ': EXCEEDED'})")
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--python-root",
+        type=Path,
+        default=ROOT / "python" / "yuyao",
+        help="the Python package directory to check (default python/yuyao)",
+    )
+    parser.add_argument(
+        "--core-src",
+        type=Path,
+        default=ROOT / "rust" / "core" / "src",
+        help="the crate whose modules are counted (default rust/core/src)",
+    )
+    parser.add_argument(
+        "--max-core-scc",
+        type=int,
+        metavar="N",
+        help="fail when the core's largest group of mutually importing modules exceeds N",
+    )
+    parser.add_argument(
+        "--metadata",
+        type=Path,
+        metavar="FILE",
+        help="read cargo metadata's JSON from FILE instead of running cargo",
+    )
+    parser.add_argument(
+        "--skip-crates",
+        action="store_true",
+        help="do not run cargo metadata (the crate graph is not checked)",
+    )
+    args = parser.parse_args(argv)
+    ok = True
+    if args.metadata is not None:
+        ok &= check_crates(json.loads(args.metadata.read_text(encoding="utf-8")))
+    elif not args.skip_crates:
+        ok &= check_crates(cargo_metadata())
+    ok &= check_python(args.python_root.resolve())
+    ok &= check_core(args.core_src.resolve(), args.max_core_scc)
+    print(
+        "import graph: ok" if ok else "import graph: FAILED", file=sys.stdout if ok else sys.stderr
+    )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

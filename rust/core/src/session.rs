@@ -125,7 +125,7 @@ pub struct State {
     /// Nothing but commands ran since that stamp was taken: it is still current.
     pub work_stamp_fresh: bool,
     /// What tool results showed the model this turn (seed 001's tool-preview budget).
-    pub preview: crate::preview_budget::PreviewBudget,
+    pub preview: crate::tool_call::preview_budget::PreviewBudget,
 }
 
 impl State {

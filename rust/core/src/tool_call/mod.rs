@@ -1,6 +1,9 @@
 //! One tool call: resolve the tool, adjudicate it (DESIGN §5), ask or review when the
 //! policy says so, run it, cap the result, trace everything.
 
+pub(crate) mod preview_budget;
+pub(crate) mod registry;
+
 use crate::session::Session;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -161,7 +164,7 @@ impl Session {
         out: ToolOutput,
         effective: bool,
         may_change_repo: bool,
-        ticket: Option<&crate::preview_budget::Ticket>,
+        ticket: Option<&crate::tool_call::preview_budget::Ticket>,
         t0: std::time::Instant,
         run_us: u64,
     ) -> CallOutcome {
@@ -221,7 +224,7 @@ impl Session {
             images: out.images,
             ok: out.ok,
             ran: effective,
-            evidence: effective && crate::tool_registry::is_evidence(&call.name),
+            evidence: effective && crate::tool_call::registry::is_evidence(&call.name),
             may_change_repo,
         }
     }
@@ -231,7 +234,7 @@ impl Session {
     /// batch claim → decision record → approval → snapshot / work stamp → run → post hooks.
     /// (The budget's admission, capping, redaction, completion facts and the trajectory's
     /// tool record wrap it in [`Session::run_tool_call`].) A stage a tool does not need is
-    /// a no-op decided by its declared effect (`tool_registry.rs`).
+    /// a no-op decided by its declared effect (`registry.rs`).
     async fn execute(
         &self,
         client: &ModelClient,
@@ -264,12 +267,12 @@ impl Session {
             None
         };
         let spec = match &mcp {
-            Some(_) => &crate::tool_registry::MCP,
+            Some(_) => &crate::tool_call::registry::MCP,
             None => {
                 let available = self.advertised_names();
                 match canonical_tool_name(&call.name)
                     .filter(|n| available.contains(n) || *n == crate::tool_defer::NAME)
-                    .and_then(crate::tool_registry::spec)
+                    .and_then(crate::tool_call::registry::spec)
                 {
                     Some(spec) => spec,
                     None => {
@@ -290,7 +293,7 @@ impl Session {
             Some(t) => t.full_name.as_str(),
             None => spec.name,
         };
-        use crate::tool_registry::{Effect, Runner};
+        use crate::tool_call::registry::{Effect, Runner};
         // 1. Parse once: everything below reads `args` / `value`, never the raw JSON again
         // (a core tool's handler decodes its own typed fields from the checked object).
         let args = match spec.runner {

@@ -106,7 +106,7 @@ pub struct State {
     pub warned_unpriced_ceiling: bool,
     /// Repo maps sent with earlier prompts (request-view notes, not history) and the tag
     /// cache kept between turns.
-    pub repo_maps: crate::repomap::Maps,
+    pub repo_maps: yuyao_repomap::Maps,
     /// The configuration files as last seen, to apply hand edits at the next call.
     pub config_seen: std::collections::BTreeMap<String, String>,
     /// Estimated tokens of the last request sent (for the context percentage).

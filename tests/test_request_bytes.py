@@ -115,6 +115,9 @@ def test_a_stub_batch_resends_only_the_new_stubs_and_the_latest_result(fake_llm,
     # Results stay whole here (the default cap, 10 000 characters, would cut them): this test
     # measures what a batch sends again, not the cap.
     s.dispatch("/config set tools.output_chars 20000")
+    # Thirty reads with no change between them: past seed 001's preview budget, which is
+    # tests/test_preview_budget.py's subject, not this test's.
+    s.dispatch("/config set tools.preview_budget_kib 0")
     s.chat("print the files one by one")
     bodies = [r["body"] for r in server.requests]
     assert len(bodies) == steps + 1

@@ -374,6 +374,29 @@ def effect_max_tool_calls(fake_llm, live, **_):
     assert status(s)["last_turn"]["exit_status"] == "LimitsExceeded"
 
 
+def effect_preview_budget(fake_llm, live, repo, **_):
+    (repo / "long.txt").write_text("a line of some length for the budget\n" * 60)  # 2.3 KB
+    reads = [("read", {"file_path": "long.txt"}, "a"), ("read", {"file_path": "calc.py"}, "b")]
+    server = fake_llm([say("one"), calls(reads), say("two")])
+    s, _ = live(server)
+    set_key(s, "tools.preview_budget_kib", "1")
+    s.chat("again")
+    # The first read spends a budget of 1 KiB; the second inspection is refused.
+    assert server.tool_result("b").startswith("Not run:"), server.tool_result("b")
+
+
+def effect_planning_preview_budget(fake_llm, live, repo, **_):
+    (repo / "long.txt").write_text("a line of some length for the budget\n" * 60)
+    reads = [("read", {"file_path": "long.txt"}, "a"), ("read", {"file_path": "calc.py"}, "b")]
+    server = fake_llm([say("one"), calls(reads), say("<proposed_plan>\n# P\n</proposed_plan>")])
+    s, _ = live(server, mode="plan")
+    set_key(s, "planning.preview_budget_kib", "1")
+    s.chat("plan it")
+    assert server.tool_result("b").startswith("Not run:"), server.tool_result("b")
+    # The spend ends research at once: the next request is the tool-free synthesis.
+    assert not server.body(2).get("tools")
+
+
 def effect_next_session_primary_agent(fake_llm, live, **_):
     server = fake_llm([say("one"), say("two")])
     s, _ = live(server)
@@ -868,6 +891,8 @@ EFFECTS = {
     "goal.max_rounds": effect_goal_max_rounds,
     "tools.max_consecutive_blocked_tool_calls_per_turn": effect_max_blocked_calls,
     "tools.max_tool_calls_per_turn": effect_max_tool_calls,
+    "tools.preview_budget_kib": effect_preview_budget,
+    "planning.preview_budget_kib": effect_planning_preview_budget,
     "default_primary_agent": effect_next_session_primary_agent,
     "hooks.max_stop_blocks": effect_max_stop_blocks,
     "features.hooks": effect_features_hooks,

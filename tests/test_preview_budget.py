@@ -165,3 +165,27 @@ def test_planning_previews_small_and_synthesizes_when_the_budget_is_spent(fake_l
     assert not last.get("tools"), "the synthesis must be tool-free"
     assert "the planning tool-preview budget (96 KiB) is spent" in json.dumps(last["messages"])
     assert s.plan["awaiting_approval"], s.plan
+
+
+def test_no_open_door_carries_content_past_the_spend(fake_llm, api, repo):
+    """A model cannot launder reads through the doors the budget keeps open: outside planning
+    `.plans/` is a folder like any (it can write there), so a read there past the spend is
+    refused too."""
+    for tag in "abc":
+        text_file(repo / f"{tag}.txt", tag.upper() * 3)
+    (repo / ".plans").mkdir()
+    text_file(repo / ".plans" / "notes.md", "PLANNED")
+    server = fake_llm(
+        [
+            calls(reads(repo, ["a.txt", "b.txt", "c.txt"], "r")),
+            {
+                "tool_calls": [
+                    tool_call("read", {"file_path": str(repo / ".plans" / "notes.md")}, "p1")
+                ]
+            },
+            say("ok"),
+        ]
+    )
+    s = api(server, mode="auto-edit")
+    s.chat("read them")
+    assert server.tool_result("p1").startswith("Not run:"), server.tool_result("p1")

@@ -9,7 +9,9 @@
 //!   inspection (an MCP tool, a command that is neither) answers with a metadata stub whose
 //!   body waits in a spill file. Spill files stay readable page by page through a small
 //!   credit, and what the seed keeps open stays open: verification commands, the interview,
-//!   the task tracker, background-job polling and re-reads of the plan draft.
+//!   the task tracker, background-job polling and re-reads of the plan draft. Open is not
+//!   free: a job's output, a plan re-read and a planning turn's test output are shown whole
+//!   and still counted, so no open door carries unbounded content past the budget.
 //! - Planning: the spend schedules the turn's one tool-free plan synthesis at once.
 //! - Execution: the budget covers one stretch of research, not the whole turn: a change or a
 //!   verification opens a new one. A literal per-turn 32 KiB would end a long autonomous run
@@ -44,7 +46,6 @@ const OPEN_TOOLS: &[&str] = &[
     "start_planning",
     "tool-search",
     "bg-list",
-    "bg-output",
     "bg-stop",
     "skill",
     "task",
@@ -59,6 +60,9 @@ const OTHER_INSPECTIONS: &[&str] = &["web-fetch", "web-search", "read-media", "b
 pub(crate) enum Class {
     /// Never refused, never stubbed, not charged.
     Open,
+    /// Never refused and shown whole, but charged: a background job's output, a re-read of
+    /// the plan draft (what they show is content like any inspection's).
+    Polled,
     /// A verification command: open, and in execution it starts a new stretch.
     Verification,
     /// A read of a spill file (the whole output behind an earlier capped result).
@@ -156,6 +160,9 @@ impl Session {
         if OPEN_TOOLS.contains(&name) || crate::memory::tools::NAMES.contains(&name) {
             return Class::Open;
         }
+        if name == "bg-output" {
+            return Class::Polled;
+        }
         let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
         let explicit = OUTPUT_CONTROLS.iter().any(|k| args.get(k).is_some());
         if name == "read"
@@ -167,9 +174,12 @@ impl Session {
             if within(&path, &self.ctx.spill_dir) {
                 return Class::Spool;
             }
-            // Re-reading the plan draft stays open (seed 001).
-            if within(&path, &crate::planning::files::dir(&self.ctx.project())) {
-                return Class::Open;
+            // Re-reading the plan draft stays open while planning (seed 001); elsewhere the
+            // folder is one the agent can write, so a read there is a read like any.
+            if self.lock().policy.mode == yuyao_protocol::Mode::Plan
+                && within(&path, &crate::planning::files::dir(&self.ctx.project()))
+            {
+                return Class::Polled;
             }
         }
         if OTHER_INSPECTIONS.contains(&name) {
@@ -216,7 +226,7 @@ impl Session {
                 b.reset();
                 return text;
             }
-            Class::Verification => return text,
+
             Class::Other if changed && !ticket.planning => {
                 b.reset();
                 return text;
@@ -240,7 +250,10 @@ impl Session {
             _ => text,
         };
         b.spent = b.spent.saturating_add(text.len());
-        if b.spent < ticket.limit {
+        // What stays open is shown whole however much was spent, and counts all the same
+        // (a planning turn's test output, a job's log), so no open door bypasses the budget.
+        let open = matches!(ticket.class, Class::Polled | Class::Verification);
+        if b.spent < ticket.limit || (open && b.exhausted) {
             return text;
         }
         b.exhausted = true;

@@ -205,6 +205,9 @@ def test_index_force_shows_a_determinate_progress_bar(yuyao, env, repo):
     [
         ["memory", "frob"],
         ["memory", "search"],
+        ["memory", "search", "--ranking"],
+        ["memory", "search", "--ranking", "rrf", "bun"],
+        ["memory", "search", "--ranking", "bm25"],
         ["memory", "index", "--rollback"],
         ["memory", "rem-backfill", "--force"],
     ],

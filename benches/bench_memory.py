@@ -1,14 +1,19 @@
 """memory-search benchmarks, through the core's `/memory` commands (what `yuyao memory` runs):
 
-1. recall@3 on a fixed paraphrase set (benches/memory_paraphrase.json: 48 notes, 40 questions
-   worded differently from their notes), hybrid (BM25 + the shipped static embeddings, RRF)
-   against BM25 only. Targets: hybrid >= 0.85 and above BM25.
+1. recall@3 of the hybrid (the shipped static embeddings lifted by BM25 term coverage) and of
+   each component alone (`/memory search --ranking bm25|embeddings`) on two sets:
+   benches/memory_paraphrase.json (48 notes, 40 questions worded differently from their
+   notes; the set the fusion was tuned on) and benches/memory_heldout.json (40 other notes,
+   28 paraphrases sharing no word with their note and 12 keyword-exact questions: identifiers,
+   error codes, a port; written before the tuning and never used for it). Targets on each
+   set: hybrid >= 0.95 and not below either component.
 2. indexing 10 000 notes (100 daily notes of 100 entries), a full `index --force`: target < 10 s.
 3. one query against that index, warm (the index is held in the process between queries, as
    in a session): target < 20 ms; the first (cold) query, which loads the index, is reported too.
 
     python benches/bench_memory.py            # needs `maturin develop --release` for real figures
     python benches/bench_memory.py --json     # also write benches/results/memory-<date>.json
+    python benches/bench_memory.py --recall-only   # the recall figures alone (seconds)
 
 Figures are printed; the exit code is 1 when a target is missed.
 """
@@ -27,16 +32,25 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-DATA = json.loads((ROOT / "memory_paraphrase.json").read_text())
+SETS = {
+    name: json.loads((ROOT / f"{name}.json").read_text())
+    for name in (
+        "memory_paraphrase",
+        "memory_heldout",
+    )
+}
+DATA = SETS["memory_paraphrase"]
+RANKINGS = ("hybrid", "bm25", "embeddings")
 
 
-def write_paraphrase_project(project: Path) -> dict[str, tuple[str, int]]:
+def write_paraphrase_project(project: Path, data: dict = DATA) -> dict[str, tuple[str, int]]:
     """Writes the notes into MEMORY.md and two daily notes; returns note id -> (file, line)."""
-    notes = DATA["notes"]
+    notes = data["notes"]
+    third = len(notes) // 3
     files = {
-        "MEMORY.md": notes[:16],
-        "memory/2026-11-20.md": notes[16:32],
-        "memory/2026-11-21.md": notes[32:],
+        "MEMORY.md": notes[:third],
+        "memory/2026-11-20.md": notes[third : 2 * third],
+        "memory/2026-11-21.md": notes[2 * third :],
     }
     where = {}
     for name, part in files.items():
@@ -74,20 +88,24 @@ def hits(session, query: str) -> list[tuple[str, int]]:
     return out
 
 
-def recall_at_3(provider: str) -> float:
+def recalls(data: dict = DATA) -> dict[str, float]:
+    """recall@3 of each ranking (hybrid, bm25, embeddings) on a set, in one session."""
     with tempfile.TemporaryDirectory() as d:
         os.environ["YUYAO_HOME"] = str(Path(d) / "home")
         project = Path(d) / "project"
         project.mkdir()
-        where = write_paraphrase_project(project)
+        where = write_paraphrase_project(project, data)
         s = open_session(project)
         try:
-            s.dispatch(f"/config set memorySearch.provider {provider}")
-            found = 0
-            for q in DATA["queries"]:
-                if where[q["note"]] in hits(s, q["q"])[:3]:
-                    found += 1
-            return found / len(DATA["queries"])
+            s.dispatch("/config set memorySearch.provider local")
+            out = {}
+            for ranking in RANKINGS:
+                found = 0
+                for q in data["queries"]:
+                    if where[q["note"]] in hits(s, f"--ranking {ranking} {q['q']}")[:3]:
+                        found += 1
+                out[ranking] = found / len(data["queries"])
+            return out
         finally:
             s.close()
 
@@ -147,25 +165,50 @@ def scale(n_files: int = 100, per_file: int = 100, queries: int = 30) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", action="store_true", help="write benches/results/memory-<date>.json")
+    ap.add_argument("--recall-only", action="store_true", help="skip the 10 000-note timings")
     args = ap.parse_args()
-    hybrid = recall_at_3("local")
-    bm25 = recall_at_3("bm25")
-    big = scale()
-    ok = hybrid >= 0.85 and hybrid > bm25 and big["index_s"] < 10 and big["query_median_ms"] < 20
-    n_notes, n_queries = len(DATA["notes"]), len(DATA["queries"])
-    print(f"paraphrase set: {n_notes} notes, {n_queries} queries")
-    print(f"  recall@3 hybrid (bm25 + local embeddings, RRF): {hybrid:.3f}  (target >= 0.85)")
-    print(f"  recall@3 bm25 only:                            {bm25:.3f}")
-    print(f"index of {big['notes']} notes (index --force): {big['index_s']:.2f} s  (target < 10 s)")
+    load_before = os.getloadavg()
+    recall = {name: recalls(data) for name, data in SETS.items()}
+    big = None if args.recall_only else scale()
+    ok = True
+    for name, data in SETS.items():
+        r = recall[name]
+        met = r["hybrid"] >= 0.95 and r["hybrid"] >= max(r["bm25"], r["embeddings"])
+        ok = ok and met
+        print(f"{name}: {len(data['notes'])} notes, {len(data['queries'])} queries, recall@3")
+        print(f"  hybrid (embeddings + bm25 coverage): {r['hybrid']:.3f}  (target >= 0.95)")
+        print(f"  bm25 only:                           {r['bm25']:.3f}")
+        print(f"  embeddings only:                     {r['embeddings']:.3f}")
+    if big is not None:
+        ok = ok and big["index_s"] < 10 and big["query_median_ms"] < 20
+        print(
+            f"index of {big['notes']} notes (index --force): {big['index_s']:.2f} s"
+            "  (target < 10 s)"
+        )
+        print(
+            f"query, warm: median {big['query_median_ms']:.2f} ms, max {big['query_max_ms']:.2f}"
+            f" ms  (target < 20 ms); cold (loads the index): {big['query_cold_ms']:.1f} ms"
+        )
+    load_after = os.getloadavg()
     print(
-        f"query, warm: median {big['query_median_ms']:.2f} ms, max {big['query_max_ms']:.2f} ms"
-        f"  (target < 20 ms); cold (loads the index): {big['query_cold_ms']:.1f} ms"
+        "load average (1, 5, 15 min): before "
+        + " ".join(f"{x:.2f}" for x in load_before)
+        + ", after "
+        + " ".join(f"{x:.2f}" for x in load_after)
     )
     print("all targets met" if ok else "TARGET MISSED")
     if args.json:
         out = ROOT / "results" / f"memory-{datetime.date.today().isoformat()}.json"
         out.parent.mkdir(exist_ok=True)
-        out.write_text(json.dumps({"recall_hybrid": hybrid, "recall_bm25": bm25, **big}, indent=2))
+        record = {
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "load_before": [round(x, 2) for x in load_before],
+            "load_after": [round(x, 2) for x in load_after],
+            "recall_at_3": {f"{name}.json": recall[name] for name in SETS},
+            **(big or {}),
+        }
+        out.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"wrote {out}")
     return 0 if ok else 1
 
 

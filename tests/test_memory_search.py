@@ -104,18 +104,28 @@ def test_no_memory_removes_the_tool(fake_llm, yuyao, env, repo):
     assert "memory-search" not in server.tool_names(1)
 
 
-def test_paraphrase_recall_of_the_hybrid_beats_bm25(use_env):
-    """The bench's fixed set (48 notes, 40 questions worded differently): recall@3."""
+@pytest.mark.parametrize("name", ["memory_paraphrase", "memory_heldout"])
+def test_recall_of_the_hybrid_is_never_below_its_components(use_env, name):
+    """The bench's two sets (worded differently from their notes; the held-out one also asks
+    for identifiers and error codes): recall@3 of the hybrid and of each component alone."""
     use_env()
     sys.path.insert(0, str(ROOT / "benches"))
     try:
         import bench_memory
     finally:
         sys.path.pop(0)
-    hybrid = bench_memory.recall_at_3("local")
-    bm25 = bench_memory.recall_at_3("bm25")
-    assert hybrid >= 0.85, (hybrid, bm25)
-    assert hybrid > bm25, (hybrid, bm25)
+    r = bench_memory.recalls(bench_memory.SETS[name])
+    # The held-out set was never used for tuning; its paraphrases share no word with their
+    # notes, where the shipped static embeddings alone reach 0.775: the fusion must not lose
+    # any of that, and finds every keyword-exact question on top.
+    assert r["hybrid"] >= (0.95 if name == "memory_paraphrase" else 0.775), r
+    assert r["hybrid"] >= r["embeddings"], r
+    assert r["hybrid"] >= r["bm25"], r
+    if name == "memory_heldout":
+        data = bench_memory.SETS[name]
+        keyword = {**data, "queries": data["queries"][28:]}
+        assert keyword["queries"][0]["q"] == "E1042", "the last 12 are the keyword questions"
+        assert bench_memory.recalls(keyword)["hybrid"] == 1.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,6 +205,9 @@ def test_index_force_shows_a_determinate_progress_bar(yuyao, env, repo):
     [
         ["memory", "frob"],
         ["memory", "search"],
+        ["memory", "search", "--ranking"],
+        ["memory", "search", "--ranking", "rrf", "bun"],
+        ["memory", "search", "--ranking", "bm25"],
         ["memory", "index", "--rollback"],
         ["memory", "rem-backfill", "--force"],
     ],

@@ -71,40 +71,75 @@ impl Bm25 {
 
     /// (document index, score) for every document with a positive score, best first.
     pub fn rank(&self, query: &str) -> Vec<(usize, f32)> {
+        self.matches(query)
+            .into_iter()
+            .map(|m| (m.doc, m.score))
+            .collect()
+    }
+
+    /// Every document sharing a term with `query`, best BM25 score first, with the share of
+    /// the query's IDF mass it covers (a query term found in no document counts with the IDF
+    /// of an unseen term, so a question mostly made of words the notes never use covers
+    /// little in any note).
+    pub fn matches(&self, query: &str) -> Vec<LexicalMatch> {
         let n = self.docs.len() as f32;
         let mut qterms = terms(query);
         qterms.sort();
         qterms.dedup();
+        let idf = |df: f32| ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+        let mut mass = 0f32;
         let weights: Vec<(String, f32)> = qterms
             .into_iter()
-            .filter_map(|t| {
-                let df = *self.df.get(&t)? as f32;
-                Some((t, ((n - df + 0.5) / (df + 0.5) + 1.0).ln()))
+            .filter_map(|t| match self.df.get(&t) {
+                Some(&df) => {
+                    let w = idf(df as f32);
+                    mass += w;
+                    Some((t, w))
+                }
+                None => {
+                    mass += idf(0.0);
+                    None
+                }
             })
             .collect();
         if weights.is_empty() {
             return Vec::new();
         }
         let (k1, b) = (1.2f32, 0.75f32);
-        let mut out: Vec<(usize, f32)> = self
+        let mut out: Vec<LexicalMatch> = self
             .docs
             .iter()
             .enumerate()
             .filter_map(|(i, tf)| {
                 let len_norm = 1.0 - b + b * self.lens[i] as f32 / self.avg_len.max(1.0);
-                let s: f32 = weights
-                    .iter()
-                    .filter_map(|(t, idf)| {
-                        let f = *tf.get(t)? as f32;
-                        Some(idf * f * (k1 + 1.0) / (f + k1 * len_norm))
-                    })
-                    .sum();
-                (s > 0.0).then_some((i, s))
+                let (mut score, mut covered) = (0f32, 0f32);
+                for (t, idf) in &weights {
+                    if let Some(&f) = tf.get(t) {
+                        let f = f as f32;
+                        score += idf * f * (k1 + 1.0) / (f + k1 * len_norm);
+                        covered += idf;
+                    }
+                }
+                (score > 0.0).then_some(LexicalMatch {
+                    doc: i,
+                    score,
+                    coverage: (covered / mass).min(1.0),
+                })
             })
             .collect();
-        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc)));
         out
     }
+}
+
+/// A document matching a query's terms.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LexicalMatch {
+    pub doc: usize,
+    /// BM25 score.
+    pub score: f32,
+    /// Share of the query's IDF mass the document contains, 0 to 1.
+    pub coverage: f32,
 }
 
 #[cfg(test)]
@@ -123,5 +158,22 @@ mod tests {
         assert_eq!(r[0].0, 0);
         assert_eq!(r.len(), 2, "{r:?}");
         assert!(bm.rank("the of").is_empty());
+    }
+
+    #[test]
+    fn coverage_is_the_share_of_the_query_idf_mass_a_document_holds() {
+        let docs = [
+            "error E1042 means the license server is down",
+            "the license is Apache 2.0",
+            "deploy on tuesdays",
+        ];
+        let bm = Bm25::new(docs.iter().copied());
+        let m = bm.matches("E1042 license");
+        assert_eq!(m[0].doc, 0);
+        assert!((m[0].coverage - 1.0).abs() < 1e-6, "{m:?}");
+        assert!(m[1].coverage > 0.0 && m[1].coverage < 0.5, "{m:?}");
+        // A word no note uses still weighs in the query's mass.
+        let m = bm.matches("license zebra");
+        assert!(m.iter().all(|x| x.coverage < 0.5), "{m:?}");
     }
 }

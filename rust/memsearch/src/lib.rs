@@ -1,4 +1,4 @@
-//! memory-search: hybrid retrieval (BM25 + dense embeddings, reciprocal rank fusion) over the
+//! memory-search: hybrid retrieval (dense embeddings lifted by BM25 term coverage) over the
 //! memory files, its persisted index, the recall statistics, and the deterministic parts of
 //! dreaming (promotion, distillation) and of `yuyao memory rem-backfill`.
 
@@ -14,7 +14,7 @@ pub mod tokenize;
 
 pub use embed::{Gateway, Provider};
 pub use index::{Index, UpdateReport};
-pub use search::{Hit, Searcher};
+pub use search::{Hit, Ranking, Searcher};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -107,13 +107,18 @@ impl MemorySearch {
 
     /// The `k` best entries for `query`, the index refreshed first.
     pub fn search(&self, query: &str, k: usize) -> Result<Vec<Hit>, String> {
+        self.search_with(query, k, Ranking::Hybrid)
+    }
+
+    /// `search` with one of the rankings (the hybrid, or either of its components alone).
+    pub fn search_with(&self, query: &str, k: usize, ranking: Ranking) -> Result<Vec<Hit>, String> {
         let searcher = self.searcher()?;
         let qv = if searcher.index.dims == 0 {
             None
         } else {
             embed::embed_all(&self.provider, &[query.to_string()])?.and_then(|mut v| v.pop())
         };
-        Ok(searcher.search(query, qv.as_deref(), k.clamp(1, MAX_K)))
+        Ok(searcher.search_with(query, qv.as_deref(), k.clamp(1, MAX_K), ranking))
     }
 
     /// Counts the hits for dreaming (memory-search tool calls, not the user's own look-ups).

@@ -217,7 +217,16 @@ struct FileHits {
 }
 
 struct Collector<'a> {
-    path: &'a str,
+    /// The file searched and the folder its shown path is relative to.
+    path: &'a Path,
+    base: &'a Path,
+    /// Its shown path and modification time, found at its first match: most files of a
+    /// search match nothing, and ripgrep neither stats nor formats those.
+    shown: Option<String>,
+    mtime: Option<SystemTime>,
+    /// Content mode: the rows of all files so far, asked at the first match whether this
+    /// file's rows can still be on the page (`None` in the other modes).
+    kept: Option<&'a Mutex<KeptRows>>,
     numbers: bool,
     /// The first `store_limit` content rows (a row beyond it is only counted).
     lines: Vec<String>,
@@ -225,7 +234,6 @@ struct Collector<'a> {
     /// Content rows produced, stored or not.
     rows: u64,
     count: u64,
-    keep_lines: bool,
     /// files_with_matches: the first match is enough.
     first_only: bool,
     last_line: Option<u64>,
@@ -234,10 +242,32 @@ struct Collector<'a> {
 }
 
 impl Collector<'_> {
+    /// The shown path and the display-order key, computed once.
+    fn key(&mut self) -> (&str, SystemTime) {
+        let mtime = *self.mtime.get_or_insert_with(|| {
+            std::fs::metadata(self.path)
+                .and_then(|m| m.modified())
+                .unwrap_or(SystemTime::UNIX_EPOCH)
+        });
+        let shown = self
+            .shown
+            .get_or_insert_with(|| shown_path(self.path, self.base));
+        (shown, mtime)
+    }
+
     fn push(&mut self, line_number: Option<u64>, bytes: &[u8], sep: char) {
-        if !self.keep_lines {
+        let Some(kept) = self.kept else {
             return;
+        };
+        if self.shown.is_none() {
+            let (shown, mtime) = self.key();
+            let key = (Reverse(mtime), PathBuf::from(shown));
+            let wanted = kept.lock().is_ok_and(|k| k.wants(&key));
+            if !wanted {
+                self.store_limit = 0;
+            }
         }
+        let path = self.shown.as_deref().unwrap_or_default();
         // A gap between context groups: `--` rides on the next line, so paging counts lines.
         let gap = matches!((self.last_line, line_number), (Some(last), Some(n)) if n > last + 1)
             && self.rows > 0;
@@ -252,8 +282,8 @@ impl Collector<'_> {
             let line = line.trim_end_matches('\r');
             let shown: String = line.chars().take(500).collect();
             let row = match (self.numbers, n) {
-                (true, Some(n)) => format!("{}{sep}{n}{sep}{shown}", self.path),
-                _ => format!("{}{sep}{shown}", self.path),
+                (true, Some(n)) => format!("{path}{sep}{n}{sep}{shown}"),
+                _ => format!("{path}{sep}{shown}"),
             };
             self.lines.push(if gap && k == 0 {
                 format!("--\n{row}")
@@ -305,8 +335,10 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
     let base = &a.cwd;
     wb.build_parallel().run(|| {
         let matcher = matcher.clone();
+        // Line numbers are counted only for content rows: counting them costs a pass over
+        // every buffer, and files and count modes never show one (nor does ripgrep count them).
         let mut searcher = SearcherBuilder::new()
-            .line_number(true)
+            .line_number(a.mode == Mode::Content)
             .multi_line(a.multiline)
             .binary_detection(BinaryDetection::quit(0))
             .before_context(if a.mode == Mode::Content { a.before } else { 0 })
@@ -324,39 +356,38 @@ fn grep(a: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, String> 
                 return ignore::WalkState::Continue;
             }
             let path = entry.path();
-            // Exfiltration guard: a directory search never collects secrets (a file named
-            // explicitly is the root, depth 0, and was adjudicated by the policy).
-            if entry.depth() > 0 && yuyao_policy::sensitive::is_sensitive(path) {
+            // A `Read(glob)` deny keeps a file's contents out of every search that reaches it:
+            // such a file is not even opened.
+            if !a.read_denies.is_empty() && a.read_denies.denying(path).is_some() {
                 return ignore::WalkState::Continue;
             }
-            // A `Read(glob)` deny keeps a file's contents out of every search that reaches it.
-            if a.read_denies.denying(path).is_some() {
-                return ignore::WalkState::Continue;
-            }
-            let shown = shown_path(path, base);
-            let mtime = entry
-                .metadata()
-                .ok()
-                .and_then(|m| m.modified().ok())
-                .unwrap_or(SystemTime::UNIX_EPOCH);
-            let key = (Reverse(mtime), PathBuf::from(&shown));
-            let wanted = a.mode == Mode::Content && kept.lock().is_ok_and(|k| k.wants(&key));
             let mut sink = Collector {
-                path: &shown,
+                path,
+                base,
+                shown: None,
+                mtime: None,
+                kept: (a.mode == Mode::Content).then_some(kept),
                 numbers: a.line_numbers,
                 lines: Vec::new(),
-                store_limit: if wanted { row_cap } else { 0 },
+                store_limit: row_cap,
                 rows: 0,
                 count: 0,
-                keep_lines: a.mode == Mode::Content,
                 first_only: a.mode == Mode::Files,
                 last_line: None,
                 binary: false,
             };
+            // Exfiltration guard: a directory search never collects secrets (a file named
+            // explicitly is the root, depth 0, and was adjudicated by the policy). Asked after
+            // the search, of matching files only: the name test (allocations, a walk over the
+            // path's components) is then paid by a few files instead of every file of the
+            // tree, and a sensitive file's rows are dropped before anything is returned.
             if searcher.search_path(&matcher, path, &mut sink).is_ok()
                 && sink.count > 0
                 && !sink.binary
+                && !(entry.depth() > 0 && yuyao_policy::sensitive::is_sensitive(path))
             {
+                let (shown, mtime) = sink.key();
+                let key = (Reverse(mtime), PathBuf::from(shown));
                 if a.mode == Mode::Content {
                     if let Ok(mut k) = kept.lock() {
                         k.add(key, sink.lines, sink.rows);
@@ -615,6 +646,36 @@ mod tests {
 
     fn run_grep(c: &ToolContext, args: Value) -> ToolOutput {
         Grep.run(&args, c, &CancellationToken::new())
+    }
+
+    /// A directory search never returns a secret file's lines, names or counts, in any
+    /// mode; the same file named as the search's root (the policy adjudicated it) is searched.
+    #[test]
+    fn a_directory_search_skips_sensitive_files_in_every_mode() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("conf")).unwrap();
+        for name in ["prod.env", "credentials.json", "conf/server.pem", "id_rsa"] {
+            std::fs::write(root.join(name), "TOKEN=hunter2\n").unwrap();
+        }
+        std::fs::write(root.join("app.py"), "TOKEN = read()\n").unwrap();
+        let c = ctx(&root);
+        for mode in ["files_with_matches", "content", "count"] {
+            let out = run_grep(
+                &c,
+                serde_json::json!({"pattern": "TOKEN", "output_mode": mode, "-C": 1}),
+            );
+            assert!(out.ok, "{}", out.text);
+            assert!(out.text.contains("app.py"), "{mode}: {}", out.text);
+            for secret in ["hunter2", "prod.env", "credentials", "server.pem", "id_rsa"] {
+                assert!(!out.text.contains(secret), "{mode}: {}", out.text);
+            }
+        }
+        let named = run_grep(
+            &c,
+            serde_json::json!({"pattern": "TOKEN", "path": "prod.env", "output_mode": "content"}),
+        );
+        assert!(named.text.contains("hunter2"), "{}", named.text);
     }
 
     #[test]

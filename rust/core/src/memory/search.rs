@@ -169,17 +169,33 @@ pub(crate) fn memory_action(s: &Session, args: &[String]) -> Option<Result<Strin
             .map_err(failed)
             .map(|ms| format!("{}\n{}", super::backend::status_line(s), status(&ms))),
         "search" => {
+            const USAGE: &str = "usage: /memory search [--ranking hybrid|bm25|embeddings] <query>";
+            // `--ranking` shows one component of the hybrid alone (seed 002 §6.4: the
+            // provider trades off search quality; this shows where a hit came from).
+            let (ranking, rest) = match rest {
+                [flag, value, tail @ ..] if flag == "--ranking" => {
+                    match yuyao_memsearch::Ranking::parse(value) {
+                        Some(r) => (r, tail),
+                        None => return Some(Err(CoreError::Usage(USAGE.into()))),
+                    }
+                }
+                [flag] if flag == "--ranking" => return Some(Err(CoreError::Usage(USAGE.into()))),
+                _ => (yuyao_memsearch::Ranking::Hybrid, rest),
+            };
             let q = rest.join(" ");
             if q.trim().is_empty() {
-                return Some(Err(CoreError::Usage(
-                    "usage: /memory search <query>".into(),
-                )));
+                return Some(Err(CoreError::Usage(USAGE.into())));
             }
+            let with_service_too = ranking == yuyao_memsearch::Ranking::Hybrid;
             let files = engine(s).and_then(|ms| {
-                let hits = ms.search(&q, yuyao_memsearch::DEFAULT_K)?;
+                let hits = ms.search_with(&q, yuyao_memsearch::DEFAULT_K, ranking)?;
                 Ok(format_hits(&hits, &ms.project, &ms.home))
             });
-            with_service(s, &q, yuyao_memsearch::DEFAULT_K, files).map_err(failed)
+            if with_service_too {
+                with_service(s, &q, yuyao_memsearch::DEFAULT_K, files).map_err(failed)
+            } else {
+                files.map_err(failed)
+            }
         }
         "index" => {
             let force = match rest {

@@ -27,6 +27,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from _record import Recorder  # noqa: E402
+
 DATA = json.loads((ROOT / "memory_paraphrase.json").read_text())
 
 
@@ -148,6 +152,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", action="store_true", help="write benches/results/memory-<date>.json")
     args = ap.parse_args()
+    rec = Recorder("memory")
     hybrid = recall_at_3("local")
     bm25 = recall_at_3("bm25")
     big = scale()
@@ -163,9 +168,14 @@ def main() -> int:
     )
     print("all targets met" if ok else "TARGET MISSED")
     if args.json:
-        out = ROOT / "results" / f"memory-{datetime.date.today().isoformat()}.json"
-        out.parent.mkdir(exist_ok=True)
-        out.write_text(json.dumps({"recall_hybrid": hybrid, "recall_bm25": bm25, **big}, indent=2))
+        out = rec.save(
+            {"recall_hybrid": hybrid, "recall_bm25": bm25, **big},
+            peer="yuyao's own BM25 ranker (the hybrid's lexical side)",
+            peer_version=None,
+            tree=f"benches/memory_paraphrase.json ({n_notes} notes, {n_queries} queries)"
+            f" and {big['notes']} generated notes",
+        )
+        print(f"raw figures: {out}")
     return 0 if ok else 1
 
 

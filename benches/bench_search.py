@@ -34,6 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _record import Recorder  # noqa: E402
 from fakellm import FAKE_MODEL, FakeLLM, say, tool_call  # noqa: E402
 
 # (label, yuyao grep arguments, rg arguments)
@@ -142,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bash-calls", type=int, default=50)
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args(argv)
+    rec = Recorder("search")
     tree = args.tree.resolve()
     if not (tree / ".git").exists():
         ap.error(f"{tree} is not a git work tree: run `git -C {tree} init -q` first")
@@ -222,8 +226,23 @@ def main(argv: list[str] | None = None) -> int:
     for kind in ("grep", "glob"):
         ratios = [r["ratio"] for r in rows if r["kind"] == kind]
         print(f"{kind}: geometric mean ratio {statistics.geometric_mean(ratios):.2f}")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+    versions = "; ".join(
+        subprocess.run([t, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+        for t in (rg, fd)
+    )
+    geo = {
+        kind: statistics.geometric_mean([r["ratio"] for r in rows if r["kind"] == kind])
+        for kind in ("grep", "glob")
+    }
+    out = rec.save(
+        {"repeat": args.repeat, "geomean_ratio": geo, "rows": rows},
+        peer="ripgrep (grep), fd (glob), bash -c true (bash)",
+        peer_version=versions,
+        tree=str(tree),
+        label=tree.name,
+        path=args.json,
+    )
+    print(f"raw figures: {out}")
     return 0
 
 

@@ -4,7 +4,8 @@ The yuyao side runs the real tools through a real session (yuyao._core.Session) 
 scripted model of tests/fakellm.py; each tool call is timed from its `tool_begin` event to its
 `tool_end` event (the tool itself, with result capping, not the model round trip). The peers
 run as processes (`rg`, `fdfind`, `bash -c true`) with their output read from a pipe. Same
-tree, same queries, same run; the report is the ratio yuyao / peer of the medians. No
+tree, same queries, same run, interleaved (each round: yuyao runs every query once in a fresh
+session, then the peers do); the report is the ratio yuyao / peer of the medians. No
 absolute time is asserted anywhere.
 
     apt-get install -y ripgrep fd-find linux-source-6.1
@@ -157,27 +158,34 @@ def main(argv: list[str] | None = None) -> int:
     run_peer([rg, "-c", "zzzz_warm_up_zzzz"], tree)
     run_peer([fd, "-t", "f"], tree)
 
-    calls = []
+    # Interleaved rounds: yuyao's session runs every query once, then the peers do.
+    timer = Timer()
+    peer_times: dict[tuple[str, int], list[float]] = {}
+    peer_out: dict[tuple[str, int], str] = {}
     for k in range(args.repeat):
+        calls = []
         for q, (_, gargs, _) in enumerate(GREP_QUERIES):
             calls.append((f"grep{q}_{k}", "grep", gargs))
         for q, (_, gargs, _) in enumerate(GLOB_QUERIES):
             calls.append((f"glob{q}_{k}", "glob", gargs))
-    for q, (_, gargs, _) in enumerate(GREP_QUERIES):  # counts for the same-results check
-        calls.append((f"check{q}", "grep", {**gargs, "head_limit": 1}))
-    for k in range(args.bash_calls):
-        calls.append((f"bash{k}", "bash", {"command": "true"}))
-    timer = run_yuyao(tree, calls)
+        if k == 0:
+            for q, (_, gargs, _) in enumerate(GREP_QUERIES):  # counts for the same-results check
+                calls.append((f"check{q}", "grep", {**gargs, "head_limit": 1}))
+            for b in range(args.bash_calls):
+                calls.append((f"bash{b}", "bash", {"command": "true"}))
+        got = run_yuyao(tree, calls)
+        timer.took.update(got.took)
+        timer.output.update(got.output)
+        for kind, queries, tool in (("grep", GREP_QUERIES, rg), ("glob", GLOB_QUERIES, fd)):
+            for q, (_, _, pargs) in enumerate(queries):
+                t, peer_out[(kind, q)] = run_peer([tool, *pargs], tree)
+                peer_times.setdefault((kind, q), []).append(t)
 
     rows = []
 
-    def compare(kind, label, ours_ids, peer_argv, ours_count, peer_count_fn):
+    def compare(kind, label, ours_ids, peer_key, ours_count, peer_count_fn):
         ours = statistics.median(timer.took[i] for i in ours_ids)
-        peer_times, out = [], ""
-        for _ in range(args.repeat):
-            t, out = run_peer(peer_argv, tree)
-            peer_times.append(t)
-        peer = statistics.median(peer_times)
+        peer, out = statistics.median(peer_times[peer_key]), peer_out[peer_key]
         rows.append(
             {
                 "kind": kind,
@@ -191,13 +199,13 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     lines = lambda out: len(out.splitlines())  # noqa: E731
-    for q, (label, _, rargs) in enumerate(GREP_QUERIES):
+    for q, (label, _, _) in enumerate(GREP_QUERIES):
         ids = [f"grep{q}_{k}" for k in range(args.repeat)]
         ours_count = count_shown(timer.output[f"check{q}"])
-        compare("grep", label, ids, [rg, *rargs], ours_count, lines)
-    for q, (label, _, fargs) in enumerate(GLOB_QUERIES):
+        compare("grep", label, ids, ("grep", q), ours_count, lines)
+    for q, (label, _, _) in enumerate(GLOB_QUERIES):
         ids = [f"glob{q}_{k}" for k in range(args.repeat)]
-        compare("glob", label, ids, [fd, *fargs], count_shown(timer.output[ids[0]]), lines)
+        compare("glob", label, ids, ("glob", q), count_shown(timer.output[ids[0]]), lines)
 
     ours_bash = statistics.median(timer.took[f"bash{k}"] for k in range(args.bash_calls))
     plain = statistics.median(

@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": args.rounds,
             "silent_model": args.silent,
             "workloads": workloads,
-            "peer_version": f"peer harness {sorted(v for v in versions if v)}"
+            "peer_version": f"peer harness {', '.join(sorted(v for v in versions if v))}"
             if versions
             else None,
             "peer_error": peer_error,

@@ -62,7 +62,10 @@ def num(x: float, unit: str = "") -> str:
 
 
 def ratio(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f}×"
+    """Two decimals; three near 1, where two would hide which side of a 1.0× goal it is."""
+    if x is None:
+        return "—"
+    return f"{x:.3f}×" if 0.995 <= x < 1.005 else f"{x:.2f}×"
 
 
 def goal(text: str, met: bool | None) -> str:
@@ -196,6 +199,11 @@ def requests(data: dict) -> list[tuple]:
             (f"uncacheable request bytes, {w}, {data['steps']} steps, {talk}", num(a / 1024, "KB"),
              f"{num(b / 1024, 'KB')} ({peer_v})", ratio(a / b), goal("≤ 1.0×", a <= b))
         )  # fmt: skip
+        a, b = y["total_bytes"]["min"], p["total_bytes"]["min"]
+        rows.append(
+            (f"total request bytes, {w}, {data['steps']} steps, {talk}", num(a / 1024, "KB"),
+             f"{num(b / 1024, 'KB')} ({peer_v})", ratio(a / b), "—")
+        )  # fmt: skip
     return rows
 
 
@@ -230,13 +238,14 @@ def memory(data: dict) -> list[tuple]:
     ]  # fmt: skip
 
 
+# In the order of the table.
 ROWS = {
     "repomap-session": repomap_session,
     "harness": harness,
-    "spawn": spawn,
-    "files": files,
     "requests": requests,
+    "files": files,
     "search": search,
+    "spawn": spawn,
     "startup": startup,
     "memory": memory,
 }
@@ -248,7 +257,11 @@ def cell(text: str) -> str:
 
 def table(results: Path = RESULTS) -> str:
     lines = ["| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
-    for data in newest(results).values():
+    order = list(ROWS)
+    found = sorted(newest(results).items(), key=lambda kv: (
+        order.index(kv[1]["meta"].get("bench")) if kv[1]["meta"].get("bench") in order else len(order),
+        kv[0]))  # fmt: skip
+    for _, data in found:
         meta = data["meta"]
         make = ROWS.get(meta.get("bench", ""))
         if make is None:

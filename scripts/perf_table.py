@@ -165,6 +165,23 @@ def harness(data: dict) -> list[tuple]:
     return rows
 
 
+def repomap(data: dict) -> list[tuple]:
+    """The map's construction alone, cold and warm, against aider's repo map."""
+    rows = []
+    for phase, limit in (("cold", 3000), ("warm", 150)):
+        y, a = data.get(f"yuyao_{phase}"), data.get(f"aider_{phase}")
+        if not y:
+            continue
+        med = y["median_ms"]
+        rows.append(
+            (f"repo map build alone, {phase} ({data['files']:,} files, budget 1024 tokens)",
+             num(med, "ms"),
+             f"{num(a['median_ms'], 'ms')} ({data['meta'].get('peer_version')})" if a else "—",
+             ratio(med / a["median_ms"]) if a else "—", goal(f"< {limit} ms", med < limit))
+        )  # fmt: skip
+    return rows
+
+
 def spawn(data: dict) -> list[tuple]:
     rows = []
     for h in data["hosts"]:
@@ -254,6 +271,7 @@ def memory(data: dict) -> list[tuple]:
 # In the order of the table.
 ROWS = {
     "repomap-session": repomap_session,
+    "repomap": repomap,
     "harness": harness,
     "requests": requests,
     "files": files,

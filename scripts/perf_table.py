@@ -191,7 +191,7 @@ def spawn(data: dict) -> list[tuple]:
         rows.append(
             (f"{side}, {h['size']} host", num(h["per_call_median_ms"], "ms"),
              f"{num(h['subprocess_median_ms'], 'ms')} (subprocess, {data['meta']['peer_version']})",
-             ratio(h["ratio_median"]), "—")
+             ratio(h["ratio_median"]), goal("≤ 2.0×", h["ratio_median"] <= 2.0))
         )  # fmt: skip
     return rows
 

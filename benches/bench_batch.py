@@ -33,6 +33,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benches"))
+
+from _record import Recorder  # noqa: E402
 
 PRICES = json.dumps({"input_cost_per_token": 1e-6, "output_cost_per_token": 1e-5})
 USAGE = {"prompt_tokens": 1000, "completion_tokens": 100}
@@ -155,6 +158,7 @@ def main() -> int:
     parser.add_argument("--no-seq", action="store_true")
     parser.add_argument("--no-ray", action="store_true")
     args = parser.parse_args()
+    rec = Recorder("batch")
     from fakellm import FakeLLM
 
     server = FakeLLM(responder(args.latency), usage=USAGE, api_key="bench-key").start()
@@ -200,8 +204,10 @@ def main() -> int:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(info))
-    out = ROOT / "benches" / "results" / f"batch-{time.strftime('%Y-%m-%d')}.json"
-    out.write_text(json.dumps({**info, "rows": rows}, indent=2) + "\n")
+    peer = f"ray {info['ray_version']}" if "ray_version" in info else None
+    out = rec.save({**info, "rows": rows}, peer="sequential yuyao runs; ray" if peer else
+                   "sequential yuyao runs", peer_version=peer,
+                   tree="generated git repository, one file per task")  # fmt: skip
     print(f"written {out}")
     return 0
 

@@ -46,7 +46,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benches"))
 
+from _record import Recorder  # noqa: E402
 from fakellm import FAKE_MODEL, FakeLLM, calls, say  # noqa: E402
 
 LINE = "the quick brown fox jumps over the lazy dog 0123456789\n"
@@ -81,6 +83,7 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=1000)
     ap.add_argument("-n", "--rounds", type=int, default=7)
     opts = ap.parse_args()
+    rec = Recorder("files")
     from yuyao.agent_api import create_session
 
     tmp = Path(tempfile.mkdtemp(prefix="yuyao-bench-"))
@@ -225,13 +228,12 @@ def main() -> int:
     }
     print(json.dumps(meta))
     # Raw figures, one file per day (a later run the same day replaces it).
-    results = ROOT / "benches" / "results"
-    results.mkdir(parents=True, exist_ok=True)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    out = results / f"files-{time.strftime('%Y-%m-%d')}.json"
-    report = {"date": time.strftime("%Y-%m-%dT%H:%M:%S"), **meta, "load_1min": load}
-    out.write_text(
-        json.dumps({**report, "operations": summary, "snapshot_store": store}, indent=2) + "\n"
+    report = {"date": time.strftime("%Y-%m-%dT%H:%M:%S"), **meta}
+    out = rec.save(
+        {**report, "operations": summary, "snapshot_store": store},
+        peer="plain Python (islice page read, atomic edit with backup, file creation, rmtree)",
+        peer_version=meta["peer"],
+        tree=f"generated: one {size_mb:.0f} MB file and {opts.files}-file batches in a temp git repository",
     )
     print(f"raw figures: {out}")
     return 0

@@ -1,7 +1,11 @@
 """Harness overhead per step of yuyao, side by side with a peer agent (mini-swe-agent).
 
     python benches/bench_harness.py [-n STEPS] [--rounds R] [--big-files N] [--no-peer]
-                                    [--peer-venv DIR]
+                                    [--peer-venv DIR] [--reason] [--repos tiny,big]
+                                    [--rows read,toolcall,bash,text] [--window W]
+
+    python benches/bench_harness.py -n 1000 --repos tiny --rows read,toolcall   # a long session
+    python benches/bench_harness.py -n 1000 --repos tiny --rows read,toolcall --reason
 
 Each harness is driven through its Python API in its own subprocess, against the scripted
 model server of tests/fakellm.py (zero latency) running in this process, in two temp git
@@ -23,8 +27,21 @@ Per row: wall time of the run / model calls, the server's own time per call (mea
 the request handler), their difference (the harness's overhead per step, the figure compared)
 and the peak RSS (VmHWM) of the harness's process. Also the median time of `create_session`
 over 20 calls (tiny repository). The peer's version is recorded (pinned: mini-swe-agent 2.4.6).
-The raw figures go to benches/results/harness-<date>.json. Nothing is asserted about absolute
-times; the script exits 0 when it ran.
+
+Long sessions: by default the model states no reason before a tool call ("silent", the case
+where yuyao adds its intent reminder); `--reason` gives every call one short line of why (the
+same text for both harnesses). For every run the server also records, per request, when it
+arrived and the bytes sent: the body on the wire and the prompt as a provider's prefix cache
+renders it (tool schemas then messages, compact JSON, cache markers dropped; the measure of
+bench_requests.py). The table then gives each harness's total bytes sent over the run and its
+per-step cost in the first and the last `--window` steps (a step's cost: from the server's reply
+to the next request's arrival, i.e. the harness's own time including the tool), with the
+ratio to the peer in each window: a per-step cost that grows with the history shows as a
+larger last window.
+
+The raw figures go to benches/results/harness[-tiny][-reason]-<date>.json with the peer's
+version, the load before and after and the trees (benches/_record.py). Nothing is asserted
+about absolute times; the script exits 0 when it ran.
 """
 
 from __future__ import annotations
@@ -46,7 +63,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fakellm import FAKE_MODEL, FakeLLM, call, say  # noqa: E402
+sys.path.insert(0, str(ROOT / "benches"))
+
+from _record import Recorder  # noqa: E402
+from fakellm import FAKE_MODEL, FakeLLM, call, calls, say, tool_call  # noqa: E402
 
 RESULTS_DIR = ROOT / "benches" / "results"
 PEER_PACKAGE = "mini-swe-agent==2.4.6"
@@ -54,7 +74,8 @@ DEFAULT_PEER_VENV = Path(tempfile.gettempdir()) / "yuyao-bench-peer-venv"
 FILE_NAME = "small.txt"
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 TASK = f"Read {FILE_NAME} again and again, then say done."
-CHILD_TIMEOUT = 120
+CHILD_TIMEOUT = 120  # seconds, plus one a step (a 1,000-step peer run takes minutes)
+REASON = "Reading the file again to check it."
 API_KEY = "bench-key"
 
 # ---------------------------------------------------------------------------------------------
@@ -181,21 +202,58 @@ def child_main(args: argparse.Namespace) -> int:
 
 
 class TimedFakeLLM(FakeLLM):
-    """FakeLLM that adds up the time spent inside its request handler."""
+    """FakeLLM that adds up the time spent inside its request handler and keeps, per chat
+    request, (arrival, handler seconds) on the monotonic clock."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.handler_s = 0.0
+        self.timings: list[tuple[float, float]] = []
 
     def _handle(self, handler) -> None:
         start = time.perf_counter()
+        before = len(self.requests)
         # Headers and body go out in two writes; with Nagle on, the second waits for the
         # client's delayed ACK (~40 ms on Linux), a latency that no real endpoint adds.
         handler.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             super()._handle(handler)
         finally:
-            self.handler_s += time.perf_counter() - start
+            spent = time.perf_counter() - start
+            self.handler_s += spent
+            if len(self.requests) > before:
+                self.timings.append((start, spent))
+
+
+def prompt_bytes(body: dict) -> int:
+    """Bytes of the request as a provider's prefix cache renders it: tool schemas, then each
+    message, compact JSON with sorted keys, cache markers dropped (as bench_requests.py)."""
+
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items() if k != "cache_control"}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    def dump(value) -> str:
+        return json.dumps(clean(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    parts = [dump(body.get("tools") or [])] + [dump(m) for m in body.get("messages") or []]
+    return len("".join(parts).encode())
+
+
+def step_costs(timings: list[tuple[float, float]]) -> list[float]:
+    """Seconds the harness spent between the server's reply to request k-1 and request k."""
+    return [timings[k][0] - (timings[k - 1][0] + timings[k - 1][1]) for k in range(1, len(timings))]
+
+
+def window_stats(values: list[float], lo: int, hi: int) -> dict | None:
+    part = values[lo:hi]
+    if not part:
+        return None
+    return {"from": lo, "to": lo + len(part), "median": statistics.median(part),
+            "mean": statistics.fmean(part)}  # fmt: skip
 
 
 def make_repo(root: Path, name: str = "repo", files: int = 0) -> Path:
@@ -214,15 +272,20 @@ def make_repo(root: Path, name: str = "repo", files: int = 0) -> Path:
     return repo
 
 
-def scripts(kind: str, repo: Path, steps: int) -> list:
-    """The model's replies for one run: `steps` file reads, then the way to finish."""
+def scripts(kind: str, repo: Path, steps: int, reason: bool = False) -> list:
+    """The model's replies for one run: `steps` file reads, then the way to finish; with
+    `reason`, each call comes with one line of why."""
     cat = f"cat {FILE_NAME}"
+
+    def one(name: str, **args) -> dict:
+        return calls([tool_call(name, args)], content=REASON) if reason else call(name, **args)
+
     if kind == "yuyao-read":
-        return [call("read", file_path=str(repo / FILE_NAME))] * steps + [say("done")]
+        return [one("read", file_path=str(repo / FILE_NAME))] * steps + [say("done")]
     if kind == "yuyao-bash":
-        return [call("bash", command=cat)] * steps + [say("done")]
+        return [one("bash", command=cat)] * steps + [say("done")]
     if kind == "peer-toolcall":
-        return [call("bash", command=cat)] * steps + [call("bash", command=SUBMIT)]
+        return [one("bash", command=cat)] * steps + [call("bash", command=SUBMIT)]
     fenced = "THOUGHT: read it.\n\n```mswea_bash_command\n{}\n```"
     return [say(fenced.format(cat))] * steps + [say(fenced.format(SUBMIT))]
 
@@ -245,7 +308,9 @@ def child_env(work: Path, url: str | None) -> dict[str, str]:
     return env
 
 
-def run_child(python: str, child_args: list[str], env: dict[str, str]) -> dict:
+def run_child(
+    python: str, child_args: list[str], env: dict[str, str], timeout: float = CHILD_TIMEOUT
+) -> dict:
     """Run this file as a child measurement; its JSON result, or {"error": ...}."""
     cmd = [python, str(Path(__file__).resolve()), "--child", *child_args]
     try:
@@ -255,10 +320,10 @@ def run_child(python: str, child_args: list[str], env: dict[str, str]) -> dict:
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
-            timeout=CHILD_TIMEOUT,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {CHILD_TIMEOUT}s"}
+        return {"error": f"timed out after {timeout}s"}
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         tail = proc.stderr.strip().splitlines()[-3:]
@@ -266,19 +331,38 @@ def run_child(python: str, child_args: list[str], env: dict[str, str]) -> dict:
     return json.loads(lines[-1])
 
 
-def measure(label: str, python: str, kind: str, work: Path, repo: Path, steps: int) -> dict:
+def measure(
+    label: str,
+    python: str,
+    kind: str,
+    work: Path,
+    repo: Path,
+    steps: int,
+    reason: bool = False,
+    window: int = 50,
+) -> dict:
     """One scripted run of `steps` reads (plus the finishing reply) through one harness."""
-    server = TimedFakeLLM(scripts(kind, repo, steps), api_key=API_KEY).start()
+    server = TimedFakeLLM(scripts(kind, repo, steps, reason), api_key=API_KEY).start()
     child = "yuyao" if kind.startswith("yuyao") else "peer"
     args = [child, "--url", server.url, "--repo", str(repo)]
     if child == "peer":
         args += ["--peer-format", kind.removeprefix("peer-")]
     try:
-        result = run_child(python, args, child_env(work, server.url))
+        result = run_child(python, args, child_env(work, server.url), CHILD_TIMEOUT + steps)
     finally:
         server.stop()
     calls_served = len(server.requests)
     row = {"label": label, "kind": kind, "steps": steps, "model_calls": calls_served, **result}
+    bodies = [r.get("body") or {} for r in server.requests]
+    per_prompt = [prompt_bytes(b) for b in bodies]
+    costs = step_costs(server.timings)
+    row.update(
+        prompt_bytes_total=sum(per_prompt),
+        wire_bytes_total=sum(int(r["headers"].get("content-length", 0)) for r in server.requests),
+        prompt_bytes_last=per_prompt[-1] if per_prompt else 0,
+        window_first=window_stats(costs, 0, window),
+        window_last=window_stats(costs, max(0, len(costs) - window), len(costs)),
+    )
     row.update(
         finished=result.get("answer") == "done" or result.get("exit_status") == "Submitted",
         server_s=server.handler_s,
@@ -353,9 +437,15 @@ def summarize(rows: list[dict]) -> dict:
     if not ok:
         out["error"] = next((r.get("error") for r in rows if "error" in r), "no run")
         return out
-    for key in ("overhead_per_step_ms", "wall_per_step_ms", "peak_rss_mb"):
+    for key in ("overhead_per_step_ms", "wall_per_step_ms", "peak_rss_mb", "prompt_bytes_total",
+                "wire_bytes_total"):  # fmt: skip
         values = [r[key] for r in ok]
         out[key] = {"min": min(values), "median": statistics.median(values)}
+    for key in ("window_first", "window_last"):
+        values = [1000 * r[key]["median"] for r in ok if r.get(key)]
+        if values:
+            out[f"{key}_ms"] = {"min": min(values), "median": statistics.median(values),
+                                "steps": [ok[0][key]["from"], ok[0][key]["to"]]}  # fmt: skip
     out["finished"] = all(r["finished"] and not r["script_exhausted"] for r in ok)
     out["model_calls"] = ok[0]["model_calls"]
     return out
@@ -387,6 +477,21 @@ def print_table(report: dict) -> None:
             print(f"{label:<20}" + "".join(f"{c:>14}" for c in cells))
             if not row["finished"]:
                 print(f"  warning: {label} did not finish as scripted")
+        print(f"  {'':<18}{'bytes sent':>14}{'ratio':>8}{'first steps':>14}{'ratio':>8}"
+              f"{'last steps':>14}{'ratio':>8}{'growth':>8}")  # fmt: skip
+        for label, row in by_label.items():
+            if "error" in row or "window_last_ms" not in row:
+                continue
+            sent, first, last = (row["prompt_bytes_total"]["median"],
+                                 row["window_first_ms"]["median"], row["window_last_ms"]["median"])  # fmt: skip
+            r_sent = _ratio(sent, ref.get("prompt_bytes_total", {}).get("median"))
+            r_first = _ratio(first, ref.get("window_first_ms", {}).get("median"))
+            r_last = _ratio(last, ref.get("window_last_ms", {}).get("median"))
+            lo, hi = row["window_last_ms"]["steps"]
+            print(f"  {label:<18}{sent / 1e6:>11.2f} MB{_fmt(r_sent):>8}{first:>11.2f} ms{_fmt(r_first):>8}"
+                  f"{last:>11.2f} ms{_fmt(r_last):>8}{_fmt(_ratio(last, first)):>8}")  # fmt: skip
+            print(f"  {'':<18}(steps {row['window_first_ms']['steps']} and [{lo}, {hi}]:"
+                  " per-step cost medians; bytes: the prompt as a prefix cache renders it)")  # fmt: skip
     print("\n(overhead = wall time per model call minus the fake server's own time per call;")
     print(" ratios are against 'peer (tool call)'; below 1 means yuyao costs less per step)")
     create = report["create_session"]
@@ -397,11 +502,13 @@ def print_table(report: dict) -> None:
     print(f"peer: {report.get('peer_version') or report.get('peer_error')}")
 
 
-def save(report: dict) -> Path:
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"harness-{datetime.date.today().isoformat()}.json"
-    path.write_text(json.dumps(report, indent=2) + "\n")
-    return path
+def save(report: dict, rec: Recorder, label: str) -> Path:
+    trees = ", ".join(
+        f"{name}: generated git repository, {r['files']} files"
+        for name, r in report["repos"].items()
+    )
+    return rec.save(report, peer=PEER_PACKAGE, peer_version=report.get("peer_version"),
+                    tree=trees, label=label)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,6 +527,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--no-peer", action="store_true", help="measure yuyao only")
     ap.add_argument("--peer-venv", type=Path, default=DEFAULT_PEER_VENV, help="peer's venv")
+    ap.add_argument("--reason", action="store_true", help="each call comes with a line of why")
+    ap.add_argument("--repos", default="tiny,big", help="repositories: tiny,big (both)")
+    ap.add_argument("--rows", default="read,toolcall,bash,text",
+                    help="rows: read (yuyao), toolcall (peer), bash (yuyao), text (peer)")  # fmt: skip
+    ap.add_argument("--window", type=int, default=50, help="steps per cost window (50)")
     ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--repo", help=argparse.SUPPRESS)
@@ -430,23 +542,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def run_all(args: argparse.Namespace, work: Path) -> dict:
     steps = max(1, args.steps)
-    print(f"generating the big repository ({args.big_files} files) ...", file=sys.stderr)
-    repos = {"tiny": make_repo(work, "tiny"), "big": make_repo(work, "big", args.big_files)}
+    wanted = set(args.repos.split(","))
+    repos = {"tiny": make_repo(work, "tiny")} if "tiny" in wanted else {}
+    if "big" in wanted:
+        print(f"generating the big repository ({args.big_files} files) ...", file=sys.stderr)
+        repos["big"] = make_repo(work, "big", args.big_files)
+    rows_wanted = set(args.rows.split(","))
     peer_python, peer_error = (None, "skipped (--no-peer)")
     if not args.no_peer:
         peer_python, peer_error = ensure_peer(args.peer_venv, work)
     # Interleaved: yuyao, peer, yuyao, peer (the machine's load hits both sides alike).
-    plan = [("yuyao (read)", sys.executable, "yuyao-read")]
-    if peer_python:
-        plan.append(("peer (tool call)", peer_python, "peer-toolcall"))
-    plan.append(("yuyao (bash cat)", sys.executable, "yuyao-bash"))
-    if peer_python:
-        plan.append(("peer (text)", peer_python, "peer-text"))
+    plan = [
+        (label, py, kind)
+        for label, py, kind, row in (
+            ("yuyao (read)", sys.executable, "yuyao-read", "read"),
+            ("peer (tool call)", peer_python, "peer-toolcall", "toolcall"),
+            ("yuyao (bash cat)", sys.executable, "yuyao-bash", "bash"),
+            ("peer (text)", peer_python, "peer-text", "text"),
+        )
+        if py and row in rows_wanted
+    ]
     rows = []
     for k in range(max(1, args.rounds)):
         for repo_name, repo in repos.items():
             for label, py, kind in plan:
-                row = measure(label, py, kind, work, repo, steps)
+                print(f"round {k + 1}: {repo_name}: {label} ...", file=sys.stderr)
+                row = measure(label, py, kind, work, repo, steps, args.reason, args.window)
                 row.update(repo=repo_name, round=k)
                 rows.append(row)
     summary = {
@@ -460,14 +581,18 @@ def run_all(args: argparse.Namespace, work: Path) -> dict:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "steps": steps,
         "rounds": max(1, args.rounds),
-        "repos": {"tiny": {"files": 1}, "big": {"files": args.big_files + 1}},
+        "repos": {name: {"files": 1 if name == "tiny" else args.big_files + 1} for name in repos},
+        "model_states_reason": args.reason,
+        "window": args.window,
         "server": {"latency_s": 0.0, "tcp_nodelay": True, "stream": False},
         "peer": PEER_PACKAGE,
         "peer_version": f"peer harness {', '.join(versions)}" if versions else None,
         "peer_error": peer_error,
         "summary": summary,
         "rows": rows,
-        "create_session": measure_create_session(work, repos["tiny"], max(1, args.repeat)),
+        "create_session": measure_create_session(
+            work, next(iter(repos.values())), max(1, args.repeat)
+        ),
     }
 
 
@@ -475,10 +600,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
         return child_main(args)
+    rec = Recorder("harness")
     with tempfile.TemporaryDirectory(prefix="yuyao-bench-harness-") as tmp:
         report = run_all(args, Path(tmp))
     print_table(report)
-    print(f"raw figures: {save(report)}")
+    label = "-".join(
+        x for x in ("" if set(report["repos"]) == {"tiny", "big"} else "-".join(report["repos"]),
+                    "reason" if args.reason else "") if x
+    )  # fmt: skip
+    print(f"raw figures: {save(report, rec, label)}")
     return 0
 
 

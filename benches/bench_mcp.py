@@ -25,7 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benches"))
 
+from _record import Recorder  # noqa: E402
 from fakellm import FAKE_MODEL, FakeLLM, say  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "mcp_fixture_server.py"
@@ -52,6 +54,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("-n", type=int, default=7)
     n = ap.parse_args().n
+    rec = Recorder("mcp")
     with tempfile.TemporaryDirectory() as tmp, FakeLLM([say("ok")] * (n + 2)) as llm:
         tmp = Path(tmp)
         project = tmp / "project"
@@ -92,6 +95,13 @@ def main() -> None:
         f"MCP tools in the request: {len(tools)}"
     )
     print(listing)
+    out = rec.save(
+        {"rounds": n, "open_s": times, "first_turn_s": first_turn, "mcp_tools": len(tools)},
+        peer="the same session with no MCP server",
+        peer_version=None,
+        tree="empty temp project; tests/mcp_fixture_server.py (three servers, one hanging)",
+    )
+    print(f"raw figures: {out}")
 
 
 if __name__ == "__main__":

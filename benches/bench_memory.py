@@ -32,6 +32,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+
+from _record import Recorder  # noqa: E402
+
 SETS = {
     name: json.loads((ROOT / f"{name}.json").read_text())
     for name in (
@@ -168,6 +172,7 @@ def main() -> int:
     ap.add_argument("--recall-only", action="store_true", help="skip the 10 000-note timings")
     args = ap.parse_args()
     load_before = os.getloadavg()
+    rec = Recorder("memory")
     recall = {name: recalls(data) for name, data in SETS.items()}
     big = None if args.recall_only else scale()
     ok = True
@@ -198,8 +203,6 @@ def main() -> int:
     )
     print("all targets met" if ok else "TARGET MISSED")
     if args.json:
-        out = ROOT / "results" / f"memory-{datetime.date.today().isoformat()}.json"
-        out.parent.mkdir(exist_ok=True)
         record = {
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "load_before": [round(x, 2) for x in load_before],
@@ -207,7 +210,16 @@ def main() -> int:
             "recall_at_3": {f"{name}.json": recall[name] for name in SETS},
             **(big or {}),
         }
-        out.write_text(json.dumps(record, indent=2) + "\n")
+        sets = ", ".join(
+            f"benches/{n}.json ({len(d['notes'])} notes, {len(d['queries'])} queries)"
+            for n, d in SETS.items()
+        )
+        out = rec.save(
+            record,
+            peer="its own components (BM25 alone, embeddings alone)",
+            peer_version=None,
+            tree=sets,
+        )
         print(f"wrote {out}")
     return 0 if ok else 1
 

@@ -16,12 +16,16 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benches"))
+
+from _record import Recorder  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--debug", action="store_true", help="use the dev profile")
     args = ap.parse_args()
+    rec = Recorder("policy")
     cmd = ["cargo", "run", "-q", "-j2", "-p", "yuyao-policy", "--example", "bench_policy"]
     if not args.debug:
         cmd.insert(3, "--release")
@@ -42,6 +46,13 @@ def main() -> int:
         )
     else:
         print(f"sandbox unavailable here: {spawn['unavailable']}")
+    out = rec.save(
+        {"profile": "dev" if args.debug else "release", **result},
+        peer="bash -c true without the sandbox (spawn); none (adjudication: 1 ms target)",
+        peer_version=None,
+        tree="none",
+    )
+    print(f"raw figures: {out}")
     return 0 if ok else 1
 
 

@@ -6,12 +6,23 @@ beside aider's repo map on the same repository.
     python benches/bench_repomap.py --files 20000 --runs 5 --no-peer
 
 `--session` (with `--tree PATH` for a real tree, e.g. Debian's linux-source-6.1 extracted and
-committed; default the generated tree) measures what a user waits for instead, each run a
-fresh process with the scripted model of tests/fakellm.py: the first request's arrival after
-the session opened (the map is built in the background and must not delay it), how long until
-a request carries the map, a later prompt's map check with nothing changed (`check_ms` of the
-trace) and its whole turn, the process's peak RSS and the tag cache's size; cold (empty tag
-cache) then warm. No peer is run in this mode.
+committed; default the generated tree) measures what a user waits for instead, beside
+mini-swe-agent (the peer of bench_harness.py, same venv) in the same run. Each run is a fresh
+process against the scripted model of tests/fakellm.py; the figures:
+
+- first request: seconds from the process's spawn to the first request reaching the fake
+  model (the map is built in the background and must not delay it), cold (yuyao's tag cache
+  cleared) and warm (the cache the cold run left); the peer keeps no cache, so its one run per
+  round is the reference of both;
+- map ready: when a request first carried the map (yuyao only);
+- later prompt: the map's cost (`ms` of the trace's repo_map record: the check that nothing
+  changed plus the rendering) of a prompt made after the map was in, nothing changed;
+- peak RSS of each process (ru_maxrss) and the size of yuyao's tag cache on disk.
+
+`--rounds R` (3) interleaved rounds: yuyao cold, yuyao warm, peer; the next round peer first.
+Min and median per figure, the ratio to the peer where there is one, and the goals beside
+them (cold <= 1.0x the peer and <= 3 s, warm <= 1 s, later prompt <= 0.1 s, RSS <= 1.5x the
+peer, tag cache <= 30 MB). The tree is never written to: yuyao's trace goes to a temp folder.
 
 Every measurement is a fresh process (no state kept in memory between runs) timing only the
 map's construction: yuyao's `/context list` in a new core Session, aider's
@@ -23,13 +34,14 @@ The peer is aider-chat (pinned below), installed from PyPI into a venv of its ow
 time (`--peer-venv`, default under the temp folder); when it cannot be installed the reason is
 printed and yuyao is measured alone. Build yuyao with `maturin develop --release` first: the
 targets on the 2-core machine (cold < 3 s, warm < 150 ms) are for a release build. Raw figures:
-benches/results/repomap-<date>.json. Nothing is asserted; the script exits 0.
+benches/results/repomap-<date>.json and repomap-session-<tree>-<date>.json, with the peer's
+version, the load before and after and the tree (benches/_record.py). Nothing is asserted;
+the script exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import shutil
@@ -37,11 +49,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_harness as h  # noqa: E402  (mini-swe-agent's venv and child, the timed fake server)
+from _record import Recorder  # noqa: E402
 
 PEER_PIN = "aider-chat==0.86.2"
 DEFAULT_PEER_VENV = Path(tempfile.gettempdir()) / "yuyao-bench-aider-venv"
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def generate(root: Path, n: int) -> None:
@@ -109,7 +126,6 @@ print(elapsed)
 
 SESSION = """
 import json, os, resource, sys, time
-t_open = time.perf_counter()
 sys.path.insert(0, sys.argv[3])
 from fakellm import FAKE_MODEL, FakeLLM, say
 from yuyao import _core
@@ -127,19 +143,20 @@ class Quiet:
     def event(self, _e): pass
     def request(self, _r): return "deny"
 
-root, home, budget = sys.argv[1], sys.argv[2], int(sys.argv[4])
+root, home, budget, trace_dir = sys.argv[1], sys.argv[2], int(sys.argv[4]), sys.argv[5]
 def traces():
-    d = os.path.join(root, ".trajectory")
+    d = trace_dir
     return {os.path.join(d, n) for n in os.listdir(d)} if os.path.isdir(d) else set()
 before = traces()
-opts = {"cwd": root, "home": home, "no_session": True, "map_tokens": budget, "mode": "yolo"}
+opts = {"cwd": root, "home": home, "no_session": True, "map_tokens": budget, "mode": "yolo",
+        "trajectory_dir": trace_dir}
 s = _core.Session(json.dumps(opts), Quiet())
 s.chat("Explain the scheduler in kernel/sched/core.c.")
-first = arrivals[0][0] - t_open
+first = arrivals[0][0]  # the monotonic clock: the parent subtracts the spawn's time
 ready = None
 for _ in range(600 if budget else 0):
     if arrivals[-1][1]:
-        ready = arrivals[-1][0] - t_open
+        ready = arrivals[-1][0]
         break
     time.sleep(0.5)
     s.chat("Go on.")
@@ -158,7 +175,7 @@ for path in sorted(traces() - before):  # this run's trace only
 last = recs[-1] if recs else {}
 cache = sum(os.path.getsize(os.path.join(home, "repomap", f))
             for f in os.listdir(os.path.join(home, "repomap"))) if os.path.isdir(os.path.join(home, "repomap")) else 0
-print(json.dumps({"first_request_s": first, "map_ready_s": ready, "later_turn_s": later_turn,
+print(json.dumps({"first_request_at": first, "map_ready_at": ready, "later_turn_s": later_turn,
                   "later_check_ms": last.get("check_ms"), "later_parsed": last.get("parsed"),
                   "later_map_ms": last.get("ms"),
                   "mapped_files": last.get("files"), "code_files": last.get("total"),
@@ -167,34 +184,105 @@ print(json.dumps({"first_request_s": first, "map_ready_s": ready, "later_turn_s"
 """
 
 
-def session_bench(tree: Path, home: Path, runs: int) -> dict:
-    """Cold (empty home) then `runs` warm runs of SESSION, then one without a map (budget
-    0: what the session costs without it); each a fresh process."""
+def yuyao_session(tree: Path, home: Path, work: Path, phase: str) -> dict:
+    """One fresh process of SESSION; times relative to its spawn."""
     tests = Path(__file__).resolve().parent.parent / "tests"
-    out: dict[str, list[dict]] = {"cold": [], "warm": [], "no map": []}
-    shutil.rmtree(home, ignore_errors=True)
-    for phase, n in (("cold", 1), ("warm", runs), ("no map", 1)):
-        for _ in range(n):
-            home.mkdir(parents=True, exist_ok=True)
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    SESSION,
-                    str(tree),
-                    str(home),
-                    str(tests),
-                    "0" if phase == "no map" else "1024",
-                ],
-                capture_output=True,
-                text=True,
-                env=child_env(),
-                timeout=1800,
-            )
-            if proc.returncode != 0:
-                sys.exit(f"session run failed: {proc.stderr.strip()[-2000:]}")
-            out[phase].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    if phase == "cold":
+        shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True, exist_ok=True)
+    trace_dir = Path(tempfile.mkdtemp(prefix="trace-", dir=work))
+    budget = "0" if phase == "no map" else "1024"
+    spawned = time.perf_counter()  # CLOCK_MONOTONIC on Linux, the clock the child reports
+    proc = subprocess.run(
+        [sys.executable, "-c", SESSION, str(tree), str(home), str(tests), budget, str(trace_dir)],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=1800,
+    )
+    shutil.rmtree(trace_dir, ignore_errors=True)
+    if proc.returncode != 0:
+        sys.exit(f"session run failed: {proc.stderr.strip()[-2000:]}")
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    r["first_request_s"] = r.pop("first_request_at") - spawned
+    ready = r.pop("map_ready_at")
+    r["map_ready_s"] = None if ready is None else ready - spawned
+    return r
+
+
+def peer_session(tree: Path, work: Path, peer: str) -> dict:
+    """One fresh mini-swe-agent process in `tree` (one command, then its submit command):
+    seconds from its spawn to its first request, and its peak RSS."""
+    server = h.TimedFakeLLM(h.scripts("peer-toolcall", tree, 1), api_key=h.API_KEY).start()
+    args = ["peer", "--url", server.url, "--repo", str(tree), "--peer-format", "toolcall",
+            "--task", "Explain the scheduler in kernel/sched/core.c."]  # fmt: skip
+    spawned = time.perf_counter()
+    try:
+        result = h.run_child(peer, args, h.child_env(work, server.url))
+    finally:
+        server.stop()
+    if "error" in result or not server.timings:
+        sys.exit(f"peer run failed: {result.get('error')}")
+    return {
+        "first_request_s": server.timings[0][0] - spawned,
+        "peak_rss_mb": result["peak_rss_mb"],
+        "peer_version": result.get("peer_version"),
+    }
+
+
+def session_bench(tree: Path, work: Path, rounds: int, peer: str | None) -> dict:
+    """`rounds` interleaved rounds of yuyao cold, yuyao warm and the peer (the peer first in
+    every other round), then one yuyao run without a map (budget 0: the session's own cost)."""
+    home = work / "home"
+    out: dict[str, list[dict]] = {"cold": [], "warm": [], "peer": [], "no map": []}
+    for r in range(rounds):
+        order = ["cold", "warm"] + (["peer"] if peer else [])
+        if r % 2:
+            order = order[-1:] + order[:-1] if peer else order
+        for phase in order:
+            print(f"round {r + 1}: {phase} ...", file=sys.stderr)
+            if phase == "peer":
+                out["peer"].append(peer_session(tree, work, peer))
+            else:
+                out[phase].append(yuyao_session(tree, home, work, phase))
+    out["no map"].append(yuyao_session(tree, home, work, "no map"))
     return out
+
+
+def _mm(xs: list[float]) -> dict:
+    return {"min": min(xs), "median": statistics.median(xs)}
+
+
+def session_summary(res: dict) -> dict:
+    """Min / median of each figure, ratios of medians to the peer, and the goals."""
+    peer = res["peer"]
+    p_first = _mm([r["first_request_s"] for r in peer]) if peer else None
+    p_rss = _mm([r["peak_rss_mb"] for r in peer]) if peer else None
+    rows = {}
+
+    def row(key: str, xs: list[float], unit: str, ref: dict | None, goal: str, ok) -> None:
+        st = _mm(xs)
+        ratio = st["median"] / ref["median"] if ref else None
+        rows[key] = {**st, "unit": unit, "peer": ref, "ratio": ratio, "goal": goal,
+                     "met": ok(st["median"], ratio)}  # fmt: skip
+
+    cold, warm = res["cold"], res["warm"]
+    row("cold first request", [r["first_request_s"] for r in cold], "s", p_first,
+        "<= 1.0x peer and <= 3 s", lambda v, q: v <= 3 and (q is None or q <= 1.0))  # fmt: skip
+    row("warm first request", [r["first_request_s"] for r in warm], "s", p_first, "<= 1 s",
+        lambda v, q: v <= 1)  # fmt: skip
+    later = [r["later_map_ms"] / 1000 for r in cold + warm if r.get("later_map_ms") is not None]
+    if later:
+        row("later prompt map cost", later, "s", None, "<= 0.1 s", lambda v, q: v <= 0.1)
+    row("peak RSS", [r["peak_rss_mb"] for r in cold + warm], "MB", p_rss, "<= 1.5x peer",
+        lambda v, q: q is None or q <= 1.5)  # fmt: skip
+    row("tag cache", [r["tag_cache_mb"] for r in cold + warm], "MB", None, "<= 30 MB",
+        lambda v, q: v <= 30)  # fmt: skip
+    ready = [r["map_ready_s"] for r in cold if r.get("map_ready_s") is not None]
+    if ready:
+        rows["cold map ready"] = {**_mm(ready), "unit": "s", "peer": None, "ratio": None,
+                                  "goal": None, "met": None}  # fmt: skip
+    return rows
 
 
 def child_env() -> dict[str, str]:
@@ -265,42 +353,60 @@ def main() -> None:
     ap.add_argument("--peer-venv", type=Path, default=DEFAULT_PEER_VENV)
     ap.add_argument("--session", action="store_true", help="time what a session waits for")
     ap.add_argument("--tree", type=Path, help="--session: a real tree instead of a generated one")
+    ap.add_argument("--rounds", type=int, default=3, help="--session: interleaved rounds (3)")
+    ap.add_argument("--session-peer-venv", type=Path, default=h.DEFAULT_PEER_VENV,
+                    help="--session: mini-swe-agent's venv (as bench_harness.py)")  # fmt: skip
     args = ap.parse_args()
     if args.session:
+        rec = Recorder("repomap-session")
         with tempfile.TemporaryDirectory() as tmp:
+            work = Path(tmp)
+            peer, peer_error = (None, "--no-peer")
+            if not args.no_peer:
+                peer, peer_error = h.ensure_peer(args.session_peer_venv, work)
             tree = args.tree
             if tree is None:
-                tree = Path(tmp) / "repo"
+                tree = work / "repo"
                 tree.mkdir()
                 generate(tree, args.files)
                 for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "tree"]):
                     subprocess.run(["git", *cmd], cwd=tree, check=True, capture_output=True)
-            res = session_bench(tree.resolve(), Path(tmp) / "home", args.runs)
-        name = str(args.tree) if args.tree else f"generated, {args.files} files"
-        print(f"repo map in a session, tree: {name}, budget 1024 tokens, load {os.getloadavg()}:")
-        for phase, rows in res.items():
-            for r in rows:
-                if phase == "no map":
-                    print(
-                        f"  no map: first request {r['first_request_s']:.2f} s · later turn"
-                        f" {r['later_turn_s'] * 1000:.0f} ms · peak RSS {r['peak_rss_mb']:.0f} MB"
-                    )
-                    continue
-                print(
-                    f"  {phase:5} first request {r['first_request_s']:.2f} s"
-                    f" · map in a request after {r['map_ready_s'] or float('nan'):.1f} s"
-                    f" · later prompt: check {r['later_check_ms']} ms, map"
-                    f" {r['later_map_ms']} ms, turn"
-                    f" {r['later_turn_s'] * 1000:.0f} ms, parsed {r['later_parsed']}"
-                    f" · mapped {r['mapped_files']} of {r['code_files']} code files"
-                    f" · peak RSS {r['peak_rss_mb']:.0f} MB · tag cache {r['tag_cache_mb']:.1f} MB"
-                )
-        RESULTS.mkdir(exist_ok=True)
+            res = session_bench(tree.resolve(), work, max(1, args.rounds), peer)
+        name = f"generated, {args.files} files (half Python, half Rust)"
+        if args.tree:
+            git = ["git", "-C", str(args.tree)]
+            head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                  text=True).stdout.strip()  # fmt: skip
+            count = subprocess.run([*git, "ls-files", "-z"], capture_output=True).stdout.count(
+                b"\0"
+            )
+            name = f"{args.tree.resolve()} (git {head or '?'}, {count:,} files committed)"
+        versions = sorted({r["peer_version"] for r in res["peer"] if r.get("peer_version")})
+        peer_version = f"mini-swe-agent {', '.join(versions)}" if versions else None
+        summary = session_summary(res)
+        print(f"repo map in a session, tree: {name}, budget 1024 tokens, {args.rounds} rounds:")
+        print(f"  {'':24}{'min':>9}{'median':>9}{'peer med':>10}{'ratio':>8}  goal")
+        for what, r in summary.items():
+            ref = r["peer"]["median"] if r["peer"] else None
+            met = {True: "met", False: "MISSED", None: ""}[r["met"]]
+            print(
+                f"  {what:24}{r['min']:>9.3f}{r['median']:>9.3f}"
+                f"{'-' if ref is None else format(ref, '.3f'):>10}"
+                f"{'-' if r['ratio'] is None else format(r['ratio'], '.2f'):>8}"
+                f"  {r['goal'] or ''} {met} ({r['unit']})"
+            )
+        last = (res["cold"] + res["warm"])[-1]
+        print(f"  mapped {last['mapped_files']} of {last['code_files']} code files;"
+              f" no map: first request {res['no map'][0]['first_request_s']:.2f} s,"
+              f" peak RSS {res['no map'][0]['peak_rss_mb']:.0f} MB")  # fmt: skip
+        print(f"  peer: {peer_version or peer_error}")
         label = args.tree.resolve().name if args.tree else f"generated{args.files}"
-        out = RESULTS / f"repomap-session-{label}-{datetime.date.today().isoformat()}.json"
-        out.write_text(json.dumps({"tree": name, "load": os.getloadavg(), **res}, indent=1) + "\n")
+        out = rec.save({"summary": summary, "rounds": args.rounds, **res},
+                       peer=h.PEER_PACKAGE if peer else None, peer_version=peer_version,
+                       tree=name, label=label)  # fmt: skip
         print(f"  raw figures: {out}")
         return
+    rec = Recorder("repomap")
     peer, peer_version, peer_error = (None, "", "--no-peer")
     if not args.no_peer:
         peer, peer_version, peer_error = ensure_peer(args.peer_venv)
@@ -355,9 +461,9 @@ def main() -> None:
         print(f"  peer: aider {peer_version} ({PEER_PIN}) in {args.peer_venv}")
     else:
         print(f"  peer: not measured ({peer_error})")
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"repomap-{datetime.date.today().isoformat()}.json"
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    out = rec.save(result, peer=PEER_PIN if peer else None,
+                   peer_version=f"aider {peer_version}" if peer else None,
+                   tree=f"generated, {args.files} files (half Python, half Rust)")  # fmt: skip
     print(f"  raw figures: {out}")
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_harness as h  # noqa: E402  (the peer's venv, the children, the fake server)
+from _record import Recorder  # noqa: E402
 from fakellm import calls, say, tool_call  # noqa: E402  (bench_harness put tests/ on the path)
 
 PEER_PIN = "mini-swe-agent==2.4.6"
@@ -247,6 +248,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    rec = Recorder("requests")
     workloads = args.workload or list(WORKLOADS)
     steps = max(1, args.steps)
     with tempfile.TemporaryDirectory(prefix="yuyao-bench-requests-") as tmp:
@@ -274,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": args.rounds,
             "silent_model": args.silent,
             "workloads": workloads,
-            "peer_version": f"peer harness {sorted(v for v in versions if v)}"
+            "peer_version": f"peer harness {', '.join(sorted(v for v in versions if v))}"
             if versions
             else None,
             "peer_error": peer_error,
@@ -282,10 +284,13 @@ def main(argv: list[str] | None = None) -> int:
             "runs": runs,
         }
     print_table(report)
-    h.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    suffix = "-silent" if args.silent else ""
-    path = h.RESULTS_DIR / f"requests-{datetime.date.today().isoformat()}{suffix}.json"
-    path.write_text(json.dumps(report, indent=2) + "\n")
+    path = rec.save(
+        report,
+        peer=PEER_PIN if peer_python else None,
+        peer_version=report["peer_version"],
+        tree=f"generated git repository per run: {steps} 1 KB and {steps} 14 KB data files",
+        label="silent" if args.silent else "",
+    )
     print(f"raw figures: {path}")
     return 0
 

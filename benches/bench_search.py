@@ -47,6 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fakellm import FAKE_MODEL, FakeLLM, say, tool_call  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _record import Recorder  # noqa: E402
+
 # (label, yuyao grep arguments, rg arguments)
 GREP_QUERIES = [
     ("files: literal", {"pattern": "EXPORT_SYMBOL_GPL"}, ["-l", "EXPORT_SYMBOL_GPL"]),
@@ -176,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     grep_q = GREP_QUERIES if "grep" in kinds else []
     glob_q = GLOB_QUERIES if "glob" in kinds else []
     load_before = os.getloadavg()
+    rec = Recorder("search")
 
     # One warm-up pass over the tree so both sides read from the page cache.
     run_peer([rg, "-c", "zzzz_warm_up_zzzz"], tree)
@@ -297,9 +301,12 @@ def main(argv: list[str] | None = None) -> int:
             "load_before": [round(x, 2) for x in load_before],
             "load_after": [round(x, 2) for x in load_after],
             "summary": summary,
+            # What scripts/perf_table.py reads: one ratio per kind (medians).
+            "geomean_ratio": {k: v["geomean_ratio"] for k, v in summary.items()},
             "rows": rows,
         }
-        out.write_text(json.dumps(record, indent=2) + "\n")
+        peers = ", ".join(f"{k} {v}" for k, v in versions.items() if v)
+        rec.save(record, peer="ripgrep / fd", peer_version=peers, tree=str(tree), path=out)
         print(f"wrote {out}")
     return 0
 

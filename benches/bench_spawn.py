@@ -38,6 +38,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benches"))
+
+from _record import Recorder  # noqa: E402
 
 
 def parse_size(text: str) -> int:
@@ -138,8 +141,9 @@ def main() -> int:
     ap.add_argument("-n", "--rounds", type=int, default=9, help="measured rounds per host")
     ap.add_argument("-k", "--calls", type=int, default=21, help="bash calls in the long turn")
     ap.add_argument("--fork", action="store_true", help="also the fork path (helper off)")
-    ap.add_argument("--json", type=Path, help="write the raw figures there")
+    ap.add_argument("--json", type=Path, help="write the raw figures there instead of results/")
     args = ap.parse_args()
+    rec = Recorder("spawn")
 
     import yuyao._core as core
 
@@ -149,8 +153,18 @@ def main() -> int:
         size = parse_size(label)
         for fork in [False, True] if args.fork else [False]:
             r = run_host(size, args.rounds, args.calls, fork)
-            raw.append({"size": label, "fork": fork, **r})
             b = r["subprocess_ms"]
+            figures = {
+                "per_call_min_ms": per_call(r, min),
+                "per_call_median_ms": per_call(r, statistics.median),
+                "subprocess_min_ms": min(b),
+                "subprocess_median_ms": statistics.median(b),
+            }
+            figures["ratio_min"] = figures["per_call_min_ms"] / figures["subprocess_min_ms"]
+            figures["ratio_median"] = (
+                figures["per_call_median_ms"] / figures["subprocess_median_ms"]
+            )
+            raw.append({"size": label, "fork": fork, **figures, **r})
             side = "yuyao bash (fork path)" if fork else "yuyao bash"
             rows.append(
                 (
@@ -173,8 +187,14 @@ def main() -> int:
             f"{size:<6} {rss:>8}  {side:<24} {amin:8.2f} {amed:10.2f} {bmin:12.2f} {bmed:15.2f}"
             f"  x{amin / bmin:.2f} / x{amed / bmed:.2f}"
         )
-    if args.json:
-        args.json.write_text(json.dumps(raw, indent=1))
+    out = rec.save(
+        {"rounds": args.rounds, "calls": args.calls, "hosts": raw},
+        peer="subprocess.run from the same host process",
+        peer_version=f"Python {sys.version.split()[0]}",
+        tree="none (bash `true` in a temp folder)",
+        path=args.json,
+    )
+    print(f"load before {rec.load_before}, raw figures: {out}")
     return 0
 
 

@@ -20,6 +20,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _record import Recorder  # noqa: E402
+
 
 def _find_yuyao(explicit: str | None) -> str | None:
     if explicit:
@@ -69,6 +73,7 @@ def main() -> int:
         "--yuyao", help="path of the yuyao command (default: next to python, then PATH)"
     )
     args = ap.parse_args()
+    rec = Recorder("startup")
     runs = max(1, args.runs)
 
     rows: list[tuple[str, list[str] | None, str]] = []
@@ -111,6 +116,23 @@ def main() -> int:
         print(
             f"{label:<18} {median * 1e3:>10.1f} {fastest * 1e3:>9.1f} {ratio:>9}  {note}".rstrip()
         )
+    rg_version = None
+    if rg:
+        rg_version = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout
+        rg_version = (rg_version.splitlines() or [None])[0]
+    out = rec.save(
+        {
+            "runs": runs,
+            "rows": [
+                {"command": label, "median_s": median, "min_s": fastest, "note": note}
+                for label, median, fastest, note in results
+            ],
+        },
+        peer="python -c pass; rg --version",
+        peer_version=f"Python {sys.version.split()[0]}; {rg_version or 'rg not installed'}",
+        tree="none",
+    )
+    print(f"raw figures: {out}")
     return 0
 
 

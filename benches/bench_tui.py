@@ -32,6 +32,10 @@ from pathlib import Path
 import pexpect
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benches"))
+
+from _record import Recorder  # noqa: E402
+
 BUDGET_MS = 400.0
 READY = r"thinking collapsed"  # the end of yuyao's status line
 
@@ -137,6 +141,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--aider", default="", help="path of an aider executable (own venv)")
     args = ap.parse_args()
+    rec = Recorder("tui")
     with tempfile.TemporaryDirectory() as tmp:
         cwd = os.path.join(tmp, "project")
         os.mkdir(cwd)
@@ -162,6 +167,19 @@ def main() -> int:
         if "aider" in med:
             ratio = med["yuyao"] / med["aider"]
             print(f"ratio yuyao/aider = {ratio:.3f} (aider takes {1 / ratio:.1f}x as long)")
+    aider_version = None
+    if args.aider:
+        import subprocess
+
+        got = subprocess.run([args.aider, "--version"], capture_output=True, text=True).stdout
+        aider_version = (got.split() or [None])[-1]
+    out = rec.save(
+        {"runs": args.runs, "budget_ms": BUDGET_MS, "times_s": times, "median_ms": med},
+        peer="prompt_toolkit floor" + ("; aider" if args.aider else ""),
+        peer_version=f"aider {aider_version}" if aider_version else None,
+        tree="empty temp project",
+    )
+    print(f"raw figures: {out}")
     return 0
 
 

@@ -99,6 +99,10 @@ def _child_yuyao(args: argparse.Namespace) -> dict:
 
     t1 = time.perf_counter()
     session = create_session(mode="yolo", cwd=args.repo)
+    # Seed 001's tool-preview budget refuses inspections past 32 KiB without a change between
+    # them, and these runs read one file N times: the peer has no such budget, so the per-step
+    # comparison runs without it (set in the bench's own YUYAO_HOME).
+    session.dispatch("/config set tools.preview_budget_kib 0")
     t2 = time.perf_counter()
     answer = session.chat(args.task)
     t3 = time.perf_counter()

@@ -181,6 +181,45 @@ impl ModelClient {
         body
     }
 
+    /// The request's wire bytes: [`ModelClient::body`] serialized, the history straight from
+    /// its messages rather than through a `Value` tree (that tree was a second copy of the
+    /// whole conversation at every step, the largest cost that grows with a session).
+    /// Cache hints rewrite messages, so a request that carries them goes the `Value` way.
+    pub fn body_bytes(&self, req: &ChatRequest) -> Vec<u8> {
+        if req.cache_hints {
+            return serde_json::to_vec(&self.body(req)).unwrap_or_default();
+        }
+        #[derive(serde::Serialize)]
+        struct Wire<'a> {
+            messages: &'a [Message],
+            #[serde(flatten)]
+            rest: &'a serde_json::Map<String, Value>,
+        }
+        let empty = ChatRequest {
+            messages: Vec::new(),
+            tools: Vec::new(),
+            stream: req.stream,
+            reasoning_effort: req.reasoning_effort.clone(),
+            max_tokens: req.max_tokens,
+            cache_hints: false,
+            extra: req.extra.clone(),
+        };
+        let mut rest = match self.body(&empty) {
+            Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        rest.remove("messages");
+        if !req.tools.is_empty() {
+            rest.insert("tools".into(), Value::Array(req.tools.clone()));
+            rest.insert("tool_choice".into(), json!("auto"));
+        }
+        serde_json::to_vec(&Wire {
+            messages: &req.messages,
+            rest: &rest,
+        })
+        .unwrap_or_default()
+    }
+
     /// Calls the model, retrying transient failures with exponential backoff and jitter.
     pub async fn complete(
         &self,
@@ -188,7 +227,7 @@ impl ModelClient {
         on_piece: &mut (dyn FnMut(Piece<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<Completion, ModelError> {
-        let body = self.body(req);
+        let body = self.body_bytes(req);
         let mut attempt = 0;
         let (mut text, mut thinking) = (Shown::default(), Shown::default());
         loop {
@@ -258,13 +297,17 @@ impl ModelClient {
 
     async fn attempt(
         &self,
-        body: &Value,
+        body: &[u8],
         stream: bool,
         on_piece: &mut (dyn FnMut(Piece<'_>) + Send),
         emitted: &mut bool,
     ) -> Result<Completion, ModelError> {
         let url = self.cfg.endpoint();
-        let mut rb = self.http.post(&url).json(body);
+        let mut rb = self
+            .http
+            .post(&url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
         if !self.cfg.api_key.is_empty() {
             rb = rb.bearer_auth(&self.cfg.api_key);
         }
@@ -463,6 +506,42 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 mod tests {
     use super::*;
     use yuyao_protocol::Message;
+
+    #[test]
+    fn wire_bytes_are_the_body_with_or_without_cache_hints() {
+        let client = ModelClient::new(ModelConfig::new("http://h:1/v1", "m", "k")).unwrap();
+        let mut call = Message::assistant("checking \"quotes\" and ünïcode");
+        call.tool_calls = vec![ToolCall {
+            id: "c1".into(),
+            name: "read".into(),
+            arguments: r#"{"file_path":"a.txt"}"#.into(),
+        }];
+        let mut extra = serde_json::Map::new();
+        extra.insert("response_format".into(), json!({"type": "json_object"}));
+        let mut req = ChatRequest {
+            messages: vec![
+                Message::system("s"),
+                Message::user("u"),
+                call,
+                Message::tool("c1", "x"),
+            ],
+            tools: vec![json!({"type": "function", "function": {"name": "read"}})],
+            stream: true,
+            reasoning_effort: Some("high".into()),
+            max_tokens: Some(99),
+            cache_hints: false,
+            extra,
+        };
+        for hints in [false, true] {
+            req.cache_hints = hints;
+            let wire: Value = serde_json::from_slice(&client.body_bytes(&req)).unwrap();
+            assert_eq!(wire, client.body(&req), "cache_hints {hints}");
+        }
+        req.tools.clear();
+        let wire: Value = serde_json::from_slice(&client.body_bytes(&req)).unwrap();
+        assert_eq!(wire, client.body(&req));
+        assert!(wire.get("tool_choice").is_none());
+    }
 
     #[test]
     fn litellm_prefix_is_stripped_and_url_kept() {

@@ -765,6 +765,27 @@ pub struct Config {
     /// Whether this session honours project extensions at all (see [`guarded`]); set by the
     /// session at open and when the user trusts the project. Off by default.
     project_programs: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Each layer's file as last parsed, with the stamp it had: a session reads keys many
+    /// times per step, and a file is parsed again only when its stamp moved (a hand edit or
+    /// another process's `config set` is still seen at the next read).
+    parsed: std::sync::Mutex<std::collections::HashMap<PathBuf, (FileStamp, Table)>>,
+}
+
+/// What identifies a version of a file without reading it: size, inode, mtime and ctime
+/// (nanoseconds). An atomic replace changes the inode; an edit in place the times.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct FileStamp(u64, u64, i64, i64, i64, i64);
+
+fn file_stamp(meta: &std::fs::Metadata) -> FileStamp {
+    use std::os::unix::fs::MetadataExt;
+    FileStamp(
+        meta.len(),
+        meta.ino(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec(),
+    )
 }
 
 impl Config {
@@ -772,6 +793,7 @@ impl Config {
         Config {
             paths,
             project_programs: Default::default(),
+            parsed: Default::default(),
         }
     }
 
@@ -821,7 +843,27 @@ impl Config {
 
     fn read_layer(&self, layer: Layer) -> Result<Table, ConfigError> {
         let path = self.layer_path(layer);
-        match std::fs::read_to_string(&path) {
+        let stamp = std::fs::metadata(&path).ok().map(|m| file_stamp(&m));
+        if let Some(stamp) = stamp
+            && let Ok(cache) = self.parsed.lock()
+            && let Some((seen, table)) = cache.get(&path)
+            && *seen == stamp
+        {
+            return Ok(table.clone());
+        }
+        let table = self.parse_layer(&path)?;
+        // Kept only when the file did not change while it was read.
+        if let Some(stamp) = stamp
+            && std::fs::metadata(&path).ok().map(|m| file_stamp(&m)) == Some(stamp)
+            && let Ok(mut cache) = self.parsed.lock()
+        {
+            cache.insert(path, (stamp, table.clone()));
+        }
+        Ok(table)
+    }
+
+    fn parse_layer(&self, path: &std::path::Path) -> Result<Table, ConfigError> {
+        match std::fs::read_to_string(path) {
             Ok(text) => text.parse::<Table>().map_err(|e| {
                 ConfigError::Invalid(format!("{} is not valid TOML: {e}", path.display()))
             }),
@@ -1309,6 +1351,20 @@ mod tests {
         .unwrap();
         assert_eq!(c.get("browser.executable"), None, "changed since approval");
         assert!(!c.entries().iter().any(|(k, _)| k == "browser.executable"));
+    }
+
+    #[test]
+    fn a_hand_edit_is_seen_at_the_next_read_though_layers_are_cached() {
+        let (_d, c) = config();
+        let user = c.paths().user_config();
+        std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+        std::fs::write(&user, "[x]\nk = \"aaaa\"\n").unwrap();
+        assert_eq!(c.get("x.k").map(|v| display(&v)), Some("aaaa".into()));
+        // The same size, the same inode, written in place: still a new version.
+        std::fs::write(&user, "[x]\nk = \"bbbb\"\n").unwrap();
+        assert_eq!(c.get("x.k").map(|v| display(&v)), Some("bbbb".into()));
+        std::fs::remove_file(&user).unwrap();
+        assert_eq!(c.get("x.k"), None);
     }
 
     #[test]

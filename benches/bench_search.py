@@ -112,6 +112,9 @@ def run_yuyao(tree: Path, calls: list[tuple[str, str, dict]]) -> Timer:
     steps.append(say("done"))
     timer = Timer()
     home = tempfile.mkdtemp(prefix="yuyao-bench-home-")
+    # One turn runs every query: seed 001's tool-preview budget would refuse the later ones
+    # (ripgrep has none), so the comparison runs without it.
+    Path(home, "config.toml").write_text("[tools]\npreview_budget_kib = 0\n")
     with FakeLLM(steps) as server:
         from yuyao import _core
 

@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from fakellm import calls, say
+from fakellm import call, calls, say
 
 pytestmark = pytest.mark.core
 
@@ -368,3 +368,20 @@ def test_stale_temp_files_are_cleaned_when_a_session_opens(api_env, repo):
         s.close()
     assert not stale.exists()
     assert fresh.exists() and lookalike.exists()
+
+
+def test_a_planted_named_pipe_does_not_hang_the_read_tool(fake_llm, api, repo):
+    """A model (or a repository) can plant a FIFO where a file is expected: opening it for
+    reading would wait for a writer forever. The read is refused at once, and the turn goes on."""
+    server = fake_llm(
+        [
+            call("bash", command="mkfifo trap"),
+            calls([("read", {"file_path": "trap"}, "r1")]),
+            say("done"),
+        ]
+    )
+    s = api(server, mode="yolo")
+    t0 = time.monotonic()
+    s.chat("make a pipe and read it")
+    assert time.monotonic() - t0 < 30
+    assert "named pipe" in server.tool_result("r1"), server.tool_result("r1")

@@ -249,10 +249,44 @@ pub fn open_for_read(path: &Path) -> Result<std::fs::File, String> {
         }
         Err(e) => return Err(format!("cannot access {}: {e}", path.display())),
     }
-    match nofollow::open(path, libc::O_RDONLY, 0) {
-        Ok(fd) => Ok(std::fs::File::from(fd)),
-        Err(e) => Err(open_error(path, "reading", &e)),
+    // O_NONBLOCK: opening a named pipe for reading would otherwise wait for a writer that
+    // may never come (a model can plant one with `mkfifo`); what is opened is then checked to
+    // be a regular file, so neither a pipe nor a device (`/dev/zero`: endless) is read.
+    let file = match nofollow::open(path, libc::O_RDONLY | libc::O_NONBLOCK, 0) {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(e) => return Err(open_error(path, "reading", &e)),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot access {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        let what = if t.is_fifo() {
+            "a named pipe"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(format!(
+            "{} is {what}; only regular files are read",
+            path.display()
+        ));
     }
+    // Back to blocking reads (the flag means nothing for a regular file, but is not kept).
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a descriptor this function owns; no memory is passed.
+    unsafe {
+        let fd = file.as_raw_fd();
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+        }
+    }
+    Ok(file)
 }
 
 fn open_error(path: &Path, doing: &str, e: &std::io::Error) -> String {
@@ -1132,6 +1166,26 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_pipe_or_a_device_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("trap");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let t0 = std::time::Instant::now();
+        let e = open_for_read(&fifo).unwrap_err();
+        assert!(e.contains("named pipe"), "{e}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+        let e = open_for_read(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("a device"), "{e}");
+        let f = dir.path().join("plain.txt");
+        std::fs::write(&f, "x").unwrap();
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut open_for_read(&f).unwrap(), &mut s).unwrap();
+        assert_eq!(s, "x");
+    }
 
     #[test]
     fn stale_temp_files_of_our_pattern_are_removed() {

@@ -5,7 +5,7 @@
 
 use crate::session::{CoreError, Session};
 use std::collections::BTreeMap;
-use yuyao_model::{ChatRequest, build_request};
+use yuyao_model::{ChatRequest, build_request_owned};
 use yuyao_protocol::{Message, MessageRole, NoticeLevel};
 use yuyao_store::Config;
 
@@ -416,7 +416,8 @@ impl Session {
             let view = st.repo_maps.insert_into(history, view);
             (st.stream, crate::turn::effort(st.thinking), view)
         };
-        let mut req = build_request(&system, &view, self.tool_schemas(history), stream, effort);
+        let tools = self.tool_schemas(history);
+        let mut req = build_request_owned(&system, view, tools, stream, effort);
         req.cache_hints = self.cache_hints();
         (req, stubs)
     }

@@ -28,8 +28,20 @@ pub fn build_request(
     stream: bool,
     reasoning_effort: Option<String>,
 ) -> ChatRequest {
+    build_request_owned(system, history.to_vec(), tools, stream, reasoning_effort)
+}
+
+/// [`build_request`] from a message list built for this request alone (the request view):
+/// sanitized where it is, without another copy of the conversation.
+pub fn build_request_owned(
+    system: &str,
+    history: Vec<Message>,
+    tools: Vec<Value>,
+    stream: bool,
+    reasoning_effort: Option<String>,
+) -> ChatRequest {
     ChatRequest {
-        messages: sanitize(system, history),
+        messages: sanitize::sanitize_owned(system, history),
         tools,
         stream,
         reasoning_effort,

@@ -22,6 +22,13 @@ const CONTINUE: &str = "Continue.";
 
 /// Returns the well-formed message list to send, built from `system` and `history`.
 pub fn sanitize(system: &str, history: &[Message]) -> Vec<Message> {
+    sanitize_owned(system, history.to_vec())
+}
+
+/// [`sanitize`] of a list the caller no longer needs (a request view built for this one
+/// request): its messages are cleaned where they are, not copied again — this runs over the
+/// whole conversation at every step.
+pub fn sanitize_owned(system: &str, history: Vec<Message>) -> Vec<Message> {
     let mut out = Vec::with_capacity(history.len() + 1);
     let system_text = clean_text(system);
     out.push(Message::system(if system_text.trim().is_empty() {
@@ -30,10 +37,8 @@ pub fn sanitize(system: &str, history: &[Message]) -> Vec<Message> {
         system_text
     }));
 
-    let mut i = 0;
-    while i < history.len() {
-        let m = &history[i];
-        i += 1;
+    let mut rest = history.into_iter().peekable();
+    while let Some(m) = rest.next() {
         match m.role {
             MessageRole::System => {
                 let t = clean_text(&m.text());
@@ -55,6 +60,11 @@ pub fn sanitize(system: &str, history: &[Message]) -> Vec<Message> {
             MessageRole::Assistant => {
                 let mut a = clean_message(m);
                 a.reasoning_content = None;
+                // The results that follow this message, in order, until another role.
+                let mut results: Vec<Message> = Vec::new();
+                while rest.peek().is_some_and(|r| r.role == MessageRole::Tool) {
+                    results.extend(rest.next());
+                }
                 if a.tool_calls.is_empty() {
                     if a.content.as_ref().is_none_or(Content::is_empty) {
                         continue;
@@ -70,7 +80,7 @@ pub fn sanitize(system: &str, history: &[Message]) -> Vec<Message> {
                     if call.name.trim().is_empty() {
                         call.name = "unknown".into();
                     }
-                    if serde_json::from_str::<serde_json::Value>(&call.arguments).is_err() {
+                    if serde_json::from_str::<serde::de::IgnoredAny>(&call.arguments).is_err() {
                         call.arguments = "{}".into();
                     }
                 }
@@ -78,23 +88,21 @@ pub fn sanitize(system: &str, history: &[Message]) -> Vec<Message> {
                 if a.content.as_ref().is_some_and(Content::is_empty) {
                     a.content = None;
                 }
-                // The results that follow this message, in order, until another role.
-                let mut results: Vec<&Message> = Vec::new();
-                while i < history.len() && history[i].role == MessageRole::Tool {
-                    results.push(&history[i]);
-                    i += 1;
-                }
-                let calls = a.tool_calls.clone();
+                let ids: Vec<String> = a.tool_calls.iter().map(|c| c.id.clone()).collect();
                 push_merged(&mut out, a);
-                for call in &calls {
+                for id in ids {
+                    // Each result answers one call: the first one for the id is taken.
                     let found = results
                         .iter()
-                        .find(|r| r.tool_call_id.as_deref() == Some(call.id.as_str()));
+                        .position(|r| r.tool_call_id.as_deref() == Some(id.as_str()));
                     let mut r = match found {
-                        Some(r) => clean_message(r),
-                        None => Message::tool(call.id.clone(), NOT_EXECUTED),
+                        Some(k) => clean_message(std::mem::replace(
+                            &mut results[k],
+                            Message::tool(String::new(), String::new()),
+                        )),
+                        None => Message::tool(id.clone(), NOT_EXECUTED),
                     };
-                    r.tool_call_id = Some(call.id.clone());
+                    r.tool_call_id = Some(id);
                     if r.content.as_ref().is_none_or(Content::is_empty) {
                         r.content = Some(Content::Text(EMPTY_TOOL_RESULT.into()));
                     }
@@ -242,29 +250,38 @@ fn clean_arguments(s: &str) -> String {
     out
 }
 
-fn clean_message(m: &Message) -> Message {
-    let mut m = m.clone();
-    m.content = m.content.map(|c| match c {
-        Content::Text(t) => Content::Text(clean_text(&t)),
-        Content::Parts(parts) => Content::Parts(
-            parts
-                .into_iter()
-                .map(|mut p| {
-                    if let Some(t) = p.get("text").and_then(|t| t.as_str()).map(clean_text) {
-                        p["text"] = serde_json::Value::String(t);
-                    }
-                    p
-                })
-                .filter(|p| p.get("text").and_then(|t| t.as_str()) != Some(""))
-                .collect(),
-        ),
-    });
+fn clean_message(mut m: Message) -> Message {
+    // Cleaned in place: text that needs no cleaning (nearly all of it) is not copied — this
+    // runs over the whole history at every request.
+    match &mut m.content {
+        Some(Content::Text(t)) => clean_in_place(t),
+        Some(Content::Parts(parts)) => {
+            for p in parts.iter_mut() {
+                if let Some(t) = p.get("text").and_then(|t| t.as_str())
+                    && t.contains('\0')
+                {
+                    p["text"] = serde_json::Value::String(clean_text(t));
+                }
+            }
+            parts.retain(|p| p.get("text").and_then(|t| t.as_str()) != Some(""));
+        }
+        None => {}
+    }
     for call in &mut m.tool_calls {
-        call.arguments = clean_arguments(&call.arguments);
-        call.name = clean_text(&call.name);
-        call.id = clean_text(&call.id);
+        if call.arguments.contains('\0') || call.arguments.contains("\\u") {
+            call.arguments = clean_arguments(&call.arguments);
+        }
+        clean_in_place(&mut call.name);
+        clean_in_place(&mut call.id);
     }
     m
+}
+
+/// [`clean_text`] without a copy when there is nothing to remove.
+fn clean_in_place(s: &mut String) {
+    if s.contains('\0') {
+        *s = s.replace('\0', "");
+    }
 }
 
 /// Checks the rules; returns the first violation. Used by tests and debug assertions.

@@ -113,7 +113,7 @@ impl Session {
         self.config.get(key).and_then(|v| v.as_bool()) != Some(false)
     }
 
-    /// The `ask-user` tool call (the hook in `tool_call.rs`).
+    /// The `ask-user` tool call (the hook in `tool_call/mod.rs`).
     pub(crate) fn ask_user(&self, args: &AskUserParams) -> ToolOutput {
         // Headless planning: the absent human's answer (once), then a permanent denial.
         if let Some(out) = self.plan_headless_ask() {

@@ -153,7 +153,7 @@ pub(crate) fn schema() -> Value {
     })
 }
 
-/// The `declare-scope` tool call (the hook in `tool_call.rs`); `None` for any other tool.
+/// The `declare-scope` tool call (the hook in `tool_call/mod.rs`); `None` for any other tool.
 pub(crate) fn run_tool(s: &Session, name: &str, raw: &str) -> Option<ToolOutput> {
     if name != "declare-scope" {
         return None;

@@ -458,7 +458,7 @@ fn judge_command(sc: &Declared, command: &str, cwd: &Path, project: &Path) -> Re
     Ok(())
 }
 
-/// The hook in `tool_call.rs`, after the policy's decision and before the call runs. In an
+/// The hook in `tool_call/mod.rs`, after the policy's decision and before the call runs. In an
 /// unscoped turn, with the guard off, or for a call the policy already refuses: nothing.
 /// A hit with a human to ask turns the decision into a confirmation naming the category;
 /// without one it is the refusal the model reads (`Err`).

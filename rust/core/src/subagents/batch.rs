@@ -114,7 +114,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The hook in `tool_call.rs`: a file tool of a batch unit targeting a file another running
+/// The hook in `tool_call/mod.rs`: a file tool of a batch unit targeting a file another running
 /// unit of the same batch holds is refused; otherwise the unit now holds the file.
 pub(crate) fn claim_gate(s: &Session, action: &yuyao_policy::Action) -> Result<(), String> {
     if action.command.is_some() || action.paths.is_empty() {

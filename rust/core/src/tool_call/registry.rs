@@ -1,5 +1,5 @@
 //! Every tool the model can call, as one registered spec (DESIGN §5): its name, what its
-//! call may touch, whether its result is evidence of work, and what runs it. `tool_call.rs`
+//! call may touch, whether its result is evidence of work, and what runs it. `tool_call/mod.rs`
 //! sends every call — built-in, core or MCP — down the same stages in the same order; a
 //! stage a tool does not need is a no-op decided by its effect, never a branch that skips
 //! the rest.

@@ -189,3 +189,40 @@ def test_no_open_door_carries_content_past_the_spend(fake_llm, api, repo):
     s = api(server, mode="auto-edit")
     s.chat("read them")
     assert server.tool_result("p1").startswith("Not run:"), server.tool_result("p1")
+
+
+def test_a_spill_page_cannot_carry_a_second_path(fake_llm, api, repo):
+    """Past the spend, a read that names a spill file and, through a duplicated key or an
+    alias, a workspace file never serves the workspace file: whichever key the parser would
+    keep, the call is refused or fails, and d.txt's content never reaches the model."""
+    for tag in "abcd":
+        text_file(repo / f"{tag}.txt", tag.upper() * 3)
+
+    def spill_in(text: str) -> str:
+        return next(w.rstrip(";,") for w in text.split() if "/spill/" in w)
+
+    def smuggle(body, _index):
+        b1 = next(m for m in body["messages"] if m.get("tool_call_id") == "b1")
+        spill, real = json.dumps(spill_in(str(b1["content"]))), json.dumps(str(repo / "d.txt"))
+        return {
+            "tool_calls": [
+                tool_call("read", f'{{"file_path": {spill}, "file_path": {real}}}', "s1"),
+                tool_call("read", f'{{"file_path": {real}, "path": {spill}}}', "s2"),
+                tool_call("read", f'{{"path": {spill}, "file_path": {real}}}', "s3"),
+            ]
+        }
+
+    server = fake_llm(
+        [
+            {"tool_calls": [tool_call("bash", {"command": "seq 1 20000"}, "b1")]},
+            call("read", file_path=str(repo / "a.txt")),
+            call("read", file_path=str(repo / "b.txt")),
+            smuggle,
+            say("done"),
+        ]
+    )
+    s = api(server, mode="yolo")
+    s.chat("Show me the numbers and the files")
+    for cid in ("s1", "s2", "s3"):
+        result = server.tool_result(cid) or ""
+        assert "DDD line" not in result, (cid, result[:300])

@@ -150,35 +150,41 @@ impl ModelClient {
         &self.cfg
     }
 
-    /// The JSON body of a request.
-    pub fn body(&self, req: &ChatRequest) -> Value {
-        let mut body = json!({
-            "model": self.cfg.wire_model(),
-            "messages": req.messages,
-            "stream": req.stream,
-        });
+    /// Every top-level field of a request's body but `messages`.
+    fn fields(&self, req: &ChatRequest) -> serde_json::Map<String, Value> {
+        let mut body = serde_json::Map::new();
+        body.insert("model".into(), json!(self.cfg.wire_model()));
+        body.insert("stream".into(), json!(req.stream));
         if !req.tools.is_empty() {
-            body["tools"] = Value::Array(req.tools.clone());
-            body["tool_choice"] = json!("auto");
+            body.insert("tools".into(), Value::Array(req.tools.clone()));
+            body.insert("tool_choice".into(), json!("auto"));
         }
         if req.stream {
-            body["stream_options"] = json!({"include_usage": true});
+            body.insert("stream_options".into(), json!({"include_usage": true}));
         }
         if let Some(effort) = &req.reasoning_effort {
-            body["reasoning_effort"] = json!(effort);
+            body.insert("reasoning_effort".into(), json!(effort));
         }
         if let Some(n) = req.max_tokens {
-            body["max_tokens"] = json!(n);
+            body.insert("max_tokens".into(), json!(n));
         }
         for (k, v) in &req.extra {
-            body[k] = v.clone();
-        }
-        if req.cache_hints
-            && let Some(Value::Array(messages)) = body.get_mut("messages")
-        {
-            crate::cache_hints::mark(messages);
+            body.insert(k.clone(), v.clone());
         }
         body
+    }
+
+    /// The JSON body of a request.
+    pub fn body(&self, req: &ChatRequest) -> Value {
+        let mut messages = serde_json::to_value(&req.messages).unwrap_or(Value::Array(Vec::new()));
+        if req.cache_hints
+            && let Value::Array(m) = &mut messages
+        {
+            crate::cache_hints::mark(m);
+        }
+        let mut body = self.fields(req);
+        body.insert("messages".into(), messages);
+        Value::Object(body)
     }
 
     /// The request's wire bytes: [`ModelClient::body`] serialized, the history straight from
@@ -193,29 +199,11 @@ impl ModelClient {
         struct Wire<'a> {
             messages: &'a [Message],
             #[serde(flatten)]
-            rest: &'a serde_json::Map<String, Value>,
-        }
-        let empty = ChatRequest {
-            messages: Vec::new(),
-            tools: Vec::new(),
-            stream: req.stream,
-            reasoning_effort: req.reasoning_effort.clone(),
-            max_tokens: req.max_tokens,
-            cache_hints: false,
-            extra: req.extra.clone(),
-        };
-        let mut rest = match self.body(&empty) {
-            Value::Object(m) => m,
-            _ => serde_json::Map::new(),
-        };
-        rest.remove("messages");
-        if !req.tools.is_empty() {
-            rest.insert("tools".into(), Value::Array(req.tools.clone()));
-            rest.insert("tool_choice".into(), json!("auto"));
+            rest: serde_json::Map<String, Value>,
         }
         serde_json::to_vec(&Wire {
             messages: &req.messages,
-            rest: &rest,
+            rest: self.fields(req),
         })
         .unwrap_or_default()
     }

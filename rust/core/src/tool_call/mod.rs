@@ -361,10 +361,7 @@ impl Session {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);
         }
-        self.lock().trajectory.record(
-            "decision",
-            json!({"tool": name, "arguments": value, "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
-        );
+        self.record_decision(name, &value, &action, &decision);
         // 8. Approval. A call that would fail on its own preconditions (a file not read yet,
         // an edit whose text is not there) is refused before the user is asked.
         if matches!(decision.verdict, Verdict::Ask | Verdict::Review)
@@ -429,6 +426,20 @@ impl Session {
         (out, true, may_change_repo)
     }
 
+    /// The trajectory's record of the decision a call got (every tool, one shape).
+    fn record_decision(
+        &self,
+        name: &str,
+        value: &Value,
+        action: &Action,
+        decision: &yuyao_policy::Decision,
+    ) {
+        self.lock().trajectory.record(
+            "decision",
+            json!({"tool": name, "arguments": value, "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
+        );
+    }
+
     /// PreToolUse / beforeShellExecution hooks: a deny stops the call whatever the policy
     /// said; an ask puts it to the user; an allow spares the question, never a refusal.
     fn hook_stage(
@@ -481,10 +492,7 @@ impl Session {
         let mut decision = self.decide(&action);
         self.skill_preapproval(&action, &call.arguments, &mut decision);
         self.hook_stage(name, &value, &action, &mut decision)?;
-        self.lock().trajectory.record(
-            "decision",
-            json!({"tool": name, "arguments": value, "paths": action.paths, "verdict": format!("{:?}", decision.verdict), "reason": decision.reason, "source": decision.source, "segment": decision.segment}),
-        );
+        self.record_decision(name, &value, &action, &decision);
         let approved = match decision.verdict {
             Verdict::Allow => Ok(()),
             Verdict::Deny => Err(self.refusal(name, &action, &decision)),

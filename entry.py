@@ -136,15 +136,6 @@ def prepare_request(values: dict[str, str]) -> dict:
     }
 
 
-def hide_model_key(core, key: str) -> None:
-    """The key leaves the environment (no tool process inherits it) and is blanked in this
-    process's /proc/<pid>/environ and cmdline; the run gets it in the request."""
-    os.environ.pop(KEY_VARIABLE, None)
-    from yuyao.headless import hide_model_key as hide
-
-    hide(core, key)
-
-
 def load_core():
     """yuyao._core; from a source checkout, the extension built in place under python/."""
     try:
@@ -171,18 +162,9 @@ def run(request: dict) -> int:
         write_failure_status(request["out_dir"], message)
         sys.stderr.write(f"yuyao: {message}\n")
         return EXIT_RUNTIME
-    hide_model_key(core, request["model"]["api_key"])
-    try:
-        return int(core.run_headless(json.dumps(request)))
-    except ValueError as exc:
-        sys.stderr.write(f"yuyao: error: {exc}\n")
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        sys.stderr.write("yuyao: interrupted\n")
-        return EXIT_RUNTIME
-    except Exception as exc:  # reported, never a traceback
-        sys.stderr.write(f"yuyao: {exc}\n")
-        return EXIT_RUNTIME
+    from yuyao.core_link import run_headless
+
+    return run_headless(core, request)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,3 +38,23 @@ def hide_model_key(core, key: str | None = None) -> None:
     hide = getattr(core, "hide_model_key", None)
     if hide is not None:
         hide(key)
+
+
+def run_headless(core, request: dict) -> int:
+    """One headless run (run_agent.sh's entry, a `yuyao batch` unit): the model key taken out
+    of the environment and /proc, the run, and its failure as a line and an exit code of
+    spec §9 — never a traceback."""
+    import json  # here, not at the top: `yuyao --help` imports this module and stays light
+
+    hide_model_key(core, request.get("model", {}).get("api_key", ""))
+    try:
+        return int(core.run_headless(json.dumps(request)))
+    except ValueError as exc:
+        sys.stderr.write(f"yuyao: error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("yuyao: interrupted\n")
+        return EXIT_RUNTIME
+    except Exception as exc:  # reported, never a traceback
+        sys.stderr.write(f"yuyao: {exc}\n")
+        return EXIT_RUNTIME

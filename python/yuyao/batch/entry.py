@@ -70,24 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         from yuyao import _core
-        from yuyao.core_link import hide_model_key
+        from yuyao.core_link import run_headless
     except ImportError as exc:
         sys.stderr.write(f"yuyao: the yuyao core extension is not installed ({exc})\n")
         return EXIT_RUNTIME
-    key = os.environ.pop(KEY_VARIABLE, "")
-    request.setdefault("model", {})["api_key"] = key
-    hide_model_key(_core, key)
-    try:
-        return int(_core.run_headless(json.dumps(request)))
-    except ValueError as exc:
-        sys.stderr.write(f"yuyao: error: {exc}\n")
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        sys.stderr.write("yuyao: interrupted\n")
-        return EXIT_RUNTIME
-    except Exception as exc:  # reported, never a traceback
-        sys.stderr.write(f"yuyao: {exc}\n")
-        return EXIT_RUNTIME
+    request.setdefault("model", {})["api_key"] = os.environ.pop(KEY_VARIABLE, "")
+    return run_headless(_core, request)
 
 
 if __name__ == "__main__":

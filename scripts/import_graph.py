@@ -353,8 +353,75 @@ def core_graph(crate_src: Path) -> dict[str, set[str]]:
     return graph
 
 
+_IMPL_SESSION = re.compile(r"^impl(?:<[^>]*>)?\s+(?:\w+::)*Session\s*\{", re.M)
+_FN = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?fn\s+(\w+)", re.M)
+
+
+def _impl_session_bodies(text: str) -> list[str]:
+    """The bodies of the file's `impl Session { … }` blocks (braces counted on raw text)."""
+    bodies = []
+    for m in _IMPL_SESSION.finditer(text):
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    bodies.append(text[m.end() : i])
+                    break
+            i += 1
+    return bodies
+
+
+def method_arrows(crate_src: Path, top: set[str]) -> dict[str, set[str]]:
+    """Arrows a `use` cannot show: the session type's methods are defined across the crate
+    (`impl Session` in many modules), so a call `s.run_skill_tool(…)` in module A of a method
+    module B defines depends on B as much as a path would. A method name defined only once in
+    the crate (in an `impl Session` block) and called as `.name(` elsewhere is an arrow."""
+    files = {}
+    for path in sorted(crate_src.rglob("*.rs")):
+        rel = path.relative_to(crate_src).with_suffix("").parts
+        if rel[0] in top:
+            files[path] = (rel[0], path.read_text(encoding="utf-8"))
+    defined: dict[str, list[str]] = {}
+    for _, (head, text) in files.items():
+        for name in _FN.findall(text):
+            defined.setdefault(name, []).append(head)
+    owner: dict[str, str] = {}
+    for _, (head, text) in files.items():
+        for body in _impl_session_bodies(text):
+            for name in _FN.findall(body):
+                if len(defined.get(name, [])) == 1:
+                    owner[name] = head
+    if not owner:
+        return {}
+    call = re.compile(r"\.(" + "|".join(sorted(map(re.escape, owner))) + r")\s*(?:::<[^>]*>)?\(")
+    arrows: dict[str, set[str]] = {}
+    for _, (head, text) in files.items():
+        code = "".join(rust_tokens_keep_dots(text))
+        for name in call.findall(code):
+            if owner[name] != head:
+                arrows.setdefault(head, set()).add(owner[name])
+    return arrows
+
+
+def rust_tokens_keep_dots(text: str) -> list[str]:
+    """The file without comments and literals (method calls stay `.name(`)."""
+    out = []
+    for m in _TOKEN.finditer(text):
+        kind = m.lastgroup
+        if kind in ("string", "raw", "char"):
+            out.append('""')
+        elif kind not in ("line_comment", "block_comment", "comment"):
+            out.append(m.group())
+    return out
+
+
 def check_core(crate_src: Path, max_scc: int | None) -> bool:
     graph = core_graph(crate_src)
+    for head, targets in method_arrows(crate_src, set(graph)).items():
+        graph[head] |= targets
     largest = max((len(c) for c in sccs(graph)), default=0)
     arrows = sum(len(v) for v in graph.values())
     line = f"core: {len(graph)} top-level modules, {arrows} arrows, largest cycle group {largest}"

@@ -61,7 +61,9 @@ struct Planned {
 
 impl Session {
     fn auto_commit_state(&self) -> std::sync::MutexGuard<'_, AutoCommit> {
-        self.auto_commit.lock().unwrap_or_else(|e| e.into_inner())
+        self.part::<std::sync::Mutex<AutoCommit>>()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether auto-commit is on: the flag, else `git.auto_commit` (read at every use).
@@ -340,3 +342,10 @@ fn commit_files(repo: &Repository, planned: &[Planned], message: &str) -> Result
     index.write().map_err(e)?;
     Ok(oid)
 }
+
+/// What this feature adds to a session (feature.rs): the `--auto-commit` state.
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "auto_commit",
+    state: Some(|o| Box::new(std::sync::Mutex::new(AutoCommit::at_open(&o.paths.project)))),
+    ..crate::feature::Feature::NONE
+};

@@ -11,7 +11,7 @@ use yuyao_tools::jobs::format_list;
 const SHOW_LINES: usize = 60;
 
 /// Routes job events (monitor lines, job ends) to the session's handler.
-pub(crate) fn attach(s: &Session) {
+fn attach(s: &Session) {
     if let Some(h) = s.handler.clone() {
         s.ctx.jobs.set_listener(move |e| h.event(e));
     }
@@ -20,15 +20,13 @@ pub(crate) fn attach(s: &Session) {
 impl Session {
     /// Appends what background jobs reported since the last model call to the history (one
     /// user message per job), so the model notices it at this call.
-    pub(crate) fn inject_background(&self, st: &mut State) {
+    fn inject_background(&self, st: &mut State) {
         for text in self.ctx.jobs.drain_notifications() {
             // Monitor lines are tool output too: no secret enters the history.
             let text = crate::cmd_permissions::redact(self, &st.policy, &text).into_owned();
             st.trajectory.record("background", json!({"text": text}));
             st.history.push(Message::user(text));
         }
-        self.inject_fork_reports(st);
-        crate::subagents::team::deliver_mail(self, st);
     }
 
     /// `Ctrl+B`: moves the running foreground bash command (the bash tool's, or a `!`
@@ -147,3 +145,19 @@ pub(crate) fn tasks(s: &Session, args: &[String]) -> Result<String, CoreError> {
         ))),
     }
 }
+
+/// The slash commands of this feature (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "cmd_background",
+    // Jobs' events reach the front as they happen.
+    opened: Some(attach),
+    step_inject: Some(|s, st| s.inject_background(st)),
+    commands: &[crate::commands::cmd!(
+        "tasks",
+        ["bashes"],
+        "[list | show <id> | stop <id|all>]",
+        "background shells, monitors and sub-agents: list, inspect, stop",
+        Some(crate::cmd_background::tasks)
+    )],
+    ..crate::feature::Feature::NONE
+};

@@ -7,21 +7,43 @@ use std::str::FromStr;
 use yuyao_protocol::{Curiosity, Mode, Role, ShowThinking, ThinkingLevel};
 use yuyao_store::Layer;
 
-type Handler = fn(&Session, &[String]) -> Result<String, CoreError>;
+pub(crate) type Handler = fn(&Session, &[String]) -> Result<String, CoreError>;
 
-struct Command {
-    name: &'static str,
-    aliases: &'static [&'static str],
-    usage: &'static str,
-    help: &'static str,
+/// One command of the table: the kernel's own below, a feature's in its registration
+/// (`feature.rs`).
+pub(crate) struct Command {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub usage: &'static str,
+    pub help: &'static str,
     /// `None`: part of the product, not in this build yet (fails explicitly).
-    run: Option<Handler>,
+    pub run: Option<Handler>,
 }
 
 macro_rules! cmd {
     ($name:literal, [$($a:literal),*], $usage:literal, $help:literal, $run:expr) => {
-        Command { name: $name, aliases: &[$($a),*], usage: $usage, help: $help, run: $run }
+        $crate::commands::Command {
+            name: $name,
+            aliases: &[$($a),*],
+            usage: $usage,
+            help: $help,
+            run: $run,
+        }
     };
+}
+pub(crate) use cmd;
+
+/// The kernel's commands, then every feature's (registration order), each with the name
+/// of what registered it.
+pub(crate) fn all_named() -> impl Iterator<Item = (&'static str, &'static Command)> {
+    COMMANDS
+        .iter()
+        .map(|c| ("kernel", c))
+        .chain(crate::feature::commands())
+}
+
+fn all() -> impl Iterator<Item = &'static Command> {
+    all_named().map(|(_, c)| c)
 }
 
 const COMMANDS: &[Command] = &[
@@ -68,13 +90,6 @@ const COMMANDS: &[Command] = &[
         Some(role)
     ),
     cmd!(
-        "plan",
-        [],
-        "[on|off|<goal>|approve [auto-edit]|edit|check|show|cancel]",
-        "the planning workflow: research, a plan to approve",
-        Some(crate::planning::command)
-    ),
-    cmd!(
         "ask",
         [],
         "[on|off]",
@@ -110,13 +125,6 @@ const COMMANDS: &[Command] = &[
         Some(config)
     ),
     cmd!(
-        "mcp",
-        [],
-        "[list | add <name> [--scope …] [-- <cmd> <args…> | <url>] | remove <name>]",
-        "manage MCP servers",
-        Some(crate::mcp_servers::mcp_cmd)
-    ),
-    cmd!(
         "stream",
         [],
         "<on|off>",
@@ -145,81 +153,11 @@ const COMMANDS: &[Command] = &[
         Some(curiosity)
     ),
     cmd!(
-        "clear",
-        ["reset"],
-        "",
-        "clear the context (not archived; /new archives)",
-        Some(crate::cmd_sessions::clear_command)
-    ),
-    cmd!(
-        "new",
-        [],
-        "",
-        "archive this session and start a new one",
-        Some(crate::cmd_sessions::new_command)
-    ),
-    cmd!(
         "exit",
         ["quit"],
         "",
         "leave the session (exit code 0)",
         Some(exit)
-    ),
-    cmd!(
-        "undo",
-        [],
-        "",
-        "revert the agent's last change",
-        Some(crate::cmd_files::undo)
-    ),
-    cmd!(
-        "redo",
-        [],
-        "",
-        "re-apply an undone change",
-        Some(crate::cmd_files::redo)
-    ),
-    cmd!(
-        "rewind",
-        ["checkpoint"],
-        "[list | <n> [both|code|conversation|summarize-from|summarize-up-to]]",
-        "restore code and/or conversation to a checkpoint",
-        Some(crate::cmd_files::rewind)
-    ),
-    cmd!(
-        "compact",
-        ["compress"],
-        "[focus]",
-        "summarize the context",
-        Some(crate::compact::compact_command)
-    ),
-    cmd!(
-        "diff",
-        [],
-        "",
-        "show the current changes",
-        Some(crate::cmd_files::diff)
-    ),
-    cmd!(
-        "review",
-        [],
-        "[--fix] [--security|--simplify]",
-        "review the current diff",
-        Some(crate::review::review_command)
-    ),
-    cmd!(
-        "security-review",
-        [],
-        "",
-        "security review of the branch's changes",
-        Some(crate::review::security_review_command)
-    ),
-    cmd!(
-        "run",
-        [],
-        "[command]",
-        "start the app, wait until it is ready, report its URL",
-        Some(crate::run_app::run_command)
     ),
     cmd!(
         "copy",
@@ -237,74 +175,11 @@ const COMMANDS: &[Command] = &[
         Some(tui)
     ),
     cmd!(
-        "background",
-        ["bg"],
-        "[prompt]",
-        "detach the session into the background",
-        Some(crate::background::background_command)
-    ),
-    cmd!(
-        "init",
-        [],
-        "",
-        "write AGENTS.md from the repository",
-        Some(crate::memory::init::init)
-    ),
-    cmd!(
-        "memory",
-        [],
-        "[list|edit|delete|open|path|status|search|index|rem-backfill]",
-        "memory entries and the search index",
-        Some(crate::memory::commands::memory)
-    ),
-    cmd!(
-        "recap",
-        [],
-        "",
-        "one-line summary of where we left off",
-        Some(crate::compact::recap_command)
-    ),
-    cmd!(
         "context",
         [],
         "<list|detail>",
         "context sizes and truncation",
         Some(crate::context::context_command)
-    ),
-    cmd!(
-        "sessions",
-        ["resume"],
-        "[<id> | all]",
-        "list and restore past sessions",
-        Some(crate::cmd_sessions::sessions_command)
-    ),
-    cmd!(
-        "title",
-        ["rename"],
-        "<title>",
-        "rename the session",
-        Some(crate::cmd_sessions::title_command)
-    ),
-    cmd!(
-        "export",
-        [],
-        "[path]",
-        "export the session as Markdown",
-        Some(crate::cmd_sessions::export_command)
-    ),
-    cmd!(
-        "add-dir",
-        [],
-        "<path>",
-        "add a working directory",
-        Some(crate::workdirs::add_dir_command)
-    ),
-    cmd!(
-        "cd",
-        [],
-        "<path>",
-        "change the working directory",
-        Some(crate::workdirs::cd_command)
     ),
     cmd!(
         "permissions",
@@ -334,139 +209,6 @@ const COMMANDS: &[Command] = &[
         "free ended sessions' spill files, job logs, snapshots (storage.*)",
         Some(gc)
     ),
-    cmd!(
-        "hooks",
-        [],
-        "[list | enable <n> | disable <n> | approve]",
-        "lifecycle hooks (hooks.json) by event and source",
-        Some(crate::hook_run::hooks_cmd)
-    ),
-    cmd!(
-        "features",
-        [],
-        "[list | enable|disable <hooks|skills|plugins|mcp|plugin:<name>>]",
-        "turn a kind of extension, or one plugin, on or off (persisted)",
-        Some(crate::features::features_cmd)
-    ),
-    cmd!(
-        "agents",
-        [],
-        "[list | show|create|edit|delete <name> [--tools a,b --mode m …]]",
-        "sub-agent definitions (agents/<name>.md)",
-        Some(crate::subagents::agents_cmd)
-    ),
-    cmd!(
-        "goal",
-        [],
-        "<condition>",
-        "keep working until a condition holds",
-        Some(crate::subagents::goal_cmd)
-    ),
-    cmd!(
-        "loop",
-        [],
-        "<prompt> [--interval s] [--max n] [--until cond]",
-        "repeat a prompt",
-        Some(crate::subagents::loop_cmd)
-    ),
-    cmd!(
-        "fork",
-        [],
-        "[prompt]",
-        "a background sub-agent that starts from this conversation",
-        Some(crate::subagents::fork_cmd)
-    ),
-    cmd!(
-        "branch",
-        [],
-        "[name]",
-        "fork the conversation here and switch into the copy",
-        Some(crate::cmd_sessions::branch_command)
-    ),
-    cmd!(
-        "tree",
-        [],
-        "[node id]",
-        "show the session tree, or switch to a node",
-        Some(crate::cmd_sessions::tree_command)
-    ),
-    cmd!(
-        "btw",
-        ["side"],
-        "<question>",
-        "a quick aside outside the history",
-        Some(crate::side_question::btw_command)
-    ),
-    cmd!(
-        "verify",
-        [],
-        "[what to check]",
-        "build, run and observe the change",
-        Some(crate::verify_app::verify_command)
-    ),
-    cmd!(
-        "batch",
-        [],
-        "<instruction>",
-        "split a change across parallel sub-agents",
-        Some(crate::subagents::batch::batch_cmd)
-    ),
-    cmd!(
-        "workflows",
-        ["workflow"],
-        "[name]",
-        "scripted multi-agent workflows",
-        Some(crate::subagents::workflow::workflows_cmd)
-    ),
-    cmd!(
-        "skills",
-        ["skill"],
-        "[list | <name> [args]]",
-        "list skills and plugins, or run one (/flow:<name> runs a flow)",
-        Some(crate::skills::skills_cmd)
-    ),
-    cmd!(
-        "queue",
-        [],
-        "<steer|followup|collect|interrupt> [text]",
-        "queue or steer mid-turn",
-        Some(crate::queue::queue_command)
-    ),
-    cmd!(
-        "tasks",
-        ["bashes"],
-        "[list | show <id> | stop <id|all>]",
-        "background shells, monitors and sub-agents: list, inspect, stop",
-        Some(crate::cmd_background::tasks)
-    ),
-    cmd!(
-        "usage",
-        [],
-        "<off|tokens|full>",
-        "token and usage display",
-        Some(crate::cmd_sessions::usage_command)
-    ),
-    cmd!(
-        "remember",
-        [],
-        "[--global] <text>",
-        "keep a memory entry (--global: for every project)",
-        Some(crate::memory::commands::remember)
-    ),
-    cmd!(
-        "forget",
-        [],
-        "<words or id>",
-        "remove the matching memory entry",
-        Some(crate::memory::commands::forget)
-    ),
-    cmd!(
-        "dream",
-        [],
-        "",
-        "promote recalled notes to MEMORY.md, drop stale ones, journal",
-        Some(crate::memory::search::dream_command)
-    ),
 ];
 
 /// UI-only commands live in the TUI; `dispatch` knows them and says where they work.
@@ -486,9 +228,7 @@ fn tui(s: &Session, args: &[String]) -> Result<String, CoreError> {
 }
 
 fn find(name: &str) -> Option<&'static Command> {
-    COMMANDS
-        .iter()
-        .find(|c| c.name == name || c.aliases.contains(&name))
+    all().find(|c| c.name == name || c.aliases.contains(&name))
 }
 
 impl Session {
@@ -503,12 +243,11 @@ impl Session {
         let (name, rest) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
         let name = name.to_ascii_lowercase();
         let Some(cmd) = find(&name) else {
-            // `/flow:<name>`: a skill's flow graph, node by node (flow.rs).
-            if let Some(result) = self.run_flow_command(&name, rest) {
-                return result;
-            }
-            // Not a built-in: a custom command (commands/*.md), read from disk now.
-            if let Some(result) = self.run_custom_command(&name, rest) {
+            // Not in the table: a feature may run it (a skill's `/flow:<name>`, a custom
+            // command read from disk now).
+            if let Some(result) =
+                crate::feature::hooks(|f| f.other_command).find_map(|run| run(self, &name, rest))
+            {
                 return result;
             }
             return Err(CoreError::Usage(format!(
@@ -543,13 +282,13 @@ impl Session {
     }
 
     /// The command table for the fronts: name, aliases, usage, help, group (the `/help`
-    /// heading), whether it is in this build and what it does while a turn runs.
+    /// heading), the feature that registered it (`kernel` for the kernel's own), whether it is in this build and what it does while a turn runs.
     pub fn command_table() -> serde_json::Value {
-        COMMANDS
-            .iter()
-            .map(|c| {
+        all_named()
+            .map(|(feature, c)| {
                 serde_json::json!({
                     "name": c.name,
+                    "feature": feature,
                     "aliases": c.aliases,
                     "usage": c.usage,
                     "help": c.help,
@@ -562,8 +301,7 @@ impl Session {
 
     /// Names of every command and alias (for completion in the TUI).
     pub fn command_names() -> Vec<&'static str> {
-        COMMANDS
-            .iter()
+        all()
             .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
             .collect()
     }
@@ -629,16 +367,9 @@ fn help(s: &Session, args: &[String]) -> Result<String, CoreError> {
     if let [name] = args {
         let name = name.trim_start_matches('/').to_ascii_lowercase();
         if find(&name).is_none()
-            && let Some(c) = s.custom_commands().into_iter().find(|c| c.name == name)
+            && let Some(text) = crate::feature::hooks(|f| f.help).find_map(|h| h(s, Some(&name)))
         {
-            return Ok(format!(
-                "/{} {}\n  {}\n  custom command ({}): {}",
-                c.name,
-                c.argument_hint,
-                c.description,
-                c.source.label(),
-                c.file.display()
-            ));
+            return Ok(text);
         }
         let c = find(&name).ok_or_else(|| {
             CoreError::Usage(format!(
@@ -671,7 +402,7 @@ fn help(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let mut out = String::from("Commands (/help <command> for one):\n");
     for g in GROUPS {
         out.push_str(&format!("{g}\n"));
-        for c in COMMANDS.iter().filter(|c| group_title(c.name) == *g) {
+        for c in all().filter(|c| group_title(c.name) == *g) {
             let head = if c.usage.is_empty() {
                 names_of(c)
             } else {
@@ -689,29 +420,8 @@ fn help(s: &Session, args: &[String]) -> Result<String, CoreError> {
             }
         }
     }
-    let custom = s.custom_commands();
-    if !custom.is_empty() {
-        out.push_str("Custom commands\n");
-        for c in custom {
-            let head = format!("/{} {}", c.name, c.argument_hint);
-            out.push_str(&format!(
-                "  {:<30} {} ({})\n",
-                head.trim_end(),
-                c.description,
-                c.source.label()
-            ));
-        }
-    }
-    let flows = s.flow_table();
-    if !flows.is_empty() {
-        out.push_str("Flows\n");
-        for f in flows {
-            let head = format!("/{} [args]", f["name"].as_str().unwrap_or(""));
-            out.push_str(&format!(
-                "  {head:<30} {}\n",
-                f["help"].as_str().unwrap_or("")
-            ));
-        }
+    for section in crate::feature::hooks(|f| f.help).filter_map(|h| h(s, None)) {
+        out.push_str(&section);
     }
     out.push_str("Prefixes: /command, @path (reference a file), !command (run a shell command)");
     Ok(out)
@@ -760,7 +470,11 @@ fn status(s: &Session, _: &[String]) -> Result<String, CoreError> {
         },
         get("context_percent"),
         get("context_window"),
-    ) + &crate::workdirs::status_line(s))
+    ) + &crate::feature::all()
+        .iter()
+        .filter_map(|f| f.status_line)
+        .map(|line| line(s))
+        .collect::<String>())
 }
 
 fn cost(s: &Session, _: &[String]) -> Result<String, CoreError> {
@@ -816,19 +530,12 @@ fn tools(s: &Session, _: &[String]) -> Result<String, CoreError> {
             out.push_str(&format!("  {name:<12} {first}\n"));
         }
     }
-    if names.contains(&"ask-user") {
-        out.push_str("  ask-user     Ask the user a structured question with concrete options\n");
-    }
-    if names.contains(&"skill") {
-        out.push_str("  skill        Load a skill's instructions (see /skills)\n");
-    }
-    if names.contains(&"todo") {
-        out.push_str(
-            "  todo         Task tracker: items with status, dependencies, indices like 2.1\n",
-        );
-    }
-    if names.contains(&crate::lsp::NAME) {
-        out.push_str("  lsp          Definitions, references, hover, diagnostics and symbols from a language server\n");
+    for f in crate::feature::all().iter().filter_map(|f| f.tools) {
+        for (name, line) in f.summaries {
+            if names.contains(name) {
+                out.push_str(&format!("  {name:<12} {line}\n"));
+            }
+        }
     }
     Ok(out.trim_end().to_string())
 }

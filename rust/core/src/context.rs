@@ -304,7 +304,7 @@ impl Session {
     pub(crate) fn reload_config(&self) {
         self.reload_config_files();
         // A memory file edited since it was last read reaches the model as a note.
-        let notes = self.memory.refresh();
+        let notes = self.memory().refresh();
         if !notes.is_empty() {
             self.lock().pending_notes.extend(notes);
         }
@@ -472,12 +472,12 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
     let memory_report = if replaced {
         Vec::new()
     } else {
-        s.memory.report()
+        s.memory().report()
     };
     let memory_in_prompt = if replaced {
         0
     } else {
-        s.memory.section().chars().count()
+        s.memory().section().chars().count()
     };
     let conv_injected =
         (conv_injected + memory_in_prompt).min(system_chars) - memory_in_prompt.min(system_chars);
@@ -576,7 +576,7 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
     for t in &conv_truncated {
         out.push_str(&format!("  truncated: {t}\n"));
     }
-    if !s.memory.enabled {
+    if !s.memory().enabled {
         out.push_str("  memory: off in this session (--no-memory or memory.enabled = false)\n");
     } else if memory_report.is_empty() {
         out.push_str("  memory: no memory file to load (/remember writes one)\n");

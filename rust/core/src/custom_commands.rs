@@ -344,6 +344,47 @@ impl Session {
     }
 }
 
+/// What this feature adds to a session (feature.rs): commands read from `commands/*.md`.
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "custom_commands",
+    // Not a built-in: a custom command, read from disk now.
+    other_command: Some(|s, name, rest| s.run_custom_command(name, rest)),
+    help: Some(|s, name| match name {
+        Some(name) => s
+            .custom_commands()
+            .into_iter()
+            .find(|c| c.name == name)
+            .map(|c| {
+                format!(
+                    "/{} {}\n  {}\n  custom command ({}): {}",
+                    c.name,
+                    c.argument_hint,
+                    c.description,
+                    c.source.label(),
+                    c.file.display()
+                )
+            }),
+        None => {
+            let custom = s.custom_commands();
+            if custom.is_empty() {
+                return None;
+            }
+            let mut out = String::from("Custom commands\n");
+            for c in custom {
+                let head = format!("/{} {}", c.name, c.argument_hint);
+                out.push_str(&format!(
+                    "  {:<30} {} ({})\n",
+                    head.trim_end(),
+                    c.description,
+                    c.source.label()
+                ));
+            }
+            Some(out)
+        }
+    }),
+    ..crate::feature::Feature::NONE
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! `/features` (and `yuyao features`): turn a kind of extension on or off, persisted as
 //! `features.<kind>` in the configuration. A disabled kind is inert everywhere: the code that
-//! runs it asks `Session::feature_enabled` at every use.
+//! runs it asks `Session::feature_enabled` (settings.rs) at every use.
 
 use crate::session::{CoreError, Session};
 
@@ -20,15 +20,6 @@ const KINDS: &[(&str, &str)] = &[
         "MCP servers are stopped and their tools leave the next request",
     ),
 ];
-
-impl Session {
-    pub(crate) fn feature_enabled(&self, kind: &str) -> bool {
-        self.config
-            .get(&format!("features.{kind}"))
-            .and_then(|v| v.as_bool())
-            != Some(false)
-    }
-}
 
 pub(crate) fn features_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let usage = || {
@@ -118,3 +109,16 @@ fn list(s: &Session) -> String {
             .join("\n")
     )
 }
+
+/// The slash commands of this feature (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "features",
+    commands: &[crate::commands::cmd!(
+        "features",
+        [],
+        "[list | enable|disable <hooks|skills|plugins|mcp|plugin:<name>>]",
+        "turn a kind of extension, or one plugin, on or off (persisted)",
+        Some(crate::features::features_cmd)
+    )],
+    ..crate::feature::Feature::NONE
+};

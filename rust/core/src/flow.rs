@@ -507,6 +507,31 @@ impl Session {
     }
 }
 
+/// What this feature adds to a session (feature.rs): a skill's flow as `/flow:<name>`.
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "flow",
+    other_command: Some(|s, name, rest| s.run_flow_command(name, rest)),
+    help: Some(|s, name| {
+        if name.is_some() {
+            return None;
+        }
+        let flows = s.flow_table();
+        if flows.is_empty() {
+            return None;
+        }
+        let mut out = String::from("Flows\n");
+        for f in flows {
+            let head = format!("/{} [args]", f["name"].as_str().unwrap_or(""));
+            out.push_str(&format!(
+                "  {head:<30} {}\n",
+                f["help"].as_str().unwrap_or("")
+            ));
+        }
+        Some(out)
+    }),
+    ..crate::feature::Feature::NONE
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

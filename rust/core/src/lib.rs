@@ -22,6 +22,7 @@ mod completion;
 mod context;
 mod custom_commands;
 pub mod extension_trust;
+mod feature;
 mod features;
 mod flow;
 use yuyao_extension_files::frontmatter;
@@ -48,6 +49,7 @@ mod review;
 mod rule_files;
 mod run_app;
 mod run_inputs;
+mod saved_session;
 mod scope;
 mod session;
 mod settings;
@@ -75,3 +77,33 @@ pub use headless::{HeadlessRequest, run_headless};
 pub use session::{CoreError, Session, TurnSummary};
 pub use settings::config_keys_json;
 pub use words::split_words;
+
+/// Every feature of this build, each one line (`feature.rs`): the kernel reads their
+/// commands, tools and hooks from here and names none of their modules. The order is the
+/// order of their tools in a request and of their commands in `/help`.
+static FEATURES: &[&feature::Feature] = &[
+    &ask::FEATURE,
+    &subagents::FEATURE,
+    &planning::FEATURE,
+    &subagents::team::FEATURE,
+    &lsp::FEATURE,
+    &memory::FEATURE,
+    &skills::FEATURE,
+    &auto_commit::FEATURE,
+    &cmd_sessions::FEATURE,
+    &cmd_files::FEATURE,
+    &compact::FEATURE,
+    &review::FEATURE,
+    &run_app::FEATURE,
+    &verify_app::FEATURE,
+    &background::FEATURE,
+    &workdirs::FEATURE,
+    &mcp_servers::FEATURE,
+    &hook_run::FEATURE,
+    &features::FEATURE,
+    &side_question::FEATURE,
+    &queue::FEATURE,
+    &cmd_background::FEATURE,
+    &flow::FEATURE,
+    &custom_commands::FEATURE,
+];

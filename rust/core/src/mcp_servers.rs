@@ -550,3 +550,16 @@ fn list(s: &Session) -> Result<String, CoreError> {
     }
     Ok(out.trim_end().to_string())
 }
+
+/// The slash commands of this feature (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "mcp_servers",
+    commands: &[crate::commands::cmd!(
+        "mcp",
+        [],
+        "[list | add <name> [--scope …] [-- <cmd> <args…> | <url>] | remove <name>]",
+        "manage MCP servers",
+        Some(crate::mcp_servers::mcp_cmd)
+    )],
+    ..crate::feature::Feature::NONE
+};

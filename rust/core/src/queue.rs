@@ -21,7 +21,9 @@ pub(crate) struct Queued {
 
 impl Session {
     fn queued(&self) -> std::sync::MutexGuard<'_, Queued> {
-        self.queued.lock().unwrap_or_else(|e| e.into_inner())
+        self.part::<std::sync::Mutex<Queued>>()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// The turn to run after the one that just ended: a follow-up (an interrupt's text
@@ -125,3 +127,21 @@ pub(crate) fn queue_command(s: &Session, args: &[String]) -> Result<String, Core
         _ => Err(usage()),
     }
 }
+
+/// The slash commands of this feature (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "queue",
+    state: Some(|_| Box::new(std::sync::Mutex::new(Queued::default()))),
+    // A prompt typed while idle carries the messages collected before it.
+    prompt_in: Some(|s, text| s.with_collected(&text)),
+    // `/queue followup|collect|interrupt` typed during the turn run after it, in order.
+    next_turn: Some(|s| s.next_queued_turn()),
+    commands: &[crate::commands::cmd!(
+        "queue",
+        [],
+        "<steer|followup|collect|interrupt> [text]",
+        "queue or steer mid-turn",
+        Some(crate::queue::queue_command)
+    )],
+    ..crate::feature::Feature::NONE
+};

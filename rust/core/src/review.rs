@@ -214,3 +214,25 @@ pub(crate) fn security_review_command(s: &Session, args: &[String]) -> Result<St
     let answer = s.read_only_turn(&prompt)?;
     Ok(s.turn_answer(answer))
 }
+
+/// The slash commands of this feature (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "review",
+    commands: &[
+        crate::commands::cmd!(
+            "review",
+            [],
+            "[--fix] [--security|--simplify]",
+            "review the current diff",
+            Some(crate::review::review_command)
+        ),
+        crate::commands::cmd!(
+            "security-review",
+            [],
+            "",
+            "security review of the branch's changes",
+            Some(crate::review::security_review_command)
+        ),
+    ],
+    ..crate::feature::Feature::NONE
+};

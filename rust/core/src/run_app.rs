@@ -351,6 +351,19 @@ pub(crate) fn start_app(s: &Session, command: &str, source: &str) -> Result<Star
     })
 }
 
+/// The slash commands of this feature (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "run_app",
+    commands: &[crate::commands::cmd!(
+        "run",
+        [],
+        "[command]",
+        "start the app, wait until it is ready, report its URL",
+        Some(crate::run_app::run_command)
+    )],
+    ..crate::feature::Feature::NONE
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -213,8 +213,6 @@ pub struct Session {
     pub(crate) pricing: Pricing,
     pub(crate) started: std::time::Instant,
     pub(crate) snaps: Mutex<crate::cmd_files::FileSnaps>,
-    /// Persistent memory: loaded at open, hand edits noticed before each call.
-    pub(crate) memory: crate::memory::Memory,
     /// The project's extension files and digests as last seen (`extension_trust.rs`).
     pub(crate) ext_seen: Mutex<Vec<(PathBuf, String)>>,
     /// Lifecycle hooks (`hooks.json`), loaded at open.
@@ -241,12 +239,9 @@ pub struct Session {
     pub(crate) json_answer: Option<crate::json_answer::JsonAnswer>,
     /// Images of the next turn's user message (`user_content.rs`).
     pub(crate) pending_images: Mutex<Vec<String>>,
-    /// `--auto-commit` state: the batch's intent, commits made (`auto_commit.rs`).
-    pub(crate) auto_commit: Mutex<crate::auto_commit::AutoCommit>,
+    /// The features' own state (`feature.rs`).
+    pub(crate) parts: crate::feature::Parts,
     /// `/queue followup|collect|interrupt` turns waiting for the running one (`queue.rs`).
-    pub(crate) queued: Mutex<crate::queue::Queued>,
-    /// Language servers of the `lsp` tool and the edit diagnostics (`lsp/`).
-    pub(crate) lsp: crate::lsp::Manager,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     /// Held while the session runs: retention never touches its files.
     _live: Option<yuyao_store::retention::LiveMark>,
@@ -565,9 +560,11 @@ impl Session {
             role_before: None,
         };
         let mcp = crate::mcp_servers::McpServers::new(&paths);
-        let memory = crate::memory::open(&opts, &paths, &config);
-        let auto_commit = crate::auto_commit::AutoCommit::at_open(&paths.project);
-        let lsp = crate::lsp::Manager::new(&opts);
+        let parts = crate::feature::Parts::open(&crate::feature::Opening {
+            opts: &opts,
+            paths: &paths,
+            config: &config,
+        });
         let session = Session {
             id,
             opts,
@@ -586,7 +583,6 @@ impl Session {
             pricing,
             started: std::time::Instant::now(),
             snaps: Mutex::new(Default::default()),
-            memory,
             hooks: Mutex::new(Default::default()),
             ext_seen: Mutex::new(Vec::new()),
             custom_warned: Mutex::new(Default::default()),
@@ -599,14 +595,14 @@ impl Session {
             agents: crate::subagents::AgentLink::at_open(),
             json_answer,
             pending_images: Mutex::new(Vec::new()),
-            auto_commit: Mutex::new(auto_commit),
-            queued: Mutex::new(Default::default()),
             plan_state: Mutex::new(Default::default()),
-            lsp,
+            parts,
             runtime: Mutex::new(None),
             _live: live,
         };
-        crate::cmd_background::attach(&session);
+        for opened in crate::feature::hooks(|f| f.opened) {
+            opened(&session);
+        }
         for w in [cost_warning, trajectory.1].into_iter().flatten() {
             session.notice(NoticeLevel::Warning, w);
         }
@@ -807,10 +803,9 @@ impl Session {
     /// the runtime: it is then released with the session). Safe to call twice.
     pub fn close(&self) {
         self.interrupt();
-        // Background sub-agents end with the session.
-        self.kill_subagents();
-        if !self.dreamed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            crate::memory::search::dream_at_end(self);
+        // Features end their part (background sub-agents are stopped, memory dreams).
+        for close in crate::feature::all().iter().filter_map(|f| f.close) {
+            close(self);
         }
         if !self.opts.no_session {
             self.session_end_hooks();
@@ -819,7 +814,6 @@ impl Session {
         // The session's browser, if one was started, goes with it.
         self.ctx.browser.close();
         self.mcp_shutdown();
-        self.lsp.shutdown();
         {
             let mut st = self.lock();
             st.sync_log();

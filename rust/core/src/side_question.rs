@@ -35,3 +35,16 @@ impl Session {
         Ok(reply.text.trim().to_string())
     }
 }
+
+/// The slash commands of this feature (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "side_question",
+    commands: &[crate::commands::cmd!(
+        "btw",
+        ["side"],
+        "<question>",
+        "a quick aside outside the history",
+        Some(crate::side_question::btw_command)
+    )],
+    ..crate::feature::Feature::NONE
+};

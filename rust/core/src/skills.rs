@@ -808,6 +808,51 @@ pub(crate) fn loaded_in(history: &[Message]) -> Vec<String> {
         .collect()
 }
 
+static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
+    // Loading a skill reads instructions: no evidence of work on the workspace.
+    specs: &[crate::tool_call::registry::core(
+        "skill",
+        false,
+        |s, name, call, _| {
+            (
+                crate::tool_call::registry::one(s.run_skill_tool(name, &call.arguments)),
+                false,
+            )
+        },
+    )],
+    summaries: &[("skill", "Load a skill's instructions (see /skills)")],
+    names: |s| {
+        if s.skill_tool_offered() {
+            NAMES.to_vec()
+        } else {
+            Vec::new()
+        }
+    },
+    schemas: |_, ok| {
+        if ok("skill") {
+            vec![schema()]
+        } else {
+            Vec::new()
+        }
+    },
+};
+
+/// What this feature adds to a session (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "skills",
+    // A skill's `allowed-tools` last as long as the turn it was loaded in.
+    turn_end: Some(|s| s.end_skill_scope()),
+    commands: &[crate::commands::cmd!(
+        "skills",
+        ["skill"],
+        "[list | <name> [args]]",
+        "list skills and plugins, or run one (/flow:<name> runs a flow)",
+        Some(crate::skills::skills_cmd)
+    )],
+    tools: Some(&TOOLS),
+    ..crate::feature::Feature::NONE
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

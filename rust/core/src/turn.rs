@@ -58,16 +58,17 @@ fn is_degenerate(text: &str) -> bool {
 impl Session {
     /// One agentic turn. Returns the final assistant text; an error status is an `Err`.
     pub fn chat(&self, text: &str) -> Result<String, CoreError> {
-        let text = self.with_collected(text);
+        let text = crate::feature::hooks(|f| f.prompt_in)
+            .fold(text.to_string(), |text, rewrite| rewrite(self, text));
         let result = {
             let _busy = crate::busy::Busy::enter(self);
             self.run_chat(&text)
         };
-        // A skill's `allowed-tools` last as long as the turn it was loaded in.
-        self.end_skill_scope();
+        for end in crate::feature::hooks(|f| f.turn_end) {
+            end(self);
+        }
         self.apply_after_turn();
-        // `/queue followup|collect|interrupt` typed during the turn run now, in order.
-        match self.next_queued_turn() {
+        match crate::feature::hooks(|f| f.next_turn).find_map(|next| next(self)) {
             Some(next) => self.chat(&next),
             None => result,
         }
@@ -447,7 +448,7 @@ impl Session {
                 return self.limit(format!("step limit reached ({max} model calls)"));
             }
             // A stopped sub-agent, or the step limit of the whole tree (sub-agents included).
-            if let Some(stop) = self.subagent_gate() {
+            if let Some(stop) = crate::feature::hooks(|f| f.step_gate).find_map(|gate| gate(self)) {
                 return stop;
             }
             if let Some(wall) = self.opts.max_wall_seconds
@@ -468,14 +469,18 @@ impl Session {
                 .lock()
                 .map(|mut q| q.drain(..).collect())
                 .unwrap_or_default();
-            self.apply_fork_work();
+            for begin in crate::feature::hooks(|f| f.step_begin) {
+                begin(self);
+            }
             {
                 let mut st = self.lock();
                 for q in queued {
                     st.trajectory.record("steer", json!({"text": q}));
                     st.push(Message::user(q));
                 }
-                self.inject_background(&mut st);
+                for inject in crate::feature::hooks(|f| f.step_inject) {
+                    inject(self, &mut st);
+                }
                 for note in std::mem::take(&mut st.pending_notes) {
                     crate::state_notes::push_note(&mut st, note);
                 }

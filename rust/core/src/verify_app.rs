@@ -82,3 +82,16 @@ pub(crate) fn verify_command(s: &Session, args: &[String]) -> Result<String, Cor
         format!("{said}\n\n{answer}")
     })
 }
+
+/// The slash commands of this feature (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "verify_app",
+    commands: &[crate::commands::cmd!(
+        "verify",
+        [],
+        "[what to check]",
+        "build, run and observe the change",
+        Some(crate::verify_app::verify_command)
+    )],
+    ..crate::feature::Feature::NONE
+};

@@ -222,3 +222,26 @@ pub(crate) fn cd_command(s: &Session, args: &[String]) -> Result<String, CoreErr
         .record("cd", serde_json::json!({"dir": dir.display().to_string()}));
     Ok(out)
 }
+
+/// The slash commands of this feature (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "workdirs",
+    commands: &[
+        crate::commands::cmd!(
+            "add-dir",
+            [],
+            "<path>",
+            "add a working directory",
+            Some(crate::workdirs::add_dir_command)
+        ),
+        crate::commands::cmd!(
+            "cd",
+            [],
+            "<path>",
+            "change the working directory",
+            Some(crate::workdirs::cd_command)
+        ),
+    ],
+    status_line: Some(status_line),
+    ..crate::feature::Feature::NONE
+};

@@ -194,8 +194,8 @@ impl Session {
                 source: "an earlier answer in this session".into(),
             });
         }
-        if self.memory.enabled {
-            for f in self.memory.layout.files() {
+        if self.memory().enabled {
+            for f in self.memory().layout.files() {
                 if f.kind != yuyao_store::memory::Kind::Memory {
                     continue;
                 }
@@ -229,6 +229,40 @@ impl Session {
         None
     }
 }
+
+static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
+    specs: &[crate::tool_call::registry::core(
+        "ask-user",
+        false,
+        |s, _, call, _| match yuyao_tools::ToolArgs::parse("ask-user", &call.arguments) {
+            Ok(yuyao_tools::ToolArgs::AskUser(a)) => (s.ask_user(&a), false),
+            Ok(_) => (
+                yuyao_tools::ToolOutput::err("ask-user: unexpected arguments"),
+                false,
+            ),
+            Err(e) => (yuyao_tools::ToolOutput::err(e), false),
+        },
+    )],
+    summaries: &[(
+        "ask-user",
+        "Ask the user a structured question with concrete options",
+    )],
+    names: |_| vec!["ask-user"],
+    schemas: |_, ok| {
+        if ok("ask-user") {
+            vec![schema()]
+        } else {
+            Vec::new()
+        }
+    },
+};
+
+/// What this feature adds to a session (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "ask",
+    tools: Some(&TOOLS),
+    ..crate::feature::Feature::NONE
+};
 
 #[cfg(test)]
 mod tests {

@@ -61,3 +61,16 @@ pub(crate) fn background_command(s: &Session, args: &[String]) -> Result<String,
         cwd = status.cwd
     ))
 }
+
+/// The slash commands of this feature (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "background",
+    commands: &[crate::commands::cmd!(
+        "background",
+        ["bg"],
+        "[prompt]",
+        "detach the session into the background",
+        Some(crate::background::background_command)
+    )],
+    ..crate::feature::Feature::NONE
+};

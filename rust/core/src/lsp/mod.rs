@@ -44,6 +44,13 @@ pub(crate) struct Manager {
     servers: Mutex<HashMap<&'static str, Server>>,
 }
 
+impl Session {
+    /// Language servers of the `lsp` tool and the edit diagnostics.
+    fn lsp(&self) -> &Manager {
+        self.part()
+    }
+}
+
 impl Manager {
     pub(crate) fn new(opts: &yuyao_protocol::SessionOptions) -> Self {
         Manager {
@@ -93,13 +100,13 @@ impl Session {
     }
 
     pub(crate) fn lsp_enabled(&self) -> bool {
-        self.lsp.flag || self.lsp_config("lsp.enabled").and_then(|v| v.as_bool()) == Some(true)
+        self.lsp().flag || self.lsp_config("lsp.enabled").and_then(|v| v.as_bool()) == Some(true)
     }
 
     /// The running server for `language`, started now if it is not (or restarted once if it
     /// died).
     fn lsp_client(&self, language: &'static str) -> Result<Arc<Client>, String> {
-        let mut map = self.lsp.servers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.lsp().servers.lock().unwrap_or_else(|e| e.into_inner());
         let restarts = match map.get(language) {
             Some(Server {
                 slot: Slot::Running(c),
@@ -175,7 +182,7 @@ impl Session {
     }
 
     fn lsp_running(&self) -> Option<&'static str> {
-        let map = self.lsp.servers.lock().unwrap_or_else(|e| e.into_inner());
+        let map = self.lsp().servers.lock().unwrap_or_else(|e| e.into_inner());
         let mut langs: Vec<&'static str> = map
             .iter()
             .filter(|(_, s)| matches!(s.slot, Slot::Running(_)))
@@ -568,6 +575,42 @@ fn find_word(line: &str, word: &str) -> Option<usize> {
         .or_else(|| line.match_indices(word).next())
         .map(|(i, _)| i)
 }
+
+static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
+    specs: &[crate::tool_call::registry::core(
+        NAME,
+        true,
+        |s, name, call, _| {
+            (
+                crate::tool_call::registry::one(run_tool(s, name, &call.arguments)),
+                false,
+            )
+        },
+    )],
+    summaries: &[(
+        NAME,
+        "Definitions, references, hover, diagnostics and symbols from a language server",
+    )],
+    names: |s| {
+        if s.lsp_enabled() {
+            vec![NAME]
+        } else {
+            Vec::new()
+        }
+    },
+    schemas: |_, ok| if ok(NAME) { vec![schema()] } else { Vec::new() },
+};
+
+/// What this feature adds to a session (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "lsp",
+    tools: Some(&TOOLS),
+    // The edited files' new errors and warnings, while the model still looks at them.
+    after_write: Some(|s, name, paths, out| s.lsp_after_edit(name, paths, out)),
+    state: Some(|o| Box::new(Manager::new(o.opts))),
+    close: Some(|s| s.lsp().shutdown()),
+    ..crate::feature::Feature::NONE
+};
 
 #[cfg(test)]
 mod tests {

@@ -141,7 +141,7 @@ fn degrade(s: &Session, server: &str, why: &str) {
 /// The warning and the switch to the built-in store, once.
 fn fall_back(s: &Session, server: &str, why: &str) {
     let mut down = s
-        .memory
+        .memory()
         .service
         .down
         .lock()
@@ -166,7 +166,7 @@ fn fall_back(s: &Session, server: &str, why: &str) {
 /// A configured MCP server failed to start: when it is the memory service, said once as the
 /// fallback to the built-in files (true), instead of as a server whose tools are gone.
 pub(crate) fn server_failed(s: &Session, server: &str, why: &str) -> bool {
-    if !s.memory.enabled || configured(s).ok().flatten().as_deref() != Some(server) {
+    if !s.memory().enabled || configured(s).ok().flatten().as_deref() != Some(server) {
         return false;
     }
     // `mcp_servers.rs` holds its "said" set here: only the warning.
@@ -178,10 +178,10 @@ pub(crate) fn server_failed(s: &Session, server: &str, why: &str) -> bool {
 /// store (configured, or fallen back to after the one warning).
 pub(crate) fn service(s: &Session) -> Option<Service> {
     // A sub-agent runs no MCP server of its own (`mcp_sync`): it searches the files.
-    if !s.memory.enabled || s.agents.is_child() {
+    if !s.memory().enabled || s.agents.is_child() {
         return None;
     }
-    if s.memory
+    if s.memory()
         .service
         .down
         .lock()
@@ -365,7 +365,7 @@ pub(crate) fn remember(
         }
         match svc.store(&text) {
             Ok(_) => {
-                s.memory.service.learn(&text, Some(super::today()));
+                s.memory().service.learn(&text, Some(super::today()));
                 s.lock().trajectory.record(
                     "memory_backend",
                     json!({"server": svc.server, "op": "store", "src": src}),
@@ -378,7 +378,7 @@ pub(crate) fn remember(
             Err(e) => degrade(s, &svc.server, &e),
         }
     }
-    let f = s.memory.add(scope, text, why, src)?;
+    let f = s.memory().add(scope, text, why, src)?;
     Ok(format!(
         "remembered in {} ({}): {}",
         f.file.path.display(),
@@ -405,7 +405,7 @@ pub(crate) fn list(s: &Session) -> Option<(String, String)> {
     match svc.recent() {
         Ok((text, entries)) => {
             for (content, when) in entries {
-                s.memory.service.learn(&content, when);
+                s.memory().service.learn(&content, when);
             }
             Some((svc.server, text))
         }
@@ -420,12 +420,12 @@ pub(crate) fn list(s: &Session) -> Option<(String, String)> {
 /// on a memory service, its recent entries (fetched once per conversation, cut to
 /// `memory.bootstrap_chars`).
 pub(crate) fn section(s: &Session) -> String {
-    let files = s.memory.section();
-    if !s.memory.enabled {
+    let files = s.memory().section();
+    if !s.memory().enabled {
         return files;
     }
     let cached = s
-        .memory
+        .memory()
         .service
         .boot
         .lock()
@@ -436,7 +436,7 @@ pub(crate) fn section(s: &Session) -> String {
         None => {
             let part = match list(s) {
                 Some((server, text)) if !text.trim().is_empty() => {
-                    let budget = s.memory.budget();
+                    let budget = s.memory().budget();
                     let mut body: String = text.trim().chars().take(budget).collect();
                     if body.chars().count() < text.trim().chars().count() {
                         body.push_str(&format!(
@@ -449,7 +449,7 @@ pub(crate) fn section(s: &Session) -> String {
                 }
                 _ => String::new(),
             };
-            *s.memory
+            *s.memory()
                 .service
                 .boot
                 .lock()
@@ -469,7 +469,7 @@ pub(crate) fn section(s: &Session) -> String {
 /// `/memory status`'s line about the backend.
 pub(crate) fn status_line(s: &Session) -> String {
     let down = s
-        .memory
+        .memory()
         .service
         .down
         .lock()

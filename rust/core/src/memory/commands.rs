@@ -8,7 +8,7 @@ use yuyao_protocol::{NoticeLevel, Request};
 use yuyao_store::memory::{Kind, Scope};
 
 fn memory_on(s: &Session) -> Result<(), CoreError> {
-    if s.memory.enabled {
+    if s.memory().enabled {
         Ok(())
     } else {
         Err(CoreError::Usage(
@@ -79,14 +79,17 @@ pub(crate) fn forget(s: &Session, args: &[String]) -> Result<String, CoreError> 
     if query.trim().is_empty() {
         return Err(CoreError::Usage("usage: /forget <query or id>".into()));
     }
-    let all = s.memory.all();
+    let all = s.memory().all();
     let hits = forget_candidates(&all, &query);
     match hits.as_slice() {
         [] => Err(CoreError::Usage(format!(
             "no memory entry matches '{query}' (/memory lists them)"
         ))),
         [one] => {
-            let f = s.memory.delete(&one.entry.id).map_err(CoreError::Failed)?;
+            let f = s
+                .memory()
+                .delete(&one.entry.id)
+                .map_err(CoreError::Failed)?;
             Ok(format!(
                 "forgot {} from {}: {}",
                 f.entry.id,
@@ -116,7 +119,7 @@ pub(crate) fn memory(s: &Session, args: &[String]) -> Result<String, CoreError> 
     }
     match args.first().map(String::as_str) {
         None | Some("list") => {
-            let all = s.memory.all();
+            let all = s.memory().all();
             let service = super::backend::list(s).map(|(server, text)| {
                 format!(
                     "memory service '{server}' (recent entries):\n{}",
@@ -149,8 +152,8 @@ pub(crate) fn memory(s: &Session, args: &[String]) -> Result<String, CoreError> 
             if all.is_empty() {
                 return Ok(format!(
                     "no memory yet: /remember <text> writes {} (--global: {})",
-                    s.memory.layout.target(Scope::Project).display(),
-                    s.memory.layout.target(Scope::Global).display()
+                    s.memory().layout.target(Scope::Project).display(),
+                    s.memory().layout.target(Scope::Global).display()
                 ));
             }
             let mut out = String::new();
@@ -168,7 +171,7 @@ pub(crate) fn memory(s: &Session, args: &[String]) -> Result<String, CoreError> 
             let [_, id] = args else {
                 return Err(CoreError::Usage("usage: /memory delete <id>".into()));
             };
-            let f = s.memory.delete(id).map_err(CoreError::Usage)?;
+            let f = s.memory().delete(id).map_err(CoreError::Usage)?;
             Ok(format!(
                 "deleted {} from {}: {}",
                 f.entry.id,
@@ -191,7 +194,7 @@ pub(crate) fn memory(s: &Session, args: &[String]) -> Result<String, CoreError> 
                     "/memory edit {id} without text opens $EDITOR only in the yuyao TUI; here give the new text inline: /memory edit {id} <new text>"
                 )));
             }
-            let f = s.memory.edit(id, &text).map_err(CoreError::Usage)?;
+            let f = s.memory().edit(id, &text).map_err(CoreError::Usage)?;
             Ok(format!(
                 "edited {} in {}: {text}",
                 f.entry.id,
@@ -200,7 +203,7 @@ pub(crate) fn memory(s: &Session, args: &[String]) -> Result<String, CoreError> 
         }
         Some("open") => {
             let scope = open_scope(args.get(1).map(String::as_str))?;
-            let path = s.memory.layout.target(scope);
+            let path = s.memory().layout.target(scope);
             Err(CoreError::Usage(format!(
                 "/memory open runs $EDITOR only in the yuyao TUI; here edit {} directly, or use /memory edit <id> <new text>, /remember <text>, /forget <id>",
                 path.display()
@@ -237,21 +240,21 @@ fn open_scope(arg: Option<&str>) -> Result<Scope, CoreError> {
 
 /// The memory file of `scope`, created (and kept out of git) when missing.
 fn memory_file(s: &Session, scope: Scope) -> Result<std::path::PathBuf, CoreError> {
-    let path = s.memory.layout.target(scope);
+    let path = s.memory().layout.target(scope);
     if !path.exists() {
-        s.memory
+        s.memory()
             .layout
             .write_atomic(&path, b"# Memory\n\n")
             .map_err(|e| CoreError::Failed(format!("cannot create {}: {e}", path.display())))?;
-        if scope == Scope::Project && s.memory.layout.write == s.memory.layout.project {
-            yuyao_store::memory::files::exclude_written(&s.memory.layout.project, &path);
+        if scope == Scope::Project && s.memory().layout.write == s.memory().layout.project {
+            yuyao_store::memory::files::exclude_written(&s.memory().layout.project, &path);
         }
     }
     Ok(path)
 }
 
 fn entry_location(s: &Session, id: &str) -> Result<(std::path::PathBuf, usize), CoreError> {
-    let all = s.memory.all();
+    let all = s.memory().all();
     let f = all
         .iter()
         .find(|f| f.entry.id == id)
@@ -262,7 +265,7 @@ fn entry_location(s: &Session, id: &str) -> Result<(std::path::PathBuf, usize), 
 /// On submit, before the prompt joins the history: an explicit "remember that …" is written;
 /// a correction is offered to a person (interactive sessions only).
 pub(crate) fn on_submit(s: &Session, text: &str) {
-    if !s.memory.enabled {
+    if !s.memory().enabled {
         return;
     }
     if let Some(r) = super::detect::remember_request(text) {
@@ -301,7 +304,7 @@ pub(crate) fn on_submit(s: &Session, text: &str) {
         _ => return,
     };
     let why = format!("user said: {}", text.trim());
-    match s.memory.add(scope, &candidate, &why, "correction") {
+    match s.memory().add(scope, &candidate, &why, "correction") {
         Ok(f) => s.notice(
             NoticeLevel::Info,
             format!(

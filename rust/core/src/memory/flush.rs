@@ -29,7 +29,7 @@ fn append_schema() -> Value {
 }
 
 fn enabled(s: &Session) -> bool {
-    s.memory.enabled
+    s.memory().enabled
         && s.config
             .get("compaction.memoryFlush.enabled")
             .and_then(|v| v.as_bool())
@@ -98,7 +98,7 @@ pub(crate) async fn run(
         match (c.name.as_str(), text) {
             ("memory-append" | "memory_append", Some(t)) => {
                 match s
-                    .memory
+                    .memory()
                     .add_daily(&t, "memory flush before compaction", "flush")
                 {
                     Ok(f) => written

@@ -21,7 +21,7 @@ const TICK: Duration = Duration::from_millis(500);
 /// The interval now, or `None` when periodic dreaming is off (memory off, dreaming off, an
 /// interval of 0).
 fn interval(s: &Session) -> Option<Duration> {
-    if !s.memory.enabled || !super::search::dreaming_enabled(s) {
+    if !s.memory().enabled || !super::search::dreaming_enabled(s) {
         return None;
     }
     let minutes = s
@@ -89,7 +89,7 @@ fn dream(s: &Session, every: Duration, failed: &mut Option<String>) {
                 format!(
                     "dreaming (every {}): {first} Journal: {}",
                     every_text(every),
-                    s.memory.layout.write.join("DREAMS.md").display()
+                    s.memory().layout.write.join("DREAMS.md").display()
                 ),
             );
         }

@@ -226,6 +226,13 @@ fn yesterday() -> String {
         .to_string()
 }
 
+impl crate::session::Session {
+    /// The session's memory: its files, the prompt section, the switches.
+    pub(crate) fn memory(&self) -> &Memory {
+        self.part()
+    }
+}
+
 /// The memory of a session being opened: off with `--no-memory` or `memory.enabled = false`;
 /// a headless run writes into `memory_dir`; the prompt section is cut to
 /// `memory.bootstrap_chars`.
@@ -270,7 +277,7 @@ impl crate::session::Session {
         }
         let found = {
             let mut loaded = self
-                .memory
+                .memory()
                 .conventions
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
@@ -298,3 +305,86 @@ impl crate::session::Session {
         }
     }
 }
+
+static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
+    // Memory tools read only memory files, which are the user's own notes.
+    specs: &[
+        crate::tool_call::registry::core(search::NAME, true, |s, name, call, _| {
+            (
+                crate::tool_call::registry::one(search::run_tool(s, name, &call.arguments)),
+                false,
+            )
+        }),
+        crate::tool_call::registry::core("memory-get", true, |s, name, call, _| {
+            (
+                crate::tool_call::registry::one(tools::run(&s.memory(), name, &call.arguments)),
+                false,
+            )
+        }),
+    ],
+    summaries: &[],
+    names: |s| {
+        if s.memory().enabled {
+            tools::NAMES.to_vec()
+        } else {
+            Vec::new()
+        }
+    },
+    schemas: |_, ok| {
+        tools::schemas()
+            .into_iter()
+            .filter(|s| ok(s["function"]["name"].as_str().unwrap_or("")))
+            .collect()
+    },
+};
+
+/// What this feature adds to a session (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "memory",
+    state: Some(|o| Box::new(open(o.opts, o.paths, o.config))),
+    // Dreaming at the end of a session, once (seed 002, memory).
+    close: Some(|s| {
+        if !s.dreamed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            crate::memory::search::dream_at_end(s);
+        }
+    }),
+    commands: &[
+        crate::commands::cmd!(
+            "init",
+            [],
+            "",
+            "write AGENTS.md from the repository",
+            Some(crate::memory::init::init)
+        ),
+        crate::commands::cmd!(
+            "memory",
+            [],
+            "[list|edit|delete|open|path|status|search|index|rem-backfill]",
+            "memory entries and the search index",
+            Some(crate::memory::commands::memory)
+        ),
+        crate::commands::cmd!(
+            "remember",
+            [],
+            "[--global] <text>",
+            "keep a memory entry (--global: for every project)",
+            Some(crate::memory::commands::remember)
+        ),
+        crate::commands::cmd!(
+            "forget",
+            [],
+            "<words or id>",
+            "remove the matching memory entry",
+            Some(crate::memory::commands::forget)
+        ),
+        crate::commands::cmd!(
+            "dream",
+            [],
+            "",
+            "promote recalled notes to MEMORY.md, drop stale ones, journal",
+            Some(crate::memory::search::dream_command)
+        ),
+    ],
+    tools: Some(&TOOLS),
+    ..crate::feature::Feature::NONE
+};

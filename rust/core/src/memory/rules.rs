@@ -371,7 +371,7 @@ impl crate::session::Session {
     /// The rules in force for a shell command: the memory's, and those of the instruction
     /// files the prompt carries (none under `--no-memory`, which leaves AGENTS.md unread).
     pub(crate) fn preference_rules(&self) -> Vec<Rule> {
-        let mut rules = self.memory.rules();
+        let mut rules = self.memory().rules();
         if !self.opts.no_memory {
             let files: Vec<PathBuf> =
                 crate::prompt::convention_files(&self.paths.project, &self.ctx.cwd())

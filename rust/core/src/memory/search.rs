@@ -82,7 +82,7 @@ pub(crate) fn provider(s: &Session) -> Result<Provider, String> {
 
 fn engine(s: &Session) -> Result<MemorySearch, String> {
     Ok(MemorySearch::new(
-        s.memory.layout.clone(),
+        s.memory().layout.clone(),
         &s.paths.home,
         provider(s)?,
     ))
@@ -367,7 +367,7 @@ const DREAM_SYSTEM: &str = "You word the journal entry of a memory consolidation
 /// `/dream`: promotes, distils and journals now. The decisions are the deterministic plan;
 /// the model (when one is configured) only words the summary.
 pub(crate) fn dream_command(s: &Session, _: &[String]) -> Result<String, CoreError> {
-    if !s.memory.enabled {
+    if !s.memory().enabled {
         return Err(CoreError::Usage(
             "memory is off in this session (--no-memory or memory.enabled = false)".into(),
         ));
@@ -408,7 +408,7 @@ fn stale_days(s: &Session) -> i64 {
 /// a turn's memory writes never interleave with it. `None` when a periodic dream found
 /// nothing to do.
 pub(crate) fn run_dream(s: &Session, trigger: Trigger) -> Result<Option<String>, CoreError> {
-    let _dreaming = s.memory.dream_lock();
+    let _dreaming = s.memory().dream_lock();
     let ms = engine(s).map_err(CoreError::Failed)?;
     let (idx, _) = ms
         .refresh(false, &mut |_, _| {})
@@ -425,7 +425,7 @@ pub(crate) fn run_dream(s: &Session, trigger: Trigger) -> Result<Option<String>,
     };
     {
         // Removals go by id and promotions are appended to the file as it reads now.
-        let _files = s.memory.files_lock();
+        let _files = s.memory().files_lock();
         dream::apply(&ms, &plan, &summary, &today).map_err(CoreError::Failed)?;
     }
     let removed: Vec<Value> = plan
@@ -483,7 +483,7 @@ pub(crate) fn dreaming_enabled(s: &Session) -> bool {
 /// Dreaming at session end (`dreaming.enabled`, read now): runs when the session had a
 /// conversation and memory is on. Failures are reported, never fatal.
 pub(crate) fn dream_at_end(s: &Session) {
-    if !dreaming_enabled(s) || !s.memory.enabled || s.messages().is_empty() {
+    if !dreaming_enabled(s) || !s.memory().enabled || s.messages().is_empty() {
         return;
     }
     if let Err(e) = run_dream(s, Trigger::SessionEnd) {

@@ -857,6 +857,43 @@ fn check(s: &Session) -> Result<String, CoreError> {
     }
 }
 
+static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
+    specs: &[
+        crate::tool_call::registry::core(crate::todo::NAME, false, |s, name, call, _| {
+            (
+                crate::tool_call::registry::one(run_tool(s, name, &call.arguments)),
+                false,
+            )
+        }),
+        crate::tool_call::registry::core(START_TOOL, false, |s, name, call, _| {
+            (
+                crate::tool_call::registry::one(run_tool(s, name, &call.arguments)),
+                false,
+            )
+        }),
+    ],
+    summaries: &[(
+        crate::todo::NAME,
+        "Task tracker: items with status, dependencies, indices like 2.1",
+    )],
+    names: |_| vec![crate::todo::NAME, START_TOOL],
+    schemas: |s, ok| schemas(s, ok),
+};
+
+/// What this feature adds to a session (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "planning",
+    commands: &[crate::commands::cmd!(
+        "plan",
+        [],
+        "[on|off|<goal>|approve [auto-edit]|edit|check|show|cancel]",
+        "the planning workflow: research, a plan to approve",
+        Some(crate::planning::command)
+    )],
+    tools: Some(&TOOLS),
+    ..crate::feature::Feature::NONE
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -262,6 +262,88 @@ impl Session {
     }
 }
 
+static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
+    specs: &[crate::tool_call::registry::Spec {
+        name: "task",
+        effect: crate::tool_call::registry::Effect::Runs,
+        evidence: true,
+        runner: crate::tool_call::registry::Runner::Delegated,
+    }],
+    summaries: &[],
+    names: |_| vec!["task"],
+    schemas: |s, ok| {
+        if ok("task") {
+            vec![s.task_schema()]
+        } else {
+            Vec::new()
+        }
+    },
+};
+
+/// What this feature adds to a session (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "subagents",
+    // A stopped sub-agent, or the step limit of the whole tree (sub-agents included).
+    step_gate: Some(|s| s.subagent_gate()),
+    // Work of forks that finished is applied before the next call …
+    step_begin: Some(|s| s.apply_fork_work()),
+    // … and their reports and a teammate's mail join the history.
+    step_inject: Some(|s, st| {
+        s.inject_fork_reports(st);
+        team::deliver_mail(s, st);
+    }),
+    // Background sub-agents end with the session.
+    close: Some(|s| {
+        s.kill_subagents();
+    }),
+    commands: &[
+        crate::commands::cmd!(
+            "agents",
+            [],
+            "[list | show|create|edit|delete <name> [--tools a,b --mode m …]]",
+            "sub-agent definitions (agents/<name>.md)",
+            Some(crate::subagents::agents_cmd)
+        ),
+        crate::commands::cmd!(
+            "goal",
+            [],
+            "<condition>",
+            "keep working until a condition holds",
+            Some(crate::subagents::goal_cmd)
+        ),
+        crate::commands::cmd!(
+            "loop",
+            [],
+            "<prompt> [--interval s] [--max n] [--until cond]",
+            "repeat a prompt",
+            Some(crate::subagents::loop_cmd)
+        ),
+        crate::commands::cmd!(
+            "fork",
+            [],
+            "[prompt]",
+            "a background sub-agent that starts from this conversation",
+            Some(crate::subagents::fork_cmd)
+        ),
+        crate::commands::cmd!(
+            "batch",
+            [],
+            "<instruction>",
+            "split a change across parallel sub-agents",
+            Some(crate::subagents::batch::batch_cmd)
+        ),
+        crate::commands::cmd!(
+            "workflows",
+            ["workflow"],
+            "[name]",
+            "scripted multi-agent workflows",
+            Some(crate::subagents::workflow::workflows_cmd)
+        ),
+    ],
+    tools: Some(&TOOLS),
+    ..crate::feature::Feature::NONE
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -362,3 +362,26 @@ pub(crate) fn deliver_mail(s: &Session, st: &mut State) {
         st.history.push(Message::user(text));
     }
 }
+
+static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
+    // The orchestrator's team tool: a run merges teammates' work (may change the repo).
+    specs: &[crate::tool_call::registry::Spec {
+        name: "team",
+        effect: crate::tool_call::registry::Effect::Runs,
+        evidence: true,
+        runner: crate::tool_call::registry::Runner::Core(|s, name, call, token| {
+            run_tool(s, name, &call.arguments, token)
+                .unwrap_or_else(|| (yuyao_tools::ToolOutput::err("team: not this tool"), false))
+        }),
+    }],
+    summaries: &[],
+    names: tool_names,
+    schemas: |s, ok| schema(s).filter(|_| ok("team")).into_iter().collect(),
+};
+
+/// What this feature adds to a session (feature.rs).
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "team",
+    tools: Some(&TOOLS),
+    ..crate::feature::Feature::NONE
+};

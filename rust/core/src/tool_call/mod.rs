@@ -12,14 +12,8 @@ use yuyao_policy::{Action, Verdict};
 use yuyao_protocol::{Event, Message, PermissionAnswer, Request, ToolCall, canonical_tool_name};
 use yuyao_tools::{ToolArgs, ToolOutput};
 
-/// Tools the core itself implements (they need the session or the user).
-const CORE_TOOLS: &[&str] = &[
-    "ask-user",
-    "declare-scope",
-    crate::todo::NAME,
-    crate::planning::START_TOOL,
-    crate::lsp::NAME,
-];
+/// Tools the kernel itself implements (they need the session); features register theirs.
+const KERNEL_TOOLS: &[&str] = &["declare-scope"];
 
 pub struct CallOutcome {
     pub message: Message,
@@ -41,12 +35,17 @@ pub struct CallOutcome {
 
 impl Session {
     pub(crate) fn tool_enabled(&self, name: &str) -> bool {
-        if crate::memory::tools::NAMES.contains(&name) && !self.memory.enabled {
+        // A feature offers its tools only while it is on (memory, a language server, skills).
+        if let Some(tools) = crate::feature::tools_of(name)
+            && !(tools.names)(self).contains(&name)
+        {
             return false;
         }
-        if name == crate::lsp::NAME && !self.lsp_enabled() {
-            return false;
-        }
+        self.tool_listed(name)
+    }
+
+    /// The session's `--tools` filter.
+    fn tool_listed(&self, name: &str) -> bool {
         match &self.opts.tools {
             None => true,
             Some(list) => {
@@ -57,23 +56,24 @@ impl Session {
         }
     }
 
-    /// Built-in and core tools (MCP tools are added by name in [`Session::all_tool_schemas`]).
+    /// Built-in, kernel and feature tools (MCP tools are added by name in
+    /// [`Session::all_tool_schemas`]).
     pub(crate) fn advertised_names(&self) -> Vec<&'static str> {
-        self.tools
+        let mut names: Vec<&'static str> = self
+            .tools
             .names()
             .into_iter()
-            .chain(CORE_TOOLS.iter().copied())
-            .chain(crate::memory::tools::NAMES.iter().copied())
-            .chain(["task"])
-            .chain(crate::subagents::team::tool_names(self))
+            .chain(KERNEL_TOOLS.iter().copied())
             .filter(|n| self.tool_enabled(n))
-            .chain(
-                crate::skills::NAMES
-                    .iter()
-                    .copied()
-                    .filter(|_| self.skill_tool_offered()),
-            )
-            .collect()
+            .collect();
+        for tools in crate::feature::all().iter().filter_map(|f| f.tools) {
+            names.extend(
+                (tools.names)(self)
+                    .into_iter()
+                    .filter(|n| self.tool_listed(n)),
+            );
+        }
+        names
     }
 
     /// Every offered tool's full schema (`tool_defer.rs` decides which a request carries).
@@ -81,32 +81,12 @@ impl Session {
         let mut schemas = self
             .tools
             .schemas(|n| self.tool_enabled(n) && self.tool_offered(n));
-        if self.tool_enabled("ask-user") {
-            schemas.push(crate::ask::schema());
-        }
         if self.tool_enabled("declare-scope") {
             schemas.push(crate::scope::declare::schema());
         }
-        if self.tool_enabled("task") {
-            schemas.push(self.task_schema());
-        }
-        // The planning workflow's tools (todo; start_planning outside planning).
-        schemas.extend(crate::planning::schemas(self, |n| self.tool_enabled(n)));
-        if let Some(team) =
-            crate::subagents::team::schema(self).filter(|_| self.tool_enabled("team"))
-        {
-            schemas.push(team);
-        }
-        if self.tool_enabled(crate::lsp::NAME) {
-            schemas.push(crate::lsp::schema());
-        }
-        for s in crate::memory::tools::schemas() {
-            if self.tool_enabled(s["function"]["name"].as_str().unwrap_or("")) {
-                schemas.push(s);
-            }
-        }
-        if self.skill_tool_offered() {
-            schemas.push(crate::skills::schema());
+        let offered = |n: &str| self.tool_enabled(n);
+        for tools in crate::feature::all().iter().filter_map(|f| f.tools) {
+            schemas.extend((tools.schemas)(self, &offered));
         }
         schemas.extend(self.mcp_schemas());
         schemas
@@ -417,8 +397,9 @@ impl Session {
         // 11. PostToolUse hooks: what they say joins the result the model reads.
         let feedback = self.post_tool_hooks(name, &value, out.ok, &out.text);
         if spec.effect == Effect::Writes {
-            // The edited files' new errors and warnings, while the model still looks at them.
-            self.lsp_after_edit(name, &action.paths, &mut out);
+            for after in crate::feature::all().iter().filter_map(|f| f.after_write) {
+                after(self, name, &action.paths, &mut out);
+            }
         }
         if !feedback.is_empty() {
             out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);

@@ -64,7 +64,7 @@ const fn builtin(name: &'static str, effect: Effect) -> Spec {
     }
 }
 
-const fn core(name: &'static str, evidence: bool, run: CoreRun) -> Spec {
+pub(crate) const fn core(name: &'static str, evidence: bool, run: CoreRun) -> Spec {
     Spec {
         name,
         effect: Effect::SessionState,
@@ -73,7 +73,9 @@ const fn core(name: &'static str, evidence: bool, run: CoreRun) -> Spec {
     }
 }
 
-/// Every tool but MCP servers' (those are specs made per call from the server's list).
+/// The kernel's tools: the built-ins, the declared scope and the deferred-schema search.
+/// Features register theirs (`feature.rs`); MCP servers' are specs made per call from the
+/// server's list.
 pub(crate) const SPECS: &[Spec] = &[
     builtin("read", Effect::Reads),
     builtin("grep", Effect::Reads),
@@ -92,83 +94,29 @@ pub(crate) const SPECS: &[Spec] = &[
     builtin("web-fetch", Effect::Network),
     builtin("web-search", Effect::Network),
     builtin("browser", Effect::Network),
-    core(
-        "ask-user",
-        false,
-        |s, _, call, _| match yuyao_tools::ToolArgs::parse("ask-user", &call.arguments) {
-            Ok(yuyao_tools::ToolArgs::AskUser(a)) => (s.ask_user(&a), false),
-            Ok(_) => (ToolOutput::err("ask-user: unexpected arguments"), false),
-            Err(e) => (ToolOutput::err(e), false),
-        },
-    ),
     core("declare-scope", false, |s, name, call, _| {
         (
             one(crate::scope::declare::run_tool(s, name, &call.arguments)),
             false,
         )
     }),
-    core(crate::todo::NAME, false, |s, name, call, _| {
-        (
-            one(crate::planning::run_tool(s, name, &call.arguments)),
-            false,
-        )
-    }),
-    core(crate::planning::START_TOOL, false, |s, name, call, _| {
-        (
-            one(crate::planning::run_tool(s, name, &call.arguments)),
-            false,
-        )
-    }),
     core(crate::tool_defer::NAME, false, |s, _, call, _| {
         (one(crate::tool_defer::run_tool(s, call)), false)
     }),
-    // Memory tools read only memory files, which are the user's own notes.
-    core(crate::memory::search::NAME, true, |s, name, call, _| {
-        (
-            one(crate::memory::search::run_tool(s, name, &call.arguments)),
-            false,
-        )
-    }),
-    core("memory-get", true, |s, name, call, _| {
-        (
-            one(crate::memory::tools::run(&s.memory, name, &call.arguments)),
-            false,
-        )
-    }),
-    // Loading a skill reads instructions: no evidence of work on the workspace.
-    core("skill", false, |s, name, call, _| {
-        (one(s.run_skill_tool(name, &call.arguments)), false)
-    }),
-    core(crate::lsp::NAME, true, |s, name, call, _| {
-        (one(crate::lsp::run_tool(s, name, &call.arguments)), false)
-    }),
-    // The orchestrator's team tool: a run merges teammates' work (may change the repo).
-    Spec {
-        name: "team",
-        effect: Effect::Runs,
-        evidence: true,
-        runner: Runner::Core(|s, name, call, token| {
-            crate::subagents::team::run_tool(s, name, &call.arguments, token)
-                .unwrap_or_else(|| (ToolOutput::err("team: not this tool"), false))
-        }),
-    },
-    Spec {
-        name: "task",
-        effect: Effect::Runs,
-        evidence: true,
-        runner: Runner::Delegated,
-    },
 ];
 
 /// A handler's answer for the name it was registered under (`None` would be a registry
 /// that names a tool its handler does not know: said, never silently passed over).
-fn one(out: Option<ToolOutput>) -> ToolOutput {
+pub(crate) fn one(out: Option<ToolOutput>) -> ToolOutput {
     out.unwrap_or_else(|| ToolOutput::err("this tool's handler did not recognise its call"))
 }
 
 /// The spec of a canonical tool name.
 pub(crate) fn spec(name: &str) -> Option<&'static Spec> {
-    SPECS.iter().find(|s| s.name == name)
+    SPECS
+        .iter()
+        .find(|s| s.name == name)
+        .or_else(|| crate::feature::tool_spec(name))
 }
 
 /// An MCP server's tool as a spec.
@@ -193,7 +141,12 @@ mod tests {
 
     #[test]
     fn every_offered_tool_name_has_one_spec() {
-        let mut names: Vec<&str> = SPECS.iter().map(|s| s.name).collect();
+        let features = crate::feature::all().iter().filter_map(|f| f.tools);
+        let all: Vec<&Spec> = SPECS
+            .iter()
+            .chain(features.flat_map(|t| t.specs.iter()))
+            .collect();
+        let mut names: Vec<&str> = all.iter().map(|s| s.name).collect();
         let n = names.len();
         names.sort_unstable();
         names.dedup();
@@ -203,7 +156,7 @@ mod tests {
             let s = spec(name).unwrap_or_else(|| panic!("{name} has no spec"));
             assert!(matches!(s.runner, Runner::Builtin), "{name}");
         }
-        for name in SPECS.iter().map(|s| s.name) {
+        for name in all.iter().map(|s| s.name) {
             assert_eq!(
                 yuyao_protocol::canonical_tool_name(name),
                 Some(name),

@@ -1,0 +1,197 @@
+//! How a feature joins the kernel (DESIGN: rooms with one-way doors). A feature — memory,
+//! sub-agents, planning, the language servers, sessions, reviews … — registers what it adds
+//! as one [`Feature`] value: its slash commands, its tools (specs, offered names, schemas),
+//! and the session's moments it takes part in (closing, the status line). The kernel
+//! (session, turn loop, tool pipeline, command table) reads the registrations and never
+//! names a feature's module, so every arrow points from the feature to the kernel.
+//!
+//! The list of features is the crate root's `FEATURES` (lib.rs, the composition root): a
+//! feature is removed by deleting its module and its one line there.
+
+use crate::commands::Command;
+use crate::session::{CoreError, Session, State, TurnSummary};
+use crate::tool_call::registry::Spec;
+use serde_json::Value;
+use std::any::Any;
+use yuyao_tools::ToolOutput;
+
+/// What one feature adds to a session.
+pub(crate) struct Feature {
+    pub name: &'static str,
+    /// Its slash commands (the `/help` group of each is by name, `commands.rs`).
+    pub commands: &'static [Command],
+    pub tools: Option<&'static FeatureTools>,
+    /// The feature's own per-session state, made at open (read back with
+    /// [`Session::part`]).
+    pub state: Option<fn(&Opening) -> Box<dyn Any + Send + Sync>>,
+    /// Runs once the session is open (its handler attached, before the saved session is
+    /// resumed).
+    pub opened: Option<fn(&Session)>,
+    /// Rewrites a prompt before its turn runs (messages collected while idle go first).
+    pub prompt_in: Option<fn(&Session, String) -> String>,
+    /// Before each model call of a turn, outside the state lock (work of sub-agents that
+    /// finished is applied).
+    pub step_begin: Option<fn(&Session)>,
+    /// Before each model call, under the state lock: what arrived since the last call joins
+    /// the history (background jobs' reports, sub-agents' reports, a teammate's mail).
+    pub step_inject: Option<fn(&Session, &mut State)>,
+    /// Before each model call: `Some` ends the turn with that summary (a stopped sub-agent,
+    /// the step limit of a tree of agents).
+    pub step_gate: Option<fn(&Session) -> Option<TurnSummary>>,
+    /// After a turn (its result is already decided).
+    pub turn_end: Option<fn(&Session)>,
+    /// A turn to run after this one (a prompt queued during it).
+    pub next_turn: Option<fn(&Session) -> Option<String>>,
+    /// A `/name` no table knows: `Some` when this feature runs it (a skill's flow, a custom
+    /// command read from disk).
+    pub other_command: Option<fn(&Session, &str, &str) -> Option<Result<String, CoreError>>>,
+    /// `/help`: with a name, this feature's help for it (when it owns it); without, the
+    /// section it adds to the list (empty for none).
+    pub help: Option<fn(&Session, Option<&str>) -> Option<String>>,
+    /// Runs when the session closes, after the running turn is cancelled and before the
+    /// session's end hooks, jobs and servers are shut down.
+    pub close: Option<fn(&Session)>,
+    /// Runs after a call of a tool that writes files succeeded or failed, before the
+    /// PostToolUse hooks' feedback is added: `(tool, the paths it wrote, its result)`.
+    pub after_write: Option<fn(&Session, &str, &[std::path::PathBuf], &mut ToolOutput)>,
+    /// Extra lines of `/status` (each starting with a newline), empty when nothing to say.
+    pub status_line: Option<fn(&Session) -> String>,
+}
+
+impl Feature {
+    /// A feature that adds nothing: `Feature { name, commands, ..Feature::NONE }`.
+    pub const NONE: Feature = Feature {
+        name: "",
+        commands: &[],
+        tools: None,
+        state: None,
+        opened: None,
+        prompt_in: None,
+        step_begin: None,
+        step_inject: None,
+        step_gate: None,
+        turn_end: None,
+        next_turn: None,
+        other_command: None,
+        help: None,
+        close: None,
+        after_write: None,
+        status_line: None,
+    };
+}
+
+/// What a feature's state is made from at open.
+pub(crate) struct Opening<'a> {
+    pub opts: &'a yuyao_protocol::SessionOptions,
+    pub paths: &'a yuyao_store::Paths,
+    pub config: &'a yuyao_store::Config,
+}
+
+/// The features' per-session states, one value per type.
+#[derive(Default)]
+pub(crate) struct Parts(Vec<Box<dyn Any + Send + Sync>>);
+
+impl Parts {
+    pub(crate) fn open(opening: &Opening) -> Parts {
+        Parts(
+            all()
+                .iter()
+                .filter_map(|f| f.state)
+                .map(|make| make(opening))
+                .collect(),
+        )
+    }
+
+    pub(crate) fn get<T: Any>(&self) -> Option<&T> {
+        self.0.iter().find_map(|b| b.downcast_ref::<T>())
+    }
+}
+
+impl Session {
+    /// A registered feature's state. Only the feature that registered it asks for it, so a
+    /// missing part is a registration bug (said, not hidden).
+    pub(crate) fn part<T: Any>(&self) -> &T {
+        self.parts.get::<T>().unwrap_or_else(|| {
+            panic!(
+                "{} is not registered by any feature (lib.rs FEATURES)",
+                std::any::type_name::<T>()
+            )
+        })
+    }
+}
+
+/// The hooks of one kind, in registration order.
+pub(crate) fn hooks<H: Copy + 'static>(
+    pick: fn(&'static Feature) -> Option<H>,
+) -> impl Iterator<Item = H> {
+    all().iter().filter_map(move |f| pick(f))
+}
+
+/// The tools a feature runs.
+pub(crate) struct FeatureTools {
+    /// How each is run and adjudicated (`tool_call/registry.rs`).
+    pub specs: &'static [Spec],
+    /// `(name, one line)` for `/tools`.
+    pub summaries: &'static [(&'static str, &'static str)],
+    /// The names offered now, before the session's `--tools` filter (a feature that is
+    /// switched off, or has nothing to offer, offers none).
+    pub names: fn(&Session) -> Vec<&'static str>,
+    /// The schemas of the offered tools that pass `allowed` (the session's filter), in the
+    /// order the request carries them.
+    pub schemas: fn(&Session, &dyn Fn(&str) -> bool) -> Vec<Value>,
+}
+
+/// Every feature of this build, in registration order (the order of their tools in a
+/// request, of their commands in `/help`, of their close hooks).
+pub(crate) fn all() -> &'static [&'static Feature] {
+    crate::FEATURES
+}
+
+/// The registered spec of a tool a feature runs.
+pub(crate) fn tool_spec(name: &str) -> Option<&'static Spec> {
+    all()
+        .iter()
+        .filter_map(|f| f.tools)
+        .flat_map(|t| t.specs.iter())
+        .find(|s| s.name == name)
+}
+
+/// The tools of the feature that runs `name` (offered now or not).
+pub(crate) fn tools_of(name: &str) -> Option<&'static FeatureTools> {
+    all()
+        .iter()
+        .filter_map(|f| f.tools)
+        .find(|t| t.specs.iter().any(|s| s.name == name))
+}
+
+/// The feature commands with the name of the feature of each, in registration order.
+pub(crate) fn commands() -> impl Iterator<Item = (&'static str, &'static Command)> {
+    all()
+        .iter()
+        .flat_map(|f| f.commands.iter().map(move |c| (f.name, c)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_across_the_kernel_and_features() {
+        let mut features: Vec<&str> = all().iter().map(|f| f.name).collect();
+        let n = features.len();
+        features.sort_unstable();
+        features.dedup();
+        assert_eq!(features.len(), n, "two features share a name");
+        let mut commands: Vec<&str> = crate::commands::all_named()
+            .flat_map(|(_, c)| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+            .collect();
+        let n = commands.len();
+        commands.sort_unstable();
+        commands.dedup();
+        assert_eq!(
+            commands.len(),
+            n,
+            "a command name or alias is registered twice"
+        );
+    }
+}

@@ -42,7 +42,7 @@ impl Session {
     }
 
     /// One turn of a goal or loop: `Err(why)` when it ends the run (a limit, Esc, an error).
-    fn round(&self, round: u32, prompt: &str) -> Result<(), String> {
+    fn goal_round(&self, round: u32, prompt: &str) -> Result<(), String> {
         let result = self.chat(prompt);
         let last = self.lock().last_turn.clone();
         match (result, last.status) {
@@ -117,7 +117,7 @@ pub(crate) fn goal_cmd(s: &Session, args: &[String]) -> Result<String, CoreError
             NoticeLevel::Info,
             format!("goal round {round}/{max}: {condition}"),
         );
-        if let Err(why) = s.round(round, &prompt) {
+        if let Err(why) = s.goal_round(round, &prompt) {
             let msg = format!("goal not met: {why}");
             s.notice(NoticeLevel::Warning, msg.clone());
             return Ok(msg);
@@ -219,7 +219,7 @@ pub(crate) fn loop_cmd(s: &Session, args: &[String]) -> Result<String, CoreError
     let max = a.max.unwrap_or_else(|| s.max_rounds());
     for round in 1..=max {
         s.notice(NoticeLevel::Info, format!("loop round {round}/{max}"));
-        if let Err(why) = s.round(round, &a.prompt) {
+        if let Err(why) = s.goal_round(round, &a.prompt) {
             let msg = format!("loop ended after {} round(s): {why}", round - 1);
             s.notice(NoticeLevel::Warning, msg.clone());
             return Ok(msg);

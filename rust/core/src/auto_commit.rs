@@ -346,6 +346,11 @@ fn commit_files(repo: &Repository, planned: &[Planned], message: &str) -> Result
 /// What this feature adds to a session (feature.rs): the `--auto-commit` state.
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "auto_commit",
+    // The batch's intent becomes its commit's subject; each journaled batch is committed,
+    // and `/undo` of a batch reverts its commit.
+    batch_intent: Some(|s, intent| s.auto_commit_intent(intent)),
+    batch_saved: Some(|s, batch| s.auto_commit_batch(batch)),
+    batch_undone: Some(|s, batch, report| s.auto_commit_undo(batch, report)),
     state: Some(|o| Box::new(std::sync::Mutex::new(AutoCommit::at_open(&o.paths.project)))),
     ..crate::feature::Feature::NONE
 };

@@ -119,7 +119,9 @@ impl Session {
                     "snapshot",
                     json!({"batch": b.id, "files": files, "us": t0.elapsed().as_micros() as u64}),
                 );
-                self.auto_commit_batch(&b);
+                for saved in crate::feature::hooks(|f| f.batch_saved) {
+                    saved(self, &b);
+                }
             }
             Ok(Ok(None)) => {}
             Ok(Err(e)) | Err(e) => {
@@ -219,7 +221,7 @@ pub(crate) fn undo(s: &Session, args: &[String]) -> Result<String, CoreError> {
             "\nSome files were left as they are because they changed after the agent edited them.",
         );
     }
-    if let Some(line) = s.auto_commit_undo(&b, &r) {
+    for line in crate::feature::hooks(|f| f.batch_undone).filter_map(|undone| undone(s, &b, &r)) {
         out.push('\n');
         out.push_str(&line);
     }

@@ -9,10 +9,12 @@
 //! feature is removed by deleting its module and its one line there.
 
 use crate::commands::Command;
-use crate::session::{CoreError, Session, State, TurnSummary};
+use crate::session::{CoreError, Session, State};
 use crate::tool_call::registry::Spec;
 use serde_json::Value;
 use std::any::Any;
+use tokio_util::sync::CancellationToken;
+use yuyao_protocol::ToolCall;
 use yuyao_tools::ToolOutput;
 
 /// What one feature adds to a session.
@@ -29,15 +31,31 @@ pub(crate) struct Feature {
     pub opened: Option<fn(&Session)>,
     /// Rewrites a prompt before its turn runs (messages collected while idle go first).
     pub prompt_in: Option<fn(&Session, String) -> String>,
+    /// A prompt was submitted (it is in the history): a note to add after it (`@agent`
+    /// mentions), or none; a feature may also keep what the prompt says (memory's
+    /// preferences).
+    pub submitted: Option<fn(&Session, &str) -> Option<String>>,
+    /// Before a write tool's call runs (after the policy and the scope guard): `Err` refuses
+    /// it with that reason (a `/batch` unit may write only the files it claimed).
+    pub write_gate: Option<fn(&Session, &yuyao_policy::Action) -> Result<(), String>>,
+    /// A reply's tool batch is about to run, with the intent line it stated (or was given).
+    pub batch_intent: Option<fn(&Session, &str)>,
+    /// A tool batch's file changes were journaled as one snapshot batch.
+    pub batch_saved: Option<fn(&Session, &yuyao_store::snapshots::Batch)>,
+    /// A snapshot batch was undone (`/undo`): a line to add to the report, or none.
+    pub batch_undone: Option<
+        fn(
+            &Session,
+            &yuyao_store::snapshots::Batch,
+            &yuyao_store::snapshots::Report,
+        ) -> Option<String>,
+    >,
     /// Before each model call of a turn, outside the state lock (work of sub-agents that
     /// finished is applied).
     pub step_begin: Option<fn(&Session)>,
     /// Before each model call, under the state lock: what arrived since the last call joins
     /// the history (background jobs' reports, sub-agents' reports, a teammate's mail).
     pub step_inject: Option<fn(&Session, &mut State)>,
-    /// Before each model call: `Some` ends the turn with that summary (a stopped sub-agent,
-    /// the step limit of a tree of agents).
-    pub step_gate: Option<fn(&Session) -> Option<TurnSummary>>,
     /// After a turn (its result is already decided).
     pub turn_end: Option<fn(&Session)>,
     /// A turn to run after this one (a prompt queued during it).
@@ -67,9 +85,13 @@ impl Feature {
         state: None,
         opened: None,
         prompt_in: None,
+        submitted: None,
+        write_gate: None,
+        batch_intent: None,
+        batch_saved: None,
+        batch_undone: None,
         step_begin: None,
         step_inject: None,
-        step_gate: None,
         turn_end: None,
         next_turn: None,
         other_command: None,
@@ -139,7 +161,13 @@ pub(crate) struct FeatureTools {
     /// The schemas of the offered tools that pass `allowed` (the session's filter), in the
     /// order the request carries them.
     pub schemas: fn(&Session, &dyn Fn(&str) -> bool) -> Vec<Value>,
+    /// For a delegated tool (`Runner::Delegated`): runs a reply's calls of it beside the
+    /// batch, before the other calls, and returns their outcomes by call id.
+    pub beside: Option<fn(&Session, &[ToolCall], &str, &CancellationToken) -> BesideOutcomes>,
 }
+
+/// Outcomes of calls run beside a batch, by call id.
+pub(crate) type BesideOutcomes = std::collections::HashMap<String, crate::tool_call::CallOutcome>;
 
 /// Every feature of this build, in registration order (the order of their tools in a
 /// request, of their commands in `/help`, of their close hooks).

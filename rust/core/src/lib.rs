@@ -64,6 +64,7 @@ mod todo;
 mod tool_call;
 mod tool_defer;
 mod tool_offer;
+mod tree;
 mod turn;
 mod user_content;
 mod verification;

@@ -234,7 +234,7 @@ pub struct Session {
     /// The turn's declared scope and what its guard let through (`scope/`).
     pub(crate) scope: Mutex<crate::scope::Tracker>,
     /// This session's place among sub-agents: depth, the tree's shared ledger, its forks.
-    pub(crate) agents: crate::subagents::AgentLink,
+    pub(crate) agents: crate::tree::AgentLink,
     /// `--json-schema`: the schema the final answer must satisfy (`json_answer.rs`).
     pub(crate) json_answer: Option<crate::json_answer::JsonAnswer>,
     /// Images of the next turn's user message (`user_content.rs`).
@@ -592,7 +592,7 @@ impl Session {
             ext: Default::default(),
             dreamed: std::sync::atomic::AtomicBool::new(false),
             scope: Mutex::new(Default::default()),
-            agents: crate::subagents::AgentLink::at_open(),
+            agents: crate::tree::AgentLink::at_open(),
             json_answer,
             pending_images: Mutex::new(Vec::new()),
             plan_state: Mutex::new(Default::default()),

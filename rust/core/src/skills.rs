@@ -835,6 +835,7 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
             Vec::new()
         }
     },
+    beside: None,
 };
 
 /// What this feature adds to a session (feature.rs).

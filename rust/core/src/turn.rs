@@ -129,10 +129,6 @@ impl Session {
                 self.checkpoint_prompt(text);
                 self.scope_begin_turn();
                 self.completion_begin(text);
-                // A sub-agent's prompt is the model's: no preference of the user's to keep.
-                if !self.agents.is_child() {
-                    crate::memory::commands::on_submit(self, text);
-                }
                 // The repo map goes into the request view beside this prompt, when it changed
                 // (the stored prompt stays what the user typed).
                 let map = self.new_repo_map(text);
@@ -164,9 +160,12 @@ impl Session {
                         st.push(Message::user(format));
                     }
                 }
-                // `@explore` naming an agent hands that work to it (the task tool).
-                if let Some(note) = crate::subagents::defs::mention_note(self, text) {
-                    self.lock().push(Message::user(note));
+                // Features read the prompt (`@explore` naming an agent hands that work to it;
+                // a stated preference is kept in memory).
+                for submitted in crate::feature::hooks(|f| f.submitted) {
+                    if let Some(note) = submitted(self, text) {
+                        self.lock().push(Message::user(note));
+                    }
                 }
                 if !expanded {
                     crate::cmd_permissions::note_mentions(self, text);
@@ -448,7 +447,7 @@ impl Session {
                 return self.limit(format!("step limit reached ({max} model calls)"));
             }
             // A stopped sub-agent, or the step limit of the whole tree (sub-agents included).
-            if let Some(stop) = crate::feature::hooks(|f| f.step_gate).find_map(|gate| gate(self)) {
+            if let Some(stop) = self.tree_gate() {
                 return stop;
             }
             if let Some(wall) = self.opts.max_wall_seconds
@@ -793,7 +792,9 @@ impl Session {
             // are the session's doing too: nothing a session ran writes is taken for the user's.
             self.note_agent_extension_writes();
             let intent = batch.line;
-            self.auto_commit_intent(&intent);
+            for stated in crate::feature::hooks(|f| f.batch_intent) {
+                stated(self, &intent);
+            }
             let calls = assistant.tool_calls.clone();
             if tool_free {
                 // Calls sent in answer to the tool-free pass never run; each is a refusal.
@@ -850,7 +851,12 @@ impl Session {
                 ));
             }
             // The reply's task calls run first, concurrently; their results keep call order.
-            let mut delegated = self.run_task_calls(&calls, &intent, token);
+            let mut delegated = crate::feature::BesideOutcomes::new();
+            for tools in crate::feature::all().iter().filter_map(|f| f.tools) {
+                if let Some(beside) = tools.beside {
+                    delegated.extend(beside(self, &calls, &intent, token));
+                }
+            }
             let mut images = Vec::new();
             let mut tripped: Option<String> = None;
             let mut churned: Option<String> = None;

@@ -255,6 +255,7 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
             Vec::new()
         }
     },
+    beside: None,
 };
 
 /// What this feature adds to a session (feature.rs).

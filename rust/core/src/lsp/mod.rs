@@ -599,6 +599,7 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
         }
     },
     schemas: |_, ok| if ok(NAME) { vec![schema()] } else { Vec::new() },
+    beside: None,
 };
 
 /// What this feature adds to a session (feature.rs).

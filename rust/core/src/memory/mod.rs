@@ -336,12 +336,21 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
             .filter(|s| ok(s["function"]["name"].as_str().unwrap_or("")))
             .collect()
     },
+    beside: None,
 };
 
 /// What this feature adds to a session (feature.rs).
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "memory",
     state: Some(|o| Box::new(open(o.opts, o.paths, o.config))),
+    // A preference the user states is kept; a sub-agent's prompt is the model's: no
+    // preference of the user's to keep.
+    submitted: Some(|s, text| {
+        if !s.agents.is_child() {
+            commands::on_submit(s, text);
+        }
+        None
+    }),
     // Dreaming at the end of a session, once (seed 002, memory).
     close: Some(|s| {
         if !s.dreamed.swap(true, std::sync::atomic::Ordering::SeqCst) {

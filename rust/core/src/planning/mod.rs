@@ -878,6 +878,7 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
     )],
     names: |_| vec![crate::todo::NAME, START_TOOL],
     schemas: |s, ok| schemas(s, ok),
+    beside: None,
 };
 
 /// What this feature adds to a session (feature.rs).

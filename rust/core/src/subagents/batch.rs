@@ -372,7 +372,7 @@ pub(crate) fn run_units(
         })
         .collect();
     for r in &running {
-        s.agents.children_push(r.clone());
+        s.family().children_push(r.clone());
     }
     let pending: Mutex<VecDeque<usize>> =
         Mutex::new((0..total).filter(|i| launches[*i].is_some()).collect());
@@ -472,7 +472,7 @@ pub(crate) fn run_units(
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     });
-    s.agents.children_remove(&running);
+    s.family().children_remove(&running);
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     for (i, o) in slots.iter_mut().enumerate() {
         o.result = results.remove(&i);

@@ -123,7 +123,7 @@ pub(crate) struct Report {
     usage: Usage,
 }
 
-impl super::AgentLink {
+impl super::Family {
     pub(crate) fn children_push(&self, r: Arc<Running>) {
         self.children
             .lock()
@@ -137,12 +137,6 @@ impl super::AgentLink {
             .unwrap_or_else(|e| e.into_inner())
             .retain(|r| !gone.iter().any(|g| Arc::ptr_eq(g, r)));
     }
-
-    /// One more (or one fewer) sub-agent running in the tree.
-    pub(crate) fn active(&self, delta: i32) {
-        let mut l = self.ledger.lock();
-        l.active = (l.active as i32 + delta).max(0) as u32;
-    }
 }
 
 impl Session {
@@ -152,7 +146,7 @@ impl Session {
     pub(crate) fn apply_fork_work(&self) {
         let taken: Vec<(usize, super::isolated::Isolation)> = {
             let mut reports = self
-                .agents
+                .family()
                 .reports
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
@@ -172,7 +166,7 @@ impl Session {
         {
             // Reports are only appended meanwhile (by fork threads): the indexes hold.
             let mut reports = self
-                .agents
+                .family()
                 .reports
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
@@ -190,7 +184,7 @@ impl Session {
     pub(crate) fn inject_fork_reports(&self, st: &mut State) {
         let reports: Vec<Report> = std::mem::take(
             &mut *self
-                .agents
+                .family()
                 .reports
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()),
@@ -199,11 +193,7 @@ impl Session {
             st.cost_usd += r.cost;
             st.steps += r.steps;
             st.usage.add(&r.usage);
-            if !self.agents.is_child() {
-                let mut l = self.agents.ledger.lock();
-                l.children_cost = (l.children_cost - r.cost).max(0.0);
-                l.root_cost = st.cost_usd;
-            }
+            self.agents.child_merged(r.cost, st.cost_usd);
             st.trajectory
                 .record("fork_report", json!({"text": r.text, "cost_usd": r.cost}));
             st.push(Message::user(r.text));
@@ -212,7 +202,7 @@ impl Session {
 
     /// `/tasks` rows for sub-agents (running ones and finished forks).
     pub(crate) fn subagent_rows(&self) -> Vec<String> {
-        self.agents
+        self.family()
             .children
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -224,7 +214,7 @@ impl Session {
     /// `/tasks stop <id>` for a sub-agent: `None` when no sub-agent has that id.
     pub(crate) fn stop_subagent(&self, id: &str) -> Option<String> {
         let children = self
-            .agents
+            .family()
             .children
             .lock()
             .unwrap_or_else(|e| e.into_inner());
@@ -240,7 +230,7 @@ impl Session {
 /// Stops every running fork of the session.
 pub(crate) fn stop_all(s: &Session) -> String {
     let running: Vec<Arc<Running>> = s
-        .agents
+        .family()
         .children
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -288,13 +278,13 @@ pub(crate) fn fork_cmd(s: &Session, args: &[String]) -> Result<String, CoreError
     let label = format!("fork-{}", launch.agent_id);
     let iso = s.isolate_child(&mut launch, &label);
     let running = Running::new(&launch.agent_id, "fork", "fork", &prompt, &launch.call_id);
-    s.agents.children_push(running.clone());
+    s.family().children_push(running.clone());
     s.lock().trajectory.record(
         "subagent_start",
         json!({"agent_id": launch.agent_id, "agent": "fork", "call_id": launch.call_id,
                "mode": launch.opts.mode, "prompt": prompt}),
     );
-    let reports = s.agents.reports.clone();
+    let reports = s.family().reports.clone();
     let handler = s.handler.clone();
     let link_ledger = s.agents.ledger.clone();
     let id = launch.agent_id.clone();
@@ -302,14 +292,11 @@ pub(crate) fn fork_cmd(s: &Session, args: &[String]) -> Result<String, CoreError
     let spawned = std::thread::Builder::new()
         .name(format!("yuyao-fork-{id}"))
         .spawn(move || {
-            link_ledger.lock().active += 1;
+            link_ledger.running(1);
             let r = run_child(&launch, &prompt, &thread_running.stop, |c| {
                 thread_running.attach(c)
             });
-            {
-                let mut l = link_ledger.lock();
-                l.active = l.active.saturating_sub(1);
-            }
+            link_ledger.running(-1);
             thread_running.finish(&r.status, &r.account);
             let head = if r.status == "completed" {
                 format!("[fork {id} finished] {}", r.text.trim())

@@ -1,10 +1,11 @@
 //! Opening and running one sub-agent: its options derived from the parent's, its events
 //! forwarded nested, its result and a one-line account of what it did.
 
+use super::MAX_DEPTH;
 use super::defs::AgentDef;
-use super::{MAX_DEPTH, PENDING, Pending};
 use crate::handler::Handler;
 use crate::session::Session;
+use crate::tree::{PENDING, Pending};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,7 @@ const SUBAGENT_NOTE: &str = "\n\n# You are a sub-agent\nAnother agent gave you t
 pub(crate) struct Launch {
     pub opts: SessionOptions,
     pub handler: Option<Arc<dyn Handler>>,
-    pub ledger: Arc<super::Ledger>,
+    pub ledger: Arc<crate::tree::Ledger>,
     pub depth: u32,
     pub agent: String,
     pub agent_id: String,

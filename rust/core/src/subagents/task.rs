@@ -132,7 +132,7 @@ impl Session {
                     // A writing sub-agent works in a worktree of its own, not this checkout.
                     let label = format!("task-{}", launch.agent_id);
                     let iso = self.isolate_child(&mut launch, &label);
-                    self.agents.children_push(running.clone());
+                    self.family().children_push(running.clone());
                     jobs.push_back(Job {
                         call: call.clone(),
                         launch,
@@ -200,7 +200,7 @@ impl Session {
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
         });
-        self.agents.children_remove(&all);
+        self.family().children_remove(&all);
         for (call, writes, r, iso) in done.into_inner().unwrap_or_else(|e| e.into_inner()) {
             // Its work comes back to the checkout (after every sibling ended: one at a time).
             let back = iso.map(|iso| self.bring_back(iso, &format!("task {}", call.id)));

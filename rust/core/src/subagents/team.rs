@@ -377,6 +377,7 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
     summaries: &[],
     names: tool_names,
     schemas: |s, ok| schema(s).filter(|_| ok("team")).into_iter().collect(),
+    beside: None,
 };
 
 /// What this feature adds to a session (feature.rs).

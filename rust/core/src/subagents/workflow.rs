@@ -319,7 +319,7 @@ fn run(s: &Session, name: &str) -> Result<String, CoreError> {
                 .map_err(CoreError::Failed)?;
             l.agent = format!("{name}/{}", a.name);
             let running = Running::new(&l.agent_id, &l.agent, "workflow", &a.name, &l.call_id);
-            s.agents.children_push(running.clone());
+            s.family().children_push(running.clone());
             launches.push((a.clone(), l, prompt, running));
         }
         let queue = Mutex::new(launches.iter().collect::<std::collections::VecDeque<_>>());
@@ -351,7 +351,7 @@ fn run(s: &Session, name: &str) -> Result<String, CoreError> {
             }
         });
         let all: Vec<Arc<Running>> = launches.iter().map(|x| x.3.clone()).collect();
-        s.agents.children_remove(&all);
+        s.family().children_remove(&all);
         let outs = outs.into_inner().unwrap_or_else(|e| e.into_inner());
         done += outs.len() as u64;
         s.emit(Event::Progress {

@@ -337,7 +337,9 @@ impl Session {
             return (ToolOutput::err(refusal), false, false);
         }
         // 7. A /batch unit may not edit a file another running unit holds.
-        if let Err(refusal) = crate::subagents::batch::claim_gate(self, &action) {
+        if let Err(refusal) =
+            crate::feature::hooks(|f| f.write_gate).try_for_each(|gate| gate(self, &action))
+        {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);
         }

@@ -103,6 +103,7 @@ pub(crate) fn title_command(s: &Session, args: &[String]) -> Result<String, Core
 pub(crate) fn new_command(s: &Session, _: &[String]) -> Result<String, CoreError> {
     // A new conversation starts from the memory as it reads now.
     s.memory().reload();
+    s.forget_conventions();
     let dir = s.sessions_dir();
     let mut st = s.lock();
     let old = st.log.id().to_string();
@@ -123,6 +124,7 @@ pub(crate) fn new_command(s: &Session, _: &[String]) -> Result<String, CoreError
 
 pub(crate) fn clear_command(s: &Session, _: &[String]) -> Result<String, CoreError> {
     s.memory().reload();
+    s.forget_conventions();
     let mut st = s.lock();
     st.log_entry("clear", json!({}));
     st.history.clear();

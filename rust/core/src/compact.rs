@@ -72,8 +72,10 @@ impl Session {
             None,
             serde_json::json!({"trigger": if focus.is_some() { "manual" } else { "auto" }, "custom_instructions": focus}),
         );
-        // What is about to be summarized may hold things worth keeping: the memory flush.
-        crate::memory::flush::run(self, client, &history[..cut], token, max_tokens).await?;
+        // What is about to be summarized may hold things worth keeping (memory's flush).
+        for before in crate::feature::hooks(|f| f.before_compact) {
+            before(self, client, &history[..cut], token, max_tokens).await?;
+        }
         let before = crate::context::request_tokens(&self.next_request(&history).0);
         let (mut view, _) = request_view(&history[..cut], self.stub_batch_chars());
         let mut ask = COMPACT_ASK.to_string();

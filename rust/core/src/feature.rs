@@ -50,6 +50,14 @@ pub(crate) struct Feature {
             &yuyao_store::snapshots::Report,
         ) -> Option<String>,
     >,
+    /// Preference rules a shell command must keep (`preference_rules.rs`), beside those of
+    /// the instruction files (memory's remembered "use X, not Y").
+    pub rules: Option<fn(&Session) -> Vec<crate::preference_rules::Rule>>,
+    /// The feature's section of the system prompt (memory's notes), "" for none.
+    pub system_section: Option<fn(&Session) -> String>,
+    /// Before older messages are summarized away: a look at them first (memory's flush
+    /// keeps what is worth keeping). An error stops the compaction.
+    pub before_compact: Option<BeforeCompact>,
     /// Before each model call of a turn, outside the state lock (work of sub-agents that
     /// finished is applied).
     pub step_begin: Option<fn(&Session)>,
@@ -90,6 +98,9 @@ impl Feature {
         batch_intent: None,
         batch_saved: None,
         batch_undone: None,
+        rules: None,
+        system_section: None,
+        before_compact: None,
         step_begin: None,
         step_inject: None,
         turn_end: None,
@@ -165,6 +176,17 @@ pub(crate) struct FeatureTools {
     /// batch, before the other calls, and returns their outcomes by call id.
     pub beside: Option<fn(&Session, &[ToolCall], &str, &CancellationToken) -> BesideOutcomes>,
 }
+
+/// [`Feature::before_compact`]: `(session, client, the older messages, token, max tokens)`.
+pub(crate) type BeforeCompact = for<'a> fn(
+    &'a Session,
+    &'a yuyao_model::ModelClient,
+    &'a [yuyao_protocol::Message],
+    &'a CancellationToken,
+    Option<u64>,
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<(), yuyao_model::ModelError>> + Send + 'a>,
+>;
 
 /// Outcomes of calls run beside a batch, by call id.
 pub(crate) type BesideOutcomes = std::collections::HashMap<String, crate::tool_call::CallOutcome>;

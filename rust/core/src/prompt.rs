@@ -184,7 +184,7 @@ pub fn convention_files(project: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
             if let Some(text) = crate::instruction_files::read(&p, &[project]) {
                 // Cap so a huge file cannot crowd out the task.
                 let text: String = text.chars().take(40_000).collect();
-                let text = crate::memory::conventions::expand_imports(&text, &p, project);
+                let text = crate::conventions::expand_imports(&text, &p, project);
                 out.push((p, text));
                 break;
             }

@@ -239,6 +239,8 @@ pub struct Session {
     pub(crate) json_answer: Option<crate::json_answer::JsonAnswer>,
     /// Images of the next turn's user message (`user_content.rs`).
     pub(crate) pending_images: Mutex<Vec<String>>,
+    /// Convention files already in the context (nested ones join on first use).
+    pub(crate) conventions_loaded: Mutex<std::collections::BTreeSet<PathBuf>>,
     /// The features' own state (`feature.rs`).
     pub(crate) parts: crate::feature::Parts,
     /// `/queue followup|collect|interrupt` turns waiting for the running one (`queue.rs`).
@@ -596,6 +598,7 @@ impl Session {
             json_answer,
             pending_images: Mutex::new(Vec::new()),
             plan_state: Mutex::new(Default::default()),
+            conventions_loaded: Default::default(),
             parts,
             runtime: Mutex::new(None),
             _live: live,

@@ -69,7 +69,9 @@ impl Session {
         let head = yuyao_store::hostgit::head(&self.paths.project);
         let stated = self.current_stated(head);
         let (tools, more_tools) = self.deferred_listing(self.offered_names());
-        let memory = crate::memory::backend::section(self);
+        let memory: String = crate::feature::hooks(|f| f.system_section)
+            .map(|section| section(self))
+            .collect();
         let system = prompt::build(&PromptInputs {
             stated: &stated,
             headless: self.opts.headless,

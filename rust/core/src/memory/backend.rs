@@ -41,16 +41,16 @@ pub(crate) struct ServiceState {
     /// The service's part of the starting memory, fetched once per conversation.
     boot: Mutex<Option<String>>,
     /// Preference rules its entries state ("use bun, not npm"), enforced like `MEMORY.md`'s.
-    rules: Mutex<Vec<super::rules::Rule>>,
+    rules: Mutex<Vec<crate::preference_rules::Rule>>,
 }
 
 impl ServiceState {
-    pub(crate) fn rules(&self) -> Vec<super::rules::Rule> {
+    pub(crate) fn rules(&self) -> Vec<crate::preference_rules::Rule> {
         self.rules.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     fn learn(&self, text: &str, when: Option<String>) {
-        if let Some(rule) = super::rules::compile_service(text, when) {
+        if let Some(rule) = crate::preference_rules::compile_service(text, when) {
             let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
             if !rules.contains(&rule) {
                 rules.push(rule);

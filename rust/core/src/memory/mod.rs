@@ -6,12 +6,10 @@
 pub(crate) mod backend;
 mod bootstrap;
 pub(crate) mod commands;
-pub(crate) mod conventions;
 pub(crate) mod detect;
 pub(crate) mod flush;
 pub(crate) mod init;
 pub(crate) mod maintain;
-pub(crate) mod rules;
 pub(crate) mod search;
 pub(crate) mod tools;
 pub(crate) mod write;
@@ -27,8 +25,6 @@ pub use bootstrap::DEFAULT_BOOTSTRAP_CHARS;
 /// The memory of one session.
 pub(crate) struct Memory {
     pub enabled: bool,
-    /// Convention files already in the context (nested ones join on first use).
-    pub conventions: Mutex<std::collections::BTreeSet<PathBuf>>,
     pub layout: Layout,
     budget: usize,
     state: Mutex<Loaded>,
@@ -51,14 +47,13 @@ struct Loaded {
     /// Per watched file: modification time and length when last read, and its entries' texts.
     seen: BTreeMap<PathBuf, (Option<SystemTime>, u64, Vec<String>)>,
     /// Preference rules compiled from the MEMORY.md files (re-read on change).
-    rules: Vec<rules::Rule>,
+    rules: Vec<crate::preference_rules::Rule>,
 }
 
 impl Memory {
     pub fn disabled(layout: Layout) -> Self {
         Memory {
             enabled: false,
-            conventions: Default::default(),
             layout,
             budget: 0,
             state: Mutex::new(Loaded::default()),
@@ -73,7 +68,6 @@ impl Memory {
     pub fn open(layout: Layout, budget: usize) -> Self {
         let m = Memory {
             enabled: true,
-            conventions: Default::default(),
             layout,
             budget,
             state: Mutex::new(Loaded::default()),
@@ -88,10 +82,6 @@ impl Memory {
     /// Loads the files again into a new prompt section: for a new conversation (`/new`,
     /// `/clear`), whose prefix is new anyway.
     pub fn reload(&self) {
-        self.conventions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
         self.service.forget_boot();
         if !self.enabled {
             return;
@@ -105,7 +95,7 @@ impl Memory {
         for p in self.watched() {
             loaded.seen.insert(p.clone(), observe(&p));
         }
-        loaded.rules = rules::compile_files(&self.layout);
+        loaded.rules = crate::preference_rules::compile_files(&self.layout);
         *self.lock() = loaded;
     }
 
@@ -132,7 +122,7 @@ impl Memory {
     }
 
     /// The preference rules of the memory files, then those of the memory service's entries.
-    pub fn rules(&self) -> Vec<rules::Rule> {
+    pub fn rules(&self) -> Vec<crate::preference_rules::Rule> {
         let mut r = self.lock().rules.clone();
         r.extend(self.service.rules());
         r
@@ -195,7 +185,7 @@ impl Memory {
             st.seen.insert(p, now);
         }
         if !notes.is_empty() {
-            st.rules = rules::compile_files(&self.layout);
+            st.rules = crate::preference_rules::compile_files(&self.layout);
         }
         notes
     }
@@ -256,56 +246,6 @@ pub(crate) fn open(
     Memory::open(layout, budget)
 }
 
-/// Tools whose paths are files the agent reads or edits (a nested AGENTS.md above one joins
-/// the context).
-const FILE_TOOLS: &[&str] = &[
-    "read",
-    "write",
-    "edit",
-    "multi-edit",
-    "apply-patch",
-    "notebook-edit",
-    "read-media",
-];
-
-impl crate::session::Session {
-    /// After a file tool ran: a nested AGENTS.md above one of its files that is not in the
-    /// context yet is appended as a note before the next model call.
-    pub(crate) fn add_nested_conventions(&self, tool: &str, paths: &[PathBuf]) {
-        if self.opts.no_memory || !FILE_TOOLS.contains(&tool) || paths.is_empty() {
-            return;
-        }
-        let found = {
-            let mut loaded = self
-                .memory()
-                .conventions
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            if loaded.is_empty() {
-                // Those of the system prompt (the project root down to cwd) are loaded.
-                for (p, _) in crate::prompt::convention_files(&self.paths.project, &self.ctx.cwd())
-                {
-                    loaded.insert(p);
-                }
-                loaded.insert(PathBuf::new());
-            }
-            conventions::nested_for(paths, &self.paths.project, &mut loaded)
-        };
-        let mut st = self.lock();
-        for (path, text) in found {
-            let dir = path
-                .parent()
-                .map(|d| d.display().to_string())
-                .unwrap_or_default();
-            st.pending_notes.push(format!(
-                "Instructions from {} (they apply to files below {dir}/; follow them there):\n{}",
-                path.display(),
-                text.trim()
-            ));
-        }
-    }
-}
-
 static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
     // Memory tools read only memory files, which are the user's own notes.
     specs: &[
@@ -343,6 +283,11 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "memory",
     state: Some(|o| Box::new(open(o.opts, o.paths, o.config))),
+    rules: Some(|s| s.memory().rules()),
+    system_section: Some(backend::section),
+    before_compact: Some(|s, client, older, token, max_tokens| {
+        Box::pin(flush::run(s, client, older, token, max_tokens))
+    }),
     // A preference the user states is kept; a sub-agent's prompt is the model's: no
     // preference of the user's to keep.
     submitted: Some(|s, text| {

@@ -309,7 +309,7 @@ impl Session {
         // 3. A preference rule ("use bun, not npm", from MEMORY.md or AGENTS.md) that forbids
         // this command's program.
         if let Some(cmd) = &action.command
-            && let Some(rule) = crate::memory::rules::violation(&self.preference_rules(), cmd)
+            && let Some(rule) = crate::preference_rules::violation(&self.preference_rules(), cmd)
         {
             self.notice(yuyao_protocol::NoticeLevel::Warning, rule.clone());
             self.lock().trajectory.record(

@@ -50,6 +50,8 @@ const OPEN_TOOLS: &[&str] = &[
     "skill",
     "task",
     "team",
+    "memory-search",
+    "memory-get",
 ];
 
 /// Inspections the navigation classifier does not know (it judges files and commands).
@@ -157,7 +159,7 @@ impl Session {
     }
 
     fn preview_class(&self, name: &str, arguments: &str) -> Class {
-        if OPEN_TOOLS.contains(&name) || crate::memory::tools::NAMES.contains(&name) {
+        if OPEN_TOOLS.contains(&name) {
             return Class::Open;
         }
         if name == "bg-output" {

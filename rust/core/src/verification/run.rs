@@ -67,7 +67,7 @@ impl Session {
         };
         // A remembered preference ("use bun, not npm") forbids it as it would a bash call.
         if let Some(rule) =
-            crate::memory::rules::violation(&self.preference_rules(), &found.command)
+            crate::preference_rules::violation(&self.preference_rules(), &found.command)
         {
             result.not_run = Some(rule);
             self.record_verification(&result);

@@ -371,7 +371,9 @@ impl crate::session::Session {
     /// The rules in force for a shell command: the memory's, and those of the instruction
     /// files the prompt carries (none under `--no-memory`, which leaves AGENTS.md unread).
     pub(crate) fn preference_rules(&self) -> Vec<Rule> {
-        let mut rules = self.memory().rules();
+        let mut rules: Vec<Rule> = crate::feature::hooks(|f| f.rules)
+            .flat_map(|rules| rules(self))
+            .collect();
         if !self.opts.no_memory {
             let files: Vec<PathBuf> =
                 crate::prompt::convention_files(&self.paths.project, &self.ctx.cwd())

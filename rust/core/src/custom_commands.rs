@@ -347,6 +347,14 @@ impl Session {
 /// What this feature adds to a session (feature.rs): commands read from `commands/*.md`.
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "custom_commands",
+    // A command file can run `!{cmd}` and pre-approve tools (`allowed-tools`).
+    program_files: Some(|home, project| {
+        dirs(home, project)
+            .into_iter()
+            .filter(|(_, source)| *source == crate::hooks::HookSource::Project)
+            .flat_map(|(dir, _)| crate::frontmatter::files_with_ext(&dir, "md"))
+            .collect()
+    }),
     // Not a built-in: a custom command, read from disk now.
     other_command: Some(|s, name, rest| s.run_custom_command(name, rest)),
     help: Some(|s, name| match name {

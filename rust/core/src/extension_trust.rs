@@ -30,7 +30,6 @@ pub fn project_files(home: &Path, project: &Path) -> Vec<PathBuf> {
         .filter(|(_, s)| *s == HookSource::Project)
         .map(|(p, _)| p)
         .collect();
-    out.extend(crate::plugins::project_program_files(home, project));
     for rel in [
         ".mcp.json",
         ".yuyao/config.toml",
@@ -40,38 +39,14 @@ pub fn project_files(home: &Path, project: &Path) -> Vec<PathBuf> {
     ] {
         out.push(project.join(rel));
     }
-    for (dir, source) in crate::custom_commands::dirs(home, project) {
-        if source == HookSource::Project {
-            out.extend(crate::frontmatter::files_with_ext(&dir, "md"));
-        }
-    }
     for dir in [".claude/agents", ".yuyao/agents"] {
         out.extend(crate::frontmatter::files_with_ext(&project.join(dir), "md"));
     }
-    // A project plugin's commands and agents are the project's too.
-    let (plugins, _) = crate::plugins::load(home, project);
-    let mut skill_roots: Vec<(PathBuf, HookSource, String)> = crate::skills::roots(home, project)
-        .into_iter()
-        .filter(|(_, o, _)| *o == HookSource::Project)
-        .collect();
-    for p in plugins.iter().filter(|p| p.source == HookSource::Project) {
-        for kind in ["commands", "agents"] {
-            if let Some(dir) = p.dir_of(kind) {
-                out.extend(crate::frontmatter::files_with_ext(&dir, "md"));
-            }
-        }
-        if let Some(dir) = p.dir_of("skills") {
-            skill_roots.push((dir, HookSource::Project, String::new()));
-        }
+    // Each feature's own: plugins' manifests and the files they name, custom commands,
+    // skills that pre-approve tools.
+    for files in crate::feature::hooks(|f| f.program_files) {
+        out.extend(files(home, project));
     }
-    // A project skill whose `allowed-tools` pre-approve tools widens what runs unasked.
-    let (skills, _) = crate::skills::load_from(&skill_roots);
-    out.extend(
-        skills
-            .into_iter()
-            .filter(|k| !k.allowed_tools.is_empty())
-            .map(|k| k.file),
-    );
     out.retain(|p| p.is_file());
     out.sort();
     out.dedup();

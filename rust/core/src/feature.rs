@@ -26,8 +26,8 @@ pub(crate) struct Feature {
     /// The feature's own per-session state, made at open (read back with
     /// [`Session::part`]).
     pub state: Option<fn(&Opening) -> Box<dyn Any + Send + Sync>>,
-    /// Runs once the session is open (its handler attached, before the saved session is
-    /// resumed).
+    /// Runs once the session is open: the saved session resumed, extension trust settled,
+    /// hooks loaded; before MCP servers start.
     pub opened: Option<fn(&Session)>,
     /// Rewrites a prompt before its turn runs (messages collected while idle go first).
     pub prompt_in: Option<fn(&Session, String) -> String>,
@@ -58,6 +58,28 @@ pub(crate) struct Feature {
     /// Before older messages are summarized away: a look at them first (memory's flush
     /// keeps what is worth keeping). An error stops the compaction.
     pub before_compact: Option<BeforeCompact>,
+    /// Text after the system prompt's end (the skills list); returns the prompt.
+    pub system_tail: Option<fn(&Session, String) -> String>,
+    /// A typed prompt (not a custom command's expansion) was added: messages to follow it
+    /// (the bodies of skills its words trigger).
+    pub prompt_context: Option<fn(&Session, &str) -> Vec<String>>,
+    /// Before each model call, after the settings note: a note of what changed (a skill
+    /// added or removed).
+    pub step_note: Option<fn(&Session) -> Option<String>>,
+    /// After the policy decided a call: a question it would put may be spared (a running
+    /// skill's `allowed-tools`); never a refusal. `(action, raw arguments, decision)`.
+    pub preapprove: Option<fn(&Session, &yuyao_policy::Action, &str, &mut yuyao_policy::Decision)>,
+    /// The project's files (existing now) through which this feature can start a process or
+    /// widen what runs unasked, `(home, project)`: held until the user approves them as
+    /// they are (DESIGN §8, `extension_trust.rs`). Called without a session (`yuyao trust`).
+    pub program_files: Option<fn(&std::path::Path, &std::path::Path) -> Vec<std::path::PathBuf>>,
+    /// Hooks this feature adds to the hook files' (a plugin's).
+    pub hooks: Option<fn(&Session) -> Vec<crate::hooks::Hook>>,
+    /// Whether a hook read from `file` may run now (`false`: its plugin is off).
+    pub hook_active: Option<fn(&Session, &std::path::Path) -> bool>,
+    /// The project files holding hooks this feature adds, `(home, project)`: what
+    /// `/hooks approve` approves beside the hook files.
+    pub hook_files: Option<fn(&std::path::Path, &std::path::Path) -> Vec<std::path::PathBuf>>,
     /// Before each model call of a turn, outside the state lock (work of sub-agents that
     /// finished is applied).
     pub step_begin: Option<fn(&Session)>,
@@ -101,6 +123,14 @@ impl Feature {
         rules: None,
         system_section: None,
         before_compact: None,
+        system_tail: None,
+        prompt_context: None,
+        step_note: None,
+        preapprove: None,
+        program_files: None,
+        hooks: None,
+        hook_active: None,
+        hook_files: None,
         step_begin: None,
         step_inject: None,
         turn_end: None,

@@ -222,8 +222,10 @@ impl Session {
             !gate || yuyao_store::trust::bytes_approved(&self.paths, f, bytes)
         };
         let (mut list, warnings) = hooks::load_if(&self.paths.home, &self.paths.project, &approved);
-        // Plugins' hooks: whether they run is asked at every event (`plugin_file_active`).
-        list.extend(self.plugin_hooks());
+        // Features' hooks (plugins'): whether they run is asked at every event.
+        for more in crate::feature::hooks(|f| f.hooks) {
+            list.extend(more(self));
+        }
         for w in warnings {
             self.notice(NoticeLevel::Warning, format!("hooks: {w}"));
         }
@@ -262,9 +264,14 @@ impl Session {
             .iter()
             .filter(|h| h.event == event && h.enabled && h.applies_to(tool))
             .filter(|h| h.source == HookSource::User || project_ok)
-            .filter(|h| self.plugin_file_active(&h.file))
+            .filter(|h| self.hook_file_active(&h.file))
             .cloned()
             .collect()
+    }
+
+    /// Whether a hook read from `file` may run now (a feature's, e.g. its plugin is on).
+    fn hook_file_active(&self, file: &std::path::Path) -> bool {
+        crate::feature::hooks(|f| f.hook_active).all(|active| active(self, file))
     }
 
     /// Runs the hooks of `event` (for `tool`, if any) in order and combines their replies.
@@ -540,8 +547,8 @@ pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
                 .into_iter()
                 .map(|(f, _)| f)
                 .filter(|f| {
-                    crate::plugins::project_program_files(&s.paths.home, &s.paths.project)
-                        .contains(f)
+                    crate::feature::hooks(|f| f.hook_files)
+                        .any(|files| files(&s.paths.home, &s.paths.project).contains(f))
                         || hooks::files(&s.paths.home, &s.paths.project)
                             .iter()
                             .any(|(p, _)| p == f)
@@ -596,7 +603,7 @@ fn list(s: &Session) -> String {
             .map(|(i, x)| {
                 let state = if !x.enabled {
                     "disabled"
-                } else if !s.plugin_file_active(&x.file) {
+                } else if !s.hook_file_active(&x.file) {
                     "not run: its plugin is off"
                 } else if x.source == HookSource::Project && !project_ok {
                     "not run: project not trusted"

@@ -92,6 +92,7 @@ static FEATURES: &[&feature::Feature] = &[
     &lsp::FEATURE,
     &memory::FEATURE,
     &skills::FEATURE,
+    &plugins::FEATURE,
     &auto_commit::FEATURE,
     &cmd_sessions::FEATURE,
     &cmd_files::FEATURE,

@@ -355,6 +355,12 @@ fn save_disabled(home: &Path, name: &str, on: bool) -> std::io::Result<()> {
 pub(crate) struct PluginServers(pub BTreeMap<String, (String, HookSource, McpServer)>);
 
 impl Session {
+    fn plugin_servers(&self) -> &std::sync::Mutex<PluginServers> {
+        self.part()
+    }
+}
+
+impl Session {
     /// Every plugin on disk (whatever its state), warnings said once.
     pub(crate) fn all_plugins(&self) -> Vec<Plugin> {
         let (list, warnings) = load(&self.paths.home, &self.paths.project);
@@ -488,8 +494,7 @@ impl Session {
             }
         }
         *self
-            .ext
-            .plugin_servers
+            .plugin_servers()
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = PluginServers(all);
     }
@@ -498,8 +503,7 @@ impl Session {
     /// configured ones before every sync).
     pub(crate) fn plugin_mcp_servers(&self) -> BTreeMap<String, McpServer> {
         let servers = self
-            .ext
-            .plugin_servers
+            .plugin_servers()
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .0
@@ -519,8 +523,7 @@ impl Session {
     /// project profile, `process_profile`).
     pub(crate) fn project_plugin_servers(&self) -> Vec<String> {
         let servers = self
-            .ext
-            .plugin_servers
+            .plugin_servers()
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         servers
@@ -591,6 +594,33 @@ pub(crate) fn switch_plugin(s: &Session, name: &str, on: bool) -> Result<String,
         disabled_file(&s.paths.home).display()
     ))
 }
+
+/// What this feature adds to a session (feature.rs): the plugins' MCP servers read at open.
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "plugins",
+    state: Some(|_| Box::<std::sync::Mutex<PluginServers>>::default()),
+    // Plugins' MCP servers are read once, at open.
+    opened: Some(|s| s.read_plugin_servers()),
+    // Plugins' hooks: whether they run is asked at every event.
+    hooks: Some(|s| s.plugin_hooks()),
+    hook_active: Some(|s, file| s.plugin_file_active(file)),
+    hook_files: Some(project_program_files),
+    // Manifests and the hook/MCP files they name; a project plugin's commands and agents
+    // are the project's too.
+    program_files: Some(|home, project| {
+        let mut out = project_program_files(home, project);
+        let (plugins, _) = load(home, project);
+        for p in plugins.iter().filter(|p| p.source == HookSource::Project) {
+            for kind in ["commands", "agents"] {
+                if let Some(dir) = p.dir_of(kind) {
+                    out.extend(crate::frontmatter::files_with_ext(&dir, "md"));
+                }
+            }
+        }
+        out
+    }),
+    ..crate::feature::Feature::NONE
+};
 
 #[cfg(test)]
 mod tests {

@@ -225,8 +225,6 @@ pub struct Session {
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     /// The endpoint refused `reasoning_effort: "xhigh"`: `--thinking max` sends `high`.
     pub(crate) xhigh_refused: std::sync::atomic::AtomicBool,
-    /// Skills and plugins (`skills.rs`, `plugins.rs`).
-    pub(crate) ext: crate::skills::ExtState,
     /// The planning workflow's draft, approval and pinned plan (`planning/`).
     pub(crate) plan_state: Mutex<crate::planning::PlanState>,
     /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
@@ -591,7 +589,6 @@ impl Session {
             expanded_prompt: Default::default(),
             xhigh_refused: Default::default(),
             rules: Mutex::new(Default::default()),
-            ext: Default::default(),
             dreamed: std::sync::atomic::AtomicBool::new(false),
             scope: Mutex::new(Default::default()),
             agents: crate::tree::AgentLink::at_open(),
@@ -603,9 +600,6 @@ impl Session {
             runtime: Mutex::new(None),
             _live: live,
         };
-        for opened in crate::feature::hooks(|f| f.opened) {
-            opened(&session);
-        }
         for w in [cost_warning, trajectory.1].into_iter().flatten() {
             session.notice(NoticeLevel::Warning, w);
         }
@@ -626,8 +620,10 @@ impl Session {
             .ignored_project_settings
             .extend(waiting.iter().cloned());
         ignored.extend(waiting);
-        // Plugins' MCP servers are read once, at open (plugins.rs).
-        session.read_plugin_servers();
+        // Features finish opening (plugins' MCP servers are read once, here).
+        for opened in crate::feature::hooks(|f| f.opened) {
+            opened(&session);
+        }
         // MCP servers start connecting now, in the background: opening never waits for them.
         session.mcp_sync();
         session.mcp_open_notices();

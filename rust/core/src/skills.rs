@@ -71,7 +71,13 @@ pub(crate) struct ExtState {
     active: Mutex<Option<ActiveSkill>>,
     /// Extension problems already reported (each is said once).
     warned: Mutex<BTreeSet<String>>,
-    pub(crate) plugin_servers: Mutex<crate::plugins::PluginServers>,
+}
+
+impl Session {
+    /// The session's skill state.
+    pub(crate) fn ext(&self) -> &ExtState {
+        self.part()
+    }
 }
 
 /// The skill whose `allowed-tools` are in force (see [`ExtState`]).
@@ -312,7 +318,7 @@ impl Session {
         if warnings.is_empty() {
             return;
         }
-        let mut seen = self.ext.warned.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = self.ext().warned.lock().unwrap_or_else(|e| e.into_inner());
         for w in warnings {
             if seen.insert(w.clone()) {
                 self.notice(NoticeLevel::Warning, w);
@@ -385,7 +391,7 @@ impl Session {
         } else {
             Vec::new()
         };
-        *self.ext.told.lock().unwrap_or_else(|e| e.into_inner()) =
+        *self.ext().told.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(list.iter().map(|s| s.name.clone()).collect());
         if list.is_empty() {
             return system;
@@ -413,7 +419,7 @@ impl Session {
     /// A note for the skills added or removed since the model was told (`None`: nothing).
     pub(crate) fn skills_note(&self) -> Option<String> {
         let told = self
-            .ext
+            .ext()
             .told
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -448,7 +454,7 @@ impl Session {
                     .join(", ")
             ));
         }
-        *self.ext.told.lock().unwrap_or_else(|e| e.into_inner()) = Some(names);
+        *self.ext().told.lock().unwrap_or_else(|e| e.into_inner()) = Some(names);
         Some(lines.join("\n"))
     }
 
@@ -492,14 +498,14 @@ impl Session {
     pub(crate) fn activate_skill(&self, skill: &Skill) {
         if !skill.allowed_tools.is_empty() {
             let approval = (skill.origin == HookSource::Project).then(|| skill.file.clone());
-            *self.ext.active.lock().unwrap_or_else(|e| e.into_inner()) =
+            *self.ext().active.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some((skill.name.clone(), skill.allowed_tools.clone(), approval));
         }
     }
 
     /// At the end of a turn: no skill runs any more.
     pub(crate) fn end_skill_scope(&self) {
-        self.ext
+        self.ext()
             .active
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -562,7 +568,7 @@ impl Session {
             return;
         }
         let Some((skill, allowed, approval)) = self
-            .ext
+            .ext()
             .active
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -841,6 +847,37 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
 /// What this feature adds to a session (feature.rs).
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "skills",
+    // A project skill (or a project plugin's) whose `allowed-tools` pre-approve tools widens
+    // what runs unasked.
+    program_files: Some(|home, project| {
+        let mut roots: Vec<(PathBuf, HookSource, String)> = roots(home, project)
+            .into_iter()
+            .filter(|(_, o, _)| *o == HookSource::Project)
+            .collect();
+        let (plugins, _) = crate::plugins::load(home, project);
+        for p in plugins.iter().filter(|p| p.source == HookSource::Project) {
+            if let Some(dir) = p.dir_of("skills") {
+                roots.push((dir, HookSource::Project, String::new()));
+            }
+        }
+        let (skills, _) = load_from(&roots);
+        skills
+            .into_iter()
+            .filter(|k| !k.allowed_tools.is_empty())
+            .map(|k| k.file)
+            .collect()
+    }),
+    state: Some(|_| Box::<ExtState>::default()),
+    // Skills: names and descriptions only, fixed with the prompt (later ones as notes).
+    system_tail: Some(|s, system| s.with_skills_section(system)),
+    // Skills whose trigger keyword the prompt names load after it.
+    prompt_context: Some(|s, text| s.skill_triggers(text)),
+    // A skill added or removed since the prompt was built: said in a note.
+    step_note: Some(|s| s.skills_note()),
+    // A running skill's `allowed-tools` spare the mode's question (never a refusal).
+    preapprove: Some(|s, action, raw_args, decision| {
+        s.skill_preapproval(action, raw_args, decision)
+    }),
     // A skill's `allowed-tools` last as long as the turn it was loaded in.
     turn_end: Some(|s| s.end_skill_scope()),
     commands: &[crate::commands::cmd!(

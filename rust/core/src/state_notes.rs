@@ -84,7 +84,8 @@ impl Session {
             memory: &memory,
         });
         // Skills: names and descriptions only, fixed with the prompt (later ones as notes).
-        let system = self.with_skills_section(system + &more_tools);
+        let system = crate::feature::hooks(|f| f.system_tail)
+            .fold(system + &more_tools, |system, tail| tail(self, system));
         let mut st = self.lock();
         // Notes in the history were written against an earlier prompt: the next note states
         // everything again, so the latest statement is the one in force.

@@ -133,11 +133,13 @@ impl Session {
                 // (the stored prompt stays what the user typed).
                 let map = self.new_repo_map(text);
                 let message = self.attach_pending_images(message);
-                // Skills whose trigger keyword the prompt names load after it.
+                // What features add after a typed prompt (skills its words trigger).
                 let skills = if expanded {
                     Vec::new()
                 } else {
-                    self.skill_triggers(text)
+                    crate::feature::hooks(|f| f.prompt_context)
+                        .flat_map(|context| context(self, text))
+                        .collect()
                 };
                 {
                     let mut st = self.lock();
@@ -489,8 +491,8 @@ impl Session {
             if let Some(note) = self.settings_note() {
                 crate::state_notes::push_note(&mut self.lock(), note);
             }
-            // A skill added or removed since the prompt was built: said in a note.
-            if let Some(note) = self.skills_note() {
+            // What a feature has to say since the last call (a skill added or removed).
+            for note in crate::feature::hooks(|f| f.step_note).filter_map(|note| note(self)) {
                 crate::state_notes::push_note(&mut self.lock(), note);
             }
             let tool_free = pass.is_some();

@@ -322,7 +322,9 @@ impl Session {
         // to the mode), then a running skill's `allowed-tools`, which spare the mode's
         // question, never a refusal.
         let mut decision = self.decide(&action);
-        self.skill_preapproval(&action, &call.arguments, &mut decision);
+        for preapprove in crate::feature::hooks(|f| f.preapprove) {
+            preapprove(self, &action, &call.arguments, &mut decision);
+        }
         // 5. PreToolUse / beforeShellExecution hooks.
         if let Err(refusal) = self.hook_stage(name, &value, &action, &mut decision) {
             return (ToolOutput::err(refusal), false, false);
@@ -473,7 +475,9 @@ impl Session {
             paths: Vec::new(),
         };
         let mut decision = self.decide(&action);
-        self.skill_preapproval(&action, &call.arguments, &mut decision);
+        for preapprove in crate::feature::hooks(|f| f.preapprove) {
+            preapprove(self, &action, &call.arguments, &mut decision);
+        }
         self.hook_stage(name, &value, &action, &mut decision)?;
         self.record_decision(name, &value, &action, &decision);
         let approved = match decision.verdict {

@@ -11,13 +11,19 @@ Three graphs, from the sources alone (no build):
            imports at the top, in functions and under `if TYPE_CHECKING:` all count (a deferred
            import that only dodges a cycle is still a cycle). Any strongly connected component
            of more than one module fails the check and is printed as a cycle.
-  core     the top-level modules of rust/core and their `crate::` / `super::` arrows. The size of
-           the largest strongly connected component and the arrow count are printed for
-           information; `--max-core-scc N` fails when that component grows past N, so CI can
-           pin today's figure and it can only go down.
+  core     the top-level modules of rust/core and their arrows: `crate::` / `super::` paths, and
+           calls of the session's methods defined in another module (`impl Session` is spread
+           over the crate, so `s.skill_triggers(…)` depends on skills.rs as much as a path
+           would). The size of the largest strongly connected component and the arrow count are
+           printed for information; `--max-core-scc N` fails when that component grows past N.
+  kernel   the modules lib.rs registers in `FEATURES` are features, modules no other module
+           names are the fronts' entrances (the headless run), the rest the kernel
+           (feature.rs): every arrow from a kernel module into a feature is printed, and
+           `--max-kernel-arrows N` fails when there are more than N. CI pins both figures, so
+           they can only go down.
 
 Usage: scripts/import_graph.py [--python-root DIR] [--core-src DIR] [--max-core-scc N]
-                               [--metadata FILE | --skip-crates]
+                               [--max-kernel-arrows N] [--metadata FILE | --skip-crates]
 Exit status: 0 when no check failed, 1 when one did, 2 on a usage or tool error.
 """
 
@@ -418,10 +424,50 @@ def rust_tokens_keep_dots(text: str) -> list[str]:
     return out
 
 
-def check_core(crate_src: Path, max_scc: int | None) -> bool:
+def full_core_graph(crate_src: Path) -> dict[str, set[str]]:
+    """Path arrows and method-call arrows of the crate's top-level modules."""
     graph = core_graph(crate_src)
     for head, targets in method_arrows(crate_src, set(graph)).items():
         graph[head] |= targets
+    return graph
+
+
+def registered_features(crate_src: Path) -> set[str]:
+    """Top-level modules whose `FEATURE` lib.rs lists in its `FEATURES` (`&memory::FEATURE`,
+    `&subagents::team::FEATURE`)."""
+    text = (crate_src / "lib.rs").read_text(encoding="utf-8")
+    m = re.search(r"static\s+FEATURES\b[^=]*=\s*&\[(.*?)\];", text, re.S)
+    if not m:
+        return set()
+    return set(re.findall(r"&\s*(\w+)(?:::\w+)*::FEATURE\b", m.group(1)))
+
+
+def check_kernel(crate_src: Path, max_arrows: int | None) -> bool:
+    features = registered_features(crate_src)
+    graph = full_core_graph(crate_src)
+    # A module no other module names is an entrance for the fronts (lib.rs re-exports it,
+    # e.g. the headless run): it may start any feature.
+    named = set().union(*graph.values()) if graph else set()
+    entries = {m for m in graph if m not in named and m not in features}
+    kernel = set(graph) - features - entries
+    arrows = sorted((k, f) for k in kernel for f in graph[k] & features)
+    line = (
+        f"kernel: {len(kernel)} modules, {len(features)} features registered, entrances"
+        f" {', '.join(sorted(entries)) or 'none'}; {len(arrows)} arrows from the kernel into a"
+        " feature"
+    )
+    for k, f in arrows:
+        line += f"\n  {k} -> {f}"
+    if max_arrows is None:
+        print(f"{line}\n  (information)")
+        return True
+    ok = len(arrows) <= max_arrows
+    print(f"{line}\n  (limit {max_arrows}{'' if ok else ': EXCEEDED'})")
+    return ok
+
+
+def check_core(crate_src: Path, max_scc: int | None) -> bool:
+    graph = full_core_graph(crate_src)
     largest = max((len(c) for c in sccs(graph)), default=0)
     arrows = sum(len(v) for v in graph.values())
     line = f"core: {len(graph)} top-level modules, {arrows} arrows, largest cycle group {largest}"
@@ -454,6 +500,12 @@ def main(argv: list[str] | None = None) -> int:
         help="fail when the core's largest group of mutually importing modules exceeds N",
     )
     parser.add_argument(
+        "--max-kernel-arrows",
+        type=int,
+        metavar="N",
+        help="fail when more than N arrows go from a kernel module into a registered feature",
+    )
+    parser.add_argument(
         "--metadata",
         type=Path,
         metavar="FILE",
@@ -472,6 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         ok &= check_crates(cargo_metadata())
     ok &= check_python(args.python_root.resolve())
     ok &= check_core(args.core_src.resolve(), args.max_core_scc)
+    ok &= check_kernel(args.core_src.resolve(), args.max_kernel_arrows)
     print(
         "import graph: ok" if ok else "import graph: FAILED", file=sys.stdout if ok else sys.stderr
     )

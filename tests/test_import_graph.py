@@ -133,6 +133,51 @@ def test_core_arrows_follow_crate_super_groups_and_inline_modules(tmp_path):
     assert "core: 4 top-level modules, 4 arrows, largest cycle group 3 (limit 3)" in result.stdout
 
 
+def test_a_call_of_a_session_method_defined_elsewhere_is_an_arrow(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "lib.rs").write_text("mod a;\nmod b;\nmod session;\n")
+    (src / "session.rs").write_text("pub struct Session;\n")
+    # b defines a method of the session; a calls it with no `use` of b: a -> b. `len` is
+    # defined nowhere in an `impl Session`, so `v.len()` is no arrow.
+    (src / "b.rs").write_text(
+        "impl crate::session::Session {\n    pub(crate) fn skill_triggers(&self) {}\n}\n"
+    )
+    (src / "a.rs").write_text(
+        "fn f(s: &crate::session::Session, v: Vec<u8>) {\n"
+        "    s.skill_triggers();\n    let _ = v.len();\n}\n"
+    )
+    result = run("--skip-crates", "--core-src", str(src))
+    assert result.returncode == 0, result.stdout + result.stderr
+    # a -> session (path), a -> b (method), b -> session (path).
+    assert "core: 3 top-level modules, 3 arrows" in result.stdout
+
+
+def test_an_arrow_from_the_kernel_into_a_registered_feature_is_counted_and_pinned(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "lib.rs").write_text(
+        "mod entry;\nmod feature;\nmod memory;\nmod turn;\n"
+        "static FEATURES: &[&feature::Feature] = &[&memory::FEATURE];\n"
+    )
+    (src / "feature.rs").write_text("pub struct Feature;\n")
+    # The feature names the kernel (fine); the kernel's turn names the feature (counted); an
+    # entrance nobody names may start the feature (not counted).
+    (src / "memory.rs").write_text(
+        "pub static FEATURE: crate::feature::Feature = crate::feature::Feature;\nfn f() { crate::turn::g() }\n"
+    )
+    (src / "turn.rs").write_text("pub fn g() {}\nfn h() { crate::memory::f() }\n")
+    (src / "entry.rs").write_text("fn run() { crate::memory::f() }\n")
+    info = run("--skip-crates", "--core-src", str(src))
+    assert info.returncode == 0, info.stdout + info.stderr
+    assert "features registered, entrances entry; 1 arrows from the kernel" in info.stdout
+    assert "  turn -> memory" in info.stdout
+    assert run("--skip-crates", "--core-src", str(src), "--max-kernel-arrows", "1").returncode == 0
+    tighter = run("--skip-crates", "--core-src", str(src), "--max-kernel-arrows", "0")
+    assert tighter.returncode == 1
+    assert "(limit 0: EXCEEDED)" in tighter.stdout
+
+
 # ---------------------------------------------------------------------------------------------
 # The TUI's parts and the App: one narrow door (tui/actions.py)
 # ---------------------------------------------------------------------------------------------

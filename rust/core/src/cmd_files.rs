@@ -539,39 +539,3 @@ fn summarize(s: &Session, split: usize, from: bool) -> Result<String, CoreError>
         if n == 1 { "" } else { "s" }
     ))
 }
-
-/// The slash commands of this feature (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
-    name: "cmd_files",
-    commands: &[
-        crate::commands::cmd!(
-            "undo",
-            [],
-            "",
-            "revert the agent's last change",
-            Some(crate::cmd_files::undo)
-        ),
-        crate::commands::cmd!(
-            "redo",
-            [],
-            "",
-            "re-apply an undone change",
-            Some(crate::cmd_files::redo)
-        ),
-        crate::commands::cmd!(
-            "rewind",
-            ["checkpoint"],
-            "[list | <n> [both|code|conversation|summarize-from|summarize-up-to]]",
-            "restore code and/or conversation to a checkpoint",
-            Some(crate::cmd_files::rewind)
-        ),
-        crate::commands::cmd!(
-            "diff",
-            [],
-            "",
-            "show the current changes",
-            Some(crate::cmd_files::diff)
-        ),
-    ],
-    ..crate::feature::Feature::NONE
-};

@@ -209,6 +209,55 @@ const COMMANDS: &[Command] = &[
         "free ended sessions' spill files, job logs, snapshots (storage.*)",
         Some(gc)
     ),
+    cmd!(
+        "undo",
+        [],
+        "",
+        "revert the agent's last change",
+        Some(crate::cmd_files::undo)
+    ),
+    cmd!(
+        "redo",
+        [],
+        "",
+        "re-apply an undone change",
+        Some(crate::cmd_files::redo)
+    ),
+    cmd!(
+        "rewind",
+        ["checkpoint"],
+        "[list | <n> [both|code|conversation|summarize-from|summarize-up-to]]",
+        "restore code and/or conversation to a checkpoint",
+        Some(crate::cmd_files::rewind)
+    ),
+    cmd!(
+        "diff",
+        [],
+        "",
+        "show the current changes",
+        Some(crate::cmd_files::diff)
+    ),
+    cmd!(
+        "compact",
+        ["compress"],
+        "[focus]",
+        "summarize the context",
+        Some(crate::compact::compact_command)
+    ),
+    cmd!(
+        "recap",
+        [],
+        "",
+        "one-line summary of where we left off",
+        Some(crate::compact::recap_command)
+    ),
+    cmd!(
+        "hooks",
+        [],
+        "[list | enable <n> | disable <n> | approve]",
+        "lifecycle hooks (hooks.json) by event and source",
+        Some(crate::hook_run::hooks_cmd)
+    ),
 ];
 
 /// UI-only commands live in the TUI; `dispatch` knows them and says where they work.

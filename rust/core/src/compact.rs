@@ -244,28 +244,6 @@ pub(crate) fn recap_command(s: &Session, _: &[String]) -> Result<String, CoreErr
     s.recap()
 }
 
-/// The slash commands of this feature (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
-    name: "compact",
-    commands: &[
-        crate::commands::cmd!(
-            "compact",
-            ["compress"],
-            "[focus]",
-            "summarize the context",
-            Some(crate::compact::compact_command)
-        ),
-        crate::commands::cmd!(
-            "recap",
-            [],
-            "",
-            "one-line summary of where we left off",
-            Some(crate::compact::recap_command)
-        ),
-    ],
-    ..crate::feature::Feature::NONE
-};
-
 #[cfg(test)]
 mod tests {
     use super::*;

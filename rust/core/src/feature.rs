@@ -23,6 +23,8 @@ pub(crate) struct Feature {
     /// Its slash commands (the `/help` group of each is by name, `commands.rs`).
     pub commands: &'static [Command],
     pub tools: Option<&'static FeatureTools>,
+    /// Tools of servers the feature runs (MCP): offered by name `mcp__<server>__<tool>`.
+    pub server_tools: Option<&'static ServerTools>,
     /// The feature's own per-session state, made at open (read back with
     /// [`Session::part`]).
     pub state: Option<fn(&Opening) -> Box<dyn Any + Send + Sync>>,
@@ -112,6 +114,7 @@ impl Feature {
         name: "",
         commands: &[],
         tools: None,
+        server_tools: None,
         state: None,
         opened: None,
         prompt_in: None,
@@ -217,6 +220,36 @@ pub(crate) type BeforeCompact = for<'a> fn(
 ) -> std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<(), yuyao_model::ModelError>> + Send + 'a>,
 >;
+
+/// Tools served by programs the feature runs (MCP servers): listed, called, waited for.
+pub(crate) struct ServerTools {
+    /// The tools offered now.
+    pub tools: fn(&Session) -> Vec<yuyao_mcp::ToolInfo>,
+    /// Their schemas, in the order a request carries them (after every other tool).
+    pub schemas: fn(&Session) -> Vec<Value>,
+    /// Runs one with its arguments.
+    pub call: for<'a> fn(
+        &'a Session,
+        &'a yuyao_mcp::ToolInfo,
+        Value,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = ToolOutput> + Send + 'a>,
+    >,
+    /// Before a model call: servers still starting get until their deadline to offer tools.
+    pub wait_started:
+        for<'a> fn(
+            &'a Session,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>,
+}
+
+/// Every server tool offered now.
+pub(crate) fn server_tools(s: &Session) -> Vec<yuyao_mcp::ToolInfo> {
+    all()
+        .iter()
+        .filter_map(|f| f.server_tools)
+        .flat_map(|t| (t.tools)(s))
+        .collect()
+}
 
 /// Outcomes of calls run beside a batch, by call id.
 pub(crate) type BesideOutcomes = std::collections::HashMap<String, crate::tool_call::CallOutcome>;

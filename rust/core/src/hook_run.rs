@@ -632,16 +632,3 @@ fn list(s: &Session) -> String {
     }
     out.join("\n")
 }
-
-/// The slash commands of this feature (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
-    name: "hook_run",
-    commands: &[crate::commands::cmd!(
-        "hooks",
-        [],
-        "[list | enable <n> | disable <n> | approve]",
-        "lifecycle hooks (hooks.json) by event and source",
-        Some(crate::hook_run::hooks_cmd)
-    )],
-    ..crate::feature::Feature::NONE
-};

@@ -62,7 +62,6 @@ mod state_notes;
 mod subagents;
 use yuyao_words::task_kind;
 mod thinking;
-mod todo;
 mod tool_call;
 mod tool_defer;
 mod tool_offer;
@@ -95,15 +94,12 @@ static FEATURES: &[&feature::Feature] = &[
     &plugins::FEATURE,
     &auto_commit::FEATURE,
     &cmd_sessions::FEATURE,
-    &cmd_files::FEATURE,
-    &compact::FEATURE,
     &review::FEATURE,
     &run_app::FEATURE,
     &verify_app::FEATURE,
     &background::FEATURE,
     &workdirs::FEATURE,
     &mcp_servers::FEATURE,
-    &hook_run::FEATURE,
     &features::FEATURE,
     &side_question::FEATURE,
     &queue::FEATURE,

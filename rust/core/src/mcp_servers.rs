@@ -132,18 +132,18 @@ impl Session {
         if self.agents.is_child() {
             return;
         }
-        let (mut configured, _) = self.mcp.configured();
+        let (mut configured, _) = self.mcp().configured();
         // The active plugins' servers (a configured server of the same name wins).
         for (name, srv) in self.plugin_mcp_servers() {
             configured.entry(name).or_insert((McpScope::User, srv));
         }
-        let mut slot = self.mcp.manager.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.mcp().manager.lock().unwrap_or_else(|e| e.into_inner());
         if configured.is_empty() && slot.is_none() {
             return;
         }
         let project_ok = self.project_extensions_run();
         // The project's `.mcp.json` runs only as the content the user approved (§8).
-        let mcp_file_held = self.project_file_held(self.mcp.project_path());
+        let mcp_file_held = self.project_file_held(self.mcp().project_path());
         // `features.mcp = false` holds every server: their tools leave the next request.
         let mcp_on = self.feature_enabled("mcp");
         // Each server's confinement at its next start (`process_profile`): a repository's
@@ -176,7 +176,7 @@ impl Session {
                         (Ok(()), McpScope::Project) if mcp_file_held.is_some() => {
                             Entry::Held(srv, mcp_file_held.clone().unwrap_or_default())
                         }
-                        (Ok(()), McpScope::Project) if !self.mcp.is_vetted(&name, &srv) => {
+                        (Ok(()), McpScope::Project) if !self.mcp().is_vetted(&name, &srv) => {
                             Entry::Held(
                                 srv,
                                 "written to .mcp.json during this session, not with /mcp: starts in the next session".into(),
@@ -215,7 +215,7 @@ impl Session {
     /// (the TUI), so the user sees exactly which commands `/trust` lets start.
     /// Also warns about a configuration file that cannot be read (its servers do not run).
     pub(crate) fn mcp_open_notices(&self) {
-        let (configured, problems) = self.mcp.configured();
+        let (configured, problems) = self.mcp().configured();
         for p in problems {
             self.notice(yuyao_protocol::NoticeLevel::Warning, p);
         }
@@ -244,7 +244,7 @@ impl Session {
     /// Stops every server (stdio children are killed) when the session closes.
     pub(crate) fn mcp_shutdown(&self) {
         let manager = self
-            .mcp
+            .mcp()
             .manager
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -255,7 +255,7 @@ impl Session {
     /// Before a request: servers still starting get until their startup deadline.
     pub(crate) async fn mcp_wait_started(&self) {
         self.mcp_sync();
-        if let Some(m) = self.mcp.manager() {
+        if let Some(m) = self.mcp().manager() {
             m.wait_started().await;
             self.mcp_failures_said(&m);
         }
@@ -265,7 +265,7 @@ impl Session {
     /// silence until a call of its tools fails; said again if it fails again after recovering.
     fn mcp_failures_said(&self, m: &Manager) {
         let mut said = self
-            .mcp
+            .mcp()
             .failed_said
             .lock()
             .unwrap_or_else(|e| e.into_inner());
@@ -295,7 +295,7 @@ impl Session {
     /// The ready servers' tools the session offers (`--tools` may name them, or a server
     /// as `mcp__<server>`).
     pub(crate) fn mcp_tools(&self) -> Vec<ToolInfo> {
-        let Some(m) = self.mcp.manager() else {
+        let Some(m) = self.mcp().manager() else {
             return Vec::new();
         };
         let mut tools = m.tools();
@@ -328,7 +328,7 @@ impl Session {
 
     /// Runs an MCP call the policy allowed.
     pub(crate) async fn mcp_call(&self, tool: &ToolInfo, args: Value) -> ToolOutput {
-        let Some(m) = self.mcp.manager() else {
+        let Some(m) = self.mcp().manager() else {
             return ToolOutput::err("no MCP server is running");
         };
         match m.call(&tool.server, &tool.name, args).await {
@@ -341,22 +341,9 @@ impl Session {
         }
     }
 
-    pub(crate) fn mcp_tool(&self, name: &str) -> Option<ToolInfo> {
-        self.mcp_tools().into_iter().find(|t| t.full_name == name)
-    }
-
     /// The names of every configured server (user and project).
     pub fn mcp_servers(&self) -> Vec<String> {
-        self.mcp.configured().0.into_keys().collect()
-    }
-
-    /// Read-only MCP tools, for the policy.
-    pub(crate) fn mcp_read_only(&self) -> Vec<String> {
-        self.mcp_tools()
-            .into_iter()
-            .filter(|t| t.read_only)
-            .map(|t| t.full_name)
-            .collect()
+        self.mcp().configured().0.into_keys().collect()
     }
 }
 
@@ -376,7 +363,7 @@ pub(crate) fn mcp_cmd(s: &Session, args: &[String]) -> Result<String, CoreError>
             };
             let mut removed = Vec::new();
             for sc in scopes {
-                let registry = s.mcp.registry(sc);
+                let registry = s.mcp().registry(sc);
                 let remove = || registry.remove(name);
                 let gone = match sc {
                     McpScope::Project => {
@@ -490,7 +477,7 @@ fn add(s: &Session, args: &[String]) -> Result<String, CoreError> {
     };
     let scope = scope.unwrap_or(McpScope::User);
     let described = server.describe();
-    let registry = s.mcp.registry(scope);
+    let registry = s.mcp().registry(scope);
     let add = || registry.add(name, server);
     let replaced = match scope {
         // The user's own command: the file keeps its approval (extension_trust.rs).
@@ -499,19 +486,19 @@ fn add(s: &Session, args: &[String]) -> Result<String, CoreError> {
     }
     .map_err(CoreError::Usage)?;
     if scope == McpScope::Project {
-        s.mcp.vet_project();
+        s.mcp().vet_project();
     }
     s.mcp_sync();
     Ok(format!(
         "{} MCP server '{name}' ({described}; {} scope, {})",
         if replaced { "updated" } else { "added" },
         scope.as_str(),
-        s.mcp.registry(scope).path().display()
+        s.mcp().registry(scope).path().display()
     ))
 }
 
 fn list(s: &Session) -> Result<String, CoreError> {
-    let (mut configured, problems) = s.mcp.configured();
+    let (mut configured, problems) = s.mcp().configured();
     for (name, srv) in s.plugin_mcp_servers() {
         configured.entry(name).or_insert((McpScope::User, srv));
     }
@@ -525,7 +512,7 @@ fn list(s: &Session) -> Result<String, CoreError> {
     }
     // A listing shows where each server stands: those still starting get their deadline.
     s.mcp_sync();
-    let statuses = match s.mcp.manager() {
+    let statuses = match s.mcp().manager() {
         Some(m) => {
             m.wait_started_blocking();
             m.statuses()
@@ -551,9 +538,30 @@ fn list(s: &Session) -> Result<String, CoreError> {
     Ok(out.trim_end().to_string())
 }
 
-/// The slash commands of this feature (feature.rs).
+impl Session {
+    pub(crate) fn mcp(&self) -> &McpServers {
+        self.part()
+    }
+}
+
+static SERVER_TOOLS: crate::feature::ServerTools = crate::feature::ServerTools {
+    tools: |s| s.mcp_tools(),
+    schemas: |s| s.mcp_schemas(),
+    call: |s, tool, args| Box::pin(s.mcp_call(tool, args)),
+    wait_started: |s| Box::pin(s.mcp_wait_started()),
+};
+
+/// What this feature adds to a session (feature.rs).
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "mcp_servers",
+    state: Some(|o| Box::new(McpServers::new(o.paths))),
+    // MCP servers start connecting now, in the background: opening never waits for them.
+    opened: Some(|s| {
+        s.mcp_sync();
+        s.mcp_open_notices();
+    }),
+    close: Some(|s| s.mcp_shutdown()),
+    server_tools: Some(&SERVER_TOOLS),
     commands: &[crate::commands::cmd!(
         "mcp",
         [],

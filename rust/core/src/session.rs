@@ -198,7 +198,6 @@ pub struct Session {
     pub(crate) opts: SessionOptions,
     pub(crate) paths: Paths,
     pub(crate) config: Config,
-    pub(crate) mcp: crate::mcp_servers::McpServers,
     pub(crate) tools: Registry,
     pub(crate) ctx: Arc<ToolContext>,
     pub(crate) state: Mutex<State>,
@@ -559,7 +558,6 @@ impl Session {
             mode_before_plan: None,
             role_before: None,
         };
-        let mcp = crate::mcp_servers::McpServers::new(&paths);
         let parts = crate::feature::Parts::open(&crate::feature::Opening {
             opts: &opts,
             paths: &paths,
@@ -570,7 +568,6 @@ impl Session {
             opts,
             paths,
             config,
-            mcp,
             tools: Registry::default(),
             ctx: Arc::new(ctx),
             state: Mutex::new(state),
@@ -624,9 +621,6 @@ impl Session {
         for opened in crate::feature::hooks(|f| f.opened) {
             opened(&session);
         }
-        // MCP servers start connecting now, in the background: opening never waits for them.
-        session.mcp_sync();
-        session.mcp_open_notices();
         if !ignored.is_empty() {
             session.notice(
                 NoticeLevel::Warning,
@@ -812,7 +806,6 @@ impl Session {
         self.ctx.jobs.shutdown();
         // The session's browser, if one was started, goes with it.
         self.ctx.browser.close();
-        self.mcp_shutdown();
         {
             let mut st = self.lock();
             st.sync_log();

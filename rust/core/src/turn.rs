@@ -502,7 +502,9 @@ impl Session {
             }
             let history = self.lock().history.clone();
             // MCP servers still starting get until their startup deadline to offer tools.
-            self.mcp_wait_started().await;
+            for servers in crate::feature::all().iter().filter_map(|f| f.server_tools) {
+                (servers.wait_started)(self).await;
+            }
             // A repo map built since its prompt's first request joins this one.
             self.attach_ready_repo_map();
             let (mut req, _) = self.next_request(&history);

@@ -3,7 +3,7 @@
 //! ever written, so an invalid candidate never overwrites a valid draft.
 
 use super::validate::Plan;
-use crate::todo::Item;
+use crate::planning::todo::Item;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 

@@ -8,6 +8,7 @@
 //! balancer that arms the pass; `budget.rs` planning's budget floors.
 
 pub(crate) mod budget;
+pub(crate) mod todo;
 pub(crate) use yuyao_planning::extract;
 pub(crate) mod files;
 pub(crate) use yuyao_planning::navigation;
@@ -95,8 +96,8 @@ pub(crate) fn intent(text: &str) -> Intent {
 
 pub(crate) fn schemas(s: &Session, enabled: impl Fn(&str) -> bool) -> Vec<Value> {
     let mut out = Vec::new();
-    if enabled(crate::todo::NAME) {
-        out.push(crate::todo::schema());
+    if enabled(crate::planning::todo::NAME) {
+        out.push(crate::planning::todo::schema());
     }
     let (mode, role) = {
         let st = s.lock();
@@ -118,7 +119,7 @@ pub(crate) fn schemas(s: &Session, enabled: impl Fn(&str) -> bool) -> Vec<Value>
 /// Runs `todo` or `start_planning`; `None` for any other tool.
 pub(crate) fn run_tool(s: &Session, name: &str, raw: &str) -> Option<ToolOutput> {
     match name {
-        crate::todo::NAME => Some(s.run_todo(raw)),
+        crate::planning::todo::NAME => Some(s.run_todo(raw)),
         START_TOOL => Some(start_planning(s)),
         _ => None,
     }
@@ -446,7 +447,7 @@ impl Session {
     }
 
     /// The plan's tracker sidecar follows the todo list (statuses by step id).
-    pub(crate) fn plan_tracker_sync(&self, items: &[crate::todo::Item]) {
+    pub(crate) fn plan_tracker_sync(&self, items: &[crate::planning::todo::Item]) {
         let slug = self.planning().slug.clone();
         if let Some(slug) = slug {
             files::sync_statuses(&self.paths.project, &slug, items);
@@ -546,7 +547,7 @@ impl Session {
         {
             let mut st = self.lock();
             // The task list lives on the session path: carried over the cut.
-            let tasks = crate::todo::current(&st.log);
+            let tasks = crate::planning::todo::current(&st.log);
             st.log_entry("clear", json!({"trigger": trigger}));
             st.history.clear();
             st.logged = 0;
@@ -599,7 +600,7 @@ impl Session {
         if let Some(p) = self.planning().pinned.clone() {
             out.push(format!("{}\n\n{p}", pin_header()));
         }
-        out.extend(crate::todo::pin_text(log));
+        out.extend(crate::planning::todo::pin_text(log));
         out
     }
 
@@ -859,7 +860,7 @@ fn check(s: &Session) -> Result<String, CoreError> {
 
 static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
     specs: &[
-        crate::tool_call::registry::core(crate::todo::NAME, false, |s, name, call, _| {
+        crate::tool_call::registry::core(crate::planning::todo::NAME, false, |s, name, call, _| {
             (
                 crate::tool_call::registry::one(run_tool(s, name, &call.arguments)),
                 false,
@@ -873,10 +874,10 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
         }),
     ],
     summaries: &[(
-        crate::todo::NAME,
+        crate::planning::todo::NAME,
         "Task tracker: items with status, dependencies, indices like 2.1",
     )],
-    names: |_| vec![crate::todo::NAME, START_TOOL],
+    names: |_| vec![crate::planning::todo::NAME, START_TOOL],
     schemas: |s, ok| schemas(s, ok),
     beside: None,
 };

@@ -88,7 +88,9 @@ impl Session {
         for tools in crate::feature::all().iter().filter_map(|f| f.tools) {
             schemas.extend((tools.schemas)(self, &offered));
         }
-        schemas.extend(self.mcp_schemas());
+        for servers in crate::feature::all().iter().filter_map(|f| f.server_tools) {
+            schemas.extend((servers.schemas)(self));
+        }
         schemas
     }
 
@@ -223,11 +225,11 @@ impl Session {
     ) -> (ToolOutput, bool, bool) {
         // Resolve: a registered tool the session offers, or an MCP server's tool.
         let mcp = if yuyao_policy::is_mcp_tool(&call.name) {
-            match self.mcp_tool(&call.name) {
-                Some(t) => Some(t),
+            let offered = crate::feature::server_tools(self);
+            match offered.iter().find(|t| t.full_name == call.name) {
+                Some(t) => Some(t.clone()),
                 None => {
-                    let names: Vec<String> =
-                        self.mcp_tools().into_iter().map(|t| t.full_name).collect();
+                    let names: Vec<String> = offered.into_iter().map(|t| t.full_name).collect();
                     return (
                         ToolOutput::err(format!(
                             "unknown or unavailable MCP tool '{}'; MCP tools available now: {}",
@@ -304,7 +306,11 @@ impl Session {
             },
         };
         if mcp.is_some() {
-            self.lock().policy.mcp_read_only = self.mcp_read_only();
+            self.lock().policy.mcp_read_only = crate::feature::server_tools(self)
+                .into_iter()
+                .filter(|t| t.read_only)
+                .map(|t| t.full_name)
+                .collect();
         }
         // 3. A preference rule ("use bun, not npm", from MEMORY.md or AGENTS.md) that forbids
         // this command's program.
@@ -387,7 +393,20 @@ impl Session {
             }
             (Runner::Core(run), _, _) => run(self, name, call, token),
             // A server may change files too: HEAD is read again after it ran.
-            (Runner::Mcp, _, Some(tool)) => (self.mcp_call(tool, value.clone()).await, true),
+            (Runner::Mcp, _, Some(tool)) => {
+                let call = crate::feature::all()
+                    .iter()
+                    .filter_map(|f| f.server_tools)
+                    .find(|t| {
+                        (t.tools)(self)
+                            .iter()
+                            .any(|x| x.full_name == tool.full_name)
+                    });
+                match call {
+                    Some(servers) => ((servers.call)(self, tool, value.clone()).await, true),
+                    None => (ToolOutput::err("no MCP server is running"), false),
+                }
+            }
             _ => {
                 return (
                     ToolOutput::err(format!(

@@ -110,8 +110,11 @@ impl Session {
             st.logged = next.len();
             st.history = next;
             st.reset_prefix();
-            // The approved plan and the task list outlive the summary.
-            for pin in self.plan_pins(&st.log) {
+            // What features pin outlives the summary (the approved plan, the task list).
+            let pins: Vec<String> = crate::feature::hooks(|f| f.pins)
+                .flat_map(|pins| pins(self, &st.log))
+                .collect();
+            for pin in pins {
                 st.push(Message::user(pin));
             }
             st.trajectory.record(

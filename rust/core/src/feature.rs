@@ -25,6 +25,15 @@ pub(crate) struct Feature {
     pub tools: Option<&'static FeatureTools>,
     /// Tools of servers the feature runs (MCP): offered by name `mcp__<server>__<tool>`.
     pub server_tools: Option<&'static ServerTools>,
+    /// Its part in a turn's control (the planning workflow, seed 001).
+    pub turn: Option<&'static TurnHooks>,
+    /// A saved session was resumed (its history installed): the feature restores its part.
+    pub restored: Option<fn(&Session)>,
+    /// Messages that outlive a compaction (an approved plan, the task list), given the log.
+    pub pins: Option<fn(&Session, &yuyao_store::sessions::SessionLog) -> Vec<String>>,
+    /// A folder whose reads poll the feature's own draft (the plan draft while planning):
+    /// open to the tool-preview budget, still charged.
+    pub draft_dir: Option<fn(&Session) -> Option<std::path::PathBuf>>,
     /// The feature's own per-session state, made at open (read back with
     /// [`Session::part`]).
     pub state: Option<fn(&Opening) -> Box<dyn Any + Send + Sync>>,
@@ -115,6 +124,10 @@ impl Feature {
         commands: &[],
         tools: None,
         server_tools: None,
+        turn: None,
+        restored: None,
+        pins: None,
+        draft_dir: None,
         state: None,
         opened: None,
         prompt_in: None,
@@ -249,6 +262,54 @@ pub(crate) fn server_tools(s: &Session) -> Vec<yuyao_mcp::ToolInfo> {
         .filter_map(|f| f.server_tools)
         .flat_map(|t| (t.tools)(s))
         .collect()
+}
+
+/// How a feature takes part in a turn's control.
+pub(crate) struct TurnHooks {
+    /// Before the prompt joins the history: `Some(text)` answers it without a model call
+    /// (an intent phrase typed at a waiting plan).
+    pub intercept: fn(&Session, &str) -> Option<String>,
+    /// The turn's model-call limit given the session's (an approved plan's implementation
+    /// turn gets more).
+    pub step_limit: fn(&Session, Option<u32>) -> Option<u32>,
+    /// A reply's text, before its tool calls run: `(text, has tool calls)`.
+    pub after_reply: fn(&Session, &str, bool) -> ReplyStep,
+    /// Research ends: `Some` ends the turn with the feature's own tool-free answer (a plan's
+    /// synthesis); `None` leaves the kernel's way.
+    pub research_end: for<'a> fn(
+        &'a Session,
+        &'a yuyao_model::ModelClient,
+        &'a CancellationToken,
+        ResearchEnd,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Option<crate::session::TurnSummary>> + Send + 'a>,
+    >,
+}
+
+/// What a feature makes of a reply's text.
+pub(crate) enum ReplyStep {
+    /// Nothing: the turn goes on.
+    Go,
+    /// The feature sent feedback: a reply without tool calls asks the model again.
+    Again,
+    Stop(crate::session::TurnSummary),
+}
+
+/// Why research ends.
+#[derive(Clone)]
+pub(crate) enum ResearchEnd {
+    /// A limit or guard: the loop limit, the tool-call budget, the tool-preview budget, a
+    /// navigation guard (the reason, for the user and the trace).
+    Limit(String),
+    /// The model sent two empty replies.
+    EmptyTwice,
+    /// A final answer came with nothing the feature needed (a headless plan).
+    Final,
+}
+
+/// The turn hooks of every feature, in registration order.
+pub(crate) fn turn_hooks() -> impl Iterator<Item = &'static TurnHooks> {
+    hooks(|f| f.turn)
 }
 
 /// Outcomes of calls run beside a batch, by call id.

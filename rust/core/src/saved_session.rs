@@ -100,8 +100,10 @@ impl Session {
             st.log = log;
             st.reset_prefix();
         }
-        // The plan waiting for approval (or the approved one) comes back with the session.
-        self.plan_restore();
+        // Features restore their part (the plan waiting for approval, or the approved one).
+        for restored in crate::feature::hooks(|f| f.restored) {
+            restored(self);
+        }
     }
 
     /// User prompts on the current path of the session tree, oldest first: `(entry id,

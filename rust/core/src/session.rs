@@ -224,8 +224,6 @@ pub struct Session {
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     /// The endpoint refused `reasoning_effort: "xhigh"`: `--thinking max` sends `high`.
     pub(crate) xhigh_refused: std::sync::atomic::AtomicBool,
-    /// The planning workflow's draft, approval and pinned plan (`planning/`).
-    pub(crate) plan_state: Mutex<crate::planning::PlanState>,
     /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
     /// The turn's declared scope and what its guard let through (`scope/`).
@@ -285,6 +283,24 @@ fn parse_or<T: std::str::FromStr<Err = String>>(
                 .and_then(|v| yuyao_store::config::display(&v).parse().ok())
         })
         .unwrap_or(default)
+}
+
+/// The mode a session opens in: `default_primary_agent = "plan"` starts it in planning
+/// unless a mode was given explicitly.
+pub(crate) fn primary_mode(
+    explicit: Option<Mode>,
+    config: &yuyao_store::Config,
+    mode: Mode,
+) -> Mode {
+    let plan = config
+        .get("default_primary_agent")
+        .map(|v| yuyao_store::config::display(&v))
+        .is_some_and(|v| v == "plan");
+    if explicit.is_none() && plan {
+        Mode::Plan
+    } else {
+        mode
+    }
 }
 
 /// `given`, else the environment variable `var`; blank counts as unset.
@@ -351,7 +367,7 @@ impl Session {
             &mut ignored,
         );
         // `default_primary_agent = "plan"`: sessions start in the planning workflow.
-        let mode = crate::planning::primary_mode(opts.mode, &config, mode);
+        let mode = primary_mode(opts.mode, &config, mode);
         let role = parse_or(opts.role, &config, "role", Role::Execute);
         let sandbox = trusted_or(
             opts.sandbox,
@@ -591,7 +607,6 @@ impl Session {
             agents: crate::tree::AgentLink::at_open(),
             json_answer,
             pending_images: Mutex::new(Vec::new()),
-            plan_state: Mutex::new(Default::default()),
             conventions_loaded: Default::default(),
             parts,
             runtime: Mutex::new(None),

@@ -217,7 +217,7 @@ impl Session {
             return Some(crate::turn::interrupted());
         }
         // An approved plan's run gets its allowance here too (`plan_step_limit`).
-        let max = self.plan_step_limit();
+        let max = self.step_limit();
         if !self.agents.is_child() {
             // The main session publishes its limit before its own first call of the turn.
             self.agents.ledger.lock().max_steps = max;

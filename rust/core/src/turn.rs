@@ -92,7 +92,10 @@ impl Session {
             (st.usage, st.cost_usd)
         };
         // The planning workflow reads the prompt first (instructions, intent phrases).
-        let mut intercepted = gate.as_ref().ok().and_then(|_| self.plan_intercept(text));
+        let mut intercepted = gate
+            .as_ref()
+            .ok()
+            .and_then(|_| crate::feature::turn_hooks().find_map(|t| (t.intercept)(self, text)));
         let summary = match gate {
             Err(why) => {
                 self.lock()
@@ -396,6 +399,33 @@ impl Session {
         }
     }
 
+    /// Research ends with `why` (a limit or a guard): a feature may end the turn with its
+    /// own tool-free answer (planning's synthesis).
+    async fn research_end(
+        &self,
+        client: &ModelClient,
+        token: &CancellationToken,
+        why: String,
+    ) -> Option<TurnSummary> {
+        self.feature_research_end(client, token, crate::feature::ResearchEnd::Limit(why))
+            .await
+    }
+
+    async fn feature_research_end(
+        &self,
+        client: &ModelClient,
+        token: &CancellationToken,
+        why: crate::feature::ResearchEnd,
+    ) -> Option<TurnSummary> {
+        // The first feature with an answer ends the turn.
+        for hooks in crate::feature::turn_hooks() {
+            if let Some(summary) = (hooks.research_end)(self, client, token, why.clone()).await {
+                return Some(summary);
+            }
+        }
+        None
+    }
+
     pub(crate) async fn run_turn(&self, token: &CancellationToken) -> TurnSummary {
         self.reload_config();
         let mut client = match self.client() {
@@ -408,9 +438,9 @@ impl Session {
         let mut turn_steps: u32 = 0;
         self.agents.turn_start();
         let mut json_repairs: u32 = 0;
-        let mut fuse = crate::planning::recovery::Fuse::new(self);
+        let mut fuse = crate::recovery::Fuse::new(self);
         let planning = self.lock().policy.mode == yuyao_protocol::Mode::Plan;
-        let mut balance = crate::planning::navigation::Balancer::new(planning);
+        let mut balance = yuyao_planning::navigation::Balancer::new(planning);
         self.lock().preview.reset();
         // The recovery pass armed for the next request (execution mode; planning's pass is
         // the plan synthesis), and whether the reply being handled answered it.
@@ -418,12 +448,12 @@ impl Session {
         let mut turn_tool_calls: u32 = 0;
         let mut overflow_compacted = false;
         let mut granted_calls = 0u32;
-        loop {
+        'turn: loop {
             if token.is_cancelled() {
                 return interrupted();
             }
             // Limits are checked before the call, never after the money is spent.
-            let max_steps = self.plan_step_limit();
+            let max_steps = self.step_limit();
             if let Some(max) = max_steps
                 && turn_steps >= max
             {
@@ -437,14 +467,16 @@ impl Session {
                     continue;
                 }
                 // Planning's loop limit ends research, not the turn: one tool-free plan.
-                if planning && !balance.spent {
-                    return self
-                        .plan_recovery_pass(
+                if !balance.spent
+                    && let Some(summary) = self
+                        .research_end(
                             &client,
                             token,
-                            &format!("the planning loop limit ({max} model calls) was reached"),
+                            format!("the planning loop limit ({max} model calls) was reached"),
                         )
-                        .await;
+                        .await
+                {
+                    return summary;
                 }
                 return self.limit(format!("step limit reached ({max} model calls)"));
             }
@@ -498,7 +530,7 @@ impl Session {
             let tool_free = pass.is_some();
             if let Some(why) = pass.take() {
                 self.lock()
-                    .push(Message::user(crate::planning::recovery::pass_prompt(&why)));
+                    .push(Message::user(crate::recovery::pass_prompt(&why)));
             }
             let history = self.lock().history.clone();
             // MCP servers still starting get until their startup deadline to offer tools.
@@ -558,7 +590,7 @@ impl Session {
             let t0 = std::time::Instant::now();
             let show = stream;
             // `<proposed_plan>` markup never reaches the live transcript.
-            let mut plan_filter = crate::planning::extract::StreamFilter::new();
+            let mut plan_filter = yuyao_planning::extract::StreamFilter::new();
             let mut on_piece = |p: Piece<'_>| {
                 // Said whether or not the reply streams: the user sees why it waits.
                 if let Piece::Retrying {
@@ -667,7 +699,7 @@ impl Session {
             };
             let priced = self.price() != yuyao_model::Pricing::default();
             self.emit(Event::AssistantMessage {
-                text: crate::planning::extract::strip(&reply.text),
+                text: yuyao_planning::extract::strip(&reply.text),
                 thinking: reply.reasoning.clone(),
                 tool_calls: reply.tool_calls.len(),
             });
@@ -688,14 +720,25 @@ impl Session {
                 ),
             });
 
-            match self.plan_after_reply(&reply.text, !assistant.tool_calls.is_empty()) {
-                crate::planning::PlanStep::Stop(summary) => return summary,
-                crate::planning::PlanStep::Repair if assistant.tool_calls.is_empty() => continue,
-                _ => {}
+            let has_calls = !assistant.tool_calls.is_empty();
+            for t in crate::feature::turn_hooks() {
+                match (t.after_reply)(self, &reply.text, has_calls) {
+                    crate::feature::ReplyStep::Stop(summary) => return summary,
+                    crate::feature::ReplyStep::Again if !has_calls => continue 'turn,
+                    _ => {}
+                }
             }
             if assistant.tool_calls.is_empty() {
                 if reply.text.trim().is_empty() {
-                    if nudged && let Some(summary) = self.plan_synthesis(&client, token).await {
+                    if nudged
+                        && let Some(summary) = self
+                            .feature_research_end(
+                                &client,
+                                token,
+                                crate::feature::ResearchEnd::EmptyTwice,
+                            )
+                            .await
+                    {
                         return summary;
                     }
                     if !nudged {
@@ -743,7 +786,10 @@ impl Session {
                     continue;
                 }
                 // Headless planning without a valid plan: one tool-free synthesis.
-                if let Some(summary) = self.plan_headless_final(&client, token).await {
+                if let Some(summary) = self
+                    .feature_research_end(&client, token, crate::feature::ResearchEnd::Final)
+                    .await
+                {
                     return summary;
                 }
                 // --json-schema: the answer must validate; one repair turn, then an error.
@@ -841,14 +887,16 @@ impl Session {
                         ));
                     }
                 }
-                if planning && !balance.spent {
-                    return self
-                        .plan_recovery_pass(
+                if !balance.spent
+                    && let Some(summary) = self
+                        .research_end(
                             &client,
                             token,
-                            &format!("the planning tool-call budget ({max} calls) is spent"),
+                            format!("the planning tool-call budget ({max} calls) is spent"),
                         )
-                        .await;
+                        .await
+                {
+                    return summary;
                 }
                 return self.limit(format!(
                     "tool-call limit reached ({max} tool calls in this turn)"
@@ -885,7 +933,7 @@ impl Session {
                 }
                 if outcome.ran
                     && let Some(why) = balance.record(
-                        crate::planning::navigation::classify(
+                        yuyao_planning::navigation::classify(
                             canonical_tool_name(&call.name).unwrap_or(""),
                             &call.arguments,
                         ),
@@ -911,8 +959,11 @@ impl Session {
             // Planning's tool-preview budget is spent: more inspection cannot surface new
             // evidence, so the plan is synthesized now (seed 001); the
             // inspections the spend refused are the budget's doing, not the blocked-call fuse's.
-            if planning && let Some(why) = self.preview_newly_spent() {
-                return self.plan_recovery_pass(&client, token, &why).await;
+            if planning
+                && let Some(why) = self.preview_newly_spent()
+                && let Some(summary) = self.research_end(&client, token, why).await
+            {
+                return summary;
             }
             // Every call of the batch has its result; then the fuse stops the turn.
             if let Some(why) = tripped {
@@ -922,8 +973,8 @@ impl Session {
             // turn is in recovery mode from here on.
             if let Some(why) = churned {
                 fuse.recovery = true;
-                if planning {
-                    return self.plan_recovery_pass(&client, token, &why).await;
+                if let Some(summary) = self.research_end(&client, token, why.clone()).await {
+                    return summary;
                 }
                 self.notice(
                     NoticeLevel::Warning,

@@ -3,16 +3,15 @@
 //! (`files.rs`), and waits for approval (the TUI's gate, an intent phrase, `/plan approve`).
 //! Approval writes the tracker, returns to the write-capable mode the user came from, pins
 //! the plan into the context and starts the implementation turn by itself.
-//! `recovery.rs` holds the bounded recovery of every mode (the blocked-call fuse, recovery
-//! mode, the recovery pass) and of planning (empty replies); `navigation.rs` the turn
-//! balancer that arms the pass; `budget.rs` planning's budget floors.
+//! `synthesis.rs` holds planning's tool-free synthesis when research ends. The kernel keeps
+//! the bounded recovery of every mode (`recovery.rs`: the blocked-call fuse, the recovery
+//! pass), the turn budgets with planning's floors (`turn_budget.rs`), and the navigation
+//! balancer (`yuyao_planning::navigation`).
 
-pub(crate) mod budget;
 pub(crate) mod todo;
 pub(crate) use yuyao_planning::extract;
 pub(crate) mod files;
-pub(crate) use yuyao_planning::navigation;
-pub(crate) mod recovery;
+pub(crate) mod synthesis;
 pub(crate) use yuyao_planning::validate;
 
 use crate::session::{CoreError, Session, TurnSummary};
@@ -183,7 +182,9 @@ fn start_planning(s: &Session) -> ToolOutput {
 
 impl Session {
     pub(crate) fn planning(&self) -> std::sync::MutexGuard<'_, PlanState> {
-        self.plan_state.lock().unwrap_or_else(|e| e.into_inner())
+        self.part::<std::sync::Mutex<PlanState>>()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     fn in_planning(&self) -> bool {
@@ -226,15 +227,10 @@ impl Session {
         why
     }
 
-    /// The model calls a turn may make: an approved plan's implementation turn gets
-    /// [`APPROVED_ALLOWANCE`] more, never past [`HARD_STEP_CAP`].
-    /// While planning, a lower nonzero limit is raised to the planning floor.
-    pub(crate) fn plan_step_limit(&self) -> Option<u32> {
-        let (max, planning) = {
-            let st = self.lock();
-            (st.max_steps, st.policy.mode == Mode::Plan)
-        };
-        let max = budget::floored(max, planning, budget::PLANNING_LOOP_FLOOR)?;
+    /// An approved plan's implementation turn gets [`APPROVED_ALLOWANCE`] more model calls,
+    /// never past [`HARD_STEP_CAP`] (an unlimited turn stays unlimited).
+    fn plan_step_limit(&self, max: Option<u32>) -> Option<u32> {
+        let max = max?;
         if self.planning().allowance {
             Some(
                 max.saturating_add(APPROVED_ALLOWANCE)
@@ -250,7 +246,7 @@ impl Session {
     pub(crate) fn plan_after_reply(&self, text: &str, has_tool_calls: bool) -> PlanStep {
         let blocks = extract::plans(text);
         let Some(body) = blocks.last() else {
-            return PlanStep::None;
+            return PlanStep::Go;
         };
         let planning = self.in_planning();
         let approved_run = self.planning().approved && !planning;
@@ -274,7 +270,7 @@ impl Session {
                     "[plan validation] Your <proposed_plan> was rejected and not saved:\n{list}\nFix these and re-emit the whole <proposed_plan> block."
                 ));
                 if has_tool_calls || repairs <= MAX_REPAIRS {
-                    PlanStep::Repair
+                    PlanStep::Again
                 } else {
                     PlanStep::Stop(TurnSummary {
                         status: "completed",
@@ -317,7 +313,7 @@ impl Session {
                     self.lock().pending_notes.push(
                         "[plan revised] The revised plan was validated and saved; it replaces the approved one. Continue implementing it.".into(),
                     );
-                    return PlanStep::Repair;
+                    return PlanStep::Again;
                 }
                 self.planning().awaiting = true;
                 self.plan_lifecycle(Event::PlanApprovalRequested {
@@ -326,7 +322,7 @@ impl Session {
                     steps: plan.steps.len(),
                 });
                 if has_tool_calls {
-                    return PlanStep::None;
+                    return PlanStep::Go;
                 }
                 PlanStep::Stop(TurnSummary {
                     status: "completed",
@@ -689,31 +685,9 @@ fn pin_header() -> &'static str {
     "[approved plan — pinned for this run; follow it, and emit a revised <proposed_plan> only if the repository no longer matches it]"
 }
 
-/// The mode a session opens in: `default_primary_agent = "plan"` starts it in planning
-/// unless a mode was given explicitly.
-pub(crate) fn primary_mode(
-    explicit: Option<Mode>,
-    config: &yuyao_store::Config,
-    mode: Mode,
-) -> Mode {
-    let plan = config
-        .get("default_primary_agent")
-        .map(|v| yuyao_store::config::display(&v))
-        .is_some_and(|v| v == "plan");
-    if explicit.is_none() && plan {
-        Mode::Plan
-    } else {
-        mode
-    }
-}
-
-pub(crate) enum PlanStep {
-    None,
-    /// The plan was invalid (the feedback is queued), or a revision of an approved plan was
-    /// saved: the loop calls the model again.
-    Repair,
-    Stop(TurnSummary),
-}
+/// What a reply's plan block did (`Again`: the plan was invalid and the feedback is
+/// queued, or a revision of an approved plan was saved: the loop calls the model again).
+pub(crate) use crate::feature::ReplyStep as PlanStep;
 
 /// `/plan [goal] | on | off | approve [auto-edit] | edit | check | show | cancel`.
 pub(crate) fn command(s: &Session, args: &[String]) -> Result<String, CoreError> {
@@ -882,9 +856,40 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
     beside: None,
 };
 
+static TURN: crate::feature::TurnHooks = crate::feature::TurnHooks {
+    intercept: |s, text| s.plan_intercept(text),
+    step_limit: |s, max| s.plan_step_limit(max),
+    after_reply: |s, text, has_calls| s.plan_after_reply(text, has_calls),
+    research_end: |s, client, token, why| {
+        Box::pin(async move {
+            use crate::feature::ResearchEnd;
+            match why {
+                // A limit or a guard ends research while planning: one synthesis.
+                ResearchEnd::Limit(why) => {
+                    if !s.in_planning() {
+                        return None;
+                    }
+                    Some(s.plan_recovery_pass(client, token, &why).await)
+                }
+                ResearchEnd::EmptyTwice => s.plan_synthesis(client, token).await,
+                ResearchEnd::Final => s.plan_headless_final(client, token).await,
+            }
+        })
+    },
+};
+
 /// What this feature adds to a session (feature.rs).
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "planning",
+    state: Some(|_| Box::<std::sync::Mutex<PlanState>>::default()),
+    turn: Some(&TURN),
+    // The plan waiting for approval (or the approved one) comes back with the session.
+    restored: Some(|s| s.plan_restore()),
+    // The approved plan and the task list outlive a compaction's summary.
+    pins: Some(|s, log| s.plan_pins(log)),
+    // Re-reading the plan draft stays open while planning (seed 001); elsewhere the folder
+    // is one the agent can write, so a read there is a read like any.
+    draft_dir: Some(|s| s.in_planning().then(|| files::dir(&s.ctx.project()))),
     commands: &[crate::commands::cmd!(
         "plan",
         [],

@@ -21,10 +21,10 @@
 //! `tools.preview_budget_kib` and `planning.preview_budget_kib` move the two budgets
 //! (0 turns one off); a project cannot raise them (`yuyao_store::config::guarded`).
 
-use crate::planning::navigation::{Kind, classify};
 use crate::session::Session;
 use serde_json::Value;
 use std::path::Path;
+use yuyao_planning::navigation::{Kind, classify};
 
 pub(crate) const PLANNING_KIB: usize = 96;
 pub(crate) const EXECUTION_KIB: usize = 32;
@@ -176,10 +176,10 @@ impl Session {
             if within(&path, &self.ctx.spill_dir) {
                 return Class::Spool;
             }
-            // Re-reading the plan draft stays open while planning (seed 001); elsewhere the
-            // folder is one the agent can write, so a read there is a read like any.
-            if self.lock().policy.mode == yuyao_protocol::Mode::Plan
-                && within(&path, &crate::planning::files::dir(&self.ctx.project()))
+            // A feature's own draft re-read (the plan draft while planning, seed 001).
+            if crate::feature::hooks(|f| f.draft_dir)
+                .filter_map(|dir| dir(self))
+                .any(|dir| within(&path, &dir))
             {
                 return Class::Polled;
             }

@@ -19,6 +19,17 @@ pub(crate) fn floored(limit: Option<u32>, planning: bool, floor: u32) -> Option<
 }
 
 impl Session {
+    /// The model calls a turn may make: the session's limit, floored while planning; a
+    /// feature may give a turn more (an approved plan's implementation turn).
+    pub(crate) fn step_limit(&self) -> Option<u32> {
+        let (max, planning) = {
+            let st = self.lock();
+            (st.max_steps, st.policy.mode == yuyao_protocol::Mode::Plan)
+        };
+        let max = floored(max, planning, PLANNING_LOOP_FLOOR);
+        crate::feature::turn_hooks().fold(max, |max, t| (t.step_limit)(self, max))
+    }
+
     /// The tool calls one turn may make (`tools.max_tool_calls_per_turn`; unset is
     /// unlimited), floored while planning.
     pub(crate) fn tool_call_budget(&self, planning: bool) -> Option<u32> {

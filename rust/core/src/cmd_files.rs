@@ -39,7 +39,7 @@ impl Session {
     }
 
     /// Runs `f` with the store, opening it on first use.
-    pub(crate) fn with_store<R>(&self, f: impl FnOnce(&Snapshots) -> R) -> Result<R, String> {
+    pub fn with_store<R>(&self, f: impl FnOnce(&Snapshots) -> R) -> Result<R, String> {
         let mut g = self.snaps();
         if g.store.is_none() {
             g.store = Some(Snapshots::open(&self.paths.home, &self.paths.project)?);
@@ -96,7 +96,7 @@ impl Session {
     }
 
     /// Hook: after a tool batch, journal the files it changed.
-    pub(crate) fn finish_file_batch(&self) {
+    pub fn finish_file_batch(&self) {
         let pending = std::mem::take(&mut self.snaps().pending);
         if pending.is_empty() {
             return;

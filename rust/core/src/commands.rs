@@ -7,11 +7,11 @@ use std::str::FromStr;
 use yuyao_protocol::{Curiosity, Mode, Role, ShowThinking, ThinkingLevel};
 use yuyao_store::Layer;
 
-pub(crate) type Handler = fn(&Session, &[String]) -> Result<String, CoreError>;
+pub type Handler = fn(&Session, &[String]) -> Result<String, CoreError>;
 
 /// One command of the table: the kernel's own below, a feature's in its registration
 /// (`feature.rs`).
-pub(crate) struct Command {
+pub struct Command {
     pub name: &'static str,
     pub aliases: &'static [&'static str],
     pub usage: &'static str,
@@ -520,7 +520,6 @@ fn status(s: &Session, _: &[String]) -> Result<String, CoreError> {
         get("context_percent"),
         get("context_window"),
     ) + &crate::feature::all()
-        .iter()
         .filter_map(|f| f.status_line)
         .map(|line| line(s))
         .collect::<String>())
@@ -579,7 +578,7 @@ fn tools(s: &Session, _: &[String]) -> Result<String, CoreError> {
             out.push_str(&format!("  {name:<12} {first}\n"));
         }
     }
-    for f in crate::feature::all().iter().filter_map(|f| f.tools) {
+    for f in crate::feature::all().filter_map(|f| f.tools) {
         for (name, line) in f.summaries {
             if names.contains(name) {
                 out.push_str(&format!("  {name:<12} {line}\n"));

@@ -18,7 +18,7 @@ use yuyao_protocol::ToolCall;
 use yuyao_tools::ToolOutput;
 
 /// What one feature adds to a session.
-pub(crate) struct Feature {
+pub struct Feature {
     pub name: &'static str,
     /// Its slash commands (the `/help` group of each is by name, `commands.rs`).
     pub commands: &'static [Command],
@@ -160,7 +160,7 @@ impl Feature {
 }
 
 /// What a feature's state is made from at open.
-pub(crate) struct Opening<'a> {
+pub struct Opening<'a> {
     pub opts: &'a yuyao_protocol::SessionOptions,
     pub paths: &'a yuyao_store::Paths,
     pub config: &'a yuyao_store::Config,
@@ -168,13 +168,12 @@ pub(crate) struct Opening<'a> {
 
 /// The features' per-session states, one value per type.
 #[derive(Default)]
-pub(crate) struct Parts(Vec<Box<dyn Any + Send + Sync>>);
+pub struct Parts(Vec<Box<dyn Any + Send + Sync>>);
 
 impl Parts {
     pub(crate) fn open(opening: &Opening) -> Parts {
         Parts(
             all()
-                .iter()
                 .filter_map(|f| f.state)
                 .map(|make| make(opening))
                 .collect(),
@@ -203,11 +202,11 @@ impl Session {
 pub(crate) fn hooks<H: Copy + 'static>(
     pick: fn(&'static Feature) -> Option<H>,
 ) -> impl Iterator<Item = H> {
-    all().iter().filter_map(move |f| pick(f))
+    all().filter_map(move |f| pick(f))
 }
 
 /// The tools a feature runs.
-pub(crate) struct FeatureTools {
+pub struct FeatureTools {
     /// How each is run and adjudicated (`tool_call/registry.rs`).
     pub specs: &'static [Spec],
     /// `(name, one line)` for `/tools`.
@@ -224,7 +223,7 @@ pub(crate) struct FeatureTools {
 }
 
 /// [`Feature::before_compact`]: `(session, client, the older messages, token, max tokens)`.
-pub(crate) type BeforeCompact = for<'a> fn(
+pub type BeforeCompact = for<'a> fn(
     &'a Session,
     &'a yuyao_model::ModelClient,
     &'a [yuyao_protocol::Message],
@@ -235,7 +234,7 @@ pub(crate) type BeforeCompact = for<'a> fn(
 >;
 
 /// Tools served by programs the feature runs (MCP servers): listed, called, waited for.
-pub(crate) struct ServerTools {
+pub struct ServerTools {
     /// The tools offered now.
     pub tools: fn(&Session) -> Vec<yuyao_mcp::ToolInfo>,
     /// Their schemas, in the order a request carries them (after every other tool).
@@ -258,14 +257,13 @@ pub(crate) struct ServerTools {
 /// Every server tool offered now.
 pub(crate) fn server_tools(s: &Session) -> Vec<yuyao_mcp::ToolInfo> {
     all()
-        .iter()
         .filter_map(|f| f.server_tools)
         .flat_map(|t| (t.tools)(s))
         .collect()
 }
 
 /// How a feature takes part in a turn's control.
-pub(crate) struct TurnHooks {
+pub struct TurnHooks {
     /// Before the prompt joins the history: `Some(text)` answers it without a model call
     /// (an intent phrase typed at a waiting plan).
     pub intercept: fn(&Session, &str) -> Option<String>,
@@ -287,7 +285,7 @@ pub(crate) struct TurnHooks {
 }
 
 /// What a feature makes of a reply's text.
-pub(crate) enum ReplyStep {
+pub enum ReplyStep {
     /// Nothing: the turn goes on.
     Go,
     /// The feature sent feedback: a reply without tool calls asks the model again.
@@ -297,7 +295,7 @@ pub(crate) enum ReplyStep {
 
 /// Why research ends.
 #[derive(Clone)]
-pub(crate) enum ResearchEnd {
+pub enum ResearchEnd {
     /// A limit or guard: the loop limit, the tool-call budget, the tool-preview budget, a
     /// navigation guard (the reason, for the user and the trace).
     Limit(String),
@@ -313,18 +311,32 @@ pub(crate) fn turn_hooks() -> impl Iterator<Item = &'static TurnHooks> {
 }
 
 /// Outcomes of calls run beside a batch, by call id.
-pub(crate) type BesideOutcomes = std::collections::HashMap<String, crate::tool_call::CallOutcome>;
+pub type BesideOutcomes = std::collections::HashMap<String, crate::tool_call::CallOutcome>;
+
+/// Features from crates outside the core, registered once by the program that assembles
+/// them (the Python extension) before its first session opens.
+static REGISTERED: std::sync::OnceLock<Vec<&'static Feature>> = std::sync::OnceLock::new();
+
+/// Registers the features of crates outside the core (a crate that depends on the core
+/// cannot be named by it). Once per process: a second call is refused (`false`), so the set
+/// of features never changes under a running session.
+pub fn register(features: &[&'static Feature]) -> bool {
+    REGISTERED.set(features.to_vec()).is_ok()
+}
 
 /// Every feature of this build, in registration order (the order of their tools in a
-/// request, of their commands in `/help`, of their close hooks).
-pub(crate) fn all() -> &'static [&'static Feature] {
+/// request, of their commands in `/help`, of their close hooks): the core's own, then the
+/// registered ones.
+pub(crate) fn all() -> impl Iterator<Item = &'static Feature> + Clone {
     crate::FEATURES
+        .iter()
+        .copied()
+        .chain(REGISTERED.get().into_iter().flatten().copied())
 }
 
 /// The registered spec of a tool a feature runs.
 pub(crate) fn tool_spec(name: &str) -> Option<&'static Spec> {
     all()
-        .iter()
         .filter_map(|f| f.tools)
         .flat_map(|t| t.specs.iter())
         .find(|s| s.name == name)
@@ -333,16 +345,13 @@ pub(crate) fn tool_spec(name: &str) -> Option<&'static Spec> {
 /// The tools of the feature that runs `name` (offered now or not).
 pub(crate) fn tools_of(name: &str) -> Option<&'static FeatureTools> {
     all()
-        .iter()
         .filter_map(|f| f.tools)
         .find(|t| t.specs.iter().any(|s| s.name == name))
 }
 
 /// The feature commands with the name of the feature of each, in registration order.
 pub(crate) fn commands() -> impl Iterator<Item = (&'static str, &'static Command)> {
-    all()
-        .iter()
-        .flat_map(|f| f.commands.iter().map(move |c| (f.name, c)))
+    all().flat_map(|f| f.commands.iter().map(move |c| (f.name, c)))
 }
 
 #[cfg(test)]
@@ -351,7 +360,7 @@ mod tests {
 
     #[test]
     fn names_are_unique_across_the_kernel_and_features() {
-        let mut features: Vec<&str> = all().iter().map(|f| f.name).collect();
+        let mut features: Vec<&str> = all().map(|f| f.name).collect();
         let n = features.len();
         features.sort_unstable();
         features.dedup();

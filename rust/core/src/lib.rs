@@ -48,7 +48,7 @@ mod queue;
 mod recovery;
 mod refs;
 mod repomap;
-mod review;
+
 mod rule_files;
 mod run_app;
 mod run_inputs;
@@ -76,10 +76,17 @@ mod web_settings;
 use yuyao_words::words;
 mod workdirs;
 
+pub use commands::{Command, Handler as CommandHandler};
+pub use feature::{
+    BeforeCompact, BesideOutcomes, Feature, FeatureTools, Opening, ReplyStep, ResearchEnd,
+    ServerTools, TurnHooks, register as register_features,
+};
 pub use handler::Handler;
 pub use headless::{HeadlessRequest, run_headless};
+pub use session::State;
 pub use session::{CoreError, Session, TurnSummary};
 pub use settings::config_keys_json;
+pub use tool_call::registry::{CoreRun, Effect, Runner, Spec};
 pub use words::split_words;
 
 /// Every feature of this build, each one line (`feature.rs`): the kernel reads their
@@ -96,7 +103,6 @@ static FEATURES: &[&feature::Feature] = &[
     &plugins::FEATURE,
     &auto_commit::FEATURE,
     &cmd_sessions::FEATURE,
-    &review::FEATURE,
     &run_app::FEATURE,
     &verify_app::FEATURE,
     &background::FEATURE,

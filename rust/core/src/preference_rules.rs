@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use yuyao_store::memory::{Layout, format};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Rule {
+pub struct Rule {
     /// The forbidden program, and the leading arguments that must match (`git push`).
     pub program: String,
     pub args: Vec<String>,
@@ -25,7 +25,7 @@ pub(crate) struct Rule {
 
 /// Where a rule was written: what its refusal cites.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Origin {
+pub enum Origin {
     /// A `MEMORY.md` entry: when it was remembered, and what the user said.
     Memory { when: Option<String>, said: String },
     /// A line of an instruction file (`AGENTS.md`, as shown relative to the project).

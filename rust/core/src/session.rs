@@ -121,11 +121,11 @@ pub struct State {
     pub completion: crate::completion::CompletionFacts,
     pub last_completion: Option<serde_json::Value>,
     /// The work tree as the last command left it (`command_edits.rs`).
-    pub work_stamp: Option<crate::command_edits::Stamp>,
+    pub(crate) work_stamp: Option<crate::command_edits::Stamp>,
     /// Nothing but commands ran since that stamp was taken: it is still current.
     pub work_stamp_fresh: bool,
     /// What tool results showed the model this turn (seed 001's tool-preview budget).
-    pub preview: crate::tool_call::preview_budget::PreviewBudget,
+    pub(crate) preview: crate::tool_call::preview_budget::PreviewBudget,
 }
 
 impl State {
@@ -666,8 +666,23 @@ impl Session {
         Ok(session)
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+    /// The session's state (the conversation, switches, accounting), locked.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The project's root folder.
+    pub fn project_dir(&self) -> &std::path::Path {
+        &self.paths.project
+    }
+
+    /// What a command that ran turns returns: the fronts with a handler rendered them.
+    pub fn turn_answer(&self, text: String) -> String {
+        if self.handler.is_some() {
+            String::new()
+        } else {
+            text
+        }
     }
 
     pub fn cwd(&self) -> String {
@@ -812,7 +827,7 @@ impl Session {
     pub fn close(&self) {
         self.interrupt();
         // Features end their part (background sub-agents are stopped, memory dreams).
-        for close in crate::feature::all().iter().filter_map(|f| f.close) {
+        for close in crate::feature::all().filter_map(|f| f.close) {
             close(self);
         }
         if !self.opts.no_session {

@@ -534,7 +534,7 @@ impl Session {
             }
             let history = self.lock().history.clone();
             // MCP servers still starting get until their startup deadline to offer tools.
-            for servers in crate::feature::all().iter().filter_map(|f| f.server_tools) {
+            for servers in crate::feature::all().filter_map(|f| f.server_tools) {
                 (servers.wait_started)(self).await;
             }
             // A repo map built since its prompt's first request joins this one.
@@ -904,7 +904,7 @@ impl Session {
             }
             // The reply's task calls run first, concurrently; their results keep call order.
             let mut delegated = crate::feature::BesideOutcomes::new();
-            for tools in crate::feature::all().iter().filter_map(|f| f.tools) {
+            for tools in crate::feature::all().filter_map(|f| f.tools) {
                 if let Some(beside) = tools.beside {
                     delegated.extend(beside(self, &calls, &intent, token));
                 }

@@ -66,7 +66,7 @@ impl Session {
             .chain(KERNEL_TOOLS.iter().copied())
             .filter(|n| self.tool_enabled(n))
             .collect();
-        for tools in crate::feature::all().iter().filter_map(|f| f.tools) {
+        for tools in crate::feature::all().filter_map(|f| f.tools) {
             names.extend(
                 (tools.names)(self)
                     .into_iter()
@@ -85,10 +85,10 @@ impl Session {
             schemas.push(crate::scope::declare::schema());
         }
         let offered = |n: &str| self.tool_enabled(n);
-        for tools in crate::feature::all().iter().filter_map(|f| f.tools) {
+        for tools in crate::feature::all().filter_map(|f| f.tools) {
             schemas.extend((tools.schemas)(self, &offered));
         }
-        for servers in crate::feature::all().iter().filter_map(|f| f.server_tools) {
+        for servers in crate::feature::all().filter_map(|f| f.server_tools) {
             schemas.extend((servers.schemas)(self));
         }
         schemas
@@ -395,7 +395,6 @@ impl Session {
             // A server may change files too: HEAD is read again after it ran.
             (Runner::Mcp, _, Some(tool)) => {
                 let call = crate::feature::all()
-                    .iter()
                     .filter_map(|f| f.server_tools)
                     .find(|t| {
                         (t.tools)(self)
@@ -420,7 +419,7 @@ impl Session {
         // 11. PostToolUse hooks: what they say joins the result the model reads.
         let feedback = self.post_tool_hooks(name, &value, out.ok, &out.text);
         if spec.effect == Effect::Writes {
-            for after in crate::feature::all().iter().filter_map(|f| f.after_write) {
+            for after in crate::feature::all().filter_map(|f| f.after_write) {
                 after(self, name, &action.paths, &mut out);
             }
         }

@@ -10,7 +10,7 @@ use yuyao_tools::ToolOutput;
 
 /// What a call may touch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Effect {
+pub enum Effect {
     /// The session's own state (the task list, the declared scope, memory notes, a
     /// question to the user, loading a skill or a deferred schema).
     SessionState,
@@ -28,12 +28,12 @@ pub(crate) enum Effect {
 
 /// A core tool's body, given its canonical name and the call: `(output, may have changed
 /// the repository)`.
-pub(crate) type CoreRun =
+pub type CoreRun =
     fn(&Session, &str, &yuyao_protocol::ToolCall, &CancellationToken) -> (ToolOutput, bool);
 
 /// What runs a call once it is admitted.
 #[derive(Clone, Copy)]
-pub(crate) enum Runner {
+pub enum Runner {
     /// A tool of `yuyao_tools`, with typed arguments (`ToolArgs`).
     Builtin,
     /// A tool the core implements over the session.
@@ -46,7 +46,7 @@ pub(crate) enum Runner {
 }
 
 #[derive(Clone, Copy)]
-pub(crate) struct Spec {
+pub struct Spec {
     pub name: &'static str,
     pub effect: Effect,
     /// A successful call is evidence of work on the workspace (a question, a plan entry or
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn every_offered_tool_name_has_one_spec() {
-        let features = crate::feature::all().iter().filter_map(|f| f.tools);
+        let features = crate::feature::all().filter_map(|f| f.tools);
         let all: Vec<&Spec> = SPECS
             .iter()
             .chain(features.flat_map(|t| t.specs.iter()))

@@ -1,5 +1,6 @@
-//! `/review [--fix] [--security|--simplify]` and `/security-review`: a review turn over the
-//! current changes.
+//! yuyao-review: `/review [--fix] [--security|--simplify]` and `/security-review`, a review
+//! turn over the current changes — a feature outside the core, registered with its kernel
+//! (`yuyao_core::Feature`): removing it is deleting this crate and its registration line.
 //!
 //! `/review` takes the diff against git HEAD (outside git: the session's changes against the
 //! session's start) and runs a turn under the read-only `ask` role, asking for findings as
@@ -9,8 +10,8 @@
 //! `/security-review` reviews the branch's changes against its merge base with the default
 //! branch (committed and not) and asks for a ranked risk list.
 
-use crate::session::{CoreError, Session};
 use std::path::Path;
+use yuyao_core::{Command, CoreError, Feature, Session};
 use yuyao_protocol::Role;
 use yuyao_store::snapshots::{head_changes, unified_diff};
 
@@ -33,74 +34,60 @@ fn cap(diff: String) -> String {
     )
 }
 
-impl Session {
-    fn shown_path(&self, p: &Path) -> String {
-        p.strip_prefix(&self.paths.project)
-            .map(|r| r.display().to_string())
-            .unwrap_or_else(|_| p.display().to_string())
-    }
-
-    /// The diff to review: against HEAD, or (outside git) the session's changes.
-    fn review_diff(&self) -> Result<(String, &'static str), CoreError> {
-        self.finish_file_batch();
-        if let Ok(changes) = head_changes(&self.paths.project) {
-            let diff: String = changes
-                .iter()
-                .map(|(p, old, new)| {
-                    unified_diff(&self.shown_path(p), old.as_deref(), new.as_deref())
-                })
-                .collect();
-            return Ok((diff, "the uncommitted changes against git HEAD"));
-        }
-        let starts = self
-            .with_store(|st| {
-                let mut v = Vec::new();
-                for (p, before) in st.session_start_images(&self.id) {
-                    let old = match &before {
-                        Some(id) => Some(st.blob(id)?),
-                        None => None,
-                    };
-                    v.push((p, old));
-                }
-                Ok::<_, String>(v)
-            })
-            .map_err(CoreError::Failed)?
-            .map_err(CoreError::Failed)?;
-        let diff: String = starts
-            .into_iter()
-            .filter_map(|(p, old)| {
-                let new = std::fs::read(&p).ok();
-                (old != new)
-                    .then(|| unified_diff(&self.shown_path(&p), old.as_deref(), new.as_deref()))
-            })
-            .collect();
-        Ok((diff, "this session's changes (not a git repository)"))
-    }
-
-    /// A turn under the read-only role; the role in force before is restored.
-    fn read_only_turn(&self, prompt: &str) -> Result<String, CoreError> {
-        let saved = {
-            let mut st = self.lock();
-            let saved = st.policy.role;
-            st.policy.role = Role::Ask;
-            saved
-        };
-        let out = self.chat(prompt);
-        self.lock().policy.role = saved;
-        out
-    }
-
-    /// What a command that ran turns returns: the fronts with a handler rendered them.
-    pub(crate) fn turn_answer(&self, text: String) -> String {
-        if self.handler.is_some() {
-            String::new()
-        } else {
-            text
-        }
-    }
+fn shown_path(s: &Session, p: &Path) -> String {
+    p.strip_prefix(s.project_dir())
+        .map(|r| r.display().to_string())
+        .unwrap_or_else(|_| p.display().to_string())
 }
 
-pub(crate) fn review_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
+/// The diff to review: against HEAD, or (outside git) the session's changes.
+fn review_diff(s: &Session) -> Result<(String, &'static str), CoreError> {
+    s.finish_file_batch();
+    if let Ok(changes) = head_changes(s.project_dir()) {
+        let diff: String = changes
+            .iter()
+            .map(|(p, old, new)| unified_diff(&shown_path(s, p), old.as_deref(), new.as_deref()))
+            .collect();
+        return Ok((diff, "the uncommitted changes against git HEAD"));
+    }
+    let starts = s
+        .with_store(|st| {
+            let mut v = Vec::new();
+            for (p, before) in st.session_start_images(&s.id) {
+                let old = match &before {
+                    Some(id) => Some(st.blob(id)?),
+                    None => None,
+                };
+                v.push((p, old));
+            }
+            Ok::<_, String>(v)
+        })
+        .map_err(CoreError::Failed)?
+        .map_err(CoreError::Failed)?;
+    let diff: String = starts
+        .into_iter()
+        .filter_map(|(p, old)| {
+            let new = std::fs::read(&p).ok();
+            (old != new).then(|| unified_diff(&shown_path(s, &p), old.as_deref(), new.as_deref()))
+        })
+        .collect();
+    Ok((diff, "this session's changes (not a git repository)"))
+}
+
+/// A turn under the read-only role; the role in force before is restored.
+fn read_only_turn(s: &Session, prompt: &str) -> Result<String, CoreError> {
+    let saved = {
+        let mut st = s.lock();
+        let saved = st.policy.role;
+        st.policy.role = Role::Ask;
+        saved
+    };
+    let out = s.chat(prompt);
+    s.lock().policy.role = saved;
+    out
+}
+
+fn review_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let (mut fix, mut focus) = (false, None);
     for a in args {
         match a.as_str() {
@@ -113,7 +100,7 @@ pub(crate) fn review_command(s: &Session, args: &[String]) -> Result<String, Cor
             }
         }
     }
-    let (diff, what) = s.review_diff()?;
+    let (diff, what) = review_diff(s)?;
     if diff.trim().is_empty() {
         return Ok(format!("nothing to review: {what} are empty"));
     }
@@ -132,7 +119,7 @@ pub(crate) fn review_command(s: &Session, args: &[String]) -> Result<String, Cor
         "[/review] Review {what}. {aim}\n{FINDINGS_FORMAT}\n\n```diff\n{}\n```",
         cap(diff)
     );
-    let review = s.read_only_turn(&prompt)?;
+    let review = read_only_turn(s, &prompt)?;
     if !fix {
         return Ok(s.turn_answer(review));
     }
@@ -197,12 +184,12 @@ fn merge_base_diff(project: &Path) -> Result<(String, String), String> {
     ))
 }
 
-pub(crate) fn security_review_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
+fn security_review_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
     if !args.is_empty() {
         return Err(CoreError::Usage("usage: /security-review".into()));
     }
     s.finish_file_batch();
-    let (diff, what) = merge_base_diff(&s.paths.project)
+    let (diff, what) = merge_base_diff(s.project_dir())
         .map_err(|e| CoreError::Failed(format!("/security-review: {e}")))?;
     if diff.trim().is_empty() {
         return Ok(format!("nothing to review: {what} are empty"));
@@ -211,28 +198,29 @@ pub(crate) fn security_review_command(s: &Session, args: &[String]) -> Result<St
         "[/security-review] Security review of {what}. Look for injection (SQL, shell, path traversal, templates), authorization and authentication flaws, secrets committed or logged, unsafe deserialization, SSRF, unsafe file permissions and dependency risks. Give a ranked risk list, highest risk first: `rank. path:line — severity (critical|high|medium|low) — the risk and how to exploit it — the fix`; then one line `Risks: N`. Do not change any file.\n\n```diff\n{}\n```",
         cap(diff)
     );
-    let answer = s.read_only_turn(&prompt)?;
+    let answer = read_only_turn(s, &prompt)?;
     Ok(s.turn_answer(answer))
 }
 
-/// The slash commands of this feature (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+/// The feature: `/review` and `/security-review` (registered by the program that assembles
+/// yuyao: `yuyao_core::register_features`).
+pub static FEATURE: Feature = Feature {
     name: "review",
     commands: &[
-        crate::commands::cmd!(
-            "review",
-            [],
-            "[--fix] [--security|--simplify]",
-            "review the current diff",
-            Some(crate::review::review_command)
-        ),
-        crate::commands::cmd!(
-            "security-review",
-            [],
-            "",
-            "security review of the branch's changes",
-            Some(crate::review::security_review_command)
-        ),
+        Command {
+            name: "review",
+            aliases: &[],
+            usage: "[--fix] [--security|--simplify]",
+            help: "review the current diff",
+            run: Some(review_command),
+        },
+        Command {
+            name: "security-review",
+            aliases: &[],
+            usage: "",
+            help: "security review of the branch's changes",
+            run: Some(security_review_command),
+        },
     ],
-    ..crate::feature::Feature::NONE
+    ..Feature::NONE
 };

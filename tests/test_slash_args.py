@@ -156,3 +156,23 @@ def test_switches_typed_mid_turn_apply_after_it(api, fake_llm, repo):
     s.chat("and now?")
     assert server.stated("Permission mode", 2).startswith("plan")
     assert all("/plan" not in server.user_text(i) for i in range(3))
+
+
+def test_every_command_names_the_feature_that_registered_it(api, fake_llm):
+    """The command table is the kernel's commands then the features' (docs/ARCHITECTURE.md):
+    each command once, with who registered it — the kernel, a feature of the core crate, or a
+    feature crate registered by the extension (yuyao-review) — and each one dispatches."""
+    table = command_table()
+    names = [c["name"] for c in table]
+    assert len(names) == len(set(names))
+    by_name = {c["name"]: c["feature"] for c in table}
+    assert by_name["help"] == by_name["config"] == by_name["undo"] == "kernel"
+    assert by_name["memory"] == by_name["remember"] == "memory"
+    assert by_name["plan"] == "planning"
+    assert by_name["agents"] == by_name["fork"] == "subagents"
+    # A feature in a crate of its own: registered by the Python extension at import.
+    assert by_name["review"] == by_name["security-review"] == "review"
+    s = api(fake_llm([]))
+    # It runs like any command (no git repository, no changes: nothing to review).
+    assert "nothing to review" in s.dispatch("/review")
+    assert "/review" in s.dispatch("/help") and "/review" in s.dispatch("/help review")

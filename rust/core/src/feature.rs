@@ -36,7 +36,7 @@ pub struct Feature {
     pub draft_dir: Option<fn(&Session) -> Option<std::path::PathBuf>>,
     /// The feature's own per-session state, made at open (read back with
     /// [`Session::part`]).
-    pub state: Option<fn(&Opening) -> Box<dyn Any + Send + Sync>>,
+    pub state: Option<MakeState>,
     /// Runs once the session is open: the saved session resumed, extension trust settled,
     /// hooks loaded; before MCP servers start.
     pub opened: Option<fn(&Session)>,
@@ -48,19 +48,13 @@ pub struct Feature {
     pub submitted: Option<fn(&Session, &str) -> Option<String>>,
     /// Before a write tool's call runs (after the policy and the scope guard): `Err` refuses
     /// it with that reason (a `/batch` unit may write only the files it claimed).
-    pub write_gate: Option<fn(&Session, &yuyao_policy::Action) -> Result<(), String>>,
+    pub write_gate: Option<WriteGate>,
     /// A reply's tool batch is about to run, with the intent line it stated (or was given).
     pub batch_intent: Option<fn(&Session, &str)>,
     /// A tool batch's file changes were journaled as one snapshot batch.
     pub batch_saved: Option<fn(&Session, &yuyao_store::snapshots::Batch)>,
     /// A snapshot batch was undone (`/undo`): a line to add to the report, or none.
-    pub batch_undone: Option<
-        fn(
-            &Session,
-            &yuyao_store::snapshots::Batch,
-            &yuyao_store::snapshots::Report,
-        ) -> Option<String>,
-    >,
+    pub batch_undone: Option<BatchUndone>,
     /// Preference rules a shell command must keep (`preference_rules.rs`), beside those of
     /// the instruction files (memory's remembered "use X, not Y").
     pub rules: Option<fn(&Session) -> Vec<crate::preference_rules::Rule>>,
@@ -103,16 +97,16 @@ pub struct Feature {
     pub next_turn: Option<fn(&Session) -> Option<String>>,
     /// A `/name` no table knows: `Some` when this feature runs it (a skill's flow, a custom
     /// command read from disk).
-    pub other_command: Option<fn(&Session, &str, &str) -> Option<Result<String, CoreError>>>,
+    pub other_command: Option<OtherCommand>,
     /// `/help`: with a name, this feature's help for it (when it owns it); without, the
     /// section it adds to the list (empty for none).
-    pub help: Option<fn(&Session, Option<&str>) -> Option<String>>,
+    pub help: Option<HelpSection>,
     /// Runs when the session closes, after the running turn is cancelled and before the
     /// session's end hooks, jobs and servers are shut down.
     pub close: Option<fn(&Session)>,
     /// Runs after a call of a tool that writes files succeeded or failed, before the
     /// PostToolUse hooks' feedback is added: `(tool, the paths it wrote, its result)`.
-    pub after_write: Option<fn(&Session, &str, &[std::path::PathBuf], &mut ToolOutput)>,
+    pub after_write: Option<AfterWrite>,
     /// Extra lines of `/status` (each starting with a newline), empty when nothing to say.
     pub status_line: Option<fn(&Session) -> String>,
 }
@@ -159,6 +153,27 @@ impl Feature {
     };
 }
 
+/// Hook types (named so a registration reads as a list of moments, not of signatures).
+pub type MakeState = fn(&Opening) -> Box<dyn Any + Send + Sync>;
+pub type WriteGate = fn(&Session, &yuyao_policy::Action) -> Result<(), String>;
+pub type BatchUndone =
+    fn(&Session, &yuyao_store::snapshots::Batch, &yuyao_store::snapshots::Report) -> Option<String>;
+pub type OtherCommand = fn(&Session, &str, &str) -> Option<Result<String, CoreError>>;
+pub type HelpSection = fn(&Session, Option<&str>) -> Option<String>;
+pub type AfterWrite = fn(&Session, &str, &[std::path::PathBuf], &mut ToolOutput);
+pub type Schemas = fn(&Session, &dyn Fn(&str) -> bool) -> Vec<Value>;
+pub type Beside = fn(&Session, &[ToolCall], &str, &CancellationToken) -> BesideOutcomes;
+/// A boxed future borrowing the session.
+pub type SessionFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+pub type ServerCall =
+    for<'a> fn(&'a Session, &'a yuyao_mcp::ToolInfo, Value) -> SessionFuture<'a, ToolOutput>;
+pub type ResearchEndHook = for<'a> fn(
+    &'a Session,
+    &'a yuyao_model::ModelClient,
+    &'a CancellationToken,
+    ResearchEnd,
+) -> SessionFuture<'a, Option<crate::session::TurnSummary>>;
+
 /// What a feature's state is made from at open.
 pub struct Opening<'a> {
     pub opts: &'a yuyao_protocol::SessionOptions,
@@ -202,7 +217,7 @@ impl Session {
 pub(crate) fn hooks<H: Copy + 'static>(
     pick: fn(&'static Feature) -> Option<H>,
 ) -> impl Iterator<Item = H> {
-    all().filter_map(move |f| pick(f))
+    all().filter_map(pick)
 }
 
 /// The tools a feature runs.
@@ -216,10 +231,10 @@ pub struct FeatureTools {
     pub names: fn(&Session) -> Vec<&'static str>,
     /// The schemas of the offered tools that pass `allowed` (the session's filter), in the
     /// order the request carries them.
-    pub schemas: fn(&Session, &dyn Fn(&str) -> bool) -> Vec<Value>,
+    pub schemas: Schemas,
     /// For a delegated tool (`Runner::Delegated`): runs a reply's calls of it beside the
     /// batch, before the other calls, and returns their outcomes by call id.
-    pub beside: Option<fn(&Session, &[ToolCall], &str, &CancellationToken) -> BesideOutcomes>,
+    pub beside: Option<Beside>,
 }
 
 /// [`Feature::before_compact`]: `(session, client, the older messages, token, max tokens)`.
@@ -229,9 +244,7 @@ pub type BeforeCompact = for<'a> fn(
     &'a [yuyao_protocol::Message],
     &'a CancellationToken,
     Option<u64>,
-) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<(), yuyao_model::ModelError>> + Send + 'a>,
->;
+) -> SessionFuture<'a, Result<(), yuyao_model::ModelError>>;
 
 /// Tools served by programs the feature runs (MCP servers): listed, called, waited for.
 pub struct ServerTools {
@@ -240,18 +253,9 @@ pub struct ServerTools {
     /// Their schemas, in the order a request carries them (after every other tool).
     pub schemas: fn(&Session) -> Vec<Value>,
     /// Runs one with its arguments.
-    pub call: for<'a> fn(
-        &'a Session,
-        &'a yuyao_mcp::ToolInfo,
-        Value,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = ToolOutput> + Send + 'a>,
-    >,
+    pub call: ServerCall,
     /// Before a model call: servers still starting get until their deadline to offer tools.
-    pub wait_started:
-        for<'a> fn(
-            &'a Session,
-        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>,
+    pub wait_started: for<'a> fn(&'a Session) -> SessionFuture<'a, ()>,
 }
 
 /// Every server tool offered now.
@@ -274,14 +278,7 @@ pub struct TurnHooks {
     pub after_reply: fn(&Session, &str, bool) -> ReplyStep,
     /// Research ends: `Some` ends the turn with the feature's own tool-free answer (a plan's
     /// synthesis); `None` leaves the kernel's way.
-    pub research_end: for<'a> fn(
-        &'a Session,
-        &'a yuyao_model::ModelClient,
-        &'a CancellationToken,
-        ResearchEnd,
-    ) -> std::pin::Pin<
-        Box<dyn std::future::Future<Output = Option<crate::session::TurnSummary>> + Send + 'a>,
-    >,
+    pub research_end: ResearchEndHook,
 }
 
 /// What a feature makes of a reply's text.

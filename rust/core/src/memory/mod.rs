@@ -257,7 +257,7 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
         }),
         crate::tool_call::registry::core("memory-get", true, |s, name, call, _| {
             (
-                crate::tool_call::registry::one(tools::run(&s.memory(), name, &call.arguments)),
+                crate::tool_call::registry::one(tools::run(s.memory(), name, &call.arguments)),
                 false,
             )
         }),

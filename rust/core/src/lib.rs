@@ -1,6 +1,8 @@
-//! yuyao-core: the Session every front drives (TUI, `-p`, run_agent, agent_api) — the turn
-//! loop, tool dispatch, slash commands and every feature built on them (docs/ARCHITECTURE.md,
-//! "rust/core").
+//! yuyao-core: the Session every front drives (TUI, `-p`, run_agent, agent_api). Its kernel —
+//! the session, the turn loop, the tool pipeline, the command table — and the features that
+//! register with it through one [`Feature`] value each (`FEATURES` below; features in crates
+//! of their own through [`register_features`]); the kernel never names a feature
+//! (docs/ARCHITECTURE.md, "rust/core"; `scripts/import_graph.py` checks it).
 //!
 //! A front opens a [`Session`], submits turns ([`Session::chat`]) and slash commands
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.

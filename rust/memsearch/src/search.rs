@@ -75,6 +75,11 @@ pub struct Searcher {
     slots: Vec<(usize, usize)>,
     /// The common component removed from the vectors, to remove from a query too.
     common: Option<Vec<f32>>,
+    /// With the common component removed, which entries have a vector (a known token): a
+    /// centred cosine below zero means "less like the query than the memory's average
+    /// entry", not "unrelated", so these stay candidates, ranked below the positive ones.
+    /// (The raw static cosines these replace were positive for any two such texts.)
+    has_vector: Vec<bool>,
 }
 
 impl Searcher {
@@ -92,11 +97,20 @@ impl Searcher {
         );
         let common = (index.provider == LOCAL_MODEL_ID && !index.vectors.is_empty())
             .then(|| remove_common_component(&mut index.vectors));
+        let has_vector = match common {
+            Some(_) => index
+                .vectors
+                .iter()
+                .map(|v| v.iter().any(|x| *x != 0.0))
+                .collect(),
+            None => Vec::new(),
+        };
         Searcher {
             index,
             bm25,
             slots,
             common,
+            has_vector,
         }
     }
 
@@ -128,13 +142,14 @@ impl Searcher {
             }
             _ => None,
         };
+        let candidate = |i: usize, s: f32| s > 0.0 || self.has_vector.get(i) == Some(&true);
         let scored: Vec<(usize, f32)> = match (similarity, ranking) {
             (None, _) | (Some(_), Ranking::Lexical) => self.bm25.rank(query),
             (Some(sim), Ranking::Dense) => best_first(
                 sim.iter()
                     .enumerate()
                     .map(|(i, s)| (i, *s))
-                    .filter(|(_, s)| *s > 0.0)
+                    .filter(|&(i, s)| candidate(i, s))
                     .collect(),
                 &sim,
             ),
@@ -147,7 +162,7 @@ impl Searcher {
                     fused
                         .into_iter()
                         .enumerate()
-                        .filter(|(_, s)| *s > 0.0)
+                        .filter(|&(i, s)| candidate(i, s))
                         .collect(),
                     &sim,
                 )
@@ -308,8 +323,9 @@ mod tests {
         );
     }
 
-    /// A memory of one entry keeps its vector (the shrunk mean is a ninth of it), and an
-    /// entry without a known token (zero vector) still matches nothing.
+    /// A memory of one entry keeps its vector (the shrunk mean is a ninth of it); an entry
+    /// below the mean stays a candidate (a memory of five entries still answers three hits);
+    /// an entry without a known token (zero vector) still matches nothing.
     #[test]
     fn a_lone_entry_is_not_cancelled_and_a_zero_vector_stays_unmatched() {
         let one = searcher_of(LOCAL_MODEL_ID, &[("Use bun", [0.6, 0.8, 0.0])]);
@@ -321,7 +337,12 @@ mod tests {
             &[("Use bun", [0.6, 0.8, 0.0]), ("§§§", [0.0, 0.0, 0.0])],
         );
         let hits = two.search_with("x", Some(&[0.0, 0.0, 1.0]), 3, Ranking::Dense);
-        assert!(!ids(&hits).contains(&"e1"), "{:?}", ids(&hits));
+        // e0 is less like this query than the (shrunk) mean is: still a candidate, e1 never.
+        assert_eq!(ids(&hits), ["e0"]);
+        assert!(hits[0].score < 0.0, "{}", hits[0].score);
+        let hits = two.search("x", Some(&[0.0, 0.0, 1.0]), 3);
+        assert_eq!(ids(&hits), ["e0"]);
+        assert_eq!(hits[0].score, 0.0);
     }
 
     /// An identifier the embeddings know nothing about (its vector points nowhere near its

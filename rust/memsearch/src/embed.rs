@@ -1,8 +1,12 @@
 //! Text → vector. `local`: the static model shipped in the wheel (a token table distilled
-//! from all-MiniLM-L6-v2; a text's vector is the mean of its tokens' rows, L2-normalised);
-//! `gateway`: POST `{base}/embeddings` on the configured endpoint; `bm25`: none.
+//! from all-MiniLM-L6-v2; a text's vector is the sum of its tokens' rows weighted by their
+//! inverse document frequency over the indexed entries, `##` continuation pieces at half
+//! weight, L2-normalised); `gateway`: POST `{base}/embeddings` on the configured endpoint;
+//! `bm25`: none.
 
-use crate::tokenize::WordPiece;
+use crate::tokenize::{Piece, WordPiece};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -21,8 +25,58 @@ pub fn model_dir() -> Option<PathBuf> {
     PACKAGE_MODEL_DIR.get().cloned()
 }
 
-/// The identity of the shipped model, stored with every index built from it.
-pub const LOCAL_MODEL_ID: &str = "local:minilm-l6-static-256-int8";
+/// The identity of the shipped model and of how its vectors are made, stored with every
+/// index built from it: an index of another identity (vectors that mean something else,
+/// such as the plain token means of `local:minilm-l6-static-256-int8`) is rebuilt, never
+/// mixed with new vectors.
+pub const LOCAL_MODEL_ID: &str = "local:minilm-l6-static-256-int8:idf-halfcont";
+
+/// What a `##` continuation piece weighs against a word's first piece. The first piece of a
+/// split word carries most of its meaning; the later ones ("##guard", "##42") are shared by
+/// unrelated words, and a word split in four would otherwise outweigh a whole word four
+/// times (docs/memory.md, "How memory-search ranks").
+const CONTINUATION_WEIGHT: f32 = 0.5;
+
+/// Document frequencies of the local model's tokens over the indexed entries: the weight of
+/// a token in an entry or a query is its BM25 inverse document frequency (the formula of
+/// bm25.rs over the same entries), so what every note of this memory says ("service",
+/// "the", ".") counts less than what tells notes apart. The table's own rows are already
+/// weighted by an estimate of general-English frequency (MODEL.md); this adds the frequency
+/// in this memory.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TermStats {
+    /// How many entries the frequencies were counted over.
+    pub entries: u32,
+    /// Token id → the number of entries holding it.
+    pub df: HashMap<u32, u32>,
+}
+
+impl TermStats {
+    /// Counts each token once per entry.
+    pub fn new<'a>(entries: impl Iterator<Item = &'a [Piece]>) -> TermStats {
+        let mut stats = TermStats::default();
+        let mut seen: Vec<u32> = Vec::new();
+        for pieces in entries {
+            stats.entries += 1;
+            seen.clear();
+            seen.extend(pieces.iter().map(|p| p.id));
+            seen.sort_unstable();
+            seen.dedup();
+            for &id in &seen {
+                *stats.df.entry(id).or_default() += 1;
+            }
+        }
+        stats
+    }
+
+    /// BM25's IDF: ln((N − df + 0.5) / (df + 0.5) + 1), always positive; a token no entry
+    /// holds gets the highest weight.
+    pub fn idf(&self, id: u32) -> f32 {
+        let n = self.entries as f32;
+        let df = self.df.get(&id).copied().unwrap_or(0) as f32;
+        ((n - df + 0.5) / (df + 0.5) + 1.0).ln()
+    }
+}
 
 pub struct StaticModel {
     dims: usize,
@@ -73,20 +127,44 @@ impl StaticModel {
         self.dims
     }
 
-    /// The mean of the rows of the text's tokens, L2-normalised (zero for a text with no
-    /// known token).
-    pub fn embed(&self, text: &str) -> Vec<f32> {
+    pub fn pieces(&self, text: &str) -> Vec<Piece> {
+        self.tokenizer.pieces(text)
+    }
+
+    /// The text's vector with the token weights of `stats` (see the module comment).
+    pub fn embed(&self, text: &str, stats: &TermStats) -> Vec<f32> {
+        self.embed_pieces(&self.pieces(text), stats)
+    }
+
+    /// The sum of the pieces' rows, each times its IDF in `stats` (half for a continuation
+    /// piece), L2-normalised (zero when there is no piece).
+    pub fn embed_pieces(&self, pieces: &[Piece], stats: &TermStats) -> Vec<f32> {
         let mut v = vec![0f32; self.dims];
-        for id in self.tokenizer.ids(text) {
-            let id = id as usize;
-            let s = self.scales[id];
+        for p in pieces {
+            let id = p.id as usize;
+            let mut w = self.scales[id] * stats.idf(p.id);
+            if p.continuation {
+                w *= CONTINUATION_WEIGHT;
+            }
             let row = &self.table[id * self.dims..(id + 1) * self.dims];
             for (acc, &q) in v.iter_mut().zip(row) {
-                *acc += q as f32 * s;
+                *acc += q as f32 * w;
             }
         }
         normalize(&mut v);
         v
+    }
+
+    /// The vectors of a whole memory's entries and the statistics they were weighted with
+    /// (each text tokenized once).
+    pub fn embed_corpus(&self, texts: &[&str]) -> (TermStats, Vec<Vec<f32>>) {
+        let pieces: Vec<Vec<Piece>> = texts.iter().map(|t| self.pieces(t)).collect();
+        let stats = TermStats::new(pieces.iter().map(Vec::as_slice));
+        let vectors = pieces
+            .iter()
+            .map(|p| self.embed_pieces(p, &stats))
+            .collect();
+        (stats, vectors)
     }
 }
 
@@ -150,13 +228,19 @@ impl Provider {
     }
 }
 
-/// Embeds texts with the provider; `Ok(None)` for `bm25`.
-pub fn embed_all(provider: &Provider, texts: &[String]) -> Result<Option<Vec<Vec<f32>>>, String> {
+/// Embeds texts with the provider; `Ok(None)` for `bm25`. `stats` are the indexed
+/// entries' token statistics, which the local model weights tokens with (the gateway's
+/// vectors do not use them).
+pub fn embed_all(
+    provider: &Provider,
+    texts: &[String],
+    stats: &TermStats,
+) -> Result<Option<Vec<Vec<f32>>>, String> {
     match provider {
         Provider::Bm25 => Ok(None),
         Provider::Local => {
             let m = local_model()?;
-            Ok(Some(texts.iter().map(|t| m.embed(t)).collect()))
+            Ok(Some(texts.iter().map(|t| m.embed(t, stats)).collect()))
         }
         Provider::Gateway(g) => {
             let mut out = Vec::with_capacity(texts.len());
@@ -268,11 +352,38 @@ mod tests {
             "[UNK]\nbun\nnpm\n",
         );
         let m = StaticModel::load(d.path()).unwrap();
-        let v = m.embed("bun npm unknownword");
+        // No statistics (an empty memory): every token weighs the same.
+        let none = TermStats::default();
+        let v = m.embed("bun npm unknownword", &none);
         assert!(
             (v[0] - v[1]).abs() < 1e-6 && (v[0] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6
         );
-        assert_eq!(m.embed("nothing known"), vec![0.0, 0.0]);
+        assert_eq!(m.embed("nothing known", &none), vec![0.0, 0.0]);
+    }
+
+    /// A token most entries hold weighs less than one that tells them apart, in the entries
+    /// and in a query; a `##` piece weighs half of a first piece.
+    #[test]
+    fn tokens_are_weighted_by_their_rarity_among_the_entries() {
+        let d = tempfile::tempdir().unwrap();
+        write_model(
+            d.path(),
+            &[[0, 0], [127, 0], [0, 127], [0, 127]],
+            &[1.0, 1.0, 1.0, 1.0],
+            "[UNK]\nbun\nnpm\n##pm\n",
+        );
+        let m = StaticModel::load(d.path()).unwrap();
+        // "bun" in all three entries, "npm" in one.
+        let (stats, vectors) = m.embed_corpus(&["bun npm", "bun", "bun"]);
+        assert_eq!((stats.entries, stats.df[&1], stats.df[&2]), (3, 3, 1));
+        assert!(stats.idf(2) > stats.idf(1) && stats.idf(1) > 0.0);
+        // Unweighted, "bun npm" would sit at 45°; the rarer "npm" pulls it towards itself.
+        assert!(vectors[0][1] > vectors[0][0], "{:?}", vectors[0]);
+        assert_eq!(vectors[1], vec![1.0, 0.0]);
+        assert_eq!(m.embed("bun npm", &stats), vectors[0]);
+        // "bunpm" is "bun" + "##pm": with equal statistics the continuation weighs half.
+        let v = m.embed("bunpm", &TermStats::default());
+        assert!((v[1] / v[0] - 0.5).abs() < 1e-5, "{v:?}");
     }
 
     #[test]

@@ -2,9 +2,12 @@
 //! header, then the vectors as little-endian f32) written through a temp file and a rename,
 //! so a reader never sees half of it. Updated incrementally: a file whose size and mtime are
 //! unchanged keeps its chunks and vectors; a changed file is chunked again and only chunks
-//! whose text is new are embedded; a provider change rebuilds the vectors.
+//! whose text is new are embedded; a provider change rebuilds the vectors. With the local
+//! model every entry's vector depends on the token statistics of all entries (embed.rs), so
+//! any change re-weights every entry (a table lookup per token: 10 000 entries take well under
+//! a second) and the statistics are saved with the vectors they made.
 
-use crate::embed::{Provider, embed_all};
+use crate::embed::{Provider, TermStats, embed_all, local_model};
 use crate::source::{Chunk, FileKind, MemoryFile, chunks};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -27,6 +30,8 @@ struct Header {
     provider: String,
     dims: usize,
     files: Vec<FileRecord>,
+    #[serde(default)]
+    terms: TermStats,
 }
 
 /// The index of one project's memory files.
@@ -37,6 +42,9 @@ pub struct Index {
     pub files: Vec<FileRecord>,
     /// One vector per chunk, in file then chunk order (empty for `bm25`).
     pub vectors: Vec<Vec<f32>>,
+    /// The chunks' token statistics the local model's vectors (and queries) are weighted
+    /// with; empty for the other providers.
+    pub terms: TermStats,
 }
 
 /// What an update did, for `yuyao memory index` and the tests.
@@ -112,6 +120,7 @@ impl Index {
             dims: header.dims,
             files: header.files,
             vectors,
+            terms: header.terms,
         })
     }
 
@@ -122,6 +131,7 @@ impl Index {
             provider: self.provider.clone(),
             dims: self.dims,
             files: self.files.clone(),
+            terms: self.terms.clone(),
         })
         .map_err(|e| e.to_string())?;
         let mut out = Vec::with_capacity(16 + header.len() + self.vectors.len() * self.dims * 4);
@@ -168,9 +178,11 @@ impl Index {
         let mut report = UpdateReport::default();
         let provider_id = provider.id();
         let rebuild = force || self.provider != provider_id;
-        // Vectors already computed, by chunk text: reused for unchanged entries.
+        // Vectors already computed, by chunk text: reused for unchanged entries (not with the
+        // local model, whose vectors are all made again on a change).
+        let local = *provider == Provider::Local;
         let mut known: HashMap<String, Vec<f32>> = HashMap::new();
-        if !rebuild {
+        if !rebuild && !local {
             let mut k = 0;
             for f in &self.files {
                 for c in &f.chunks {
@@ -211,7 +223,7 @@ impl Index {
             report.files_read += 1;
             let cs = chunks(&text);
             for c in &cs {
-                if !known.contains_key(&c.text) && !pending.contains(&c.text) {
+                if !local && !known.contains_key(&c.text) && !pending.contains(&c.text) {
                     pending.push(c.text.clone());
                 }
             }
@@ -233,8 +245,26 @@ impl Index {
         if !changed {
             return Ok(report);
         }
+        if local {
+            let model = local_model()?;
+            let texts: Vec<&str> = records
+                .iter()
+                .flat_map(|r| r.chunks.iter().map(|c| c.text.as_str()))
+                .collect();
+            let (terms, vectors) = model.embed_corpus(&texts);
+            report.chunks_embedded = vectors.len();
+            *self = Index {
+                provider: provider_id,
+                dims: model.dims(),
+                files: records,
+                vectors,
+                terms,
+            };
+            report.changed = true;
+            return Ok(report);
+        }
         let mut dims = if rebuild { 0 } else { self.dims };
-        if let Some(vs) = embed_all(provider, &pending)? {
+        if let Some(vs) = embed_all(provider, &pending, &TermStats::default())? {
             report.chunks_embedded = vs.len();
             for (t, v) in pending.into_iter().zip(vs) {
                 dims = v.len();
@@ -259,6 +289,7 @@ impl Index {
             dims,
             files: records,
             vectors,
+            terms: TermStats::default(),
         };
         report.changed = true;
         Ok(report)
@@ -270,6 +301,80 @@ mod tests {
     use super::*;
     use crate::source::memory_files;
     use yuyao_store::memory::Layout;
+
+    /// The shipped model, from the source tree (the extension sets its installed folder).
+    fn use_shipped_model() {
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/yuyao/models/memory-embed");
+        crate::embed::set_package_model_dir(dir);
+    }
+
+    /// An index saved by the plain token-mean model (its vectors mean something else) is
+    /// rebuilt with the current identity and statistics, although no file changed; then any
+    /// change re-weights every entry, and the statistics are saved with the vectors.
+    #[test]
+    fn an_index_of_the_former_local_vectors_is_rebuilt_and_any_change_reweights_all() {
+        use_shipped_model();
+        let d = tempfile::tempdir().unwrap();
+        let (home, project) = (d.path().join("home"), d.path().join("p"));
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(
+            project.join("MEMORY.md"),
+            "- Use bun, not npm.\n- Alice owns the billing service.\n",
+        )
+        .unwrap();
+        let layout = Layout::new(&home, &project, None);
+        let files = memory_files(&layout);
+        let mut fresh = Index::default();
+        fresh
+            .update(&files, &Provider::Local, false, &mut |_, _| {})
+            .unwrap();
+        assert_eq!(fresh.provider, crate::embed::LOCAL_MODEL_ID);
+        assert_eq!(fresh.terms.entries, 2);
+        // The same files, indexed by the former model: same paths, sizes and mtimes.
+        let mut old = fresh.clone();
+        old.provider = "local:minilm-l6-static-256-int8".into();
+        old.terms = TermStats::default();
+        old.vectors = vec![vec![1.0; fresh.dims]; 2];
+        let dir = index_dir(&home, &project);
+        old.save(&dir).unwrap();
+        let mut back = Index::load(&dir).unwrap();
+        let r = back
+            .update(&files, &Provider::Local, false, &mut |_, _| {})
+            .unwrap();
+        assert_eq!((r.files_read, r.chunks_embedded, r.changed), (1, 2, true));
+        assert_eq!(back.provider, crate::embed::LOCAL_MODEL_ID);
+        assert_eq!((&back.vectors, &back.terms), (&fresh.vectors, &fresh.terms));
+        back.save(&dir).unwrap();
+        let loaded = Index::load(&dir).unwrap();
+        assert_eq!(
+            (&loaded.vectors, &loaded.terms),
+            (&fresh.vectors, &fresh.terms)
+        );
+
+        // A third entry sharing "the" and "service": the first two are weighted anew.
+        std::fs::write(
+            project.join("MEMORY.md"),
+            "- Use bun, not npm.\n- Alice owns the billing service.\n- The search service is Bob's.\n",
+        )
+        .unwrap();
+        let mut next = loaded.clone();
+        let r = next
+            .update(
+                &memory_files(&layout),
+                &Provider::Local,
+                false,
+                &mut |_, _| {},
+            )
+            .unwrap();
+        assert_eq!((r.chunks_embedded, next.terms.entries), (3, 3));
+        assert_ne!(next.vectors[1], loaded.vectors[1]);
+        let model = local_model().unwrap();
+        assert_eq!(
+            next.vectors[1],
+            model.embed("Alice owns the billing service.", &next.terms)
+        );
+    }
 
     #[test]
     fn only_changed_files_are_read_again_and_the_saved_index_loads_back() {

@@ -116,7 +116,9 @@ impl MemorySearch {
         let qv = if searcher.index.dims == 0 {
             None
         } else {
-            embed::embed_all(&self.provider, &[query.to_string()])?.and_then(|mut v| v.pop())
+            // The query's tokens weighed with the statistics of the entries it is compared to.
+            embed::embed_all(&self.provider, &[query.to_string()], &searcher.index.terms)?
+                .and_then(|mut v| v.pop())
         };
         Ok(searcher.search_with(query, qv.as_deref(), k.clamp(1, MAX_K), ranking))
     }

@@ -10,9 +10,15 @@
 //! where coverage is the share of the query's IDF mass the entry holds: a note holding one
 //! common word of a paraphrase gains almost nothing; a note holding the query's identifier
 //! gains enough to rise above notes that are merely close in meaning.
+//!
+//! With the local model the vectors are compared after removing what all the entries share:
+//! the static vectors of any two texts point roughly the same way (a common component, the
+//! same for every note), so a note near that common direction is close to every query and
+//! crowds the top three ("hubness"). Subtracting the entries' mean from them and from the
+//! query before the cosine leaves what tells notes apart.
 
 use crate::bm25::Bm25;
-use crate::embed::cosine;
+use crate::embed::{LOCAL_MODEL_ID, cosine, normalize};
 use crate::index::Index;
 use crate::source::FileKind;
 use std::path::PathBuf;
@@ -22,6 +28,11 @@ use std::path::PathBuf;
 /// embeddings' own 0.975 for any weight from 0.2 to 0.8 (with the square it drops from 0.4
 /// on); 0.5 is the middle of that range. benches/memory_heldout.json was never used to tune.
 const LEXICAL_WEIGHT: f32 = 0.5;
+
+/// The weight of a zero prior in the entries' mean: the common component removed is
+/// `sum / (N + COMMON_PRIOR)`, so a memory of one or two entries keeps its vectors (a lone
+/// entry minus the plain mean would be zero) while one of hundreds loses its full mean.
+const COMMON_PRIOR: f32 = 8.0;
 
 /// Which rankings answer a query: `Hybrid` by default; the other two are the components
 /// alone (`/memory search --ranking`), to see which side found or missed a note.
@@ -56,14 +67,23 @@ pub struct Hit {
 
 /// An index ready to answer queries (BM25 statistics built once).
 pub struct Searcher {
+    /// The index; with the local model its vectors are held with the common component
+    /// removed (and normalised again), as they are ranked.
     pub index: Index,
     bm25: Bm25,
     /// (file, chunk) of every chunk, in vector order.
     slots: Vec<(usize, usize)>,
+    /// The common component removed from the vectors, to remove from a query too.
+    common: Option<Vec<f32>>,
+    /// With the common component removed, which entries have a vector (a known token): a
+    /// centred cosine below zero means "less like the query than the memory's average
+    /// entry", not "unrelated", so these stay candidates, ranked below the positive ones.
+    /// (The raw static cosines these replace were positive for any two such texts.)
+    has_vector: Vec<bool>,
 }
 
 impl Searcher {
-    pub fn new(index: Index) -> Searcher {
+    pub fn new(mut index: Index) -> Searcher {
         let mut slots = Vec::new();
         for (fi, f) in index.files.iter().enumerate() {
             for ci in 0..f.chunks.len() {
@@ -75,7 +95,23 @@ impl Searcher {
                 .iter()
                 .map(|&(f, c)| index.files[f].chunks[c].text.as_str()),
         );
-        Searcher { index, bm25, slots }
+        let common = (index.provider == LOCAL_MODEL_ID && !index.vectors.is_empty())
+            .then(|| remove_common_component(&mut index.vectors));
+        let has_vector = match common {
+            Some(_) => index
+                .vectors
+                .iter()
+                .map(|v| v.iter().any(|x| *x != 0.0))
+                .collect(),
+            None => Vec::new(),
+        };
+        Searcher {
+            index,
+            bm25,
+            slots,
+            common,
+            has_vector,
+        }
     }
 
     /// The `k` best chunks for `query`; `query_vec` is the query's embedding (`None` when the
@@ -94,17 +130,26 @@ impl Searcher {
     ) -> Vec<Hit> {
         let similarity: Option<Vec<f32>> = match query_vec {
             Some(q) if self.index.vectors.len() == self.slots.len() && !q.is_empty() => {
-                Some(self.index.vectors.iter().map(|v| cosine(q, v)).collect())
+                let q = match &self.common {
+                    Some(m) if m.len() == q.len() => {
+                        let mut c: Vec<f32> = q.iter().zip(m).map(|(x, y)| x - y).collect();
+                        normalize(&mut c);
+                        c
+                    }
+                    _ => q.to_vec(),
+                };
+                Some(self.index.vectors.iter().map(|v| cosine(&q, v)).collect())
             }
             _ => None,
         };
+        let candidate = |i: usize, s: f32| s > 0.0 || self.has_vector.get(i) == Some(&true);
         let scored: Vec<(usize, f32)> = match (similarity, ranking) {
             (None, _) | (Some(_), Ranking::Lexical) => self.bm25.rank(query),
             (Some(sim), Ranking::Dense) => best_first(
                 sim.iter()
                     .enumerate()
                     .map(|(i, s)| (i, *s))
-                    .filter(|(_, s)| *s > 0.0)
+                    .filter(|&(i, s)| candidate(i, s))
                     .collect(),
                 &sim,
             ),
@@ -117,7 +162,7 @@ impl Searcher {
                     fused
                         .into_iter()
                         .enumerate()
-                        .filter(|(_, s)| *s > 0.0)
+                        .filter(|&(i, s)| candidate(i, s))
                         .collect(),
                     &sim,
                 )
@@ -144,6 +189,28 @@ impl Searcher {
     }
 }
 
+/// Subtracts the shrunk mean of `vectors` (see `COMMON_PRIOR`) from each of them and
+/// normalises them again; returns what was subtracted. Zero vectors (texts without a known
+/// token) stay zero, so they still match nothing.
+fn remove_common_component(vectors: &mut [Vec<f32>]) -> Vec<f32> {
+    let dims = vectors.iter().map(Vec::len).max().unwrap_or(0);
+    let mut mean = vec![0f32; dims];
+    for v in vectors.iter().filter(|v| v.len() == dims) {
+        for (m, x) in mean.iter_mut().zip(v) {
+            *m += x;
+        }
+    }
+    let denominator = vectors.len() as f32 + COMMON_PRIOR;
+    mean.iter_mut().for_each(|m| *m /= denominator);
+    for v in vectors.iter_mut() {
+        if v.len() == dims && v.iter().any(|x| *x != 0.0) {
+            v.iter_mut().zip(&mean).for_each(|(x, m)| *x -= m);
+            normalize(v);
+        }
+    }
+    mean
+}
+
 /// Highest score first; equal scores: the closer in meaning first, then index order.
 fn best_first(mut v: Vec<(usize, f32)>, similarity: &[f32]) -> Vec<(usize, f32)> {
     v.sort_by(|a, b| {
@@ -162,6 +229,11 @@ mod tests {
 
     /// A searcher over one file of entries with the given vectors (unit length or zero).
     fn searcher(entries: &[(&str, [f32; 3])]) -> Searcher {
+        searcher_of("test", entries)
+    }
+
+    /// `searcher` with the index's provider identity.
+    fn searcher_of(provider: &str, entries: &[(&str, [f32; 3])]) -> Searcher {
         let chunks = entries
             .iter()
             .enumerate()
@@ -183,7 +255,7 @@ mod tests {
             })
             .collect();
         Searcher::new(Index {
-            provider: "test".into(),
+            provider: provider.into(),
             dims: 3,
             files: vec![FileRecord {
                 path: PathBuf::from("MEMORY.md"),
@@ -193,11 +265,84 @@ mod tests {
                 chunks,
             }],
             vectors,
+            terms: Default::default(),
         })
     }
 
     fn ids(hits: &[Hit]) -> Vec<&str> {
         hits.iter().map(|h| h.id.as_str()).collect()
+    }
+
+    /// A memory whose entries all lean the same way, one of them (e0) along that common
+    /// direction alone: a query near it in raw cosine is about e1's subject. With the local
+    /// model's index the common component is removed first and e1 ranks first; an index of
+    /// another provider keeps the raw cosine.
+    #[test]
+    fn the_common_component_of_the_local_vectors_is_removed_before_the_cosine() {
+        let mut entries = vec![
+            ("Notes about everything", [1.0, 0.0, 0.0]),
+            ("The subject asked about", [1.0, 1.0, 0.0]),
+        ];
+        for _ in 0..3 {
+            entries.push(("Another subject", [1.0, 0.0, 0.5]));
+            entries.push(("A third subject", [1.0, 0.0, -0.5]));
+        }
+        let mut q = vec![1.0, 0.4, 0.0];
+        crate::embed::normalize(&mut q);
+        let raw = searcher_of("test", &entries);
+        assert_eq!(
+            ids(&raw.search_with("x", Some(&q), 2, Ranking::Dense)),
+            ["e0", "e1"]
+        );
+        let local = searcher_of(LOCAL_MODEL_ID, &entries);
+        let hits = local.search_with("x", Some(&q), 2, Ranking::Dense);
+        assert_eq!(ids(&hits), ["e1", "e0"]);
+        // The score is the cosine of the centred vectors: sum / (N + COMMON_PRIOR) removed.
+        let n = entries.len() as f32;
+        let unit: Vec<Vec<f32>> = entries
+            .iter()
+            .map(|(_, v)| {
+                let mut v = v.to_vec();
+                crate::embed::normalize(&mut v);
+                v
+            })
+            .collect();
+        let mean: Vec<f32> = (0..3)
+            .map(|d| unit.iter().map(|v| v[d]).sum::<f32>() / (n + COMMON_PRIOR))
+            .collect();
+        let centred = |v: &[f32]| {
+            let mut c: Vec<f32> = v.iter().zip(&mean).map(|(x, m)| x - m).collect();
+            crate::embed::normalize(&mut c);
+            c
+        };
+        let want = cosine(&centred(&q), &centred(&unit[1]));
+        assert!(
+            (hits[0].score - want).abs() < 1e-5,
+            "{} vs {want}",
+            hits[0].score
+        );
+    }
+
+    /// A memory of one entry keeps its vector (the shrunk mean is a ninth of it); an entry
+    /// below the mean stays a candidate (a memory of five entries still answers three hits);
+    /// an entry without a known token (zero vector) still matches nothing.
+    #[test]
+    fn a_lone_entry_is_not_cancelled_and_a_zero_vector_stays_unmatched() {
+        let one = searcher_of(LOCAL_MODEL_ID, &[("Use bun", [0.6, 0.8, 0.0])]);
+        let hits = one.search_with("x", Some(&[0.6, 0.8, 0.0]), 3, Ranking::Dense);
+        assert_eq!(ids(&hits), ["e0"]);
+        assert!((hits[0].score - 1.0).abs() < 1e-5);
+        let two = searcher_of(
+            LOCAL_MODEL_ID,
+            &[("Use bun", [0.6, 0.8, 0.0]), ("§§§", [0.0, 0.0, 0.0])],
+        );
+        let hits = two.search_with("x", Some(&[0.0, 0.0, 1.0]), 3, Ranking::Dense);
+        // e0 is less like this query than the (shrunk) mean is: still a candidate, e1 never.
+        assert_eq!(ids(&hits), ["e0"]);
+        assert!(hits[0].score < 0.0, "{}", hits[0].score);
+        let hits = two.search("x", Some(&[0.0, 0.0, 1.0]), 3);
+        assert_eq!(ids(&hits), ["e0"]);
+        assert_eq!(hits[0].score, 0.0);
     }
 
     /// An identifier the embeddings know nothing about (its vector points nowhere near its

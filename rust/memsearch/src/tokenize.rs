@@ -9,6 +9,14 @@ pub struct WordPiece {
     vocab: HashMap<String, u32>,
 }
 
+/// One WordPiece token of a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    pub id: u32,
+    /// A `##` piece continuing a word (not its first piece).
+    pub continuation: bool,
+}
+
 impl WordPiece {
     /// From a `vocab.txt`: one token per line, the line number is the id.
     pub fn from_vocab(text: &str) -> WordPiece {
@@ -30,6 +38,12 @@ impl WordPiece {
 
     /// Token ids of `text`; unknown words are left out (they carry no vector).
     pub fn ids(&self, text: &str) -> Vec<u32> {
+        self.pieces(text).into_iter().map(|p| p.id).collect()
+    }
+
+    /// The WordPiece pieces of `text`, each marked as a word's first piece or a `##`
+    /// continuation; unknown words are left out.
+    pub fn pieces(&self, text: &str) -> Vec<Piece> {
         let mut out = Vec::new();
         for word in basic_words(text) {
             self.word_ids(&word, &mut out);
@@ -37,7 +51,7 @@ impl WordPiece {
         out
     }
 
-    fn word_ids(&self, word: &str, out: &mut Vec<u32>) {
+    fn word_ids(&self, word: &str, out: &mut Vec<Piece>) {
         let chars: Vec<char> = word.chars().collect();
         if chars.len() > 100 {
             return;
@@ -59,7 +73,10 @@ impl WordPiece {
                 end -= 1;
             }
             match found {
-                Some(id) => pieces.push(id),
+                Some(id) => pieces.push(Piece {
+                    id,
+                    continuation: start > 0,
+                }),
                 // One piece that matches nothing makes the whole word unknown (as BERT does).
                 None => return,
             }
@@ -135,5 +152,11 @@ mod tests {
         let wp = WordPiece::from_vocab("[PAD]\n[UNK]\nplay\n##ing\n##s\nthe\n");
         assert_eq!(wp.ids("the playing plays"), vec![5, 2, 3, 2, 4]);
         assert_eq!(wp.ids("zzz the"), vec![5]);
+        let marks: Vec<bool> = wp
+            .pieces("playing the")
+            .iter()
+            .map(|p| p.continuation)
+            .collect();
+        assert_eq!(marks, [false, true, false]);
     }
 }

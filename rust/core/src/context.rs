@@ -405,22 +405,73 @@ impl Session {
 
     /// The request the next model call would send, with the stubs applied to build it.
     pub(crate) fn next_request(&self, history: &[Message]) -> (ChatRequest, Vec<Stub>) {
+        let parts = self.request_parts();
+        let st = self.lock();
+        let (req, stubs) = assemble_request(&st, history, parts);
+        drop(st);
+        self.with_cache_hints(req, stubs)
+    }
+
+    /// The next request over the session's own history: the view is built from it under the
+    /// state lock, with no copy of the whole history first (a long session's every step).
+    pub(crate) fn next_request_now(&self) -> (ChatRequest, Vec<Stub>) {
+        let parts = self.request_parts();
+        let st = self.lock();
+        let (req, stubs) = assemble_request(&st, &st.history, parts);
+        drop(st);
+        self.with_cache_hints(req, stubs)
+    }
+
+    /// What a request needs besides the history, gathered before the state is locked (each
+    /// of these may lock it): the system prompt, the stub batch size, the tool schemas sent
+    /// whole and those deferred.
+    fn request_parts(&self) -> RequestParts {
         let system = self.system_prompt();
         for w in crate::instruction_files::take_warnings() {
             self.notice(NoticeLevel::Warning, w);
         }
-        let (view, stubs) = request_view(history, self.stub_batch_chars());
-        let (stream, effort, view) = {
-            let st = self.lock();
-            // Repo maps are request-view notes beside the prompts they were made for.
-            let view = st.repo_maps.insert_into(history, view);
-            (st.stream, crate::turn::effort(st.thinking), view)
-        };
-        let tools = self.tool_schemas(history);
-        let mut req = build_request_owned(&system, view, tools, stream, effort);
+        let (sent, deferred) = self.split_schemas();
+        RequestParts {
+            system,
+            batch_chars: self.stub_batch_chars(),
+            sent,
+            deferred,
+        }
+    }
+
+    fn with_cache_hints(&self, mut req: ChatRequest, stubs: Vec<Stub>) -> (ChatRequest, Vec<Stub>) {
         req.cache_hints = self.cache_hints();
         (req, stubs)
     }
+}
+
+/// See [`Session::request_parts`].
+struct RequestParts {
+    system: String,
+    batch_chars: usize,
+    sent: Vec<serde_json::Value>,
+    deferred: Vec<serde_json::Value>,
+}
+
+/// The request from the history and its parts (called with the state locked: it locks
+/// nothing).
+fn assemble_request(
+    st: &crate::session::State,
+    history: &[Message],
+    parts: RequestParts,
+) -> (ChatRequest, Vec<Stub>) {
+    let (view, stubs) = request_view(history, parts.batch_chars);
+    // Repo maps are request-view notes beside the prompts they were made for.
+    let view = st.repo_maps.insert_into(history, view);
+    let tools = crate::tool_defer::with_loaded(parts.sent, &parts.deferred, history);
+    let req = build_request_owned(
+        &parts.system,
+        view,
+        tools,
+        st.stream,
+        crate::turn::effort(st.thinking),
+    );
+    (req, stubs)
 }
 
 /// Estimated tokens of a whole request (messages and tool schemas).

@@ -151,7 +151,7 @@ impl Session {
     /// prompt does not list (it could not work when the prompt was fixed: web-fetch before
     /// the network was turned on) is sent whole once it can, since nothing told the model of
     /// it.
-    fn split_schemas(&self) -> (Vec<Value>, Vec<Value>) {
+    pub(crate) fn split_schemas(&self) -> (Vec<Value>, Vec<Value>) {
         let (mut sent, deferred) = self.raw_split();
         let prompt = self.lock().prefix.as_ref().map(|p| p.system.clone());
         let Some(prompt) = prompt else {
@@ -163,22 +163,6 @@ impl Session {
             .partition(|s| in_prompt.iter().any(|n| n == name_of(s)));
         sent.extend(unlisted);
         (sent, listed)
-    }
-
-    /// The `tools` array of a request over `history`: the core schemas, `tool-search` while
-    /// anything is deferred, then the tools loaded so far in the order they were loaded.
-    pub(crate) fn tool_schemas(&self, history: &[Message]) -> Vec<Value> {
-        let (mut sent, deferred) = self.split_schemas();
-        if deferred.is_empty() {
-            return sent;
-        }
-        sent.push(schema());
-        for name in loaded(history, &deferred, None) {
-            if let Some(s) = deferred.iter().find(|s| name_of(s) == name) {
-                sent.push(s.clone());
-            }
-        }
-        sent
     }
 
     /// For the system prompt, fixed with it: the tool names it lists as available now (the
@@ -243,6 +227,25 @@ fn listed(prompt: &str) -> Vec<String> {
 /// Names loaded by the `tool-search` calls in `history` (up to the call `until`, excluded),
 /// each once, in the order of their first load; only names of `deferred` schemas count, so
 /// a request for a tool that is not enabled loads nothing.
+/// The schemas a request carries: those sent whole, then (when some are deferred) the
+/// `tool-search` schema and the deferred ones the history loaded. Locks nothing.
+pub(crate) fn with_loaded(
+    mut sent: Vec<Value>,
+    deferred: &[Value],
+    history: &[Message],
+) -> Vec<Value> {
+    if deferred.is_empty() {
+        return sent;
+    }
+    sent.push(schema());
+    for name in loaded(history, deferred, None) {
+        if let Some(s) = deferred.iter().find(|s| name_of(s) == name) {
+            sent.push(s.clone());
+        }
+    }
+    sent
+}
+
 fn loaded<'a>(history: &[Message], deferred: &'a [Value], until: Option<&str>) -> Vec<&'a str> {
     let mut out: Vec<&str> = Vec::new();
     let calls = history

@@ -532,14 +532,13 @@ impl Session {
                 self.lock()
                     .push(Message::user(crate::recovery::pass_prompt(&why)));
             }
-            let history = self.lock().history.clone();
             // MCP servers still starting get until their startup deadline to offer tools.
             for servers in crate::feature::all().filter_map(|f| f.server_tools) {
                 (servers.wait_started)(self).await;
             }
             // A repo map built since its prompt's first request joins this one.
             self.attach_ready_repo_map();
-            let (mut req, _) = self.next_request(&history);
+            let (mut req, _) = self.next_request_now();
             let max_out = self
                 .config
                 .get("model.max_output_tokens")
@@ -547,16 +546,19 @@ impl Session {
                 .filter(|n| *n > 0)
                 .map(|n| n as u64);
             let budget = (self.context_window() as f64 * self.compaction_threshold()) as u64;
-            if crate::context::request_tokens(&req) > budget {
+            // Counted once per step (the history is long in a long session); again only when
+            // the messages or tools change below.
+            let mut request_tokens = crate::context::request_tokens(&req);
+            if request_tokens > budget {
                 // The summary call is a model call too: the ceiling applies to it.
-                let cap = match self.spend_cap(crate::context::request_tokens(&req), max_out) {
+                let cap = match self.spend_cap(request_tokens, max_out) {
                     Ok(cap) => cap,
                     Err(stop) => return stop,
                 };
                 match self.compact(&client, None, token, cap).await {
                     Ok(_) => {
-                        let history = self.lock().history.clone();
-                        req = self.next_request(&history).0;
+                        req = self.next_request_now().0;
+                        request_tokens = crate::context::request_tokens(&req);
                     }
                     Err(ModelError::Cancelled) => return interrupted(),
                     Err(e) => self.notice(
@@ -567,6 +569,7 @@ impl Session {
             }
             // One-request notes go at the end of this request's view, not into the history.
             let view_notes = std::mem::take(&mut self.lock().view_notes);
+            let recount = !view_notes.is_empty() || tool_free;
             for note in view_notes {
                 self.lock()
                     .trajectory
@@ -579,7 +582,9 @@ impl Session {
                 req.tools.clear();
             }
             let stream = req.stream;
-            let request_tokens = crate::context::request_tokens(&req);
+            if recount {
+                request_tokens = crate::context::request_tokens(&req);
+            }
             req.max_tokens = match self.spend_cap(request_tokens, max_out) {
                 Ok(cap) => cap,
                 Err(stop) => return stop,

@@ -53,7 +53,6 @@ mod repomap;
 
 mod rule_files;
 mod run_app;
-mod run_inputs;
 mod saved_session;
 mod scope;
 mod session;

@@ -1,6 +1,8 @@
 //! The run_agent.sh contract (spec §0.1.1, §9): one unattended turn in `repo_dir`, the trace
 //! and `status.json` in `out_dir`, nothing of ours in the repository.
 
+mod run_inputs;
+
 use crate::session::{CoreError, Session};
 use serde::Deserialize;
 use serde_json::json;
@@ -43,13 +45,13 @@ impl HeadlessRequest {
     /// Reads the task and budget files into the request (usage errors name the file).
     fn read_input_files(&mut self) -> Result<(), String> {
         if let Some(path) = &self.task_file {
-            self.task = crate::run_inputs::read_task(Path::new(path))?;
+            self.task = run_inputs::read_task(Path::new(path))?;
         }
         if self.task.trim().is_empty() {
             return Err("the task is empty".into());
         }
         if let Some(path) = &self.budget_file {
-            let budget = crate::run_inputs::read_budget(Path::new(path))?;
+            let budget = run_inputs::read_budget(Path::new(path))?;
             self.max_steps = budget.max_steps;
             self.max_cost_usd = budget.max_cost_usd;
             self.max_wall_seconds = budget.max_wall_seconds;

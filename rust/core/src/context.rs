@@ -129,19 +129,27 @@ fn stub_mark(history: &[Message], batch_chars: usize) -> usize {
 /// in batches (see [`stub_mark`]). The durable history is untouched.
 pub fn request_view(history: &[Message], batch_chars: usize) -> (Vec<Message>, Vec<Stub>) {
     let mark = stub_mark(history, batch_chars);
-    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    // Tool names by call id, borrowed, and only where a stub can need them (a result refers
+    // to a call before it): a long session's every step walks its whole history here.
+    let mut names: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
     let mut stubs = Vec::new();
     let mut out = Vec::with_capacity(history.len());
     for (i, m) in history.iter().enumerate() {
-        for c in &m.tool_calls {
-            names.insert(c.id.clone(), c.name.clone());
+        if i < mark {
+            for c in &m.tool_calls {
+                names.insert(c.id.as_str(), c.name.as_str());
+            }
         }
         if i < mark
             && let Some(chars) = stubbable(m)
         {
             let text = m.text();
             let id = m.tool_call_id.clone().unwrap_or_default();
-            let tool = names.get(&id).cloned().unwrap_or_else(|| "tool".into());
+            let tool = names
+                .get(id.as_str())
+                .copied()
+                .unwrap_or("tool")
+                .to_string();
             let head: String = text.chars().take(STUB_HEAD_CHARS).collect();
             let stub = format!(
                 "[older {tool} result shortened to save context ({chars} characters); it began:\n{head}\n… run the tool again if you need the rest]"

@@ -69,6 +69,9 @@ pub struct PreImage {
     pub new_dirs: Vec<PathBuf>,
     /// Its stamp when stored, and whether that stamp could miss a same-tick change.
     pub stamp: Option<(Stamp, bool)>,
+    /// SHA-256 of the stored bytes (`None`: absent). With the tool's hash of what it wrote,
+    /// it tells whether the batch changed the file without reading it again.
+    pub sha256: Option<[u8; 32]>,
 }
 
 /// The file changes of one tool batch (the tool calls of one model reply).
@@ -251,6 +254,53 @@ fn disk_stamp(path: &Path) -> Result<Option<Stamp>, String> {
     }
 }
 
+fn too_large(path: &Path) -> String {
+    format!(
+        "{} is larger than {} MB and is not snapshotted",
+        path.display(),
+        MAX_SNAPSHOT_BYTES / (1024 * 1024)
+    )
+}
+
+/// The bytes of the regular file at `path` and the `fstat` of the descriptor they were read
+/// from, taken before reading (a change during the read shows as another stamp later), and
+/// whether that stamp is racy (`freshness.rs` in yuyao-tools); `Ok(None)` when it does not exist. Opened non-blocking: a named pipe is refused, never
+/// waited on.
+fn read_stamped(path: &Path) -> Result<Option<(Vec<u8>, Stamp, bool)>, String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let err = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let mut f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(err(e)),
+    };
+    let meta = f.metadata().map_err(err)?;
+    let stamp = Stamp::of(&meta);
+    let racy = stamp.racy_at(std::time::SystemTime::now());
+    if !meta.is_file() {
+        return Err(format!(
+            "{} is not a regular file and is not snapshotted",
+            path.display()
+        ));
+    }
+    if meta.len() > MAX_SNAPSHOT_BYTES {
+        return Err(too_large(path));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    (&mut f)
+        .take(MAX_SNAPSHOT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(err)?;
+    if bytes.len() as u64 > MAX_SNAPSHOT_BYTES {
+        return Err(too_large(path));
+    }
+    Ok(Some((bytes, stamp, racy)))
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -422,8 +472,16 @@ impl Snapshots {
     /// Stores the current bytes of `path` (its pre-image) and returns the object id, `None`
     /// when the file does not exist. Errors for files too large to snapshot.
     pub fn capture(&self, path: &Path) -> Result<PreImage, String> {
+        self.capture_read(path).map(|(pre, _)| pre)
+    }
+
+    /// [`Snapshots::capture`], also giving back the bytes it stored: the stamp in the
+    /// pre-image is the `fstat` of the descriptor they were read from, taken before reading,
+    /// so a tool about to change the file can use them instead of reading it again when the
+    /// file still has that stamp (seed 002 §3 "Snapshots cost what changed": one read of a
+    /// large file per edit).
+    pub fn capture_read(&self, path: &Path) -> Result<(PreImage, Option<Vec<u8>>), String> {
         // One stat decides everything (a batch may capture a thousand new files).
-        // Taken before the copy: a change during it shows as another stamp at the batch's end.
         let meta = match std::fs::metadata(path) {
             Ok(m) => Some(m),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -439,53 +497,64 @@ impl Snapshots {
                 new_dirs.push(d.to_path_buf());
                 dir = d.parent();
             }
-            return Ok(PreImage {
-                path: path.to_path_buf(),
-                blob: None,
-                new_dirs,
-                stamp: None,
-            });
+            return Ok((
+                PreImage {
+                    path: path.to_path_buf(),
+                    blob: None,
+                    new_dirs,
+                    stamp: None,
+                    sha256: None,
+                },
+                None,
+            ));
         };
-        let stamp = Stamp::of(&meta);
-        let racy = stamp.racy_at(std::time::SystemTime::now());
-        Ok(PreImage {
-            path: path.to_path_buf(),
-            blob: self.store_existing(path, &meta)?,
-            new_dirs: Vec::new(),
-            stamp: Some((stamp, racy)),
-        })
-    }
-
-    fn store_existing(
-        &self,
-        path: &Path,
-        meta: &std::fs::Metadata,
-    ) -> Result<Option<String>, String> {
         if meta.is_dir() {
             return Err(format!("{} is a directory", path.display()));
         }
-        let size = meta.len();
-        if size > MAX_SNAPSHOT_BYTES {
-            return Err(format!(
-                "{} is larger than {} MB and is not snapshotted",
-                path.display(),
-                MAX_SNAPSHOT_BYTES / (1024 * 1024)
+        if meta.len() > MAX_SNAPSHOT_BYTES {
+            return Err(too_large(path));
+        }
+        let Some((bytes, stamp, racy)) = read_stamped(path)? else {
+            // Gone since the stat: absent, like above (its folders exist).
+            return Ok((
+                PreImage {
+                    path: path.to_path_buf(),
+                    blob: None,
+                    new_dirs: Vec::new(),
+                    stamp: None,
+                    sha256: None,
+                },
+                None,
             ));
+        };
+        let (blob, sha256) = self.store_bytes(path, &bytes)?;
+        Ok((
+            PreImage {
+                path: path.to_path_buf(),
+                blob: Some(blob),
+                new_dirs: Vec::new(),
+                stamp: Some((stamp, racy)),
+                sha256: Some(sha256),
+            },
+            Some(bytes),
+        ))
+    }
+
+    /// Stores `bytes` (the content of `path`): their object id and SHA-256. A large image is
+    /// hashed whole on a second thread while it is chunked and stored.
+    fn store_bytes(&self, path: &Path, bytes: &[u8]) -> Result<(String, [u8; 32]), String> {
+        let sha = |b: &[u8]| -> [u8; 32] { Sha256::digest(b).into() };
+        if (bytes.len() as u64) < CHUNKED_FROM {
+            let id = self.repo.blob(bytes).map_err(git_err)?;
+            return Ok((id.to_string(), sha(bytes)));
         }
-        match disk(path)? {
-            None => Ok(None),
-            // Measured on the bytes read, not the size stat'ed: the file may have changed.
-            Some(b) if b.len() as u64 >= CHUNKED_FROM => self
-                .cas()
-                .put(&b)
-                .map(Some)
-                .map_err(|e| format!("cannot snapshot {}: {e}", path.display())),
-            Some(b) => self
-                .repo
-                .blob(&b)
-                .map(|o| Some(o.to_string()))
-                .map_err(git_err),
-        }
+        let (id, hash) = std::thread::scope(|s| {
+            let hashing = s.spawn(|| sha(bytes));
+            let id = self.cas().put(bytes);
+            (id, hashing.join().unwrap_or_else(|_| sha(bytes)))
+        });
+        let id = id.map_err(|e| format!("cannot snapshot {}: {e}", path.display()))?;
+        Ok((id, hash))
     }
 
     fn cas(&self) -> &cas::Cas {
@@ -559,11 +628,15 @@ impl Snapshots {
         let mut files = Vec::new();
         for p in pre {
             let now = disk_stamp(&p.path)?;
+            // The tool's hash of what it wrote, while the file is still what it wrote.
+            let after = now.and_then(|_| known(&p.path));
             let changed = match (&p.blob, now) {
                 (None, None) => false,
                 (None, Some(_)) | (Some(_), None) => true,
                 // The same stamp, taken well after the last change: the same content.
                 (Some(_), Some(s)) if p.stamp == Some((s, false)) => false,
+                // Both hashes known: no need to read the file again.
+                (Some(_), Some(_)) if p.sha256.is_some() && after.is_some() => p.sha256 != after,
                 (Some(id), Some(_)) => !self.holds(&p.path, Some(id))?,
             };
             if !changed {
@@ -571,12 +644,10 @@ impl Snapshots {
                 // retention pass removes it once nothing refers to it.
                 continue;
             }
-            let after_sha256 = match now {
-                None => None,
-                Some(_) => match known(&p.path) {
-                    Some(h) => Some(hex(&h)),
-                    None => disk_sha256(&p.path)?,
-                },
+            let after_sha256 = match (now, after) {
+                (None, _) => None,
+                (Some(_), Some(h)) => Some(hex(&h)),
+                (Some(_), None) => disk_sha256(&p.path)?,
             };
             files.push(FileChange {
                 path: p.path.clone(),
@@ -687,9 +758,21 @@ impl Snapshots {
         for ((i, _), id) in small.iter().zip(ids) {
             b.files[*i].after = Some(id);
         }
+        // Folders the batch created go too, when nothing else is in them: tried once each
+        // after every file is back (a batch of a thousand new files in one new folder lists
+        // that folder on every file), deepest first so a parent can follow its child.
+        let mut created: Vec<&Path> = Vec::new();
         for i in todo {
             let f = &b.files[i];
-            self.put(&f.path, f.before.as_deref(), &f.new_dirs, report, &mut dirs)?;
+            self.put(&f.path, f.before.as_deref(), report, &mut dirs)?;
+            if f.before.is_none() {
+                created.extend(f.new_dirs.iter().map(PathBuf::as_path));
+            }
+        }
+        created.sort_by(|a, b| (b.components().count(), b).cmp(&(a.components().count(), a)));
+        created.dedup();
+        for d in created {
+            let _ = std::fs::remove_dir(d);
         }
         self.flush(report)?;
         report.batches += 1;
@@ -710,7 +793,6 @@ impl Snapshots {
         &self,
         path: &Path,
         id: Option<&str>,
-        new_dirs: &[PathBuf],
         report: &mut Report,
         dirs: &mut Dirs,
     ) -> Result<(), String> {
@@ -731,12 +813,6 @@ impl Snapshots {
                 } else if path.exists() {
                     std::fs::remove_file(path)
                         .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
-                }
-                // Folders the batch created go too, when nothing else is in them.
-                for d in new_dirs {
-                    if std::fs::remove_dir(d).is_err() {
-                        break;
-                    }
                 }
                 report.removed.push(path.to_path_buf());
             }
@@ -822,7 +898,7 @@ impl Snapshots {
         let mut report = Report::default();
         let mut dirs = Dirs::new(&self.project);
         for f in &b.files {
-            self.put(&f.path, f.after.as_deref(), &[], &mut report, &mut dirs)?;
+            self.put(&f.path, f.after.as_deref(), &mut report, &mut dirs)?;
         }
         self.flush(&report)?;
         report.batches = 1;
@@ -1378,5 +1454,76 @@ mod tests {
         assert!(r.removed.is_empty());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "secret\n");
         assert!(a.symlink_metadata().unwrap().file_type().is_symlink());
+    }
+
+    /// The capture hands back what it stored, with the stamp of the descriptor it read and
+    /// the SHA-256; with the tool's hash of what it wrote, the batch's end needs no read to
+    /// tell a change from a rewrite of the same bytes.
+    #[test]
+    fn a_capture_gives_back_its_bytes_and_their_hash_decides_the_change() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        for size in [100usize, CHUNKED_FROM as usize + 10] {
+            let f = proj.path().join(format!("f{size}.rs"));
+            let v1 = text(size / 20 + 1, 9)[..size].to_vec();
+            std::fs::write(&f, &v1).unwrap();
+            let (pre, bytes) = s.capture_read(&f).unwrap();
+            assert!(bytes.as_deref() == Some(&v1[..]));
+            let h1: [u8; 32] = Sha256::digest(&v1).into();
+            assert_eq!(pre.sha256, Some(h1));
+            let (stamp, _) = pre.stamp.unwrap();
+            assert_eq!(stamp, Stamp::of_path(&f).unwrap());
+            assert!(s.blob(pre.blob.as_deref().unwrap()).unwrap() == v1);
+            // The same bytes written again (a new stamp): no change, no batch.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::fs::write(&f, &v1).unwrap();
+            let pre = vec![pre];
+            assert!(s.record_batch("s", &pre, &|_| Some(h1)).unwrap().is_none());
+            // Other bytes, their hash known: a batch, the post-image recorded by that hash.
+            let mut v2 = v1.clone();
+            v2[size / 2] ^= 1;
+            std::fs::write(&f, &v2).unwrap();
+            let h2: [u8; 32] = Sha256::digest(&v2).into();
+            let b = s.record_batch("s", &pre, &|_| Some(h2)).unwrap().unwrap();
+            assert_eq!(b.files[0].after_sha256.as_deref(), Some(hex(&h2).as_str()));
+            s.undo().unwrap().unwrap();
+            assert!(std::fs::read(&f).unwrap() == v1);
+        }
+        // Absent: nothing read, nothing hashed.
+        let (pre, bytes) = s.capture_read(&proj.path().join("new/x.rs")).unwrap();
+        assert!(bytes.is_none() && pre.sha256.is_none() && pre.blob.is_none());
+        assert_eq!(pre.new_dirs, vec![proj.path().join("new")]);
+    }
+
+    /// Folders a batch created are removed once each after all its files, deepest first.
+    #[test]
+    fn undo_removes_the_nested_folders_a_batch_created() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let kept = proj.path().join("x/keep");
+        let paths: Vec<PathBuf> = ["x/y/z/1.txt", "x/y/2.txt", "x/3.txt", "w/4.txt"]
+            .iter()
+            .map(|p| proj.path().join(p))
+            .collect();
+        let pre: Vec<PreImage> = paths.iter().map(|p| s.capture(p).unwrap()).collect();
+        for p in &paths {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "n\n").unwrap();
+        }
+        s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+        let (_, r) = s.undo().unwrap().unwrap();
+        assert_eq!(r.removed.len(), 4);
+        for d in ["x", "w"] {
+            assert!(!proj.path().join(d).exists(), "{d}");
+        }
+        // A folder holding something else stays.
+        let pre = vec![s.capture(&proj.path().join("x/5.txt")).unwrap()];
+        std::fs::create_dir_all(&kept).unwrap();
+        std::fs::write(proj.path().join("x/5.txt"), "n\n").unwrap();
+        s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+        s.undo().unwrap().unwrap();
+        assert!(kept.is_dir() && !proj.path().join("x/5.txt").exists());
     }
 }

@@ -969,21 +969,18 @@ impl Snapshots {
                 !matches!(n, ".git" | ".trajectory")
             })
             .build();
+        // Each file is stat'ed relative to its folder, opened once while the walk is in it:
+        // no lookup of the whole path per file (an /undo of a large batch walks thousands).
+        let mut folder = StatFolder::default();
         for e in walker.filter_map(Result::ok).take(200_000) {
             let p = e.path();
-            if self.skip.iter().any(|s| p.starts_with(s)) {
+            if e.file_type().is_none_or(|t| t.is_dir())
+                || self.skip.iter().any(|s| p.starts_with(s))
+            {
                 continue;
             }
-            if let Ok(m) = e.metadata()
-                && m.is_file()
-            {
-                let mtime = m
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0);
-                entries.push(format!("{}\0{}\0{mtime}", p.display(), m.len()));
+            if let Some((len, mtime)) = folder.regular_file(p) {
+                entries.push(format!("{}\0{len}\0{mtime}", p.display()));
             }
         }
         entries.sort();
@@ -993,6 +990,45 @@ impl Snapshots {
             h.update(b"\n");
         }
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// The folder the fingerprint walk is in, open for `fstatat` on its files.
+#[derive(Default)]
+struct StatFolder(Option<(PathBuf, Option<std::fs::File>)>);
+
+impl StatFolder {
+    /// Size and modification time (ns since the epoch, 0 before it) of `path` when it is a
+    /// regular file (a link is not followed).
+    fn regular_file(&mut self, path: &Path) -> Option<(u64, u128)> {
+        use std::os::fd::AsRawFd as _;
+        use std::os::unix::ffi::OsStrExt as _;
+        let (dir, name) = (path.parent()?, path.file_name()?);
+        if self.0.as_ref().is_none_or(|(d, _)| d != dir) {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+                .open(dir)
+                .ok();
+            self.0 = Some((dir.to_path_buf(), f));
+        }
+        let fd = self.0.as_ref()?.1.as_ref()?.as_raw_fd();
+        let name = std::ffi::CString::new(name.as_bytes()).ok()?;
+        // SAFETY: a zeroed stat is a valid out-parameter.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: valid descriptor, NUL-terminated name and out-pointer.
+        if unsafe { libc::fstatat(fd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0
+            || st.st_mode & libc::S_IFMT != libc::S_IFREG
+        {
+            return None;
+        }
+        let mtime = if st.st_mtime < 0 {
+            0
+        } else {
+            st.st_mtime as u128 * 1_000_000_000 + st.st_mtime_nsec as u128
+        };
+        Some((st.st_size as u64, mtime))
     }
 }
 
@@ -1525,5 +1561,84 @@ mod tests {
         s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
         s.undo().unwrap().unwrap();
         assert!(kept.is_dir() && !proj.path().join("x/5.txt").exists());
+    }
+
+    /// The fingerprint /redo compares, stat'ed relative to each folder: the same digest as a
+    /// walk that stats every path whole (what journals written before hold), and it moves
+    /// with any size, time, new or deleted file, never with an ignored one or a link.
+    #[test]
+    fn the_fingerprint_sees_every_file_change_and_matches_a_whole_path_walk() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let root = proj.path();
+        let s = Snapshots::open(home.path(), root).unwrap();
+        let whole_path = || {
+            let mut entries: Vec<String> = Vec::new();
+            let walker = ignore::WalkBuilder::new(root)
+                .hidden(false)
+                .require_git(false)
+                .filter_entry(|e| !matches!(e.file_name().to_str(), Some(".git" | ".trajectory")))
+                .build();
+            for e in walker.filter_map(Result::ok) {
+                if let Ok(m) = e.metadata()
+                    && m.is_file()
+                {
+                    let t = m.modified().unwrap().duration_since(std::time::UNIX_EPOCH);
+                    let mtime = t.unwrap().as_nanos();
+                    entries.push(format!("{}\0{}\0{mtime}", e.path().display(), m.len()));
+                }
+            }
+            entries.sort();
+            let mut h = Sha256::new();
+            for e in &entries {
+                h.update(e.as_bytes());
+                h.update(b"\n");
+            }
+            hex(&h.finalize())
+        };
+        for d in ["a/b", "c", ".git", ".trajectory"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            "x.txt",
+            "a/y.txt",
+            "a/b/z.txt",
+            "c/w.txt",
+            ".hidden",
+            ".git/HEAD",
+        ] {
+            std::fs::write(root.join(f), f).unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), "ignored.log\n").unwrap();
+        std::os::unix::fs::symlink(root.join("x.txt"), root.join("link")).unwrap();
+        let first = s.fingerprint();
+        assert_eq!(first, whole_path());
+        let mut seen = vec![first];
+        let changes: [&dyn Fn(); 6] = [
+            &|| std::fs::write(root.join("a/b/z.txt"), "longer").unwrap(),
+            &|| {
+                let f = std::fs::File::options()
+                    .write(true)
+                    .open(root.join("c/w.txt"));
+                let t = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+                f.unwrap().set_modified(t).unwrap();
+            },
+            &|| std::fs::write(root.join("a/new.txt"), "n").unwrap(),
+            &|| std::fs::remove_file(root.join("x.txt")).unwrap(),
+            &|| std::fs::write(root.join(".hidden"), "other").unwrap(),
+            &|| std::fs::write(root.join(".trajectory/t.jsonl"), "t").unwrap(),
+        ];
+        for (k, change) in changes.iter().enumerate() {
+            change();
+            let now = s.fingerprint();
+            assert_eq!(now, whole_path(), "change {k}");
+            // The trace folder (last change) is left out; everything else moves it.
+            assert_eq!(seen.contains(&now), k == 5, "change {k}");
+            seen.push(now);
+        }
+        let before = s.fingerprint();
+        std::fs::write(root.join("ignored.log"), "x").unwrap();
+        std::fs::write(root.join(".git/HEAD"), "changed").unwrap();
+        assert_eq!(s.fingerprint(), before);
     }
 }

@@ -194,6 +194,10 @@ pub struct Snapshots {
     project: PathBuf,
     /// Folders never looked at when fingerprinting the project.
     skip: Vec<PathBuf>,
+    /// The journal as this store last read or wrote it, with its bytes: while the file holds
+    /// exactly those bytes (compared whole, no stamp trusted) it is not parsed again. An /undo
+    /// of a large batch otherwise parses thousands of file entries it has just written.
+    journal_cache: std::cell::RefCell<Option<(Vec<u8>, Journal)>>,
 }
 
 /// `<name>-<hash>` for a project folder.
@@ -432,6 +436,7 @@ impl Snapshots {
             journal_path: dir.join(format!("{id}.json")),
             project: project.to_path_buf(),
             skip: vec![home.to_path_buf()],
+            journal_cache: Default::default(),
         })
     }
 
@@ -445,13 +450,32 @@ impl Snapshots {
         lock_journal_at(&self.journal_path)
     }
 
+    /// The journal, to change and [`Snapshots::save`].
     fn load(&self) -> Journal {
-        let mut j: Journal = std::fs::read(&self.journal_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+        self.load_keeping().1
+    }
+
+    /// The journal and the bytes it was read from (`None`: no journal yet).
+    fn load_keeping(&self) -> (Option<Vec<u8>>, Journal) {
+        let bytes = std::fs::read(&self.journal_path).ok();
+        let cached = self.journal_cache.borrow_mut().take();
+        let mut j = match (&bytes, cached) {
+            (Some(b), Some((seen, j))) if *b == seen => j,
+            (Some(b), _) => serde_json::from_slice(b).unwrap_or_default(),
+            (None, _) => Journal::default(),
+        };
         j.project = self.project.display().to_string();
-        j
+        (bytes, j)
+    }
+
+    /// Runs `f` on the journal as it is now, keeping it for the next reader.
+    fn peek<R>(&self, f: impl FnOnce(&Journal) -> R) -> R {
+        let (bytes, j) = self.load_keeping();
+        let r = f(&j);
+        if let Some(b) = bytes {
+            *self.journal_cache.borrow_mut() = Some((b, j));
+        }
+        r
     }
 
     fn save(&self, j: &mut Journal) -> Result<(), String> {
@@ -466,7 +490,9 @@ impl Snapshots {
         }
         let bytes = serde_json::to_vec(j).map_err(|e| e.to_string())?;
         crate::write_atomic(&self.journal_path, &bytes)
-            .map_err(|e| format!("cannot save {}: {e}", self.journal_path.display()))
+            .map_err(|e| format!("cannot save {}: {e}", self.journal_path.display()))?;
+        *self.journal_cache.borrow_mut() = Some((bytes, std::mem::take(j)));
+        Ok(())
     }
 
     /// Stores the current bytes of `path` (its pre-image) and returns the object id, `None`
@@ -626,6 +652,7 @@ impl Snapshots {
         known: &dyn Fn(&Path) -> Option<[u8; 32]>,
     ) -> Result<Option<Batch>, String> {
         let mut files = Vec::new();
+        let mut listed: std::collections::HashSet<&Path> = Default::default();
         for p in pre {
             let now = disk_stamp(&p.path)?;
             // The tool's hash of what it wrote, while the file is still what it wrote.
@@ -654,7 +681,14 @@ impl Snapshots {
                 before: p.blob.clone(),
                 after: None,
                 after_sha256,
-                new_dirs: p.new_dirs.clone(),
+                // A folder is listed once per batch, on its first file (/undo removes the
+                // batch's folders together, after all its files).
+                new_dirs: p
+                    .new_dirs
+                    .iter()
+                    .filter(|d| listed.insert(d.as_path()))
+                    .cloned()
+                    .collect(),
             });
         }
         if files.is_empty() {
@@ -710,11 +744,11 @@ impl Snapshots {
     }
 
     pub fn checkpoints(&self) -> Vec<Checkpoint> {
-        self.load().checkpoints
+        self.peek(|j| j.checkpoints.clone())
     }
 
     pub fn batches(&self) -> Vec<Batch> {
-        self.load().batches
+        self.peek(|j| j.batches.clone())
     }
 
     /// Restores the batch's files to their pre-images, skipping files changed since. A
@@ -946,12 +980,14 @@ impl Snapshots {
     /// Each file the session's batches touched, with its content before the first of them.
     pub fn session_start_images(&self, session: &str) -> BTreeMap<PathBuf, Option<String>> {
         let mut out = BTreeMap::new();
-        for b in self.load().batches.iter().filter(|b| b.session == session) {
-            for f in &b.files {
-                out.entry(f.path.clone())
-                    .or_insert_with(|| f.before.clone());
+        self.peek(|j| {
+            for b in j.batches.iter().filter(|b| b.session == session) {
+                for f in &b.files {
+                    out.entry(f.path.clone())
+                        .or_insert_with(|| f.before.clone());
+                }
             }
-        }
+        });
         out
     }
 
@@ -1640,5 +1676,37 @@ mod tests {
         std::fs::write(root.join("ignored.log"), "x").unwrap();
         std::fs::write(root.join(".git/HEAD"), "changed").unwrap();
         assert_eq!(s.fingerprint(), before);
+    }
+
+    /// The journal kept in memory is used only while the file holds the very bytes it was
+    /// read from or written as: another session's change is always read.
+    #[test]
+    fn a_journal_changed_by_another_session_is_read_again() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let (s1, s2) = (
+            Snapshots::open(home.path(), proj.path()).unwrap(),
+            Snapshots::open(home.path(), proj.path()).unwrap(),
+        );
+        let f = proj.path().join("f.txt");
+        let pre = vec![s1.capture(&f).unwrap()];
+        std::fs::write(&f, "one\n").unwrap();
+        s1.record_batch("s1", &pre, &|_| None).unwrap().unwrap();
+        assert_eq!(s1.batches().len(), 1);
+        // The other session undoes it: the first one sees the batch undone.
+        s2.undo().unwrap().unwrap();
+        assert!(!f.exists());
+        assert!(s1.batches()[0].undone);
+        assert!(s1.undo().unwrap().is_none());
+        // A checkpoint added by the other session is there for the first one's next write.
+        s2.add_checkpoint("s2", "p", 0).unwrap();
+        s1.add_checkpoint("s1", "q", 0).unwrap();
+        assert_eq!(s2.checkpoints().len(), 2);
+        // The same length, other bytes (written in place): read again, not taken from memory.
+        let text = std::fs::read_to_string(&s1.journal_path).unwrap();
+        let edited = text.replace("\"p\"", "\"P\"");
+        assert_eq!(edited.len(), text.len());
+        std::fs::write(&s1.journal_path, edited).unwrap();
+        assert_eq!(s1.checkpoints()[0].prompt, "P");
     }
 }

@@ -268,18 +268,26 @@ fn too_large(path: &Path) -> String {
 
 /// The bytes of the regular file at `path` and the `fstat` of the descriptor they were read
 /// from, taken before reading (a change during the read shows as another stamp later), and
-/// whether that stamp is racy (`freshness.rs` in yuyao-tools); `Ok(None)` when it does not exist. Opened non-blocking: a named pipe is refused, never
-/// waited on.
+/// whether that stamp is racy (`freshness.rs` in yuyao-tools); `Ok(None)` when it does not
+/// exist. Opened non-blocking (a named pipe is refused, never waited on) and without
+/// following a link at the name: the paths given are resolved, so a link there appeared
+/// since, and what it points to is not the project's file to keep.
 fn read_stamped(path: &Path) -> Result<Option<(Vec<u8>, Stamp, bool)>, String> {
     use std::os::unix::fs::OpenOptionsExt as _;
     let err = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
     let mut f = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(path)
     {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(format!(
+                "{} is a symbolic link and is not snapshotted",
+                path.display()
+            ));
+        }
         Err(e) => return Err(err(e)),
     };
     let meta = f.metadata().map_err(err)?;
@@ -1562,6 +1570,14 @@ mod tests {
             s.undo().unwrap().unwrap();
             assert!(std::fs::read(&f).unwrap() == v1);
         }
+        // A link at the name is not followed: what it points to is not kept.
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "secret").unwrap();
+        let link = proj.path().join("link.rs");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let e = s.capture_read(&link).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
         // Absent: nothing read, nothing hashed.
         let (pre, bytes) = s.capture_read(&proj.path().join("new/x.rs")).unwrap();
         assert!(bytes.is_none() && pre.sha256.is_none() && pre.blob.is_none());

@@ -73,7 +73,7 @@ pub struct ToolContext {
     /// tool-preview budget of seed 001); 0: [`fs::READ_BYTES_CAP`].
     pub read_page_bytes: std::sync::atomic::AtomicUsize,
     /// Files read whole just before the current call runs (its snapshot pre-images), for the
-    /// tool to use instead of reading them again ([`fs::read_current`]).
+    /// tool to use instead of reading them again (`fs::read_current`).
     pre_reads: Mutex<HashMap<PathBuf, std::sync::Arc<PreRead>>>,
 }
 
@@ -82,7 +82,6 @@ pub struct ToolContext {
 /// reading) and their SHA-256 when already computed. A tool uses them only while the file
 /// still has that stamp and the stamp was not racy when taken (see `freshness.rs`): then no
 /// change can have happened since, and the file is read once per edit.
-#[derive(Debug)]
 pub struct PreRead {
     pub stamp: freshness::Stamp,
     pub racy: bool,

@@ -9,11 +9,13 @@ batch with its own pre-image.
 from __future__ import annotations
 
 import json
+import os
 import random
+import time
 from pathlib import Path
 
 import pytest
-from fakellm import call, say
+from fakellm import call, calls, say
 
 pytestmark = pytest.mark.core
 
@@ -114,3 +116,51 @@ def test_a_damaged_snapshot_object_fails_the_undo_naming_the_file(fake_llm, pyth
     assert "big.rs" in message and "damaged" in message, message
     # Nothing was written: the file is still the edited version.
     assert b" // edited 0\n" in (repo / "big.rs").read_bytes()
+
+
+def test_a_large_file_changed_behind_the_agent_between_two_edits_is_not_edited(fake_llm, api, repo):
+    """The second edit's content comes from the bytes its snapshot read (seed 002 §3: one
+    read of a large file per edit); the stale check still judges them against what the agent
+    last saw. Here the user changes one line in place between the two edits, same size,
+    modification time put back: the edit is refused, and /undo of the first edit leaves the
+    user's version alone."""
+    big = repo / "big.rs"
+    body = big_text(3)
+    big.write_bytes(body)
+    lines = body.decode().splitlines(keepends=True)
+    first, second, theirs = lines[100], lines[len(lines) // 2], lines[len(lines) - 100]
+    user = theirs.replace("let ", "LET ", 1)
+    assert len(user) == len(theirs) and user != theirs
+
+    def change_behind_the_agent():
+        st = big.stat()
+        data = big.read_bytes()
+        with big.open("r+b") as f:
+            f.write(data.replace(theirs.encode(), user.encode(), 1))
+        os.utime(big, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+    def responder(_body, index):
+        if index == 0:
+            return calls([("read", {"file_path": "big.rs"}, "r")])
+        if index == 1:
+            edit = {"file_path": "big.rs", "old_string": first, "new_string": "// one\n"}
+            return calls([("edit", edit, "e1")])
+        if index == 2:
+            change_behind_the_agent()
+            # Settled before the edit runs: the snapshot's stamp vouches for its bytes, so
+            # the edit uses them rather than reading the file again.
+            time.sleep(0.2)
+            edit = {"file_path": "big.rs", "old_string": second, "new_string": "// two\n"}
+            return calls([("edit", edit, "e2")])
+        return say("done")
+
+    server = fake_llm(responder)
+    session = api(server, mode="yolo")
+    session.chat("edit it twice")
+    assert server.tool_result("e1").startswith("Edited"), server.tool_result("e1")
+    assert "changed on disk" in server.tool_result("e2"), server.tool_result("e2")
+    now = big.read_bytes()
+    assert b"// one\n" in now and b"// two\n" not in now and user.encode() in now
+    out = session.dispatch("/undo")
+    assert "left alone" in out, out
+    assert big.read_bytes() == now

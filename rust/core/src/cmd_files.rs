@@ -64,12 +64,28 @@ impl Session {
                 .cloned()
                 .collect()
         };
+        // The tools that read the whole file they change get the bytes the capture read
+        // (seed 002 §3: one read of a large file per edit); anything offered for an earlier
+        // call is dropped.
+        self.ctx.clear_pre_reads();
+        let offer = matches!(name, "write" | "edit" | "multi-edit");
         let mut warnings = Vec::new();
         let captured = self.with_store(|s| {
             let mut out = Vec::new();
             for p in paths.into_iter().filter(|p| !p.is_dir()) {
-                match s.capture(&p) {
-                    Ok(pre) => out.push(pre),
+                match s.capture_read(&p) {
+                    Ok((pre, bytes)) => {
+                        if offer && let (Some(bytes), Some((stamp, racy))) = (bytes, pre.stamp) {
+                            let read = yuyao_tools::PreRead {
+                                stamp,
+                                racy,
+                                bytes: std::sync::Arc::new(bytes),
+                                sha256: pre.sha256,
+                            };
+                            self.ctx.offer_pre_read(&p, read);
+                        }
+                        out.push(pre)
+                    }
                     Err(e) => warnings.push(e),
                 }
             }
@@ -97,6 +113,7 @@ impl Session {
 
     /// Hook: after a tool batch, journal the files it changed.
     pub fn finish_file_batch(&self) {
+        self.ctx.clear_pre_reads();
         let pending = std::mem::take(&mut self.snaps().pending);
         if pending.is_empty() {
             return;

@@ -273,11 +273,14 @@ impl Folder {
         }
         // SAFETY: freshly opened, owned by the File.
         let mut f = unsafe { File::from_raw_fd(fd) };
-        if !f.metadata()?.is_file() {
+        let meta = f.metadata()?;
+        if !meta.is_file() {
             return Ok(None);
         }
-        let mut out = Vec::new();
-        f.read_to_end(&mut out)?;
+        // Sized by this fstat and read through `take`: `File::read_to_end` would stat the file
+        // and seek again, two more calls per file of a thousand-file /undo.
+        let mut out = Vec::with_capacity(meta.len() as usize + 1);
+        (&mut f).take(u64::MAX).read_to_end(&mut out)?;
         Ok(Some(out))
     }
 

@@ -69,6 +69,9 @@ pub struct PreImage {
     pub new_dirs: Vec<PathBuf>,
     /// Its stamp when stored, and whether that stamp could miss a same-tick change.
     pub stamp: Option<(Stamp, bool)>,
+    /// SHA-256 of the stored bytes (`None`: absent). With the tool's hash of what it wrote,
+    /// it tells whether the batch changed the file without reading it again.
+    pub sha256: Option<[u8; 32]>,
 }
 
 /// The file changes of one tool batch (the tool calls of one model reply).
@@ -191,6 +194,10 @@ pub struct Snapshots {
     project: PathBuf,
     /// Folders never looked at when fingerprinting the project.
     skip: Vec<PathBuf>,
+    /// The journal as this store last read or wrote it, with its bytes: while the file holds
+    /// exactly those bytes (compared whole, no stamp trusted) it is not parsed again. An /undo
+    /// of a large batch otherwise parses thousands of file entries it has just written.
+    journal_cache: std::cell::RefCell<Option<(Vec<u8>, Journal)>>,
 }
 
 /// `<name>-<hash>` for a project folder.
@@ -249,6 +256,61 @@ fn disk_stamp(path: &Path) -> Result<Option<Stamp>, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("cannot read {}: {e}", path.display())),
     }
+}
+
+fn too_large(path: &Path) -> String {
+    format!(
+        "{} is larger than {} MB and is not snapshotted",
+        path.display(),
+        MAX_SNAPSHOT_BYTES / (1024 * 1024)
+    )
+}
+
+/// The bytes of the regular file at `path` and the `fstat` of the descriptor they were read
+/// from, taken before reading (a change during the read shows as another stamp later), and
+/// whether that stamp is racy (`freshness.rs` in yuyao-tools); `Ok(None)` when it does not
+/// exist. Opened non-blocking (a named pipe is refused, never waited on) and without
+/// following a link at the name: the paths given are resolved, so a link there appeared
+/// since, and what it points to is not the project's file to keep.
+fn read_stamped(path: &Path) -> Result<Option<(Vec<u8>, Stamp, bool)>, String> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let err = |e: std::io::Error| format!("cannot read {}: {e}", path.display());
+    let mut f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(format!(
+                "{} is a symbolic link and is not snapshotted",
+                path.display()
+            ));
+        }
+        Err(e) => return Err(err(e)),
+    };
+    let meta = f.metadata().map_err(err)?;
+    let stamp = Stamp::of(&meta);
+    let racy = stamp.racy_at(std::time::SystemTime::now());
+    if !meta.is_file() {
+        return Err(format!(
+            "{} is not a regular file and is not snapshotted",
+            path.display()
+        ));
+    }
+    if meta.len() > MAX_SNAPSHOT_BYTES {
+        return Err(too_large(path));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    (&mut f)
+        .take(MAX_SNAPSHOT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(err)?;
+    if bytes.len() as u64 > MAX_SNAPSHOT_BYTES {
+        return Err(too_large(path));
+    }
+    Ok(Some((bytes, stamp, racy)))
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -382,6 +444,7 @@ impl Snapshots {
             journal_path: dir.join(format!("{id}.json")),
             project: project.to_path_buf(),
             skip: vec![home.to_path_buf()],
+            journal_cache: Default::default(),
         })
     }
 
@@ -395,13 +458,32 @@ impl Snapshots {
         lock_journal_at(&self.journal_path)
     }
 
+    /// The journal, to change and [`Snapshots::save`].
     fn load(&self) -> Journal {
-        let mut j: Journal = std::fs::read(&self.journal_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+        self.load_keeping().1
+    }
+
+    /// The journal and the bytes it was read from (`None`: no journal yet).
+    fn load_keeping(&self) -> (Option<Vec<u8>>, Journal) {
+        let bytes = std::fs::read(&self.journal_path).ok();
+        let cached = self.journal_cache.borrow_mut().take();
+        let mut j = match (&bytes, cached) {
+            (Some(b), Some((seen, j))) if *b == seen => j,
+            (Some(b), _) => serde_json::from_slice(b).unwrap_or_default(),
+            (None, _) => Journal::default(),
+        };
         j.project = self.project.display().to_string();
-        j
+        (bytes, j)
+    }
+
+    /// Runs `f` on the journal as it is now, keeping it for the next reader.
+    fn peek<R>(&self, f: impl FnOnce(&Journal) -> R) -> R {
+        let (bytes, j) = self.load_keeping();
+        let r = f(&j);
+        if let Some(b) = bytes {
+            *self.journal_cache.borrow_mut() = Some((b, j));
+        }
+        r
     }
 
     fn save(&self, j: &mut Journal) -> Result<(), String> {
@@ -416,14 +498,24 @@ impl Snapshots {
         }
         let bytes = serde_json::to_vec(j).map_err(|e| e.to_string())?;
         crate::write_atomic(&self.journal_path, &bytes)
-            .map_err(|e| format!("cannot save {}: {e}", self.journal_path.display()))
+            .map_err(|e| format!("cannot save {}: {e}", self.journal_path.display()))?;
+        *self.journal_cache.borrow_mut() = Some((bytes, std::mem::take(j)));
+        Ok(())
     }
 
     /// Stores the current bytes of `path` (its pre-image) and returns the object id, `None`
     /// when the file does not exist. Errors for files too large to snapshot.
     pub fn capture(&self, path: &Path) -> Result<PreImage, String> {
+        self.capture_read(path).map(|(pre, _)| pre)
+    }
+
+    /// [`Snapshots::capture`], also giving back the bytes it stored: the stamp in the
+    /// pre-image is the `fstat` of the descriptor they were read from, taken before reading,
+    /// so a tool about to change the file can use them instead of reading it again when the
+    /// file still has that stamp (seed 002 §3 "Snapshots cost what changed": one read of a
+    /// large file per edit).
+    pub fn capture_read(&self, path: &Path) -> Result<(PreImage, Option<Vec<u8>>), String> {
         // One stat decides everything (a batch may capture a thousand new files).
-        // Taken before the copy: a change during it shows as another stamp at the batch's end.
         let meta = match std::fs::metadata(path) {
             Ok(m) => Some(m),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -439,53 +531,64 @@ impl Snapshots {
                 new_dirs.push(d.to_path_buf());
                 dir = d.parent();
             }
-            return Ok(PreImage {
-                path: path.to_path_buf(),
-                blob: None,
-                new_dirs,
-                stamp: None,
-            });
+            return Ok((
+                PreImage {
+                    path: path.to_path_buf(),
+                    blob: None,
+                    new_dirs,
+                    stamp: None,
+                    sha256: None,
+                },
+                None,
+            ));
         };
-        let stamp = Stamp::of(&meta);
-        let racy = stamp.racy_at(std::time::SystemTime::now());
-        Ok(PreImage {
-            path: path.to_path_buf(),
-            blob: self.store_existing(path, &meta)?,
-            new_dirs: Vec::new(),
-            stamp: Some((stamp, racy)),
-        })
-    }
-
-    fn store_existing(
-        &self,
-        path: &Path,
-        meta: &std::fs::Metadata,
-    ) -> Result<Option<String>, String> {
         if meta.is_dir() {
             return Err(format!("{} is a directory", path.display()));
         }
-        let size = meta.len();
-        if size > MAX_SNAPSHOT_BYTES {
-            return Err(format!(
-                "{} is larger than {} MB and is not snapshotted",
-                path.display(),
-                MAX_SNAPSHOT_BYTES / (1024 * 1024)
+        if meta.len() > MAX_SNAPSHOT_BYTES {
+            return Err(too_large(path));
+        }
+        let Some((bytes, stamp, racy)) = read_stamped(path)? else {
+            // Gone since the stat: absent, like above (its folders exist).
+            return Ok((
+                PreImage {
+                    path: path.to_path_buf(),
+                    blob: None,
+                    new_dirs: Vec::new(),
+                    stamp: None,
+                    sha256: None,
+                },
+                None,
             ));
+        };
+        let (blob, sha256) = self.store_bytes(path, &bytes)?;
+        Ok((
+            PreImage {
+                path: path.to_path_buf(),
+                blob: Some(blob),
+                new_dirs: Vec::new(),
+                stamp: Some((stamp, racy)),
+                sha256: Some(sha256),
+            },
+            Some(bytes),
+        ))
+    }
+
+    /// Stores `bytes` (the content of `path`): their object id and SHA-256. A large image is
+    /// hashed whole on a second thread while it is chunked and stored.
+    fn store_bytes(&self, path: &Path, bytes: &[u8]) -> Result<(String, [u8; 32]), String> {
+        let sha = |b: &[u8]| -> [u8; 32] { Sha256::digest(b).into() };
+        if (bytes.len() as u64) < CHUNKED_FROM {
+            let id = self.repo.blob(bytes).map_err(git_err)?;
+            return Ok((id.to_string(), sha(bytes)));
         }
-        match disk(path)? {
-            None => Ok(None),
-            // Measured on the bytes read, not the size stat'ed: the file may have changed.
-            Some(b) if b.len() as u64 >= CHUNKED_FROM => self
-                .cas()
-                .put(&b)
-                .map(Some)
-                .map_err(|e| format!("cannot snapshot {}: {e}", path.display())),
-            Some(b) => self
-                .repo
-                .blob(&b)
-                .map(|o| Some(o.to_string()))
-                .map_err(git_err),
-        }
+        let (id, hash) = std::thread::scope(|s| {
+            let hashing = s.spawn(|| sha(bytes));
+            let id = self.cas().put(bytes);
+            (id, hashing.join().unwrap_or_else(|_| sha(bytes)))
+        });
+        let id = id.map_err(|e| format!("cannot snapshot {}: {e}", path.display()))?;
+        Ok((id, hash))
     }
 
     fn cas(&self) -> &cas::Cas {
@@ -557,13 +660,18 @@ impl Snapshots {
         known: &dyn Fn(&Path) -> Option<[u8; 32]>,
     ) -> Result<Option<Batch>, String> {
         let mut files = Vec::new();
+        let mut listed: std::collections::HashSet<&Path> = Default::default();
         for p in pre {
             let now = disk_stamp(&p.path)?;
+            // The tool's hash of what it wrote, while the file is still what it wrote.
+            let after = now.and_then(|_| known(&p.path));
             let changed = match (&p.blob, now) {
                 (None, None) => false,
                 (None, Some(_)) | (Some(_), None) => true,
                 // The same stamp, taken well after the last change: the same content.
                 (Some(_), Some(s)) if p.stamp == Some((s, false)) => false,
+                // Both hashes known: no need to read the file again.
+                (Some(_), Some(_)) if p.sha256.is_some() && after.is_some() => p.sha256 != after,
                 (Some(id), Some(_)) => !self.holds(&p.path, Some(id))?,
             };
             if !changed {
@@ -571,19 +679,24 @@ impl Snapshots {
                 // retention pass removes it once nothing refers to it.
                 continue;
             }
-            let after_sha256 = match now {
-                None => None,
-                Some(_) => match known(&p.path) {
-                    Some(h) => Some(hex(&h)),
-                    None => disk_sha256(&p.path)?,
-                },
+            let after_sha256 = match (now, after) {
+                (None, _) => None,
+                (Some(_), Some(h)) => Some(hex(&h)),
+                (Some(_), None) => disk_sha256(&p.path)?,
             };
             files.push(FileChange {
                 path: p.path.clone(),
                 before: p.blob.clone(),
                 after: None,
                 after_sha256,
-                new_dirs: p.new_dirs.clone(),
+                // A folder is listed once per batch, on its first file (/undo removes the
+                // batch's folders together, after all its files).
+                new_dirs: p
+                    .new_dirs
+                    .iter()
+                    .filter(|d| listed.insert(d.as_path()))
+                    .cloned()
+                    .collect(),
             });
         }
         if files.is_empty() {
@@ -639,11 +752,11 @@ impl Snapshots {
     }
 
     pub fn checkpoints(&self) -> Vec<Checkpoint> {
-        self.load().checkpoints
+        self.peek(|j| j.checkpoints.clone())
     }
 
     pub fn batches(&self) -> Vec<Batch> {
-        self.load().batches
+        self.peek(|j| j.batches.clone())
     }
 
     /// Restores the batch's files to their pre-images, skipping files changed since. A
@@ -687,9 +800,21 @@ impl Snapshots {
         for ((i, _), id) in small.iter().zip(ids) {
             b.files[*i].after = Some(id);
         }
+        // Folders the batch created go too, when nothing else is in them: tried once each
+        // after every file is back (a batch of a thousand new files in one new folder lists
+        // that folder on every file), deepest first so a parent can follow its child.
+        let mut created: Vec<&Path> = Vec::new();
         for i in todo {
             let f = &b.files[i];
-            self.put(&f.path, f.before.as_deref(), &f.new_dirs, report, &mut dirs)?;
+            self.put(&f.path, f.before.as_deref(), report, &mut dirs)?;
+            if f.before.is_none() {
+                created.extend(f.new_dirs.iter().map(PathBuf::as_path));
+            }
+        }
+        created.sort_by(|a, b| (b.components().count(), b).cmp(&(a.components().count(), a)));
+        created.dedup();
+        for d in created {
+            let _ = std::fs::remove_dir(d);
         }
         self.flush(report)?;
         report.batches += 1;
@@ -710,7 +835,6 @@ impl Snapshots {
         &self,
         path: &Path,
         id: Option<&str>,
-        new_dirs: &[PathBuf],
         report: &mut Report,
         dirs: &mut Dirs,
     ) -> Result<(), String> {
@@ -731,12 +855,6 @@ impl Snapshots {
                 } else if path.exists() {
                     std::fs::remove_file(path)
                         .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
-                }
-                // Folders the batch created go too, when nothing else is in them.
-                for d in new_dirs {
-                    if std::fs::remove_dir(d).is_err() {
-                        break;
-                    }
                 }
                 report.removed.push(path.to_path_buf());
             }
@@ -822,7 +940,7 @@ impl Snapshots {
         let mut report = Report::default();
         let mut dirs = Dirs::new(&self.project);
         for f in &b.files {
-            self.put(&f.path, f.after.as_deref(), &[], &mut report, &mut dirs)?;
+            self.put(&f.path, f.after.as_deref(), &mut report, &mut dirs)?;
         }
         self.flush(&report)?;
         report.batches = 1;
@@ -870,12 +988,14 @@ impl Snapshots {
     /// Each file the session's batches touched, with its content before the first of them.
     pub fn session_start_images(&self, session: &str) -> BTreeMap<PathBuf, Option<String>> {
         let mut out = BTreeMap::new();
-        for b in self.load().batches.iter().filter(|b| b.session == session) {
-            for f in &b.files {
-                out.entry(f.path.clone())
-                    .or_insert_with(|| f.before.clone());
+        self.peek(|j| {
+            for b in j.batches.iter().filter(|b| b.session == session) {
+                for f in &b.files {
+                    out.entry(f.path.clone())
+                        .or_insert_with(|| f.before.clone());
+                }
             }
-        }
+        });
         out
     }
 
@@ -893,21 +1013,18 @@ impl Snapshots {
                 !matches!(n, ".git" | ".trajectory")
             })
             .build();
+        // Each file is stat'ed relative to its folder, opened once while the walk is in it:
+        // no lookup of the whole path per file (an /undo of a large batch walks thousands).
+        let mut folder = StatFolder::default();
         for e in walker.filter_map(Result::ok).take(200_000) {
             let p = e.path();
-            if self.skip.iter().any(|s| p.starts_with(s)) {
+            if e.file_type().is_none_or(|t| t.is_dir())
+                || self.skip.iter().any(|s| p.starts_with(s))
+            {
                 continue;
             }
-            if let Ok(m) = e.metadata()
-                && m.is_file()
-            {
-                let mtime = m
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map(|d| d.as_nanos())
-                    .unwrap_or(0);
-                entries.push(format!("{}\0{}\0{mtime}", p.display(), m.len()));
+            if let Some((len, mtime)) = folder.regular_file(p) {
+                entries.push(format!("{}\0{len}\0{mtime}", p.display()));
             }
         }
         entries.sort();
@@ -917,6 +1034,45 @@ impl Snapshots {
             h.update(b"\n");
         }
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// The folder the fingerprint walk is in, open for `fstatat` on its files.
+#[derive(Default)]
+struct StatFolder(Option<(PathBuf, Option<std::fs::File>)>);
+
+impl StatFolder {
+    /// Size and modification time (ns since the epoch, 0 before it) of `path` when it is a
+    /// regular file (a link is not followed).
+    fn regular_file(&mut self, path: &Path) -> Option<(u64, u128)> {
+        use std::os::fd::AsRawFd as _;
+        use std::os::unix::ffi::OsStrExt as _;
+        let (dir, name) = (path.parent()?, path.file_name()?);
+        if self.0.as_ref().is_none_or(|(d, _)| d != dir) {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+                .open(dir)
+                .ok();
+            self.0 = Some((dir.to_path_buf(), f));
+        }
+        let fd = self.0.as_ref()?.1.as_ref()?.as_raw_fd();
+        let name = std::ffi::CString::new(name.as_bytes()).ok()?;
+        // SAFETY: a zeroed stat is a valid out-parameter.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: valid descriptor, NUL-terminated name and out-pointer.
+        if unsafe { libc::fstatat(fd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0
+            || st.st_mode & libc::S_IFMT != libc::S_IFREG
+        {
+            return None;
+        }
+        let mtime = if st.st_mtime < 0 {
+            0
+        } else {
+            st.st_mtime as u128 * 1_000_000_000 + st.st_mtime_nsec as u128
+        };
+        Some((st.st_size as u64, mtime))
     }
 }
 
@@ -1378,5 +1534,195 @@ mod tests {
         assert!(r.removed.is_empty());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "secret\n");
         assert!(a.symlink_metadata().unwrap().file_type().is_symlink());
+    }
+
+    /// The capture hands back what it stored, with the stamp of the descriptor it read and
+    /// the SHA-256; with the tool's hash of what it wrote, the batch's end needs no read to
+    /// tell a change from a rewrite of the same bytes.
+    #[test]
+    fn a_capture_gives_back_its_bytes_and_their_hash_decides_the_change() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        for size in [100usize, CHUNKED_FROM as usize + 10] {
+            let f = proj.path().join(format!("f{size}.rs"));
+            let v1 = text(size / 20 + 1, 9)[..size].to_vec();
+            std::fs::write(&f, &v1).unwrap();
+            let (pre, bytes) = s.capture_read(&f).unwrap();
+            assert!(bytes.as_deref() == Some(&v1[..]));
+            let h1: [u8; 32] = Sha256::digest(&v1).into();
+            assert_eq!(pre.sha256, Some(h1));
+            let (stamp, _) = pre.stamp.unwrap();
+            assert_eq!(stamp, Stamp::of_path(&f).unwrap());
+            assert!(s.blob(pre.blob.as_deref().unwrap()).unwrap() == v1);
+            // The same bytes written again (a new stamp): no change, no batch.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::fs::write(&f, &v1).unwrap();
+            let pre = vec![pre];
+            assert!(s.record_batch("s", &pre, &|_| Some(h1)).unwrap().is_none());
+            // Other bytes, their hash known: a batch, the post-image recorded by that hash.
+            let mut v2 = v1.clone();
+            v2[size / 2] ^= 1;
+            std::fs::write(&f, &v2).unwrap();
+            let h2: [u8; 32] = Sha256::digest(&v2).into();
+            let b = s.record_batch("s", &pre, &|_| Some(h2)).unwrap().unwrap();
+            assert_eq!(b.files[0].after_sha256.as_deref(), Some(hex(&h2).as_str()));
+            s.undo().unwrap().unwrap();
+            assert!(std::fs::read(&f).unwrap() == v1);
+        }
+        // A link at the name is not followed: what it points to is not kept.
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "secret").unwrap();
+        let link = proj.path().join("link.rs");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let e = s.capture_read(&link).unwrap_err();
+        assert!(e.contains("symbolic link"), "{e}");
+        // Absent: nothing read, nothing hashed.
+        let (pre, bytes) = s.capture_read(&proj.path().join("new/x.rs")).unwrap();
+        assert!(bytes.is_none() && pre.sha256.is_none() && pre.blob.is_none());
+        assert_eq!(pre.new_dirs, vec![proj.path().join("new")]);
+    }
+
+    /// Folders a batch created are removed once each after all its files, deepest first.
+    #[test]
+    fn undo_removes_the_nested_folders_a_batch_created() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let kept = proj.path().join("x/keep");
+        let paths: Vec<PathBuf> = ["x/y/z/1.txt", "x/y/2.txt", "x/3.txt", "w/4.txt"]
+            .iter()
+            .map(|p| proj.path().join(p))
+            .collect();
+        let pre: Vec<PreImage> = paths.iter().map(|p| s.capture(p).unwrap()).collect();
+        for p in &paths {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "n\n").unwrap();
+        }
+        s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+        let (_, r) = s.undo().unwrap().unwrap();
+        assert_eq!(r.removed.len(), 4);
+        for d in ["x", "w"] {
+            assert!(!proj.path().join(d).exists(), "{d}");
+        }
+        // A folder holding something else stays.
+        let pre = vec![s.capture(&proj.path().join("x/5.txt")).unwrap()];
+        std::fs::create_dir_all(&kept).unwrap();
+        std::fs::write(proj.path().join("x/5.txt"), "n\n").unwrap();
+        s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+        s.undo().unwrap().unwrap();
+        assert!(kept.is_dir() && !proj.path().join("x/5.txt").exists());
+    }
+
+    /// The fingerprint /redo compares, stat'ed relative to each folder: the same digest as a
+    /// walk that stats every path whole (what journals written before hold), and it moves
+    /// with any size, time, new or deleted file, never with an ignored one or a link.
+    #[test]
+    fn the_fingerprint_sees_every_file_change_and_matches_a_whole_path_walk() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let root = proj.path();
+        let s = Snapshots::open(home.path(), root).unwrap();
+        let whole_path = || {
+            let mut entries: Vec<String> = Vec::new();
+            let walker = ignore::WalkBuilder::new(root)
+                .hidden(false)
+                .require_git(false)
+                .filter_entry(|e| !matches!(e.file_name().to_str(), Some(".git" | ".trajectory")))
+                .build();
+            for e in walker.filter_map(Result::ok) {
+                if let Ok(m) = e.metadata()
+                    && m.is_file()
+                {
+                    let t = m.modified().unwrap().duration_since(std::time::UNIX_EPOCH);
+                    let mtime = t.unwrap().as_nanos();
+                    entries.push(format!("{}\0{}\0{mtime}", e.path().display(), m.len()));
+                }
+            }
+            entries.sort();
+            let mut h = Sha256::new();
+            for e in &entries {
+                h.update(e.as_bytes());
+                h.update(b"\n");
+            }
+            hex(&h.finalize())
+        };
+        for d in ["a/b", "c", ".git", ".trajectory"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            "x.txt",
+            "a/y.txt",
+            "a/b/z.txt",
+            "c/w.txt",
+            ".hidden",
+            ".git/HEAD",
+        ] {
+            std::fs::write(root.join(f), f).unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), "ignored.log\n").unwrap();
+        std::os::unix::fs::symlink(root.join("x.txt"), root.join("link")).unwrap();
+        let first = s.fingerprint();
+        assert_eq!(first, whole_path());
+        let mut seen = vec![first];
+        let changes: [&dyn Fn(); 6] = [
+            &|| std::fs::write(root.join("a/b/z.txt"), "longer").unwrap(),
+            &|| {
+                let f = std::fs::File::options()
+                    .write(true)
+                    .open(root.join("c/w.txt"));
+                let t = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+                f.unwrap().set_modified(t).unwrap();
+            },
+            &|| std::fs::write(root.join("a/new.txt"), "n").unwrap(),
+            &|| std::fs::remove_file(root.join("x.txt")).unwrap(),
+            &|| std::fs::write(root.join(".hidden"), "other").unwrap(),
+            &|| std::fs::write(root.join(".trajectory/t.jsonl"), "t").unwrap(),
+        ];
+        for (k, change) in changes.iter().enumerate() {
+            change();
+            let now = s.fingerprint();
+            assert_eq!(now, whole_path(), "change {k}");
+            // The trace folder (last change) is left out; everything else moves it.
+            assert_eq!(seen.contains(&now), k == 5, "change {k}");
+            seen.push(now);
+        }
+        let before = s.fingerprint();
+        std::fs::write(root.join("ignored.log"), "x").unwrap();
+        std::fs::write(root.join(".git/HEAD"), "changed").unwrap();
+        assert_eq!(s.fingerprint(), before);
+    }
+
+    /// The journal kept in memory is used only while the file holds the very bytes it was
+    /// read from or written as: another session's change is always read.
+    #[test]
+    fn a_journal_changed_by_another_session_is_read_again() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let (s1, s2) = (
+            Snapshots::open(home.path(), proj.path()).unwrap(),
+            Snapshots::open(home.path(), proj.path()).unwrap(),
+        );
+        let f = proj.path().join("f.txt");
+        let pre = vec![s1.capture(&f).unwrap()];
+        std::fs::write(&f, "one\n").unwrap();
+        s1.record_batch("s1", &pre, &|_| None).unwrap().unwrap();
+        assert_eq!(s1.batches().len(), 1);
+        // The other session undoes it: the first one sees the batch undone.
+        s2.undo().unwrap().unwrap();
+        assert!(!f.exists());
+        assert!(s1.batches()[0].undone);
+        assert!(s1.undo().unwrap().is_none());
+        // A checkpoint added by the other session is there for the first one's next write.
+        s2.add_checkpoint("s2", "p", 0).unwrap();
+        s1.add_checkpoint("s1", "q", 0).unwrap();
+        assert_eq!(s2.checkpoints().len(), 2);
+        // The same length, other bytes (written in place): read again, not taken from memory.
+        let text = std::fs::read_to_string(&s1.journal_path).unwrap();
+        let edited = text.replace("\"p\"", "\"P\"");
+        assert_eq!(edited.len(), text.len());
+        std::fs::write(&s1.journal_path, edited).unwrap();
+        assert_eq!(s1.checkpoints()[0].prompt, "P");
     }
 }

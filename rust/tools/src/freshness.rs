@@ -58,11 +58,21 @@ pub fn content_hash(bytes: &[u8]) -> [u8; 32] {
 /// Whether a file now stamped `now` and holding `current` is the one `known` describes:
 /// `Ok(())`, or why not.
 pub fn verify(known: &FileKnowledge, now: &Stamp, current: &[u8]) -> Result<(), Stale> {
+    verify_hashed(known, now, || content_hash(current))
+}
+
+/// [`verify`] with the current content given by its hash, computed only when the stamp does
+/// not decide (the caller may already hold it: the snapshot hashed the same bytes).
+pub fn verify_hashed(
+    known: &FileKnowledge,
+    now: &Stamp,
+    current: impl FnOnce() -> [u8; 32],
+) -> Result<(), Stale> {
     if *now == known.stamp && !known.racy {
         return Ok(());
     }
     match known.hash {
-        Some(h) if h == content_hash(current) => Ok(()),
+        Some(h) if h == current() => Ok(()),
         Some(_) => Err(Stale::Content),
         None => Err(Stale::Metadata),
     }

@@ -5,7 +5,7 @@
 
 use crate::args::{EditItem, EditParams, MultiEditParams, ReadParams, ToolArgs, WriteParams};
 use crate::edit_engine::{EditSpec, apply_edits};
-use crate::freshness::{FileKnowledge, Stale, Stamp, verify};
+use crate::freshness::{FileKnowledge, Stale, Stamp, verify_hashed};
 use crate::{Tool, ToolContext, ToolOutput, content_hash};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -335,10 +335,63 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>, String> {
 
 /// [`read_file`] with the file's stamp, taken on the descriptor before reading.
 pub fn read_file_stamped(path: &Path) -> Result<(Vec<u8>, Stamp), String> {
-    let mut f = open_for_read(path)?;
+    let f = open_for_read(path)?;
     let meta = f
         .metadata()
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    read_opened(f, &meta, path)
+}
+
+/// The content of an existing file a tool is about to change, with its stamp and, when known,
+/// its SHA-256.
+pub(crate) struct Current {
+    pub bytes: std::sync::Arc<Vec<u8>>,
+    pub stamp: Stamp,
+    pub sha256: Option<[u8; 32]>,
+}
+
+impl Current {
+    /// Whether the session may change it (read before, unchanged since: [`check_fresh`]).
+    pub fn check_fresh(&self, ctx: &ToolContext, path: &Path) -> Result<(), String> {
+        check_fresh_hashed(ctx, path, &self.stamp, &self.bytes, self.sha256)
+    }
+}
+
+/// [`read_file_stamped`], or the bytes the snapshot read just before this call
+/// ([`crate::PreRead`]) when they are provably the file's content: the file, opened here
+/// without following links, has the very stamp they were read under, and that stamp was not
+/// racy (any change since would have moved its ctime; `freshness.rs`). Otherwise the file is
+/// read from the descriptor opened here. One read of a large file per edit (seed 002 §3).
+pub(crate) fn read_current(ctx: &ToolContext, path: &Path) -> Result<Current, String> {
+    let pre = ctx.take_pre_read(path);
+    let f = open_for_read(path)?;
+    let meta = f
+        .metadata()
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let stamp = Stamp::of(&meta);
+    if let Some(pre) = pre
+        && !pre.racy
+        && pre.stamp == stamp
+    {
+        return Ok(Current {
+            bytes: pre.bytes.clone(),
+            stamp,
+            sha256: pre.sha256,
+        });
+    }
+    let (bytes, stamp) = read_opened(f, &meta, path)?;
+    Ok(Current {
+        bytes: std::sync::Arc::new(bytes),
+        stamp,
+        sha256: None,
+    })
+}
+
+fn read_opened(
+    mut f: std::fs::File,
+    meta: &std::fs::Metadata,
+    path: &Path,
+) -> Result<(Vec<u8>, Stamp), String> {
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     f.read_to_end(&mut bytes).map_err(|e| match e.kind() {
         std::io::ErrorKind::PermissionDenied => {
@@ -346,7 +399,7 @@ pub fn read_file_stamped(path: &Path) -> Result<(Vec<u8>, Stamp), String> {
         }
         _ => format!("cannot read {}: {e}", path.display()),
     })?;
-    Ok((bytes, Stamp::of(&meta)))
+    Ok((bytes, Stamp::of(meta)))
 }
 
 /// Opening beneath `/` with no symlink followed: `openat2(RESOLVE_BENEATH |
@@ -566,13 +619,24 @@ pub(crate) fn check_fresh(
     now: &Stamp,
     current: &[u8],
 ) -> Result<(), String> {
+    check_fresh_hashed(ctx, path, now, current, None)
+}
+
+/// [`check_fresh`] with the SHA-256 of `current` when the caller already has it.
+fn check_fresh_hashed(
+    ctx: &ToolContext,
+    path: &Path,
+    now: &Stamp,
+    current: &[u8],
+    hash: Option<[u8; 32]>,
+) -> Result<(), String> {
     let Some(k) = ctx.knowledge(path) else {
         return Err(format!(
             "{} exists and has not been read in this session; read it first, then retry",
             path.display()
         ));
     };
-    match verify(&k, now, current) {
+    match verify_hashed(&k, now, || hash.unwrap_or_else(|| content_hash(current))) {
         Ok(()) => Ok(()),
         Err(Stale::Content) => Err(format!(
             "{} changed on disk since it was last read (by the user or another process); read it again before changing it",
@@ -954,8 +1018,7 @@ fn write(a: &WriteParams, ctx: &ToolContext) -> Result<ToolOutput, String> {
     }
     let existed = path.exists();
     if existed {
-        let (current, stamp) = read_file_stamped(&path)?;
-        check_fresh(ctx, &path, &stamp, &current)?;
+        read_current(ctx, &path)?.check_fresh(ctx, &path)?;
     }
     write_known(ctx, &path, content.as_bytes())?;
     let lines = content.lines().count();
@@ -1149,9 +1212,10 @@ fn edit_file(ctx: &ToolContext, raw: &str, specs: Vec<EditSpec>) -> Result<ToolO
             path.display()
         ));
     }
-    let (current, stamp) = read_file_stamped(&path)?;
-    check_fresh(ctx, &path, &stamp, &current)?;
-    let (next, counts) = apply_edits(&current, &specs)?;
+    let current = read_current(ctx, &path)?;
+    current.check_fresh(ctx, &path)?;
+    let (next, counts) = apply_edits(&current.bytes, &specs)?;
+    drop(current);
     write_known(ctx, &path, &next)?;
     let total: usize = counts.iter().sum();
     Ok(ToolOutput::ok(format!(
@@ -1349,5 +1413,80 @@ mod tests {
         let k = ctx.knowledge(&root.join("fresh.log")).unwrap();
         assert!(k.racy);
         assert_eq!(k.hash, Some(content_hash(text.as_bytes())));
+    }
+
+    /// What the snapshot read just before the call, offered as the file's content.
+    fn offer(ctx: &ToolContext, path: &Path, bytes: &[u8], racy: bool) {
+        let read = crate::PreRead {
+            stamp: Stamp::of_path(path).unwrap(),
+            racy,
+            bytes: std::sync::Arc::new(bytes.to_vec()),
+            sha256: Some(content_hash(bytes)),
+        };
+        ctx.offer_pre_read(path, read);
+    }
+
+    fn edit_args(old: &str, new: &str) -> ToolArgs {
+        ToolArgs::from_value(
+            "edit",
+            &json!({"file_path": "data.txt", "old_string": old, "new_string": new}),
+        )
+        .unwrap()
+    }
+
+    /// Seed 002 §3: the edit uses the bytes the snapshot read when the file still has the
+    /// stamp they were read under, instead of reading it again. Shown with offered bytes that
+    /// differ from the disk, which only a reuse can produce.
+    #[test]
+    fn an_edit_uses_the_bytes_read_for_its_snapshot_while_the_stamp_vouches() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let path = root.join("data.txt");
+        settled(&path, "alpha\nbeta\n");
+        let ctx = ToolContext::new(root.clone(), root.clone(), root.join("spill"));
+        assert!(read_call(&ctx, json!({"file_path": "data.txt"})).ok);
+        offer(&ctx, &path, b"alpha\nBETA\n", false);
+        let out = Edit.run_args(&edit_args("BETA", "gamma"), &ctx, &CancellationToken::new());
+        assert!(out.ok, "{}", out.text);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "alpha\ngamma\n");
+        // Taken once: the next call reads the disk.
+        assert!(ctx.take_pre_read(&path).is_none());
+        // A racy stamp vouches for nothing: the disk is read.
+        std::thread::sleep(crate::freshness::RACY_WINDOW * 2);
+        offer(&ctx, &path, b"alpha\nDELTA\n", true);
+        let out = Edit.run_args(&edit_args("DELTA", "x"), &ctx, &CancellationToken::new());
+        assert!(!out.ok && out.text.contains("not found"), "{}", out.text);
+    }
+
+    /// A change behind the agent's back after the snapshot read the file (same size, mtime
+    /// put back): the stamp no longer matches, the disk is read, and the stale check refuses.
+    #[test]
+    fn a_change_after_the_snapshot_read_still_blocks_the_edit() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let path = root.join("data.txt");
+        settled(&path, "alpha\nbeta\n");
+        let ctx = ToolContext::new(root.clone(), root.clone(), root.join("spill"));
+        assert!(read_call(&ctx, json!({"file_path": "data.txt"})).ok);
+        offer(&ctx, &path, b"alpha\nbeta\n", false);
+        let old_mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"alpha\nBETA\n"))
+            .unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old_mtime)
+            .unwrap();
+        let out = Edit.run_args(&edit_args("beta", "gamma"), &ctx, &CancellationToken::new());
+        assert!(
+            !out.ok && out.text.contains("changed on disk"),
+            "{}",
+            out.text
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "alpha\nBETA\n");
     }
 }

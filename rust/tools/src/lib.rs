@@ -72,6 +72,21 @@ pub struct ToolContext {
     /// The byte cap of the next read page when the core asks for a smaller one (the
     /// tool-preview budget of seed 001); 0: [`fs::READ_BYTES_CAP`].
     pub read_page_bytes: std::sync::atomic::AtomicUsize,
+    /// Files read whole just before the current call runs (its snapshot pre-images), for the
+    /// tool to use instead of reading them again (`fs::read_current`).
+    pre_reads: Mutex<HashMap<PathBuf, std::sync::Arc<PreRead>>>,
+}
+
+/// A file's content read whole by someone else just before a tool runs (the snapshot's
+/// pre-image capture): the bytes, the `fstat` of the descriptor they came from (taken before
+/// reading) and their SHA-256 when already computed. A tool uses them only while the file
+/// still has that stamp and the stamp was not racy when taken (see `freshness.rs`): then no
+/// change can have happened since, and the file is read once per edit.
+pub struct PreRead {
+    pub stamp: freshness::Stamp,
+    pub racy: bool,
+    pub bytes: std::sync::Arc<Vec<u8>>,
+    pub sha256: Option<[u8; 32]>,
 }
 
 /// The bash timeout when neither the call nor the configuration gives one.
@@ -128,6 +143,26 @@ impl ToolContext {
             browser: browser::BrowserSlot::default(),
             read_denies: Mutex::default(),
             read_page_bytes: std::sync::atomic::AtomicUsize::new(0),
+            pre_reads: Mutex::default(),
+        }
+    }
+
+    /// Offers `path`'s content, read just now, to the tool about to run (see [`PreRead`]).
+    pub fn offer_pre_read(&self, path: &Path, pre: PreRead) {
+        if let Ok(mut m) = self.pre_reads.lock() {
+            m.insert(path.to_path_buf(), std::sync::Arc::new(pre));
+        }
+    }
+
+    /// Takes the content offered for `path`, if any.
+    pub fn take_pre_read(&self, path: &Path) -> Option<std::sync::Arc<PreRead>> {
+        self.pre_reads.lock().ok()?.remove(path)
+    }
+
+    /// Drops every offered content (the call they were read for is over).
+    pub fn clear_pre_reads(&self) {
+        if let Ok(mut m) = self.pre_reads.lock() {
+            m.clear();
         }
     }
 

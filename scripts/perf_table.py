@@ -287,7 +287,11 @@ ROWS = {
 
 # The peer agent's package name stays in the bench code and the results files; the docs call it
 # "peer harness", as the harness bench already records it (the product's docs never carry it).
-PEER_SHOWN = {"mini-swe-agent": "peer harness"}
+# The name is read from the bench's pin, so it is written in one place only.
+_PIN = re.search(
+    r'^PEER_PACKAGE = "([^"=]+)', (ROOT / "benches" / "bench_harness.py").read_text(), re.M
+)
+PEER_SHOWN = {_PIN.group(1): "peer harness"} if _PIN else {}
 
 
 def cell(text: str) -> str:

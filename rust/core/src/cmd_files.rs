@@ -33,6 +33,9 @@ pub(crate) struct FileSnaps {
     pending: Vec<PreImage>,
 }
 
+/// A file the session changed and its content when the session first touched it.
+pub type StartFile = (PathBuf, Option<Vec<u8>>);
+
 impl Session {
     fn snaps(&self) -> std::sync::MutexGuard<'_, FileSnaps> {
         self.snaps.lock().unwrap_or_else(|e| e.into_inner())
@@ -109,6 +112,22 @@ impl Session {
                 format!("{w}; /undo will not cover it"),
             );
         }
+    }
+
+    /// Every file this session changed, with its content when the session first touched it
+    /// (`None`: it did not exist): what `/diff` and `/review` compare against outside git.
+    pub fn session_start_files(&self) -> Result<Vec<StartFile>, String> {
+        self.with_store(|st| {
+            let mut v = Vec::new();
+            for (p, before) in st.session_start_images(&self.id) {
+                let old = match &before {
+                    Some(id) => Some(st.blob(id)?),
+                    None => None,
+                };
+                v.push((p, old));
+            }
+            Ok(v)
+        })?
     }
 
     /// Hook: after a tool batch, journal the files it changed.
@@ -272,20 +291,7 @@ pub(crate) fn diff(s: &Session, args: &[String]) -> Result<String, CoreError> {
     }
     s.finish_file_batch();
     let mut out = String::new();
-    let starts = s
-        .with_store(|st| {
-            let mut v = Vec::new();
-            for (p, before) in st.session_start_images(&s.id) {
-                let old = match &before {
-                    Some(id) => Some(st.blob(id)?),
-                    None => None,
-                };
-                v.push((p, old));
-            }
-            Ok::<_, String>(v)
-        })
-        .map_err(failed)?
-        .map_err(failed)?;
+    let starts = s.session_start_files().map_err(failed)?;
     let mut session_diffs = Vec::new();
     for (p, old) in starts {
         let new = std::fs::read(&p).ok();

@@ -109,8 +109,7 @@ impl Session {
         self.lock().push(Message::user(format!(
             "[stopped: {why}] Tools are unavailable for the rest of this turn. Without calling tools, say what you did, which calls were refused and why, and what would allow them."
         )));
-        let history = self.lock().history.clone();
-        let (mut req, _) = self.next_request(&history);
+        let (mut req, _) = self.next_request_now();
         req.tools.clear();
         let handoff = match client.complete(&req, &mut |_: Piece<'_>| {}, token).await {
             Ok(reply) => {

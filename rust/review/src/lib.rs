@@ -50,20 +50,7 @@ fn review_diff(s: &Session) -> Result<(String, &'static str), CoreError> {
             .collect();
         return Ok((diff, "the uncommitted changes against git HEAD"));
     }
-    let starts = s
-        .with_store(|st| {
-            let mut v = Vec::new();
-            for (p, before) in st.session_start_images(&s.id) {
-                let old = match &before {
-                    Some(id) => Some(st.blob(id)?),
-                    None => None,
-                };
-                v.push((p, old));
-            }
-            Ok::<_, String>(v)
-        })
-        .map_err(CoreError::Failed)?
-        .map_err(CoreError::Failed)?;
+    let starts = s.session_start_files().map_err(CoreError::Failed)?;
     let diff: String = starts
         .into_iter()
         .filter_map(|(p, old)| {

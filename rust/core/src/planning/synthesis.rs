@@ -87,8 +87,7 @@ impl Session {
         self.lock().push(Message::user(format!(
             "[planning recovery] {why} Without calling tools or asking questions, write the plan now from the evidence gathered so far: exactly one <proposed_plan> block in the required format."
         )));
-        let history = self.lock().history.clone();
-        let (mut req, _) = self.next_request(&history);
+        let (mut req, _) = self.next_request_now();
         req.tools.clear();
         let reply = client.complete(&req, &mut |_: Piece<'_>| {}, token).await;
         let blocked = |why: &str| {

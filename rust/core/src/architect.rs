@@ -52,9 +52,11 @@ impl Session {
                 let mut st = self.lock();
                 st.model_override = Some(editor.clone());
                 st.policy.role = Role::Execute;
-                // What the read-only phase was refused is that role working as designed,
-                // not an unresolved error of the edit the user asked for.
-                st.completion.errors.clear();
+                // A new phase under another role: features forget what the read-only
+                // phase was refused (that role working as designed).
+                for phase in crate::feature::hooks(|f| f.new_phase) {
+                    phase(&mut st);
+                }
                 st.push(Message::user(format!(
                     "[editor phase] Implement this plan now with the file tools, then report what you changed:\n\n{}",
                     plan.text.trim()

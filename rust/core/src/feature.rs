@@ -109,6 +109,35 @@ pub struct Feature {
     pub after_write: Option<AfterWrite>,
     /// Extra lines of `/status` (each starting with a newline), empty when nothing to say.
     pub status_line: Option<fn(&Session) -> String>,
+    /// The feature's state kept with the session's [`State`], under its lock (facts that
+    /// change with the history and are read with it): read back with [`State::part_mut`].
+    pub locked_state: Option<MakeLocked>,
+    /// A tool call begins, before its admission (its name as the model spelled it when it
+    /// has no canonical one).
+    pub call_begin: Option<fn(&Session, &str)>,
+    /// The pipeline's gate for a call that writes files or runs a program, judged from its
+    /// typed arguments after the hooks (the turn's declared scope): `Err` refuses it.
+    pub change_gate: Option<ChangeGate>,
+    /// A built-in tool is about to run (admitted): `(tool, action, may change the repo)`.
+    pub before_run: Option<fn(&Session, &str, &yuyao_policy::Action, bool)>,
+    /// A built-in tool ran: its output may gain a note (the files a command changed).
+    pub after_run: Option<AfterRun>,
+    /// A call's result is final (capped, redacted, charged): every call, whatever ran it.
+    pub call_done: Option<fn(&Session, &CallDone)>,
+    /// A turn begins with this prompt (before the prompt joins the history).
+    pub turn_begin: Option<fn(&Session, &str)>,
+    /// The turn ended: the text it returns, given the summary and the text so far.
+    pub turn_result: Option<fn(&Session, &crate::session::TurnSummary, String) -> String>,
+    /// A reply's tool batch is about to run: the line that says why (shown above the batch,
+    /// given to each call); the first feature that gives one decides.
+    pub batch_line: Option<BatchLine>,
+    /// A reply came with no tool calls: checks before it stands as the final answer.
+    pub final_answer: Option<&'static FinalHooks>,
+    /// A batch's calls all ran (their results are in the history).
+    pub after_batch: Option<fn(&Session, &CancellationToken)>,
+    /// The turn goes on in a new phase under another role (architect's editor): what the
+    /// earlier phase was refused no longer counts against it.
+    pub new_phase: Option<fn(&mut State)>,
 }
 
 impl Feature {
@@ -150,17 +179,68 @@ impl Feature {
         close: None,
         after_write: None,
         status_line: None,
+        locked_state: None,
+        call_begin: None,
+        change_gate: None,
+        before_run: None,
+        after_run: None,
+        call_done: None,
+        turn_begin: None,
+        turn_result: None,
+        batch_line: None,
+        final_answer: None,
+        after_batch: None,
+        new_phase: None,
     };
 }
 
 /// Hook types (named so a registration reads as a list of moments, not of signatures).
 pub type MakeState = fn(&Opening) -> Box<dyn Any + Send + Sync>;
+/// State under the state lock need not be shared between threads (only moved).
+pub type MakeLocked = fn(&Opening) -> Box<dyn Any + Send>;
 pub type WriteGate = fn(&Session, &yuyao_policy::Action) -> Result<(), String>;
 pub type BatchUndone =
     fn(&Session, &yuyao_store::snapshots::Batch, &yuyao_store::snapshots::Report) -> Option<String>;
 pub type OtherCommand = fn(&Session, &str, &str) -> Option<Result<String, CoreError>>;
 pub type HelpSection = fn(&Session, Option<&str>) -> Option<String>;
 pub type AfterWrite = fn(&Session, &str, &[std::path::PathBuf], &mut ToolOutput);
+pub type ChangeGate = fn(
+    &Session,
+    &str,
+    &yuyao_tools::ToolArgs,
+    &yuyao_policy::Action,
+    &mut yuyao_policy::Decision,
+) -> Result<(), String>;
+pub type BatchLine = fn(&Session, &str, &[ToolCall]) -> String;
+pub type AfterRun =
+    fn(&Session, &str, &yuyao_tools::ToolArgs, &yuyao_policy::Action, &mut ToolOutput);
+
+/// A call's final result, as [`Feature::call_done`] sees it.
+pub struct CallDone<'a> {
+    /// The tool's name as the model spelled it.
+    pub name: &'a str,
+    pub arguments: &'a str,
+    pub ok: bool,
+    /// It ran (it was not refused, unknown or malformed).
+    pub ran: bool,
+    /// It could have changed the repository.
+    pub may_change_repo: bool,
+    /// The result the model reads.
+    pub text: &'a str,
+}
+
+/// Checks of a final answer, in the order the turn loop makes them.
+pub struct FinalHooks {
+    /// Before the Stop hooks: `true` sends the model back (its feedback is in the history,
+    /// e.g. verification failed).
+    pub before_gates: fn(&Session, &CancellationToken) -> bool,
+    /// After the Stop hooks, unless the answer is bound to a JSON schema: `true` sends the
+    /// model back once more (the answer's own review).
+    pub review: fn(&Session, &str) -> bool,
+    /// The answer stands (and is not a schema-bound document): why the turn is still not
+    /// done whatever it claims (a change was asked and none was made), or `None`.
+    pub not_done: fn(&Session) -> Option<String>,
+}
 pub type Schemas = fn(&Session, &dyn Fn(&str) -> bool) -> Vec<Value>;
 pub type Beside = fn(&Session, &[ToolCall], &str, &CancellationToken) -> BesideOutcomes;
 /// A boxed future borrowing the session.
@@ -200,16 +280,46 @@ impl Parts {
     }
 }
 
+/// The features' states kept under the session's state lock ([`Feature::locked_state`]).
+#[derive(Default)]
+pub struct LockedParts(Vec<Box<dyn Any + Send>>);
+
+impl LockedParts {
+    pub(crate) fn open(opening: &Opening) -> LockedParts {
+        LockedParts(
+            all()
+                .filter_map(|f| f.locked_state)
+                .map(|make| make(opening))
+                .collect(),
+        )
+    }
+
+    fn get_mut<T: Any>(&mut self) -> Option<&mut T> {
+        self.0.iter_mut().find_map(|b| b.downcast_mut::<T>())
+    }
+}
+
+fn unregistered<T>() -> ! {
+    panic!(
+        "{} is not registered by any feature (lib.rs FEATURES)",
+        std::any::type_name::<T>()
+    )
+}
+
+impl State {
+    /// A registered feature's state kept under the state lock (see [`Session::part`]).
+    pub(crate) fn part_mut<T: Any>(&mut self) -> &mut T {
+        self.parts
+            .get_mut::<T>()
+            .unwrap_or_else(|| unregistered::<T>())
+    }
+}
+
 impl Session {
     /// A registered feature's state. Only the feature that registered it asks for it, so a
     /// missing part is a registration bug (said, not hidden).
     pub(crate) fn part<T: Any>(&self) -> &T {
-        self.parts.get::<T>().unwrap_or_else(|| {
-            panic!(
-                "{} is not registered by any feature (lib.rs FEATURES)",
-                std::any::type_name::<T>()
-            )
-        })
+        self.parts.get::<T>().unwrap_or_else(|| unregistered::<T>())
     }
 }
 

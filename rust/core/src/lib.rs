@@ -17,10 +17,8 @@ mod cmd_background;
 mod cmd_files;
 mod cmd_permissions;
 mod cmd_sessions;
-mod command_edits;
 mod commands;
 mod compact;
-mod completion;
 mod context;
 mod conventions;
 mod custom_commands;
@@ -34,12 +32,11 @@ mod headless;
 mod hook_run;
 use yuyao_extension_files::hooks;
 use yuyao_extension_files::instruction_files;
-mod intent;
 mod json_answer;
+mod listening;
 mod lsp;
 mod mcp_servers;
 mod memory;
-mod next_step;
 mod planning;
 mod plugins;
 mod preference_rules;
@@ -54,7 +51,6 @@ mod repomap;
 mod rule_files;
 mod run_app;
 mod saved_session;
-mod scope;
 mod session;
 mod settings;
 mod side_call;
@@ -71,7 +67,6 @@ mod tree;
 mod turn;
 mod turn_budget;
 mod user_content;
-mod verification;
 mod verify_app;
 mod web_settings;
 use yuyao_words::words;
@@ -94,6 +89,7 @@ pub use words::split_words;
 /// commands, tools and hooks from here and names none of their modules. The order is the
 /// order of their tools in a request and of their commands in `/help`.
 static FEATURES: &[&feature::Feature] = &[
+    &listening::FEATURE,
     &ask::FEATURE,
     &subagents::FEATURE,
     &planning::FEATURE,

@@ -117,15 +117,13 @@ pub struct State {
     /// What `/plan off` and `/ask off` / `/debug off` go back to.
     pub mode_before_plan: Option<yuyao_protocol::Mode>,
     pub role_before: Option<yuyao_protocol::Role>,
-    /// Facts of the running turn for its completion check, and the last check made.
-    pub completion: crate::completion::CompletionFacts,
+    /// The last completion check made (status.json's `completion`), set by the feature that
+    /// checks a turn.
     pub last_completion: Option<serde_json::Value>,
-    /// The work tree as the last command left it (`command_edits.rs`).
-    pub(crate) work_stamp: Option<crate::command_edits::Stamp>,
-    /// Nothing but commands ran since that stamp was taken: it is still current.
-    pub work_stamp_fresh: bool,
     /// What tool results showed the model this turn (seed 001's tool-preview budget).
     pub(crate) preview: crate::tool_call::preview_budget::PreviewBudget,
+    /// The features' state kept under this lock (`feature.rs`, [`State::part_mut`]).
+    pub(crate) parts: crate::feature::LockedParts,
 }
 
 impl State {
@@ -206,8 +204,6 @@ pub struct Session {
     /// A turn is running (`busy.rs`), and the switches typed during it.
     pub(crate) busy: std::sync::atomic::AtomicBool,
     pub(crate) after_turn: Mutex<Vec<String>>,
-    /// What the tool calls did, for the next-step prediction (`next_step.rs`).
-    pub(crate) work: Mutex<crate::next_step::WorkLog>,
     pub(crate) handler: Option<Arc<dyn Handler>>,
     pub(crate) pricing: Pricing,
     pub(crate) started: std::time::Instant,
@@ -226,8 +222,6 @@ pub struct Session {
     pub(crate) xhigh_refused: std::sync::atomic::AtomicBool,
     /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
-    /// The turn's declared scope and what its guard let through (`scope/`).
-    pub(crate) scope: Mutex<crate::scope::Tracker>,
     /// This session's place among sub-agents: depth, the tree's shared ledger, its forks.
     pub(crate) agents: crate::tree::AgentLink,
     /// `--json-schema`: the schema the final answer must satisfy (`json_answer.rs`).
@@ -503,6 +497,15 @@ impl Session {
             .get("ui.output_style")
             .map(|v| yuyao_store::config::display(&v))
             .unwrap_or_else(|| "default".into());
+        let opening = crate::feature::Opening {
+            opts: &opts,
+            paths: &paths,
+            config: &config,
+        };
+        let (locked_parts, parts) = (
+            crate::feature::LockedParts::open(&opening),
+            crate::feature::Parts::open(&opening),
+        );
         let state = State {
             history: Vec::new(),
             policy,
@@ -561,10 +564,7 @@ impl Session {
             git_stale: false,
             pending_notes: Vec::new(),
             view_notes: Vec::new(),
-            completion: Default::default(),
             last_completion: None,
-            work_stamp: None,
-            work_stamp_fresh: false,
             preview: Default::default(),
             warned_unpriced_ceiling: false,
             repo_maps: Default::default(),
@@ -573,12 +573,8 @@ impl Session {
             resumed_idle_s: None,
             mode_before_plan: None,
             role_before: None,
+            parts: locked_parts,
         };
-        let parts = crate::feature::Parts::open(&crate::feature::Opening {
-            opts: &opts,
-            paths: &paths,
-            config: &config,
-        });
         let session = Session {
             id,
             opts,
@@ -591,7 +587,6 @@ impl Session {
             cancel: Arc::new(Mutex::new(CancellationToken::new())),
             busy: Default::default(),
             after_turn: Mutex::new(Vec::new()),
-            work: Mutex::new(Default::default()),
             handler,
             pricing,
             started: std::time::Instant::now(),
@@ -603,7 +598,6 @@ impl Session {
             xhigh_refused: Default::default(),
             rules: Mutex::new(Default::default()),
             dreamed: std::sync::atomic::AtomicBool::new(false),
-            scope: Mutex::new(Default::default()),
             agents: crate::tree::AgentLink::at_open(),
             json_answer,
             pending_images: Mutex::new(Vec::new()),

@@ -130,8 +130,9 @@ impl Session {
                     break 'turn self.failure("Error", why);
                 }
                 self.checkpoint_prompt(text);
-                self.scope_begin_turn();
-                self.completion_begin(text);
+                for begin in crate::feature::hooks(|f| f.turn_begin) {
+                    begin(self, text);
+                }
                 // The repo map goes into the request view beside this prompt, when it changed
                 // (the stored prompt stays what the user typed).
                 let map = self.new_repo_map(text);
@@ -186,13 +187,12 @@ impl Session {
             }
         };
         self.finish_file_batch();
-        // Honest completion: a turn that changed files or ran commands gets its check; a
-        // check that finds the turn not clean is appended to the text returned.
-        let check = match summary.status {
-            "completed" | "limits_exceeded" => self.completion_check(&summary.text),
-            _ => None,
-        };
-        let returned = crate::completion::with_flagged_check(&summary.text, check.as_ref());
+        // Features have their say on the text returned (the completion check is appended
+        // when it finds the turn not clean).
+        let returned = crate::feature::hooks(|f| f.turn_result)
+            .fold(summary.text.clone(), |text, result| {
+                result(self, &summary, text)
+            });
         // Before the lock: the catalog's price reads the model's name.
         let priced = self.price() != yuyao_model::Pricing::default();
         let usage_line = {
@@ -760,9 +760,10 @@ impl Session {
                         "the model sent empty replies twice; the turn ends without a result".into(),
                     );
                 }
-                // Verification by default: after edits, the project's tests run before the
-                // final answer; a failure goes back to the model once.
-                if self.verify_before_final(token) {
+                // Checks before the gates (verification by default: after edits, the
+                // project's tests run before the final answer; a failure goes back once).
+                let finals = || crate::feature::hooks(|f| f.final_answer);
+                if finals().any(|h| (h.before_gates)(self, token)) {
                     continue;
                 }
                 // Stop hooks are quality gates: a failing one sends the model back to work,
@@ -785,9 +786,11 @@ impl Session {
                     )));
                     continue;
                 }
-                // Honest completion: a check that is not clean goes to the model once, before
-                // its final answer (a schema-bound answer is a document, not a statement).
-                if self.json_answer_instruction().is_none() && self.completion_review(&reply.text) {
+                // The answer's review (honest completion: a check that is not clean goes to
+                // the model once); a schema-bound answer is a document, not a statement.
+                if self.json_answer_instruction().is_none()
+                    && finals().any(|h| (h.review)(self, &reply.text))
+                {
                     continue;
                 }
                 // Headless planning without a valid plan: one tool-free synthesis.
@@ -822,7 +825,7 @@ impl Session {
                 let not_made = if document {
                     None
                 } else {
-                    self.change_not_made()
+                    finals().find_map(|h| (h.not_done)(self))
                 };
                 let exit_status = if not_made.is_some() {
                     "NotSubmitted"
@@ -841,12 +844,14 @@ impl Session {
                 };
             }
 
-            let batch = crate::intent::batch_intent(&reply.text, &assistant.tool_calls);
-            self.announce_batch(&batch, &assistant.tool_calls);
+            // The line that says why the batch runs (the intent line, seed 000 #6).
+            let intent = crate::feature::hooks(|f| f.batch_line)
+                .map(|line| line(self, &reply.text, &assistant.tool_calls))
+                .next()
+                .unwrap_or_default();
             // Extension files written since the last look (a background job between turns)
             // are the session's doing too: nothing a session ran writes is taken for the user's.
             self.note_agent_extension_writes();
-            let intent = batch.line;
             for stated in crate::feature::hooks(|f| f.batch_intent) {
                 stated(self, &intent);
             }
@@ -991,8 +996,11 @@ impl Session {
                 pass = Some(why);
                 continue;
             }
-            // --auto-test: the tests run after an edit batch, their result joins the history.
-            self.auto_test_after_batch(token);
+            // After the batch (--auto-test: the tests run after an edit batch, their result
+            // joins the history).
+            for after in crate::feature::hooks(|f| f.after_batch) {
+                after(self, token);
+            }
         }
     }
 }

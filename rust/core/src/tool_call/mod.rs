@@ -12,9 +12,6 @@ use yuyao_policy::{Action, Verdict};
 use yuyao_protocol::{Event, Message, PermissionAnswer, Request, ToolCall, canonical_tool_name};
 use yuyao_tools::{ToolArgs, ToolOutput};
 
-/// Tools the kernel itself implements (they need the session); features register theirs.
-const KERNEL_TOOLS: &[&str] = &["declare-scope"];
-
 pub struct CallOutcome {
     pub message: Message,
     /// Images the tool produced (`data:` URLs): they go to the model in a user message after
@@ -63,7 +60,6 @@ impl Session {
             .tools
             .names()
             .into_iter()
-            .chain(KERNEL_TOOLS.iter().copied())
             .filter(|n| self.tool_enabled(n))
             .collect();
         for tools in crate::feature::all().filter_map(|f| f.tools) {
@@ -81,9 +77,6 @@ impl Session {
         let mut schemas = self
             .tools
             .schemas(|n| self.tool_enabled(n) && self.tool_offered(n));
-        if self.tool_enabled("declare-scope") {
-            schemas.push(crate::scope::declare::schema());
-        }
         let offered = |n: &str| self.tool_enabled(n);
         for tools in crate::feature::all().filter_map(|f| f.tools) {
             schemas.extend((tools.schemas)(self, &offered));
@@ -109,8 +102,8 @@ impl Session {
             arguments: call.arguments.clone(),
             intent: intent.to_string(),
         });
-        if canonical_tool_name(&call.name) != Some("bash") {
-            self.work_stamp_stale();
+        for begin in crate::feature::hooks(|f| f.call_begin) {
+            begin(self, &call.name);
         }
         let t0 = std::time::Instant::now();
         // Seed 001's tool-preview budget: once spent, an inspection is refused before it runs.
@@ -137,8 +130,9 @@ impl Session {
     }
 
     /// Every call's last stages, whatever ran it (the pipeline, or sub-agents beside the
-    /// batch): the result capped, redacted and charged to the preview budget, the completion
-    /// facts, the trajectory's tool record and the `ToolEnd` event.
+    /// batch): the result capped, redacted and charged to the preview budget, the trajectory's
+    /// tool record, the features' look at the result (the completion facts) and the
+    /// `ToolEnd` event.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn finish_call(
         &self,
@@ -150,15 +144,6 @@ impl Session {
         t0: std::time::Instant,
         run_us: u64,
     ) -> CallOutcome {
-        // Files a sub-agent, a team merge or an MCP server changed are not in the turn's
-        // pre-images: the turn is then never judged unchanged.
-        if effective
-            && may_change_repo
-            && (matches!(canonical_tool_name(&call.name), Some("task" | "team"))
-                || yuyao_policy::is_mcp_tool(&call.name))
-        {
-            self.lock().completion.untracked_changes = true;
-        }
         // Capped first (on line boundaries, so no secret is cut in half), then redacted: only
         // what enters the history is scanned. The spill file keeps the raw output on the
         // user's disk; every way back to the model (read, grep, bash) is a tool result, and is
@@ -193,7 +178,17 @@ impl Session {
                    "executed": effective, "output": text, "ms": t0.elapsed().as_millis() as u64,
                    "us": run_us}),
         );
-        self.completion_after_call(&call.name, &call.arguments, out.ok, effective, &text);
+        let done = crate::feature::CallDone {
+            name: &call.name,
+            arguments: &call.arguments,
+            ok: out.ok,
+            ran: effective,
+            may_change_repo,
+            text: &text,
+        };
+        for look in crate::feature::hooks(|f| f.call_done) {
+            look(self, &done);
+        }
         self.emit(Event::ToolEnd {
             id: call.id.clone(),
             name: call.name.clone(),
@@ -339,7 +334,8 @@ impl Session {
         // typed effect of a file tool or command; session-state and server tools have none.
         if let Some(a) = &args
             && matches!(spec.effect, Effect::Writes | Effect::Runs)
-            && let Err(refusal) = crate::scope::guard::gate(self, name, a, &action, &mut decision)
+            && let Err(refusal) = crate::feature::hooks(|f| f.change_gate)
+                .try_for_each(|gate| gate(self, name, a, &action, &mut decision))
         {
             crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);
@@ -528,46 +524,28 @@ impl Session {
             return Err(format!("tool '{name}' is not available in this build"));
         };
         self.before_file_tool(name, &action.paths);
-        self.completion_before_write(name, &action.paths);
         // A command allowed only because it was judged read-only runs under the read-only
         // OS sandbox (yolo asks nothing of the classifier).
         let read_only_call = read_only && self.lock().policy.mode != yuyao_protocol::Mode::Yolo;
         self.ctx
             .read_only_call
             .store(read_only_call, std::sync::atomic::Ordering::SeqCst);
-        // A command that may change files: the work tree is stamped before it, so the files
-        // it changed are known after it (command_edits.rs).
         let may_change_repo = self.lock().policy.is_mutating(action);
-        let stamp = if name == "bash" && may_change_repo {
-            let stamp = self.stamp_before_command();
-            if stamp.is_none() {
-                // What it changes cannot be known: the turn is never judged unchanged.
-                self.lock().completion.untracked_changes = true;
-            }
-            stamp
-        } else {
-            None
-        };
+        // Features look before it runs (pre-images, the work tree stamped before a command).
+        for before in crate::feature::hooks(|f| f.before_run) {
+            before(self, name, action, may_change_repo);
+        }
         // Tools are synchronous; the turn owns this thread, and cancellation reaches the
         // tool through the token (checked by long-running tools such as bash).
         let mut out = tool.run_args(args, &self.ctx, token);
-        if let Some(stamp) = stamp
-            && let Some(note) =
-                self.command_changed_files(stamp, action.command.as_deref().unwrap_or(""))
-        {
-            out.text = format!("{}\n\n{note}", out.text.trim_end());
-        }
-        // A job left running may change files after the stamp: it is not current.
-        if let ToolArgs::Bash(b) = args
-            && b.run_in_background == Some(true)
-        {
-            self.work_stamp_stale();
+        // ... and after (the files a command changed join its result).
+        for after in crate::feature::hooks(|f| f.after_run) {
+            after(self, name, args, action, &mut out);
         }
         self.ctx
             .read_only_call
             .store(false, std::sync::atomic::Ordering::SeqCst);
         crate::cmd_permissions::after_run(self, name, action, &out.text);
-        self.observe_tool(name, action, &out);
         self.add_nested_conventions(name, &action.paths);
         // A file read or edited brings the rule files that match it into the context.
         if !matches!(name, "grep" | "glob") {

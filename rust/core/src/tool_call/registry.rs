@@ -73,7 +73,7 @@ pub(crate) const fn core(name: &'static str, evidence: bool, run: CoreRun) -> Sp
     }
 }
 
-/// The kernel's tools: the built-ins, the declared scope and the deferred-schema search.
+/// The kernel's tools: the built-ins and the deferred-schema search.
 /// Features register theirs (`feature.rs`); MCP servers' are specs made per call from the
 /// server's list.
 pub(crate) const SPECS: &[Spec] = &[
@@ -94,12 +94,6 @@ pub(crate) const SPECS: &[Spec] = &[
     builtin("web-fetch", Effect::Network),
     builtin("web-search", Effect::Network),
     builtin("browser", Effect::Network),
-    core("declare-scope", false, |s, name, call, _| {
-        (
-            one(crate::scope::declare::run_tool(s, name, &call.arguments)),
-            false,
-        )
-    }),
     core(crate::tool_defer::NAME, false, |s, _, call, _| {
         (one(crate::tool_defer::run_tool(s, call)), false)
     }),

@@ -3,6 +3,7 @@
 //! spawn path, where the OS sandbox applies), output kept verbatim.
 
 use super::{Detected, VerificationResult};
+use crate::listening::Facts;
 use crate::session::Session;
 use tokio_util::sync::CancellationToken;
 use yuyao_policy::{Action, Verdict};
@@ -133,7 +134,7 @@ impl Session {
                 None => r.output.clone(),
             },
         });
-        self.lock().completion.verification = Some(r.clone());
+        self.lock().facts().completion.verification = Some(r.clone());
     }
 
     /// Before the final answer: when the turn edited files since the last verification and
@@ -141,8 +142,8 @@ impl Session {
     /// until `verification.max_rounds`); returns whether the turn continues.
     pub(crate) fn verify_before_final(&self, token: &CancellationToken) -> bool {
         let (edited, fed_back) = {
-            let st = self.lock();
-            let f = &st.completion;
+            let mut st = self.lock();
+            let f = &st.facts().completion;
             (f.edits_since_verification(), f.verification_feedback)
         };
         if !edited || !self.verification_enabled() {
@@ -161,7 +162,7 @@ impl Session {
             return false;
         }
         let mut st = self.lock();
-        st.completion.verification_feedback += 1;
+        st.facts().completion.verification_feedback += 1;
         st.push(Message::user(feedback(&r, "before your final answer")));
         true
     }
@@ -173,13 +174,13 @@ impl Session {
             return;
         }
         let (edited, rounds) = {
-            let st = self.lock();
+            let mut st = self.lock();
             (
-                st.completion.edits_since_verification(),
-                st.completion.auto_test_rounds,
+                st.facts().completion.edits_since_verification(),
+                st.facts().completion.auto_test_rounds,
             )
         };
-        if !edited || self.lock().completion.auto_test_unavailable {
+        if !edited || self.lock().facts().completion.auto_test_unavailable {
             return;
         }
         let max = self.verification_max_rounds();
@@ -189,7 +190,7 @@ impl Session {
                     yuyao_protocol::NoticeLevel::Warning,
                     "--auto-test: no test command found (AGENTS.md, package.json, Makefile, Cargo.toml, Python, go.mod); pass --test-cmd",
                 );
-                self.lock().completion.auto_test_unavailable = true;
+                self.lock().facts().completion.auto_test_unavailable = true;
             }
             return;
         };
@@ -202,21 +203,22 @@ impl Session {
                 yuyao_protocol::NoticeLevel::Warning,
                 format!("--auto-test: `{}` not run: {why}", r.command),
             );
-            self.lock().completion.auto_test_unavailable = true;
+            self.lock().facts().completion.auto_test_unavailable = true;
             return;
         }
         let mut st = self.lock();
-        st.completion.auto_test_rounds += 1;
-        let round = st.completion.auto_test_rounds;
+        st.facts().completion.auto_test_rounds += 1;
+        let round = st.facts().completion.auto_test_rounds;
         if r.ok {
-            st.completion.auto_test_passed_at = Some(round);
+            st.facts().completion.auto_test_passed_at = Some(round);
             st.push(Message::user(format!(
                 "[auto-test round {round}/{max}] `{}` passed.",
                 r.command
             )));
             return;
         }
-        st.completion.verification_feedback = st.completion.verification_feedback.max(round);
+        st.facts().completion.verification_feedback =
+            st.facts().completion.verification_feedback.max(round);
         let what = if round >= max {
             format!(
                 "auto-test round {round}/{max}, the last one: stop editing and give your final answer, stating plainly what still fails"
@@ -232,7 +234,7 @@ impl Session {
     fn run_and_mark(&self, found: &Detected, token: &CancellationToken) -> VerificationResult {
         let r = self.run_verification(found, token);
         let mut st = self.lock();
-        st.completion.verified_at_edits = Some(st.completion.edits);
+        st.facts().completion.verified_at_edits = Some(st.facts().completion.edits);
         r
     }
 }

@@ -149,7 +149,11 @@ pub(crate) fn from_work(log: &WorkLog, dirty: impl FnOnce() -> bool) -> Option<S
 impl Session {
     /// Hook: every tool call that ran feeds the work log.
     pub(crate) fn observe_tool(&self, name: &str, action: &Action, out: &ToolOutput) {
-        let mut log = self.work.lock().unwrap_or_else(|e| e.into_inner());
+        let mut log = self
+            .listening()
+            .work
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if FILE_TOOLS.contains(&name) && out.ok {
             log.edited_since_test = true;
         } else if name == "bash"
@@ -166,7 +170,12 @@ impl Session {
 
     /// The predicted next step ("" when there is none).
     pub fn next_step(&self) -> String {
-        let log = self.work.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let log = self
+            .listening()
+            .work
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let project = self.paths.project.clone();
         let dirty = || yuyao_store::snapshots::head_changes(&project).is_ok_and(|c| !c.is_empty());
         if let Some(step) = from_work(&log, dirty) {

@@ -14,9 +14,10 @@
 //! contradicted in the answer. A test or lint command the model ran counts as verification
 //! when the session's own verification did not run.
 
-use crate::command_edits::Changed;
+use crate::listening::Facts;
+use crate::listening::command_edits::Changed;
+use crate::listening::verification::VerificationResult;
 use crate::session::Session;
-use crate::verification::VerificationResult;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -197,7 +198,7 @@ pub(crate) fn verifies(command: &str) -> bool {
         )
         .expect("valid regex")
     });
-    crate::next_step::is_test_command(command) || CHECKER.is_match(command)
+    crate::listening::next_step::is_test_command(command) || CHECKER.is_match(command)
 }
 
 /// One changed file of the diffstat.
@@ -473,10 +474,10 @@ impl Session {
             && self.lock().policy.mode != yuyao_protocol::Mode::Plan
             && !self.answers_only();
         let mut st = self.lock();
-        st.completion = CompletionFacts::new(request);
-        st.completion.change_asked = change_asked;
+        st.facts().completion = CompletionFacts::new(request);
+        st.facts().completion.change_asked = change_asked;
         // The user may have changed files between turns.
-        st.work_stamp_fresh = false;
+        st.facts().work_stamp_fresh = false;
     }
 
     /// Before a file tool runs: the pre-image of each path it writes, once per turn.
@@ -486,16 +487,16 @@ impl Session {
         }
         let mut st = self.lock();
         for p in paths {
-            if st.completion.files.contains_key(p) || p.is_dir() {
+            if st.facts().completion.files.contains_key(p) || p.is_dir() {
                 continue;
             }
             let size = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
             if size > MAX_PRE_IMAGE {
-                st.completion.large.push(p.clone());
-                st.completion.files.insert(p.clone(), None);
+                st.facts().completion.large.push(p.clone());
+                st.facts().completion.files.insert(p.clone(), None);
             } else {
                 let pre = std::fs::read(p).ok();
-                st.completion.files.insert(p.clone(), pre);
+                st.facts().completion.files.insert(p.clone(), pre);
             }
         }
     }
@@ -512,7 +513,7 @@ impl Session {
         let name = canonical_tool_name(call_name).unwrap_or(call_name);
         let target = target_of(name, arguments);
         let mut st = self.lock();
-        let f = &mut st.completion;
+        let f = &mut st.facts().completion;
         if name == "bash" && ran {
             let background = output.contains("background job");
             if !background {
@@ -562,7 +563,7 @@ impl Session {
     /// verification before the final answer runs for them.
     pub(crate) fn completion_command_changed(&self, changed: Vec<Changed>) {
         let mut st = self.lock();
-        let f = &mut st.completion;
+        let f = &mut st.facts().completion;
         for c in changed {
             f.by_command.insert(c.path.clone());
             if f.files.contains_key(&c.path) {
@@ -579,6 +580,7 @@ impl Session {
     /// ask-user with nobody to answer: the model goes on with an assumption.
     pub(crate) fn completion_assumed(&self, question: &str) {
         self.lock()
+            .facts()
             .completion
             .assumptions
             .push(question.to_string());
@@ -601,7 +603,7 @@ impl Session {
         // A sub-agent's answer goes to the parent model, whose own turn is checked.
         if !self.completion_review_enabled()
             || self.agents.is_child()
-            || self.lock().completion.reviewed.is_some()
+            || self.lock().facts().completion.reviewed.is_some()
         {
             return false;
         }
@@ -613,7 +615,7 @@ impl Session {
             return false;
         }
         let mut st = self.lock();
-        st.completion.reviewed = Some(c.facts_problems.clone());
+        st.facts().completion.reviewed = Some(c.facts_problems.clone());
         st.trajectory
             .record("completion_review", json!({"problems": c.problems}));
         st.push(yuyao_protocol::Message::user(format!(
@@ -642,11 +644,11 @@ impl Session {
         }
         // The pre-images are cloned only for a turn that asked for a change.
         let f = {
-            let st = self.lock();
-            if !st.completion.change_asked {
+            let mut st = self.lock();
+            if !st.facts().completion.change_asked {
                 return None;
             }
-            st.completion.clone()
+            st.facts().completion.clone()
         };
         f.nothing_changed()
             .then(|| format!("the request asks for a change, but {}", f.nothing_line()))
@@ -654,7 +656,7 @@ impl Session {
 
     /// The check from the facts held now, with nothing recorded or emitted.
     fn compute_check(&self, final_text: &str) -> Option<Computed> {
-        let facts = self.lock().completion.clone();
+        let facts = self.lock().facts().completion.clone();
         if !facts.acted() {
             return None;
         }
@@ -711,20 +713,21 @@ impl Session {
             });
         }
         // The scope the contract holds for this turn (the guard's own globs).
-        let (scope, outside): (Option<Vec<String>>, Vec<String>) = match self.scope.lock() {
-            Ok(t) => match t.declared.as_ref() {
-                Some(sc) => (
-                    Some(sc.files.clone()),
-                    stats
-                        .iter()
-                        .filter(|s| !sc.covers(&s.path))
-                        .map(|s| s.path.clone())
-                        .collect(),
-                ),
-                None => (None, Vec::new()),
-            },
-            Err(_) => (None, Vec::new()),
-        };
+        let (scope, outside): (Option<Vec<String>>, Vec<String>) =
+            match self.listening().scope.lock() {
+                Ok(t) => match t.declared.as_ref() {
+                    Some(sc) => (
+                        Some(sc.files.clone()),
+                        stats
+                            .iter()
+                            .filter(|s| !sc.covers(&s.path))
+                            .map(|s| s.path.clone())
+                            .collect(),
+                    ),
+                    None => (None, Vec::new()),
+                },
+                Err(_) => (None, Vec::new()),
+            };
         let requested = requested_files(&facts.request, &root);
         let untouched: Vec<String> = requested
             .iter()
@@ -894,7 +897,7 @@ impl Session {
             // The model reads it with its next request (appended, never a rewrite) when
             // something is not clean — unless it already saw these very problems before
             // its final answer.
-            let seen = st.completion.reviewed.as_ref() == Some(&c.facts_problems)
+            let seen = st.facts().completion.reviewed.as_ref() == Some(&c.facts_problems)
                 && c.check["contradiction"].is_null();
             if c.worth_telling && !seen {
                 st.pending_notes.push(format!(

@@ -196,7 +196,11 @@ fn declare(s: &Session, raw: &str) -> Result<ToolOutput, String> {
         set,
     };
     let guard_on = s.config.get(super::GUARD_KEY).and_then(|v| v.as_bool()) != Some(false);
-    let mut t = s.scope.lock().map_err(|_| "scope state unavailable")?;
+    let mut t = s
+        .listening()
+        .scope
+        .lock()
+        .map_err(|_| "scope state unavailable")?;
     let line = describe(t.declared.as_ref(), &new);
     s.lock().trajectory.record(
         "scope",

@@ -76,7 +76,7 @@ pub(crate) struct Tracker {
 impl Session {
     /// A new user turn starts unscoped: a scope covers the turn that declared it.
     pub(crate) fn scope_begin_turn(&self) {
-        if let Ok(mut t) = self.scope.lock() {
+        if let Ok(mut t) = self.listening().scope.lock() {
             *t = Tracker::default();
         }
     }

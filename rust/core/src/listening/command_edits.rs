@@ -7,6 +7,7 @@
 //! them in the diffstat and the scope check, and verification runs for them.
 //! `completion.track_commands = false` switches it off.
 
+use crate::listening::Facts;
 use crate::session::Session;
 use git2::{Oid, Repository};
 use serde_json::json;
@@ -392,15 +393,15 @@ impl Session {
     /// since then are not this command's); the first one walks the work tree.
     pub(crate) fn stamp_before_command(&self) -> Option<Stamp> {
         if !self.tracks_commands() {
-            self.lock().work_stamp = None;
+            self.lock().facts().work_stamp = None;
             return None;
         }
         let t0 = std::time::Instant::now();
         let (cached, fresh) = {
             let mut st = self.lock();
             (
-                st.work_stamp.take(),
-                std::mem::take(&mut st.work_stamp_fresh),
+                st.facts().work_stamp.take(),
+                std::mem::take(&mut st.facts().work_stamp_fresh),
             )
         };
         let project = &self.paths.project;
@@ -428,7 +429,7 @@ impl Session {
     /// Any other tool (a file tool, an MCP server, a sub-agent) may change files: the next
     /// command's stamp is brought up to date first.
     pub(crate) fn work_stamp_stale(&self) {
-        self.lock().work_stamp_fresh = false;
+        self.lock().facts().work_stamp_fresh = false;
     }
 
     /// After the command: the files it changed join the turn's facts (diffstat, scope,
@@ -438,8 +439,8 @@ impl Session {
         let (next, changed) = stamp.refresh(&self.paths.project)?;
         {
             let mut st = self.lock();
-            st.work_stamp = Some(next);
-            st.work_stamp_fresh = true;
+            st.facts().work_stamp = Some(next);
+            st.facts().work_stamp_fresh = true;
         }
         if changed.is_empty() {
             return None;
@@ -462,7 +463,7 @@ impl Session {
             json!({"command": command, "files": shown, "us": t0.elapsed().as_micros() as u64}),
         );
         let outside: Vec<String> = {
-            let t = self.scope.lock().ok()?;
+            let t = self.listening().scope.lock().ok()?;
             let sc = t.declared.as_ref()?;
             shown.iter().filter(|r| !sc.covers(r)).cloned().collect()
         };

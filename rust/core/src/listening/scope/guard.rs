@@ -474,7 +474,7 @@ pub(crate) fn gate(
     {
         return Ok(());
     }
-    let Ok(mut t) = s.scope.lock() else {
+    let Ok(mut t) = s.listening().scope.lock() else {
         return Ok(());
     };
     let counted = t.changed_lines;

@@ -23,7 +23,7 @@ impl Session {
     fn inject_background(&self, st: &mut State) {
         for text in self.ctx.jobs.drain_notifications() {
             // Monitor lines are tool output too: no secret enters the history.
-            let text = crate::cmd_permissions::redact(self, &st.policy, &text).into_owned();
+            let text = crate::permissions::redact(self, &st.policy, &text).into_owned();
             st.trajectory.record("background", json!({"text": text}));
             st.history.push(Message::user(text));
         }
@@ -60,7 +60,7 @@ impl Session {
         .map_err(CoreError::Failed)?;
         // The user sees everything; the copy the model gets is redacted like a tool result.
         let policy = self.lock().policy.clone();
-        let for_model = crate::cmd_permissions::redact(self, &policy, &run.text).into_owned();
+        let for_model = crate::permissions::redact(self, &policy, &run.text).into_owned();
         let mut st = self.lock();
         // The user's command may have moved git HEAD: read again before the next call.
         st.git_stale = true;

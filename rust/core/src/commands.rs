@@ -182,60 +182,11 @@ const COMMANDS: &[Command] = &[
         Some(crate::context::context_command)
     ),
     cmd!(
-        "permissions",
-        [],
-        "[list | allow|ask|deny <rule> [--project|--user|--session] | remove <rule>]",
-        "manage permission rules",
-        Some(crate::cmd_permissions::permissions_cmd)
-    ),
-    cmd!(
-        "trust",
-        [],
-        "[status|review|approve FILE…]",
-        "trust this project as it is now; review held extension files",
-        Some(crate::cmd_permissions::trust_cmd)
-    ),
-    cmd!(
-        "sandbox",
-        [],
-        "[list | recreate | explain [\"<command>\"]]",
-        "OS sandbox status, and why a call was blocked",
-        Some(crate::cmd_permissions::sandbox_cmd)
-    ),
-    cmd!(
         "gc",
         [],
         "[--dry-run]",
         "free ended sessions' spill files, job logs, snapshots (storage.*)",
         Some(gc)
-    ),
-    cmd!(
-        "undo",
-        [],
-        "",
-        "revert the agent's last change",
-        Some(crate::cmd_files::undo)
-    ),
-    cmd!(
-        "redo",
-        [],
-        "",
-        "re-apply an undone change",
-        Some(crate::cmd_files::redo)
-    ),
-    cmd!(
-        "rewind",
-        ["checkpoint"],
-        "[list | <n> [both|code|conversation|summarize-from|summarize-up-to]]",
-        "restore code and/or conversation to a checkpoint",
-        Some(crate::cmd_files::rewind)
-    ),
-    cmd!(
-        "diff",
-        [],
-        "",
-        "show the current changes",
-        Some(crate::cmd_files::diff)
     ),
     cmd!(
         "compact",
@@ -250,13 +201,6 @@ const COMMANDS: &[Command] = &[
         "",
         "one-line summary of where we left off",
         Some(crate::compact::recap_command)
-    ),
-    cmd!(
-        "hooks",
-        [],
-        "[list | enable <n> | disable <n> | approve]",
-        "lifecycle hooks (hooks.json) by event and source",
-        Some(crate::hook_run::hooks_cmd)
     ),
 ];
 

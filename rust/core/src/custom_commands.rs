@@ -264,7 +264,7 @@ impl Session {
         match std::fs::read_to_string(&path) {
             Ok(t) => {
                 let policy = self.lock().policy.clone();
-                let t = crate::cmd_permissions::redact(self, &policy, &t).into_owned();
+                let t = crate::permissions::redact(self, &policy, &t).into_owned();
                 format!("Contents of {raw}:\n```\n{}\n```", t.trim_end())
             }
             Err(e) => format!("(@{{{raw}}} not included: {e})"),
@@ -311,7 +311,7 @@ impl Session {
         ) {
             Ok(run) => {
                 let policy = self.lock().policy.clone();
-                let text = crate::cmd_permissions::redact(self, &policy, &run.text).into_owned();
+                let text = crate::permissions::redact(self, &policy, &run.text).into_owned();
                 format!("Output of `{command}`:\n```\n{}\n```", text.trim_end())
             }
             Err(e) => format!("(!{{{command}}} failed: {e})"),

@@ -7,7 +7,7 @@
 
 use crate::hooks::{self, Hook, HookEvent, HookSource, Permission, Reply};
 use crate::process_profile::{Origin, ProcessKind};
-use crate::session::{CoreError, Session};
+use crate::session::Session;
 use serde_json::{Value, json};
 use std::io::Write as _;
 use std::time::{Duration, Instant};
@@ -270,7 +270,7 @@ impl Session {
     }
 
     /// Whether a hook read from `file` may run now (a feature's, e.g. its plugin is on).
-    fn hook_file_active(&self, file: &std::path::Path) -> bool {
+    pub(crate) fn hook_file_active(&self, file: &std::path::Path) -> bool {
         crate::feature::hooks(|f| f.hook_active).all(|active| active(self, file))
     }
 
@@ -471,12 +471,12 @@ impl Session {
 }
 
 /// The user's `/hooks disable` choices: in `~/.yuyao/`, out of the repository's reach.
-fn disabled_file(home: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn disabled_file(home: &std::path::Path) -> std::path::PathBuf {
     home.join("hooks-disabled.json")
 }
 
 /// A hook's identity across sessions: its file, event and command.
-fn key(h: &Hook) -> String {
+pub(crate) fn key(h: &Hook) -> String {
     format!(
         "{}\u{1f}{}\u{1f}{}",
         h.file.display(),
@@ -485,14 +485,14 @@ fn key(h: &Hook) -> String {
     )
 }
 
-fn disabled_keys(home: &std::path::Path) -> Vec<String> {
+pub(crate) fn disabled_keys(home: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(disabled_file(home))
         .ok()
         .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
         .unwrap_or_default()
 }
 
-fn save_disabled(home: &std::path::Path, k: &str, on: bool) -> std::io::Result<()> {
+pub(crate) fn save_disabled(home: &std::path::Path, k: &str, on: bool) -> std::io::Result<()> {
     let mut keys = disabled_keys(home);
     keys.retain(|x| x != k);
     if !on {
@@ -504,131 +504,4 @@ fn save_disabled(home: &std::path::Path, k: &str, on: bool) -> std::io::Result<(
             .unwrap_or_default()
             .as_bytes(),
     )
-}
-
-/// `/hooks [list] | enable <n> | disable <n>`: the hooks by event, with their source and file.
-pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
-    let pick = |args: &[String], on: bool| -> Result<String, CoreError> {
-        let [_, n] = args else {
-            return Err(CoreError::Usage(
-                "usage: /hooks enable|disable <number from /hooks list>".into(),
-            ));
-        };
-        let i: usize = n.trim_start_matches('#').parse().map_err(|_| {
-            CoreError::Usage(format!("'{n}' is not a hook number (see /hooks list)"))
-        })?;
-        let mut h = s
-            .hooks
-            .lock()
-            .map_err(|_| CoreError::Failed("hooks unavailable".into()))?;
-        let hook = i
-            .checked_sub(1)
-            .and_then(|i| h.list.get_mut(i))
-            .ok_or_else(|| CoreError::Usage(format!("no hook #{i} (see /hooks list)")))?;
-        hook.enabled = on;
-        let k = key(hook);
-        let (event, raw) = (hook.event.name(), hook.raw.clone());
-        drop(h);
-        save_disabled(&s.paths.home, &k, on)
-            .map_err(|e| CoreError::Failed(format!("cannot save the choice: {e}")))?;
-        Ok(format!(
-            "hook #{i} ({event} `{raw}`) {} (saved in {})",
-            if on { "enabled" } else { "disabled" },
-            disabled_file(&s.paths.home).display()
-        ))
-    };
-    match args.first().map(String::as_str) {
-        None | Some("list") | Some("ls") => Ok(list(s)),
-        Some("enable") | Some("on") => pick(args, true),
-        Some("disable") | Some("off") => pick(args, false),
-        Some("approve") => {
-            // The user's explicit approval of the held hook and plugin files as they are.
-            let held: Vec<std::path::PathBuf> = crate::extension_trust::held_files(&s.paths)
-                .into_iter()
-                .map(|(f, _)| f)
-                .filter(|f| {
-                    crate::feature::hooks(|f| f.hook_files)
-                        .any(|files| files(&s.paths.home, &s.paths.project).contains(f))
-                        || hooks::files(&s.paths.home, &s.paths.project)
-                            .iter()
-                            .any(|(p, _)| p == f)
-                })
-                .collect();
-            let files: Vec<String> = yuyao_store::trust::approve(&s.paths, &held)
-                .map_err(|e| CoreError::Failed(format!("cannot record the approval: {e}")))?
-                .iter()
-                .map(|f| crate::extension_trust::shown(&s.paths.project, f))
-                .collect();
-            if files.is_empty() {
-                return Ok("no hook file of this project is held for review".into());
-            }
-            s.load_hooks();
-            Ok(format!(
-                "approved: {} (their hooks run from now on)",
-                files.join(", ")
-            ))
-        }
-        Some(other) => Err(CoreError::Usage(format!(
-            "unknown /hooks action '{other}': use list, enable <n>, disable <n> or approve"
-        ))),
-    }
-}
-
-fn list(s: &Session) -> String {
-    let project_ok = s.project_extensions_allowed();
-    let h = match s.hooks.lock() {
-        Ok(h) => h.list.clone(),
-        Err(_) => Vec::new(),
-    };
-    let mut out = Vec::new();
-    if !s.feature_enabled("hooks") {
-        out.push("hooks are disabled (features.hooks = false): none runs".to_string());
-    }
-    if h.is_empty() {
-        out.push(format!(
-            "no hooks; files read: {}",
-            hooks::files(&s.paths.home, &s.paths.project)
-                .iter()
-                .map(|(p, _)| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        return out.join("\n");
-    }
-    for event in hooks::EVENTS {
-        let rows: Vec<String> = h
-            .iter()
-            .enumerate()
-            .filter(|(_, x)| x.event == *event)
-            .map(|(i, x)| {
-                let state = if !x.enabled {
-                    "disabled"
-                } else if !s.hook_file_active(&x.file) {
-                    "not run: its plugin is off"
-                } else if x.source == HookSource::Project && !project_ok {
-                    "not run: project not trusted"
-                } else {
-                    "on"
-                };
-                format!(
-                    "  #{} [{}] {}{}  ({}, {}s, {})",
-                    i + 1,
-                    x.source.label(),
-                    x.raw,
-                    x.matcher
-                        .as_ref()
-                        .map(|m| format!("  matcher: {}", m.text))
-                        .unwrap_or_default(),
-                    state,
-                    x.timeout.as_secs_f64(),
-                    x.file.display(),
-                )
-            })
-            .collect();
-        if !rows.is_empty() {
-            out.push(format!("{}:", event.name()));
-            out.extend(rows);
-        }
-    }
-    out.join("\n")
 }

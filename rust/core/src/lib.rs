@@ -25,6 +25,7 @@ mod custom_commands;
 pub mod extension_trust;
 mod feature;
 mod features;
+mod file_batches;
 mod flow;
 use yuyao_extension_files::frontmatter;
 mod handler;
@@ -37,6 +38,7 @@ mod listening;
 mod lsp;
 mod mcp_servers;
 mod memory;
+mod permissions;
 mod planning;
 mod plugins;
 mod preference_rules;
@@ -106,6 +108,8 @@ static FEATURES: &[&feature::Feature] = &[
     &workdirs::FEATURE,
     &mcp_servers::FEATURE,
     &features::FEATURE,
+    &cmd_permissions::FEATURE,
+    &cmd_files::FEATURE,
     &side_question::FEATURE,
     &queue::FEATURE,
     &cmd_background::FEATURE,

@@ -207,7 +207,7 @@ pub struct Session {
     pub(crate) handler: Option<Arc<dyn Handler>>,
     pub(crate) pricing: Pricing,
     pub(crate) started: std::time::Instant,
-    pub(crate) snaps: Mutex<crate::cmd_files::FileSnaps>,
+    pub(crate) snaps: Mutex<crate::file_batches::FileSnaps>,
     /// The project's extension files and digests as last seen (`extension_trust.rs`).
     pub(crate) ext_seen: Mutex<Vec<(PathBuf, String)>>,
     /// Lifecycle hooks (`hooks.json`), loaded at open.
@@ -387,7 +387,7 @@ impl Session {
         policy.allow = parse_rules(&opts.allow)?;
         policy.deny = parse_rules(&opts.deny)?;
         let mut permission_warnings: Vec<String> = Vec::new();
-        ignored.extend(crate::cmd_permissions::load_persisted(
+        ignored.extend(crate::permissions::load_persisted(
             &mut policy,
             &paths,
             trusted
@@ -402,7 +402,7 @@ impl Session {
                 .into_iter()
                 .all(|f| approved(paths.project.join(f)));
         let (claude_ignored, claude_warnings) =
-            crate::cmd_permissions::load_claude_settings(&mut policy, &paths, claude_trusted);
+            crate::permissions::load_claude_settings(&mut policy, &paths, claude_trusted);
         ignored.extend(claude_ignored);
         if let Some(tools) = &opts.tools {
             for t in tools {
@@ -618,7 +618,7 @@ impl Session {
         }
         session.warn_unenforceable_ceiling();
         session.open_saved_session()?;
-        crate::cmd_permissions::startup_notice(&session);
+        crate::permissions::startup_notice(&session);
         session.open_extension_trust();
         let waiting = session.load_hooks();
         session

@@ -174,7 +174,7 @@ impl Session {
                     }
                 }
                 if !expanded {
-                    crate::cmd_permissions::note_mentions(self, text);
+                    crate::permissions::note_mentions(self, text);
                 }
                 let summary = if self.lock().policy.role == yuyao_protocol::Role::Architect {
                     self.block_on(self.run_architect(&token))

@@ -170,7 +170,7 @@ impl Session {
         // Definition lines are file content: redacted like every tool result.
         let map = {
             let st = self.lock();
-            crate::cmd_permissions::redact(self, &st.policy, &map).into_owned()
+            crate::permissions::redact(self, &st.policy, &map).into_owned()
         };
         self.lock().trajectory.record(
             "repo_map",

@@ -161,7 +161,7 @@ impl Session {
         };
         let text = {
             let st = self.lock();
-            crate::cmd_permissions::redact(self, &st.policy, &capped).into_owned()
+            crate::permissions::redact(self, &st.policy, &capped).into_owned()
         };
         let text = match ticket {
             Some(ticket) if effective => self.preview_charge(ticket, label, text, may_change_repo),
@@ -337,14 +337,14 @@ impl Session {
             && let Err(refusal) = crate::feature::hooks(|f| f.change_gate)
                 .try_for_each(|gate| gate(self, name, a, &action, &mut decision))
         {
-            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
+            crate::permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);
         }
         // 7. A /batch unit may not edit a file another running unit holds.
         if let Err(refusal) =
             crate::feature::hooks(|f| f.write_gate).try_for_each(|gate| gate(self, &action))
         {
-            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
+            crate::permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);
         }
         self.record_decision(name, &value, &action, &decision);
@@ -376,7 +376,7 @@ impl Session {
             Verdict::Review => self.review(client, name, &detail()).await,
         };
         if let Err(refusal) = approved {
-            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), &refusal);
+            crate::permissions::record_block(self, name, &action, Some(&decision), &refusal);
             return (ToolOutput::err(refusal), false, false);
         }
         // 9–10. Snapshot / work stamp, then the run.
@@ -459,7 +459,7 @@ impl Session {
                     "decision",
                     json!({"tool": name, "arguments": value, "verdict": "Deny", "reason": why, "source": "hook"}),
                 );
-                crate::cmd_permissions::record_block(self, name, action, None, &refusal);
+                crate::permissions::record_block(self, name, action, None, &refusal);
                 return Err(refusal);
             }
             crate::hooks::Permission::Ask if decision.verdict != Verdict::Deny => {
@@ -505,7 +505,7 @@ impl Session {
             Verdict::Review => Ok(()),
         };
         if let Err(refusal) = &approved {
-            crate::cmd_permissions::record_block(self, name, &action, Some(&decision), refusal);
+            crate::permissions::record_block(self, name, &action, Some(&decision), refusal);
         }
         approved
     }
@@ -545,7 +545,7 @@ impl Session {
         self.ctx
             .read_only_call
             .store(false, std::sync::atomic::Ordering::SeqCst);
-        crate::cmd_permissions::after_run(self, name, action, &out.text);
+        crate::permissions::after_run(self, name, action, &out.text);
         self.add_nested_conventions(name, &action.paths);
         // A file read or edited brings the rule files that match it into the context.
         if !matches!(name, "grep" | "glob") {
@@ -557,7 +557,7 @@ impl Session {
     /// "Refused: <reason>." and what would allow the call, derived from the decision's
     /// source (the mode, rule, secret or sandbox level that refused it).
     fn refusal(&self, name: &str, action: &Action, decision: &yuyao_policy::Decision) -> String {
-        let rules = crate::cmd_permissions::grant_rules(self, name, action);
+        let rules = crate::permissions::grant_rules(self, name, action);
         let advice = self.lock().policy.advice(action, decision, &rules);
         if advice.is_empty() {
             format!("Refused: {}.", decision.reason)
@@ -649,7 +649,7 @@ impl Session {
             (None, Some(p)) => format!("{name} {}", p.display()),
             _ => name.to_string(),
         };
-        let rules = crate::cmd_permissions::grant_rules(self, name, action);
+        let rules = crate::permissions::grant_rules(self, name, action);
         let req = Request::Permission {
             tool: name.to_string(),
             summary,
@@ -670,7 +670,7 @@ impl Session {
                 a @ (PermissionAnswer::AllowSession
                 | PermissionAnswer::AllowProject
                 | PermissionAnswer::AllowAlways),
-            ) => crate::cmd_permissions::grant(self, a, name, action),
+            ) => crate::permissions::grant(self, a, name, action),
             Some(PermissionAnswer::Deny) | None => Err("Refused: the user declined this action. Do not retry it; ask the user or take another approach.".into()),
         }
     }

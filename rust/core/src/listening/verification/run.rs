@@ -98,7 +98,7 @@ impl Session {
             Ok(run) => {
                 let text = {
                     let st = self.lock();
-                    crate::cmd_permissions::redact(self, &st.policy, &run.text).into_owned()
+                    crate::permissions::redact(self, &st.policy, &run.text).into_owned()
                 };
                 let (shown, full) = head_tail(&text, &self.ctx.spill_dir);
                 // A runner that is not installed says nothing about the change.

@@ -19,11 +19,13 @@ Three graphs, from the sources alone (no build):
   kernel   the modules lib.rs registers in `FEATURES` are features, modules no other module
            names are the fronts' entrances (the headless run), the rest the kernel
            (feature.rs): every arrow from a kernel module into a feature is printed, and
-           `--max-kernel-arrows N` fails when there are more than N. CI pins both figures, so
-           they can only go down.
+           `--max-kernel-arrows N` fails when there are more than N. The kernel's lines of
+           Rust (tests included) are counted too; `--max-kernel-lines N` fails past N. CI pins
+           the figures, so they can only go down.
 
 Usage: scripts/import_graph.py [--python-root DIR] [--core-src DIR] [--max-core-scc N]
-                               [--max-kernel-arrows N] [--metadata FILE | --skip-crates]
+                               [--max-kernel-arrows N] [--max-kernel-lines N]
+                               [--metadata FILE | --skip-crates]
 Exit status: 0 when no check failed, 1 when one did, 2 on a usage or tool error.
 """
 
@@ -442,7 +444,13 @@ def registered_features(crate_src: Path) -> set[str]:
     return set(re.findall(r"&\s*(\w+)(?:::\w+)*::FEATURE\b", m.group(1)))
 
 
-def check_kernel(crate_src: Path, max_arrows: int | None) -> bool:
+def module_lines(crate_src: Path, module: str) -> int:
+    """Lines of a top-level module: `name.rs` and everything under `name/`."""
+    files = [crate_src / f"{module}.rs"] + sorted((crate_src / module).rglob("*.rs"))
+    return sum(len(f.read_text(encoding="utf-8").splitlines()) for f in files if f.is_file())
+
+
+def check_kernel(crate_src: Path, max_arrows: int | None, max_lines: int | None = None) -> bool:
     features = registered_features(crate_src)
     graph = full_core_graph(crate_src)
     # A module no other module names is an entrance for the fronts (lib.rs re-exports it,
@@ -451,18 +459,26 @@ def check_kernel(crate_src: Path, max_arrows: int | None) -> bool:
     entries = {m for m in graph if m not in named and m not in features}
     kernel = set(graph) - features - entries
     arrows = sorted((k, f) for k in kernel for f in graph[k] & features)
+    lines = sum(module_lines(crate_src, k) for k in kernel) + module_lines(crate_src, "lib")
     line = (
-        f"kernel: {len(kernel)} modules, {len(features)} features registered, entrances"
+        f"kernel: {len(kernel)} modules ({lines} lines with lib.rs), {len(features)} features"
+        " registered, entrances"
         f" {', '.join(sorted(entries)) or 'none'}; {len(arrows)} arrows from the kernel into a"
         " feature"
     )
     for k, f in arrows:
         line += f"\n  {k} -> {f}"
+    ok = True
     if max_arrows is None:
-        print(f"{line}\n  (information)")
-        return True
-    ok = len(arrows) <= max_arrows
-    print(f"{line}\n  (limit {max_arrows}{'' if ok else ': EXCEEDED'})")
+        line += "\n  (information)"
+    else:
+        ok = len(arrows) <= max_arrows
+        line += f"\n  (limit {max_arrows}{'' if ok else ': EXCEEDED'})"
+    if max_lines is not None:
+        fits = lines <= max_lines
+        ok &= fits
+        line += f"\n  kernel lines {lines} (limit {max_lines}{'' if fits else ': EXCEEDED'})"
+    print(line)
     return ok
 
 
@@ -506,6 +522,12 @@ def main(argv: list[str] | None = None) -> int:
         help="fail when more than N arrows go from a kernel module into a registered feature",
     )
     parser.add_argument(
+        "--max-kernel-lines",
+        type=int,
+        metavar="N",
+        help="fail when the kernel's modules (with lib.rs) hold more than N lines",
+    )
+    parser.add_argument(
         "--metadata",
         type=Path,
         metavar="FILE",
@@ -524,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         ok &= check_crates(cargo_metadata())
     ok &= check_python(args.python_root.resolve())
     ok &= check_core(args.core_src.resolve(), args.max_core_scc)
-    ok &= check_kernel(args.core_src.resolve(), args.max_kernel_arrows)
+    ok &= check_kernel(args.core_src.resolve(), args.max_kernel_arrows, args.max_kernel_lines)
     print(
         "import graph: ok" if ok else "import graph: FAILED", file=sys.stdout if ok else sys.stderr
     )

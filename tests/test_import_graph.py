@@ -171,6 +171,11 @@ def test_an_arrow_from_the_kernel_into_a_registered_feature_is_counted_and_pinne
     info = run("--skip-crates", "--core-src", str(src))
     assert info.returncode == 0, info.stdout + info.stderr
     assert "features registered, entrances entry; 1 arrows from the kernel" in info.stdout
+    # The kernel's lines: turn.rs, feature.rs and lib.rs (the feature and entrance are not).
+    assert "kernel: 2 modules (8 lines with lib.rs)" in info.stdout
+    over = run("--skip-crates", "--core-src", str(src), "--max-kernel-lines", "7")
+    assert over.returncode == 1
+    assert "kernel lines 8 (limit 7: EXCEEDED)" in over.stdout
     assert "  turn -> memory" in info.stdout
     assert run("--skip-crates", "--core-src", str(src), "--max-kernel-arrows", "1").returncode == 0
     tighter = run("--skip-crates", "--core-src", str(src), "--max-kernel-arrows", "0")

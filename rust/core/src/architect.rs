@@ -42,9 +42,14 @@ impl Session {
             format!("architect: {planner} plans the change (read-only)"),
         );
         // The plan is not the final answer: --json-schema applies to the editor's.
-        self.suspend_json_answer(true);
+        let format = crate::feature::answer_format();
+        if let Some(f) = format {
+            (f.suspend)(self, true);
+        }
         let plan = self.run_turn(token).await;
-        self.suspend_json_answer(false);
+        if let Some(f) = format {
+            (f.suspend)(self, false);
+        }
         let result = if plan.status != "completed" || plan.text.trim().is_empty() {
             plan
         } else {

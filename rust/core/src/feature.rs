@@ -109,6 +109,12 @@ pub struct Feature {
     pub after_write: Option<AfterWrite>,
     /// Extra lines of `/status` (each starting with a newline), empty when nothing to say.
     pub status_line: Option<fn(&Session) -> String>,
+    /// State made from options that can be wrong (a `--json-schema` file): an error stops
+    /// the open as a usage error before anything is written or called.
+    pub checked_state: Option<CheckedState>,
+    /// The shape a final answer must have (`--json-schema`): the first feature that gives
+    /// one decides.
+    pub answer_format: Option<&'static AnswerFormat>,
     /// The feature's state kept with the session's [`State`], under its lock (facts that
     /// change with the history and are read with it): read back with [`State::part_mut`].
     pub locked_state: Option<MakeLocked>,
@@ -179,6 +185,8 @@ impl Feature {
         close: None,
         after_write: None,
         status_line: None,
+        checked_state: None,
+        answer_format: None,
         locked_state: None,
         call_begin: None,
         change_gate: None,
@@ -196,6 +204,7 @@ impl Feature {
 
 /// Hook types (named so a registration reads as a list of moments, not of signatures).
 pub type MakeState = fn(&Opening) -> Box<dyn Any + Send + Sync>;
+pub type CheckedState = fn(&Opening) -> Result<Box<dyn Any + Send + Sync>, CoreError>;
 /// State under the state lock need not be shared between threads (only moved).
 pub type MakeLocked = fn(&Opening) -> Box<dyn Any + Send>;
 pub type WriteGate = fn(&Session, &yuyao_policy::Action) -> Result<(), String>;
@@ -227,6 +236,37 @@ pub struct CallDone<'a> {
     pub may_change_repo: bool,
     /// The result the model reads.
     pub text: &'a str,
+}
+
+/// The shape a final answer must have, and how the turn loop gets it.
+pub struct AnswerFormat {
+    /// The note that asks for it, added after the prompt (`None`: no shape is asked).
+    pub instruction: fn(&Session) -> Option<String>,
+    /// Adds what the request needs to ask for it (`response_format`).
+    pub apply: fn(&Session, &mut yuyao_model::ChatRequest),
+    /// The endpoint refused what `apply` added: `true` when the call should be made again
+    /// without it.
+    pub refused: fn(&Session, &yuyao_model::ModelError) -> bool,
+    /// Judges a final answer; `repairs` counts the repair turns this turn already gave.
+    pub settle: fn(&Session, &str, &mut u32) -> Option<Settled>,
+    /// Suspends (`true`) or resumes the shape for turns whose answer is not the final one
+    /// (the architect's plan).
+    pub suspend: fn(&Session, bool),
+}
+
+/// What the turn does with a final answer held to a shape.
+pub enum Settled {
+    /// Valid: this text (the document, serialized) is the turn's answer.
+    Valid(String),
+    /// Invalid, first time: this message goes back to the model.
+    Repair(String),
+    /// Invalid after the repair turn: the turn fails with this.
+    Fail(String),
+}
+
+/// The registered shape of a final answer, if any.
+pub(crate) fn answer_format() -> Option<&'static AnswerFormat> {
+    hooks(|f| f.answer_format).next()
 }
 
 /// Checks of a final answer, in the order the turn loop makes them.
@@ -266,13 +306,20 @@ pub struct Opening<'a> {
 pub struct Parts(Vec<Box<dyn Any + Send + Sync>>);
 
 impl Parts {
-    pub(crate) fn open(opening: &Opening) -> Parts {
-        Parts(
-            all()
-                .filter_map(|f| f.state)
-                .map(|make| make(opening))
-                .collect(),
-        )
+    /// The states that can fail ([`Feature::checked_state`]), made first.
+    pub(crate) fn checked(opening: &Opening) -> Result<Parts, CoreError> {
+        all()
+            .filter_map(|f| f.checked_state)
+            .map(|make| make(opening))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Parts)
+    }
+
+    /// Every feature's state: the checked ones, then those made now.
+    pub(crate) fn open(opening: &Opening, checked: Parts) -> Parts {
+        let mut parts = checked.0;
+        parts.extend(all().filter_map(|f| f.state).map(|make| make(opening)));
+        Parts(parts)
     }
 
     pub(crate) fn get<T: Any>(&self) -> Option<&T> {

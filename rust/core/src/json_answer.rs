@@ -26,15 +26,10 @@ pub(crate) struct JsonAnswer {
     pub(crate) suspended: AtomicBool,
 }
 
-/// What the turn does with a final answer.
-pub(crate) enum Verdict {
-    /// Valid: the document, serialized, is the turn's answer.
-    Valid(String),
-    /// Invalid, first time: this message goes back to the model.
-    Repair(String),
-    /// Invalid after the repair turn: the turn fails with this.
-    Fail(String),
-}
+use crate::feature::Settled as Verdict;
+
+/// The session's schema, if `--json-schema` named one (this feature's state).
+struct Schema(Option<JsonAnswer>);
 
 impl JsonAnswer {
     /// Reads and checks the schema file (`path` relative to the process's directory: where
@@ -129,6 +124,10 @@ fn extract(text: &str) -> Option<Value> {
 }
 
 impl Session {
+    fn json_answer(&self) -> Option<&JsonAnswer> {
+        self.part::<Schema>().0.as_ref()
+    }
+
     fn response_format_setting(&self) -> String {
         self.config
             .get("model.response_format")
@@ -136,21 +135,21 @@ impl Session {
             .unwrap_or_else(|| "auto".into())
     }
 
-    /// The `[answer format]` note for a turn's prompt, with `--json-schema`.
     /// Suspends (or resumes) `--json-schema` for turns whose answer is not the final one.
-    pub(crate) fn suspend_json_answer(&self, on: bool) {
-        if let Some(ja) = &self.json_answer {
+    fn suspend_json_answer(&self, on: bool) {
+        if let Some(ja) = self.json_answer() {
             ja.suspended.store(on, Ordering::SeqCst);
         }
     }
 
-    pub(crate) fn json_answer_instruction(&self) -> Option<String> {
-        self.json_answer.as_ref().map(JsonAnswer::instruction)
+    /// The `[answer format]` note for a turn's prompt, with `--json-schema`.
+    fn json_answer_instruction(&self) -> Option<String> {
+        self.json_answer().map(JsonAnswer::instruction)
     }
 
     /// Adds `response_format` to a main-loop request when the schema and the setting ask.
-    pub(crate) fn apply_json_answer(&self, req: &mut ChatRequest) {
-        let Some(ja) = &self.json_answer else { return };
+    fn apply_json_answer(&self, req: &mut ChatRequest) {
+        let Some(ja) = self.json_answer() else { return };
         if ja.suspended.load(Ordering::SeqCst) {
             return;
         }
@@ -164,8 +163,8 @@ impl Session {
 
     /// With `auto`, an endpoint that rejects `response_format` (HTTP 400 naming it): the
     /// session falls back to the instruction alone and the call is made again.
-    pub(crate) fn json_answer_refused(&self, e: &ModelError) -> bool {
-        let Some(ja) = &self.json_answer else {
+    fn json_answer_refused(&self, e: &ModelError) -> bool {
+        let Some(ja) = self.json_answer() else {
             return false;
         };
         let refused = matches!(e, ModelError::Http { status: 400 | 422, message, .. }
@@ -185,10 +184,9 @@ impl Session {
 
     /// Judges a final answer under `--json-schema` (`None` without one). `repairs` counts the
     /// repair turns already given in this turn.
-    pub(crate) fn settle_json_answer(&self, text: &str, repairs: &mut u32) -> Option<Verdict> {
+    fn settle_json_answer(&self, text: &str, repairs: &mut u32) -> Option<Verdict> {
         let ja = self
-            .json_answer
-            .as_ref()
+            .json_answer()
             .filter(|j| !j.suspended.load(Ordering::SeqCst))?;
         let (doc, errors) = ja.check(text);
         if errors.is_empty() {
@@ -217,6 +215,30 @@ impl Session {
         )))
     }
 }
+
+static FORMAT: crate::feature::AnswerFormat = crate::feature::AnswerFormat {
+    instruction: |s| s.json_answer_instruction(),
+    apply: |s, req| s.apply_json_answer(req),
+    refused: |s, e| s.json_answer_refused(e),
+    settle: |s, text, repairs| s.settle_json_answer(text, repairs),
+    suspend: |s, on| s.suspend_json_answer(on),
+};
+
+/// What this feature adds to a session (feature.rs): the schema is read and checked at open.
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "json-answer",
+    checked_state: Some(|o| {
+        let schema = o
+            .opts
+            .json_schema
+            .as_deref()
+            .map(JsonAnswer::load)
+            .transpose()?;
+        Ok(Box::new(Schema(schema)))
+    }),
+    answer_format: Some(&FORMAT),
+    ..crate::feature::Feature::NONE
+};
 
 #[cfg(test)]
 mod tests {

@@ -92,6 +92,7 @@ pub use words::split_words;
 /// order of their tools in a request and of their commands in `/help`.
 static FEATURES: &[&feature::Feature] = &[
     &listening::FEATURE,
+    &json_answer::FEATURE,
     &ask::FEATURE,
     &subagents::FEATURE,
     &planning::FEATURE,

@@ -224,8 +224,6 @@ pub struct Session {
     pub(crate) dreamed: std::sync::atomic::AtomicBool,
     /// This session's place among sub-agents: depth, the tree's shared ledger, its forks.
     pub(crate) agents: crate::tree::AgentLink,
-    /// `--json-schema`: the schema the final answer must satisfy (`json_answer.rs`).
-    pub(crate) json_answer: Option<crate::json_answer::JsonAnswer>,
     /// Images of the next turn's user message (`user_content.rs`).
     pub(crate) pending_images: Mutex<Vec<String>>,
     /// Convention files already in the context (nested ones join on first use).
@@ -411,12 +409,13 @@ impl Session {
                 }
             }
         }
-        // A bad schema is a usage error before anything is written or called.
-        let json_answer = opts
-            .json_schema
-            .as_deref()
-            .map(crate::json_answer::JsonAnswer::load)
-            .transpose()?;
+        // A bad option a feature reads (a `--json-schema` file) is a usage error before
+        // anything is written or called.
+        let checked = crate::feature::Parts::checked(&crate::feature::Opening {
+            opts: &opts,
+            paths: &paths,
+            config: &config,
+        })?;
 
         let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
         let pricing_raw = opts
@@ -504,7 +503,7 @@ impl Session {
         };
         let (locked_parts, parts) = (
             crate::feature::LockedParts::open(&opening),
-            crate::feature::Parts::open(&opening),
+            crate::feature::Parts::open(&opening, checked),
         );
         let state = State {
             history: Vec::new(),
@@ -599,7 +598,6 @@ impl Session {
             rules: Mutex::new(Default::default()),
             dreamed: std::sync::atomic::AtomicBool::new(false),
             agents: crate::tree::AgentLink::at_open(),
-            json_answer,
             pending_images: Mutex::new(Vec::new()),
             conventions_loaded: Default::default(),
             parts,

@@ -162,7 +162,9 @@ impl Session {
                             "(from a UserPromptSubmit hook)\n{c}"
                         )));
                     }
-                    if let Some(format) = self.json_answer_instruction() {
+                    if let Some(format) =
+                        crate::feature::answer_format().and_then(|f| (f.instruction)(self))
+                    {
                         st.push(Message::user(format));
                     }
                 }
@@ -576,7 +578,9 @@ impl Session {
                     .record("view_note", json!({"text": note}));
                 push_view_note(&mut req.messages, note);
             }
-            self.apply_json_answer(&mut req);
+            if let Some(format) = crate::feature::answer_format() {
+                (format.apply)(self, &mut req);
+            }
             self.apply_thinking(&mut req);
             if tool_free {
                 req.tools.clear();
@@ -642,7 +646,11 @@ impl Session {
             let reply = match result {
                 Ok(r) => r,
                 Err(ModelError::Cancelled) => return interrupted(),
-                Err(e) if self.json_answer_refused(&e) => continue,
+                Err(e)
+                    if crate::feature::answer_format().is_some_and(|f| (f.refused)(self, &e)) =>
+                {
+                    continue;
+                }
                 Err(e) if self.xhigh_refused(&e, &req) => continue,
                 // The provider says the request is too long: compact once and retry; a
                 // second refusal ends the turn (never a loop of flushes and retries).
@@ -788,7 +796,9 @@ impl Session {
                 }
                 // The answer's review (honest completion: a check that is not clean goes to
                 // the model once); a schema-bound answer is a document, not a statement.
-                if self.json_answer_instruction().is_none()
+                if crate::feature::answer_format()
+                    .and_then(|f| (f.instruction)(self))
+                    .is_none()
                     && finals().any(|h| (h.review)(self, &reply.text))
                 {
                     continue;
@@ -802,13 +812,15 @@ impl Session {
                 }
                 // --json-schema: the answer must validate; one repair turn, then an error.
                 let mut document = false;
-                let text = match self.settle_json_answer(&reply.text, &mut json_repairs) {
+                let settled = crate::feature::answer_format()
+                    .and_then(|f| (f.settle)(self, &reply.text, &mut json_repairs));
+                let text = match settled {
                     None => reply.text,
-                    Some(crate::json_answer::Verdict::Valid(doc)) => {
+                    Some(crate::feature::Settled::Valid(doc)) => {
                         document = true;
                         doc
                     }
-                    Some(crate::json_answer::Verdict::Repair(why)) => {
+                    Some(crate::feature::Settled::Repair(why)) => {
                         self.notice(
                             NoticeLevel::Warning,
                             "the answer does not match the JSON schema; one repair turn",
@@ -816,7 +828,7 @@ impl Session {
                         self.lock().push(Message::user(why));
                         continue;
                     }
-                    Some(crate::json_answer::Verdict::Fail(why)) => {
+                    Some(crate::feature::Settled::Fail(why)) => {
                         return self.failure("Error", why);
                     }
                 };

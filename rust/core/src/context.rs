@@ -610,7 +610,9 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
         "  used {:.1}% of the window",
         tokens(total) as f64 * 100.0 / window.max(1) as f64
     ));
-    out.push_str(&s.rules_context_lines());
+    for lines in crate::feature::hooks(|f| f.context_lines) {
+        out.push_str(&lines(s));
+    }
     out.push_str(&s.repo_map_context());
     if !detail {
         return Ok(out);

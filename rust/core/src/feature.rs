@@ -109,6 +109,10 @@ pub struct Feature {
     pub after_write: Option<AfterWrite>,
     /// Extra lines of `/status` (each starting with a newline), empty when nothing to say.
     pub status_line: Option<fn(&Session) -> String>,
+    /// Extra lines of `/context` (starting with a newline), empty when nothing to say.
+    pub context_lines: Option<fn(&Session) -> String>,
+    /// The session is open and its start recorded, before its SessionStart hooks run.
+    pub started: Option<fn(&Session)>,
     /// State made from options that can be wrong (a `--json-schema` file): an error stops
     /// the open as a usage error before anything is written or called.
     pub checked_state: Option<CheckedState>,
@@ -185,6 +189,8 @@ impl Feature {
         close: None,
         after_write: None,
         status_line: None,
+        context_lines: None,
+        started: None,
         checked_state: None,
         answer_format: None,
         locked_state: None,

@@ -116,4 +116,5 @@ static FEATURES: &[&feature::Feature] = &[
     &cmd_background::FEATURE,
     &flow::FEATURE,
     &custom_commands::FEATURE,
+    &rule_files::FEATURE,
 ];

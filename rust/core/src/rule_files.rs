@@ -11,6 +11,7 @@ use crate::session::Session;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use yuyao_protocol::NoticeLevel;
 
 pub struct RuleFile {
@@ -20,7 +21,8 @@ pub struct RuleFile {
     pub body: String,
 }
 
-/// The rules in force this session: which joined the context, and why.
+/// The rules in force this session: which joined the context, and why (this feature's
+/// state).
 #[derive(Default)]
 pub struct RuleState {
     pub applied: Vec<(PathBuf, String)>,
@@ -89,7 +91,10 @@ impl RuleFile {
 impl Session {
     fn rule_warnings(&self, warnings: Vec<String>) {
         let fresh: Vec<String> = {
-            let mut st = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = self
+                .part::<Mutex<RuleState>>()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             warnings
                 .into_iter()
                 .filter(|w| st.warned.insert(w.clone()))
@@ -106,7 +111,10 @@ impl Session {
         self.rule_warnings(warnings);
         let mut notes = Vec::new();
         {
-            let mut st = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = self
+                .part::<Mutex<RuleState>>()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             for r in rules {
                 if st.applied.iter().any(|(f, _)| *f == r.file) {
                     continue;
@@ -155,7 +163,10 @@ impl Session {
 
     /// `/context list`'s lines about rules.
     pub(crate) fn rules_context_lines(&self) -> String {
-        let st = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+        let st = self
+            .part::<Mutex<RuleState>>()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if st.applied.is_empty() {
             return String::new();
         }
@@ -208,3 +219,19 @@ mod tests {
         assert!(parse("---\nglobs: [\"a/[\"]\n---\nx", f()).is_err());
     }
 }
+
+/// What this feature adds to a session (feature.rs): the always-rules when the session has
+/// started, a path rule after a tool read or edited a matching file (not a search's hits),
+/// and the rules in the context in `/context`.
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "rule-files",
+    state: Some(|_| Box::new(Mutex::new(RuleState::default()))),
+    started: Some(|s| s.always_rules()),
+    after_run: Some(|s, name, _, action, _| {
+        if !matches!(name, "grep" | "glob") {
+            s.rules_for_paths(&action.paths);
+        }
+    }),
+    context_lines: Some(|s| s.rules_context_lines()),
+    ..crate::feature::Feature::NONE
+};

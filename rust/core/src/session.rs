@@ -214,8 +214,6 @@ pub struct Session {
     pub(crate) hooks: Mutex<crate::hook_run::HookState>,
     /// Custom-command problems already reported (each is said once).
     pub(crate) custom_warned: Mutex<std::collections::HashSet<String>>,
-    /// Rule files that joined the context (`rule_files.rs`).
-    pub(crate) rules: Mutex<crate::rule_files::RuleState>,
     /// The next prompt is a custom command's expanded text (no `@path` attachments).
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     /// The endpoint refused `reasoning_effort: "xhigh"`: `--thinking max` sends `high`.
@@ -595,7 +593,6 @@ impl Session {
             custom_warned: Mutex::new(Default::default()),
             expanded_prompt: Default::default(),
             xhigh_refused: Default::default(),
-            rules: Mutex::new(Default::default()),
             dreamed: std::sync::atomic::AtomicBool::new(false),
             agents: crate::tree::AgentLink::at_open(),
             pending_images: Mutex::new(Vec::new()),
@@ -650,7 +647,9 @@ impl Session {
             });
             st.trajectory.record("session_start", fields);
         }
-        session.always_rules();
+        for started in crate::feature::hooks(|f| f.started) {
+            started(&session);
+        }
         // One-shot sub-commands (`yuyao config …`) are not sessions a hook should see.
         if !session.opts.no_session {
             session.session_start_hooks();

@@ -538,18 +538,15 @@ impl Session {
         // Tools are synchronous; the turn owns this thread, and cancellation reaches the
         // tool through the token (checked by long-running tools such as bash).
         let mut out = tool.run_args(args, &self.ctx, token);
-        // ... and after (the files a command changed join its result).
-        for after in crate::feature::hooks(|f| f.after_run) {
-            after(self, name, args, action, &mut out);
-        }
         self.ctx
             .read_only_call
             .store(false, std::sync::atomic::Ordering::SeqCst);
         crate::permissions::after_run(self, name, action, &out.text);
         self.add_nested_conventions(name, &action.paths);
-        // A file read or edited brings the rule files that match it into the context.
-        if !matches!(name, "grep" | "glob") {
-            self.rules_for_paths(&action.paths);
+        // ... and after (the files a command changed join its result; rule files matching
+        // what was read or edited join the context).
+        for after in crate::feature::hooks(|f| f.after_run) {
+            after(self, name, args, action, &mut out);
         }
         Ok((out, may_change_repo))
     }

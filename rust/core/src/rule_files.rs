@@ -179,6 +179,22 @@ impl Session {
     }
 }
 
+/// What this feature adds to a session (feature.rs): the always-rules when the session has
+/// started, a path rule after a tool read or edited a matching file (not a search's hits),
+/// and the rules in the context in `/context`.
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "rule-files",
+    state: Some(|_| Box::new(Mutex::new(RuleState::default()))),
+    started: Some(|s| s.always_rules()),
+    after_run: Some(|s, name, _, action, _| {
+        if !matches!(name, "grep" | "glob") {
+            s.rules_for_paths(&action.paths);
+        }
+    }),
+    context_lines: Some(|s| s.rules_context_lines()),
+    ..crate::feature::Feature::NONE
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,19 +235,3 @@ mod tests {
         assert!(parse("---\nglobs: [\"a/[\"]\n---\nx", f()).is_err());
     }
 }
-
-/// What this feature adds to a session (feature.rs): the always-rules when the session has
-/// started, a path rule after a tool read or edited a matching file (not a search's hits),
-/// and the rules in the context in `/context`.
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
-    name: "rule-files",
-    state: Some(|_| Box::new(Mutex::new(RuleState::default()))),
-    started: Some(|s| s.always_rules()),
-    after_run: Some(|s, name, _, action, _| {
-        if !matches!(name, "grep" | "glob") {
-            s.rules_for_paths(&action.paths);
-        }
-    }),
-    context_lines: Some(|s| s.rules_context_lines()),
-    ..crate::feature::Feature::NONE
-};

@@ -144,6 +144,44 @@ def test_a_planted_hook_survives_kill_9_as_held_and_runs_only_once_approved(
     assert "nothing held" in yuyao("trust", "review", env=env()).stdout
 
 
+def test_a_custom_command_the_model_plants_runs_nothing_until_approved(
+    fake_llm, env, yuyao, api, repo, tmp_path
+):
+    """A project command file runs `!{cmd}` when the user types its name and can pre-approve
+    tools. The model writes one (its `!{…}` touches a marker outside the project; it
+    pre-approves Bash) in a trusted yolo session; the user then types `/ship` in that same
+    session: nothing runs, and the prompt the model gets says why. Only after `yuyao trust
+    approve` does the command run its program."""
+    marker = tmp_path / "outside" / "pwned"
+    marker.parent.mkdir()
+    body = f"---\nallowed-tools: Bash\n---\nShip it: !{{touch {marker}}}\n"
+    server = fake_llm(
+        [
+            call("bash", command=plant(".yuyao/commands/ship.md", body)),
+            say("planted"),
+            say("shipped"),
+            say("shipped again"),
+        ]
+    )
+    s = api(server, trust_project=True, mode="yolo")
+    assert s.chat("go") == "planted"
+    assert (repo / ".yuyao/commands/ship.md").exists()
+    assert s.dispatch("/ship") == "shipped"
+    prompt = server.user_text(-1)
+    assert "Ship it:" in prompt, prompt
+    assert "not run" in prompt and "written by the agent" in prompt, prompt
+    assert not marker.exists(), "a command file the model planted ran its program"
+    s.close()
+
+    review = yuyao("trust", "review", env=env())
+    assert "== .yuyao/commands/ship.md (written by the agent" in review.stdout, review.stdout
+    approved = yuyao("trust", "approve", ".yuyao/commands/ship.md", env=env())
+    assert approved.returncode == 0, approved.stderr
+    again = api(server, trust_project=True, mode="yolo")
+    assert again.dispatch("/ship") == "shipped again"
+    assert marker.exists(), "the approved command did not run its program"
+
+
 def test_a_change_after_approval_is_held_again(fake_llm, api, repo, tmp_path):
     """Approval is of content: the user trusted hooks.json; the model rewrote it to a
     payload. The rewritten file does not run, in this session's sub-agents or the next."""

@@ -1,9 +1,8 @@
-//! The commands that manage trust and the sandbox (`/permissions`, `/trust`, `/sandbox`,
-//! `/hooks`): one feature over the kernel's policy stage (`permissions.rs`), the hook
-//! files (`hook_run.rs`) and extension trust (`extension_trust.rs`). Removing it leaves
+//! The commands that manage trust and the sandbox (`/permissions`, `/trust`, `/sandbox`):
+//! one feature over the kernel's policy stage (`permissions.rs`) and extension trust
+//! (`extension_trust.rs`). Removing it leaves
 //! the adjudication as it is, with no command to change its rules from a session.
 
-use crate::hooks::{self, HookSource};
 use crate::permissions::last_blocked_path;
 use crate::session::{CoreError, Session};
 use serde_json::Value;
@@ -101,7 +100,7 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
                 .allow_project_programs(s.project_extensions_allowed());
             let applied = apply_project_settings(s)?;
             // MCP servers follow at the next request (`mcp_wait_started` syncs them).
-            s.load_hooks();
+            s.load_extensions();
             if !applied.is_empty() {
                 return Ok(format!("{out}; now in force: {}", applied.join(", ")));
             }
@@ -124,7 +123,7 @@ pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
     let applied = apply_project_settings(s)?;
     s.lock().ignored_project_settings.clear();
     // MCP servers follow at the next request (`mcp_wait_started` syncs them).
-    s.load_hooks();
+    s.load_extensions();
     Ok(format!(
         "trusted project {}{}{}",
         s.paths.project.display(),
@@ -494,136 +493,6 @@ fn explain_last(s: &Session) -> Result<String, CoreError> {
     Ok(out)
 }
 
-// ----------------------------------------------------------------------------------------
-// /hooks
-
-/// `/hooks [list] | enable <n> | disable <n>`: the hooks by event, with their source and file.
-pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
-    let pick = |args: &[String], on: bool| -> Result<String, CoreError> {
-        let [_, n] = args else {
-            return Err(CoreError::Usage(
-                "usage: /hooks enable|disable <number from /hooks list>".into(),
-            ));
-        };
-        let i: usize = n.trim_start_matches('#').parse().map_err(|_| {
-            CoreError::Usage(format!("'{n}' is not a hook number (see /hooks list)"))
-        })?;
-        let mut h = s
-            .hooks
-            .lock()
-            .map_err(|_| CoreError::Failed("hooks unavailable".into()))?;
-        let hook = i
-            .checked_sub(1)
-            .and_then(|i| h.list.get_mut(i))
-            .ok_or_else(|| CoreError::Usage(format!("no hook #{i} (see /hooks list)")))?;
-        hook.enabled = on;
-        let k = crate::hook_run::key(hook);
-        let (event, raw) = (hook.event.name(), hook.raw.clone());
-        drop(h);
-        crate::hook_run::save_disabled(&s.paths.home, &k, on)
-            .map_err(|e| CoreError::Failed(format!("cannot save the choice: {e}")))?;
-        Ok(format!(
-            "hook #{i} ({event} `{raw}`) {} (saved in {})",
-            if on { "enabled" } else { "disabled" },
-            crate::hook_run::disabled_file(&s.paths.home).display()
-        ))
-    };
-    match args.first().map(String::as_str) {
-        None | Some("list") | Some("ls") => Ok(hooks_list(s)),
-        Some("enable") | Some("on") => pick(args, true),
-        Some("disable") | Some("off") => pick(args, false),
-        Some("approve") => {
-            // The user's explicit approval of the held hook and plugin files as they are.
-            let held: Vec<std::path::PathBuf> = crate::extension_trust::held_files(&s.paths)
-                .into_iter()
-                .map(|(f, _)| f)
-                .filter(|f| {
-                    crate::feature::hooks(|f| f.hook_files)
-                        .any(|files| files(&s.paths.home, &s.paths.project).contains(f))
-                        || hooks::files(&s.paths.home, &s.paths.project)
-                            .iter()
-                            .any(|(p, _)| p == f)
-                })
-                .collect();
-            let files: Vec<String> = yuyao_store::trust::approve(&s.paths, &held)
-                .map_err(|e| CoreError::Failed(format!("cannot record the approval: {e}")))?
-                .iter()
-                .map(|f| crate::extension_trust::shown(&s.paths.project, f))
-                .collect();
-            if files.is_empty() {
-                return Ok("no hook file of this project is held for review".into());
-            }
-            s.load_hooks();
-            Ok(format!(
-                "approved: {} (their hooks run from now on)",
-                files.join(", ")
-            ))
-        }
-        Some(other) => Err(CoreError::Usage(format!(
-            "unknown /hooks action '{other}': use list, enable <n>, disable <n> or approve"
-        ))),
-    }
-}
-
-fn hooks_list(s: &Session) -> String {
-    let project_ok = s.project_extensions_allowed();
-    let h = match s.hooks.lock() {
-        Ok(h) => h.list.clone(),
-        Err(_) => Vec::new(),
-    };
-    let mut out = Vec::new();
-    if !s.feature_enabled("hooks") {
-        out.push("hooks are disabled (features.hooks = false): none runs".to_string());
-    }
-    if h.is_empty() {
-        out.push(format!(
-            "no hooks; files read: {}",
-            hooks::files(&s.paths.home, &s.paths.project)
-                .iter()
-                .map(|(p, _)| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        return out.join("\n");
-    }
-    for event in hooks::EVENTS {
-        let rows: Vec<String> = h
-            .iter()
-            .enumerate()
-            .filter(|(_, x)| x.event == *event)
-            .map(|(i, x)| {
-                let state = if !x.enabled {
-                    "disabled"
-                } else if !s.hook_file_active(&x.file) {
-                    "not run: its plugin is off"
-                } else if x.source == HookSource::Project && !project_ok {
-                    "not run: project not trusted"
-                } else {
-                    "on"
-                };
-                format!(
-                    "  #{} [{}] {}{}  ({}, {}s, {})",
-                    i + 1,
-                    x.source.label(),
-                    x.raw,
-                    x.matcher
-                        .as_ref()
-                        .map(|m| format!("  matcher: {}", m.text))
-                        .unwrap_or_default(),
-                    state,
-                    x.timeout.as_secs_f64(),
-                    x.file.display(),
-                )
-            })
-            .collect();
-        if !rows.is_empty() {
-            out.push(format!("{}:", event.name()));
-            out.extend(rows);
-        }
-    }
-    out.join("\n")
-}
-
 /// What this feature adds to a session (feature.rs).
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "permissions",
@@ -648,13 +517,6 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
             "[list | recreate | explain [\"<command>\"]]",
             "OS sandbox status, and why a call was blocked",
             Some(sandbox_cmd)
-        ),
-        crate::commands::cmd!(
-            "hooks",
-            [],
-            "[list | enable <n> | disable <n> | approve]",
-            "lifecycle hooks (hooks.json) by event and source",
-            Some(hooks_cmd)
         ),
     ],
     ..crate::feature::Feature::NONE

@@ -67,11 +67,9 @@ impl Session {
         if cut == 0 || history.is_empty() {
             return Ok("nothing to compact yet".into());
         }
-        self.run_hooks(
-            crate::hooks::HookEvent::PreCompact,
-            None,
-            serde_json::json!({"trigger": if focus.is_some() { "manual" } else { "auto" }, "custom_instructions": focus}),
-        );
+        for compacting in crate::feature::hooks(|f| f.compacting) {
+            compacting(self, focus);
+        }
         // What is about to be summarized may hold things worth keeping (memory's flush).
         for before in crate::feature::hooks(|f| f.before_compact) {
             before(self, client, &history[..cut], token, max_tokens).await?;

@@ -272,10 +272,12 @@ impl Session {
     }
 
     fn inline_shell(&self, cmd: &CustomCommand, command: &str) -> String {
-        if cmd.source == HookSource::Project && !self.project_file_ok(&cmd.file) {
-            return format!(
-                "(!{{{command}}} not run: this project's commands run programs only once the project is trusted)"
-            );
+        // A project's command file runs programs only as the content the user approved (a
+        // file the agent wrote is held until reviewed, DESIGN §8): the reason is said.
+        if cmd.source == HookSource::Project
+            && let Some(why) = self.project_file_held(&cmd.file)
+        {
+            return format!("(!{{{command}}} not run: {why})");
         }
         let action = Action {
             tool: "bash".into(),

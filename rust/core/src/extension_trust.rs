@@ -105,6 +105,18 @@ pub fn shown(project: &Path, file: &Path) -> String {
 }
 
 impl Session {
+    /// Project-provided executables may run: `-p` and agent_api say so in their options
+    /// (unless `--no-project-extensions` / `project_extensions=False`), run_agent.sh never,
+    /// the TUI once the project is trusted.
+    pub(crate) fn project_extensions_allowed(&self) -> bool {
+        if self.opts.no_project_extensions {
+            return false;
+        }
+        self.opts
+            .project_extensions
+            .unwrap_or_else(|| self.lock().trusted)
+    }
+
     /// Why the project file `file` is not honoured now (`None`: it is): project extensions
     /// are off for this session, or its content is not the approved one.
     pub(crate) fn project_file_held(&self, file: &Path) -> Option<String> {

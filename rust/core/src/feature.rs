@@ -119,6 +119,23 @@ pub struct Feature {
     /// The shape a final answer must have (`--json-schema`): the first feature that gives
     /// one decides.
     pub answer_format: Option<&'static AnswerFormat>,
+    /// Reads the feature's extension files at open (after extension trust is settled, before
+    /// any `opened`) and again when trust changes (`/trust`): what waits for the user's
+    /// trust, for the fronts' trust prompt.
+    pub load_extensions: Option<fn(&Session) -> Vec<String>>,
+    /// A verdict on a tool call after the policy's (PreToolUse hooks): a deny stops it, an
+    /// ask puts it to the user, an allow spares the question. `(tool, arguments, command)`.
+    pub tool_verdict: Option<ToolVerdict>,
+    /// What to tell the model about a call's result (PostToolUse hooks), "" for nothing:
+    /// `(tool, arguments, ok, output)`.
+    pub tool_feedback: Option<ToolFeedback>,
+    /// A prompt is about to join the history: `Err(why)` blocks it, `Ok` adds context.
+    pub prompt_gate: Option<PromptGate>,
+    /// Quality gates on a final answer (Stop hooks), after the final-answer checks' first
+    /// stage.
+    pub stop_gate: Option<&'static StopGate>,
+    /// A compaction is about to start (its focus, if the user gave one).
+    pub compacting: Option<fn(&Session, Option<&str>)>,
     /// The feature's state kept with the session's [`State`], under its lock (facts that
     /// change with the history and are read with it): read back with [`State::part_mut`].
     pub locked_state: Option<MakeLocked>,
@@ -193,6 +210,12 @@ impl Feature {
         started: None,
         checked_state: None,
         answer_format: None,
+        load_extensions: None,
+        tool_verdict: None,
+        tool_feedback: None,
+        prompt_gate: None,
+        stop_gate: None,
+        compacting: None,
         locked_state: None,
         call_begin: None,
         change_gate: None,
@@ -227,6 +250,18 @@ pub type ChangeGate = fn(
     &mut yuyao_policy::Decision,
 ) -> Result<(), String>;
 pub type BatchLine = fn(&Session, &str, &[ToolCall]) -> String;
+pub type ToolVerdict = fn(&Session, &str, &Value, Option<&str>) -> Option<(Permission, String)>;
+pub type PromptGate = fn(&Session, &str) -> Result<Vec<String>, String>;
+pub type ToolFeedback = fn(&Session, &str, &Value, bool, &str) -> String;
+use yuyao_extension_files::hooks::Permission;
+
+/// Gates a final answer must pass (Stop hooks).
+pub struct StopGate {
+    /// What failed, if a gate did: `(answer, times the gates already sent the model back)`.
+    pub check: fn(&Session, &str, u32) -> Option<String>,
+    /// How many times the gates may send the model back in one turn.
+    pub max: fn(&Session) -> u32,
+}
 pub type AfterRun =
     fn(&Session, &str, &yuyao_tools::ToolArgs, &yuyao_policy::Action, &mut ToolOutput);
 
@@ -369,6 +404,24 @@ impl State {
 }
 
 impl Session {
+    /// Every feature's extension files read again (at open, and after trust changed): what
+    /// waits for the user's trust.
+    pub(crate) fn load_extensions(&self) -> Vec<String> {
+        hooks(|f| f.load_extensions)
+            .flat_map(|load| load(self))
+            .collect()
+    }
+
+    /// What the features tell the model about a call's result (PostToolUse hooks), one
+    /// block, "" for nothing.
+    pub(crate) fn tool_feedback(&self, tool: &str, args: &Value, ok: bool, output: &str) -> String {
+        hooks(|f| f.tool_feedback)
+            .map(|feedback| feedback(self, tool, args, ok, output))
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// A registered feature's state. Only the feature that registered it asks for it, so a
     /// missing part is a registration bug (said, not hidden).
     pub(crate) fn part<T: Any>(&self) -> &T {

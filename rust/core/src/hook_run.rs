@@ -7,7 +7,7 @@
 
 use crate::hooks::{self, Hook, HookEvent, HookSource, Permission, Reply};
 use crate::process_profile::{Origin, ProcessKind};
-use crate::session::Session;
+use crate::session::{CoreError, Session};
 use serde_json::{Value, json};
 use std::io::Write as _;
 use std::time::{Duration, Instant};
@@ -199,22 +199,14 @@ pub struct Outcome {
 }
 
 impl Session {
-    /// Project-provided executables may run: `-p` and agent_api say so in their options
-    /// (unless `--no-project-extensions` / `project_extensions=False`), run_agent.sh never,
-    /// the TUI once the project is trusted.
-    pub(crate) fn project_extensions_allowed(&self) -> bool {
-        if self.opts.no_project_extensions {
-            return false;
-        }
-        self.opts
-            .project_extensions
-            .unwrap_or_else(|| self.lock().trusted)
+    fn hook_state(&self) -> &std::sync::Mutex<HookState> {
+        self.part::<std::sync::Mutex<HookState>>()
     }
 
     /// Loads the hook files (at session open); problems become warnings. Returns what the
     /// project's hooks would run while they wait for the user's trust (the TUI's trust
     /// prompt shows it).
-    pub(crate) fn load_hooks(&self) -> Vec<String> {
+    fn load_hooks(&self) -> Vec<String> {
         // With project extensions on, a project hook file loads only from approved bytes
         // (hashed as parsed); off, its hooks are kept for the trust prompt and never run.
         let gate = self.project_extensions_allowed();
@@ -246,7 +238,7 @@ impl Session {
         for h in &mut list {
             h.enabled = !off.contains(&key(h));
         }
-        if let Ok(mut h) = self.hooks.lock() {
+        if let Ok(mut h) = self.hook_state().lock() {
             h.list = list;
         }
         waiting
@@ -257,7 +249,7 @@ impl Session {
             return Vec::new();
         }
         let project_ok = self.project_extensions_allowed();
-        let Ok(h) = self.hooks.lock() else {
+        let Ok(h) = self.hook_state().lock() else {
             return Vec::new();
         };
         h.list
@@ -270,12 +262,12 @@ impl Session {
     }
 
     /// Whether a hook read from `file` may run now (a feature's, e.g. its plugin is on).
-    pub(crate) fn hook_file_active(&self, file: &std::path::Path) -> bool {
+    fn hook_file_active(&self, file: &std::path::Path) -> bool {
         crate::feature::hooks(|f| f.hook_active).all(|active| active(self, file))
     }
 
     /// Runs the hooks of `event` (for `tool`, if any) in order and combines their replies.
-    pub(crate) fn run_hooks(&self, event: HookEvent, tool: Option<&str>, extra: Value) -> Outcome {
+    fn run_hooks(&self, event: HookEvent, tool: Option<&str>, extra: Value) -> Outcome {
         let list = self.active_hooks(event, tool);
         let mut outcome = Outcome::default();
         if list.is_empty() {
@@ -352,7 +344,7 @@ impl Session {
 
     /// PreToolUse (every tool) and beforeShellExecution (commands): a permission to apply
     /// on top of the policy's decision, with the hooks' reason.
-    pub(crate) fn tool_hooks(
+    fn tool_hooks(
         &self,
         tool: &str,
         args: &Value,
@@ -386,13 +378,7 @@ impl Session {
     }
 
     /// PostToolUse: what the hooks say about a tool's result, for the model.
-    pub(crate) fn post_tool_hooks(
-        &self,
-        tool: &str,
-        args: &Value,
-        ok: bool,
-        output: &str,
-    ) -> String {
+    fn post_tool_hooks(&self, tool: &str, args: &Value, ok: bool, output: &str) -> String {
         let shown = hooks::claude_name(tool).unwrap_or(tool);
         let out = self.run_hooks(
             HookEvent::PostToolUse,
@@ -408,7 +394,7 @@ impl Session {
     }
 
     /// UserPromptSubmit: `Err(reason)` blocks the prompt; `Ok` carries context to add.
-    pub(crate) fn prompt_hooks(&self, prompt: &str) -> Result<Vec<String>, String> {
+    fn prompt_hooks(&self, prompt: &str) -> Result<Vec<String>, String> {
         // A sub-agent's prompt is the model's, not the user's; its tool calls still pass
         // PreToolUse hooks.
         if self.agents.is_child() {
@@ -426,7 +412,7 @@ impl Session {
     }
 
     /// Stop: the failing quality gates' output, if any gate failed.
-    pub(crate) fn stop_hooks(&self, answer: &str, blocks_so_far: u32) -> Option<String> {
+    fn stop_hooks(&self, answer: &str, blocks_so_far: u32) -> Option<String> {
         // Stop hooks gate the session's answer to the user, not a sub-agent's report.
         if self.agents.is_child() {
             return None;
@@ -440,7 +426,7 @@ impl Session {
     }
 
     /// How many times Stop gates may send the model back to work in one turn.
-    pub(crate) fn max_stop_blocks(&self) -> u32 {
+    fn max_stop_blocks(&self) -> u32 {
         self.config
             .get("hooks.max_stop_blocks")
             .and_then(|v| v.as_integer())
@@ -449,7 +435,7 @@ impl Session {
     }
 
     /// SessionStart: its context reaches the model before the first call.
-    pub(crate) fn session_start_hooks(&self) {
+    fn session_start_hooks(&self) {
         let out = self.run_hooks(HookEvent::SessionStart, None, json!({"source": "startup"}));
         if !out.context.is_empty() {
             self.lock().pending_notes.push(out.context.join("\n"));
@@ -457,9 +443,9 @@ impl Session {
     }
 
     /// SessionEnd, once.
-    pub(crate) fn session_end_hooks(&self) {
+    fn session_end_hooks(&self) {
         let first = self
-            .hooks
+            .hook_state()
             .lock()
             .map(|mut h| !std::mem::replace(&mut h.ended, true))
             .unwrap_or(false);
@@ -471,12 +457,12 @@ impl Session {
 }
 
 /// The user's `/hooks disable` choices: in `~/.yuyao/`, out of the repository's reach.
-pub(crate) fn disabled_file(home: &std::path::Path) -> std::path::PathBuf {
+fn disabled_file(home: &std::path::Path) -> std::path::PathBuf {
     home.join("hooks-disabled.json")
 }
 
 /// A hook's identity across sessions: its file, event and command.
-pub(crate) fn key(h: &Hook) -> String {
+fn key(h: &Hook) -> String {
     format!(
         "{}\u{1f}{}\u{1f}{}",
         h.file.display(),
@@ -485,14 +471,14 @@ pub(crate) fn key(h: &Hook) -> String {
     )
 }
 
-pub(crate) fn disabled_keys(home: &std::path::Path) -> Vec<String> {
+fn disabled_keys(home: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(disabled_file(home))
         .ok()
         .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
         .unwrap_or_default()
 }
 
-pub(crate) fn save_disabled(home: &std::path::Path, k: &str, on: bool) -> std::io::Result<()> {
+fn save_disabled(home: &std::path::Path, k: &str, on: bool) -> std::io::Result<()> {
     let mut keys = disabled_keys(home);
     keys.retain(|x| x != k);
     if !on {
@@ -505,3 +491,178 @@ pub(crate) fn save_disabled(home: &std::path::Path, k: &str, on: bool) -> std::i
             .as_bytes(),
     )
 }
+
+// ----------------------------------------------------------------------------------------
+// /hooks
+
+/// `/hooks [list] | enable <n> | disable <n>`: the hooks by event, with their source and file.
+pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let pick = |args: &[String], on: bool| -> Result<String, CoreError> {
+        let [_, n] = args else {
+            return Err(CoreError::Usage(
+                "usage: /hooks enable|disable <number from /hooks list>".into(),
+            ));
+        };
+        let i: usize = n.trim_start_matches('#').parse().map_err(|_| {
+            CoreError::Usage(format!("'{n}' is not a hook number (see /hooks list)"))
+        })?;
+        let mut h = s
+            .hook_state()
+            .lock()
+            .map_err(|_| CoreError::Failed("hooks unavailable".into()))?;
+        let hook = i
+            .checked_sub(1)
+            .and_then(|i| h.list.get_mut(i))
+            .ok_or_else(|| CoreError::Usage(format!("no hook #{i} (see /hooks list)")))?;
+        hook.enabled = on;
+        let k = key(hook);
+        let (event, raw) = (hook.event.name(), hook.raw.clone());
+        drop(h);
+        save_disabled(&s.paths.home, &k, on)
+            .map_err(|e| CoreError::Failed(format!("cannot save the choice: {e}")))?;
+        Ok(format!(
+            "hook #{i} ({event} `{raw}`) {} (saved in {})",
+            if on { "enabled" } else { "disabled" },
+            disabled_file(&s.paths.home).display()
+        ))
+    };
+    match args.first().map(String::as_str) {
+        None | Some("list") | Some("ls") => Ok(hooks_list(s)),
+        Some("enable") | Some("on") => pick(args, true),
+        Some("disable") | Some("off") => pick(args, false),
+        Some("approve") => {
+            // The user's explicit approval of the held hook and plugin files as they are.
+            let held: Vec<std::path::PathBuf> = crate::extension_trust::held_files(&s.paths)
+                .into_iter()
+                .map(|(f, _)| f)
+                .filter(|f| {
+                    crate::feature::hooks(|f| f.hook_files)
+                        .any(|files| files(&s.paths.home, &s.paths.project).contains(f))
+                        || hooks::files(&s.paths.home, &s.paths.project)
+                            .iter()
+                            .any(|(p, _)| p == f)
+                })
+                .collect();
+            let files: Vec<String> = yuyao_store::trust::approve(&s.paths, &held)
+                .map_err(|e| CoreError::Failed(format!("cannot record the approval: {e}")))?
+                .iter()
+                .map(|f| crate::extension_trust::shown(&s.paths.project, f))
+                .collect();
+            if files.is_empty() {
+                return Ok("no hook file of this project is held for review".into());
+            }
+            s.load_hooks();
+            Ok(format!(
+                "approved: {} (their hooks run from now on)",
+                files.join(", ")
+            ))
+        }
+        Some(other) => Err(CoreError::Usage(format!(
+            "unknown /hooks action '{other}': use list, enable <n>, disable <n> or approve"
+        ))),
+    }
+}
+
+fn hooks_list(s: &Session) -> String {
+    let project_ok = s.project_extensions_allowed();
+    let h = match s.hook_state().lock() {
+        Ok(h) => h.list.clone(),
+        Err(_) => Vec::new(),
+    };
+    let mut out = Vec::new();
+    if !s.feature_enabled("hooks") {
+        out.push("hooks are disabled (features.hooks = false): none runs".to_string());
+    }
+    if h.is_empty() {
+        out.push(format!(
+            "no hooks; files read: {}",
+            hooks::files(&s.paths.home, &s.paths.project)
+                .iter()
+                .map(|(p, _)| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        return out.join("\n");
+    }
+    for event in hooks::EVENTS {
+        let rows: Vec<String> = h
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| x.event == *event)
+            .map(|(i, x)| {
+                let state = if !x.enabled {
+                    "disabled"
+                } else if !s.hook_file_active(&x.file) {
+                    "not run: its plugin is off"
+                } else if x.source == HookSource::Project && !project_ok {
+                    "not run: project not trusted"
+                } else {
+                    "on"
+                };
+                format!(
+                    "  #{} [{}] {}{}  ({}, {}s, {})",
+                    i + 1,
+                    x.source.label(),
+                    x.raw,
+                    x.matcher
+                        .as_ref()
+                        .map(|m| format!("  matcher: {}", m.text))
+                        .unwrap_or_default(),
+                    state,
+                    x.timeout.as_secs_f64(),
+                    x.file.display(),
+                )
+            })
+            .collect();
+        if !rows.is_empty() {
+            out.push(format!("{}:", event.name()));
+            out.extend(rows);
+        }
+    }
+    out.join("\n")
+}
+
+static STOP: crate::feature::StopGate = crate::feature::StopGate {
+    check: |s, answer, blocks| s.stop_hooks(answer, blocks),
+    max: |s| s.max_stop_blocks(),
+};
+
+/// What this feature adds to a session (feature.rs): the hook files loaded at open (and
+/// after `/trust`), PreToolUse/beforeShellExecution verdicts and PostToolUse feedback in the
+/// tool pipeline, UserPromptSubmit and Stop gates in the turn, PreCompact, SessionStart once
+/// the session has started, SessionEnd when it closes; `/hooks`.
+pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+    name: "hooks",
+    commands: &[crate::commands::cmd!(
+        "hooks",
+        [],
+        "[list | enable <n> | disable <n> | approve]",
+        "lifecycle hooks (hooks.json) by event and source",
+        Some(hooks_cmd)
+    )],
+    state: Some(|_| Box::new(std::sync::Mutex::new(HookState::default()))),
+    load_extensions: Some(|s| s.load_hooks()),
+    tool_verdict: Some(|s, tool, args, command| s.tool_hooks(tool, args, command)),
+    tool_feedback: Some(|s, tool, args, ok, output| s.post_tool_hooks(tool, args, ok, output)),
+    prompt_gate: Some(|s, prompt| s.prompt_hooks(prompt)),
+    stop_gate: Some(&STOP),
+    compacting: Some(|s, focus| {
+        s.run_hooks(
+            HookEvent::PreCompact,
+            None,
+            json!({"trigger": if focus.is_some() { "manual" } else { "auto" }, "custom_instructions": focus}),
+        );
+    }),
+    // One-shot sub-commands (`yuyao config …`) are not sessions a hook should see.
+    started: Some(|s| {
+        if !s.opts.no_session {
+            s.session_start_hooks();
+        }
+    }),
+    close: Some(|s| {
+        if !s.opts.no_session {
+            s.session_end_hooks();
+        }
+    }),
+    ..crate::feature::Feature::NONE
+};

@@ -117,4 +117,5 @@ static FEATURES: &[&feature::Feature] = &[
     &flow::FEATURE,
     &custom_commands::FEATURE,
     &rule_files::FEATURE,
+    &hook_run::FEATURE,
 ];

@@ -210,8 +210,6 @@ pub struct Session {
     pub(crate) snaps: Mutex<crate::file_batches::FileSnaps>,
     /// The project's extension files and digests as last seen (`extension_trust.rs`).
     pub(crate) ext_seen: Mutex<Vec<(PathBuf, String)>>,
-    /// Lifecycle hooks (`hooks.json`), loaded at open.
-    pub(crate) hooks: Mutex<crate::hook_run::HookState>,
     /// Custom-command problems already reported (each is said once).
     pub(crate) custom_warned: Mutex<std::collections::HashSet<String>>,
     /// The next prompt is a custom command's expanded text (no `@path` attachments).
@@ -588,7 +586,6 @@ impl Session {
             pricing,
             started: std::time::Instant::now(),
             snaps: Mutex::new(Default::default()),
-            hooks: Mutex::new(Default::default()),
             ext_seen: Mutex::new(Vec::new()),
             custom_warned: Mutex::new(Default::default()),
             expanded_prompt: Default::default(),
@@ -615,7 +612,7 @@ impl Session {
         session.open_saved_session()?;
         crate::permissions::startup_notice(&session);
         session.open_extension_trust();
-        let waiting = session.load_hooks();
+        let waiting = session.load_extensions();
         session
             .lock()
             .ignored_project_settings
@@ -649,10 +646,6 @@ impl Session {
         }
         for started in crate::feature::hooks(|f| f.started) {
             started(&session);
-        }
-        // One-shot sub-commands (`yuyao config …`) are not sessions a hook should see.
-        if !session.opts.no_session {
-            session.session_start_hooks();
         }
         Ok(session)
     }
@@ -820,9 +813,6 @@ impl Session {
         // Features end their part (background sub-agents are stopped, memory dreams).
         for close in crate::feature::all().filter_map(|f| f.close) {
             close(self);
-        }
-        if !self.opts.no_session {
-            self.session_end_hooks();
         }
         self.ctx.jobs.shutdown();
         // The session's browser, if one was started, goes with it.

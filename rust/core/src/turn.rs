@@ -86,7 +86,11 @@ impl Session {
             .swap(false, std::sync::atomic::Ordering::SeqCst);
         // UserPromptSubmit hooks may refuse the prompt (it never reaches the model) or add
         // context after it.
-        let gate = self.prompt_hooks(text);
+        let gate =
+            crate::feature::hooks(|f| f.prompt_gate).try_fold(Vec::new(), |mut all, gate| {
+                all.extend(gate(self, text)?);
+                Ok::<_, String>(all)
+            });
         let (usage_before, cost_before) = {
             let st = self.lock();
             (st.usage, st.cost_usd)
@@ -776,8 +780,9 @@ impl Session {
                 }
                 // Stop hooks are quality gates: a failing one sends the model back to work,
                 // a bounded number of times; then the turn ends reporting the gate.
-                if let Some(gate) = self.stop_hooks(&reply.text, stop_blocks) {
-                    let max = self.max_stop_blocks();
+                if let Some((gate, max)) = crate::feature::hooks(|f| f.stop_gate).find_map(|g| {
+                    (g.check)(self, &reply.text, stop_blocks).map(|why| (why, (g.max)(self)))
+                }) {
                     if stop_blocks >= max {
                         return self.failure(
                             "NotSubmitted",

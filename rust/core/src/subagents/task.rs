@@ -256,7 +256,7 @@ impl Session {
         };
         if ran {
             let value = yuyao_tools::parse_arguments(&call.arguments).unwrap_or_default();
-            let feedback = self.post_tool_hooks("task", &value, out.ok, &out.text);
+            let feedback = self.tool_feedback("task", &value, out.ok, &out.text);
             if !feedback.is_empty() {
                 out.text = format!("{}\n\n[PostToolUse hook]\n{feedback}", out.text);
             }

@@ -413,7 +413,7 @@ impl Session {
             }
         };
         // 11. PostToolUse hooks: what they say joins the result the model reads.
-        let feedback = self.post_tool_hooks(name, &value, out.ok, &out.text);
+        let feedback = self.tool_feedback(name, &value, out.ok, &out.text);
         if spec.effect == Effect::Writes {
             for after in crate::feature::all().filter_map(|f| f.after_write) {
                 after(self, name, &action.paths, &mut out);
@@ -448,7 +448,8 @@ impl Session {
         action: &Action,
         decision: &mut yuyao_policy::Decision,
     ) -> Result<(), String> {
-        let Some((permission, why)) = self.tool_hooks(name, value, action.command.as_deref())
+        let Some((permission, why)) = crate::feature::hooks(|f| f.tool_verdict)
+            .find_map(|verdict| verdict(self, name, value, action.command.as_deref()))
         else {
             return Ok(());
         };

@@ -166,7 +166,11 @@ def test_every_command_names_the_feature_that_registered_it(api, fake_llm):
     names = [c["name"] for c in table]
     assert len(names) == len(set(names))
     by_name = {c["name"]: c["feature"] for c in table}
-    assert by_name["help"] == by_name["config"] == by_name["undo"] == "kernel"
+    assert by_name["help"] == by_name["config"] == by_name["compact"] == "kernel"
+    # The commands over the kernel's stages are features of their own.
+    assert by_name["undo"] == by_name["rewind"] == by_name["diff"] == "files"
+    assert by_name["permissions"] == by_name["trust"] == by_name["sandbox"] == "permissions"
+    assert by_name["hooks"] == "hooks"
     assert by_name["memory"] == by_name["remember"] == "memory"
     assert by_name["plan"] == "planning"
     assert by_name["agents"] == by_name["fork"] == "subagents"

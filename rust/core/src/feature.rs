@@ -424,7 +424,7 @@ impl Session {
 
     /// A registered feature's state. Only the feature that registered it asks for it, so a
     /// missing part is a registration bug (said, not hidden).
-    pub(crate) fn part<T: Any>(&self) -> &T {
+    pub fn part<T: Any>(&self) -> &T {
         self.parts.get::<T>().unwrap_or_else(|| unregistered::<T>())
     }
 }
@@ -570,6 +570,20 @@ pub(crate) fn commands() -> impl Iterator<Item = (&'static str, &'static Command
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_option_no_registered_feature_handles_is_refused() {
+        // The core alone holds no answer to a schema (that feature is a crate of its own).
+        let opts = yuyao_protocol::SessionOptions {
+            json_schema: Some("schema.json".into()),
+            ..Default::default()
+        };
+        match Session::open(opts, None) {
+            Err(CoreError::Usage(why)) => assert!(why.contains("--json-schema"), "{why}"),
+            Err(e) => panic!("not a usage error: {e}"),
+            Ok(_) => panic!("--json-schema was ignored"),
+        }
+    }
 
     #[test]
     fn names_are_unique_across_the_kernel_and_features() {

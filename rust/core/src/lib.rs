@@ -33,7 +33,6 @@ mod headless;
 mod hook_run;
 use yuyao_extension_files::hooks;
 use yuyao_extension_files::instruction_files;
-mod json_answer;
 mod listening;
 mod lsp;
 mod mcp_servers;
@@ -76,8 +75,8 @@ mod workdirs;
 
 pub use commands::{Command, Handler as CommandHandler};
 pub use feature::{
-    BeforeCompact, BesideOutcomes, Feature, FeatureTools, Opening, ReplyStep, ResearchEnd,
-    ServerTools, TurnHooks, register as register_features,
+    AnswerFormat, BeforeCompact, BesideOutcomes, Feature, FeatureTools, Opening, ReplyStep,
+    ResearchEnd, ServerTools, Settled, TurnHooks, register as register_features,
 };
 pub use handler::Handler;
 pub use headless::{HeadlessRequest, run_headless};
@@ -92,7 +91,6 @@ pub use words::split_words;
 /// order of their tools in a request and of their commands in `/help`.
 static FEATURES: &[&feature::Feature] = &[
     &listening::FEATURE,
-    &json_answer::FEATURE,
     &ask::FEATURE,
     &subagents::FEATURE,
     &planning::FEATURE,

@@ -303,6 +303,12 @@ impl Session {
         opts: SessionOptions,
         handler: Option<Arc<dyn Handler>>,
     ) -> Result<Session, CoreError> {
+        // An option no registered feature handles is refused, not ignored.
+        if opts.json_schema.is_some() && crate::feature::answer_format().is_none() {
+            return Err(CoreError::Usage(
+                "--json-schema: this build has no feature that holds an answer to a schema".into(),
+            ));
+        }
         let cwd = match &opts.cwd {
             Some(c) => PathBuf::from(c),
             None => std::env::current_dir().map_err(|e| {
@@ -655,6 +661,11 @@ impl Session {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The session's configuration (files and flags merged; hand edits reloaded per call).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The project's root folder.
     pub fn project_dir(&self) -> &std::path::Path {
         &self.paths.project
@@ -710,7 +721,8 @@ impl Session {
         }
     }
 
-    pub(crate) fn notice(&self, level: NoticeLevel, text: impl Into<String>) {
+    /// Tells the user something (a notice event the fronts render).
+    pub fn notice(&self, level: NoticeLevel, text: impl Into<String>) {
         self.emit(Event::Notice {
             level,
             text: text.into(),

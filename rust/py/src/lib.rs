@@ -363,7 +363,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", yuyao_protocol::VERSION)?;
     // The features that live in crates of their own join the core's, one line each
     // (docs/ARCHITECTURE.md, "the kernel and the features registered with it").
-    yuyao_core::register_features(&[&yuyao_review::FEATURE]);
+    yuyao_core::register_features(&[&yuyao_review::FEATURE, &yuyao_json_answer::FEATURE]);
     // memory-search's shipped model: package data beside this module (yuyao/models/).
     if let Ok(file) = m
         .py()

@@ -1,5 +1,8 @@
-//! `--json-schema <file>`: the turn's final answer is one JSON document valid against the
-//! schema (drafts 2020-12 and 7, `jsonschema` without network or file `$ref` resolving).
+//! yuyao-json-answer: `--json-schema <file>`, the turn's final answer as one JSON document
+//! valid against the schema (drafts 2020-12 and 7, `jsonschema` without network or file
+//! `$ref` resolving) — a feature outside the core, registered with its kernel
+//! (`yuyao_core::Feature`, the `answer_format` moment): removing it is deleting this crate
+//! and its registration line (the core then refuses `--json-schema`).
 //!
 //! The schema is checked when the session opens (not JSON, not a valid schema, an unknown
 //! draft or a `$ref` that would need fetching → a usage error, before any model call). The
@@ -9,24 +12,22 @@
 //! that does not validate gets one repair turn with the validation errors; a second invalid
 //! answer ends the turn as an error listing them.
 
-use crate::session::{CoreError, Session};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
+use yuyao_core::{AnswerFormat, CoreError, Feature, Session, Settled as Verdict};
 use yuyao_model::{ChatRequest, ModelError};
 
 /// Validation errors shown to the model and to the user (the rest are counted).
 const MAX_ERRORS: usize = 12;
 
-pub(crate) struct JsonAnswer {
+struct JsonAnswer {
     schema: Value,
     validator: jsonschema::Validator,
     /// `auto` saw the endpoint refuse `response_format`: the instruction alone from now on.
     format_refused: AtomicBool,
     /// A turn whose answer is not the final one (the architect's plan): no format, no check.
-    pub(crate) suspended: AtomicBool,
+    suspended: AtomicBool,
 }
-
-use crate::feature::Settled as Verdict;
 
 /// The session's schema, if `--json-schema` named one (this feature's state).
 struct Schema(Option<JsonAnswer>);
@@ -34,7 +35,7 @@ struct Schema(Option<JsonAnswer>);
 impl JsonAnswer {
     /// Reads and checks the schema file (`path` relative to the process's directory: where
     /// the user typed it).
-    pub(crate) fn load(path: &str) -> Result<JsonAnswer, CoreError> {
+    fn load(path: &str) -> Result<JsonAnswer, CoreError> {
         let usage = |why: String| CoreError::Usage(format!("--json-schema {path}: {why}"));
         let text = std::fs::read_to_string(path).map_err(|e| usage(format!("cannot read: {e}")))?;
         let schema: Value =
@@ -42,7 +43,7 @@ impl JsonAnswer {
         JsonAnswer::from_schema(schema).map_err(usage)
     }
 
-    pub(crate) fn from_schema(schema: Value) -> Result<JsonAnswer, String> {
+    fn from_schema(schema: Value) -> Result<JsonAnswer, String> {
         if !schema.is_object() && !schema.is_boolean() {
             return Err("a JSON Schema is an object (or true/false)".into());
         }
@@ -59,7 +60,7 @@ impl JsonAnswer {
     }
 
     /// The user note that states the format (sent with every turn's prompt).
-    pub(crate) fn instruction(&self) -> String {
+    fn instruction(&self) -> String {
         format!(
             "[answer format] Your final answer must be exactly one JSON document that is valid against this JSON Schema, with nothing before or after it (no prose, no code fence). Use tools first if the task needs them.\nSchema:\n{}",
             serde_json::to_string_pretty(&self.schema).unwrap_or_default()
@@ -67,7 +68,7 @@ impl JsonAnswer {
     }
 
     /// The validation errors of `text` (empty when it is a valid document), and the document.
-    pub(crate) fn check(&self, text: &str) -> (Option<Value>, Vec<String>) {
+    fn check(&self, text: &str) -> (Option<Value>, Vec<String>) {
         let Some(doc) = extract(text) else {
             return (
                 None,
@@ -123,109 +124,105 @@ fn extract(text: &str) -> Option<Value> {
         .flatten()
 }
 
-impl Session {
-    fn json_answer(&self) -> Option<&JsonAnswer> {
-        self.part::<Schema>().0.as_ref()
-    }
+fn json_answer(s: &Session) -> Option<&JsonAnswer> {
+    s.part::<Schema>().0.as_ref()
+}
 
-    fn response_format_setting(&self) -> String {
-        self.config
-            .get("model.response_format")
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_else(|| "auto".into())
-    }
+fn response_format_setting(s: &Session) -> String {
+    s.config()
+        .get("model.response_format")
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "auto".into())
+}
 
-    /// Suspends (or resumes) `--json-schema` for turns whose answer is not the final one.
-    fn suspend_json_answer(&self, on: bool) {
-        if let Some(ja) = self.json_answer() {
-            ja.suspended.store(on, Ordering::SeqCst);
-        }
-    }
-
-    /// The `[answer format]` note for a turn's prompt, with `--json-schema`.
-    fn json_answer_instruction(&self) -> Option<String> {
-        self.json_answer().map(JsonAnswer::instruction)
-    }
-
-    /// Adds `response_format` to a main-loop request when the schema and the setting ask.
-    fn apply_json_answer(&self, req: &mut ChatRequest) {
-        let Some(ja) = self.json_answer() else { return };
-        if ja.suspended.load(Ordering::SeqCst) {
-            return;
-        }
-        if ja.use_response_format(&self.response_format_setting()) {
-            req.extra.insert(
-                "response_format".into(),
-                json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": ja.schema, "strict": false}}),
-            );
-        }
-    }
-
-    /// With `auto`, an endpoint that rejects `response_format` (HTTP 400 naming it): the
-    /// session falls back to the instruction alone and the call is made again.
-    fn json_answer_refused(&self, e: &ModelError) -> bool {
-        let Some(ja) = self.json_answer() else {
-            return false;
-        };
-        let refused = matches!(e, ModelError::Http { status: 400 | 422, message, .. }
-            if message.contains("response_format") || message.contains("json_schema"));
-        if refused
-            && self.response_format_setting() == "auto"
-            && !ja.format_refused.swap(true, Ordering::SeqCst)
-        {
-            self.notice(
-                yuyao_protocol::NoticeLevel::Info,
-                "the model does not accept response_format; the JSON schema is asked by instruction",
-            );
-            return true;
-        }
-        false
-    }
-
-    /// Judges a final answer under `--json-schema` (`None` without one). `repairs` counts the
-    /// repair turns already given in this turn.
-    fn settle_json_answer(&self, text: &str, repairs: &mut u32) -> Option<Verdict> {
-        let ja = self
-            .json_answer()
-            .filter(|j| !j.suspended.load(Ordering::SeqCst))?;
-        let (doc, errors) = ja.check(text);
-        if errors.is_empty() {
-            let doc = doc.unwrap_or(Value::Null);
-            return Some(Verdict::Valid(
-                serde_json::to_string_pretty(&doc).unwrap_or_default(),
-            ));
-        }
-        let listed = errors
-            .iter()
-            .map(|e| format!("- {e}"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        self.lock().trajectory.record(
-            "json_schema_invalid",
-            json!({"errors": errors, "repair": *repairs}),
-        );
-        if *repairs == 0 {
-            *repairs += 1;
-            return Some(Verdict::Repair(format!(
-                "Your answer is not valid against the required JSON Schema:\n{listed}\nReply with only the corrected JSON document."
-            )));
-        }
-        Some(Verdict::Fail(format!(
-            "the answer is not valid against the JSON schema after one repair turn:\n{listed}"
-        )))
+/// Suspends (or resumes) `--json-schema` for turns whose answer is not the final one.
+fn suspend(s: &Session, on: bool) {
+    if let Some(ja) = json_answer(s) {
+        ja.suspended.store(on, Ordering::SeqCst);
     }
 }
 
-static FORMAT: crate::feature::AnswerFormat = crate::feature::AnswerFormat {
-    instruction: |s| s.json_answer_instruction(),
-    apply: |s, req| s.apply_json_answer(req),
-    refused: |s, e| s.json_answer_refused(e),
-    settle: |s, text, repairs| s.settle_json_answer(text, repairs),
-    suspend: |s, on| s.suspend_json_answer(on),
+/// The `[answer format]` note for a turn's prompt, with `--json-schema`.
+fn instruction(s: &Session) -> Option<String> {
+    json_answer(s).map(JsonAnswer::instruction)
+}
+
+/// Adds `response_format` to a main-loop request when the schema and the setting ask.
+fn apply(s: &Session, req: &mut ChatRequest) {
+    let Some(ja) = json_answer(s) else { return };
+    if ja.suspended.load(Ordering::SeqCst) {
+        return;
+    }
+    if ja.use_response_format(&response_format_setting(s)) {
+        req.extra.insert(
+            "response_format".into(),
+            json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": ja.schema, "strict": false}}),
+        );
+    }
+}
+
+/// With `auto`, an endpoint that rejects `response_format` (HTTP 400 naming it): the
+/// session falls back to the instruction alone and the call is made again.
+fn refused(s: &Session, e: &ModelError) -> bool {
+    let Some(ja) = json_answer(s) else {
+        return false;
+    };
+    let refused = matches!(e, ModelError::Http { status: 400 | 422, message, .. }
+        if message.contains("response_format") || message.contains("json_schema"));
+    if refused
+        && response_format_setting(s) == "auto"
+        && !ja.format_refused.swap(true, Ordering::SeqCst)
+    {
+        s.notice(
+            yuyao_protocol::NoticeLevel::Info,
+            "the model does not accept response_format; the JSON schema is asked by instruction",
+        );
+        return true;
+    }
+    false
+}
+
+/// Judges a final answer under `--json-schema` (`None` without one). `repairs` counts the
+/// repair turns already given in this turn.
+fn settle(s: &Session, text: &str, repairs: &mut u32) -> Option<Verdict> {
+    let ja = json_answer(s).filter(|j| !j.suspended.load(Ordering::SeqCst))?;
+    let (doc, errors) = ja.check(text);
+    if errors.is_empty() {
+        let doc = doc.unwrap_or(Value::Null);
+        return Some(Verdict::Valid(
+            serde_json::to_string_pretty(&doc).unwrap_or_default(),
+        ));
+    }
+    let listed = errors
+        .iter()
+        .map(|e| format!("- {e}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    s.lock().trajectory.record(
+        "json_schema_invalid",
+        json!({"errors": errors, "repair": *repairs}),
+    );
+    if *repairs == 0 {
+        *repairs += 1;
+        return Some(Verdict::Repair(format!(
+            "Your answer is not valid against the required JSON Schema:\n{listed}\nReply with only the corrected JSON document."
+        )));
+    }
+    Some(Verdict::Fail(format!(
+        "the answer is not valid against the JSON schema after one repair turn:\n{listed}"
+    )))
+}
+
+static FORMAT: AnswerFormat = AnswerFormat {
+    instruction,
+    apply,
+    refused,
+    settle,
+    suspend,
 };
 
-/// What this feature adds to a session (feature.rs): the schema is read and checked at open.
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+/// What this feature adds to a session: the schema is read and checked at open.
+pub static FEATURE: Feature = Feature {
     name: "json-answer",
     checked_state: Some(|o| {
         let schema = o
@@ -237,7 +234,7 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
         Ok(Box::new(Schema(schema)))
     }),
     answer_format: Some(&FORMAT),
-    ..crate::feature::Feature::NONE
+    ..Feature::NONE
 };
 
 #[cfg(test)]

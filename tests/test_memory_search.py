@@ -111,16 +111,26 @@ def test_no_memory_removes_the_tool(fake_llm, yuyao, env, repo):
     assert "memory-search" not in server.tool_names(1)
 
 
-# recall@3 of the hybrid each set must keep: the paraphrase set's target, and on the two
-# held-out sets what the IDF-weighted, centred vectors reach (0.875 on both; the plain token
-# means reached 0.775 and 0.850), so a change that loses a held-out paraphrase shows here.
-RECALL_FLOOR = {"memory_paraphrase": 0.95, "memory_heldout": 0.875, "memory_heldout2": 0.875}
-FIRST_KEYWORD_QUESTION = {"memory_heldout": "E1042", "memory_heldout2": "wasm-pack"}
+# recall@3 of the hybrid each set must keep: the paraphrase set's target, and on the
+# held-out sets what the IDF-weighted, centred vectors reach (0.875 on the first two, where the
+# plain token means reached 0.775 and 0.850; 0.750 on the third, written after them), so a
+# change that loses a held-out paraphrase shows here.
+RECALL_FLOOR = {
+    "memory_paraphrase": 0.95,
+    "memory_heldout": 0.875,
+    "memory_heldout2": 0.875,
+    "memory_heldout3": 0.75,
+}
+FIRST_KEYWORD_QUESTION = {
+    "memory_heldout": "E1042",
+    "memory_heldout2": "wasm-pack",
+    "memory_heldout3": "KRB5KDC_ERR_PREAUTH_FAILED",
+}
 
 
 @pytest.mark.parametrize("name", sorted(RECALL_FLOOR))
 def test_recall_of_the_hybrid_is_never_below_its_components(use_env, name):
-    """The bench's three sets (worded differently from their notes; the held-out ones also ask
+    """The bench's four sets (worded differently from their notes; the held-out ones also ask
     for identifiers and error codes): recall@3 of the hybrid and of each component alone."""
     use_env()
     sys.path.insert(0, str(ROOT / "benches"))

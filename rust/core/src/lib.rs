@@ -49,7 +49,6 @@ mod recovery;
 mod refs;
 mod repomap;
 
-mod rule_files;
 mod run_app;
 mod saved_session;
 mod session;
@@ -114,6 +113,5 @@ static FEATURES: &[&feature::Feature] = &[
     &cmd_background::FEATURE,
     &flow::FEATURE,
     &custom_commands::FEATURE,
-    &rule_files::FEATURE,
     &hook_run::FEATURE,
 ];

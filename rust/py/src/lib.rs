@@ -363,7 +363,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", yuyao_protocol::VERSION)?;
     // The features that live in crates of their own join the core's, one line each
     // (docs/ARCHITECTURE.md, "the kernel and the features registered with it").
-    yuyao_core::register_features(&[&yuyao_review::FEATURE, &yuyao_json_answer::FEATURE]);
+    let features: Vec<&'static yuyao_core::Feature> =
+        [&yuyao_review::FEATURE, &yuyao_json_answer::FEATURE]
+            .into_iter()
+            .chain(yuyao_extensions::FEATURES.iter().copied())
+            .collect();
+    yuyao_core::register_features(&features);
     // memory-search's shipped model: package data beside this module (yuyao/models/).
     if let Ok(file) = m
         .py()

@@ -6,12 +6,13 @@
 //! prefix stays as it was. A rule without any of these keys applies always, except Cursor's
 //! `alwaysApply: false` without globs (applied by hand in Cursor, not here).
 
-use crate::frontmatter::files_with_ext;
-use crate::session::Session;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use yuyao_core::{Feature, Session};
+use yuyao_extension_files::frontmatter::{self, files_with_ext};
+use yuyao_extension_files::instruction_files;
 use yuyao_protocol::NoticeLevel;
 
 pub struct RuleFile {
@@ -37,7 +38,7 @@ pub fn load(project: &Path) -> (Vec<RuleFile>, Vec<String>) {
     let mut rules = Vec::new();
     let mut warnings = Vec::new();
     for file in files {
-        let Some(text) = crate::instruction_files::read(&file, &[project]) else {
+        let Some(text) = instruction_files::read(&file, &[project]) else {
             continue;
         };
         match parse(&text, file.clone()) {
@@ -51,9 +52,9 @@ pub fn load(project: &Path) -> (Vec<RuleFile>, Vec<String>) {
 
 /// One rule file; `None` for one that never applies by itself.
 pub fn parse(text: &str, file: PathBuf) -> Result<Option<RuleFile>, String> {
-    let (fm, body) = crate::frontmatter::split(text)?;
-    let mut globs = crate::frontmatter::list(fm.get("paths"));
-    globs.extend(crate::frontmatter::list(fm.get("globs")));
+    let (fm, body) = frontmatter::split(text)?;
+    let mut globs = frontmatter::list(fm.get("paths"));
+    globs.extend(frontmatter::list(fm.get("globs")));
     let always_key = fm.get("alwaysApply").and_then(Value::as_bool);
     let always = always_key == Some(true) || (globs.is_empty() && always_key.is_none());
     if !always && globs.is_empty() {
@@ -88,111 +89,105 @@ impl RuleFile {
     }
 }
 
-impl Session {
-    fn rule_warnings(&self, warnings: Vec<String>) {
-        let fresh: Vec<String> = {
-            let mut st = self
-                .part::<Mutex<RuleState>>()
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            warnings
-                .into_iter()
-                .filter(|w| st.warned.insert(w.clone()))
-                .collect()
-        };
-        for w in fresh {
-            self.notice(NoticeLevel::Warning, format!("rules: {w}"));
-        }
-    }
-
-    /// Queues the rules that apply now and have not joined the context yet.
-    fn apply_rules(&self, pick: impl Fn(&RuleFile) -> Option<String>) {
-        let (rules, warnings) = load(&self.paths.project);
-        self.rule_warnings(warnings);
-        let mut notes = Vec::new();
-        {
-            let mut st = self
-                .part::<Mutex<RuleState>>()
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            for r in rules {
-                if st.applied.iter().any(|(f, _)| *f == r.file) {
-                    continue;
-                }
-                if let Some(why) = pick(&r) {
-                    let shown = r
-                        .file
-                        .strip_prefix(&self.paths.project)
-                        .unwrap_or(&r.file)
-                        .display()
-                        .to_string();
-                    notes.push(format!("Project rule {shown} ({why}):\n{}", r.body));
-                    st.applied.push((r.file, why));
-                }
-            }
-        }
-        if !notes.is_empty() {
-            self.lock().pending_notes.extend(notes);
-        }
-    }
-
-    /// At session open: the always-rules.
-    pub(crate) fn always_rules(&self) {
-        self.apply_rules(|r| r.always.then(|| "always applies".to_string()));
-    }
-
-    /// After a tool read or edited `paths`: the rules whose patterns match one of them.
-    pub(crate) fn rules_for_paths(&self, paths: &[PathBuf]) {
-        let rels: Vec<PathBuf> = paths
-            .iter()
-            .filter_map(|p| {
-                p.strip_prefix(&self.paths.project)
-                    .ok()
-                    .map(Path::to_path_buf)
-            })
-            .collect();
-        if rels.is_empty() {
-            return;
-        }
-        self.apply_rules(|r| {
-            rels.iter()
-                .find(|p| r.matches(p))
-                .map(|p| format!("matches {}", p.display()))
-        });
-    }
-
-    /// `/context list`'s lines about rules.
-    pub(crate) fn rules_context_lines(&self) -> String {
-        let st = self
+fn rule_warnings(s: &Session, warnings: Vec<String>) {
+    let fresh: Vec<String> = {
+        let mut st = s
             .part::<Mutex<RuleState>>()
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        if st.applied.is_empty() {
-            return String::new();
-        }
-        let mut out = String::from("\nrules in the context:\n");
-        for (f, why) in &st.applied {
-            let shown = f.strip_prefix(&self.paths.project).unwrap_or(f);
-            out.push_str(&format!("  {} ({why})\n", shown.display()));
-        }
-        out.trim_end().to_string()
+        warnings
+            .into_iter()
+            .filter(|w| st.warned.insert(w.clone()))
+            .collect()
+    };
+    for w in fresh {
+        s.notice(NoticeLevel::Warning, format!("rules: {w}"));
     }
 }
 
-/// What this feature adds to a session (feature.rs): the always-rules when the session has
+/// Queues the rules that apply now and have not joined the context yet.
+fn apply_rules(s: &Session, pick: impl Fn(&RuleFile) -> Option<String>) {
+    let (rules, warnings) = load(s.project_dir());
+    rule_warnings(s, warnings);
+    let mut notes = Vec::new();
+    {
+        let mut st = s
+            .part::<Mutex<RuleState>>()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for r in rules {
+            if st.applied.iter().any(|(f, _)| *f == r.file) {
+                continue;
+            }
+            if let Some(why) = pick(&r) {
+                let shown = r
+                    .file
+                    .strip_prefix(s.project_dir())
+                    .unwrap_or(&r.file)
+                    .display()
+                    .to_string();
+                notes.push(format!("Project rule {shown} ({why}):\n{}", r.body));
+                st.applied.push((r.file, why));
+            }
+        }
+    }
+    if !notes.is_empty() {
+        s.lock().pending_notes.extend(notes);
+    }
+}
+
+/// At session open: the always-rules.
+fn always_rules(s: &Session) {
+    apply_rules(s, |r| r.always.then(|| "always applies".to_string()));
+}
+
+/// After a tool read or edited `paths`: the rules whose patterns match one of them.
+fn rules_for_paths(s: &Session, paths: &[PathBuf]) {
+    let rels: Vec<PathBuf> = paths
+        .iter()
+        .filter_map(|p| p.strip_prefix(s.project_dir()).ok().map(Path::to_path_buf))
+        .collect();
+    if rels.is_empty() {
+        return;
+    }
+    apply_rules(s, |r| {
+        rels.iter()
+            .find(|p| r.matches(p))
+            .map(|p| format!("matches {}", p.display()))
+    });
+}
+
+/// `/context list`'s lines about rules.
+fn rules_context_lines(s: &Session) -> String {
+    let st = s
+        .part::<Mutex<RuleState>>()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if st.applied.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nrules in the context:\n");
+    for (f, why) in &st.applied {
+        let shown = f.strip_prefix(s.project_dir()).unwrap_or(f);
+        out.push_str(&format!("  {} ({why})\n", shown.display()));
+    }
+    out.trim_end().to_string()
+}
+
+/// What this feature adds to a session: the always-rules when the session has
 /// started, a path rule after a tool read or edited a matching file (not a search's hits),
 /// and the rules in the context in `/context`.
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: Feature = Feature {
     name: "rule-files",
     state: Some(|_| Box::new(Mutex::new(RuleState::default()))),
-    started: Some(|s| s.always_rules()),
+    started: Some(always_rules),
     after_run: Some(|s, name, _, action, _| {
         if !matches!(name, "grep" | "glob") {
-            s.rules_for_paths(&action.paths);
+            rules_for_paths(s, &action.paths);
         }
     }),
-    context_lines: Some(|s| s.rules_context_lines()),
-    ..crate::feature::Feature::NONE
+    context_lines: Some(rules_context_lines),
+    ..Feature::NONE
 };
 
 #[cfg(test)]

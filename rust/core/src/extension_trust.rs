@@ -108,7 +108,7 @@ impl Session {
     /// Project-provided executables may run: `-p` and agent_api say so in their options
     /// (unless `--no-project-extensions` / `project_extensions=False`), run_agent.sh never,
     /// the TUI once the project is trusted.
-    pub(crate) fn project_extensions_allowed(&self) -> bool {
+    pub fn project_extensions_allowed(&self) -> bool {
         if self.opts.no_project_extensions {
             return false;
         }
@@ -165,7 +165,7 @@ impl Session {
     /// After a tool batch: extension files that appeared or changed were written by the agent
     /// (or something it started). They are marked at once, so no later blanket trust approves
     /// them unseen, and the user is told.
-    pub(crate) fn note_agent_extension_writes(&self) {
+    pub fn note_agent_extension_writes(&self) {
         let now = snapshot(&self.paths.home, &self.paths.project);
         let fresh: Vec<(PathBuf, String)> = {
             let Ok(mut seen) = self.ext_seen.lock() else {

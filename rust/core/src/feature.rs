@@ -540,7 +540,7 @@ pub fn register(features: &[&'static Feature]) -> bool {
 /// Every feature of this build, in registration order (the order of their tools in a
 /// request, of their commands in `/help`, of their close hooks): the core's own, then the
 /// registered ones.
-pub(crate) fn all() -> impl Iterator<Item = &'static Feature> + Clone {
+pub fn all() -> impl Iterator<Item = &'static Feature> + Clone {
     crate::FEATURES
         .iter()
         .copied()

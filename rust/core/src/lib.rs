@@ -30,7 +30,6 @@ mod flow;
 use yuyao_extension_files::frontmatter;
 mod handler;
 mod headless;
-mod hook_run;
 use yuyao_extension_files::hooks;
 use yuyao_extension_files::instruction_files;
 mod listening;
@@ -75,10 +74,12 @@ mod workdirs;
 pub use commands::{Command, Handler as CommandHandler};
 pub use feature::{
     AnswerFormat, BeforeCompact, BesideOutcomes, Feature, FeatureTools, Opening, ReplyStep,
-    ResearchEnd, ServerTools, Settled, TurnHooks, register as register_features,
+    ResearchEnd, ServerTools, Settled, StopGate, TurnHooks, all as features,
+    register as register_features,
 };
 pub use handler::Handler;
 pub use headless::{HeadlessRequest, run_headless};
+pub use process_profile::{Origin, ProcessKind};
 pub use session::State;
 pub use session::{CoreError, Session, TurnSummary};
 pub use settings::config_keys_json;
@@ -113,5 +114,4 @@ static FEATURES: &[&feature::Feature] = &[
     &cmd_background::FEATURE,
     &flow::FEATURE,
     &custom_commands::FEATURE,
-    &hook_run::FEATURE,
 ];

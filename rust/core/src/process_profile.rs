@@ -17,7 +17,7 @@ use yuyao_protocol::{NetworkAccess, SandboxLevel};
 
 /// What yuyao starts besides the agent's own commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ProcessKind {
+pub enum ProcessKind {
     Hook,
     McpServer,
     LanguageServer,
@@ -54,7 +54,7 @@ impl ProcessKind {
 
 /// Where the configuration that names the program comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Origin {
+pub enum Origin {
     /// `~/.yuyao/…`: the user's own file.
     User,
     /// The repository (or anything the agent could have written).
@@ -110,7 +110,7 @@ impl Session {
     }
 
     /// How a process of `kind` from `origin` is confined (read at every start).
-    pub(crate) fn process_confinement(&self, kind: ProcessKind, origin: Origin) -> Confinement {
+    pub fn process_confinement(&self, kind: ProcessKind, origin: Origin) -> Confinement {
         let mut base = self.ctx.confinement();
         if kind == ProcessKind::App {
             // An app is a server: it must listen, which `--network off` forbids outright (the
@@ -143,7 +143,7 @@ impl Session {
     /// Caches of a confined process go to the session's scratch folder (writable at every
     /// level): `~/.cache` is read-only in the sandbox (jedi, under pylsp, failed every
     /// definition on it).
-    pub(crate) fn cache_env(
+    pub fn cache_env(
         &self,
         c: &Confinement,
     ) -> Vec<(std::ffi::OsString, Option<std::ffi::OsString>)> {

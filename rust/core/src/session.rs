@@ -666,6 +666,26 @@ impl Session {
         &self.config
     }
 
+    /// The options the session was opened with.
+    pub fn options(&self) -> &SessionOptions {
+        &self.opts
+    }
+
+    /// Where yuyao keeps its files for this session (`~/.yuyao/`, the project root).
+    pub fn paths(&self) -> &Paths {
+        &self.paths
+    }
+
+    /// The session is a sub-agent (its prompts are its parent model's, not the user's).
+    pub fn is_sub_agent(&self) -> bool {
+        self.agents.is_child()
+    }
+
+    /// Variables every program the session starts gets (pager off, no git prompts, …).
+    pub fn program_env(&self) -> &[(&'static str, &'static str)] {
+        &self.ctx.env
+    }
+
     /// The project's root folder.
     pub fn project_dir(&self) -> &std::path::Path {
         &self.paths.project

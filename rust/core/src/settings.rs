@@ -304,7 +304,7 @@ impl Session {
 
 /// Whether a kind of extension is on (`/features`, `features.<kind>`).
 impl Session {
-    pub(crate) fn feature_enabled(&self, kind: &str) -> bool {
+    pub fn feature_enabled(&self, kind: &str) -> bool {
         self.config
             .get(&format!("features.{kind}"))
             .and_then(|v| v.as_bool())

@@ -5,12 +5,11 @@
 //! kills its process group, and dies with yuyao. Project hooks run only where the project's executables may
 //! (`Session::project_extensions_allowed`); `features.hooks = false` makes every hook inert.
 
-use crate::hooks::{self, Hook, HookEvent, HookSource, Permission, Reply};
-use crate::process_profile::{Origin, ProcessKind};
-use crate::session::{CoreError, Session};
 use serde_json::{Value, json};
 use std::io::Write as _;
 use std::time::{Duration, Instant};
+use yuyao_core::{Command, CoreError, Feature, Origin, ProcessKind, Session, StopGate};
+use yuyao_extension_files::hooks::{self, Hook, HookEvent, HookSource, Permission, Reply};
 use yuyao_policy::sandbox::{self, Launch};
 use yuyao_protocol::NoticeLevel;
 
@@ -79,7 +78,7 @@ fn not_started(why: String) -> HookRun {
 /// `bash -c <hook>` in the project root, its own process group (a timeout kills everything
 /// it started), stdin/stdout/stderr the given pipe ends.
 fn hook_launch(s: &Session, hook: &Hook, pipes: HookPipes) -> Launch {
-    let dir = s.paths.project.clone();
+    let dir = s.paths().project.clone();
     let mut launch = Launch::new("bash", &["-c", &hook.command], &dir);
     launch.process_group = true;
     for (k, v) in [
@@ -88,7 +87,7 @@ fn hook_launch(s: &Session, hook: &Hook, pipes: HookPipes) -> Launch {
         ("GIT_TERMINAL_PROMPT", "0"),
     ]
     .into_iter()
-    .chain(s.ctx.env.iter().copied())
+    .chain(s.program_env().iter().copied())
     {
         launch.env.push((k.into(), Some(v.into())));
     }
@@ -198,261 +197,273 @@ pub struct Outcome {
     pub failures: Vec<String>,
 }
 
-impl Session {
-    fn hook_state(&self) -> &std::sync::Mutex<HookState> {
-        self.part::<std::sync::Mutex<HookState>>()
+fn hook_state(s: &Session) -> &std::sync::Mutex<HookState> {
+    s.part::<std::sync::Mutex<HookState>>()
+}
+
+/// Loads the hook files (at session open); problems become warnings. Returns what the
+/// project's hooks would run while they wait for the user's trust (the TUI's trust
+/// prompt shows it).
+fn load_hooks(s: &Session) -> Vec<String> {
+    // With project extensions on, a project hook file loads only from approved bytes
+    // (hashed as parsed); off, its hooks are kept for the trust prompt and never run.
+    let gate = s.project_extensions_allowed();
+    let approved = |f: &std::path::Path, bytes: &[u8]| {
+        !gate || yuyao_store::trust::bytes_approved(s.paths(), f, bytes)
+    };
+    let (mut list, warnings) = hooks::load_if(&s.paths().home, &s.paths().project, &approved);
+    // Features' hooks (plugins'): whether they run is asked at every event.
+    for more in yuyao_core::features().filter_map(|f| f.hooks) {
+        list.extend(more(s));
     }
-
-    /// Loads the hook files (at session open); problems become warnings. Returns what the
-    /// project's hooks would run while they wait for the user's trust (the TUI's trust
-    /// prompt shows it).
-    fn load_hooks(&self) -> Vec<String> {
-        // With project extensions on, a project hook file loads only from approved bytes
-        // (hashed as parsed); off, its hooks are kept for the trust prompt and never run.
-        let gate = self.project_extensions_allowed();
-        let approved = |f: &std::path::Path, bytes: &[u8]| {
-            !gate || yuyao_store::trust::bytes_approved(&self.paths, f, bytes)
-        };
-        let (mut list, warnings) = hooks::load_if(&self.paths.home, &self.paths.project, &approved);
-        // Features' hooks (plugins'): whether they run is asked at every event.
-        for more in crate::feature::hooks(|f| f.hooks) {
-            list.extend(more(self));
-        }
-        for w in warnings {
-            self.notice(NoticeLevel::Warning, format!("hooks: {w}"));
-        }
-        // A project's hook file acts only as the content the user approved (§8); while
-        // project extensions are off its hooks are kept for the trust prompt below.
-
-        let waiting =
-            if self.opts.project_extensions.is_none() && !self.project_extensions_allowed() {
-                list.iter()
-                    .filter(|h| h.source == HookSource::Project)
-                    .map(|h| format!("{} hook runs `{}`", h.event.name(), h.raw))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-        let off = disabled_keys(&self.paths.home);
-        let mut list = list;
-        for h in &mut list {
-            h.enabled = !off.contains(&key(h));
-        }
-        if let Ok(mut h) = self.hook_state().lock() {
-            h.list = list;
-        }
-        waiting
+    for w in warnings {
+        s.notice(NoticeLevel::Warning, format!("hooks: {w}"));
     }
+    // A project's hook file acts only as the content the user approved (§8); while
+    // project extensions are off its hooks are kept for the trust prompt below.
 
-    fn active_hooks(&self, event: HookEvent, tool: Option<&str>) -> Vec<Hook> {
-        if !self.feature_enabled("hooks") {
-            return Vec::new();
-        }
-        let project_ok = self.project_extensions_allowed();
-        let Ok(h) = self.hook_state().lock() else {
-            return Vec::new();
-        };
-        h.list
-            .iter()
-            .filter(|h| h.event == event && h.enabled && h.applies_to(tool))
-            .filter(|h| h.source == HookSource::User || project_ok)
-            .filter(|h| self.hook_file_active(&h.file))
-            .cloned()
+    let waiting = if s.options().project_extensions.is_none() && !s.project_extensions_allowed() {
+        list.iter()
+            .filter(|h| h.source == HookSource::Project)
+            .map(|h| format!("{} hook runs `{}`", h.event.name(), h.raw))
             .collect()
+    } else {
+        Vec::new()
+    };
+    let off = disabled_keys(&s.paths().home);
+    let mut list = list;
+    for h in &mut list {
+        h.enabled = !off.contains(&key(h));
     }
-
-    /// Whether a hook read from `file` may run now (a feature's, e.g. its plugin is on).
-    fn hook_file_active(&self, file: &std::path::Path) -> bool {
-        crate::feature::hooks(|f| f.hook_active).all(|active| active(self, file))
+    if let Ok(mut h) = hook_state(s).lock() {
+        h.list = list;
     }
+    waiting
+}
 
-    /// Runs the hooks of `event` (for `tool`, if any) in order and combines their replies.
-    fn run_hooks(&self, event: HookEvent, tool: Option<&str>, extra: Value) -> Outcome {
-        let list = self.active_hooks(event, tool);
-        let mut outcome = Outcome::default();
-        if list.is_empty() {
-            return outcome;
-        }
-        let mut input = json!({
-            "hook_event_name": event.name(),
-            "session_id": self.id,
-            "cwd": self.cwd(),
-            "project_dir": self.paths.project.display().to_string(),
-        });
-        if let (Some(obj), Value::Object(more)) = (input.as_object_mut(), extra) {
-            obj.extend(more);
-        }
-        for hook in list {
-            let t0 = Instant::now();
-            let run = run_command(self, &hook, &input);
-            let reply: Reply = hooks::read_reply(run.exit, &run.stdout, &run.stderr);
-            self.lock().trajectory.record(
-                "hook",
-                json!({"event": event.name(), "command": hook.raw, "source": hook.source.label(),
-                       "exit_code": run.exit, "timed_out": run.timed_out,
-                       "permission": reply.permission.map(|p| format!("{p:?}").to_lowercase()),
-                       "output": run.output(), "ms": t0.elapsed().as_millis() as u64}),
-            );
-            let label = format!(
-                "{} hook `{}` ({})",
-                event.name(),
-                hook.raw,
-                hook.source.label()
-            );
-            let errored = run.timed_out || run.exit != Some(0);
-            // A Claude Code settings hook blocks only by exit 2 or a block decision (both read
-            // as Deny); any other error is Claude Code's "non-blocking error": warned about.
-            let failed =
-                reply.permission == Some(Permission::Deny) || (errored && !hook.claude_settings);
-            if failed {
-                let why = if reply.reason.is_empty() {
-                    run.output()
-                } else {
-                    reply.reason.clone()
-                };
-                outcome.failures.push(format!("{label}: {why}"));
-            }
-            if errored && reply.permission != Some(Permission::Deny) {
-                let how = match (run.timed_out, run.exit) {
-                    (true, _) => format!("timed out after {} s", hook.timeout.as_secs_f64()),
-                    (_, Some(c)) => format!("exited with {c}"),
-                    (_, None) => "was killed".into(),
-                };
-                self.notice(
-                    NoticeLevel::Warning,
-                    format!("{label} {how}: {}", run.output()),
-                );
-            }
-            if reply.permission.is_some() && reply.permission >= outcome.permission {
-                if reply.permission > outcome.permission {
-                    outcome.reason.clear();
-                }
-                outcome.permission = reply.permission;
-                if !reply.reason.is_empty() {
-                    if !outcome.reason.is_empty() {
-                        outcome.reason.push_str("; ");
-                    }
-                    outcome.reason.push_str(&reply.reason);
-                }
-            }
-            if !reply.context.is_empty() && run.exit == Some(0) {
-                outcome.context.push(reply.context);
-            }
-        }
-        outcome
+fn active_hooks(s: &Session, event: HookEvent, tool: Option<&str>) -> Vec<Hook> {
+    if !s.feature_enabled("hooks") {
+        return Vec::new();
     }
+    let project_ok = s.project_extensions_allowed();
+    let Ok(h) = hook_state(s).lock() else {
+        return Vec::new();
+    };
+    h.list
+        .iter()
+        .filter(|h| h.event == event && h.enabled && h.applies_to(tool))
+        .filter(|h| h.source == HookSource::User || project_ok)
+        .filter(|h| hook_file_active(s, &h.file))
+        .cloned()
+        .collect()
+}
 
-    /// PreToolUse (every tool) and beforeShellExecution (commands): a permission to apply
-    /// on top of the policy's decision, with the hooks' reason.
-    fn tool_hooks(
-        &self,
-        tool: &str,
-        args: &Value,
-        command: Option<&str>,
-    ) -> Option<(Permission, String)> {
-        let shown = hooks::claude_name(tool).unwrap_or(tool);
-        let mut out = self.run_hooks(
-            HookEvent::PreToolUse,
-            Some(tool),
-            json!({"tool_name": shown, "yuyao_tool": tool, "tool_input": args}),
+/// Whether a hook read from `file` may run now (a feature's, e.g. its plugin is on).
+fn hook_file_active(s: &Session, file: &std::path::Path) -> bool {
+    yuyao_core::features()
+        .filter_map(|f| f.hook_active)
+        .all(|active| active(s, file))
+}
+
+/// Runs the hooks of `event` (for `tool`, if any) in order and combines their replies.
+fn run_hooks(s: &Session, event: HookEvent, tool: Option<&str>, extra: Value) -> Outcome {
+    let list = active_hooks(s, event, tool);
+    let mut outcome = Outcome::default();
+    if list.is_empty() {
+        return outcome;
+    }
+    let mut input = json!({
+        "hook_event_name": event.name(),
+        "session_id": s.id,
+        "cwd": s.cwd(),
+        "project_dir": s.paths().project.display().to_string(),
+    });
+    if let (Some(obj), Value::Object(more)) = (input.as_object_mut(), extra) {
+        obj.extend(more);
+    }
+    for hook in list {
+        let t0 = Instant::now();
+        let run = run_command(s, &hook, &input);
+        let reply: Reply = hooks::read_reply(run.exit, &run.stdout, &run.stderr);
+        s.lock().trajectory.record(
+            "hook",
+            json!({"event": event.name(), "command": hook.raw, "source": hook.source.label(),
+                   "exit_code": run.exit, "timed_out": run.timed_out,
+                   "permission": reply.permission.map(|p| format!("{p:?}").to_lowercase()),
+                   "output": run.output(), "ms": t0.elapsed().as_millis() as u64}),
         );
-        if let Some(cmd) = command
-            && out.permission != Some(Permission::Deny)
-        {
-            let shell = self.run_hooks(
-                HookEvent::BeforeShellExecution,
-                Some(tool),
-                json!({"command": cmd, "tool_name": shown, "yuyao_tool": tool, "tool_input": args}),
+        let label = format!(
+            "{} hook `{}` ({})",
+            event.name(),
+            hook.raw,
+            hook.source.label()
+        );
+        let errored = run.timed_out || run.exit != Some(0);
+        // A Claude Code settings hook blocks only by exit 2 or a block decision (both read
+        // as Deny); any other error is Claude Code's "non-blocking error": warned about.
+        let failed =
+            reply.permission == Some(Permission::Deny) || (errored && !hook.claude_settings);
+        if failed {
+            let why = if reply.reason.is_empty() {
+                run.output()
+            } else {
+                reply.reason.clone()
+            };
+            outcome.failures.push(format!("{label}: {why}"));
+        }
+        if errored && reply.permission != Some(Permission::Deny) {
+            let how = match (run.timed_out, run.exit) {
+                (true, _) => format!("timed out after {} s", hook.timeout.as_secs_f64()),
+                (_, Some(c)) => format!("exited with {c}"),
+                (_, None) => "was killed".into(),
+            };
+            s.notice(
+                NoticeLevel::Warning,
+                format!("{label} {how}: {}", run.output()),
             );
-            if shell.permission > out.permission {
-                out = shell;
+        }
+        if reply.permission.is_some() && reply.permission >= outcome.permission {
+            if reply.permission > outcome.permission {
+                outcome.reason.clear();
+            }
+            outcome.permission = reply.permission;
+            if !reply.reason.is_empty() {
+                if !outcome.reason.is_empty() {
+                    outcome.reason.push_str("; ");
+                }
+                outcome.reason.push_str(&reply.reason);
             }
         }
-        let p = out.permission?;
-        let reason = if out.reason.is_empty() {
-            "a hook said so".to_string()
+        if !reply.context.is_empty() && run.exit == Some(0) {
+            outcome.context.push(reply.context);
+        }
+    }
+    outcome
+}
+
+/// PreToolUse (every tool) and beforeShellExecution (commands): a permission to apply
+/// on top of the policy's decision, with the hooks' reason.
+fn tool_hooks(
+    s: &Session,
+    tool: &str,
+    args: &Value,
+    command: Option<&str>,
+) -> Option<(Permission, String)> {
+    let shown = hooks::claude_name(tool).unwrap_or(tool);
+    let mut out = run_hooks(
+        s,
+        HookEvent::PreToolUse,
+        Some(tool),
+        json!({"tool_name": shown, "yuyao_tool": tool, "tool_input": args}),
+    );
+    if let Some(cmd) = command
+        && out.permission != Some(Permission::Deny)
+    {
+        let shell = run_hooks(
+            s,
+            HookEvent::BeforeShellExecution,
+            Some(tool),
+            json!({"command": cmd, "tool_name": shown, "yuyao_tool": tool, "tool_input": args}),
+        );
+        if shell.permission > out.permission {
+            out = shell;
+        }
+    }
+    let p = out.permission?;
+    let reason = if out.reason.is_empty() {
+        "a hook said so".to_string()
+    } else {
+        out.reason
+    };
+    Some((p, reason))
+}
+
+/// PostToolUse: what the hooks say about a tool's result, for the model.
+fn post_tool_hooks(s: &Session, tool: &str, args: &Value, ok: bool, output: &str) -> String {
+    let shown = hooks::claude_name(tool).unwrap_or(tool);
+    let out = run_hooks(
+        s,
+        HookEvent::PostToolUse,
+        Some(tool),
+        json!({"tool_name": shown, "yuyao_tool": tool, "tool_input": args,
+               "tool_response": {"ok": ok, "output": output}}),
+    );
+    let mut lines = out.context;
+    if out.permission == Some(Permission::Deny) && !out.reason.is_empty() {
+        lines.push(out.reason);
+    }
+    lines.join("\n")
+}
+
+/// UserPromptSubmit: `Err(reason)` blocks the prompt; `Ok` carries context to add.
+fn prompt_hooks(s: &Session, prompt: &str) -> Result<Vec<String>, String> {
+    // A sub-agent's prompt is the model's, not the user's; its tool calls still pass
+    // PreToolUse hooks.
+    if s.is_sub_agent() {
+        return Ok(Vec::new());
+    }
+    let out = run_hooks(
+        s,
+        HookEvent::UserPromptSubmit,
+        None,
+        json!({"prompt": prompt}),
+    );
+    if out.permission == Some(Permission::Deny) {
+        return Err(if out.reason.is_empty() {
+            "a UserPromptSubmit hook blocked it".into()
         } else {
             out.reason
-        };
-        Some((p, reason))
+        });
     }
+    Ok(out.context)
+}
 
-    /// PostToolUse: what the hooks say about a tool's result, for the model.
-    fn post_tool_hooks(&self, tool: &str, args: &Value, ok: bool, output: &str) -> String {
-        let shown = hooks::claude_name(tool).unwrap_or(tool);
-        let out = self.run_hooks(
-            HookEvent::PostToolUse,
-            Some(tool),
-            json!({"tool_name": shown, "yuyao_tool": tool, "tool_input": args,
-                   "tool_response": {"ok": ok, "output": output}}),
-        );
-        let mut lines = out.context;
-        if out.permission == Some(Permission::Deny) && !out.reason.is_empty() {
-            lines.push(out.reason);
-        }
-        lines.join("\n")
+/// Stop: the failing quality gates' output, if any gate failed.
+fn stop_hooks(s: &Session, answer: &str, blocks_so_far: u32) -> Option<String> {
+    // Stop hooks gate the session's answer to the user, not a sub-agent's report.
+    if s.is_sub_agent() {
+        return None;
     }
+    let out = run_hooks(
+        s,
+        HookEvent::Stop,
+        None,
+        json!({"last_assistant_message": answer, "stop_hook_active": blocks_so_far > 0}),
+    );
+    (!out.failures.is_empty()).then(|| out.failures.join("\n"))
+}
 
-    /// UserPromptSubmit: `Err(reason)` blocks the prompt; `Ok` carries context to add.
-    fn prompt_hooks(&self, prompt: &str) -> Result<Vec<String>, String> {
-        // A sub-agent's prompt is the model's, not the user's; its tool calls still pass
-        // PreToolUse hooks.
-        if self.agents.is_child() {
-            return Ok(Vec::new());
-        }
-        let out = self.run_hooks(HookEvent::UserPromptSubmit, None, json!({"prompt": prompt}));
-        if out.permission == Some(Permission::Deny) {
-            return Err(if out.reason.is_empty() {
-                "a UserPromptSubmit hook blocked it".into()
-            } else {
-                out.reason
-            });
-        }
-        Ok(out.context)
+/// How many times Stop gates may send the model back to work in one turn.
+fn max_stop_blocks(s: &Session) -> u32 {
+    s.config()
+        .get("hooks.max_stop_blocks")
+        .and_then(|v| v.as_integer())
+        .unwrap_or(DEFAULT_MAX_STOP_BLOCKS)
+        .max(0) as u32
+}
+
+/// SessionStart: its context reaches the model before the first call.
+fn session_start_hooks(s: &Session) {
+    let out = run_hooks(
+        s,
+        HookEvent::SessionStart,
+        None,
+        json!({"source": "startup"}),
+    );
+    if !out.context.is_empty() {
+        s.lock().pending_notes.push(out.context.join("\n"));
     }
+}
 
-    /// Stop: the failing quality gates' output, if any gate failed.
-    fn stop_hooks(&self, answer: &str, blocks_so_far: u32) -> Option<String> {
-        // Stop hooks gate the session's answer to the user, not a sub-agent's report.
-        if self.agents.is_child() {
-            return None;
-        }
-        let out = self.run_hooks(
-            HookEvent::Stop,
-            None,
-            json!({"last_assistant_message": answer, "stop_hook_active": blocks_so_far > 0}),
-        );
-        (!out.failures.is_empty()).then(|| out.failures.join("\n"))
-    }
-
-    /// How many times Stop gates may send the model back to work in one turn.
-    fn max_stop_blocks(&self) -> u32 {
-        self.config
-            .get("hooks.max_stop_blocks")
-            .and_then(|v| v.as_integer())
-            .unwrap_or(DEFAULT_MAX_STOP_BLOCKS)
-            .max(0) as u32
-    }
-
-    /// SessionStart: its context reaches the model before the first call.
-    fn session_start_hooks(&self) {
-        let out = self.run_hooks(HookEvent::SessionStart, None, json!({"source": "startup"}));
-        if !out.context.is_empty() {
-            self.lock().pending_notes.push(out.context.join("\n"));
-        }
-    }
-
-    /// SessionEnd, once.
-    fn session_end_hooks(&self) {
-        let first = self
-            .hook_state()
-            .lock()
-            .map(|mut h| !std::mem::replace(&mut h.ended, true))
-            .unwrap_or(false);
-        if first {
-            self.run_hooks(HookEvent::SessionEnd, None, json!({"reason": "exit"}));
-            self.note_agent_extension_writes();
-        }
+/// SessionEnd, once.
+fn session_end_hooks(s: &Session) {
+    let first = hook_state(s)
+        .lock()
+        .map(|mut h| !std::mem::replace(&mut h.ended, true))
+        .unwrap_or(false);
+    if first {
+        run_hooks(s, HookEvent::SessionEnd, None, json!({"reason": "exit"}));
+        s.note_agent_extension_writes();
     }
 }
 
@@ -496,7 +507,7 @@ fn save_disabled(home: &std::path::Path, k: &str, on: bool) -> std::io::Result<(
 // /hooks
 
 /// `/hooks [list] | enable <n> | disable <n>`: the hooks by event, with their source and file.
-pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
+fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let pick = |args: &[String], on: bool| -> Result<String, CoreError> {
         let [_, n] = args else {
             return Err(CoreError::Usage(
@@ -506,8 +517,7 @@ pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         let i: usize = n.trim_start_matches('#').parse().map_err(|_| {
             CoreError::Usage(format!("'{n}' is not a hook number (see /hooks list)"))
         })?;
-        let mut h = s
-            .hook_state()
+        let mut h = hook_state(s)
             .lock()
             .map_err(|_| CoreError::Failed("hooks unavailable".into()))?;
         let hook = i
@@ -518,12 +528,12 @@ pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         let k = key(hook);
         let (event, raw) = (hook.event.name(), hook.raw.clone());
         drop(h);
-        save_disabled(&s.paths.home, &k, on)
+        save_disabled(&s.paths().home, &k, on)
             .map_err(|e| CoreError::Failed(format!("cannot save the choice: {e}")))?;
         Ok(format!(
             "hook #{i} ({event} `{raw}`) {} (saved in {})",
             if on { "enabled" } else { "disabled" },
-            disabled_file(&s.paths.home).display()
+            disabled_file(&s.paths().home).display()
         ))
     };
     match args.first().map(String::as_str) {
@@ -532,26 +542,27 @@ pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         Some("disable") | Some("off") => pick(args, false),
         Some("approve") => {
             // The user's explicit approval of the held hook and plugin files as they are.
-            let held: Vec<std::path::PathBuf> = crate::extension_trust::held_files(&s.paths)
+            let held: Vec<std::path::PathBuf> = yuyao_core::extension_trust::held_files(s.paths())
                 .into_iter()
                 .map(|(f, _)| f)
                 .filter(|f| {
-                    crate::feature::hooks(|f| f.hook_files)
-                        .any(|files| files(&s.paths.home, &s.paths.project).contains(f))
-                        || hooks::files(&s.paths.home, &s.paths.project)
+                    yuyao_core::features()
+                        .filter_map(|f| f.hook_files)
+                        .any(|files| files(&s.paths().home, &s.paths().project).contains(f))
+                        || hooks::files(&s.paths().home, &s.paths().project)
                             .iter()
                             .any(|(p, _)| p == f)
                 })
                 .collect();
-            let files: Vec<String> = yuyao_store::trust::approve(&s.paths, &held)
+            let files: Vec<String> = yuyao_store::trust::approve(s.paths(), &held)
                 .map_err(|e| CoreError::Failed(format!("cannot record the approval: {e}")))?
                 .iter()
-                .map(|f| crate::extension_trust::shown(&s.paths.project, f))
+                .map(|f| yuyao_core::extension_trust::shown(&s.paths().project, f))
                 .collect();
             if files.is_empty() {
                 return Ok("no hook file of this project is held for review".into());
             }
-            s.load_hooks();
+            load_hooks(s);
             Ok(format!(
                 "approved: {} (their hooks run from now on)",
                 files.join(", ")
@@ -565,7 +576,7 @@ pub(crate) fn hooks_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
 
 fn hooks_list(s: &Session) -> String {
     let project_ok = s.project_extensions_allowed();
-    let h = match s.hook_state().lock() {
+    let h = match hook_state(s).lock() {
         Ok(h) => h.list.clone(),
         Err(_) => Vec::new(),
     };
@@ -576,7 +587,7 @@ fn hooks_list(s: &Session) -> String {
     if h.is_empty() {
         out.push(format!(
             "no hooks; files read: {}",
-            hooks::files(&s.paths.home, &s.paths.project)
+            hooks::files(&s.paths().home, &s.paths().project)
                 .iter()
                 .map(|(p, _)| p.display().to_string())
                 .collect::<Vec<_>>()
@@ -592,7 +603,7 @@ fn hooks_list(s: &Session) -> String {
             .map(|(i, x)| {
                 let state = if !x.enabled {
                     "disabled"
-                } else if !s.hook_file_active(&x.file) {
+                } else if !hook_file_active(s, &x.file) {
                     "not run: its plugin is off"
                 } else if x.source == HookSource::Project && !project_ok {
                     "not run: project not trusted"
@@ -622,32 +633,33 @@ fn hooks_list(s: &Session) -> String {
     out.join("\n")
 }
 
-static STOP: crate::feature::StopGate = crate::feature::StopGate {
-    check: |s, answer, blocks| s.stop_hooks(answer, blocks),
-    max: |s| s.max_stop_blocks(),
+static STOP: StopGate = StopGate {
+    check: stop_hooks,
+    max: max_stop_blocks,
 };
 
-/// What this feature adds to a session (feature.rs): the hook files loaded at open (and
+/// What this feature adds to a session: the hook files loaded at open (and
 /// after `/trust`), PreToolUse/beforeShellExecution verdicts and PostToolUse feedback in the
 /// tool pipeline, UserPromptSubmit and Stop gates in the turn, PreCompact, SessionStart once
 /// the session has started, SessionEnd when it closes; `/hooks`.
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: Feature = Feature {
     name: "hooks",
-    commands: &[crate::commands::cmd!(
-        "hooks",
-        [],
-        "[list | enable <n> | disable <n> | approve]",
-        "lifecycle hooks (hooks.json) by event and source",
-        Some(hooks_cmd)
-    )],
+    commands: &[Command {
+        name: "hooks",
+        aliases: &[],
+        usage: "[list | enable <n> | disable <n> | approve]",
+        help: "lifecycle hooks (hooks.json) by event and source",
+        run: Some(hooks_cmd),
+    }],
     state: Some(|_| Box::new(std::sync::Mutex::new(HookState::default()))),
-    load_extensions: Some(|s| s.load_hooks()),
-    tool_verdict: Some(|s, tool, args, command| s.tool_hooks(tool, args, command)),
-    tool_feedback: Some(|s, tool, args, ok, output| s.post_tool_hooks(tool, args, ok, output)),
-    prompt_gate: Some(|s, prompt| s.prompt_hooks(prompt)),
+    load_extensions: Some(load_hooks),
+    tool_verdict: Some(tool_hooks),
+    tool_feedback: Some(post_tool_hooks),
+    prompt_gate: Some(prompt_hooks),
     stop_gate: Some(&STOP),
     compacting: Some(|s, focus| {
-        s.run_hooks(
+        run_hooks(
+            s,
             HookEvent::PreCompact,
             None,
             json!({"trigger": if focus.is_some() { "manual" } else { "auto" }, "custom_instructions": focus}),
@@ -655,14 +667,14 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     }),
     // One-shot sub-commands (`yuyao config …`) are not sessions a hook should see.
     started: Some(|s| {
-        if !s.opts.no_session {
-            s.session_start_hooks();
+        if !s.options().no_session {
+            session_start_hooks(s);
         }
     }),
     close: Some(|s| {
-        if !s.opts.no_session {
-            s.session_end_hooks();
+        if !s.options().no_session {
+            session_end_hooks(s);
         }
     }),
-    ..crate::feature::Feature::NONE
+    ..Feature::NONE
 };

@@ -503,18 +503,22 @@ impl Session {
     /// byte (its stubs are not listed: `/context detail` lists them).
     pub(crate) fn next_request_cached(&self) -> ChatRequest {
         let parts = self.request_parts();
-        let mut st = self.lock();
-        let st = &mut *st;
-        let tools = crate::tool_defer::with_loaded(parts.sent, &parts.deferred, &st.history);
-        let mut req = st.request_cache.request(
-            &st.history,
-            &st.repo_maps,
-            &parts.system,
-            parts.batch_chars,
-            tools,
-        );
-        req.stream = st.stream;
-        req.reasoning_effort = crate::turn::effort(st.thinking);
+        let mut req = {
+            let mut guard = self.lock();
+            let st = &mut *guard;
+            let tools = crate::tool_defer::with_loaded(parts.sent, &parts.deferred, &st.history);
+            let mut req = st.request_cache.request(
+                &st.history,
+                &st.repo_maps,
+                &parts.system,
+                parts.batch_chars,
+                tools,
+            );
+            req.stream = st.stream;
+            req.reasoning_effort = crate::turn::effort(st.thinking);
+            req
+        };
+        // After the lock: the model's name is read under it.
         req.cache_hints = self.cache_hints();
         req
     }
@@ -571,7 +575,7 @@ fn assemble_request(
     (req, stubs)
 }
 
-/// The session's requests as they grow (`Session::next_request_now`): the history's messages
+/// The session's requests as they grow (`Session::next_request_cached`): the history's messages
 /// up to a checkpoint, viewed (stubs, repo maps) and sanitized and serialized once
 /// (`yuyao_model::Incremental`). Checked at every use against the history itself, so any
 /// rewrite of it (compaction, a stub batch, /undo, a rewind, a resume) starts it over.

@@ -506,13 +506,12 @@ impl Session {
         let mut req = {
             let mut guard = self.lock();
             let st = &mut *guard;
-            let tools = crate::tool_defer::with_loaded(parts.sent, &parts.deferred, &st.history);
             let mut req = st.request_cache.request(
                 &st.history,
                 &st.repo_maps,
                 &parts.system,
                 parts.batch_chars,
-                tools,
+                (parts.sent, &parts.deferred),
             );
             req.stream = st.stream;
             req.reasoning_effort = crate::turn::effort(st.thinking);
@@ -591,18 +590,21 @@ pub struct RequestCache {
     /// The stub mark the settled messages were viewed with.
     mark: usize,
     sanitized: yuyao_model::Incremental,
+    /// The `tool-search` calls of `src`, in order: the deferred schemas they loaded go with
+    /// every request (`tool_defer.rs`).
+    searches: Vec<yuyao_protocol::ToolCall>,
 }
 
 impl RequestCache {
-    /// The request for `history` (all but its tool schemas, stream and effort, which the
-    /// caller sets): equal to `assemble_request`'s.
+    /// The request for `history` with the tool schemas `(sent, deferred)` (all but its
+    /// stream and effort, which the caller sets): equal to `assemble_request`'s.
     fn request(
         &mut self,
         history: &[Message],
         maps: &yuyao_repomap::Maps,
         system: &str,
         batch_chars: usize,
-        tools: Vec<serde_json::Value>,
+        (sent, deferred): (Vec<serde_json::Value>, &[serde_json::Value]),
     ) -> ChatRequest {
         let notes: Vec<(usize, &str)> = maps
             .live(history)
@@ -642,9 +644,19 @@ impl RequestCache {
         if next > h {
             let settled = view_items(history, h, next, mark, &notes, false);
             self.sanitized.settle(settled);
+            self.searches.extend(
+                tool_calls(&history[h..next])
+                    .filter(|c| crate::tool_defer::is_search(c))
+                    .cloned(),
+            );
             self.src.extend_from_slice(&history[h..next]);
             self.replay.run(history, next, batch_chars);
         }
+        let tools = crate::tool_defer::with_loaded_by(
+            sent,
+            deferred,
+            self.searches.iter().chain(tool_calls(&history[next..])),
+        );
         let rest = view_items(history, next, history.len(), mark, &notes, true);
         self.sanitized.request(system, rest, tools, false, None)
     }
@@ -656,6 +668,14 @@ impl RequestCache {
             ..Default::default()
         };
     }
+}
+
+/// The tool calls of `messages` (those of assistant messages), in order.
+fn tool_calls(messages: &[Message]) -> impl Iterator<Item = &yuyao_protocol::ToolCall> {
+    messages
+        .iter()
+        .filter(|m| m.role == MessageRole::Assistant)
+        .flat_map(|m| m.tool_calls.iter())
 }
 
 /// The request view of `history[from..to]` (stubs before `mark`), each repo-map note just
@@ -1011,11 +1031,12 @@ mod tests {
         maps: &yuyao_repomap::Maps,
         system: &str,
         batch: usize,
-        tools: &[serde_json::Value],
+        (sent, deferred): (&[serde_json::Value], &[serde_json::Value]),
     ) -> ChatRequest {
         let (view, _) = request_view(history, batch);
         let view = maps.insert_into(history, view);
-        build_request_owned(system, view, tools.to_vec(), false, None)
+        let tools = crate::tool_defer::with_loaded(sent.to_vec(), deferred, history);
+        build_request_owned(system, view, tools, false, None)
     }
 
     fn wire(client: &yuyao_model::ModelClient, req: &ChatRequest, hints: bool) -> Vec<u8> {
@@ -1040,8 +1061,14 @@ mod tests {
                             1 => "dup".into(),
                             _ => format!("c{k}_{j}"),
                         },
-                        name: ["read", "bash", ""][rng.below(3) as usize].into(),
-                        arguments: ["{}", "{\"a\":\"\\u0000\"}", "not json"][rng.below(3) as usize]
+                        name: ["read", "bash", "", "tool-search"][rng.below(4) as usize].into(),
+                        arguments: [
+                            "{}",
+                            "{\"a\":\"\\u0000\"}",
+                            "not json",
+                            "{\"names\":[\"lsp\"]}",
+                            "{\"names\":\"web-fetch, nope\"}",
+                        ][rng.below(5) as usize]
                             .into(),
                     })
                     .collect();
@@ -1108,6 +1135,10 @@ mod tests {
         ))
         .unwrap();
         let tools = vec![serde_json::json!({"type": "function", "function": {"name": "read"}})];
+        let deferred = vec![
+            serde_json::json!({"type": "function", "function": {"name": "lsp"}}),
+            serde_json::json!({"type": "function", "function": {"name": "web-fetch"}}),
+        ];
         let mut rebuilt_steps = 0;
         for seed in 1..=60u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -1123,11 +1154,12 @@ mod tests {
                 }
                 let system = if rng.below(40) == 0 { "" } else { "sys" };
                 let before = cache.src.len();
-                let got = cache.request(&h, &maps, system, batch, tools.clone());
+                let defer: &[serde_json::Value] = if seed % 2 == 0 { &deferred } else { &[] };
+                let got = cache.request(&h, &maps, system, batch, (tools.clone(), defer));
                 if cache.src.len() < before {
                     rebuilt_steps += 1;
                 }
-                let want = from_scratch(&h, &maps, system, batch, &tools);
+                let want = from_scratch(&h, &maps, system, batch, (&tools, defer));
                 for hints in [false, true] {
                     assert_eq!(
                         String::from_utf8_lossy(&wire(&client, &got, hints)),
@@ -1159,7 +1191,7 @@ mod tests {
         for k in 0..300 {
             step(&mut h, k, 40);
             h.push(Message::user("[intent] state a reason before each batch"));
-            let req = cache.request(&h, &maps, "sys", 16_000, Vec::new());
+            let req = cache.request(&h, &maps, "sys", 16_000, (Vec::new(), &[]));
             assert!(req.messages.len() <= 4, "step {k}: {}", req.messages.len());
             assert!(h.len() - cache.src.len() <= 1, "step {k}");
             assert_eq!(req.message_count(), h.len() + 1);

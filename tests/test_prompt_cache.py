@@ -134,9 +134,7 @@ def test_a_rewound_conversation_is_sent_as_it_is_now_not_as_it_was(fake_llm, cor
     s.chat("first prompt")
     s.chat("second prompt")
     listing = s.dispatch("/rewind")
-    second_id = next(
-        line.split()[0] for line in listing.splitlines() if "second prompt" in line
-    )
+    second_id = next(line.split()[0] for line in listing.splitlines() if "second prompt" in line)
     s.dispatch(f"/rewind {second_id} conversation")
     s.chat("third prompt")
 

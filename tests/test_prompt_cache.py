@@ -115,6 +115,41 @@ def test_each_request_extends_the_previous_one_across_edits_a_mode_switch_and_ba
     assert len(notes) == 1, "one note for one switch"
 
 
+def test_a_rewound_conversation_is_sent_as_it_is_now_not_as_it_was(fake_llm, core, repo):
+    """The main loop builds each request on the messages the previous ones settled
+    (docs/PERFORMANCE.md, long sessions); a rewind rewrites the history under it, and the next
+    request is built on the history as it is after the rewind."""
+    script = [
+        call("read", file_path="calc.py"),
+        call("read", file_path="calc.py"),
+        say("first done"),
+        call("read", file_path="calc.py"),
+        call("bash", command="echo second-turn-marker"),
+        say("second done"),
+        call("read", file_path="calc.py"),
+        say("third done"),
+    ]
+    server = fake_llm(script)
+    s, _ = core(server)
+    s.chat("first prompt")
+    s.chat("second prompt")
+    listing = s.dispatch("/rewind")
+    second_id = next(line.split()[0] for line in listing.splitlines() if "second prompt" in line)
+    s.dispatch(f"/rewind {second_id} conversation")
+    s.chat("third prompt")
+
+    assert len(server.requests) == len(script)
+    after_first = durable(server.messages(2))  # the last request of the first turn
+    for i in (6, 7):  # the third turn's requests
+        sent = server.messages(i)
+        text = json.dumps(sent)
+        assert "second prompt" not in text and "second-turn-marker" not in text, i
+        assert sent[: len(after_first)] == after_first, f"request {i} extends the first turn"
+        assert "third prompt" in text
+    # Within the turn the requests still extend each other.
+    assert server.messages(7)[: len(durable(server.messages(6)))] == durable(server.messages(6))
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],

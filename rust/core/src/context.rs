@@ -4,7 +4,7 @@
 //! and `/context list|detail`.
 
 use crate::session::{CoreError, Session};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use yuyao_model::{ChatRequest, build_request_owned};
 use yuyao_protocol::{Message, MessageRole, NoticeLevel};
 use yuyao_store::Config;
@@ -42,8 +42,17 @@ pub fn stub_batch_chars(context_window: u64, threshold: f64) -> usize {
 
 fn stubbable(m: &Message) -> Option<usize> {
     (m.role == MessageRole::Tool)
-        .then(|| m.text().chars().count())
+        .then(|| text_chars(m))
         .filter(|n| *n > STUB_MIN_CHARS)
+}
+
+/// Characters of a message's text (`m.text()`), without a copy of it.
+fn text_chars(m: &Message) -> usize {
+    match &m.content {
+        Some(yuyao_protocol::Content::Text(t)) => t.chars().count(),
+        Some(c) => c.text().chars().count(),
+        None => 0,
+    }
 }
 
 /// Does `history[p]` start a turn? Notes the core appends ([settings], [intent],
@@ -82,47 +91,135 @@ fn is_prompt(history: &[Message], p: usize) -> bool {
 /// the model has already seen and acted on those results, and each stub says how to get its
 /// result back. Between batches the recent results grow back to whole ones.
 fn stub_mark(history: &[Message], batch_chars: usize) -> usize {
-    let mut prompts: Vec<usize> = Vec::new();
-    let mut results: Vec<usize> = Vec::new();
-    let mut sizes: Vec<usize> = vec![0; history.len()];
-    let (mut mark, mut counted, mut pending) = (0usize, 0usize, 0usize);
-    // Just after the latest assistant message that called tools: where the latest step's
-    // results begin.
-    let mut step_start = 0usize;
-    for (p, m) in history.iter().enumerate() {
-        if is_prompt(history, p) {
-            prompts.push(p);
-        }
-        if m.role == MessageRole::Assistant && !m.tool_calls.is_empty() {
-            step_start = p + 1;
-        }
-        if let Some(n) = stubbable(m) {
-            sizes[p] = n;
-        }
-        if m.role == MessageRole::Tool {
-            results.push(p);
-        }
-        let turn_start = prompts
-            .len()
-            .checked_sub(RECENT_TURNS)
-            .map_or(0, |k| prompts[k]);
-        let recent_from = results
-            .len()
-            .checked_sub(RECENT_RESULTS)
-            .map_or(0, |k| results[k]);
-        let old_before = turn_start.max(recent_from);
-        while counted < old_before {
-            if counted >= mark {
-                pending += sizes[counted];
-            }
-            counted += 1;
-        }
-        if pending > batch_chars {
-            mark = old_before.max(step_start);
-            pending = 0;
+    let mut replay = StubReplay::default();
+    replay.run(history, history.len(), batch_chars);
+    replay.mark
+}
+
+/// [`stub_mark`]'s replay after `next` messages of the history: what it needs of them (the
+/// last turns' prompts, the last results, the old results not counted yet), so a growing
+/// history is replayed from where the last request left off.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct StubReplay {
+    next: usize,
+    /// The last `RECENT_TURNS` prompts.
+    prompts: VecDeque<usize>,
+    /// The last `RECENT_RESULTS` results.
+    results: VecDeque<usize>,
+    /// Stubbable results not counted yet: (position, characters).
+    sizes: VecDeque<(usize, usize)>,
+    mark: usize,
+    counted: usize,
+    pending: usize,
+    /// Just after the latest assistant message that called tools: where the latest step's
+    /// results begin.
+    step_start: usize,
+}
+
+impl StubReplay {
+    /// Replays `history[self.next..to]`.
+    fn run(&mut self, history: &[Message], to: usize, batch_chars: usize) {
+        while self.next < to.min(history.len()) {
+            self.step(history, batch_chars);
         }
     }
-    mark
+
+    fn step(&mut self, history: &[Message], batch_chars: usize) {
+        let p = self.next;
+        let m = &history[p];
+        if is_prompt(history, p) {
+            self.prompts.push_back(p);
+            if self.prompts.len() > RECENT_TURNS {
+                self.prompts.pop_front();
+            }
+        }
+        if m.role == MessageRole::Assistant && !m.tool_calls.is_empty() {
+            self.step_start = p + 1;
+        }
+        if let Some(n) = stubbable(m) {
+            self.sizes.push_back((p, n));
+        }
+        if m.role == MessageRole::Tool {
+            self.results.push_back(p);
+            if self.results.len() > RECENT_RESULTS {
+                self.results.pop_front();
+            }
+        }
+        let turn_start = if self.prompts.len() == RECENT_TURNS {
+            self.prompts[0]
+        } else {
+            0
+        };
+        let recent_from = if self.results.len() == RECENT_RESULTS {
+            self.results[0]
+        } else {
+            0
+        };
+        let old_before = turn_start.max(recent_from);
+        if old_before > self.counted {
+            while let Some(&(q, n)) = self.sizes.front()
+                && q < old_before
+            {
+                if q >= self.mark {
+                    self.pending += n;
+                }
+                self.sizes.pop_front();
+            }
+            self.counted = old_before;
+        }
+        if self.pending > batch_chars {
+            self.mark = old_before.max(self.step_start);
+            self.pending = 0;
+        }
+        self.next += 1;
+    }
+}
+
+/// `history[i]` as the request view sends it: a stub when it is an old result (`i < mark`).
+/// `names` holds the tool names of the calls in `history[from..i]` (the latest call of an id
+/// wins); a result whose call came before `from` finds it by a walk back.
+fn view_message<'h>(
+    history: &'h [Message],
+    i: usize,
+    mark: usize,
+    from: usize,
+    names: &mut HashMap<&'h str, &'h str>,
+) -> (Message, Option<Stub>) {
+    let m = &history[i];
+    if i >= mark {
+        return (m.clone(), None);
+    }
+    for c in &m.tool_calls {
+        names.insert(c.id.as_str(), c.name.as_str());
+    }
+    let Some(chars) = stubbable(m) else {
+        return (m.clone(), None);
+    };
+    let text = m.text();
+    let id = m.tool_call_id.clone().unwrap_or_default();
+    let tool = names
+        .get(id.as_str())
+        .copied()
+        .or_else(|| {
+            history[..from]
+                .iter()
+                .rev()
+                .find_map(|x| x.tool_calls.iter().rev().find(|c| c.id == id))
+                .map(|c| c.name.as_str())
+        })
+        .unwrap_or("tool")
+        .to_string();
+    let head: String = text.chars().take(STUB_HEAD_CHARS).collect();
+    let stub = format!(
+        "[older {tool} result shortened to save context ({chars} characters); it began:\n{head}\n… run the tool again if you need the rest]"
+    );
+    let record = Stub {
+        tool,
+        call_id: id.clone(),
+        raw_chars: chars,
+        stub_chars: stub.chars().count(),
+    };
+    (Message::tool(id, stub), Some(record))
 }
 
 /// The history as it is sent: tool results older than the recent turns become short stubs,
@@ -130,40 +227,14 @@ fn stub_mark(history: &[Message], batch_chars: usize) -> usize {
 pub fn request_view(history: &[Message], batch_chars: usize) -> (Vec<Message>, Vec<Stub>) {
     let mark = stub_mark(history, batch_chars);
     // Tool names by call id, borrowed, and only where a stub can need them (a result refers
-    // to a call before it): a long session's every step walks its whole history here.
-    let mut names: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    // to a call before it).
+    let mut names = HashMap::new();
     let mut stubs = Vec::new();
     let mut out = Vec::with_capacity(history.len());
-    for (i, m) in history.iter().enumerate() {
-        if i < mark {
-            for c in &m.tool_calls {
-                names.insert(c.id.as_str(), c.name.as_str());
-            }
-        }
-        if i < mark
-            && let Some(chars) = stubbable(m)
-        {
-            let text = m.text();
-            let id = m.tool_call_id.clone().unwrap_or_default();
-            let tool = names
-                .get(id.as_str())
-                .copied()
-                .unwrap_or("tool")
-                .to_string();
-            let head: String = text.chars().take(STUB_HEAD_CHARS).collect();
-            let stub = format!(
-                "[older {tool} result shortened to save context ({chars} characters); it began:\n{head}\n… run the tool again if you need the rest]"
-            );
-            stubs.push(Stub {
-                tool,
-                call_id: id.clone(),
-                raw_chars: chars,
-                stub_chars: stub.chars().count(),
-            });
-            out.push(Message::tool(id, stub));
-        } else {
-            out.push(m.clone());
-        }
+    for i in 0..history.len() {
+        let (m, stub) = view_message(history, i, mark, 0, &mut names);
+        stubs.extend(stub);
+        out.push(m);
     }
     (out, stubs)
 }
@@ -179,11 +250,7 @@ pub fn config_snapshot(config: &Config) -> BTreeMap<String, String> {
 
 /// Characters a message weighs in a request: its text plus its tool calls.
 pub fn message_chars(m: &Message) -> usize {
-    m.text().chars().count()
-        + m.tool_calls
-            .iter()
-            .map(|c| c.name.chars().count() + c.arguments.chars().count())
-            .sum::<usize>()
+    yuyao_model::message_chars(m)
 }
 
 fn tokens(chars: usize) -> u64 {
@@ -421,13 +488,38 @@ impl Session {
     }
 
     /// The next request over the session's own history: the view is built from it under the
-    /// state lock, with no copy of the whole history first (a long session's every step).
+    /// state lock, with no copy of the whole history first.
     pub(crate) fn next_request_now(&self) -> (ChatRequest, Vec<Stub>) {
         let parts = self.request_parts();
         let st = self.lock();
         let (req, stubs) = assemble_request(&st, &st.history, parts);
         drop(st);
         self.with_cache_hints(req, stubs)
+    }
+
+    /// [`Session::next_request_now`] for the main loop (a long session's every step), built
+    /// under the state lock from the session's [`RequestCache`]: only the messages added
+    /// since the last request are viewed, sanitized and serialized. The same request, to the
+    /// byte (its stubs are not listed: `/context detail` lists them).
+    pub(crate) fn next_request_cached(&self) -> ChatRequest {
+        let parts = self.request_parts();
+        let mut req = {
+            let mut guard = self.lock();
+            let st = &mut *guard;
+            let mut req = st.request_cache.request(
+                &st.history,
+                &st.repo_maps,
+                &parts.system,
+                parts.batch_chars,
+                (parts.sent, &parts.deferred),
+            );
+            req.stream = st.stream;
+            req.reasoning_effort = crate::turn::effort(st.thinking);
+            req
+        };
+        // After the lock: the model's name is read under it.
+        req.cache_hints = self.cache_hints();
+        req
     }
 
     /// What a request needs besides the history, gathered before the state is locked (each
@@ -482,6 +574,138 @@ fn assemble_request(
     (req, stubs)
 }
 
+/// The session's requests as they grow (`Session::next_request_cached`): the history's messages
+/// up to a checkpoint, viewed (stubs, repo maps) and sanitized and serialized once
+/// (`yuyao_model::Incremental`). Checked at every use against the history itself, so any
+/// rewrite of it (compaction, a stub batch, /undo, a rewind, a resume) starts it over.
+#[derive(Default)]
+pub struct RequestCache {
+    /// `history[..src.len()]` when it was settled: the checkpoint.
+    src: Vec<Message>,
+    batch_chars: usize,
+    /// The live repo-map notes it was built with (where, text).
+    notes: Vec<(usize, String)>,
+    /// The stub mark's replay of `src`.
+    replay: StubReplay,
+    /// The stub mark the settled messages were viewed with.
+    mark: usize,
+    sanitized: yuyao_model::Incremental,
+    /// The `tool-search` calls of `src`, in order: the deferred schemas they loaded go with
+    /// every request (`tool_defer.rs`).
+    searches: Vec<yuyao_protocol::ToolCall>,
+}
+
+impl RequestCache {
+    /// The request for `history` with the tool schemas `(sent, deferred)` (all but its
+    /// stream and effort, which the caller sets): equal to `assemble_request`'s.
+    fn request(
+        &mut self,
+        history: &[Message],
+        maps: &yuyao_repomap::Maps,
+        system: &str,
+        batch_chars: usize,
+        (sent, deferred): (Vec<serde_json::Value>, &[serde_json::Value]),
+    ) -> ChatRequest {
+        let notes: Vec<(usize, &str)> = maps
+            .live(history)
+            .map(|n| (n.at, n.text.as_str()))
+            .collect();
+        let h = self.src.len();
+        let valid = self.batch_chars == batch_chars
+            && self.notes.len() == notes.len()
+            && self
+                .notes
+                .iter()
+                .zip(&notes)
+                .all(|(a, b)| a.0 == b.0 && a.1 == b.1)
+            && h <= history.len()
+            && history[..h] == self.src[..];
+        if !valid {
+            self.start_over(batch_chars, &notes);
+        }
+        let mut replay = self.replay.clone();
+        replay.run(history, history.len(), batch_chars);
+        if replay.mark != self.mark && !self.src.is_empty() {
+            // A stub batch: the settled view changed.
+            self.start_over(batch_chars, &notes);
+            replay = self.replay.clone();
+            replay.run(history, history.len(), batch_chars);
+        }
+        let mark = replay.mark;
+        self.mark = mark;
+        // The new checkpoint: the last place where what follows is not a tool result (a
+        // result belongs with the call before it), before the last message.
+        let h = self.src.len();
+        let at = |i: usize| notes.iter().any(|n| n.0 == i);
+        let next = (h + 1..history.len())
+            .rev()
+            .find(|&i| at(i) || history[i].role != MessageRole::Tool)
+            .unwrap_or(h);
+        if next > h {
+            let settled = view_items(history, h, next, mark, &notes, false);
+            self.sanitized.settle(settled);
+            self.searches.extend(
+                tool_calls(&history[h..next])
+                    .filter(|c| crate::tool_defer::is_search(c))
+                    .cloned(),
+            );
+            self.src.extend_from_slice(&history[h..next]);
+            self.replay.run(history, next, batch_chars);
+        }
+        let tools = crate::tool_defer::with_loaded_by(
+            sent,
+            deferred,
+            self.searches.iter().chain(tool_calls(&history[next..])),
+        );
+        let rest = view_items(history, next, history.len(), mark, &notes, true);
+        self.sanitized.request(system, rest, tools, false, None)
+    }
+
+    fn start_over(&mut self, batch_chars: usize, notes: &[(usize, &str)]) {
+        *self = RequestCache {
+            batch_chars,
+            notes: notes.iter().map(|(at, t)| (*at, t.to_string())).collect(),
+            ..Default::default()
+        };
+    }
+}
+
+/// The tool calls of `messages` (those of assistant messages), in order.
+fn tool_calls(messages: &[Message]) -> impl Iterator<Item = &yuyao_protocol::ToolCall> {
+    messages
+        .iter()
+        .filter(|m| m.role == MessageRole::Assistant)
+        .flat_map(|m| m.tool_calls.iter())
+}
+
+/// The request view of `history[from..to]` (stubs before `mark`), each repo-map note just
+/// before the message it was placed at (`Maps::insert_into`), and with `end`, the notes
+/// placed after the last message too.
+fn view_items(
+    history: &[Message],
+    from: usize,
+    to: usize,
+    mark: usize,
+    notes: &[(usize, &str)],
+    end: bool,
+) -> Vec<Message> {
+    let mut names = HashMap::new();
+    let mut out = Vec::with_capacity(to - from + 1);
+    let notes_at = |i: usize, out: &mut Vec<Message>| {
+        for (_, text) in notes.iter().filter(|n| n.0 == i) {
+            out.push(Message::user(*text));
+        }
+    };
+    for i in from..to {
+        notes_at(i, &mut out);
+        out.push(view_message(history, i, mark, from, &mut names).0);
+    }
+    if end {
+        notes_at(to, &mut out);
+    }
+    out
+}
+
 /// Estimated tokens of a whole request (messages and tool schemas).
 pub fn request_tokens(req: &ChatRequest) -> u64 {
     let tools: usize = req
@@ -489,7 +713,7 @@ pub fn request_tokens(req: &ChatRequest) -> u64 {
         .iter()
         .map(|t| t.to_string().chars().count())
         .sum();
-    tokens(req.messages.iter().map(message_chars).sum::<usize>() + tools)
+    tokens(req.message_chars() + tools)
 }
 
 pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
@@ -789,6 +1013,191 @@ mod tests {
             prev = view;
         }
         assert!(whole(&prev) >= 1);
+    }
+
+    /// A small deterministic generator (xorshift), so the scenarios below replay the same.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n.max(1)
+        }
+    }
+
+    /// The request built in one pass over the whole history, as `assemble_request` does.
+    fn from_scratch(
+        history: &[Message],
+        maps: &yuyao_repomap::Maps,
+        system: &str,
+        batch: usize,
+        (sent, deferred): (&[serde_json::Value], &[serde_json::Value]),
+    ) -> ChatRequest {
+        let (view, _) = request_view(history, batch);
+        let view = maps.insert_into(history, view);
+        let tools = crate::tool_defer::with_loaded(sent.to_vec(), deferred, history);
+        build_request_owned(system, view, tools, false, None)
+    }
+
+    fn wire(client: &yuyao_model::ModelClient, req: &ChatRequest, hints: bool) -> Vec<u8> {
+        let mut req = req.clone();
+        req.cache_hints = hints;
+        client.body_bytes(&req)
+    }
+
+    /// One random change of the history, as the session makes them: prompts, notes, calls
+    /// and their results (big ones get stubbed; some missing, stray, duplicated or with
+    /// empty ids), answers, and the rewrites — /undo, a compaction, a rewind — and repo maps.
+    fn change(rng: &mut Rng, h: &mut Vec<Message>, maps: &mut yuyao_repomap::Maps, k: usize) {
+        let big = |rng: &mut Rng| "é\"x\u{1}".repeat(1 + rng.below(900) as usize);
+        match rng.below(100) {
+            0..=39 => {
+                let n = 1 + rng.below(3) as usize;
+                let mut a = Message::assistant(if rng.below(3) == 0 { "why" } else { "" });
+                a.tool_calls = (0..n)
+                    .map(|j| ToolCall {
+                        id: match rng.below(12) {
+                            0 => String::new(),
+                            1 => "dup".into(),
+                            _ => format!("c{k}_{j}"),
+                        },
+                        name: ["read", "bash", "", "tool-search"][rng.below(4) as usize].into(),
+                        arguments: [
+                            "{}",
+                            "{\"a\":\"\\u0000\"}",
+                            "not json",
+                            "{\"names\":[\"lsp\"]}",
+                            "{\"names\":\"web-fetch, nope\"}",
+                        ][rng.below(5) as usize]
+                            .into(),
+                    })
+                    .collect();
+                let ids: Vec<String> = a.tool_calls.iter().map(|c| c.id.clone()).collect();
+                h.push(a);
+                for id in ids {
+                    if rng.below(10) > 0 {
+                        let text = if rng.below(2) == 0 {
+                            big(rng)
+                        } else {
+                            "ok".into()
+                        };
+                        h.push(Message::tool(id, text));
+                    }
+                }
+            }
+            40..=49 => h.push(Message::user("[intent] state a reason before each batch")),
+            50..=57 => h.push(Message::user(format!("task {k}"))),
+            58..=63 => h.push(Message::assistant(format!("done {k}"))),
+            64..=65 => h.push(Message::tool("stray", big(rng))),
+            66 => h.push(Message::system("a system note")),
+            67 => h.push(Message::user("")),
+            68..=70 if !h.is_empty() => {
+                // /undo, a rewind
+                let keep = rng.below(h.len() as u64) as usize;
+                h.truncate(keep);
+                maps.truncate(keep);
+            }
+            71 if h.len() > 4 => {
+                // A compaction: a summary and the last messages.
+                let tail = h.split_off(h.len() - 3);
+                *h = std::iter::once(Message::user("summary"))
+                    .chain(tail)
+                    .collect();
+                maps.truncate(0);
+            }
+            72..=74 => {
+                let map = format!("[repo map {k}]");
+                if rng.below(2) == 0 {
+                    maps.record_after(h, map);
+                } else if !h.is_empty() {
+                    let at = h.len() - 1;
+                    maps.record(h, at, map);
+                }
+            }
+            75 if !h.is_empty() => {
+                // A message rewritten in place (a resumed or edited session).
+                let i = rng.below(h.len() as u64) as usize;
+                h[i] = Message::user(format!("rewritten {k}"));
+            }
+            _ => h.push(Message::assistant("")),
+        }
+    }
+
+    /// The main loop's requests, built from the cache as the history grows and is rewritten,
+    /// are the one-pass requests to the byte: the body sent, with and without cache hints,
+    /// and the messages and characters counted.
+    #[test]
+    fn cached_requests_are_the_one_pass_requests_to_the_byte() {
+        let client = yuyao_model::ModelClient::new(yuyao_model::ModelConfig::new(
+            "http://127.0.0.1:9/v1",
+            "m",
+            "",
+        ))
+        .unwrap();
+        let tools = vec![serde_json::json!({"type": "function", "function": {"name": "read"}})];
+        let deferred = vec![
+            serde_json::json!({"type": "function", "function": {"name": "lsp"}}),
+            serde_json::json!({"type": "function", "function": {"name": "web-fetch"}}),
+        ];
+        let mut rebuilt_steps = 0;
+        for seed in 1..=60u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let mut h: Vec<Message> = Vec::new();
+            let mut maps = yuyao_repomap::Maps::default();
+            let mut cache = RequestCache::default();
+            // Small batches, so that old results are stubbed in several batches.
+            let mut batch = 3000 + rng.below(3) as usize * 2000;
+            for k in 0..150 {
+                change(&mut rng, &mut h, &mut maps, k);
+                if rng.below(60) == 0 {
+                    batch += 1000; // the window or threshold changed (hot reload)
+                }
+                let system = if rng.below(40) == 0 { "" } else { "sys" };
+                let before = cache.src.len();
+                let defer: &[serde_json::Value] = if seed % 2 == 0 { &deferred } else { &[] };
+                let got = cache.request(&h, &maps, system, batch, (tools.clone(), defer));
+                if cache.src.len() < before {
+                    rebuilt_steps += 1;
+                }
+                let want = from_scratch(&h, &maps, system, batch, (&tools, defer));
+                for hints in [false, true] {
+                    assert_eq!(
+                        String::from_utf8_lossy(&wire(&client, &got, hints)),
+                        String::from_utf8_lossy(&wire(&client, &want, hints)),
+                        "seed {seed}, step {k}, hints {hints}"
+                    );
+                }
+                let all: Vec<&Message> = got.all_messages().collect();
+                assert_eq!(all, want.messages.iter().collect::<Vec<_>>());
+                assert_eq!(got.message_count(), want.messages.len());
+                assert_eq!(request_tokens(&got), request_tokens(&want));
+                assert_eq!(got.clone().into_flat().messages, want.messages);
+                assert!(cache.src.len() <= h.len());
+            }
+        }
+        assert!(
+            rebuilt_steps > 50,
+            "the rewrites were exercised: {rebuilt_steps}"
+        );
+    }
+
+    /// In a long silent session the cache settles all but the last few messages, so a step
+    /// views, sanitizes and serializes only what it added.
+    #[test]
+    fn a_growing_history_is_settled_up_to_its_last_step() {
+        let mut h = vec![Message::user("task")];
+        let mut cache = RequestCache::default();
+        let maps = yuyao_repomap::Maps::default();
+        for k in 0..300 {
+            step(&mut h, k, 40);
+            h.push(Message::user("[intent] state a reason before each batch"));
+            let req = cache.request(&h, &maps, "sys", 16_000, (Vec::new(), &[]));
+            assert!(req.messages.len() <= 4, "step {k}: {}", req.messages.len());
+            assert!(h.len() - cache.src.len() <= 1, "step {k}");
+            assert_eq!(req.message_count(), h.len() + 1);
+        }
     }
 
     #[test]

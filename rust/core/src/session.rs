@@ -107,6 +107,8 @@ pub struct State {
     /// Repo maps sent with earlier prompts (request-view notes, not history) and the tag
     /// cache kept between turns.
     pub repo_maps: yuyao_repomap::Maps,
+    /// The main loop's requests as they grow (`context.rs`).
+    pub request_cache: crate::context::RequestCache,
     /// The configuration files as last seen, to apply hand edits at the next call.
     pub config_seen: std::collections::BTreeMap<String, String>,
     /// Estimated tokens of the last request sent (for the context percentage).
@@ -569,6 +571,7 @@ impl Session {
             preview: Default::default(),
             warned_unpriced_ceiling: false,
             repo_maps: Default::default(),
+            request_cache: Default::default(),
             config_seen: crate::context::config_snapshot(&config),
             last_request_tokens: 0,
             resumed_idle_s: None,

@@ -224,21 +224,25 @@ fn listed(prompt: &str) -> Vec<String> {
         .collect()
 }
 
-/// Names loaded by the `tool-search` calls in `history` (up to the call `until`, excluded),
-/// each once, in the order of their first load; only names of `deferred` schemas count, so
-/// a request for a tool that is not enabled loads nothing.
 /// The schemas a request carries: those sent whole, then (when some are deferred) the
 /// `tool-search` schema and the deferred ones the history loaded. Locks nothing.
-pub(crate) fn with_loaded(
+pub(crate) fn with_loaded(sent: Vec<Value>, deferred: &[Value], history: &[Message]) -> Vec<Value> {
+    with_loaded_by(sent, deferred, calls(history))
+}
+
+/// [`with_loaded`] from the history's tool calls (the `tool-search` ones at least), in
+/// order: the main loop keeps its history's `tool-search` calls as the history grows
+/// (`context.rs`) rather than walk the whole history at every step.
+pub(crate) fn with_loaded_by<'c>(
     mut sent: Vec<Value>,
     deferred: &[Value],
-    history: &[Message],
+    calls: impl IntoIterator<Item = &'c ToolCall>,
 ) -> Vec<Value> {
     if deferred.is_empty() {
         return sent;
     }
     sent.push(schema());
-    for name in loaded(history, deferred, None) {
+    for name in loaded(calls, deferred, None) {
         if let Some(s) = deferred.iter().find(|s| name_of(s) == name) {
             sent.push(s.clone());
         }
@@ -246,17 +250,33 @@ pub(crate) fn with_loaded(
     sent
 }
 
-fn loaded<'a>(history: &[Message], deferred: &'a [Value], until: Option<&str>) -> Vec<&'a str> {
-    let mut out: Vec<&str> = Vec::new();
-    let calls = history
+/// Does `call` load deferred schemas (a `tool-search` call)?
+pub(crate) fn is_search(call: &ToolCall) -> bool {
+    canonical_tool_name(&call.name) == Some(NAME)
+}
+
+/// The tool calls of `history`, in order (those of assistant messages).
+fn calls(history: &[Message]) -> impl Iterator<Item = &ToolCall> {
+    history
         .iter()
         .filter(|m| m.role == MessageRole::Assistant)
-        .flat_map(|m| m.tool_calls.iter());
+        .flat_map(|m| m.tool_calls.iter())
+}
+
+/// Names loaded by the `tool-search` calls among `calls` (up to the call `until`, excluded),
+/// each once, in the order of their first load; only names of `deferred` schemas count, so
+/// a request for a tool that is not enabled loads nothing.
+fn loaded<'a, 'c>(
+    calls: impl IntoIterator<Item = &'c ToolCall>,
+    deferred: &'a [Value],
+    until: Option<&str>,
+) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
     for c in calls {
         if Some(c.id.as_str()) == until {
             break;
         }
-        if canonical_tool_name(&c.name) != Some(NAME) {
+        if !is_search(c) {
             continue;
         }
         for r in requested(&c.arguments) {
@@ -283,7 +303,7 @@ pub(crate) fn run_tool(s: &Session, call: &ToolCall) -> Option<ToolOutput> {
         )));
     }
     let history = s.messages();
-    let before = loaded(&history, &deferred, Some(&call.id));
+    let before = loaded(calls(&history), &deferred, Some(&call.id));
     let asked = requested(&call.arguments);
     if asked.is_empty() {
         return Some(ToolOutput::err(format!(
@@ -390,11 +410,11 @@ mod tests {
             search("c", r#"{"names": "MCP__GH__ISSUE"}"#),
         ];
         assert_eq!(
-            loaded(&history, &deferred, None),
+            loaded(calls(&history), &deferred, None),
             ["todo", "web-fetch", "mcp__gh__issue"]
         );
-        assert_eq!(loaded(&history, &deferred, Some("b")), ["todo"]);
-        assert!(loaded(&[search("x", "not json")], &deferred, None).is_empty());
+        assert_eq!(loaded(calls(&history), &deferred, Some("b")), ["todo"]);
+        assert!(loaded(calls(&[search("x", "not json")]), &deferred, None).is_empty());
     }
 
     #[test]

@@ -544,7 +544,7 @@ impl Session {
             }
             // A repo map built since its prompt's first request joins this one.
             self.attach_ready_repo_map();
-            let (mut req, _) = self.next_request_now();
+            let mut req = self.next_request_cached();
             let max_out = self
                 .config
                 .get("model.max_output_tokens")
@@ -563,7 +563,7 @@ impl Session {
                 };
                 match self.compact(&client, None, token, cap).await {
                     Ok(_) => {
-                        req = self.next_request_now().0;
+                        req = self.next_request_cached();
                         request_tokens = crate::context::request_tokens(&req);
                     }
                     Err(ModelError::Cancelled) => return interrupted(),

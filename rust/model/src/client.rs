@@ -52,7 +52,11 @@ impl ModelConfig {
 /// One request: the already-sanitized messages and the tool schemas.
 #[derive(Debug, Clone, Default)]
 pub struct ChatRequest {
+    /// The messages, or with `settled`, those around the settled ones.
     pub messages: Vec<Message>,
+    /// Messages sanitized and serialized by an earlier request of the conversation, sent
+    /// after `messages[..at]` (`settled.rs`; read all of them with `all_messages`).
+    pub settled: Option<crate::settled::SettledPart>,
     pub tools: Vec<Value>,
     pub stream: bool,
     pub reasoning_effort: Option<String>,
@@ -176,7 +180,12 @@ impl ModelClient {
 
     /// The JSON body of a request.
     pub fn body(&self, req: &ChatRequest) -> Value {
-        let mut messages = serde_json::to_value(&req.messages).unwrap_or(Value::Array(Vec::new()));
+        let mut messages = req
+            .all_messages()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<Value>, _>>()
+            .map(Value::Array)
+            .unwrap_or(Value::Array(Vec::new()));
         if req.cache_hints
             && let Value::Array(m) = &mut messages
         {
@@ -189,11 +198,65 @@ impl ModelClient {
 
     /// The request's wire bytes: [`ModelClient::body`] serialized, the history straight from
     /// its messages rather than through a `Value` tree (that tree was a second copy of the
-    /// whole conversation at every step, the largest cost that grows with a session).
+    /// whole conversation at every step), and the settled messages as the bytes they were
+    /// serialized to once (`settled.rs`): the bytes are those of serializing
+    /// `{"messages": [every message], ...fields}` in one pass (tested below).
     /// Cache hints rewrite messages, so a request that carries them goes the `Value` way.
     pub fn body_bytes(&self, req: &ChatRequest) -> Vec<u8> {
         if req.cache_hints {
             return serde_json::to_vec(&self.body(req)).unwrap_or_default();
+        }
+        let settled = req.settled.as_ref().filter(|s| !s.part.wire().is_empty());
+        let (head, tail) = match settled {
+            Some(s) => req.messages.split_at(s.at.min(req.messages.len())),
+            None => (&req.messages[..], &[][..]),
+        };
+        let settled = settled.map_or(&[][..], |s| s.part.wire());
+        let Ok(rest) = serde_json::to_vec(&self.fields(req)) else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(settled.len() + rest.len() + 4096);
+        out.extend_from_slice(b"{\"messages\":[");
+        let mut first = true;
+        let mut comma = |out: &mut Vec<u8>| {
+            if !std::mem::take(&mut first) {
+                out.push(b',');
+            }
+        };
+        for m in head {
+            comma(&mut out);
+            if serde_json::to_writer(&mut out, m).is_err() {
+                return Vec::new();
+            }
+        }
+        if !settled.is_empty() {
+            comma(&mut out);
+            out.extend_from_slice(settled);
+        }
+        for m in tail {
+            comma(&mut out);
+            if serde_json::to_writer(&mut out, m).is_err() {
+                return Vec::new();
+            }
+        }
+        out.push(b']');
+        // `rest` is `{...}`: its fields follow `messages` in the same object.
+        match rest.strip_prefix(b"{") {
+            Some(fields) if fields != b"}" => {
+                out.push(b',');
+                out.extend_from_slice(fields);
+            }
+            _ => out.push(b'}'),
+        }
+        out
+    }
+
+    /// [`ModelClient::body_bytes`] as one `serde_json` pass over a flat request: the bytes the
+    /// assembled ones are checked against.
+    #[cfg(test)]
+    pub(crate) fn one_pass_bytes(&self, req: &ChatRequest) -> Vec<u8> {
+        if req.cache_hints {
+            return serde_json::to_vec(&self.body(req)).unwrap();
         }
         #[derive(serde::Serialize)]
         struct Wire<'a> {
@@ -201,11 +264,12 @@ impl ModelClient {
             #[serde(flatten)]
             rest: serde_json::Map<String, Value>,
         }
+        let flat = req.clone().into_flat();
         serde_json::to_vec(&Wire {
-            messages: &req.messages,
-            rest: self.fields(req),
+            messages: &flat.messages,
+            rest: self.fields(&flat),
         })
-        .unwrap_or_default()
+        .unwrap()
     }
 
     /// Calls the model, retrying transient failures with exponential backoff and jitter.
@@ -513,6 +577,7 @@ mod tests {
                 call,
                 Message::tool("c1", "x"),
             ],
+            settled: None,
             tools: vec![json!({"type": "function", "function": {"name": "read"}})],
             stream: true,
             reasoning_effort: Some("high".into()),
@@ -524,7 +589,28 @@ mod tests {
             req.cache_hints = hints;
             let wire: Value = serde_json::from_slice(&client.body_bytes(&req)).unwrap();
             assert_eq!(wire, client.body(&req), "cache_hints {hints}");
+            assert_eq!(client.body_bytes(&req), client.one_pass_bytes(&req));
         }
+        // A longer conversation with its first messages settled: the same bytes.
+        let mut history = req.messages[1..].to_vec();
+        history.extend(req.messages[1..].iter().cloned());
+        req.messages.extend(req.messages[1..].to_vec());
+        let mut inc = crate::Incremental::default();
+        inc.settle(history[..3].to_vec());
+        let mut settled = inc.request("s", history[3..].to_vec(), req.tools.clone(), true, None);
+        assert_eq!(
+            settled.settled.as_ref().map(|s| s.part.messages().len()),
+            Some(2)
+        );
+        settled.reasoning_effort = req.reasoning_effort.clone();
+        settled.max_tokens = req.max_tokens;
+        settled.extra = req.extra.clone();
+        for hints in [false, true] {
+            req.cache_hints = hints;
+            settled.cache_hints = hints;
+            assert_eq!(client.body_bytes(&settled), client.one_pass_bytes(&req));
+        }
+        req.cache_hints = false;
         req.tools.clear();
         let wire: Value = serde_json::from_slice(&client.body_bytes(&req)).unwrap();
         assert_eq!(wire, client.body(&req));

@@ -1,13 +1,16 @@
 //! The model side of yuyao: an OpenAI-compatible client and the one request builder.
 //!
 //! Every request (main loop, compaction, classifier, sub-agents) is built by
-//! [`build_request`], which passes the history through [`sanitize`] on a copy.
+//! [`build_request`], which passes the history through [`sanitize`] on a copy; the main
+//! loop's requests are built by [`Incremental`], which sanitizes and serializes each message
+//! once and gives the same bytes.
 
 pub mod cache_hints;
 mod client;
 mod cost;
 mod key;
 mod sanitize;
+mod settled;
 mod stream;
 
 pub use client::{
@@ -16,6 +19,7 @@ pub use client::{
 pub use cost::{CatalogEntry, Pricing, catalog_lookup, catalog_source};
 pub use key::{hidden_model_key, hide_model_key};
 pub use sanitize::{NOT_EXECUTED, check_well_formed, sanitize};
+pub use settled::{Incremental, Settled, SettledPart, message_chars};
 
 use serde_json::Value;
 use yuyao_protocol::Message;
@@ -42,6 +46,7 @@ pub fn build_request_owned(
 ) -> ChatRequest {
     ChatRequest {
         messages: sanitize::sanitize_owned(system, history),
+        settled: None,
         tools,
         stream,
         reasoning_effort,

@@ -26,24 +26,53 @@ pub fn sanitize(system: &str, history: &[Message]) -> Vec<Message> {
 }
 
 /// [`sanitize`] of a list the caller no longer needs (a request view built for this one
-/// request): its messages are cleaned where they are, not copied again — this runs over the
-/// whole conversation at every step.
+/// request): its messages are cleaned where they are, not copied again.
 pub fn sanitize_owned(system: &str, history: Vec<Message>) -> Vec<Message> {
     let mut out = Vec::with_capacity(history.len() + 1);
+    out.push(system_message(system));
+    feed(&mut out, 0, history);
+    // Providers expect the conversation to open with the user.
+    if !opens_with_user(out.get(1)) {
+        out.insert(1, continue_message());
+    }
+    out
+}
+
+/// The request's one system message (rule 1).
+pub(crate) fn system_message(system: &str) -> Message {
     let system_text = clean_text(system);
-    out.push(Message::system(if system_text.trim().is_empty() {
+    Message::system(if system_text.trim().is_empty() {
         "You are yuyao, a coding agent.".to_string()
     } else {
         system_text
-    }));
+    })
+}
 
+/// Does the request open with the user once `first` (its first message after the system
+/// one) is sent? Otherwise a "Continue." user message goes right after the system message.
+pub(crate) fn opens_with_user(first: Option<&Message>) -> bool {
+    first.is_some_and(|m| m.role == MessageRole::User)
+}
+
+/// The "Continue." message that opens a request whose first message is not the user's.
+pub(crate) fn continue_message() -> Message {
+    Message::user(CONTINUE)
+}
+
+/// Sanitizes `history` onto the end of `out`, in order. `base` messages were sent before
+/// `out[0]` and are final: only `out`'s last message may change (a message of the same role
+/// merges into it), so a conversation can be sanitized piece by piece — each piece ending
+/// where the next message is not a tool result (results belong to the call before them) —
+/// with the same result as in one pass (`Incremental`, in `lib.rs`). With `base` 0, `out`
+/// holds the system message first; otherwise `base` counts it.
+pub(crate) fn feed(out: &mut Vec<Message>, base: usize, history: Vec<Message>) {
     let mut rest = history.into_iter().peekable();
     while let Some(m) = rest.next() {
         match m.role {
             MessageRole::System => {
                 let t = clean_text(&m.text());
                 if !t.trim().is_empty() {
-                    push_merged(&mut out, Message::user(format!("[system note] {t}")));
+                    push_merged(out, Message::user(format!("[system note] {t}")));
                 }
             }
             MessageRole::User => {
@@ -51,7 +80,7 @@ pub fn sanitize_owned(system: &str, history: Vec<Message>) -> Vec<Message> {
                 if u.content.as_ref().is_none_or(Content::is_empty) {
                     u.content = Some(Content::Text(EMPTY_USER.into()));
                 }
-                push_merged(&mut out, u);
+                push_merged(out, u);
             }
             MessageRole::Tool => {
                 // A result that does not directly follow its call is stray: its call was
@@ -69,13 +98,13 @@ pub fn sanitize_owned(system: &str, history: Vec<Message>) -> Vec<Message> {
                     if a.content.as_ref().is_none_or(Content::is_empty) {
                         continue;
                     }
-                    push_merged(&mut out, a);
+                    push_merged(out, a);
                     continue;
                 }
                 // Give every call a distinct, non-empty id.
                 for (k, call) in a.tool_calls.iter_mut().enumerate() {
                     if call.id.trim().is_empty() {
-                        call.id = format!("call_{}_{k}", out.len());
+                        call.id = format!("call_{}_{k}", base + out.len());
                     }
                     if call.name.trim().is_empty() {
                         call.name = "unknown".into();
@@ -89,7 +118,7 @@ pub fn sanitize_owned(system: &str, history: Vec<Message>) -> Vec<Message> {
                     a.content = None;
                 }
                 let ids: Vec<String> = a.tool_calls.iter().map(|c| c.id.clone()).collect();
-                push_merged(&mut out, a);
+                push_merged(out, a);
                 for id in ids {
                     // Each result answers one call: the first one for the id is taken.
                     let found = results
@@ -111,12 +140,6 @@ pub fn sanitize_owned(system: &str, history: Vec<Message>) -> Vec<Message> {
             }
         }
     }
-
-    // Providers expect the conversation to open with the user.
-    if out.len() == 1 || out[1].role != MessageRole::User {
-        out.insert(1, Message::user(CONTINUE));
-    }
-    out
 }
 
 /// Appends `m`, merging it into the previous message when both have the same role.

@@ -160,7 +160,7 @@ def harness(data: dict) -> list[tuple]:
                  f"{num(fy['median'], 'ms')} → {num(ly['median'], 'ms')} (×{grow_y:.2f})",
                  f"{num(fp['median'], 'ms')} → {num(lp['median'], 'ms')} (×{grow_p:.2f}) ({peer_v})",
                  f"{ratio(r_first)} → {ratio(r_last)}",
-                 goal("growth far below the peer's", grow_y <= grow_p))
+                 goal("growth below the peer's", grow_y <= grow_p))
             )  # fmt: skip
     return rows
 

@@ -12,14 +12,6 @@ use yuyao_protocol::NoticeLevel;
 use yuyao_store::Snapshots;
 use yuyao_store::snapshots::PreImage;
 
-/// The file tools whose changes are snapshotted.
-const TRACKED: &[&str] = &[
-    "write",
-    "edit",
-    "multi-edit",
-    "apply-patch",
-    "notebook-edit",
-];
 pub(crate) const BASH_NOTE: &str = "Note: only changes made by the file tools are tracked; files changed by bash commands (rm, mv, redirections, …) are not restored.";
 
 /// Snapshot state of a session: the store (opened on first use) and the batch in progress.
@@ -50,7 +42,7 @@ impl Session {
     /// Hook: before a file tool runs, store the pre-images of the files it will touch.
     /// `paths` are the call's resolved paths, from its one parse (the policy judged them).
     pub(crate) fn before_file_tool(&self, name: &str, paths: &[PathBuf]) {
-        if !TRACKED.contains(&name) {
+        if !crate::tool_call::registry::writes_files(name) {
             return;
         }
         // A file already captured in this batch keeps its first pre-image. A set, not a scan

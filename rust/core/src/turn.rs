@@ -863,8 +863,8 @@ impl Session {
 
             // The line that says why the batch runs (the intent line, seed 000 #6).
             let intent = crate::feature::hooks(|f| f.batch_line)
-                .map(|line| line(self, &reply.text, &assistant.tool_calls))
                 .next()
+                .map(|line| line(self, &reply.text, &assistant.tool_calls))
                 .unwrap_or_default();
             // Extension files written since the last look (a background job between turns)
             // are the session's doing too: nothing a session ran writes is taken for the user's.

@@ -23,14 +23,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use yuyao_protocol::{Event, canonical_tool_name};
 
-/// Tools that write files (their pre-images are kept for the diffstat).
-const FILE_TOOLS: &[&str] = &[
-    "write",
-    "edit",
-    "multi-edit",
-    "apply-patch",
-    "notebook-edit",
-];
 /// `completion.review = false`: the check is not given to the model before its final answer.
 pub(crate) const REVIEW_KEY: &str = "completion.review";
 /// What the model is asked with the check before its final answer.
@@ -482,7 +474,7 @@ impl Session {
 
     /// Before a file tool runs: the pre-image of each path it writes, once per turn.
     pub(crate) fn completion_before_write(&self, name: &str, paths: &[PathBuf]) {
-        if !FILE_TOOLS.contains(&name) {
+        if !crate::tool_call::registry::writes_files(name) {
             return;
         }
         let mut st = self.lock();
@@ -525,10 +517,10 @@ impl Session {
                 });
             }
         }
-        if ok && ran && FILE_TOOLS.contains(&name) {
+        if ok && ran && crate::tool_call::registry::writes_files(name) {
             f.edits += 1;
         }
-        if !ok && !ran && (FILE_TOOLS.contains(&name) || name == "bash") {
+        if !ok && !ran && (crate::tool_call::registry::writes_files(name) || name == "bash") {
             let by = if output.starts_with("Refused: the user declined") {
                 Some(RefusedBy::User)
             } else if output.contains("nobody is there to approve it") {
@@ -544,7 +536,7 @@ impl Session {
         }
         if ok {
             f.errors.retain(|e| !(e.tool == name && e.target == target));
-        } else if name != "ask-user" && (!ran || FILE_TOOLS.contains(&name)) {
+        } else if name != "ask-user" && (!ran || crate::tool_call::registry::writes_files(name)) {
             // A refused, malformed or unknown call, or a write that failed. A command that
             // ran and exited non-zero is listed with its exit code instead (grep finding
             // nothing is no error), and a failed read is exploration.

@@ -27,14 +27,6 @@ pub(crate) struct TestRun {
     pub failing: Vec<String>,
 }
 
-const FILE_TOOLS: &[&str] = &[
-    "write",
-    "edit",
-    "multi-edit",
-    "apply-patch",
-    "notebook-edit",
-];
-
 /// Test runners, as whole words of a command line.
 static TEST_COMMAND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -154,7 +146,7 @@ impl Session {
             .work
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        if FILE_TOOLS.contains(&name) && out.ok {
+        if crate::tool_call::registry::writes_files(name) && out.ok {
             log.edited_since_test = true;
         } else if name == "bash"
             && let Some(command) = action.command.as_deref().filter(|c| is_test_command(c))

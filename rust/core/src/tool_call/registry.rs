@@ -113,6 +113,12 @@ pub(crate) fn spec(name: &str) -> Option<&'static Spec> {
         .or_else(|| crate::feature::tool_spec(name))
 }
 
+/// Whether `name` (canonical) is a tool that writes files: its pre-images are kept, its
+/// success is an edit (the registry's effect, the one list of them).
+pub(crate) fn writes_files(name: &str) -> bool {
+    spec(name).is_some_and(|s| s.effect == Effect::Writes)
+}
+
 /// An MCP server's tool as a spec.
 pub(crate) const MCP: Spec = Spec {
     name: "mcp",

@@ -16,6 +16,7 @@ mod busy;
 mod cmd_background;
 mod cmd_files;
 mod cmd_permissions;
+mod cmd_session;
 mod cmd_sessions;
 mod commands;
 mod compact;
@@ -90,6 +91,7 @@ pub use words::split_words;
 /// commands, tools and hooks from here and names none of their modules. The order is the
 /// order of their tools in a request and of their commands in `/help`.
 static FEATURES: &[&feature::Feature] = &[
+    &cmd_session::FEATURE,
     &listening::FEATURE,
     &ask::FEATURE,
     &subagents::FEATURE,

@@ -4,6 +4,7 @@
 //! note (`state_notes.rs`) whose lines are the same ones.
 
 use std::path::{Path, PathBuf};
+pub use yuyao_extension_files::conventions::convention_files;
 use yuyao_protocol::{Curiosity, Mode, NetworkAccess, Role, SandboxLevel};
 
 /// What a request tells the model about the session's state: the system prompt states all of
@@ -164,31 +165,4 @@ fn default_body(i: &PromptInputs<'_>) -> String {
         s.push_str(i.memory);
     }
     s
-}
-
-/// AGENTS.md (falling back to CLAUDE.md in the same folder) from the project root down to cwd.
-pub fn convention_files(project: &Path, cwd: &Path) -> Vec<(PathBuf, String)> {
-    let mut dirs: Vec<PathBuf> = cwd
-        .ancestors()
-        .take_while(|d| d.starts_with(project))
-        .map(Path::to_path_buf)
-        .collect();
-    if dirs.is_empty() {
-        dirs.push(cwd.to_path_buf());
-    }
-    dirs.reverse();
-    let mut out = Vec::new();
-    for d in dirs {
-        for name in ["AGENTS.md", "CLAUDE.md"] {
-            let p = d.join(name);
-            if let Some(text) = crate::instruction_files::read(&p, &[project]) {
-                // Cap so a huge file cannot crowd out the task.
-                let text: String = text.chars().take(40_000).collect();
-                let text = crate::conventions::expand_imports(&text, &p, project);
-                out.push((p, text));
-                break;
-            }
-        }
-    }
-    out
 }

@@ -151,6 +151,11 @@ pub struct Feature {
     pub after_run: Option<AfterRun>,
     /// A call's result is final (capped, redacted, charged): every call, whatever ran it.
     pub call_done: Option<fn(&Session, &CallDone)>,
+    /// `ask-user` had nobody to answer (headless): the question the agent answered by
+    /// assuming (the completion check lists it as "assumed: …").
+    pub assumed: Option<fn(&Session, &str)>,
+    /// The predicted next step for the input's greyed suggestion ("" when none).
+    pub next_step: Option<fn(&Session) -> String>,
     /// A turn begins with this prompt (before the prompt joins the history).
     pub turn_begin: Option<fn(&Session, &str)>,
     /// The turn ended: the text it returns, given the summary and the text so far.
@@ -222,6 +227,8 @@ impl Feature {
         before_run: None,
         after_run: None,
         call_done: None,
+        assumed: None,
+        next_step: None,
         turn_begin: None,
         turn_result: None,
         batch_line: None,
@@ -396,7 +403,7 @@ fn unregistered<T>() -> ! {
 
 impl State {
     /// A registered feature's state kept under the state lock (see [`Session::part`]).
-    pub(crate) fn part_mut<T: Any>(&mut self) -> &mut T {
+    pub fn part_mut<T: Any>(&mut self) -> &mut T {
         self.parts
             .get_mut::<T>()
             .unwrap_or_else(|| unregistered::<T>())
@@ -527,24 +534,42 @@ pub(crate) fn turn_hooks() -> impl Iterator<Item = &'static TurnHooks> {
 pub type BesideOutcomes = std::collections::HashMap<String, crate::tool_call::CallOutcome>;
 
 /// Features from crates outside the core, registered once by the program that assembles
-/// them (the Python extension) before its first session opens.
-static REGISTERED: std::sync::OnceLock<Vec<&'static Feature>> = std::sync::OnceLock::new();
+/// them (the Python extension) before its first session opens: those that lead (before the
+/// core's own) and those that follow.
+static REGISTERED: std::sync::OnceLock<Registered> = std::sync::OnceLock::new();
+
+struct Registered {
+    leading: Vec<&'static Feature>,
+    trailing: Vec<&'static Feature>,
+}
 
 /// Registers the features of crates outside the core (a crate that depends on the core
-/// cannot be named by it). Once per process: a second call is refused (`false`), so the set
-/// of features never changes under a running session.
-pub fn register(features: &[&'static Feature]) -> bool {
-    REGISTERED.set(features.to_vec()).is_ok()
+/// cannot be named by it). `leading` take part before the core's own features (their tools
+/// first, their gates asked first), `trailing` after them. Once per process: a second call is
+/// refused (`false`), so the set of features never changes under a running session.
+pub fn register(leading: &[&'static Feature], trailing: &[&'static Feature]) -> bool {
+    REGISTERED
+        .set(Registered {
+            leading: leading.to_vec(),
+            trailing: trailing.to_vec(),
+        })
+        .is_ok()
 }
 
 /// Every feature of this build, in registration order (the order of their tools in a
-/// request, of their commands in `/help`, of their close hooks): the core's own, then the
-/// registered ones.
+/// request, of their commands in `/help`, of their moments and close hooks): the leading
+/// registered ones, the core's own, then the trailing registered ones.
 pub fn all() -> impl Iterator<Item = &'static Feature> + Clone {
-    crate::FEATURES
-        .iter()
-        .copied()
-        .chain(REGISTERED.get().into_iter().flatten().copied())
+    let registered = REGISTERED.get();
+    registered
+        .into_iter()
+        .flat_map(|r| r.leading.iter().copied())
+        .chain(crate::FEATURES.iter().copied())
+        .chain(
+            registered
+                .into_iter()
+                .flat_map(|r| r.trailing.iter().copied()),
+        )
 }
 
 /// The registered spec of a tool a feature runs.

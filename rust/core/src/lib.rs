@@ -33,7 +33,6 @@ mod handler;
 mod headless;
 use yuyao_extension_files::hooks;
 use yuyao_extension_files::instruction_files;
-mod listening;
 mod lsp;
 mod mcp_servers;
 mod memory;
@@ -74,17 +73,23 @@ mod workdirs;
 
 pub use commands::{Command, Handler as CommandHandler};
 pub use feature::{
-    AnswerFormat, BeforeCompact, BesideOutcomes, Feature, FeatureTools, Opening, ReplyStep,
-    ResearchEnd, ServerTools, Settled, StopGate, TurnHooks, all as features,
+    AnswerFormat, BeforeCompact, BesideOutcomes, CallDone, Feature, FeatureTools, FinalHooks,
+    Opening, ReplyStep, ResearchEnd, ServerTools, Settled, StopGate, TurnHooks, all as features,
     register as register_features,
 };
 pub use handler::Handler;
 pub use headless::{HeadlessRequest, run_headless};
+pub use permissions::redact;
 pub use process_profile::{Origin, ProcessKind};
 pub use session::State;
 pub use session::{CoreError, Session, TurnSummary};
 pub use settings::config_keys_json;
 pub use tool_call::registry::{CoreRun, Effect, Runner, Spec};
+/// What a feature crate's tools are made of: a spec for a tool the session runs (`core`),
+/// one output from a tool's `Option` (`one`), and which tools write files (`writes_files`).
+pub mod registry {
+    pub use crate::tool_call::registry::{core, one, writes_files};
+}
 pub use words::split_words;
 
 /// Every feature of this build, each one line (`feature.rs`): the kernel reads their
@@ -92,7 +97,6 @@ pub use words::split_words;
 /// order of their tools in a request and of their commands in `/help`.
 static FEATURES: &[&feature::Feature] = &[
     &cmd_session::FEATURE,
-    &listening::FEATURE,
     &ask::FEATURE,
     &subagents::FEATURE,
     &planning::FEATURE,

@@ -137,7 +137,7 @@ pub(crate) fn note_mentions(s: &Session, text: &str) {
 /// A tool result (or a background report) as it may enter the history: values of the
 /// project's secret files and key material redacted, unless the user named or allowed the
 /// file (DESIGN §5, redaction). The model's own API key is always redacted.
-pub(crate) fn redact<'a>(s: &Session, policy: &Policy, text: &'a str) -> Cow<'a, str> {
+pub fn redact<'a>(s: &Session, policy: &Policy, text: &'a str) -> Cow<'a, str> {
     let key = s.model_key();
     let extra: Vec<(String, String)> = key
         .map(|k| vec![(k.trim().to_string(), "the model API key".to_string())])

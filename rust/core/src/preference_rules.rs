@@ -9,7 +9,7 @@ use std::path::PathBuf;
 impl crate::session::Session {
     /// The rules in force for a shell command: the memory's, and those of the instruction
     /// files the prompt carries (none under `--no-memory`, which leaves AGENTS.md unread).
-    pub(crate) fn preference_rules(&self) -> Vec<Rule> {
+    pub fn preference_rules(&self) -> Vec<Rule> {
         let mut rules: Vec<Rule> = crate::feature::hooks(|f| f.rules)
             .flat_map(|rules| rules(self))
             .collect();

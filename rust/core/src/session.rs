@@ -679,6 +679,26 @@ impl Session {
         &self.paths
     }
 
+    /// The tools' working context: project root, working directory, the roots a path may
+    /// be under, the spill folder, the files read so far.
+    pub fn tool_context(&self) -> &yuyao_tools::ToolContext {
+        &self.ctx
+    }
+
+    /// A front answers this session's requests (permission, ask-user): someone may be there.
+    pub fn has_handler(&self) -> bool {
+        self.handler.is_some()
+    }
+
+    /// The predicted next step for the input's greyed suggestion: the first feature's that
+    /// predicts one ("" when none does).
+    pub fn next_step(&self) -> String {
+        crate::feature::hooks(|f| f.next_step)
+            .map(|predict| predict(self))
+            .find(|step| !step.is_empty())
+            .unwrap_or_default()
+    }
+
     /// The session is a sub-agent (its prompts are its parent model's, not the user's).
     pub fn is_sub_agent(&self) -> bool {
         self.agents.is_child()
@@ -738,7 +758,7 @@ impl Session {
         }
     }
 
-    pub(crate) fn emit(&self, e: Event) {
+    pub fn emit(&self, e: Event) {
         if let Some(h) = &self.handler {
             h.event(&e);
         }

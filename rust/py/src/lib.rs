@@ -362,13 +362,15 @@ fn config_keys_json() -> String {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", yuyao_protocol::VERSION)?;
     // The features that live in crates of their own join the core's, one line each
-    // (docs/ARCHITECTURE.md, "the kernel and the features registered with it").
-    let features: Vec<&'static yuyao_core::Feature> =
+    // (docs/ARCHITECTURE.md, "the kernel and the features registered with it"). Listening
+    // leads: its scope guard is the first gate a change meets and `declare-scope` the first
+    // feature tool in a request.
+    let trailing: Vec<&'static yuyao_core::Feature> =
         [&yuyao_review::FEATURE, &yuyao_json_answer::FEATURE]
             .into_iter()
             .chain(yuyao_extensions::FEATURES.iter().copied())
             .collect();
-    yuyao_core::register_features(&features);
+    yuyao_core::register_features(&[&yuyao_listening::FEATURE], &trailing);
     // memory-search's shipped model: package data beside this module (yuyao/models/).
     if let Ok(file) = m
         .py()

@@ -179,8 +179,10 @@ impl Session {
             ),
             Some(a) => ToolOutput::ok(format!("The user answered: {}", a.trim())),
             None => {
-                // The completion check lists it as "assumed: …" (completion.rs).
-                self.completion_assumed(&question);
+                // The completion check lists it as "assumed: …".
+                for assumed in crate::feature::hooks(|f| f.assumed) {
+                    assumed(self, &question);
+                }
                 ToolOutput::ok(NO_HUMAN)
             }
         }

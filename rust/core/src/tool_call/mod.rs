@@ -630,7 +630,7 @@ impl Session {
         }
     }
 
-    pub(crate) fn ask_permission(
+    pub fn ask_permission(
         &self,
         name: &str,
         detail: &str,

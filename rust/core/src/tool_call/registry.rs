@@ -64,7 +64,7 @@ const fn builtin(name: &'static str, effect: Effect) -> Spec {
     }
 }
 
-pub(crate) const fn core(name: &'static str, evidence: bool, run: CoreRun) -> Spec {
+pub const fn core(name: &'static str, evidence: bool, run: CoreRun) -> Spec {
     Spec {
         name,
         effect: Effect::SessionState,
@@ -101,7 +101,7 @@ pub(crate) const SPECS: &[Spec] = &[
 
 /// A handler's answer for the name it was registered under (`None` would be a registry
 /// that names a tool its handler does not know: said, never silently passed over).
-pub(crate) fn one(out: Option<ToolOutput>) -> ToolOutput {
+pub fn one(out: Option<ToolOutput>) -> ToolOutput {
     out.unwrap_or_else(|| ToolOutput::err("this tool's handler did not recognise its call"))
 }
 
@@ -115,7 +115,7 @@ pub(crate) fn spec(name: &str) -> Option<&'static Spec> {
 
 /// Whether `name` (canonical) is a tool that writes files: its pre-images are kept, its
 /// success is an edit (the registry's effect, the one list of them).
-pub(crate) fn writes_files(name: &str) -> bool {
+pub fn writes_files(name: &str) -> bool {
     spec(name).is_some_and(|s| s.effect == Effect::Writes)
 }
 

@@ -4,12 +4,15 @@
 //! model once; with `--auto-test` the tests run after every edit batch and the model iterates
 //! until they pass or `verification.max_rounds` is reached.
 
-pub mod detect;
-mod run;
+#[allow(unused_imports)]
+use crate::session_ext::*;
 
-use crate::session::Session;
+pub mod detect;
+pub(crate) mod run;
+
 pub use detect::Detected;
 use std::path::PathBuf;
+use yuyao_core::Session;
 
 /// Default of `verification.timeout_s`.
 pub const DEFAULT_TIMEOUT_S: u64 = 600;
@@ -60,9 +63,17 @@ impl VerificationResult {
     }
 }
 
-impl Session {
+pub(crate) trait VerificationExt {
+    fn verification_int(&self, key: &str) -> Option<u64>;
+    fn verification_enabled(&self) -> bool;
+    fn verification_command(&self) -> Option<Detected>;
+    fn verification_timeout_ms(&self) -> u64;
+    fn verification_max_rounds(&self) -> u32;
+}
+
+impl VerificationExt for Session {
     fn verification_int(&self, key: &str) -> Option<u64> {
-        self.config
+        self.config()
             .get(key)
             .and_then(|v| v.as_integer())
             .filter(|n| *n > 0)
@@ -70,20 +81,20 @@ impl Session {
     }
 
     /// `verification.enabled` (default true); `--auto-test` or `--test-cmd` ask for it.
-    pub(crate) fn verification_enabled(&self) -> bool {
-        self.opts.auto_test
-            || self.opts.test_cmd.is_some()
+    fn verification_enabled(&self) -> bool {
+        self.options().auto_test
+            || self.options().test_cmd.is_some()
             || self
-                .config
+                .config()
                 .get("verification.enabled")
                 .and_then(|v| v.as_bool())
                 .unwrap_or(true)
     }
 
     /// The command: `--test-cmd`, else `verification.command`, else detected in the project.
-    pub(crate) fn verification_command(&self) -> Option<Detected> {
+    fn verification_command(&self) -> Option<Detected> {
         if let Some(c) = self
-            .opts
+            .options()
             .test_cmd
             .as_deref()
             .filter(|c| !c.trim().is_empty())
@@ -94,7 +105,7 @@ impl Session {
             });
         }
         if let Some(c) = self
-            .config
+            .config()
             .get("verification.command")
             .and_then(|v| v.as_str().map(str::to_string))
             .filter(|c| !c.trim().is_empty())
@@ -104,17 +115,17 @@ impl Session {
                 source: "verification.command".into(),
             });
         }
-        let root = self.ctx.roots.lock().ok()?.first().cloned()?;
+        let root = self.tool_context().roots.lock().ok()?.first().cloned()?;
         detect::detect(&root)
     }
 
-    pub(crate) fn verification_timeout_ms(&self) -> u64 {
+    fn verification_timeout_ms(&self) -> u64 {
         self.verification_int("verification.timeout_s")
             .unwrap_or(DEFAULT_TIMEOUT_S)
             .saturating_mul(1000)
     }
 
-    pub(crate) fn verification_max_rounds(&self) -> u32 {
+    fn verification_max_rounds(&self) -> u32 {
         self.verification_int("verification.max_rounds")
             .map(|n| n.min(u32::MAX as u64) as u32)
             .unwrap_or(DEFAULT_MAX_ROUNDS)

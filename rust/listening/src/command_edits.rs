@@ -7,14 +7,17 @@
 //! them in the diffstat and the scope check, and verification runs for them.
 //! `completion.track_commands = false` switches it off.
 
-use crate::listening::Facts;
-use crate::session::Session;
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
+use crate::Facts;
 use git2::{Oid, Repository};
 use serde_json::json;
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use yuyao_core::Session;
 
 pub(crate) const KEY: &str = "completion.track_commands";
 /// A work tree with more files than this is not stamped (the walk would cost too much).
@@ -383,15 +386,22 @@ impl Stamp {
     }
 }
 
-impl Session {
+pub(crate) trait CommandEditsExt {
+    fn tracks_commands(&self) -> bool;
+    fn stamp_before_command(&self) -> Option<Stamp>;
+    fn work_stamp_stale(&self);
+    fn command_changed_files(&self, stamp: Stamp, command: &str) -> Option<String>;
+}
+
+impl CommandEditsExt for Session {
     fn tracks_commands(&self) -> bool {
-        self.config.get(KEY).and_then(|v| v.as_bool()) != Some(false)
+        self.config().get(KEY).and_then(|v| v.as_bool()) != Some(false)
     }
 
     /// Before a command that may change files: the work tree's stamp (`None`: switched off,
     /// or too large). The stamp left by the last command is brought up to date (changes
     /// since then are not this command's); the first one walks the work tree.
-    pub(crate) fn stamp_before_command(&self) -> Option<Stamp> {
+    fn stamp_before_command(&self) -> Option<Stamp> {
         if !self.tracks_commands() {
             self.lock().facts().work_stamp = None;
             return None;
@@ -404,7 +414,7 @@ impl Session {
                 std::mem::take(&mut st.facts().work_stamp_fresh),
             )
         };
-        let project = &self.paths.project;
+        let project = &self.paths().project;
         let (stamp, how) = match cached {
             // Only commands ran since (consecutive calls): it is current as it is.
             Some(old) if fresh => (Some(old), "current"),
@@ -428,15 +438,15 @@ impl Session {
 
     /// Any other tool (a file tool, an MCP server, a sub-agent) may change files: the next
     /// command's stamp is brought up to date first.
-    pub(crate) fn work_stamp_stale(&self) {
+    fn work_stamp_stale(&self) {
         self.lock().facts().work_stamp_fresh = false;
     }
 
     /// After the command: the files it changed join the turn's facts (diffstat, scope,
     /// verification). Returns a note for the model when a declared scope was left.
-    pub(crate) fn command_changed_files(&self, stamp: Stamp, command: &str) -> Option<String> {
+    fn command_changed_files(&self, stamp: Stamp, command: &str) -> Option<String> {
         let t0 = std::time::Instant::now();
-        let (next, changed) = stamp.refresh(&self.paths.project)?;
+        let (next, changed) = stamp.refresh(&self.paths().project)?;
         {
             let mut st = self.lock();
             st.facts().work_stamp = Some(next);
@@ -445,7 +455,7 @@ impl Session {
         if changed.is_empty() {
             return None;
         }
-        let project = self.paths.project.clone();
+        let project = self.paths().project.clone();
         let rel = |p: &Path| {
             p.strip_prefix(&project)
                 .unwrap_or(p)
@@ -455,7 +465,7 @@ impl Session {
         let shown: Vec<String> = changed.iter().map(|c| rel(&c.path)).collect();
         for c in &changed {
             // A file the tools no longer know as they last saw it is read again first.
-            self.ctx.forget(&c.path);
+            self.tool_context().forget(&c.path);
         }
         self.completion_command_changed(changed);
         self.lock().trajectory.record(

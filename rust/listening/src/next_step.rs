@@ -6,9 +6,12 @@
 //! 4. the last answer names a next step ("Next: …") or offers one ("Shall I …?");
 //! 5. in this project's prompt history, what was most often typed after the last prompt.
 
-use crate::session::Session;
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use regex::Regex;
 use std::sync::LazyLock;
+use yuyao_core::Session;
 use yuyao_policy::Action;
 use yuyao_tools::ToolOutput;
 
@@ -138,15 +141,20 @@ pub(crate) fn from_work(log: &WorkLog, dirty: impl FnOnce() -> bool) -> Option<S
     }
 }
 
-impl Session {
+pub(crate) trait NextStepExt {
+    fn observe_tool(&self, name: &str, action: &Action, out: &ToolOutput);
+    fn next_step(&self) -> String;
+}
+
+impl NextStepExt for Session {
     /// Hook: every tool call that ran feeds the work log.
-    pub(crate) fn observe_tool(&self, name: &str, action: &Action, out: &ToolOutput) {
+    fn observe_tool(&self, name: &str, action: &Action, out: &ToolOutput) {
         let mut log = self
             .listening()
             .work
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        if crate::tool_call::registry::writes_files(name) && out.ok {
+        if yuyao_core::registry::writes_files(name) && out.ok {
             log.edited_since_test = true;
         } else if name == "bash"
             && let Some(command) = action.command.as_deref().filter(|c| is_test_command(c))
@@ -161,14 +169,14 @@ impl Session {
     }
 
     /// The predicted next step ("" when there is none).
-    pub fn next_step(&self) -> String {
+    fn next_step(&self) -> String {
         let log = self
             .listening()
             .work
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let project = self.paths.project.clone();
+        let project = self.paths().project.clone();
         let dirty = || yuyao_store::snapshots::head_changes(&project).is_ok_and(|c| !c.is_empty());
         if let Some(step) = from_work(&log, dirty) {
             return step;

@@ -3,12 +3,15 @@
 //! trajectory, and kept in the conversation as the tool call itself. Declaring again replaces
 //! it; what widened or narrowed is said.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::Category;
-use crate::session::Session;
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::Path;
+use yuyao_core::Session;
 use yuyao_tools::ToolOutput;
 
 #[derive(Debug, Deserialize)]
@@ -187,7 +190,7 @@ fn declare(s: &Session, raw: &str) -> Result<ToolOutput, String> {
             }
         }
     }
-    let set = compile(&files, &s.paths.project)?;
+    let set = compile(&files, &s.paths().project)?;
     let new = Declared {
         files,
         behaviours: p.behaviours.trim().to_string(),
@@ -195,7 +198,7 @@ fn declare(s: &Session, raw: &str) -> Result<ToolOutput, String> {
         allow,
         set,
     };
-    let guard_on = s.config.get(super::GUARD_KEY).and_then(|v| v.as_bool()) != Some(false);
+    let guard_on = s.config().get(super::GUARD_KEY).and_then(|v| v.as_bool()) != Some(false);
     let mut t = s
         .listening()
         .scope

@@ -2,10 +2,13 @@
 //! (`declare-scope`, [`declare`]); from then on every mutating call is checked against it
 //! before it runs ([`guard`]). A turn that declared nothing is not guarded.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 pub(crate) mod declare;
 pub(crate) mod guard;
 
-use crate::session::Session;
+use yuyao_core::Session;
 
 /// `scope.guard = false` switches the guard off (declarations are still shown and recorded).
 pub(crate) const GUARD_KEY: &str = "scope.guard";
@@ -73,9 +76,13 @@ pub(crate) struct Tracker {
     pub changed_lines: u64,
 }
 
-impl Session {
+pub(crate) trait ScopeExt {
+    fn scope_begin_turn(&self);
+}
+
+impl ScopeExt for Session {
     /// A new user turn starts unscoped: a scope covers the turn that declared it.
-    pub(crate) fn scope_begin_turn(&self) {
+    fn scope_begin_turn(&self) {
         if let Ok(mut t) = self.listening().scope.lock() {
             *t = Tracker::default();
         }

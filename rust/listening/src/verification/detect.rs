@@ -2,6 +2,9 @@
 //! package.json scripts (with the lock file's package manager), Makefile targets, Cargo.toml,
 //! Python (pyproject.toml, pytest.ini, `tests/`), go.mod. Only the project root is looked at.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use std::path::Path;
 
 /// A verification command and where it was found.

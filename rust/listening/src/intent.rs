@@ -3,8 +3,11 @@
 //! came with none is shown as such, and the next request carries a short note asking the
 //! model to state one (appended, never a rewrite, and no extra model call).
 
-use crate::session::Session;
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use serde_json::json;
+use yuyao_core::Session;
 use yuyao_protocol::{Event, ToolCall, canonical_tool_name};
 use yuyao_tools::ToolArgs;
 
@@ -58,18 +61,22 @@ pub fn batch_intent(text: &str, calls: &[ToolCall]) -> BatchIntent {
     }
 }
 
-impl Session {
+pub(crate) trait IntentExt {
+    fn announce_batch(&self, intent: &BatchIntent, calls: &[ToolCall]);
+}
+
+impl IntentExt for Session {
     /// Shows the batch's intent (event for the fronts, a trajectory record per batch) and,
     /// when the model stated none, queues the note for its next request
     /// (`intent.remind`, default true).
-    pub(crate) fn announce_batch(&self, intent: &BatchIntent, calls: &[ToolCall]) {
+    fn announce_batch(&self, intent: &BatchIntent, calls: &[ToolCall]) {
         self.emit(Event::Intent {
             text: intent.line.clone(),
             stated: intent.stated,
             calls: calls.len(),
         });
         let remind = self
-            .config
+            .config()
             .get("intent.remind")
             .and_then(|v| v.as_bool())
             .unwrap_or(true);

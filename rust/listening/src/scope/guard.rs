@@ -3,12 +3,15 @@
 //! category. A hit is put to the user with the diff or command and the category (the
 //! permission request), or refused when nobody can confirm it (yolo, headless, agent_api).
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::{Category, declare::Declared};
-use crate::session::Session;
 use regex::Regex;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
+use yuyao_core::Session;
 use yuyao_policy::{Action, Decision, Verdict};
 use yuyao_tools::ToolArgs;
 
@@ -173,7 +176,7 @@ fn file_changes(s: &Session, args: &ToolArgs, action: &Action) -> Option<Vec<Cha
     let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
     match args {
         ToolArgs::ApplyPatch(p) => {
-            let v = yuyao_tools::patch::patch_preview(&s.ctx, &p.patch).ok()?;
+            let v = yuyao_tools::patch::patch_preview(s.tool_context(), &p.patch).ok()?;
             Some(
                 v.into_iter()
                     .map(|(path, b, a)| Change {
@@ -470,7 +473,7 @@ pub(crate) fn gate(
     decision: &mut Decision,
 ) -> Result<(), String> {
     if decision.verdict == Verdict::Deny
-        || s.config.get(super::GUARD_KEY).and_then(|v| v.as_bool()) == Some(false)
+        || s.config().get(super::GUARD_KEY).and_then(|v| v.as_bool()) == Some(false)
     {
         return Ok(());
     }
@@ -482,9 +485,9 @@ pub(crate) fn gate(
         return Ok(());
     };
     let judged = if let Some(cmd) = &action.command {
-        judge_command(sc, cmd, &s.ctx.cwd(), &s.paths.project).map(|()| 0)
+        judge_command(sc, cmd, &s.tool_context().cwd(), &s.paths().project).map(|()| 0)
     } else if let Some(changes) = file_changes(s, args, action) {
-        judge_files(sc, &s.paths.project, &changes, counted)
+        judge_files(sc, &s.paths().project, &changes, counted)
     } else {
         Ok(0)
     };
@@ -496,8 +499,8 @@ pub(crate) fn gate(
         Err(h) => h,
     };
     drop(t);
-    let attended = s.handler.is_some()
-        && !s.opts.headless
+    let attended = s.has_handler()
+        && !s.options().headless
         && s.lock().policy.mode != yuyao_protocol::Mode::Yolo;
     s.lock().trajectory.record(
         "scope_guard",

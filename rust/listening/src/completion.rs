@@ -14,13 +14,16 @@
 //! contradicted in the answer. A test or lint command the model ran counts as verification
 //! when the session's own verification did not run.
 
-use crate::listening::Facts;
-use crate::listening::command_edits::Changed;
-use crate::listening::verification::VerificationResult;
-use crate::session::Session;
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
+use crate::Facts;
+use crate::command_edits::Changed;
+use crate::verification::VerificationResult;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use yuyao_core::Session;
 use yuyao_protocol::{Event, canonical_tool_name};
 
 /// `completion.review = false`: the check is not given to the model before its final answer.
@@ -190,7 +193,7 @@ pub(crate) fn verifies(command: &str) -> bool {
         )
         .expect("valid regex")
     });
-    crate::listening::next_step::is_test_command(command) || CHECKER.is_match(command)
+    crate::next_step::is_test_command(command) || CHECKER.is_match(command)
 }
 
 /// One changed file of the diffstat.
@@ -457,12 +460,33 @@ pub fn claims_done(text: &str) -> bool {
     claims.iter().any(|c| t.contains(c)) && !admits.iter().any(|a| t.contains(a))
 }
 
-impl Session {
+pub(crate) trait CompletionExt {
+    fn completion_begin(&self, request: &str);
+    fn completion_before_write(&self, name: &str, paths: &[PathBuf]);
+    fn completion_after_call(
+        &self,
+        call_name: &str,
+        arguments: &str,
+        ok: bool,
+        ran: bool,
+        output: &str,
+    );
+    fn completion_command_changed(&self, changed: Vec<Changed>);
+    fn completion_assumed(&self, question: &str);
+    fn completion_review_enabled(&self) -> bool;
+    fn completion_review(&self, final_text: &str) -> bool;
+    fn answers_only(&self) -> bool;
+    fn change_not_made(&self) -> Option<String>;
+    fn compute_check(&self, final_text: &str) -> Option<Computed>;
+    fn completion_check(&self, final_text: &str) -> Option<Value>;
+}
+
+impl CompletionExt for Session {
     /// A new turn: facts start empty.
-    pub(crate) fn completion_begin(&self, request: &str) {
+    fn completion_begin(&self, request: &str) {
         // Planning produces a plan, not changes; a sub-agent's turn is its parent's to check.
-        let change_asked = crate::task_kind::names_a_change(request)
-            && !self.agents.is_child()
+        let change_asked = yuyao_words::task_kind::names_a_change(request)
+            && !self.is_sub_agent()
             && self.lock().policy.mode != yuyao_protocol::Mode::Plan
             && !self.answers_only();
         let mut st = self.lock();
@@ -473,8 +497,8 @@ impl Session {
     }
 
     /// Before a file tool runs: the pre-image of each path it writes, once per turn.
-    pub(crate) fn completion_before_write(&self, name: &str, paths: &[PathBuf]) {
-        if !crate::tool_call::registry::writes_files(name) {
+    fn completion_before_write(&self, name: &str, paths: &[PathBuf]) {
+        if !yuyao_core::registry::writes_files(name) {
             return;
         }
         let mut st = self.lock();
@@ -494,7 +518,7 @@ impl Session {
     }
 
     /// After a tool call: commands with their exit codes, edits, errors and their resolution.
-    pub(crate) fn completion_after_call(
+    fn completion_after_call(
         &self,
         call_name: &str,
         arguments: &str,
@@ -517,10 +541,10 @@ impl Session {
                 });
             }
         }
-        if ok && ran && crate::tool_call::registry::writes_files(name) {
+        if ok && ran && yuyao_core::registry::writes_files(name) {
             f.edits += 1;
         }
-        if !ok && !ran && (crate::tool_call::registry::writes_files(name) || name == "bash") {
+        if !ok && !ran && (yuyao_core::registry::writes_files(name) || name == "bash") {
             let by = if output.starts_with("Refused: the user declined") {
                 Some(RefusedBy::User)
             } else if output.contains("nobody is there to approve it") {
@@ -536,7 +560,7 @@ impl Session {
         }
         if ok {
             f.errors.retain(|e| !(e.tool == name && e.target == target));
-        } else if name != "ask-user" && (!ran || crate::tool_call::registry::writes_files(name)) {
+        } else if name != "ask-user" && (!ran || yuyao_core::registry::writes_files(name)) {
             // A refused, malformed or unknown call, or a write that failed. A command that
             // ran and exited non-zero is listed with its exit code instead (grep finding
             // nothing is no error), and a failed read is exploration.
@@ -553,7 +577,7 @@ impl Session {
     /// Files a shell command changed (`command_edits.rs`): their pre-images join the turn's
     /// (a file already known keeps its first one), and they count as an edit, so the
     /// verification before the final answer runs for them.
-    pub(crate) fn completion_command_changed(&self, changed: Vec<Changed>) {
+    fn completion_command_changed(&self, changed: Vec<Changed>) {
         let mut st = self.lock();
         let f = &mut st.facts().completion;
         for c in changed {
@@ -570,7 +594,7 @@ impl Session {
     }
 
     /// ask-user with nobody to answer: the model goes on with an assumption.
-    pub(crate) fn completion_assumed(&self, question: &str) {
+    fn completion_assumed(&self, question: &str) {
         self.lock()
             .facts()
             .completion
@@ -581,7 +605,7 @@ impl Session {
     /// `completion.review` (default true): a check that is not clean goes to the model
     /// before its final answer, in the same turn.
     fn completion_review_enabled(&self) -> bool {
-        self.config
+        self.config()
             .get(REVIEW_KEY)
             .and_then(|v| v.as_bool())
             .unwrap_or(true)
@@ -591,10 +615,10 @@ impl Session {
     /// is appended to the conversation (a user note: the request's prefix stays as it was)
     /// and the model answers again; that reply is the final answer. Once per turn, so at
     /// most one extra call; a clean turn costs none. Returns whether the turn continues.
-    pub(crate) fn completion_review(&self, final_text: &str) -> bool {
+    fn completion_review(&self, final_text: &str) -> bool {
         // A sub-agent's answer goes to the parent model, whose own turn is checked.
         if !self.completion_review_enabled()
-            || self.agents.is_child()
+            || self.is_sub_agent()
             || self.lock().facts().completion.reviewed.is_some()
         {
             return false;
@@ -630,7 +654,7 @@ impl Session {
 
     /// The turn was asked for a change and made none: why, for the turn's error (it ends
     /// `NotSubmitted`: exit 1 in `-p`, not done in `--json`, stream-json and agent_api).
-    pub(crate) fn change_not_made(&self) -> Option<String> {
+    fn change_not_made(&self) -> Option<String> {
         if self.answers_only() {
             return None;
         }
@@ -653,7 +677,7 @@ impl Session {
             return None;
         }
         let root = self
-            .ctx
+            .tool_context()
             .roots
             .lock()
             .ok()
@@ -832,7 +856,7 @@ impl Session {
             problems.insert(0, line.clone());
             contradiction = Some(line);
         }
-        let auto_test = self.opts.auto_test.then(|| {
+        let auto_test = self.options().auto_test.then(|| {
             json!({"rounds": facts.auto_test_rounds, "passed_at": facts.auto_test_passed_at,
                    "unavailable": facts.auto_test_unavailable,
                    "max_rounds": self.verification_max_rounds(),
@@ -877,7 +901,7 @@ impl Session {
 
     /// The check for the turn that just ended (None when it changed no file and ran no
     /// command). Emitted, recorded, kept for status.json, and noted for the model.
-    pub(crate) fn completion_check(&self, final_text: &str) -> Option<Value> {
+    fn completion_check(&self, final_text: &str) -> Option<Value> {
         let Some(c) = self.compute_check(final_text) else {
             self.lock().last_completion = None;
             return None;
@@ -910,7 +934,7 @@ impl Session {
 
 /// A computed check: the JSON, the block as shown, and the problems (with and without the
 /// line contradicting the final answer, which depends on that answer's words).
-struct Computed {
+pub(crate) struct Computed {
     check: Value,
     text: String,
     problems: Vec<String>,

@@ -2,10 +2,13 @@
 //! approve it is reported, never bypassed), spawned through `yuyao_tools::exec` (the one
 //! spawn path, where the OS sandbox applies), output kept verbatim.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::{Detected, VerificationResult};
-use crate::listening::Facts;
-use crate::session::Session;
+use crate::Facts;
 use tokio_util::sync::CancellationToken;
+use yuyao_core::Session;
 use yuyao_policy::{Action, Verdict};
 use yuyao_protocol::{Event, Message};
 
@@ -44,13 +47,17 @@ fn head_tail(text: &str, spill_dir: &std::path::Path) -> (String, Option<std::pa
     (shown, saved.then_some(path))
 }
 
-impl Session {
+pub(crate) trait RunExt {
+    fn run_verification(&self, found: &Detected, token: &CancellationToken) -> VerificationResult;
+    fn record_verification(&self, r: &VerificationResult);
+    fn verify_before_final(&self, token: &CancellationToken) -> bool;
+    fn auto_test_after_batch(&self, token: &CancellationToken);
+    fn run_and_mark(&self, found: &Detected, token: &CancellationToken) -> VerificationResult;
+}
+
+impl RunExt for Session {
     /// Runs the verification command once: the policy decides as for a bash call.
-    pub(crate) fn run_verification(
-        &self,
-        found: &Detected,
-        token: &CancellationToken,
-    ) -> VerificationResult {
+    fn run_verification(&self, found: &Detected, token: &CancellationToken) -> VerificationResult {
         let mut result = VerificationResult {
             command: found.command.clone(),
             source: found.source.clone(),
@@ -67,9 +74,10 @@ impl Session {
             paths: Vec::new(),
         };
         // A remembered preference ("use bun, not npm") forbids it as it would a bash call.
-        if let Some(rule) =
-            crate::preference_rules::violation(&self.preference_rules(), &found.command)
-        {
+        if let Some(rule) = yuyao_extension_files::preference_rules::violation(
+            &self.preference_rules(),
+            &found.command,
+        ) {
             result.not_run = Some(rule);
             self.record_verification(&result);
             return result;
@@ -89,7 +97,7 @@ impl Session {
             return result;
         }
         let ran = yuyao_tools::exec::run_foreground(
-            &self.ctx,
+            self.tool_context(),
             &found.command,
             self.verification_timeout_ms(),
             token,
@@ -98,9 +106,9 @@ impl Session {
             Ok(run) => {
                 let text = {
                     let st = self.lock();
-                    crate::permissions::redact(self, &st.policy, &run.text).into_owned()
+                    yuyao_core::redact(self, &st.policy, &run.text).into_owned()
                 };
-                let (shown, full) = head_tail(&text, &self.ctx.spill_dir);
+                let (shown, full) = head_tail(&text, &self.tool_context().spill_dir);
                 // A runner that is not installed says nothing about the change.
                 if run.interrupted {
                     result.not_run = Some("interrupted".into());
@@ -140,7 +148,7 @@ impl Session {
     /// Before the final answer: when the turn edited files since the last verification and
     /// a command is known, run it. A failure goes back to the model once (with `--auto-test`,
     /// until `verification.max_rounds`); returns whether the turn continues.
-    pub(crate) fn verify_before_final(&self, token: &CancellationToken) -> bool {
+    fn verify_before_final(&self, token: &CancellationToken) -> bool {
         let (edited, fed_back) = {
             let mut st = self.lock();
             let f = &st.facts().completion;
@@ -153,7 +161,7 @@ impl Session {
             return false;
         };
         let r = self.run_and_mark(&found, token);
-        let limit = if self.opts.auto_test {
+        let limit = if self.options().auto_test {
             self.verification_max_rounds()
         } else {
             1
@@ -169,8 +177,8 @@ impl Session {
 
     /// `--auto-test`: after an edit batch, run the tests and hand the result to the model
     /// (a failure asks it to fix; the last allowed round tells it to stop and report).
-    pub(crate) fn auto_test_after_batch(&self, token: &CancellationToken) {
-        if !self.opts.auto_test || token.is_cancelled() {
+    fn auto_test_after_batch(&self, token: &CancellationToken) {
+        if !self.options().auto_test || token.is_cancelled() {
             return;
         }
         let (edited, rounds) = {

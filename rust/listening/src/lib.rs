@@ -5,6 +5,9 @@
 //! feature (`feature.rs`): the kernel's tool pipeline and turn loop call it through the
 //! moments it registers below and never name these modules.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 pub(crate) mod command_edits;
 pub(crate) mod completion;
 pub(crate) mod intent;
@@ -12,9 +15,22 @@ pub(crate) mod next_step;
 pub(crate) mod scope;
 pub(crate) mod verification;
 
-use crate::feature::{CallDone, Feature, FeatureTools, FinalHooks};
-use crate::session::{Session, State, TurnSummary};
+/// The session methods each module adds (a crate outside the core extends `Session` through
+/// traits); every module imports them all.
+pub(crate) mod session_ext {
+    pub(crate) use crate::ListeningExt;
+    pub(crate) use crate::command_edits::CommandEditsExt;
+    pub(crate) use crate::completion::CompletionExt;
+    pub(crate) use crate::intent::IntentExt;
+    pub(crate) use crate::next_step::NextStepExt;
+    pub(crate) use crate::scope::ScopeExt;
+    pub(crate) use crate::verification::VerificationExt;
+    pub(crate) use crate::verification::run::RunExt;
+}
+
 use std::sync::Mutex;
+use yuyao_core::{CallDone, Feature, FeatureTools, FinalHooks};
+use yuyao_core::{Session, State, TurnSummary};
 use yuyao_policy::Action;
 use yuyao_protocol::{ToolCall, canonical_tool_name};
 use yuyao_tools::{ToolArgs, ToolOutput};
@@ -53,8 +69,12 @@ impl Facts for State {
     }
 }
 
-impl Session {
-    pub(crate) fn listening(&self) -> &Listening {
+pub(crate) trait ListeningExt {
+    fn listening(&self) -> &Listening;
+}
+
+impl ListeningExt for Session {
+    fn listening(&self) -> &Listening {
         self.part::<Listening>()
     }
 }
@@ -147,12 +167,12 @@ static FINAL: FinalHooks = FinalHooks {
 };
 
 static TOOLS: FeatureTools = FeatureTools {
-    specs: &[crate::tool_call::registry::core(
+    specs: &[yuyao_core::registry::core(
         "declare-scope",
         false,
         |s, name, call, _| {
             (
-                crate::tool_call::registry::one(scope::declare::run_tool(s, name, &call.arguments)),
+                yuyao_core::registry::one(scope::declare::run_tool(s, name, &call.arguments)),
                 false,
             )
         },
@@ -170,7 +190,7 @@ static TOOLS: FeatureTools = FeatureTools {
 };
 
 /// What this feature adds to a session (feature.rs).
-pub(crate) static FEATURE: Feature = Feature {
+pub static FEATURE: Feature = Feature {
     name: "listening",
     tools: Some(&TOOLS),
     state: Some(|_| Box::new(Listening::default())),
@@ -180,6 +200,8 @@ pub(crate) static FEATURE: Feature = Feature {
     before_run: Some(before_run),
     after_run: Some(after_run),
     call_done: Some(call_done),
+    assumed: Some(|s, question| s.completion_assumed(question)),
+    next_step: Some(NextStepExt::next_step),
     turn_begin: Some(turn_begin),
     turn_result: Some(turn_result),
     batch_line: Some(batch_line),

@@ -1,9 +1,11 @@
-//! How yuyao listens (seed 000): the turn's declared scope and its guard ([`scope`]), the
-//! intent line above every tool batch ([`intent`]), the files a command changed
-//! ([`command_edits`]), verification before the final answer ([`verification`]), the honest
-//! completion check ([`completion`]) and the predicted next step ([`next_step`]). One
-//! feature (`feature.rs`): the kernel's tool pipeline and turn loop call it through the
-//! moments it registers below and never name these modules.
+//! yuyao-listening — how yuyao listens (seed 000): the turn's declared scope and its guard
+//! ([`scope`]), the intent line above every tool batch ([`intent`]), the files a command
+//! changed ([`command_edits`]), verification before the final answer ([`verification`]), the
+//! honest completion check ([`completion`]) and the predicted next step ([`next_step`]). One
+//! feature of the core's kernel (`yuyao_core::Feature`): the tool pipeline and the turn loop
+//! call it through the moments it registers below and never name this crate; the program
+//! that assembles yuyao registers it as a leading feature. Removing it is deleting this crate
+//! and its registration line.
 
 #[allow(unused_imports)]
 use crate::session_ext::*;

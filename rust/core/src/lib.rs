@@ -33,7 +33,6 @@ mod handler;
 mod headless;
 use yuyao_extension_files::hooks;
 use yuyao_extension_files::instruction_files;
-mod lsp;
 mod mcp_servers;
 mod memory;
 mod permissions;
@@ -101,7 +100,6 @@ static FEATURES: &[&feature::Feature] = &[
     &subagents::FEATURE,
     &planning::FEATURE,
     &subagents::team::FEATURE,
-    &lsp::FEATURE,
     &memory::FEATURE,
     &skills::FEATURE,
     &plugins::FEATURE,

@@ -365,11 +365,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // (docs/ARCHITECTURE.md, "the kernel and the features registered with it"). Listening
     // leads: its scope guard is the first gate a change meets and `declare-scope` the first
     // feature tool in a request.
-    let trailing: Vec<&'static yuyao_core::Feature> =
-        [&yuyao_review::FEATURE, &yuyao_json_answer::FEATURE]
-            .into_iter()
-            .chain(yuyao_extensions::FEATURES.iter().copied())
-            .collect();
+    let trailing: Vec<&'static yuyao_core::Feature> = [
+        &yuyao_code_intel::FEATURE,
+        &yuyao_review::FEATURE,
+        &yuyao_json_answer::FEATURE,
+    ]
+    .into_iter()
+    .chain(yuyao_extensions::FEATURES.iter().copied())
+    .collect();
     yuyao_core::register_features(&[&yuyao_listening::FEATURE], &trailing);
     // memory-search's shipped model: package data beside this module (yuyao/models/).
     if let Ok(file) = m

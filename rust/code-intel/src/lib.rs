@@ -8,8 +8,6 @@ use yuyao_lsp::client;
 mod format;
 use yuyao_lsp::servers;
 
-use crate::process_profile::{Origin, ProcessKind};
-use crate::session::Session;
 use client::Client;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -17,6 +15,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use yuyao_core::Session;
+use yuyao_core::{Origin, ProcessKind};
 use yuyao_tools::ToolOutput;
 
 pub const NAME: &str = "lsp";
@@ -44,7 +44,11 @@ pub(crate) struct Manager {
     servers: Mutex<HashMap<&'static str, Server>>,
 }
 
-impl Session {
+pub(crate) trait LspExt {
+    fn lsp(&self) -> &Manager;
+}
+
+impl LspExt for Session {
     /// Language servers of the `lsp` tool and the edit diagnostics.
     fn lsp(&self) -> &Manager {
         self.part()
@@ -73,15 +77,28 @@ impl Manager {
     }
 }
 
-impl Session {
+pub(crate) trait LspServersExt {
+    fn lsp_config(&self, key: &str) -> Option<toml::Value>;
+    fn lsp_origin(&self, key: &str) -> Origin;
+    fn lsp_enabled(&self) -> bool;
+    fn lsp_client(&self, language: &'static str) -> Result<Arc<Client>, String>;
+    fn lsp_running(&self) -> Option<&'static str>;
+    fn lsp_settle(&self) -> Duration;
+    fn lsp_path(&self, raw: &str) -> Result<PathBuf, String>;
+    fn lsp_after_edit(&self, name: &str, paths: &[PathBuf], out: &mut ToolOutput);
+    fn lsp_display(&self, p: &Path) -> String;
+    fn lsp_quotable(&self, p: &Path) -> bool;
+}
+
+impl LspServersExt for Session {
     /// An `lsp.*` setting. A server command is an executable: the project's configuration
     /// counts only where project-provided executables may run (as for its hooks and MCP
     /// servers); otherwise the user's file alone is read.
     fn lsp_config(&self, key: &str) -> Option<toml::Value> {
         if self.project_extensions_allowed() {
-            self.config.get(key)
+            self.config().get(key)
         } else {
-            self.config.get_in(key, yuyao_store::Layer::User)
+            self.config().get_in(key, yuyao_store::Layer::User)
         }
     }
 
@@ -89,7 +106,7 @@ impl Session {
     /// and counts, else the user's (their file, or a server found on `PATH`).
     fn lsp_origin(&self, key: &str) -> Origin {
         let in_project = self
-            .config
+            .config()
             .get_in(key, yuyao_store::Layer::Project)
             .is_some();
         if in_project && self.project_extensions_allowed() {
@@ -99,7 +116,7 @@ impl Session {
         }
     }
 
-    pub(crate) fn lsp_enabled(&self) -> bool {
+    fn lsp_enabled(&self) -> bool {
         self.lsp().flag || self.lsp_config("lsp.enabled").and_then(|v| v.as_bool()) == Some(true)
     }
 
@@ -146,7 +163,7 @@ impl Session {
             Client::start(
                 &argv[0],
                 &argv[1..],
-                &self.ctx.project(),
+                &self.tool_context().project(),
                 START_TIMEOUT,
                 prepared,
                 self.cache_env(&confinement),
@@ -204,8 +221,13 @@ impl Session {
     /// A path the tool may read: inside the project (or an added folder), not a secret
     /// file, not denied by a `Read(...)` rule — the read tool's checks.
     fn lsp_path(&self, raw: &str) -> Result<PathBuf, String> {
-        let path = self.ctx.resolve(raw);
-        if !self.ctx.roots().iter().any(|r| path.starts_with(r)) {
+        let path = self.tool_context().resolve(raw);
+        if !self
+            .tool_context()
+            .roots()
+            .iter()
+            .any(|r| path.starts_with(r))
+        {
             return Err(format!(
                 "Refused: {} is outside the project; lsp works on the project's files only.",
                 path.display()
@@ -231,7 +253,7 @@ impl Session {
 
     /// After a write/edit/multi-edit/apply-patch that succeeded: the edited files'
     /// errors and warnings, appended to the tool's result.
-    pub(crate) fn lsp_after_edit(&self, name: &str, paths: &[PathBuf], out: &mut ToolOutput) {
+    fn lsp_after_edit(&self, name: &str, paths: &[PathBuf], out: &mut ToolOutput) {
         if !out.ok
             || !self.lsp_enabled()
             || !matches!(name, "write" | "edit" | "multi-edit" | "apply-patch")
@@ -271,7 +293,7 @@ impl Session {
 
     /// A path as the model should see it: relative to the project when inside it.
     fn lsp_display(&self, p: &Path) -> String {
-        let root = self.ctx.project();
+        let root = self.tool_context().project();
         p.strip_prefix(&root)
             .map(|r| r.display().to_string())
             .unwrap_or_else(|_| p.display().to_string())
@@ -279,7 +301,7 @@ impl Session {
 
     /// Whether a location's file may be quoted (inside the project and not a secret).
     fn lsp_quotable(&self, p: &Path) -> bool {
-        self.ctx.roots().iter().any(|r| p.starts_with(r))
+        self.tool_context().roots().iter().any(|r| p.starts_with(r))
             && !yuyao_policy::sensitive::is_sensitive(p)
     }
 }
@@ -576,13 +598,13 @@ fn find_word(line: &str, word: &str) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
-    specs: &[crate::tool_call::registry::core(
+static TOOLS: yuyao_core::FeatureTools = yuyao_core::FeatureTools {
+    specs: &[yuyao_core::registry::core(
         NAME,
         true,
         |s, name, call, _| {
             (
-                crate::tool_call::registry::one(run_tool(s, name, &call.arguments)),
+                yuyao_core::registry::one(run_tool(s, name, &call.arguments)),
                 false,
             )
         },
@@ -603,14 +625,14 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
 };
 
 /// What this feature adds to a session (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "lsp",
     tools: Some(&TOOLS),
     // The edited files' new errors and warnings, while the model still looks at them.
     after_write: Some(|s, name, paths, out| s.lsp_after_edit(name, paths, out)),
     state: Some(|o| Box::new(Manager::new(o.opts))),
     close: Some(|s| s.lsp().shutdown()),
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };
 
 #[cfg(test)]

@@ -2,9 +2,10 @@
 //! the project) with the source line when the file may be quoted.
 
 use super::client::uri_path;
-use crate::session::Session;
+use crate::LspServersExt;
 use serde_json::Value;
 use std::path::Path;
+use yuyao_core::Session;
 
 /// Lines of a listing kept; the rest is counted.
 const MAX_ITEMS: usize = 100;

@@ -254,7 +254,7 @@ fn help(s: &Session, args: &[String]) -> Result<String, CoreError> {
 }
 
 /// The code `--mode` runs too: every front and `/plan` go through here.
-pub(crate) fn set_mode(s: &Session, v: &str) -> Result<String, CoreError> {
+pub fn set_mode(s: &Session, v: &str) -> Result<String, CoreError> {
     let m: Mode = parse(v)?;
     let mut st = s.lock();
     if st.policy.mode != m {
@@ -267,7 +267,7 @@ pub(crate) fn set_mode(s: &Session, v: &str) -> Result<String, CoreError> {
     Ok(format!("mode: {m}"))
 }
 
-pub(crate) fn set_role(s: &Session, v: &str) -> Result<String, CoreError> {
+pub fn set_role(s: &Session, v: &str) -> Result<String, CoreError> {
     let r: Role = parse(v)?;
     let mut st = s.lock();
     if st.policy.role != r {

@@ -274,7 +274,7 @@ impl Session {
     }
 
     /// Prices in force (a call's cost the endpoint reports still wins, `Pricing::cost`).
-    pub(crate) fn price(&self) -> yuyao_model::Pricing {
+    pub fn price(&self) -> yuyao_model::Pricing {
         self.price_origin().0
     }
 
@@ -489,7 +489,7 @@ impl Session {
 
     /// The next request over the session's own history: the view is built from it under the
     /// state lock, with no copy of the whole history first.
-    pub(crate) fn next_request_now(&self) -> (ChatRequest, Vec<Stub>) {
+    pub fn next_request_now(&self) -> (ChatRequest, Vec<Stub>) {
         let parts = self.request_parts();
         let st = self.lock();
         let (req, stubs) = assemble_request(&st, &st.history, parts);

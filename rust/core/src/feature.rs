@@ -154,6 +154,9 @@ pub struct Feature {
     /// `ask-user` had nobody to answer (headless): the question the agent answered by
     /// assuming (the completion check lists it as "assumed: …").
     pub assumed: Option<fn(&Session, &str)>,
+    /// `ask-user` is answered by the feature before anyone is asked (headless planning's
+    /// interview: the absent human's answer once, then a refusal); `None` to let it ask.
+    pub ask_answer: Option<fn(&Session) -> Option<yuyao_tools::ToolOutput>>,
     /// The predicted next step for the input's greyed suggestion ("" when none).
     pub next_step: Option<fn(&Session) -> String>,
     /// A turn begins with this prompt (before the prompt joins the history).
@@ -228,6 +231,7 @@ impl Feature {
         after_run: None,
         call_done: None,
         assumed: None,
+        ask_answer: None,
         next_step: None,
         turn_begin: None,
         turn_result: None,

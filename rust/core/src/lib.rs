@@ -36,7 +36,6 @@ use yuyao_extension_files::instruction_files;
 mod mcp_servers;
 mod memory;
 mod permissions;
-mod planning;
 mod plugins;
 mod preference_rules;
 mod process_profile;
@@ -70,7 +69,7 @@ mod web_settings;
 use yuyao_words::words;
 mod workdirs;
 
-pub use commands::{Command, Handler as CommandHandler};
+pub use commands::{Command, Handler as CommandHandler, set_mode, set_role};
 pub use feature::{
     AnswerFormat, BeforeCompact, BesideOutcomes, CallDone, Feature, FeatureTools, FinalHooks,
     Opening, ReplyStep, ResearchEnd, ServerTools, Settled, StopGate, TurnHooks, all as features,
@@ -98,7 +97,6 @@ static FEATURES: &[&feature::Feature] = &[
     &cmd_session::FEATURE,
     &ask::FEATURE,
     &subagents::FEATURE,
-    &planning::FEATURE,
     &subagents::team::FEATURE,
     &memory::FEATURE,
     &skills::FEATURE,

@@ -690,6 +690,11 @@ impl Session {
         self.handler.is_some()
     }
 
+    /// The front's side of this session (events rendered, requests answered), if any.
+    pub fn handler(&self) -> Option<&dyn Handler> {
+        self.handler.as_deref()
+    }
+
     /// The predicted next step for the input's greyed suggestion: the first feature's that
     /// predicts one ("" when none does).
     pub fn next_step(&self) -> String {

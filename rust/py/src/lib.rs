@@ -259,13 +259,13 @@ impl PySession {
     /// The todo list (Ctrl+T): JSON list of {id, content, status, deps}.
     fn tasks_json(&self, py: Python<'_>) -> String {
         let inner = self.inner.clone();
-        py.detach(move || inner.tasks_json())
+        py.detach(move || yuyao_planning_workflow::tasks_json(&inner))
     }
 
     /// The planning workflow's state (the TUI's approval gate).
     fn plan_json(&self, py: Python<'_>) -> String {
         let inner = self.inner.clone();
-        py.detach(move || inner.plan_json())
+        py.detach(move || yuyao_planning_workflow::plan_json(&inner))
     }
 
     /// Replaces the waiting plan with an edited text, only if it validates (the TUI's
@@ -273,7 +273,8 @@ impl PySession {
     fn plan_revise(&self, py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<String> {
         let inner = self.inner.clone();
         let text = self::text(text);
-        py.detach(move || inner.plan_revise(&text)).map_err(to_py)
+        py.detach(move || yuyao_planning_workflow::plan_revise(&inner, &text))
+            .map_err(to_py)
     }
 
     fn steer(&self, text: &Bound<'_, PyString>) {

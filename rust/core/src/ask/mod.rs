@@ -116,7 +116,7 @@ impl Session {
     /// The `ask-user` tool call (the hook in `tool_call/mod.rs`).
     pub(crate) fn ask_user(&self, args: &AskUserParams) -> ToolOutput {
         // Headless planning: the absent human's answer (once), then a permanent denial.
-        if let Some(out) = self.plan_headless_ask() {
+        if let Some(out) = crate::feature::hooks(|f| f.ask_answer).find_map(|answer| answer(self)) {
             return out;
         }
         let question = args.question.trim().to_string();

@@ -4,8 +4,12 @@
 //! `/rewind` and `--resume` carry it without a copy of their own. After a compaction it is
 //! pinned into the next request (`pin_text`).
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use yuyao_core::Session;
 use yuyao_store::sessions::SessionLog;
 use yuyao_tools::ToolOutput;
 
@@ -492,9 +496,15 @@ fn unknown(id: &str, items: &[Item]) -> String {
     )
 }
 
-impl crate::session::Session {
+pub(crate) trait TodoExt {
+    fn run_todo(&self, raw: &str) -> ToolOutput;
+    fn tasks_json(&self) -> String;
+    fn set_todo(&self, items: Vec<Item>);
+}
+
+impl TodoExt for Session {
     /// Runs the `todo` tool: the list is changed, recorded in the session tree and shown.
-    pub(crate) fn run_todo(&self, raw: &str) -> ToolOutput {
+    fn run_todo(&self, raw: &str) -> ToolOutput {
         let mut items = current(&self.lock().log);
         match apply(&mut items, raw) {
             Err(e) => ToolOutput::err(format!("todo: {e}. The list is unchanged.")),
@@ -511,12 +521,12 @@ impl crate::session::Session {
     }
 
     /// The current task list as JSON (Ctrl+T, agent_api).
-    pub fn tasks_json(&self) -> String {
+    fn tasks_json(&self) -> String {
         serde_json::to_string(&current(&self.lock().log)).unwrap_or_else(|_| "[]".into())
     }
 
     /// Replaces the list (a plan's steps become the tracker at approval).
-    pub(crate) fn set_todo(&self, items: Vec<Item>) {
+    fn set_todo(&self, items: Vec<Item>) {
         let tree = render(&items);
         self.lock().log_entry("todo", json!({"items": items}));
         self.notice(yuyao_protocol::NoticeLevel::Info, tree);

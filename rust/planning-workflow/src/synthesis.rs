@@ -3,17 +3,45 @@
 //! headless run without a valid plan — one request without tools must hold exactly one
 //! valid plan; anything else is a blocked handoff that keeps the draft.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::PlanStep;
-use crate::session::{Session, TurnSummary};
 use tokio_util::sync::CancellationToken;
+use yuyao_core::{Session, TurnSummary};
 use yuyao_model::{ModelClient, Piece};
 use yuyao_protocol::{Message, Mode, NoticeLevel};
 
-impl Session {
+pub(crate) trait SynthesisExt {
+    async fn plan_synthesis(
+        &self,
+        client: &ModelClient,
+        token: &CancellationToken,
+    ) -> Option<TurnSummary>;
+    async fn plan_recovery_pass(
+        &self,
+        client: &ModelClient,
+        token: &CancellationToken,
+        why: &str,
+    ) -> TurnSummary;
+    async fn plan_headless_final(
+        &self,
+        client: &ModelClient,
+        token: &CancellationToken,
+    ) -> Option<TurnSummary>;
+    async fn synthesize(
+        &self,
+        client: &ModelClient,
+        token: &CancellationToken,
+        why: &str,
+    ) -> TurnSummary;
+}
+
+impl SynthesisExt for Session {
     /// Planning's second empty reply: one tool-free synthesis from the evidence so far. A
     /// valid plan is persisted and goes to approval; anything else is a blocked handoff
     /// (the draft kept, planning still active), never "done".
-    pub(crate) async fn plan_synthesis(
+    async fn plan_synthesis(
         &self,
         client: &ModelClient,
         token: &CancellationToken,
@@ -30,7 +58,7 @@ impl Session {
 
     /// Planning's recovery pass (a navigation guard tripped, the loop limit or the tool-call
     /// budget was reached): one tool-free synthesis of the plan from the evidence gathered.
-    pub(crate) async fn plan_recovery_pass(
+    async fn plan_recovery_pass(
         &self,
         client: &ModelClient,
         token: &CancellationToken,
@@ -50,14 +78,14 @@ impl Session {
     /// Headless planning whose clarification went unanswered (no human) and that then
     /// answered without a valid plan: one bounded tool-free synthesis. `None` anywhere else,
     /// or once done this turn.
-    pub(crate) async fn plan_headless_final(
+    async fn plan_headless_final(
         &self,
         client: &ModelClient,
         token: &CancellationToken,
     ) -> Option<TurnSummary> {
         {
             let st = self.lock();
-            if st.policy.mode != Mode::Plan || !(st.policy.headless || self.handler.is_none()) {
+            if st.policy.mode != Mode::Plan || (!st.policy.headless && self.has_handler()) {
                 return None;
             }
         }

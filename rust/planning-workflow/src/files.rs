@@ -2,8 +2,11 @@
 //! the project root, kept out of git through `.git/info/exclude`. Only a validated plan is
 //! ever written, so an invalid candidate never overwrites a valid draft.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::validate::Plan;
-use crate::planning::todo::Item;
+use crate::todo::Item;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 

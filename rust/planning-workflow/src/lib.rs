@@ -8,15 +8,26 @@
 //! pass), the turn budgets with planning's floors (`turn_budget.rs`), and the navigation
 //! balancer (`yuyao_planning::navigation`).
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 pub(crate) mod todo;
 pub(crate) use yuyao_planning::extract;
 pub(crate) mod files;
 pub(crate) mod synthesis;
 pub(crate) use yuyao_planning::validate;
 
-use crate::session::{CoreError, Session, TurnSummary};
+/// The session methods each module adds (a crate outside the core extends `Session` through
+/// traits); every module imports them all.
+pub(crate) mod session_ext {
+    pub(crate) use crate::PlanningExt;
+    pub(crate) use crate::synthesis::SynthesisExt;
+    pub(crate) use crate::todo::TodoExt;
+}
+
 use serde_json::{Value, json};
 use validate::Plan;
+use yuyao_core::{CoreError, Session, TurnSummary};
 use yuyao_protocol::{Event, Mode, NoticeLevel, Role};
 use yuyao_tools::ToolOutput;
 
@@ -95,8 +106,8 @@ pub(crate) fn intent(text: &str) -> Intent {
 
 pub(crate) fn schemas(s: &Session, enabled: impl Fn(&str) -> bool) -> Vec<Value> {
     let mut out = Vec::new();
-    if enabled(crate::planning::todo::NAME) {
-        out.push(crate::planning::todo::schema());
+    if enabled(crate::todo::NAME) {
+        out.push(crate::todo::schema());
     }
     let (mode, role) = {
         let st = s.lock();
@@ -118,7 +129,7 @@ pub(crate) fn schemas(s: &Session, enabled: impl Fn(&str) -> bool) -> Vec<Value>
 /// Runs `todo` or `start_planning`; `None` for any other tool.
 pub(crate) fn run_tool(s: &Session, name: &str, raw: &str) -> Option<ToolOutput> {
     match name {
-        crate::planning::todo::NAME => Some(s.run_todo(raw)),
+        crate::todo::NAME => Some(s.run_todo(raw)),
         START_TOOL => Some(start_planning(s)),
         _ => None,
     }
@@ -137,7 +148,7 @@ fn start_planning(s: &Session) -> ToolOutput {
     }
     let accept = match mode {
         Mode::Yolo | Mode::AutoEdit | Mode::AutoReview => true,
-        _ if headless || s.handler.is_none() => {
+        _ if headless || !s.has_handler() => {
             s.notice(
                 NoticeLevel::Info,
                 "the model asked to enter the planning workflow: pending (nobody can accept it in this run); nothing changed",
@@ -147,7 +158,7 @@ fn start_planning(s: &Session) -> ToolOutput {
             );
         }
         _ => {
-            let answer = s.handler.as_ref().and_then(|h| {
+            let answer = s.handler().and_then(|h| {
                 h.request(&yuyao_protocol::Request::AskUser {
                     question: "Enter planning workflow?".into(),
                     options: vec![
@@ -167,7 +178,7 @@ fn start_planning(s: &Session) -> ToolOutput {
             "The user chose to continue without the planning workflow. Go on with the task.",
         );
     }
-    if let Err(e) = crate::commands::set_mode(s, "plan") {
+    if let Err(e) = yuyao_core::set_mode(s, "plan") {
         return ToolOutput::err(e.to_string());
     }
     s.planning().instructed = true;
@@ -180,8 +191,30 @@ fn start_planning(s: &Session) -> ToolOutput {
     ))
 }
 
-impl Session {
-    pub(crate) fn planning(&self) -> std::sync::MutexGuard<'_, PlanState> {
+pub(crate) trait PlanningExt {
+    fn planning(&self) -> std::sync::MutexGuard<'_, PlanState>;
+    fn in_planning(&self) -> bool;
+    fn plan_intercept(&self, text: &str) -> Option<String>;
+    fn plan_problem(&self, why: String) -> String;
+    fn plan_step_limit(&self, max: Option<u32>) -> Option<u32>;
+    fn plan_after_reply(&self, text: &str, has_tool_calls: bool) -> PlanStep;
+    fn persist_plan(&self, plan: &Plan) -> Result<std::path::PathBuf, String>;
+    fn emit_plan(&self, plan: &Plan, path: &std::path::Path, approved: bool);
+    fn refresh_tracker(&self, plan: &Plan) -> Option<std::path::PathBuf>;
+    fn plan_restore(&self);
+    fn plan_tracker_sync(&self, items: &[crate::todo::Item]);
+    fn approve(&self, mode: Option<Mode>, fresh: bool) -> Result<String, CoreError>;
+    fn plan_lifecycle(&self, event: Event);
+    fn fresh_thread(&self, trigger: &str);
+    fn cancel_plan(&self) -> String;
+    fn plan_pins(&self, log: &yuyao_store::sessions::SessionLog) -> Vec<String>;
+    fn plan_revise(&self, text: &str) -> Result<String, CoreError>;
+    fn plan_json(&self) -> String;
+    fn plan_headless_ask(&self) -> Option<ToolOutput>;
+}
+
+impl PlanningExt for Session {
+    fn planning(&self) -> std::sync::MutexGuard<'_, PlanState> {
         self.part::<std::sync::Mutex<PlanState>>()
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -194,7 +227,7 @@ impl Session {
     /// Before a user message joins the history: planning instructions at the start of a
     /// planning session, and the intent phrases typed at a waiting draft. `Some(text)`: the
     /// message was handled here and the turn ends with `text` (no model call).
-    pub(crate) fn plan_intercept(&self, text: &str) -> Option<String> {
+    fn plan_intercept(&self, text: &str) -> Option<String> {
         {
             let mut p = self.planning();
             p.allowance = std::mem::take(&mut p.allowance_pending);
@@ -243,7 +276,7 @@ impl Session {
 
     /// A reply's plan block, if any: validated and persisted (valid), or sent back with what
     /// to fix (invalid). `Some(summary)` ends the turn.
-    pub(crate) fn plan_after_reply(&self, text: &str, has_tool_calls: bool) -> PlanStep {
+    fn plan_after_reply(&self, text: &str, has_tool_calls: bool) -> PlanStep {
         let blocks = extract::plans(text);
         let Some(body) = blocks.last() else {
             return PlanStep::Go;
@@ -339,10 +372,10 @@ impl Session {
         let slug = {
             let mut p = self.planning();
             p.slug
-                .get_or_insert_with(|| files::unique_slug(&self.paths.project, &plan.title))
+                .get_or_insert_with(|| files::unique_slug(&self.paths().project, &plan.title))
                 .clone()
         };
-        let path = files::write_plan(&self.paths.project, &slug, plan)?;
+        let path = files::write_plan(&self.paths().project, &slug, plan)?;
         self.planning().draft = Some(plan.clone());
         self.lock().log_entry(
             "plan",
@@ -377,7 +410,7 @@ impl Session {
     /// The steps become the todo list and the sidecar is rewritten.
     fn refresh_tracker(&self, plan: &Plan) -> Option<std::path::PathBuf> {
         let slug = self.planning().slug.clone()?;
-        let path = files::write_tracker(&self.paths.project, &slug, plan).ok()?;
+        let path = files::write_tracker(&self.paths().project, &slug, plan).ok()?;
         self.set_todo(files::tracker_items(plan));
         Some(path)
     }
@@ -387,7 +420,7 @@ impl Session {
     /// A session that was planning when it ended comes back planning (plan mode only
     /// narrows what tools may do, so unlike other modes it is safe to restore), unless the
     /// resuming invocation names a mode.
-    pub(crate) fn plan_restore(&self) {
+    fn plan_restore(&self) {
         let (mut path, mut approved, mut planning) = (None::<String>, false, false);
         {
             let st = self.lock();
@@ -416,7 +449,7 @@ impl Session {
         }
         let mut state = PlanState::default();
         if let Some(path) = path.map(std::path::PathBuf::from)
-            && path.starts_with(files::dir(&self.paths.project))
+            && path.starts_with(files::dir(&self.paths().project))
             && let Ok(text) = std::fs::read_to_string(&path)
             && let Ok(plan) = validate::validate(&text)
         {
@@ -427,9 +460,9 @@ impl Session {
             state.draft = Some(plan);
         }
         *self.planning() = state;
-        if planning && self.opts.mode.is_none() {
+        if planning && self.options().mode.is_none() {
             if !self.in_planning() {
-                let _ = crate::commands::set_mode(self, "plan");
+                let _ = yuyao_core::set_mode(self, "plan");
             }
         } else if planning {
             // The invocation's mode replaces planning: the log says so, so a later resume
@@ -443,23 +476,23 @@ impl Session {
     }
 
     /// The plan's tracker sidecar follows the todo list (statuses by step id).
-    pub(crate) fn plan_tracker_sync(&self, items: &[crate::planning::todo::Item]) {
+    fn plan_tracker_sync(&self, items: &[crate::todo::Item]) {
         let slug = self.planning().slug.clone();
         if let Some(slug) = slug {
-            files::sync_statuses(&self.paths.project, &slug, items);
+            files::sync_statuses(&self.paths().project, &slug, items);
         }
     }
 
     /// Approval: the persisted plan must validate and its tracker must be written; then the
     /// write-capable mode returns, the plan is pinned, and the allowance is armed.
-    pub(crate) fn approve(&self, mode: Option<Mode>, fresh: bool) -> Result<String, CoreError> {
+    fn approve(&self, mode: Option<Mode>, fresh: bool) -> Result<String, CoreError> {
         let slug = self.planning().slug.clone();
         let Some(slug) = slug else {
             return Err(CoreError::Usage(
                 "no plan to approve yet: the planning agent has not proposed a valid plan".into(),
             ));
         };
-        let file = files::plan_path(&self.paths.project, &slug);
+        let file = files::plan_path(&self.paths().project, &slug);
         let text = std::fs::read_to_string(&file).map_err(|e| {
             CoreError::Failed(format!(
                 "the plan file {} cannot be read: {e}",
@@ -491,9 +524,9 @@ impl Session {
                 _ => Mode::Ask,
             })
         };
-        crate::commands::set_mode(self, back.as_str())?;
+        yuyao_core::set_mode(self, back.as_str())?;
         if self.lock().policy.role == Role::Ask {
-            crate::commands::set_role(self, "execute")?;
+            yuyao_core::set_role(self, "execute")?;
         }
         {
             let mut p = self.planning();
@@ -543,7 +576,7 @@ impl Session {
         {
             let mut st = self.lock();
             // The task list lives on the session path: carried over the cut.
-            let tasks = crate::planning::todo::current(&st.log);
+            let tasks = crate::todo::current(&st.log);
             st.log_entry("clear", json!({"trigger": trigger}));
             st.history.clear();
             st.logged = 0;
@@ -574,15 +607,15 @@ impl Session {
             self.plan_lifecycle(Event::PlanApprovalResolved {
                 decision: "cancel".into(),
                 automatic: false,
-                path: files::plan_path(&self.paths.project, slug)
+                path: files::plan_path(&self.paths().project, slug)
                     .display()
                     .to_string(),
             });
-            files::remove(&self.paths.project, slug);
+            files::remove(&self.paths().project, slug);
         }
         if self.in_planning() {
             let back = self.lock().mode_before_plan.filter(|m| *m != Mode::Plan);
-            let _ = crate::commands::set_mode(self, back.unwrap_or(Mode::Ask).as_str());
+            let _ = yuyao_core::set_mode(self, back.unwrap_or(Mode::Ask).as_str());
         }
         let msg = "planning cancelled; the draft plan was removed".to_string();
         self.notice(NoticeLevel::Info, msg.clone());
@@ -591,19 +624,19 @@ impl Session {
 
     /// What is pinned into the request after a compaction: the approved plan and the task
     /// list (they must survive the summary).
-    pub(crate) fn plan_pins(&self, log: &yuyao_store::sessions::SessionLog) -> Vec<String> {
+    fn plan_pins(&self, log: &yuyao_store::sessions::SessionLog) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(p) = self.planning().pinned.clone() {
             out.push(format!("{}\n\n{p}", pin_header()));
         }
-        out.extend(crate::planning::todo::pin_text(log));
+        out.extend(crate::todo::pin_text(log));
         out
     }
 
     /// An edit of the waiting plan made in a front (the TUI's inline editor): validated
     /// exactly like a proposed plan or an `$EDITOR` edit, and written only when valid — an
     /// invalid edit leaves the plan file and the draft as they were.
-    pub fn plan_revise(&self, text: &str) -> Result<String, CoreError> {
+    fn plan_revise(&self, text: &str) -> Result<String, CoreError> {
         let Some(slug) = self.planning().slug.clone() else {
             return Err(CoreError::Usage("no plan to edit yet".into()));
         };
@@ -618,7 +651,7 @@ impl Session {
             ))
         })?;
         let path = self.persist_plan(&plan).map_err(CoreError::Failed)?;
-        let _ = files::write_tracker(&self.paths.project, &slug, &plan);
+        let _ = files::write_tracker(&self.paths().project, &slug, &plan);
         self.planning().awaiting = true;
         self.plan_lifecycle(Event::PlanApprovalResolved {
             decision: "revise".into(),
@@ -638,11 +671,11 @@ impl Session {
     }
 
     /// The plan state for the fronts (the TUI's gate).
-    pub fn plan_json(&self) -> String {
+    fn plan_json(&self) -> String {
         let planning = self.in_planning();
         let p = self.planning();
         let path = p.slug.as_ref().map(|s| {
-            files::plan_path(&self.paths.project, s)
+            files::plan_path(&self.paths().project, s)
                 .display()
                 .to_string()
         });
@@ -660,11 +693,11 @@ impl Session {
 
     /// Headless planning: the first question is answered for the absent human, every later
     /// one refused. `None` outside headless planning.
-    pub(crate) fn plan_headless_ask(&self) -> Option<ToolOutput> {
+    fn plan_headless_ask(&self) -> Option<ToolOutput> {
         let headless = {
             let st = self.lock();
             st.policy.mode == Mode::Plan && st.policy.headless
-        } || (self.in_planning() && self.handler.is_none());
+        } || (self.in_planning() && !self.has_handler());
         if !headless {
             return None;
         }
@@ -687,14 +720,14 @@ fn pin_header() -> &'static str {
 
 /// What a reply's plan block did (`Again`: the plan was invalid and the feedback is
 /// queued, or a revision of an approved plan was saved: the loop calls the model again).
-pub(crate) use crate::feature::ReplyStep as PlanStep;
+pub(crate) use yuyao_core::ReplyStep as PlanStep;
 
 /// `/plan [goal] | on | off | approve [auto-edit] | edit | check | show | cancel`.
 pub(crate) fn command(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let first = args.first().map(|a| a.to_ascii_lowercase());
     match first.as_deref() {
         None | Some("on") => {
-            let out = crate::commands::set_mode(s, "plan")?;
+            let out = yuyao_core::set_mode(s, "plan")?;
             Ok(format!(
                 "{out}: the planning workflow is on (read-only research, then a plan to approve)"
             ))
@@ -712,7 +745,7 @@ pub(crate) fn command(s: &Session, args: &[String]) -> Result<String, CoreError>
                 p.awaiting = false;
                 p.instructed = false;
             }
-            crate::commands::set_mode(
+            yuyao_core::set_mode(
                 s,
                 before
                     .filter(|m| *m != Mode::Plan)
@@ -750,7 +783,7 @@ pub(crate) fn command(s: &Session, args: &[String]) -> Result<String, CoreError>
             let Some(slug) = slug else {
                 return Ok("no plan in this session yet".into());
             };
-            let path = files::plan_path(&s.paths.project, &slug);
+            let path = files::plan_path(&s.paths().project, &slug);
             match std::fs::read_to_string(&path) {
                 Ok(text) => Ok(format!("{}\n\n{}", path.display(), text.trim_end())),
                 Err(e) => Err(CoreError::Failed(format!(
@@ -762,7 +795,7 @@ pub(crate) fn command(s: &Session, args: &[String]) -> Result<String, CoreError>
         Some(_) => {
             let goal = args.join(" ");
             if s.lock().policy.mode != Mode::Plan {
-                crate::commands::set_mode(s, "plan")?;
+                yuyao_core::set_mode(s, "plan")?;
             }
             s.chat(&goal)
         }
@@ -774,11 +807,11 @@ fn edit(s: &Session) -> Result<String, CoreError> {
     let Some(slug) = s.planning().slug.clone() else {
         return Err(CoreError::Usage("no plan to edit yet".into()));
     };
-    let path = files::plan_path(&s.paths.project, &slug);
+    let path = files::plan_path(&s.paths().project, &slug);
     let editor = std::env::var("VISUAL")
         .or_else(|_| std::env::var("EDITOR"))
         .unwrap_or_else(|_| "vi".into());
-    let mut words = crate::words::split_words(&editor)
+    let mut words = yuyao_core::split_words(&editor)
         .map_err(|e| CoreError::Usage(format!("$EDITOR: {e}")))?
         .into_iter();
     let program = words
@@ -802,12 +835,12 @@ fn check(s: &Session) -> Result<String, CoreError> {
     let Some(slug) = s.planning().slug.clone() else {
         return Err(CoreError::Usage("no plan in this session yet".into()));
     };
-    let path = files::plan_path(&s.paths.project, &slug);
+    let path = files::plan_path(&s.paths().project, &slug);
     let text = std::fs::read_to_string(&path)
         .map_err(|e| CoreError::Failed(format!("cannot read {}: {e}", path.display())))?;
     match validate::validate(&text) {
         Ok(plan) => {
-            let _ = files::write_tracker(&s.paths.project, &slug, &plan);
+            let _ = files::write_tracker(&s.paths().project, &slug, &plan);
             {
                 let mut p = s.planning();
                 p.draft = Some(plan.clone());
@@ -832,37 +865,37 @@ fn check(s: &Session) -> Result<String, CoreError> {
     }
 }
 
-static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
+static TOOLS: yuyao_core::FeatureTools = yuyao_core::FeatureTools {
     specs: &[
-        crate::tool_call::registry::core(crate::planning::todo::NAME, false, |s, name, call, _| {
+        yuyao_core::registry::core(crate::todo::NAME, false, |s, name, call, _| {
             (
-                crate::tool_call::registry::one(run_tool(s, name, &call.arguments)),
+                yuyao_core::registry::one(run_tool(s, name, &call.arguments)),
                 false,
             )
         }),
-        crate::tool_call::registry::core(START_TOOL, false, |s, name, call, _| {
+        yuyao_core::registry::core(START_TOOL, false, |s, name, call, _| {
             (
-                crate::tool_call::registry::one(run_tool(s, name, &call.arguments)),
+                yuyao_core::registry::one(run_tool(s, name, &call.arguments)),
                 false,
             )
         }),
     ],
     summaries: &[(
-        crate::planning::todo::NAME,
+        crate::todo::NAME,
         "Task tracker: items with status, dependencies, indices like 2.1",
     )],
-    names: |_| vec![crate::planning::todo::NAME, START_TOOL],
+    names: |_| vec![crate::todo::NAME, START_TOOL],
     schemas: |s, ok| schemas(s, ok),
     beside: None,
 };
 
-static TURN: crate::feature::TurnHooks = crate::feature::TurnHooks {
+static TURN: yuyao_core::TurnHooks = yuyao_core::TurnHooks {
     intercept: |s, text| s.plan_intercept(text),
     step_limit: |s, max| s.plan_step_limit(max),
     after_reply: |s, text, has_calls| s.plan_after_reply(text, has_calls),
     research_end: |s, client, token, why| {
         Box::pin(async move {
-            use crate::feature::ResearchEnd;
+            use yuyao_core::ResearchEnd;
             match why {
                 // A limit or a guard ends research while planning: one synthesis.
                 ResearchEnd::Limit(why) => {
@@ -878,8 +911,23 @@ static TURN: crate::feature::TurnHooks = crate::feature::TurnHooks {
     },
 };
 
+/// For the fronts (Ctrl+T, agent_api): the current task list as JSON.
+pub fn tasks_json(s: &Session) -> String {
+    TodoExt::tasks_json(s)
+}
+
+/// For the fronts: the plan waiting for approval, or the approved one, as JSON.
+pub fn plan_json(s: &Session) -> String {
+    PlanningExt::plan_json(s)
+}
+
+/// For the fronts: a plan the user edited, validated before it is written.
+pub fn plan_revise(s: &Session, text: &str) -> Result<String, CoreError> {
+    PlanningExt::plan_revise(s, text)
+}
+
 /// What this feature adds to a session (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "planning",
     state: Some(|_| Box::<std::sync::Mutex<PlanState>>::default()),
     turn: Some(&TURN),
@@ -889,16 +937,20 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     pins: Some(|s, log| s.plan_pins(log)),
     // Re-reading the plan draft stays open while planning (seed 001); elsewhere the folder
     // is one the agent can write, so a read there is a read like any.
-    draft_dir: Some(|s| s.in_planning().then(|| files::dir(&s.ctx.project()))),
-    commands: &[crate::commands::cmd!(
-        "plan",
-        [],
-        "[on|off|<goal>|approve [auto-edit]|edit|check|show|cancel]",
-        "the planning workflow: research, a plan to approve",
-        Some(crate::planning::command)
-    )],
+    draft_dir: Some(|s| {
+        s.in_planning()
+            .then(|| files::dir(&s.tool_context().project()))
+    }),
+    commands: &[yuyao_core::Command {
+        name: "plan",
+        aliases: &[],
+        usage: "[on|off|<goal>|approve [auto-edit]|edit|check|show|cancel]",
+        help: "the planning workflow: research, a plan to approve",
+        run: Some(crate::command),
+    }],
     tools: Some(&TOOLS),
-    ..crate::feature::Feature::NONE
+    ask_answer: Some(|s| s.plan_headless_ask()),
+    ..yuyao_core::Feature::NONE
 };
 
 #[cfg(test)]

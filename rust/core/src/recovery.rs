@@ -4,7 +4,7 @@
 //! recovery mode). The session is persisted before the stop, and the handoff names
 //! `yuyao --resume <id>` only when that file was verified on disk. The turn's one recovery
 //! pass (the navigation guards of `yuyao_planning::navigation`) is a tool-free request; while
-//! planning, the planning feature's synthesis takes its place (`planning/synthesis.rs`).
+//! planning, the planning feature's synthesis takes its place (`rust/planning-workflow/src/synthesis.rs`).
 
 use crate::session::{Session, TurnSummary};
 use tokio_util::sync::CancellationToken;

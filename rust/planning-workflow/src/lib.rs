@@ -1,4 +1,5 @@
-//! The planning workflow (seed 001): while the mode is `plan` the model researches read-only
+//! yuyao-planning-workflow — the planning workflow (seed 001), a feature registered with the
+//! core's kernel (removing it is deleting this crate and its registration line): while the mode is `plan` the model researches read-only
 //! and proposes one `<proposed_plan>`; the runtime validates it (`validate.rs`), persists it
 //! (`files.rs`), and waits for approval (the TUI's gate, an intent phrase, `/plan approve`).
 //! Approval writes the tracker, returns to the write-capable mode the user came from, pins

@@ -16,7 +16,7 @@
 //! - Execution: the budget covers one stretch of research, not the whole turn: a change or a
 //!   verification opens a new one. A literal per-turn 32 KiB would end a long autonomous run
 //!   (a `run_agent.sh` task of hundreds of steps) after its first few files; the seed's own
-//!   execution churn guard resets the same way (`planning/navigation.rs`).
+//!   execution churn guard resets the same way (`rust/planning/src/navigation.rs`).
 //!
 //! `tools.preview_budget_kib` and `planning.preview_budget_kib` move the two budgets
 //! (0 turns one off); a project cannot raise them (`yuyao_store::config::guarded`).

@@ -1,9 +1,9 @@
-//! yuyao-code-intel — code intelligence through language servers, a feature registered
-//! with the core's kernel (removing it is deleting this crate and its registration line) (`--experimental-lsp`, config `lsp.enabled`):
-//! the `lsp` tool (definition, references, hover, diagnostics, symbols) and the diagnostics
-//! appended to the result of every file edit. Servers start lazily, one per language, in
-//! the project folder, without the model key; a crashed server is restarted once; all stop
-//! with the session.
+//! yuyao-code-intel — code intelligence through language servers, a feature registered with the
+//! core's kernel (removing it is deleting this crate and its registration line)
+//! (`--experimental-lsp`, config `lsp.enabled`): the `lsp` tool (definition, references, hover,
+//! diagnostics, symbols) and the diagnostics appended to the result of every file edit. Servers
+//! start lazily, one per language, in the project folder, without the model key; a crashed
+//! server is restarted once; all stop with the session.
 
 use yuyao_lsp::client;
 mod format;

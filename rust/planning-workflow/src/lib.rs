@@ -1,13 +1,13 @@
 //! yuyao-planning-workflow — the planning workflow (seed 001), a feature registered with the
-//! core's kernel (removing it is deleting this crate and its registration line): while the mode is `plan` the model researches read-only
-//! and proposes one `<proposed_plan>`; the runtime validates it (`validate.rs`), persists it
-//! (`files.rs`), and waits for approval (the TUI's gate, an intent phrase, `/plan approve`).
-//! Approval writes the tracker, returns to the write-capable mode the user came from, pins
-//! the plan into the context and starts the implementation turn by itself.
-//! `synthesis.rs` holds planning's tool-free synthesis when research ends. The kernel keeps
-//! the bounded recovery of every mode (`recovery.rs`: the blocked-call fuse, the recovery
-//! pass), the turn budgets with planning's floors (`turn_budget.rs`), and the navigation
-//! balancer (`yuyao_planning::navigation`).
+//! core's kernel (removing it is deleting this crate and its registration line): while the mode
+//! is `plan` the model researches read-only and proposes one `<proposed_plan>`; the runtime
+//! validates it (`validate.rs`), persists it (`files.rs`), and waits for approval (the TUI's
+//! gate, an intent phrase, `/plan approve`). Approval writes the tracker, returns to the write-
+//! capable mode the user came from, pins the plan into the context and starts the
+//! implementation turn by itself. `synthesis.rs` holds planning's tool-free synthesis when
+//! research ends. The kernel keeps the bounded recovery of every mode (`recovery.rs`: the
+//! blocked-call fuse, the recovery pass), the turn budgets with planning's floors
+//! (`turn_budget.rs`), and the navigation balancer (`yuyao_planning::navigation`).
 
 #[allow(unused_imports)]
 use crate::session_ext::*;

@@ -159,6 +159,12 @@ pub struct Feature {
     pub ask_answer: Option<fn(&Session) -> Option<yuyao_tools::ToolOutput>>,
     /// The predicted next step for the input's greyed suggestion ("" when none).
     pub next_step: Option<fn(&Session) -> String>,
+    /// A configured MCP server failed to start (name, why): the feature that uses it says so
+    /// its own way (`true`: said; memory's service falls back to its files).
+    pub server_failed: Option<fn(&Session, &str, &str) -> bool>,
+    /// Folders of one kind (`commands`, `skills`, `agents`) that extensions bring (the
+    /// active plugins'), with their source and the extension's name.
+    pub extension_dirs: Option<ExtensionDirs>,
     /// A turn begins with this prompt (before the prompt joins the history).
     pub turn_begin: Option<fn(&Session, &str)>,
     /// The turn ended: the text it returns, given the summary and the text so far.
@@ -233,6 +239,8 @@ impl Feature {
         assumed: None,
         ask_answer: None,
         next_step: None,
+        server_failed: None,
+        extension_dirs: None,
         turn_begin: None,
         turn_result: None,
         batch_line: None,
@@ -483,6 +491,37 @@ pub struct ServerTools {
     pub call: ServerCall,
     /// Before a model call: servers still starting get until their deadline to offer tools.
     pub wait_started: for<'a> fn(&'a Session) -> SessionFuture<'a, ()>,
+    /// The running servers' client, once the configured servers are synced (`None`: none
+    /// runs); a feature that talks to one server itself (memory's service) uses it.
+    pub manager: fn(&Session) -> Option<std::sync::Arc<yuyao_mcp::Manager>>,
+    /// A server's failure was already said by the feature that uses it: not said again.
+    pub failure_said: fn(&Session, &str),
+}
+
+impl Session {
+    /// The running MCP servers' client, synced with the configuration (`None`: none runs).
+    pub fn mcp_manager(&self) -> Option<std::sync::Arc<yuyao_mcp::Manager>> {
+        all()
+            .filter_map(|f| f.server_tools)
+            .find_map(|t| (t.manager)(self))
+    }
+
+    /// A server's failure was said by the feature that uses it: the server feature is quiet.
+    pub fn mcp_failure_said(&self, server: &str) {
+        for t in all().filter_map(|f| f.server_tools) {
+            (t.failure_said)(self, server);
+        }
+    }
+
+    /// Folders of `kind` that extensions bring (plugins' `commands`, `skills`, `agents`).
+    pub fn extension_dirs(
+        &self,
+        kind: &str,
+    ) -> Vec<(std::path::PathBuf, crate::hooks::HookSource, String)> {
+        crate::feature::hooks(|f| f.extension_dirs)
+            .flat_map(|dirs| dirs(self, kind))
+            .collect()
+    }
 }
 
 /// Every server tool offered now.
@@ -533,6 +572,10 @@ pub enum ResearchEnd {
 pub(crate) fn turn_hooks() -> impl Iterator<Item = &'static TurnHooks> {
     hooks(|f| f.turn)
 }
+
+/// Folders of a kind extensions bring: (folder, source, extension name).
+pub type ExtensionDirs =
+    fn(&Session, &str) -> Vec<(std::path::PathBuf, crate::hooks::HookSource, String)>;
 
 /// Outcomes of calls run beside a batch, by call id.
 pub type BesideOutcomes = std::collections::HashMap<String, crate::tool_call::CallOutcome>;

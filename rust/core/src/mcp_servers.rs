@@ -277,7 +277,9 @@ impl Session {
             if said.insert(st.name.clone()) {
                 // The memory service's failure is said once, as the memory fallback.
                 let why = st.error.as_deref().unwrap_or("no reason given");
-                if crate::memory::backend::server_failed(self, &st.name, why) {
+                if crate::feature::hooks(|f| f.server_failed)
+                    .any(|failed| failed(self, &st.name, why))
+                {
                     continue;
                 }
                 self.notice(
@@ -549,6 +551,11 @@ static SERVER_TOOLS: crate::feature::ServerTools = crate::feature::ServerTools {
     schemas: |s| s.mcp_schemas(),
     call: |s, tool, args| Box::pin(s.mcp_call(tool, args)),
     wait_started: |s| Box::pin(s.mcp_wait_started()),
+    manager: |s| {
+        s.mcp_sync();
+        s.mcp().manager()
+    },
+    failure_said: |s, server| s.mcp().failure_said(server),
 };
 
 /// What this feature adds to a session (feature.rs).

@@ -599,6 +599,8 @@ pub(crate) fn switch_plugin(s: &Session, name: &str, on: bool) -> Result<String,
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "plugins",
     state: Some(|_| Box::<std::sync::Mutex<PluginServers>>::default()),
+    // Custom agents (and commands and skills) read the active plugins' folders.
+    extension_dirs: Some(|s, kind| s.plugin_dirs(kind)),
     // Plugins' MCP servers are read once, at open.
     opened: Some(|s| s.read_plugin_servers()),
     // Plugins' hooks: whether they run is asked at every event.

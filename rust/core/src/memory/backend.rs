@@ -134,7 +134,7 @@ where
 /// Said once; the built-in store serves from now on (and the server's failure is not said
 /// again by `mcp_servers.rs`).
 fn degrade(s: &Session, server: &str, why: &str) {
-    s.mcp().failure_said(server);
+    s.mcp_failure_said(server);
     fall_back(s, server, why);
 }
 
@@ -203,8 +203,7 @@ pub(crate) fn service(s: &Session) -> Option<Service> {
             return None;
         }
     };
-    s.mcp_sync();
-    let Some(manager) = s.mcp().manager() else {
+    let Some(manager) = s.mcp_manager() else {
         degrade(s, &server, "no MCP server is running");
         return None;
     };

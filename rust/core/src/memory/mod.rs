@@ -283,6 +283,8 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "memory",
     state: Some(|o| Box::new(open(o.opts, o.paths, o.config))),
+    // The memory service's failure to start is said once, as the fallback to the files.
+    server_failed: Some(backend::server_failed),
     rules: Some(|s| s.memory().rules()),
     system_section: Some(backend::section),
     before_compact: Some(|s, client, older, token, max_tokens| {

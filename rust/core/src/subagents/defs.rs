@@ -163,7 +163,7 @@ impl Session {
         }
         dirs.push((self.paths.home.join("agents"), "user".to_string()));
         // The active plugins' agents (a project's plugin only where project extensions run).
-        for (dir, _, plugin) in self.plugin_dirs("agents") {
+        for (dir, _, plugin) in self.extension_dirs("agents") {
             dirs.push((dir, format!("plugin {plugin}")));
         }
         if self.project_extensions_allowed() {

@@ -152,7 +152,7 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     // Jobs' events reach the front as they happen.
     opened: Some(attach),
     step_inject: Some(|s, st| s.inject_background(st)),
-    commands: &[crate::commands::cmd!(
+    commands: &[crate::cmd!(
         "tasks",
         ["bashes"],
         "[list | show <id> | stop <id|all>]",

@@ -401,16 +401,16 @@ fn summarize(s: &Session, split: usize, from: bool) -> Result<String, CoreError>
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "files",
     commands: &[
-        crate::commands::cmd!("undo", [], "", "revert the agent's last change", Some(undo)),
-        crate::commands::cmd!("redo", [], "", "re-apply an undone change", Some(redo)),
-        crate::commands::cmd!(
+        crate::cmd!("undo", [], "", "revert the agent's last change", Some(undo)),
+        crate::cmd!("redo", [], "", "re-apply an undone change", Some(redo)),
+        crate::cmd!(
             "rewind",
             ["checkpoint"],
             "[list | <n> [both|code|conversation|summarize-from|summarize-up-to]]",
             "restore code and/or conversation to a checkpoint",
             Some(rewind)
         ),
-        crate::commands::cmd!("diff", [], "", "show the current changes", Some(diff)),
+        crate::cmd!("diff", [], "", "show the current changes", Some(diff)),
     ],
     ..crate::feature::Feature::NONE
 };

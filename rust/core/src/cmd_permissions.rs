@@ -497,21 +497,21 @@ fn explain_last(s: &Session) -> Result<String, CoreError> {
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "permissions",
     commands: &[
-        crate::commands::cmd!(
+        crate::cmd!(
             "permissions",
             [],
             "[list | allow|ask|deny <rule> [--project|--user|--session] | remove <rule>]",
             "manage permission rules",
             Some(permissions_cmd)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "trust",
             [],
             "[status|review|approve FILE…]",
             "trust this project as it is now; review held extension files",
             Some(trust_cmd)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "sandbox",
             [],
             "[list | recreate | explain [\"<command>\"]]",

@@ -15,148 +15,148 @@ use yuyao_store::Layer;
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "session",
     commands: &[
-        crate::commands::cmd!(
+        crate::cmd!(
             "status",
             [],
             "",
             "version, model, working directory, mode and role",
             Some(status)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "cost",
             [],
             "",
             "tokens and cost of this session so far",
             Some(cost)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "tools",
             [],
             "",
             "list the tools available to the model",
             Some(tools)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "mode",
             [],
             "<ask|plan|auto-edit|auto-review|yolo>",
             "switch permission mode (= --mode)",
             Some(mode)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "role",
             [],
             "<execute|ask|architect|debug|orchestrator>",
             "switch role (= --role)",
             Some(role)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "ask",
             [],
             "[on|off]",
             "the answer-only role (= --role ask); off returns to the role before",
             Some(|s, a| role_toggle(s, "ask", a))
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "debug",
             [],
             "[on|off]",
             "the debugging role (= --role debug); off returns to the role before",
             Some(|s, a| role_toggle(s, "debug", a))
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "vim",
             [],
             "[on|off]",
             "vim editing keys in the input (ui.editor_mode); no argument toggles",
             Some(vim)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "model",
             [],
             "<name>",
             "switch model, keeping the context",
             Some(model)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "config",
             ["settings"],
             "[get <key> | set <key> <value> [--project] | unset <key> | list]",
             "read and write configuration (hot reload)",
             Some(config)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "stream",
             [],
             "<on|off>",
             "toggle streaming output (= --stream)",
             Some(stream)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "show-thinking",
             [],
             "<off|collapsed|expanded>",
             "how thinking is displayed (= --show-thinking)",
             Some(show_thinking)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "think",
             [],
             "<off|low|medium|high|max>",
             "reasoning budget (= --thinking)",
             Some(think)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "curiosity",
             [],
             "<low|normal|high>",
             "how readily the agent asks (= --curiosity)",
             Some(curiosity)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "exit",
             ["quit"],
             "",
             "leave the session (exit code 0)",
             Some(exit)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "copy",
             [],
             "[N]",
             "copy an answer to the clipboard",
             Some(ui_only)
         ),
-        crate::commands::cmd!("focus", [], "", "toggle the focused view", Some(ui_only)),
-        crate::commands::cmd!(
+        crate::cmd!("focus", [], "", "toggle the focused view", Some(ui_only)),
+        crate::cmd!(
             "tui",
             [],
             "<default|fullscreen>",
             "switch the terminal renderer",
             Some(tui)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "context",
             [],
             "<list|detail>",
             "context sizes and truncation",
             Some(crate::context::context_command)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "gc",
             [],
             "[--dry-run]",
             "free ended sessions' spill files, job logs, snapshots (storage.*)",
             Some(gc)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "compact",
             ["compress"],
             "[focus]",
             "summarize the context",
             Some(crate::compact::compact_command)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "recap",
             [],
             "",

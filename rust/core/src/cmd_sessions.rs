@@ -351,56 +351,56 @@ pub(crate) fn usage_command(s: &Session, args: &[String]) -> Result<String, Core
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "cmd_sessions",
     commands: &[
-        crate::commands::cmd!(
+        crate::cmd!(
             "clear",
             ["reset"],
             "",
             "clear the context (not archived; /new archives)",
             Some(crate::cmd_sessions::clear_command)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "new",
             [],
             "",
             "archive this session and start a new one",
             Some(crate::cmd_sessions::new_command)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "sessions",
             ["resume"],
             "[<id> | all]",
             "list and restore past sessions",
             Some(crate::cmd_sessions::sessions_command)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "title",
             ["rename"],
             "<title>",
             "rename the session",
             Some(crate::cmd_sessions::title_command)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "export",
             [],
             "[path]",
             "export the session as Markdown",
             Some(crate::cmd_sessions::export_command)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "branch",
             [],
             "[name]",
             "fork the conversation here and switch into the copy",
             Some(crate::cmd_sessions::branch_command)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "tree",
             [],
             "[node id]",
             "show the session tree, or switch to a node",
             Some(crate::cmd_sessions::tree_command)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "usage",
             [],
             "<off|tokens|full>",

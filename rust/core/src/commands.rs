@@ -19,9 +19,12 @@ pub struct Command {
     pub run: Option<Handler>,
 }
 
+/// One row of a command table: `cmd!(name, [aliases], usage, help, run)` (feature crates
+/// use it too).
+#[macro_export]
 macro_rules! cmd {
     ($name:literal, [$($a:literal),*], $usage:literal, $help:literal, $run:expr) => {
-        $crate::commands::Command {
+        $crate::Command {
             name: $name,
             aliases: &[$($a),*],
             usage: $usage,
@@ -30,7 +33,6 @@ macro_rules! cmd {
         }
     };
 }
-pub(crate) use cmd;
 
 /// The kernel's commands, then every feature's (registration order), each with the name
 /// of what registered it.
@@ -134,7 +136,7 @@ impl Session {
 }
 
 /// A built-in command or alias of that name (a custom command never shadows one).
-pub(crate) fn is_builtin(name: &str) -> bool {
+pub fn is_builtin(name: &str) -> bool {
     find(name).is_some()
 }
 

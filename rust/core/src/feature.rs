@@ -165,6 +165,9 @@ pub struct Feature {
     /// Folders of one kind (`commands`, `skills`, `agents`) that extensions bring (the
     /// active plugins'), with their source and the extension's name.
     pub extension_dirs: Option<ExtensionDirs>,
+    /// A headless task that is this feature's command line (`/flow:<name> …`, `/skill <name>
+    /// …`) runs as that command instead of as a prompt.
+    pub task_command: Option<fn(&str) -> bool>,
     /// A turn begins with this prompt (before the prompt joins the history).
     pub turn_begin: Option<fn(&Session, &str)>,
     /// The turn ended: the text it returns, given the summary and the text so far.
@@ -241,6 +244,7 @@ impl Feature {
         next_step: None,
         server_failed: None,
         extension_dirs: None,
+        task_command: None,
         turn_begin: None,
         turn_result: None,
         batch_line: None,

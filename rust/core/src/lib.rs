@@ -22,21 +22,16 @@ mod commands;
 mod compact;
 mod context;
 mod conventions;
-mod custom_commands;
 pub mod extension_trust;
 mod feature;
-mod features;
 mod file_batches;
-mod flow;
 use yuyao_extension_files::frontmatter;
 mod handler;
 mod headless;
 use yuyao_extension_files::hooks;
 use yuyao_extension_files::instruction_files;
-mod mcp_servers;
 mod memory;
 mod permissions;
-mod plugins;
 mod preference_rules;
 mod process_profile;
 mod prompt;
@@ -52,7 +47,6 @@ mod session;
 mod settings;
 mod side_call;
 mod side_question;
-mod skills;
 mod state_notes;
 mod subagents;
 use yuyao_words::task_kind;
@@ -69,7 +63,10 @@ mod web_settings;
 use yuyao_words::words;
 mod workdirs;
 
-pub use commands::{Command, Handler as CommandHandler, set_mode, set_role};
+pub use commands::{
+    Command, Handler as CommandHandler, is_builtin as is_builtin_command, set_mode, set_role,
+};
+pub use context::config_snapshot;
 pub use feature::{
     AnswerFormat, BeforeCompact, BesideOutcomes, CallDone, Feature, FeatureTools, FinalHooks,
     Opening, ReplyStep, ResearchEnd, ServerTools, Settled, StopGate, TurnHooks, all as features,
@@ -99,21 +96,15 @@ static FEATURES: &[&feature::Feature] = &[
     &subagents::FEATURE,
     &subagents::team::FEATURE,
     &memory::FEATURE,
-    &skills::FEATURE,
-    &plugins::FEATURE,
     &auto_commit::FEATURE,
     &cmd_sessions::FEATURE,
     &run_app::FEATURE,
     &verify_app::FEATURE,
     &background::FEATURE,
     &workdirs::FEATURE,
-    &mcp_servers::FEATURE,
-    &features::FEATURE,
     &cmd_permissions::FEATURE,
     &cmd_files::FEATURE,
     &side_question::FEATURE,
     &queue::FEATURE,
     &cmd_background::FEATURE,
-    &flow::FEATURE,
-    &custom_commands::FEATURE,
 ];

@@ -136,7 +136,7 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     prompt_in: Some(|s, text| s.with_collected(&text)),
     // `/queue followup|collect|interrupt` typed during the turn run after it, in order.
     next_turn: Some(|s| s.next_queued_turn()),
-    commands: &[crate::commands::cmd!(
+    commands: &[crate::cmd!(
         "queue",
         [],
         "<steer|followup|collect|interrupt> [text]",

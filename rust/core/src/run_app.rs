@@ -354,7 +354,7 @@ pub(crate) fn start_app(s: &Session, command: &str, source: &str) -> Result<Star
 /// The slash commands of this feature (feature.rs).
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "run_app",
-    commands: &[crate::commands::cmd!(
+    commands: &[crate::cmd!(
         "run",
         [],
         "[command]",

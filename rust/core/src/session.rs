@@ -690,6 +690,26 @@ impl Session {
         self.handler.is_some()
     }
 
+    /// Says a warning once per session (a custom command or extension that cannot be used is
+    /// said at its first use, not at every one).
+    pub fn warn_once(&self, warning: String) {
+        let fresh = self
+            .custom_warned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(warning.clone());
+        if fresh {
+            self.notice(NoticeLevel::Warning, warning);
+        }
+    }
+
+    /// The next prompt is text a command or skill expanded, not the user's: its words attach
+    /// no `@path` and trigger nothing on the user's behalf.
+    pub fn expand_next_prompt(&self) {
+        self.expanded_prompt
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     /// The front's side of this session (events rendered, requests answered), if any.
     pub fn handler(&self) -> Option<&dyn Handler> {
         self.handler.as_deref()

@@ -39,7 +39,7 @@ impl Session {
 /// The slash commands of this feature (feature.rs).
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "side_question",
-    commands: &[crate::commands::cmd!(
+    commands: &[crate::cmd!(
         "btw",
         ["side"],
         "<question>",

@@ -86,7 +86,7 @@ pub(crate) fn verify_command(s: &Session, args: &[String]) -> Result<String, Cor
 /// The slash commands of this feature (feature.rs).
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "verify_app",
-    commands: &[crate::commands::cmd!(
+    commands: &[crate::cmd!(
         "verify",
         [],
         "[what to check]",

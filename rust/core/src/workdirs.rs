@@ -227,14 +227,14 @@ pub(crate) fn cd_command(s: &Session, args: &[String]) -> Result<String, CoreErr
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "workdirs",
     commands: &[
-        crate::commands::cmd!(
+        crate::cmd!(
             "add-dir",
             [],
             "<path>",
             "add a working directory",
             Some(crate::workdirs::add_dir_command)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "cd",
             [],
             "<path>",

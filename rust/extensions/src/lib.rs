@@ -5,10 +5,50 @@
 //! hooks, run confined through the core's one spawn path). Removing one is deleting its
 //! module and its line in [`FEATURES`].
 
+pub mod custom_commands;
+pub mod features;
+pub mod flow;
 pub mod hooks;
+pub mod mcp_servers;
+pub mod plugins;
 pub mod rule_files;
+pub mod skills;
+
+/// The session methods the extension modules add (a crate outside the core extends
+/// `Session` through traits); those modules import them all.
+#[allow(unused_imports)]
+pub(crate) mod session_ext {
+    pub(crate) use crate::custom_commands::CustomCommandsExt;
+    pub(crate) use crate::flow::FlowExt;
+    pub(crate) use crate::mcp_servers::McpServersExt;
+    pub(crate) use crate::mcp_servers::McpServersExt1;
+    pub(crate) use crate::plugins::PluginsExt;
+    pub(crate) use crate::plugins::PluginsExt1;
+    pub(crate) use crate::skills::SkillsExt;
+    pub(crate) use crate::skills::SkillsExt1;
+    pub(crate) use crate::skills::SkillsExt2;
+}
 
 /// The features of this crate, in registration order: the rule files' always-rules join
 /// the first request before the SessionStart hooks' context, and the SessionEnd hooks run
 /// after every other feature closed.
-pub static FEATURES: &[&yuyao_core::Feature] = &[&rule_files::FEATURE, &hooks::FEATURE];
+pub static FEATURES: &[&yuyao_core::Feature] = &[
+    &skills::FEATURE,
+    &plugins::FEATURE,
+    &mcp_servers::FEATURE,
+    &features::FEATURE,
+    &flow::FEATURE,
+    &custom_commands::FEATURE,
+    &rule_files::FEATURE,
+    &hooks::FEATURE,
+];
+
+/// For the fronts: the names of the MCP servers the session has.
+pub fn mcp_servers(s: &yuyao_core::Session) -> Vec<String> {
+    mcp_servers::McpServersExt::mcp_servers(s)
+}
+
+/// For the fronts: the custom commands found now (rows like `command_table`'s).
+pub fn custom_command_table(s: &yuyao_core::Session) -> serde_json::Value {
+    custom_commands::CustomCommandsExt::custom_command_table(s)
+}

@@ -249,7 +249,7 @@ impl PySession {
     }
 
     fn mcp_servers(&self) -> Vec<String> {
-        self.inner.mcp_servers()
+        yuyao_extensions::mcp_servers(&self.inner)
     }
 
     fn status_json(&self) -> String {
@@ -326,7 +326,7 @@ impl PySession {
 
     /// The custom commands (commands/*.md) as of now, in the shape of `command_table_json`.
     fn custom_command_table_json(&self) -> String {
-        self.inner.custom_command_table().to_string()
+        yuyao_extensions::custom_command_table(&self.inner).to_string()
     }
 
     /// Every slash command name and alias (for completion).

@@ -65,7 +65,7 @@ pub(crate) fn background_command(s: &Session, args: &[String]) -> Result<String,
 /// The slash commands of this feature (feature.rs).
 pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     name: "background",
-    commands: &[crate::commands::cmd!(
+    commands: &[crate::cmd!(
         "background",
         ["bg"],
         "[prompt]",

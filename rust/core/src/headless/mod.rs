@@ -130,8 +130,12 @@ pub fn run_headless(mut req: HeadlessRequest) -> i32 {
     // What the repository held before the run: a change the user left there is not the run's.
     let before = git_diff(repo);
     let watch = install_watch(&session, deadline);
-    // `/flow:<name>` / `/skill <name>` as the task runs the skill (skills.rs).
-    let result = session.chat_or_skill(&req.task);
+    // A task that is a feature's command line (`/flow:<name>`, `/skill <name>`) runs it.
+    let result = if crate::feature::hooks(|f| f.task_command).any(|runs| runs(&req.task)) {
+        session.dispatch(req.task.trim())
+    } else {
+        session.chat(&req.task)
+    };
     let timed_out = watch.stop();
     // The last calls' spend, for the batch this run may be a task of.
     session.batch_ledger_record();

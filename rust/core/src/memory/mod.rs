@@ -305,35 +305,35 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
         }
     }),
     commands: &[
-        crate::commands::cmd!(
+        crate::cmd!(
             "init",
             [],
             "",
             "write AGENTS.md from the repository",
             Some(crate::memory::init::init)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "memory",
             [],
             "[list|edit|delete|open|path|status|search|index|rem-backfill]",
             "memory entries and the search index",
             Some(crate::memory::commands::memory)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "remember",
             [],
             "[--global] <text>",
             "keep a memory entry (--global: for every project)",
             Some(crate::memory::commands::remember)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "forget",
             [],
             "<words or id>",
             "remove the matching memory entry",
             Some(crate::memory::commands::forget)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "dream",
             [],
             "",

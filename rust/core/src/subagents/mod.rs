@@ -95,42 +95,42 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
         s.kill_subagents();
     }),
     commands: &[
-        crate::commands::cmd!(
+        crate::cmd!(
             "agents",
             [],
             "[list | show|create|edit|delete <name> [--tools a,b --mode m …]]",
             "sub-agent definitions (agents/<name>.md)",
             Some(crate::subagents::agents_cmd)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "goal",
             [],
             "<condition>",
             "keep working until a condition holds",
             Some(crate::subagents::goal_cmd)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "loop",
             [],
             "<prompt> [--interval s] [--max n] [--until cond]",
             "repeat a prompt",
             Some(crate::subagents::loop_cmd)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "fork",
             [],
             "[prompt]",
             "a background sub-agent that starts from this conversation",
             Some(crate::subagents::fork_cmd)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "batch",
             [],
             "<instruction>",
             "split a change across parallel sub-agents",
             Some(crate::subagents::batch::batch_cmd)
         ),
-        crate::commands::cmd!(
+        crate::cmd!(
             "workflows",
             ["workflow"],
             "[name]",

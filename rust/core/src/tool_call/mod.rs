@@ -600,7 +600,7 @@ impl Session {
     }
 
     /// The actual command or the actual diff: what a permission prompt must show.
-    pub(crate) fn detail(&self, name: &str, args: &ToolArgs, action: &Action) -> String {
+    pub fn detail(&self, name: &str, args: &ToolArgs, action: &Action) -> String {
         if let Some(c) = &action.command {
             return c.clone();
         }

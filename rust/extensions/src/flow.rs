@@ -21,10 +21,13 @@
 //! unconditional edge otherwise. A node without outgoing edges ends the flow. A graph that
 //! names an unknown node or has no start is refused before any turn.
 
-use crate::session::{CoreError, Session};
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use regex::Regex;
 use serde_json::{Value, json};
 use std::sync::LazyLock;
+use yuyao_core::{CoreError, Session};
 use yuyao_protocol::NoticeLevel;
 
 pub const DEFAULT_MAX_STEPS: usize = 20;
@@ -339,13 +342,15 @@ pub fn choose<'a>(edges: &[&'a Edge], answer: &str) -> Result<Option<&'a Edge>, 
     ))
 }
 
-impl Session {
+pub(crate) trait FlowExt {
+    fn run_flow_command(&self, name: &str, rest: &str) -> Option<Result<String, CoreError>>;
+    fn run_flow(&self, name: &str, args: &str) -> Result<String, CoreError>;
+    fn activate_skill_for_flow(&self, skill: &crate::skills::Skill);
+}
+
+impl FlowExt for Session {
     /// `/flow:<name> [args]`; `None` when `name` is not `flow:…`.
-    pub(crate) fn run_flow_command(
-        &self,
-        name: &str,
-        rest: &str,
-    ) -> Option<Result<String, CoreError>> {
+    fn run_flow_command(&self, name: &str, rest: &str) -> Option<Result<String, CoreError>> {
         let skill_name = name.strip_prefix("flow:")?;
         // A custom command `commands/flow/<x>.md` keeps its name when no skill has it.
         let is_skill = self.skills().iter().any(|s| s.name == skill_name);
@@ -442,8 +447,7 @@ impl Session {
                     conds.join(", ")
                 ));
             }
-            self.expanded_prompt
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+            self.expand_next_prompt();
             self.activate_skill_for_flow(skill);
             let answer = match self.chat(&prompt) {
                 Ok(a) => a,
@@ -490,7 +494,7 @@ impl Session {
             Ok(()) => {
                 let summary = format!("flow {name} done: {trail}");
                 self.notice(NoticeLevel::Info, summary.clone());
-                Ok(if self.handler.is_some() {
+                Ok(if self.has_handler() {
                     String::new()
                 } else {
                     format!("{summary}\n{last_answer}")
@@ -508,7 +512,7 @@ impl Session {
 }
 
 /// What this feature adds to a session (feature.rs): a skill's flow as `/flow:<name>`.
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "flow",
     other_command: Some(|s, name, rest| s.run_flow_command(name, rest)),
     help: Some(|s, name| {
@@ -529,7 +533,7 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
         }
         Some(out)
     }),
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };
 
 #[cfg(test)]

@@ -3,12 +3,15 @@
 //! extensions are allowed), the live connections (`yuyao_mcp::Manager`), their tools in the
 //! request, their calls through the permission engine, and `/mcp`.
 
-use crate::process_profile::{Origin, ProcessKind};
-use crate::session::{CoreError, Session};
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use yuyao_core::{CoreError, Session};
+use yuyao_core::{Origin, ProcessKind};
 use yuyao_mcp::{Entry, Manager, ToolInfo};
 use yuyao_store::{McpRegistry, McpScope, McpServer, Paths};
 use yuyao_tools::ToolOutput;
@@ -110,7 +113,20 @@ impl McpServers {
     }
 }
 
-impl Session {
+pub(crate) trait McpServersExt {
+    fn project_extensions_run(&self) -> Result<(), String>;
+    fn mcp_sync(&self);
+    fn mcp_open_notices(&self);
+    fn mcp_shutdown(&self);
+    async fn mcp_wait_started(&self);
+    fn mcp_failures_said(&self, m: &Manager);
+    fn mcp_tools(&self) -> Vec<ToolInfo>;
+    fn mcp_schemas(&self) -> Vec<Value>;
+    async fn mcp_call(&self, tool: &ToolInfo, args: Value) -> ToolOutput;
+    fn mcp_servers(&self) -> Vec<String>;
+}
+
+impl McpServersExt for Session {
     /// Whether the project's own executables (`.mcp.json` servers) may run: as the front
     /// chose (`-p`/agent_api yes unless told otherwise, run_agent.sh never), else (the TUI)
     /// only in a trusted project.
@@ -118,7 +134,9 @@ impl Session {
         // One predicate for every project-provided executable (hooks, `!{cmd}`, servers).
         if self.project_extensions_allowed() {
             Ok(())
-        } else if self.opts.no_project_extensions || self.opts.project_extensions == Some(false) {
+        } else if self.options().no_project_extensions
+            || self.options().project_extensions == Some(false)
+        {
             Err("off (project extensions)".into())
         } else {
             Err("not run until the project is trusted (/trust)".into())
@@ -127,9 +145,9 @@ impl Session {
 
     /// Makes the running servers match the configuration files (started in the background,
     /// never waited for here). Called at open, after `/mcp add|remove`, before each request.
-    pub(crate) fn mcp_sync(&self) {
+    fn mcp_sync(&self) {
         // A sub-agent starts no MCP server of its own (they are the main session's).
-        if self.agents.is_child() {
+        if self.is_sub_agent() {
             return;
         }
         let (mut configured, _) = self.mcp().configured();
@@ -190,13 +208,13 @@ impl Session {
             .collect();
         if slot.is_none() {
             let timeout = self
-                .config
+                .config()
                 .get("mcp.startup_timeout_ms")
                 .and_then(|v| v.as_integer())
                 .filter(|n| *n > 0)
                 .map(|n| Duration::from_millis(n as u64))
                 .unwrap_or(yuyao_mcp::DEFAULT_STARTUP_TIMEOUT);
-            match Manager::new(timeout, self.paths.project.clone()) {
+            match Manager::new(timeout, self.paths().project.clone()) {
                 Ok(m) => *slot = Some(Arc::new(m)),
                 Err(e) => {
                     drop(slot);
@@ -214,13 +232,13 @@ impl Session {
     /// At open: what the project's `.mcp.json` would run, when it waits for the user's trust
     /// (the TUI), so the user sees exactly which commands `/trust` lets start.
     /// Also warns about a configuration file that cannot be read (its servers do not run).
-    pub(crate) fn mcp_open_notices(&self) {
+    fn mcp_open_notices(&self) {
         let (configured, problems) = self.mcp().configured();
         for p in problems {
             self.notice(yuyao_protocol::NoticeLevel::Warning, p);
         }
-        if self.opts.project_extensions.is_some()
-            || self.opts.no_project_extensions
+        if self.options().project_extensions.is_some()
+            || self.options().no_project_extensions
             || self.project_extensions_run().is_ok()
         {
             return;
@@ -242,7 +260,7 @@ impl Session {
     }
 
     /// Stops every server (stdio children are killed) when the session closes.
-    pub(crate) fn mcp_shutdown(&self) {
+    fn mcp_shutdown(&self) {
         let manager = self
             .mcp()
             .manager
@@ -253,7 +271,7 @@ impl Session {
     }
 
     /// Before a request: servers still starting get until their startup deadline.
-    pub(crate) async fn mcp_wait_started(&self) {
+    async fn mcp_wait_started(&self) {
         self.mcp_sync();
         if let Some(m) = self.mcp().manager() {
             m.wait_started().await;
@@ -277,7 +295,8 @@ impl Session {
             if said.insert(st.name.clone()) {
                 // The memory service's failure is said once, as the memory fallback.
                 let why = st.error.as_deref().unwrap_or("no reason given");
-                if crate::feature::hooks(|f| f.server_failed)
+                if yuyao_core::features()
+                    .filter_map(|f| f.server_failed)
                     .any(|failed| failed(self, &st.name, why))
                 {
                     continue;
@@ -296,12 +315,12 @@ impl Session {
 
     /// The ready servers' tools the session offers (`--tools` may name them, or a server
     /// as `mcp__<server>`).
-    pub(crate) fn mcp_tools(&self) -> Vec<ToolInfo> {
+    fn mcp_tools(&self) -> Vec<ToolInfo> {
         let Some(m) = self.mcp().manager() else {
             return Vec::new();
         };
         let mut tools = m.tools();
-        if let Some(list) = &self.opts.tools {
+        if let Some(list) = &self.options().tools {
             tools.retain(|t| {
                 list.iter().any(|n| {
                     *n == t.full_name || *n == format!("{}{}", yuyao_mcp::TOOL_PREFIX, t.server)
@@ -312,7 +331,7 @@ impl Session {
         tools
     }
 
-    pub(crate) fn mcp_schemas(&self) -> Vec<Value> {
+    fn mcp_schemas(&self) -> Vec<Value> {
         self.mcp_tools()
             .into_iter()
             .map(|t| {
@@ -329,7 +348,7 @@ impl Session {
     }
 
     /// Runs an MCP call the policy allowed.
-    pub(crate) async fn mcp_call(&self, tool: &ToolInfo, args: Value) -> ToolOutput {
+    async fn mcp_call(&self, tool: &ToolInfo, args: Value) -> ToolOutput {
         let Some(m) = self.mcp().manager() else {
             return ToolOutput::err("no MCP server is running");
         };
@@ -344,7 +363,7 @@ impl Session {
     }
 
     /// The names of every configured server (user and project).
-    pub fn mcp_servers(&self) -> Vec<String> {
+    fn mcp_servers(&self) -> Vec<String> {
         self.mcp().configured().0.into_keys().collect()
     }
 }
@@ -369,7 +388,7 @@ pub(crate) fn mcp_cmd(s: &Session, args: &[String]) -> Result<String, CoreError>
                 let remove = || registry.remove(name);
                 let gone = match sc {
                     McpScope::Project => {
-                        yuyao_store::trust::keep_approval(&s.paths, registry.path(), remove)
+                        yuyao_store::trust::keep_approval(s.paths(), registry.path(), remove)
                     }
                     _ => remove(),
                 };
@@ -483,7 +502,7 @@ fn add(s: &Session, args: &[String]) -> Result<String, CoreError> {
     let add = || registry.add(name, server);
     let replaced = match scope {
         // The user's own command: the file keeps its approval (extension_trust.rs).
-        McpScope::Project => yuyao_store::trust::keep_approval(&s.paths, registry.path(), add),
+        McpScope::Project => yuyao_store::trust::keep_approval(s.paths(), registry.path(), add),
         _ => add(),
     }
     .map_err(CoreError::Usage)?;
@@ -540,13 +559,17 @@ fn list(s: &Session) -> Result<String, CoreError> {
     Ok(out.trim_end().to_string())
 }
 
-impl Session {
-    pub(crate) fn mcp(&self) -> &McpServers {
+pub(crate) trait McpServersExt1 {
+    fn mcp(&self) -> &McpServers;
+}
+
+impl McpServersExt1 for Session {
+    fn mcp(&self) -> &McpServers {
         self.part()
     }
 }
 
-static SERVER_TOOLS: crate::feature::ServerTools = crate::feature::ServerTools {
+static SERVER_TOOLS: yuyao_core::ServerTools = yuyao_core::ServerTools {
     tools: |s| s.mcp_tools(),
     schemas: |s| s.mcp_schemas(),
     call: |s, tool, args| Box::pin(s.mcp_call(tool, args)),
@@ -559,7 +582,7 @@ static SERVER_TOOLS: crate::feature::ServerTools = crate::feature::ServerTools {
 };
 
 /// What this feature adds to a session (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "mcp_servers",
     state: Some(|o| Box::new(McpServers::new(o.paths))),
     // MCP servers start connecting now, in the background: opening never waits for them.
@@ -569,12 +592,12 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     }),
     close: Some(|s| s.mcp_shutdown()),
     server_tools: Some(&SERVER_TOOLS),
-    commands: &[crate::commands::cmd!(
+    commands: &[yuyao_core::cmd!(
         "mcp",
         [],
         "[list | add <name> [--scope …] [-- <cmd> <args…> | <url>] | remove <name>]",
         "manage MCP servers",
         Some(crate::mcp_servers::mcp_cmd)
     )],
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };

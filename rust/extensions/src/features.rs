@@ -2,7 +2,10 @@
 //! `features.<kind>` in the configuration. A disabled kind is inert everywhere: the code that
 //! runs it asks `Session::feature_enabled` (settings.rs) at every use.
 
-use crate::session::{CoreError, Session};
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
+use yuyao_core::{CoreError, Session};
 
 /// The kinds, with what disabling one does in this build.
 const KINDS: &[(&str, &str)] = &[
@@ -61,10 +64,10 @@ pub(crate) fn features_cmd(s: &Session, args: &[String]) -> Result<String, CoreE
                 )));
             }
             let key = format!("features.{kind}");
-            s.config
+            s.config()
                 .set(&key, if on { "true" } else { "false" }, None)
                 .map_err(|e| CoreError::Failed(e.to_string()))?;
-            s.lock().config_seen = crate::context::config_snapshot(&s.config);
+            s.lock().config_seen = yuyao_core::config_snapshot(s.config());
             if kind == "plugins" {
                 // Their MCP servers stop or start now.
                 s.mcp_sync();
@@ -111,14 +114,14 @@ fn list(s: &Session) -> String {
 }
 
 /// The slash commands of this feature (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "features",
-    commands: &[crate::commands::cmd!(
+    commands: &[yuyao_core::cmd!(
         "features",
         [],
         "[list | enable|disable <hooks|skills|plugins|mcp|plugin:<name>>]",
         "turn a kind of extension, or one plugin, on or off (persisted)",
         Some(crate::features::features_cmd)
     )],
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };

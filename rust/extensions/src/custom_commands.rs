@@ -10,14 +10,16 @@
 //! injects its output (a project command's only where project extensions may run). The
 //! expanded text is the next prompt.
 
-use crate::hooks::HookSource;
-use crate::session::{CoreError, Session};
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use regex::Regex;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
+use yuyao_core::{CoreError, Session};
+use yuyao_extension_files::hooks::HookSource;
 use yuyao_policy::{Action, Verdict};
-use yuyao_protocol::NoticeLevel;
 
 #[derive(Debug, Clone)]
 pub struct CustomCommand {
@@ -69,7 +71,7 @@ pub fn load_dirs(roots: Vec<(PathBuf, HookSource)>) -> (Vec<CustomCommand>, Vec<
     let mut out: Vec<CustomCommand> = Vec::new();
     let mut warnings = Vec::new();
     for (root, source) in roots {
-        for file in crate::frontmatter::files_with_ext(&root, "md") {
+        for file in yuyao_extension_files::frontmatter::files_with_ext(&root, "md") {
             let Some(name) = name_of(&root, &file) else {
                 continue;
             };
@@ -79,14 +81,14 @@ pub fn load_dirs(roots: Vec<(PathBuf, HookSource)>) -> (Vec<CustomCommand>, Vec<
             let Ok(text) = std::fs::read_to_string(&file) else {
                 continue;
             };
-            let (fm, body) = match crate::frontmatter::split(&text) {
+            let (fm, body) = match yuyao_extension_files::frontmatter::split(&text) {
                 Ok(x) => x,
                 Err(e) => {
                     warnings.push(format!("{}: {e}; /{name} is skipped", file.display()));
                     continue;
                 }
             };
-            if crate::commands::is_builtin(&name) {
+            if yuyao_core::is_builtin_command(&name) {
                 warnings.push(format!(
                     "{}: /{name} is a built-in command; the custom one is ignored",
                     file.display()
@@ -109,7 +111,7 @@ pub fn load_dirs(roots: Vec<(PathBuf, HookSource)>) -> (Vec<CustomCommand>, Vec<
                 name,
                 description,
                 argument_hint: s("argument-hint"),
-                allowed_tools: crate::frontmatter::list(fm.get("allowed-tools")),
+                allowed_tools: yuyao_extension_files::frontmatter::list(fm.get("allowed-tools")),
                 model: Some(s("model")).filter(|m| !m.is_empty()),
                 body: body.to_string(),
                 source,
@@ -137,14 +139,25 @@ pub fn expand_args(body: &str, raw: &str, words: &[String]) -> String {
 static FILE_REF: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"@\{([^}\n]+)\}").expect("regex"));
 static SHELL_REF: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"!\{([^}\n]+)\}").expect("regex"));
 
-impl Session {
-    pub(crate) fn custom_commands(&self) -> Vec<CustomCommand> {
+pub(crate) trait CustomCommandsExt {
+    fn custom_commands(&self) -> Vec<CustomCommand>;
+    fn load_custom_commands(&self) -> (Vec<CustomCommand>, Vec<String>);
+    fn warn_custom_once(&self, warnings: Vec<String>);
+    fn run_custom_command(&self, name: &str, rest: &str) -> Option<Result<String, CoreError>>;
+    fn expand_inline(&self, cmd: &CustomCommand, text: &str) -> String;
+    fn inline_file(&self, raw: &str) -> String;
+    fn inline_shell(&self, cmd: &CustomCommand, command: &str) -> String;
+    fn custom_command_table(&self) -> Value;
+}
+
+impl CustomCommandsExt for Session {
+    fn custom_commands(&self) -> Vec<CustomCommand> {
         self.load_custom_commands().0
     }
 
     /// The command folders and the active plugins' `commands/` (plugins.rs).
     fn load_custom_commands(&self) -> (Vec<CustomCommand>, Vec<String>) {
-        let mut roots = dirs(&self.paths.home, &self.paths.project);
+        let mut roots = dirs(&self.paths().home, &self.paths().project);
         roots.extend(
             self.plugin_dirs("commands")
                 .into_iter()
@@ -155,29 +168,22 @@ impl Session {
 
     /// Warns once per session about a custom command that cannot be used.
     fn warn_custom_once(&self, warnings: Vec<String>) {
-        let mut seen = self.custom_warned.lock().unwrap_or_else(|e| e.into_inner());
         for w in warnings {
-            if seen.insert(w.clone()) {
-                self.notice(NoticeLevel::Warning, w);
-            }
+            self.warn_once(w);
         }
     }
 
     /// `/name args` for a custom command, if `name` is one: the expanded prompt runs as a turn.
-    pub(crate) fn run_custom_command(
-        &self,
-        name: &str,
-        rest: &str,
-    ) -> Option<Result<String, CoreError>> {
+    fn run_custom_command(&self, name: &str, rest: &str) -> Option<Result<String, CoreError>> {
         let (list, warnings) = self.load_custom_commands();
         self.warn_custom_once(warnings);
         let cmd = list.into_iter().find(|c| c.name == name)?;
-        if self.busy.load(std::sync::atomic::Ordering::SeqCst) {
+        if self.is_busy() {
             return Some(Err(CoreError::Usage(format!(
                 "/{name} starts a turn: send it when the running turn has ended"
             ))));
         }
-        let words = crate::words::split_words(rest).unwrap_or_default();
+        let words = yuyao_core::split_words(rest).unwrap_or_default();
         let prompt = self.expand_inline(&cmd, &expand_args(&cmd.body, rest.trim(), &words));
         let prompt = if prompt.trim().is_empty() {
             format!("/{name} {rest}")
@@ -212,8 +218,7 @@ impl Session {
             }
             saved
         };
-        self.expanded_prompt
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.expand_next_prompt();
         let answer = self.chat(&prompt);
         {
             let mut st = self.lock();
@@ -225,13 +230,7 @@ impl Session {
             }
         }
         // The fronts with a handler render the turn from its events.
-        Some(answer.map(|a| {
-            if self.handler.is_some() {
-                String::new()
-            } else {
-                a
-            }
-        }))
+        Some(answer.map(|a| if self.has_handler() { String::new() } else { a }))
     }
 
     /// `@{file}` and `!{cmd}` of an expanded command.
@@ -247,7 +246,7 @@ impl Session {
     }
 
     fn inline_file(&self, raw: &str) -> String {
-        let path = self.ctx.cwd().join(raw);
+        let path = self.tool_context().cwd().join(raw);
         let action = Action {
             tool: "read".into(),
             command: None,
@@ -264,7 +263,7 @@ impl Session {
         match std::fs::read_to_string(&path) {
             Ok(t) => {
                 let policy = self.lock().policy.clone();
-                let t = crate::permissions::redact(self, &policy, &t).into_owned();
+                let t = yuyao_core::redact(self, &policy, &t).into_owned();
                 format!("Contents of {raw}:\n```\n{}\n```", t.trim_end())
             }
             Err(e) => format!("(@{{{raw}}} not included: {e})"),
@@ -306,14 +305,14 @@ impl Session {
         }
         let token = tokio_util::sync::CancellationToken::new();
         match yuyao_tools::exec::run_foreground(
-            &self.ctx,
+            self.tool_context(),
             command,
-            self.ctx.bash_timeout_ms(),
+            self.tool_context().bash_timeout_ms(),
             &token,
         ) {
             Ok(run) => {
                 let policy = self.lock().policy.clone();
-                let text = crate::permissions::redact(self, &policy, &run.text).into_owned();
+                let text = yuyao_core::redact(self, &policy, &run.text).into_owned();
                 format!("Output of `{command}`:\n```\n{}\n```", text.trim_end())
             }
             Err(e) => format!("(!{{{command}}} failed: {e})"),
@@ -322,7 +321,7 @@ impl Session {
 
     /// The custom commands for the fronts' `/help` and completion (same shape as
     /// `command_table`, with the file and source).
-    pub fn custom_command_table(&self) -> Value {
+    fn custom_command_table(&self) -> Value {
         let (list, warnings) = self.load_custom_commands();
         self.warn_custom_once(warnings);
         let mut rows: Vec<Value> = list
@@ -347,14 +346,14 @@ impl Session {
 }
 
 /// What this feature adds to a session (feature.rs): commands read from `commands/*.md`.
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "custom_commands",
     // A command file can run `!{cmd}` and pre-approve tools (`allowed-tools`).
     program_files: Some(|home, project| {
         dirs(home, project)
             .into_iter()
-            .filter(|(_, source)| *source == crate::hooks::HookSource::Project)
-            .flat_map(|(dir, _)| crate::frontmatter::files_with_ext(&dir, "md"))
+            .filter(|(_, source)| *source == yuyao_extension_files::hooks::HookSource::Project)
+            .flat_map(|(dir, _)| yuyao_extension_files::frontmatter::files_with_ext(&dir, "md"))
             .collect()
     }),
     // Not a built-in: a custom command, read from disk now.
@@ -392,7 +391,7 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
             Some(out)
         }
     }),
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };
 
 #[cfg(test)]

@@ -13,11 +13,14 @@
 //! servers run the user's programs: they are read once, when the session opens (a plugin
 //! written into the repository during a session runs nothing before the next one).
 
-use crate::hooks::{self, Hook, HookSource};
-use crate::session::{CoreError, Session};
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
+use yuyao_core::{CoreError, Session};
+use yuyao_extension_files::hooks::{self, Hook, HookSource};
 use yuyao_store::McpServer;
 
 #[derive(Debug, Clone)]
@@ -58,7 +61,7 @@ pub fn load(home: &Path, project: &Path) -> (Vec<Plugin>, Vec<String>) {
     let mut out: Vec<Plugin> = Vec::new();
     let mut warnings = Vec::new();
     for (root, source) in roots(home, project) {
-        for dir in crate::frontmatter::sorted_entries(&root)
+        for dir in yuyao_extension_files::frontmatter::sorted_entries(&root)
             .into_iter()
             .filter(|p| p.is_dir())
         {
@@ -354,16 +357,33 @@ fn save_disabled(home: &Path, name: &str, on: bool) -> std::io::Result<()> {
 #[derive(Default)]
 pub(crate) struct PluginServers(pub BTreeMap<String, (String, HookSource, McpServer)>);
 
-impl Session {
+pub(crate) trait PluginsExt {
+    fn plugin_servers(&self) -> &std::sync::Mutex<PluginServers>;
+}
+
+impl PluginsExt for Session {
     fn plugin_servers(&self) -> &std::sync::Mutex<PluginServers> {
         self.part()
     }
 }
 
-impl Session {
+pub(crate) trait PluginsExt1 {
+    fn all_plugins(&self) -> Vec<Plugin>;
+    fn plugin_off(&self, p: &Plugin) -> Option<String>;
+    fn active_plugins(&self) -> Vec<Plugin>;
+    fn plugin_dirs(&self, kind: &str) -> Vec<(PathBuf, HookSource, String)>;
+    fn plugin_file_active(&self, file: &Path) -> bool;
+    fn plugin_hooks(&self) -> Vec<Hook>;
+    fn read_plugin_servers(&self);
+    fn plugin_mcp_servers(&self) -> BTreeMap<String, McpServer>;
+    fn project_plugin_servers(&self) -> Vec<String>;
+    fn plugin_lines(&self) -> Vec<String>;
+}
+
+impl PluginsExt1 for Session {
     /// Every plugin on disk (whatever its state), warnings said once.
-    pub(crate) fn all_plugins(&self) -> Vec<Plugin> {
-        let (list, warnings) = load(&self.paths.home, &self.paths.project);
+    fn all_plugins(&self) -> Vec<Plugin> {
+        let (list, warnings) = load(&self.paths().home, &self.paths().project);
         self.warn_ext_once(
             warnings
                 .into_iter()
@@ -374,11 +394,11 @@ impl Session {
     }
 
     /// Why `p` does not act now, or `None` when it does.
-    pub(crate) fn plugin_off(&self, p: &Plugin) -> Option<String> {
+    fn plugin_off(&self, p: &Plugin) -> Option<String> {
         if !self.feature_enabled("plugins") {
             return Some("off (features.plugins = false)".into());
         }
-        if disabled(&self.paths.home).contains(&p.name) {
+        if disabled(&self.paths().home).contains(&p.name) {
             return Some("disabled".into());
         }
         if p.source == HookSource::Project && !self.project_extensions_allowed() {
@@ -387,7 +407,7 @@ impl Session {
         if p.source == HookSource::Project {
             // Its manifest (as parsed) and the hook and MCP files it names act only as
             // approved (§8).
-            if yuyao_store::trust::approved_digest(&self.paths, &p.manifest_file).as_deref()
+            if yuyao_store::trust::approved_digest(self.paths(), &p.manifest_file).as_deref()
                 != Some(p.manifest_digest.as_str())
             {
                 return self.project_file_held(&p.manifest_file).or_else(|| {
@@ -407,7 +427,7 @@ impl Session {
     }
 
     /// The plugins whose extensions act now.
-    pub(crate) fn active_plugins(&self) -> Vec<Plugin> {
+    fn active_plugins(&self) -> Vec<Plugin> {
         self.all_plugins()
             .into_iter()
             .filter(|p| self.plugin_off(p).is_none())
@@ -417,7 +437,7 @@ impl Session {
     /// The folders of `kind` (`commands`, `skills`, `agents`) of the active plugins, with the
     /// plugin's source (a project's plugin is a project extension) and name. Custom agents
     /// read `plugin_dirs("agents")`.
-    pub fn plugin_dirs(&self, kind: &str) -> Vec<(PathBuf, HookSource, String)> {
+    fn plugin_dirs(&self, kind: &str) -> Vec<(PathBuf, HookSource, String)> {
         self.active_plugins()
             .into_iter()
             .filter_map(|p| p.dir_of(kind).map(|d| (d, p.source, p.name.clone())))
@@ -426,7 +446,7 @@ impl Session {
 
     /// A file from a plugin's folder acts only while that plugin does (hooks are filtered
     /// with this at every run, so `features disable plugins` applies at once).
-    pub(crate) fn plugin_file_active(&self, file: &Path) -> bool {
+    fn plugin_file_active(&self, file: &Path) -> bool {
         let all = self.all_plugins();
         match all.iter().find(|p| file.starts_with(&p.dir)) {
             None => true,
@@ -435,14 +455,14 @@ impl Session {
     }
 
     /// At open: every plugin's hooks (which of them run is decided at each event).
-    pub(crate) fn plugin_hooks(&self) -> Vec<Hook> {
+    fn plugin_hooks(&self) -> Vec<Hook> {
         let mut out = Vec::new();
         for p in self.all_plugins() {
             // A project plugin's hooks load only from approved bytes — the very bytes parsed.
             let approved = |f: &Path, digest: &str| {
                 p.source != HookSource::Project
                     || !self.project_extensions_allowed()
-                    || yuyao_store::trust::approved_digest(&self.paths, f).as_deref()
+                    || yuyao_store::trust::approved_digest(self.paths(), f).as_deref()
                         == Some(digest)
             };
             let (h, w) = p.hooks_if(&approved);
@@ -453,7 +473,7 @@ impl Session {
     }
 
     /// At open: every plugin's MCP servers, kept for the session.
-    pub(crate) fn read_plugin_servers(&self) {
+    fn read_plugin_servers(&self) {
         let mut all = BTreeMap::new();
         for p in self.all_plugins() {
             // A project plugin whose files are not the approved content starts nothing.
@@ -468,7 +488,7 @@ impl Session {
             self.warn_ext_once(w.into_iter().map(|w| format!("plugins: {w}")).collect());
             // The TUI's trust prompt names what a project plugin's servers would run.
             if p.source == HookSource::Project
-                && self.opts.project_extensions.is_none()
+                && self.options().project_extensions.is_none()
                 && !self.project_extensions_allowed()
             {
                 let waiting: Vec<String> = servers
@@ -501,7 +521,7 @@ impl Session {
 
     /// The MCP servers of the plugins active now (`mcp_servers.rs` adds them to the
     /// configured ones before every sync).
-    pub(crate) fn plugin_mcp_servers(&self) -> BTreeMap<String, McpServer> {
+    fn plugin_mcp_servers(&self) -> BTreeMap<String, McpServer> {
         let servers = self
             .plugin_servers()
             .lock()
@@ -521,7 +541,7 @@ impl Session {
 
     /// Names of the plugin MCP servers a repository's plugin declares (their process gets the
     /// project profile, `process_profile`).
-    pub(crate) fn project_plugin_servers(&self) -> Vec<String> {
+    fn project_plugin_servers(&self) -> Vec<String> {
         let servers = self
             .plugin_servers()
             .lock()
@@ -535,7 +555,7 @@ impl Session {
     }
 
     /// The plugins for `/features` and `/skills`: one line each.
-    pub(crate) fn plugin_lines(&self) -> Vec<String> {
+    fn plugin_lines(&self) -> Vec<String> {
         self.all_plugins()
             .iter()
             .map(|p| {
@@ -584,19 +604,19 @@ pub(crate) fn switch_plugin(s: &Session, name: &str, on: bool) -> Result<String,
             }
         )));
     }
-    save_disabled(&s.paths.home, name, on)
+    save_disabled(&s.paths().home, name, on)
         .map_err(|e| CoreError::Failed(format!("cannot save the choice: {e}")))?;
     // Its MCP servers start or stop now; its commands, skills and hooks are checked at use.
     s.mcp_sync();
     Ok(format!(
         "plugin:{name} {} (saved in {}; applies at once)",
         if on { "enabled" } else { "disabled" },
-        disabled_file(&s.paths.home).display()
+        disabled_file(&s.paths().home).display()
     ))
 }
 
 /// What this feature adds to a session (feature.rs): the plugins' MCP servers read at open.
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "plugins",
     state: Some(|_| Box::<std::sync::Mutex<PluginServers>>::default()),
     // Custom agents (and commands and skills) read the active plugins' folders.
@@ -615,13 +635,15 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
         for p in plugins.iter().filter(|p| p.source == HookSource::Project) {
             for kind in ["commands", "agents"] {
                 if let Some(dir) = p.dir_of(kind) {
-                    out.extend(crate::frontmatter::files_with_ext(&dir, "md"));
+                    out.extend(yuyao_extension_files::frontmatter::files_with_ext(
+                        &dir, "md",
+                    ));
                 }
             }
         }
         out
     }),
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };
 
 #[cfg(test)]

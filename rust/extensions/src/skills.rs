@@ -24,14 +24,17 @@
 //! A project's skills (and a project plugin's) are project extensions: listed and usable only
 //! where `Session::project_extensions_allowed`. `features.skills = false` → none.
 
-use crate::hooks::HookSource;
-use crate::session::{CoreError, Session};
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use regex::Regex;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use yuyao_core::{CoreError, Session};
+use yuyao_extension_files::hooks::HookSource;
 use yuyao_protocol::{Message, MessageRole, NoticeLevel, canonical_tool_name};
 use yuyao_tools::ToolOutput;
 
@@ -73,9 +76,13 @@ pub(crate) struct ExtState {
     warned: Mutex<BTreeSet<String>>,
 }
 
-impl Session {
+pub(crate) trait SkillsExt {
+    fn ext(&self) -> &ExtState;
+}
+
+impl SkillsExt for Session {
     /// The session's skill state.
-    pub(crate) fn ext(&self) -> &ExtState {
+    fn ext(&self) -> &ExtState {
         self.part()
     }
 }
@@ -112,7 +119,7 @@ pub fn load_from(roots: &[(PathBuf, HookSource, String)]) -> (Vec<Skill>, Vec<St
     let mut out: Vec<Skill> = Vec::new();
     let mut warnings = Vec::new();
     for (root, origin, source) in roots {
-        for dir in crate::frontmatter::sorted_entries(root)
+        for dir in yuyao_extension_files::frontmatter::sorted_entries(root)
             .into_iter()
             .filter(|p| p.is_dir())
         {
@@ -146,7 +153,7 @@ pub fn load_from(roots: &[(PathBuf, HookSource, String)]) -> (Vec<Skill>, Vec<St
                 .file_name()
                 .map(|n| n.to_string_lossy().to_ascii_lowercase())
                 .unwrap_or_default();
-            let (fm, body) = match crate::frontmatter::split(&text) {
+            let (fm, body) = match yuyao_extension_files::frontmatter::split(&text) {
                 Ok(x) => x,
                 Err(e) => {
                     warnings.push(format!(
@@ -193,10 +200,10 @@ pub fn load_from(roots: &[(PathBuf, HookSource, String)]) -> (Vec<Skill>, Vec<St
             out.push(Skill {
                 name,
                 description,
-                allowed_tools: crate::frontmatter::list(
+                allowed_tools: yuyao_extension_files::frontmatter::list(
                     fm.get("allowed-tools").or_else(|| fm.get("allowed_tools")),
                 ),
-                triggers: crate::frontmatter::list(fm.get("triggers")),
+                triggers: yuyao_extension_files::frontmatter::list(fm.get("triggers")),
                 body: body.to_string(),
                 dir,
                 file,
@@ -211,7 +218,7 @@ pub fn load_from(roots: &[(PathBuf, HookSource, String)]) -> (Vec<Skill>, Vec<St
 /// The files beside SKILL.md (depth 3, at most 50), for the model to read when it needs them.
 fn files_beside(skill: &Skill) -> Vec<PathBuf> {
     fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
-        for p in crate::frontmatter::sorted_entries(dir) {
+        for p in yuyao_extension_files::frontmatter::sorted_entries(dir) {
             if out.len() >= 50 {
                 return;
             }
@@ -230,7 +237,7 @@ fn files_beside(skill: &Skill) -> Vec<PathBuf> {
 
 /// The text a loaded skill adds to the conversation.
 pub(crate) fn render(skill: &Skill, args: &str, why: &str) -> String {
-    let words = crate::words::split_words(args).unwrap_or_default();
+    let words = yuyao_core::split_words(args).unwrap_or_default();
     let body = crate::custom_commands::expand_args(&skill.body, args.trim(), &words);
     let mut out = format!(
         "{LOADED_PREFIX}{} loaded ({why}) from {}]\n{}",
@@ -312,9 +319,30 @@ pub(crate) fn schema() -> Value {
     })
 }
 
-impl Session {
+pub(crate) trait SkillsExt1 {
+    fn warn_ext_once(&self, warnings: Vec<String>);
+    fn skills(&self) -> Vec<Skill>;
+    fn find_skill(&self, name: &str) -> Result<Skill, String>;
+    fn with_skills_section(&self, system: String) -> String;
+    fn tool_enabled_skill(&self) -> bool;
+    fn skill_tool_offered(&self) -> bool;
+    fn skills_note(&self) -> Option<String>;
+    fn skill_loaded(&self, name: &str) -> bool;
+    fn skill_triggers(&self, text: &str) -> Vec<String>;
+    fn activate_skill(&self, skill: &Skill);
+    fn end_skill_scope(&self);
+    fn run_skill_tool(&self, name: &str, raw: &str) -> Option<ToolOutput>;
+    fn skill_preapproval(
+        &self,
+        action: &yuyao_policy::Action,
+        raw_args: &str,
+        decision: &mut yuyao_policy::Decision,
+    );
+}
+
+impl SkillsExt1 for Session {
     /// Says each extension problem once per session.
-    pub(crate) fn warn_ext_once(&self, warnings: Vec<String>) {
+    fn warn_ext_once(&self, warnings: Vec<String>) {
         if warnings.is_empty() {
             return;
         }
@@ -327,13 +355,13 @@ impl Session {
     }
 
     /// The skills usable now (feature switch, trust, active plugins), problems said once.
-    pub fn skills(&self) -> Vec<Skill> {
+    fn skills(&self) -> Vec<Skill> {
         if !self.feature_enabled("skills") {
             return Vec::new();
         }
         let project_ok = self.project_extensions_allowed();
         let mut roots: Vec<(PathBuf, HookSource, String)> =
-            roots(&self.paths.home, &self.paths.project)
+            roots(&self.paths().home, &self.paths().project)
                 .into_iter()
                 .filter(|(_, o, _)| *o == HookSource::User || project_ok)
                 .collect();
@@ -375,7 +403,8 @@ impl Session {
                             .join(", ")
                     )
                 },
-                if self.opts.project_extensions.is_some() || self.project_extensions_allowed() {
+                if self.options().project_extensions.is_some() || self.project_extensions_allowed()
+                {
                     ""
                 } else {
                     " (a project's skills load once the project is trusted: /trust)"
@@ -385,7 +414,7 @@ impl Session {
     }
 
     /// The `# Skills` section appended to a new system prompt; records what it told.
-    pub(crate) fn with_skills_section(&self, system: String) -> String {
+    fn with_skills_section(&self, system: String) -> String {
         let list = if self.tool_enabled_skill() {
             self.skills()
         } else {
@@ -405,19 +434,19 @@ impl Session {
     }
 
     fn tool_enabled_skill(&self) -> bool {
-        self.opts
+        self.options()
             .tools
             .as_ref()
             .is_none_or(|l| l.iter().any(|t| canonical_tool_name(t) == Some("skill")))
     }
 
     /// Whether the `skill` tool is offered (skills on and at least one usable).
-    pub(crate) fn skill_tool_offered(&self) -> bool {
+    fn skill_tool_offered(&self) -> bool {
         self.tool_enabled_skill() && !self.skills().is_empty()
     }
 
     /// A note for the skills added or removed since the model was told (`None`: nothing).
-    pub(crate) fn skills_note(&self) -> Option<String> {
+    fn skills_note(&self) -> Option<String> {
         let told = self
             .ext()
             .told
@@ -467,7 +496,7 @@ impl Session {
     }
 
     /// The skills a prompt triggers by keyword: their bodies, to append after the prompt.
-    pub(crate) fn skill_triggers(&self, text: &str) -> Vec<String> {
+    fn skill_triggers(&self, text: &str) -> Vec<String> {
         let mut out = Vec::new();
         for skill in self.skills() {
             let Some(phrase) = phrases(&skill).into_iter().find(|p| mentions(text, p)) else {
@@ -495,7 +524,7 @@ impl Session {
     }
 
     /// Puts `skill`'s `allowed-tools` in force for the rest of the turn.
-    pub(crate) fn activate_skill(&self, skill: &Skill) {
+    fn activate_skill(&self, skill: &Skill) {
         if !skill.allowed_tools.is_empty() {
             let approval = (skill.origin == HookSource::Project).then(|| skill.file.clone());
             *self.ext().active.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -504,7 +533,7 @@ impl Session {
     }
 
     /// At the end of a turn: no skill runs any more.
-    pub(crate) fn end_skill_scope(&self) {
+    fn end_skill_scope(&self) {
         self.ext()
             .active
             .lock()
@@ -513,7 +542,7 @@ impl Session {
     }
 
     /// The `skill` tool; `None` when `name` is another tool.
-    pub(crate) fn run_skill_tool(&self, name: &str, raw: &str) -> Option<ToolOutput> {
+    fn run_skill_tool(&self, name: &str, raw: &str) -> Option<ToolOutput> {
         if name != "skill" {
             return None;
         }
@@ -552,7 +581,7 @@ impl Session {
     /// decides again with the entries as allow rules, so every check that comes before an
     /// allow rule (role, deny rules, protected paths, sandbox, network, secret files, ask
     /// rules, undetermined commands) still stands; only the mode's question goes.
-    pub(crate) fn skill_preapproval(
+    fn skill_preapproval(
         &self,
         action: &yuyao_policy::Action,
         raw_args: &str,
@@ -676,18 +705,13 @@ pub fn runs_a_skill(task: &str) -> bool {
     }
 }
 
-impl Session {
-    /// A headless task: a skill line is dispatched, anything else is a prompt.
-    pub(crate) fn chat_or_skill(&self, task: &str) -> Result<String, CoreError> {
-        if runs_a_skill(task) {
-            self.dispatch(task.trim())
-        } else {
-            self.chat(task)
-        }
-    }
+pub(crate) trait SkillsExt2 {
+    fn flow_table(&self) -> Vec<Value>;
+}
 
+impl SkillsExt2 for Session {
     /// `/flow:<name>` rows for `/help` and completion (the shape of `custom_command_table`).
-    pub(crate) fn flow_table(&self) -> Vec<Value> {
+    fn flow_table(&self) -> Vec<Value> {
         self.skills()
             .into_iter()
             .filter(|k| k.is_flow())
@@ -724,7 +748,7 @@ fn list(s: &Session) -> String {
     if list.is_empty() && s.feature_enabled("skills") {
         out.push(format!(
             "no skills; folders read: {}, plugins' skills/",
-            roots(&s.paths.home, &s.paths.project)
+            roots(&s.paths().home, &s.paths().project)
                 .iter()
                 .map(|(p, _, _)| p.display().to_string())
                 .collect::<Vec<_>>()
@@ -791,17 +815,10 @@ fn run_skill(s: &Session, name: &str, rest: &[String]) -> Result<String, CoreErr
         json!({"name": skill.name, "by": "command", "file": skill.file, "arguments": args}),
     );
     // No `@path` attachments and no keyword triggers: the text is the skill's, not the user's.
-    s.expanded_prompt
-        .store(true, std::sync::atomic::Ordering::SeqCst);
+    s.expand_next_prompt();
     s.activate_skill(&skill);
     let answer = s.chat(&prompt);
-    answer.map(|a| {
-        if s.handler.is_some() {
-            String::new()
-        } else {
-            a
-        }
-    })
+    answer.map(|a| if s.has_handler() { String::new() } else { a })
 }
 
 /// Messages of the history that are loaded skills (for tests and `/context`).
@@ -814,14 +831,14 @@ pub(crate) fn loaded_in(history: &[Message]) -> Vec<String> {
         .collect()
 }
 
-static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
+static TOOLS: yuyao_core::FeatureTools = yuyao_core::FeatureTools {
     // Loading a skill reads instructions: no evidence of work on the workspace.
-    specs: &[crate::tool_call::registry::core(
+    specs: &[yuyao_core::registry::core(
         "skill",
         false,
         |s, name, call, _| {
             (
-                crate::tool_call::registry::one(s.run_skill_tool(name, &call.arguments)),
+                yuyao_core::registry::one(s.run_skill_tool(name, &call.arguments)),
                 false,
             )
         },
@@ -845,8 +862,10 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
 };
 
 /// What this feature adds to a session (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "skills",
+    // `/flow:<name> …` or `/skill <name> …` as a headless task runs the skill.
+    task_command: Some(runs_a_skill),
     // A project skill (or a project plugin's) whose `allowed-tools` pre-approve tools widens
     // what runs unasked.
     program_files: Some(|home, project| {
@@ -880,7 +899,7 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     }),
     // A skill's `allowed-tools` last as long as the turn it was loaded in.
     turn_end: Some(|s| s.end_skill_scope()),
-    commands: &[crate::commands::cmd!(
+    commands: &[yuyao_core::cmd!(
         "skills",
         ["skill"],
         "[list | <name> [args]]",
@@ -888,7 +907,7 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
         Some(crate::skills::skills_cmd)
     )],
     tools: Some(&TOOLS),
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };
 
 #[cfg(test)]

@@ -385,8 +385,9 @@ def _impl_session_bodies(text: str) -> list[str]:
 def method_arrows(crate_src: Path, top: set[str]) -> dict[str, set[str]]:
     """Arrows a `use` cannot show: the session type's methods are defined across the crate
     (`impl Session` in many modules), so a call `s.run_skill_tool(…)` in module A of a method
-    module B defines depends on B as much as a path would. A method name defined only once in
-    the crate (in an `impl Session` block) and called as `.name(` elsewhere is an arrow."""
+    module B defines depends on B as much as a path would. A method name defined in one
+    top-level module only (in an `impl Session` block there) and called as `.name(` elsewhere
+    is an arrow."""
     files = {}
     for path in sorted(crate_src.rglob("*.rs")):
         rel = path.relative_to(crate_src).with_suffix("").parts
@@ -400,7 +401,10 @@ def method_arrows(crate_src: Path, top: set[str]) -> dict[str, set[str]]:
     for _, (head, text) in files.items():
         for body in _impl_session_bodies(text):
             for name in _FN.findall(body):
-                if len(defined.get(name, [])) == 1:
+                # Rust allows one inherent method of a name; a name defined (as any fn) in one
+                # top-level module only is that module's, even when the module also has a
+                # free function of the same name (memory's `memory()` and `/memory`).
+                if len(set(defined.get(name, []))) == 1:
                     owner[name] = head
     if not owner:
         return {}

@@ -102,7 +102,9 @@ pub(crate) fn title_command(s: &Session, args: &[String]) -> Result<String, Core
 
 pub(crate) fn new_command(s: &Session, _: &[String]) -> Result<String, CoreError> {
     // A new conversation starts from the memory as it reads now.
-    s.memory().reload();
+    for reload in crate::feature::hooks(|f| f.new_conversation) {
+        reload(s);
+    }
     s.forget_conventions();
     let dir = s.sessions_dir();
     let mut st = s.lock();
@@ -123,7 +125,9 @@ pub(crate) fn new_command(s: &Session, _: &[String]) -> Result<String, CoreError
 }
 
 pub(crate) fn clear_command(s: &Session, _: &[String]) -> Result<String, CoreError> {
-    s.memory().reload();
+    for reload in crate::feature::hooks(|f| f.new_conversation) {
+        reload(s);
+    }
     s.forget_conventions();
     let mut st = s.lock();
     st.log_entry("clear", json!({}));

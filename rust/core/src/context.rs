@@ -360,7 +360,7 @@ impl Session {
     }
 
     /// Characters of old tool results stubbed together (a share of the compaction budget).
-    pub(crate) fn stub_batch_chars(&self) -> usize {
+    pub fn stub_batch_chars(&self) -> usize {
         stub_batch_chars(self.context_window(), self.compaction_threshold())
     }
 
@@ -379,7 +379,9 @@ impl Session {
     pub(crate) fn reload_config(&self) {
         self.reload_config_files();
         // A memory file edited since it was last read reaches the model as a note.
-        let notes = self.memory().refresh();
+        let notes: Vec<String> = crate::feature::hooks(|f| f.reload_notes)
+            .flat_map(|notes| notes(self))
+            .collect();
         if !notes.is_empty() {
             self.lock().pending_notes.extend(notes);
         }
@@ -388,7 +390,7 @@ impl Session {
 
     /// Tool processes follow the policy in force: its sandbox level and network, read-only
     /// whenever the mode or role is (plan mode, the ask role).
-    pub(crate) fn sync_confinement(&self) {
+    pub fn sync_confinement(&self) {
         let (c, read_denies) = {
             let st = self.lock();
             (st.policy.confinement(), st.policy.read_denies())
@@ -749,19 +751,13 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
             }
         }
     }
-    // The memory section is part of the system prompt: shown on its own rows.
-    // A replaced system prompt (--system-prompt) carries no memory section.
+    // A feature's section of the system prompt (memory's) is shown on its own rows.
+    // A replaced system prompt (--system-prompt) carries none.
     let replaced = s.opts.system_prompt.is_some();
-    let memory_report = if replaced {
-        Vec::new()
-    } else {
-        s.memory().report()
-    };
-    let memory_in_prompt = if replaced {
-        0
-    } else {
-        s.memory().section().chars().count()
-    };
+    let parts: Vec<crate::feature::ContextPart> = crate::feature::hooks(|f| f.context_part)
+        .map(|part| part(s, replaced))
+        .collect();
+    let memory_in_prompt: usize = parts.iter().map(|p| p.in_prompt).sum();
     let conv_injected =
         (conv_injected + memory_in_prompt).min(system_chars) - memory_in_prompt.min(system_chars);
     let tools_chars: usize = req
@@ -808,22 +804,15 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
         system_chars - conv_injected - memory_in_prompt.min(system_chars - conv_injected);
     out.push_str(&row("system prompt", Some(system_own), system_own));
     out.push_str(&row("AGENTS.md / CLAUDE.md", Some(conv_raw), conv_injected));
-    // Memory loaded at session start: each file's size on disk and in the prompt.
-    let memory_raw: usize = memory_report.iter().map(|r| r.raw_chars).sum::<usize>()
-        + memory_in_prompt.saturating_sub(memory_report.iter().map(|r| r.injected_chars).sum());
-    out.push_str(&row("memory", Some(memory_raw), memory_in_prompt));
-    for r in &memory_report {
-        let name = r
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        let label = if r.path.starts_with(&s.paths.home) {
-            format!("  global {name}")
-        } else {
-            format!("  {name}")
-        };
-        out.push_str(&row(&label, Some(r.raw_chars), r.injected_chars));
+    // What features loaded into the prompt at session start (memory): each file's size on
+    // disk and in the prompt.
+    let mut memory_raw = 0;
+    for part in &parts {
+        memory_raw += part.raw;
+        out.push_str(&row(part.name, Some(part.raw), part.in_prompt));
+        for (label, raw, injected) in &part.rows {
+            out.push_str(&row(label, Some(*raw), *injected));
+        }
     }
     out.push_str(&row("tool schemas", Some(tools_chars), tools_chars));
     out.push_str(&row("history (messages)", Some(hist_chars), hist_chars));
@@ -861,28 +850,9 @@ pub(crate) fn context_command(s: &Session, args: &[String]) -> Result<String, Co
     for t in &conv_truncated {
         out.push_str(&format!("  truncated: {t}\n"));
     }
-    if !s.memory().enabled {
-        out.push_str("  memory: off in this session (--no-memory or memory.enabled = false)\n");
-    } else if memory_report.is_empty() {
-        out.push_str("  memory: no memory file to load (/remember writes one)\n");
-    }
-    for r in &memory_report {
-        if r.cut.is_empty() {
-            out.push_str(&format!(
-                "  memory: {} loaded whole ({} characters)\n",
-                r.path.display(),
-                r.raw_chars
-            ));
-        } else {
-            out.push_str(&format!(
-                "  memory: {} cut to memory.bootstrap_chars ({} of {} characters injected); left out:\n",
-                r.path.display(),
-                r.injected_chars,
-                r.raw_chars
-            ));
-            for c in &r.cut {
-                out.push_str(&format!("    {c}\n"));
-            }
+    for part in &parts {
+        for line in &part.detail {
+            out.push_str(line);
         }
     }
     let budget = (window as f64 * threshold) as u64;

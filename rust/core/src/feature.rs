@@ -168,6 +168,17 @@ pub struct Feature {
     /// A headless task that is this feature's command line (`/flow:<name> …`, `/skill <name>
     /// …`) runs as that command instead of as a prompt.
     pub task_command: Option<fn(&str) -> bool>,
+    /// With the configuration's hot reload before every call: notes about files the feature
+    /// reads that changed since (a memory file edited by hand).
+    pub reload_notes: Option<fn(&Session) -> Vec<String>>,
+    /// A new conversation starts (`/new`, `/clear`): the feature reads its files again.
+    pub new_conversation: Option<fn(&Session)>,
+    /// What the user said before, as lines with where they come from (memory's entries):
+    /// `ask-user` looks there for an answer before asking.
+    pub remembered: Option<Remembered>,
+    /// The feature's section of the system prompt as `/context` shows it (`true`: the system
+    /// prompt was replaced, so the section is not sent).
+    pub context_part: Option<fn(&Session, bool) -> ContextPart>,
     /// A turn begins with this prompt (before the prompt joins the history).
     pub turn_begin: Option<fn(&Session, &str)>,
     /// The turn ended: the text it returns, given the summary and the text so far.
@@ -245,6 +256,10 @@ impl Feature {
         server_failed: None,
         extension_dirs: None,
         task_command: None,
+        reload_notes: None,
+        new_conversation: None,
+        remembered: None,
+        context_part: None,
         turn_begin: None,
         turn_result: None,
         batch_line: None,
@@ -576,6 +591,24 @@ pub enum ResearchEnd {
 pub(crate) fn turn_hooks() -> impl Iterator<Item = &'static TurnHooks> {
     hooks(|f| f.turn)
 }
+
+/// A feature's section of the system prompt in `/context`: its row, a row per file it loaded
+/// and the lines `/context detail` adds.
+pub struct ContextPart {
+    /// The row's name (`memory`).
+    pub name: &'static str,
+    /// Characters of the section in the system prompt.
+    pub in_prompt: usize,
+    /// Characters of what it was made from, on disk.
+    pub raw: usize,
+    /// A row per file: label, characters on disk, characters sent.
+    pub rows: Vec<(String, usize, usize)>,
+    /// Lines for `/context detail`, each ending with a newline.
+    pub detail: Vec<String>,
+}
+
+/// What the user said before: (where from, its lines).
+pub type Remembered = fn(&Session) -> Vec<(String, Vec<String>)>;
 
 /// Folders of a kind extensions bring: (folder, source, extension name).
 pub type ExtensionDirs =

@@ -30,7 +30,6 @@ mod handler;
 mod headless;
 use yuyao_extension_files::hooks;
 use yuyao_extension_files::instruction_files;
-mod memory;
 mod permissions;
 mod preference_rules;
 mod process_profile;
@@ -66,11 +65,11 @@ mod workdirs;
 pub use commands::{
     Command, Handler as CommandHandler, is_builtin as is_builtin_command, set_mode, set_role,
 };
-pub use context::config_snapshot;
+pub use context::{config_snapshot, request_view};
 pub use feature::{
-    AnswerFormat, BeforeCompact, BesideOutcomes, CallDone, Feature, FeatureTools, FinalHooks,
-    Opening, ReplyStep, ResearchEnd, ServerTools, Settled, StopGate, TurnHooks, all as features,
-    register as register_features,
+    AnswerFormat, BeforeCompact, BesideOutcomes, CallDone, ContextPart, Feature, FeatureTools,
+    FinalHooks, Opening, ReplyStep, ResearchEnd, ServerTools, Settled, StopGate, TurnHooks,
+    all as features, register as register_features,
 };
 pub use handler::Handler;
 pub use headless::{HeadlessRequest, run_headless};
@@ -79,6 +78,7 @@ pub use process_profile::{Origin, ProcessKind};
 pub use session::State;
 pub use session::{CoreError, Session, TurnSummary};
 pub use settings::config_keys_json;
+pub use side_call::SideCallError;
 pub use tool_call::registry::{CoreRun, Effect, Runner, Spec};
 /// What a feature crate's tools are made of: a spec for a tool the session runs (`core`),
 /// one output from a tool's `Option` (`one`), and which tools write files (`writes_files`).
@@ -95,7 +95,6 @@ static FEATURES: &[&feature::Feature] = &[
     &ask::FEATURE,
     &subagents::FEATURE,
     &subagents::team::FEATURE,
-    &memory::FEATURE,
     &auto_commit::FEATURE,
     &cmd_sessions::FEATURE,
     &run_app::FEATURE,

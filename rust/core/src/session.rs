@@ -218,8 +218,6 @@ pub struct Session {
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     /// The endpoint refused `reasoning_effort: "xhigh"`: `--thinking max` sends `high`.
     pub(crate) xhigh_refused: std::sync::atomic::AtomicBool,
-    /// Dreaming ran at close (`dreaming.enabled`): `close` may be called twice.
-    pub(crate) dreamed: std::sync::atomic::AtomicBool,
     /// This session's place among sub-agents: depth, the tree's shared ledger, its forks.
     pub(crate) agents: crate::tree::AgentLink,
     /// Images of the next turn's user message (`user_content.rs`).
@@ -599,7 +597,6 @@ impl Session {
             custom_warned: Mutex::new(Default::default()),
             expanded_prompt: Default::default(),
             xhigh_refused: Default::default(),
-            dreamed: std::sync::atomic::AtomicBool::new(false),
             agents: crate::tree::AgentLink::at_open(),
             pending_images: Mutex::new(Vec::new()),
             conventions_loaded: Default::default(),
@@ -807,14 +804,14 @@ impl Session {
     }
 
     /// The model endpoint: `--base-url`/the front's options, then `D2A_MODEL_BASE_URL`.
-    pub(crate) fn model_base_url(&self) -> Option<String> {
+    pub fn model_base_url(&self) -> Option<String> {
         given_or_env(self.opts.model.base_url.clone(), "D2A_MODEL_BASE_URL")
     }
 
     /// The model key: the front's (hidden from /proc, see `yuyao_model::key`), then the
     /// variable. Read here only, so the chat client, the memory gateway and the redaction of
     /// tool results agree on which key is in force.
-    pub(crate) fn model_key(&self) -> Option<String> {
+    pub fn model_key(&self) -> Option<String> {
         given_or_env(
             self.opts.model.api_key.clone(),
             yuyao_protocol::MODEL_KEY_VAR,

@@ -8,7 +8,7 @@ use yuyao_model::{ChatRequest, Completion, ModelError};
 
 /// Why a side call gave no reply.
 #[derive(Debug)]
-pub(crate) enum SideCallError {
+pub enum SideCallError {
     /// Not made: no model client, or the spend ceiling leaves no room.
     NotMade(String),
     Cancelled,
@@ -29,7 +29,7 @@ impl Session {
     /// Makes `req` (its `max_tokens` capped by the ceiling, at most `max_out`) and pays for
     /// it. `counts_step`: the call is one of the tree's steps (the step limit applies to it).
     /// Returns the reply and its cost; the caller records it.
-    pub(crate) fn side_call(
+    pub fn side_call(
         &self,
         req: &mut ChatRequest,
         max_out: Option<u64>,

@@ -13,12 +13,19 @@ fn write(project: &std::path::Path, rel: &str, text: &str) {
 
 #[test]
 fn the_features_extension_files_are_under_trust() {
-    assert!(yuyao_core::register_features(&[], yuyao_extensions::FEATURES));
+    assert!(yuyao_core::register_features(
+        &[],
+        yuyao_extensions::FEATURES
+    ));
     let d = tempfile::tempdir().unwrap();
     let home = d.path().join("home");
     let project = d.path().join("proj");
     std::fs::create_dir_all(project.join(".git")).unwrap();
-    write(&project, ".yuyao/commands/git/commit.md", "run !{git status}\n");
+    write(
+        &project,
+        ".yuyao/commands/git/commit.md",
+        "run !{git status}\n",
+    );
     write(&project, ".claude/commands/x.md", "x\n");
     write(&project, "plugins/p/plugin.json", r#"{"name": "p"}"#);
     write(

@@ -193,7 +193,7 @@ impl PySession {
         let inner =
             Session::open(opts, handler.clone().map(|h| h as Arc<dyn Handler>)).map_err(to_py)?;
         let inner = Arc::new(inner);
-        inner.start_maintenance();
+        yuyao_memory::start_maintenance(&inner);
         Ok(PySession { inner, handler })
     }
 

@@ -196,24 +196,11 @@ impl Session {
                 source: "an earlier answer in this session".into(),
             });
         }
-        if self.memory().enabled {
-            for f in self.memory().layout.files() {
-                if f.kind != yuyao_store::memory::Kind::Memory {
-                    continue;
-                }
-                let Ok(text) = std::fs::read_to_string(&f.path) else {
-                    continue;
-                };
-                let lines: Vec<String> = yuyao_store::memory::format::parse(&text)
-                    .into_iter()
-                    .map(|e| e.text)
-                    .collect();
-                if let Some(a) = reuse::from_lines(&lines, question, options) {
-                    return Some(reuse::Found {
-                        answer: a,
-                        source: format!("memory ({})", f.path.display()),
-                    });
-                }
+        for (source, lines) in
+            crate::feature::hooks(|f| f.remembered).flat_map(|remembered| remembered(self))
+        {
+            if let Some(a) = reuse::from_lines(&lines, question, options) {
+                return Some(reuse::Found { answer: a, source });
             }
         }
         if !self.opts.no_memory {

@@ -132,7 +132,12 @@ impl Session {
                     .names()
                     .into_iter()
                     .chain(["ask-user", "task"])
-                    .chain(crate::memory::tools::NAMES.iter().copied())
+                    // Every feature's tools (memory's, the task list, …): only `task` goes.
+                    .chain(
+                        crate::feature::all()
+                            .filter_map(|f| f.tools)
+                            .flat_map(|t| t.specs.iter().map(|spec| spec.name)),
+                    )
                     .map(str::to_string)
                     .collect()
             });
@@ -329,8 +334,6 @@ fn open(l: &Launch, stop: &CancellationToken) -> Result<(Session, Arc<ChildHandl
             }
         }
     }
-    // A sub-agent's end is not the user's session end: nothing to dream about.
-    child.dreamed.store(true, Ordering::SeqCst);
     if !l.seed.is_empty() {
         let mut st = child.lock();
         st.history = l.seed.clone();

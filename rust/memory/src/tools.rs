@@ -3,6 +3,9 @@
 //! other path, so it is no way around the read tool's secret rules. `memory-search` joins
 //! this table.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::Memory;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -15,10 +15,13 @@
 //! `memory_store`/`memory_search`/`memory_list`, basic-memory's `write_note`/`search_notes`/
 //! `recent_activity`); their arguments are filled from their input schemas.
 
-use crate::session::Session;
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use serde_json::{Map, Value, json};
 use std::sync::Mutex;
 use std::time::Duration;
+use yuyao_core::Session;
 use yuyao_mcp::{Manager, ToolInfo};
 use yuyao_protocol::NoticeLevel;
 
@@ -41,16 +44,16 @@ pub(crate) struct ServiceState {
     /// The service's part of the starting memory, fetched once per conversation.
     boot: Mutex<Option<String>>,
     /// Preference rules its entries state ("use bun, not npm"), enforced like `MEMORY.md`'s.
-    rules: Mutex<Vec<crate::preference_rules::Rule>>,
+    rules: Mutex<Vec<yuyao_extension_files::preference_rules::Rule>>,
 }
 
 impl ServiceState {
-    pub(crate) fn rules(&self) -> Vec<crate::preference_rules::Rule> {
+    pub(crate) fn rules(&self) -> Vec<yuyao_extension_files::preference_rules::Rule> {
         self.rules.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     fn learn(&self, text: &str, when: Option<String>) {
-        if let Some(rule) = crate::preference_rules::compile_service(text, when) {
+        if let Some(rule) = yuyao_extension_files::preference_rules::compile_service(text, when) {
             let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
             if !rules.contains(&rule) {
                 rules.push(rule);
@@ -77,7 +80,7 @@ pub(crate) struct Service {
 /// memory service, an error when the configuration cannot be honoured.
 fn configured(s: &Session) -> Result<Option<String>, String> {
     let backend = s
-        .config
+        .config()
         .get("memory.backend")
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_else(|| "builtin".into());
@@ -91,18 +94,18 @@ fn configured(s: &Session) -> Result<Option<String>, String> {
         }
     }
     let name = s
-        .config
+        .config()
         .get("memory.mcp_server")
         .and_then(|v| v.as_str().map(str::to_string))
         .filter(|n| !n.trim().is_empty())
         .ok_or("memory.backend = mcp needs memory.mcp_server (a server of ~/.yuyao/mcp.json)")?;
     // Only the user's own file: a repository's `.mcp.json` never holds the user's memory.
-    let user = yuyao_store::McpRegistry::new(s.paths.mcp_registry());
+    let user = yuyao_store::McpRegistry::new(s.paths().mcp_registry());
     let servers = user.list()?;
     match servers.get(&name) {
         None => Err(format!(
             "memory.mcp_server '{name}' is not a server of {} (a project's .mcp.json cannot be the memory service)",
-            s.paths.mcp_registry().display()
+            s.paths().mcp_registry().display()
         )),
         Some(srv) if srv.disabled() => Err(format!("MCP server '{name}' is disabled")),
         Some(_) => Ok(Some(name)),
@@ -178,7 +181,7 @@ pub(crate) fn server_failed(s: &Session, server: &str, why: &str) -> bool {
 /// store (configured, or fallen back to after the one warning).
 pub(crate) fn service(s: &Session) -> Option<Service> {
     // A sub-agent runs no MCP server of its own (`mcp_sync`): it searches the files.
-    if !s.memory().enabled || s.agents.is_child() {
+    if !s.memory().enabled || s.is_sub_agent() {
         return None;
     }
     if s.memory()
@@ -195,7 +198,7 @@ pub(crate) fn service(s: &Session) -> Option<Service> {
         Ok(Some(n)) => n,
         Err(e) => {
             let name = s
-                .config
+                .config()
                 .get("memory.mcp_server")
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_else(|| "(none)".into());

@@ -3,6 +3,9 @@
 //! rewrite of the prompt, so the cached prefix stays stable), and the writing surfaces.
 //! The file format and layout live in `yuyao_store::memory`.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 pub(crate) mod backend;
 mod bootstrap;
 pub(crate) mod commands;
@@ -18,6 +21,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::SystemTime;
+use yuyao_core::Session;
 use yuyao_store::memory::{Layout, format};
 
 pub use bootstrap::DEFAULT_BOOTSTRAP_CHARS;
@@ -36,6 +40,8 @@ pub(crate) struct Memory {
     dreaming: Mutex<()>,
     /// The memory service's side of the session (`backend.rs`).
     pub(crate) service: backend::ServiceState,
+    /// The session's end dream ran (or a periodic one stands for it): once per session.
+    pub(crate) dreamed: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -47,7 +53,7 @@ struct Loaded {
     /// Per watched file: modification time and length when last read, and its entries' texts.
     seen: BTreeMap<PathBuf, (Option<SystemTime>, u64, Vec<String>)>,
     /// Preference rules compiled from the MEMORY.md files (re-read on change).
-    rules: Vec<crate::preference_rules::Rule>,
+    rules: Vec<yuyao_extension_files::preference_rules::Rule>,
 }
 
 impl Memory {
@@ -60,6 +66,8 @@ impl Memory {
             files: Mutex::new(()),
             dreaming: Mutex::new(()),
             service: Default::default(),
+
+            dreamed: Default::default(),
         }
     }
 
@@ -74,6 +82,8 @@ impl Memory {
             files: Mutex::new(()),
             dreaming: Mutex::new(()),
             service: Default::default(),
+
+            dreamed: Default::default(),
         };
         m.reload();
         m
@@ -95,7 +105,7 @@ impl Memory {
         for p in self.watched() {
             loaded.seen.insert(p.clone(), observe(&p));
         }
-        loaded.rules = crate::preference_rules::compile_files(&self.layout);
+        loaded.rules = yuyao_extension_files::preference_rules::compile_files(&self.layout);
         *self.lock() = loaded;
     }
 
@@ -122,7 +132,7 @@ impl Memory {
     }
 
     /// The preference rules of the memory files, then those of the memory service's entries.
-    pub fn rules(&self) -> Vec<crate::preference_rules::Rule> {
+    pub fn rules(&self) -> Vec<yuyao_extension_files::preference_rules::Rule> {
         let mut r = self.lock().rules.clone();
         r.extend(self.service.rules());
         r
@@ -185,7 +195,7 @@ impl Memory {
             st.seen.insert(p, now);
         }
         if !notes.is_empty() {
-            st.rules = crate::preference_rules::compile_files(&self.layout);
+            st.rules = yuyao_extension_files::preference_rules::compile_files(&self.layout);
         }
         notes
     }
@@ -216,11 +226,23 @@ fn yesterday() -> String {
         .to_string()
 }
 
-impl crate::session::Session {
+/// The session's memory (a crate outside the core extends `Session` through a trait).
+pub(crate) trait MemoryExt {
     /// The session's memory: its files, the prompt section, the switches.
-    pub(crate) fn memory(&self) -> &Memory {
+    fn memory(&self) -> &Memory;
+}
+
+impl MemoryExt for yuyao_core::Session {
+    fn memory(&self) -> &Memory {
         self.part()
     }
+}
+
+/// The session methods this crate adds; every module imports them.
+#[allow(unused_imports)]
+pub(crate) mod session_ext {
+    pub(crate) use crate::MemoryExt;
+    pub(crate) use crate::maintain::MaintainExt;
 }
 
 /// The memory of a session being opened: off with `--no-memory` or `memory.enabled = false`;
@@ -246,18 +268,18 @@ pub(crate) fn open(
     Memory::open(layout, budget)
 }
 
-static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
+static TOOLS: yuyao_core::FeatureTools = yuyao_core::FeatureTools {
     // Memory tools read only memory files, which are the user's own notes.
     specs: &[
-        crate::tool_call::registry::core(search::NAME, true, |s, name, call, _| {
+        yuyao_core::registry::core(search::NAME, true, |s, name, call, _| {
             (
-                crate::tool_call::registry::one(search::run_tool(s, name, &call.arguments)),
+                yuyao_core::registry::one(search::run_tool(s, name, &call.arguments)),
                 false,
             )
         }),
-        crate::tool_call::registry::core("memory-get", true, |s, name, call, _| {
+        yuyao_core::registry::core("memory-get", true, |s, name, call, _| {
             (
-                crate::tool_call::registry::one(tools::run(s.memory(), name, &call.arguments)),
+                yuyao_core::registry::one(tools::run(s.memory(), name, &call.arguments)),
                 false,
             )
         }),
@@ -279,12 +301,105 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
     beside: None,
 };
 
+/// The memory files' entries, for `ask-user`'s look for an earlier answer.
+fn remembered(s: &Session) -> Vec<(String, Vec<String>)> {
+    if !s.memory().enabled {
+        return Vec::new();
+    }
+    s.memory()
+        .layout
+        .files()
+        .into_iter()
+        .filter(|f| f.kind == yuyao_store::memory::Kind::Memory)
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(&f.path).ok()?;
+            let lines = format::parse(&text).into_iter().map(|e| e.text).collect();
+            Some((format!("memory ({})", f.path.display()), lines))
+        })
+        .collect()
+}
+
+/// Memory's section of the system prompt in `/context`: each file's size on disk and in the
+/// prompt, and what the budget left out.
+fn context_part(s: &Session, replaced: bool) -> yuyao_core::ContextPart {
+    let m = s.memory();
+    let report = if replaced { Vec::new() } else { m.report() };
+    let in_prompt = if replaced {
+        0
+    } else {
+        m.section().chars().count()
+    };
+    let raw = report.iter().map(|r| r.raw_chars).sum::<usize>()
+        + in_prompt.saturating_sub(report.iter().map(|r| r.injected_chars).sum());
+    let home = &s.paths().home;
+    let rows = report
+        .iter()
+        .map(|r| {
+            let name = r
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
+            let label = if r.path.starts_with(home) {
+                format!("  global {name}")
+            } else {
+                format!("  {name}")
+            };
+            (label, r.raw_chars, r.injected_chars)
+        })
+        .collect();
+    let mut detail = Vec::new();
+    if !m.enabled {
+        detail
+            .push("  memory: off in this session (--no-memory or memory.enabled = false)\n".into());
+    } else if report.is_empty() {
+        detail.push("  memory: no memory file to load (/remember writes one)\n".into());
+    }
+    for r in &report {
+        if r.cut.is_empty() {
+            detail.push(format!(
+                "  memory: {} loaded whole ({} characters)\n",
+                r.path.display(),
+                r.raw_chars
+            ));
+        } else {
+            detail.push(format!(
+                "  memory: {} cut to memory.bootstrap_chars ({} of {} characters injected); left out:\n",
+                r.path.display(),
+                r.injected_chars,
+                r.raw_chars
+            ));
+            for c in &r.cut {
+                detail.push(format!("    {c}\n"));
+            }
+        }
+    }
+    yuyao_core::ContextPart {
+        name: "memory",
+        in_prompt,
+        raw,
+        rows,
+        detail,
+    }
+}
+
+/// For the fronts: periodic dreaming between turns starts (once per session).
+pub fn start_maintenance(s: &std::sync::Arc<Session>) {
+    maintain::MaintainExt::start_maintenance(s)
+}
+
 /// What this feature adds to a session (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "memory",
     state: Some(|o| Box::new(open(o.opts, o.paths, o.config))),
     // The memory service's failure to start is said once, as the fallback to the files.
     server_failed: Some(backend::server_failed),
+    // A memory file edited since it was last read reaches the model as a note.
+    reload_notes: Some(|s| s.memory().refresh()),
+    // A new conversation starts from the memory as it reads now.
+    new_conversation: Some(|s| s.memory().reload()),
+    remembered: Some(remembered),
+    context_part: Some(context_part),
     rules: Some(|s| s.memory().rules()),
     system_section: Some(backend::section),
     before_compact: Some(|s, client, older, token, max_tokens| {
@@ -293,54 +408,60 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
     // A preference the user states is kept; a sub-agent's prompt is the model's: no
     // preference of the user's to keep.
     submitted: Some(|s, text| {
-        if !s.agents.is_child() {
+        if !s.is_sub_agent() {
             commands::on_submit(s, text);
         }
         None
     }),
     // Dreaming at the end of a session, once (seed 002, memory).
+    // A sub-agent's end is not the user's session end: nothing to dream about.
     close: Some(|s| {
-        if !s.dreamed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            crate::memory::search::dream_at_end(s);
+        if !s.is_sub_agent()
+            && !s
+                .memory()
+                .dreamed
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            crate::search::dream_at_end(s);
         }
     }),
     commands: &[
-        crate::cmd!(
+        yuyao_core::cmd!(
             "init",
             [],
             "",
             "write AGENTS.md from the repository",
-            Some(crate::memory::init::init)
+            Some(crate::init::init)
         ),
-        crate::cmd!(
+        yuyao_core::cmd!(
             "memory",
             [],
             "[list|edit|delete|open|path|status|search|index|rem-backfill]",
             "memory entries and the search index",
-            Some(crate::memory::commands::memory)
+            Some(crate::commands::memory)
         ),
-        crate::cmd!(
+        yuyao_core::cmd!(
             "remember",
             [],
             "[--global] <text>",
             "keep a memory entry (--global: for every project)",
-            Some(crate::memory::commands::remember)
+            Some(crate::commands::remember)
         ),
-        crate::cmd!(
+        yuyao_core::cmd!(
             "forget",
             [],
             "<words or id>",
             "remove the matching memory entry",
-            Some(crate::memory::commands::forget)
+            Some(crate::commands::forget)
         ),
-        crate::cmd!(
+        yuyao_core::cmd!(
             "dream",
             [],
             "",
             "promote recalled notes to MEMORY.md, drop stale ones, journal",
-            Some(crate::memory::search::dream_command)
+            Some(crate::search::dream_command)
         ),
     ],
     tools: Some(&TOOLS),
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };

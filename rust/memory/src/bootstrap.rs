@@ -5,6 +5,9 @@
 //! `recalls.json` beside the search index), taken in turn, and says what it left out; the files
 //! on disk are never touched.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use std::path::PathBuf;
 use yuyao_store::memory::{Layout, Scope, format};
 
@@ -58,7 +61,7 @@ fn sources(layout: &Layout, today: &str, yesterday: &str) -> Vec<Source> {
     paths
         .into_iter()
         .filter_map(|(label, path)| {
-            let text = crate::instruction_files::read(&path, &allowed)?;
+            let text = yuyao_extension_files::instruction_files::read(&path, &allowed)?;
             (!text.trim().is_empty()).then_some(Source { label, path, text })
         })
         .collect()

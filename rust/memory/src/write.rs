@@ -2,6 +2,9 @@
 //! flush), removal and edit by id, and the `/forget` matcher. Every write rewrites one file
 //! atomically and leaves every other entry's bytes as they were.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::Memory;
 use std::path::PathBuf;
 use yuyao_store::memory::{Kind, MemoryFile, Scope, format};

@@ -3,9 +3,12 @@
 //! tool appends to today's daily note. Nothing of it enters the conversation; the trace
 //! records it (`memory_flush`). Then compaction proceeds, whatever the flush did.
 
-use crate::session::Session;
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use yuyao_core::Session;
 use yuyao_model::{ModelClient, ModelError, build_request};
 use yuyao_protocol::{Message, NoticeLevel};
 
@@ -30,7 +33,7 @@ fn append_schema() -> Value {
 
 fn enabled(s: &Session) -> bool {
     s.memory().enabled
-        && s.config
+        && s.config()
             .get("compaction.memoryFlush.enabled")
             .and_then(|v| v.as_bool())
             != Some(false)
@@ -49,7 +52,7 @@ pub(crate) async fn run(
         return Ok(());
     }
     let model = s
-        .config
+        .config()
         .get("compaction.memoryFlush.model")
         .map(|v| yuyao_store::config::display(&v))
         .filter(|m| !m.trim().is_empty());
@@ -71,7 +74,7 @@ pub(crate) async fn run(
         }
         None => client,
     };
-    let (mut view, _) = crate::context::request_view(older, s.stub_batch_chars());
+    let (mut view, _) = yuyao_core::request_view(older, s.stub_batch_chars());
     view.push(Message::user(FLUSH_ASK));
     let mut req = build_request(FLUSH_SYSTEM, &view, vec![append_schema()], false, None);
     req.max_tokens = max_tokens;

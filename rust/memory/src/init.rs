@@ -3,13 +3,16 @@
 //! as a diff and a person is asked; headless fronts and agent_api write only when none
 //! exists (they return the proposal instead).
 
-use crate::session::{CoreError, Session};
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
+use yuyao_core::{CoreError, Session};
 use yuyao_protocol::{Mode, Request};
 
 const INIT_PROMPT: &str = "Generate an AGENTS.md for this repository: the standing instructions a coding agent needs here. Explore first with read-only tools (glob, grep, read; read-only shell commands): the layout (main folders and what they hold), the build, test and lint commands actually declared (package.json scripts, Makefile, pyproject, Cargo.toml, CI files), and the conventions the code follows (style, naming, test layout). Be concrete and short; do not invent commands you did not find. Reply with the complete file only, in one ```markdown block.";
 
 pub(crate) fn init(s: &Session, _: &[String]) -> Result<String, CoreError> {
-    let path = s.paths.project.join("AGENTS.md");
+    let path = s.paths().project.join("AGENTS.md");
     let before = {
         let mut st = s.lock();
         let m = st.policy.mode;
@@ -33,7 +36,7 @@ pub(crate) fn init(s: &Session, _: &[String]) -> Result<String, CoreError> {
     let existing = std::fs::read_to_string(&path).ok();
     let Some(existing) = existing else {
         yuyao_store::beneath::write_atomic(
-            &[&s.paths.project],
+            &[&s.paths().project],
             &path,
             ensure_newline(&proposed).as_bytes(),
         )
@@ -58,14 +61,14 @@ pub(crate) fn init(s: &Session, _: &[String]) -> Result<String, CoreError> {
         .context_radius(2)
         .header(&shown, &shown)
         .to_string();
-    let interactive = !s.opts.headless && s.handler.is_some();
+    let interactive = !s.options().headless && s.has_handler();
     if !interactive {
         return Ok(format!(
             "{} exists; not changed. Proposed additions:\n{diff}",
             path.display()
         ));
     }
-    let answer = s.handler.as_ref().and_then(|h| {
+    let answer = s.handler().and_then(|h| {
         h.request(&Request::AskUser {
             question: format!("Add these lines to {}?\n{diff}", path.display()),
             options: vec!["add them".into(), "keep AGENTS.md as it is".into()],
@@ -78,7 +81,7 @@ pub(crate) fn init(s: &Session, _: &[String]) -> Result<String, CoreError> {
     if !yes {
         return Ok(format!("{} kept as it is", path.display()));
     }
-    yuyao_store::beneath::write_atomic(&[&s.paths.project], &path, next.as_bytes())
+    yuyao_store::beneath::write_atomic(&[&s.paths().project], &path, next.as_bytes())
         .map_err(|e| CoreError::Failed(format!("cannot write {}: {e}", path.display())))?;
     Ok(format!(
         "added {} lines to {}",

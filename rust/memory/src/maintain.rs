@@ -7,10 +7,13 @@
 //! the spend ceiling like every call (`side_call`), a `dream` record in the trace, and a
 //! notice. The settings are read at every tick, so `/config set` applies at once.
 
-use crate::session::Session;
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
+use yuyao_core::Session;
 
 /// Minutes between dreams when `dreaming.interval_minutes` is not set.
 pub(crate) const DEFAULT_INTERVAL_MINUTES: f64 = 60.0;
@@ -25,7 +28,7 @@ fn interval(s: &Session) -> Option<Duration> {
         return None;
     }
     let minutes = s
-        .config
+        .config()
         .get("dreaming.interval_minutes")
         .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|n| n as f64)))
         .unwrap_or(DEFAULT_INTERVAL_MINUTES);
@@ -36,7 +39,7 @@ fn interval(s: &Session) -> Option<Duration> {
 /// calls it once the session is shared). It holds the session only weakly and ends when the
 /// session is closed or dropped.
 fn start(session: &Arc<Session>) {
-    if session.agents.is_child() || session.opts.no_memory {
+    if session.is_sub_agent() || session.options().no_memory {
         return;
     }
     let weak: Weak<Session> = Arc::downgrade(session);
@@ -62,7 +65,7 @@ fn run(weak: Weak<Session>) {
             return;
         };
         // `close` sets it before its own dream: no periodic one after that.
-        if s.dreamed.load(Ordering::SeqCst) {
+        if s.memory().dreamed.load(Ordering::SeqCst) {
             return;
         }
         let Some(every) = interval(&s) else {
@@ -115,10 +118,14 @@ fn every_text(d: Duration) -> String {
     }
 }
 
-impl Session {
+pub(crate) trait MaintainExt {
+    fn start_maintenance(self: &Arc<Self>);
+}
+
+impl MaintainExt for Session {
     /// Starts the session's background memory maintenance (periodic dreaming): called by a
     /// front once the session is shared.
-    pub fn start_maintenance(self: &Arc<Self>) {
+    fn start_maintenance(self: &Arc<Self>) {
         start(self);
     }
 }

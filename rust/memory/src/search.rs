@@ -2,10 +2,13 @@
 //! (through `/memory`), `/dream` and dreaming at session end. The engine is the
 //! `yuyao-memsearch` crate; this module only reads the session's settings into it.
 
-use crate::session::{CoreError, Session};
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use yuyao_core::{CoreError, Session};
 use yuyao_memsearch::{Gateway, MemorySearch, Provider, backfill, dream, format_hits};
 use yuyao_model::build_request;
 use yuyao_protocol::{Event, Message};
@@ -49,7 +52,7 @@ struct SearchArgs {
 /// `gateway` (the session's endpoint, `memorySearch.model`), `bm25`.
 pub(crate) fn provider(s: &Session) -> Result<Provider, String> {
     let name = s
-        .config
+        .config()
         .get("memorySearch.provider")
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_else(|| "local".into());
@@ -62,7 +65,7 @@ pub(crate) fn provider(s: &Session) -> Result<Provider, String> {
                 .ok_or("memorySearch.provider is gateway, but no endpoint is configured (D2A_MODEL_BASE_URL)")?;
             let api_key = s.model_key();
             let model = s
-                .config
+                .config()
                 .get("memorySearch.model")
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_else(|| DEFAULT_GATEWAY_MODEL.into());
@@ -83,7 +86,7 @@ pub(crate) fn provider(s: &Session) -> Result<Provider, String> {
 fn engine(s: &Session) -> Result<MemorySearch, String> {
     Ok(MemorySearch::new(
         s.memory().layout.clone(),
-        &s.paths.home,
+        &s.paths().home,
         provider(s)?,
     ))
 }
@@ -325,10 +328,10 @@ fn rem_backfill(s: &Session, rollback: bool) -> Result<String, CoreError> {
 
 /// The user prompts of this project's stored sessions that state something durable.
 fn session_prompts(s: &Session) -> Vec<backfill::Said> {
-    let dir = s.paths.home.join("sessions");
+    let dir = s.paths().home.join("sessions");
     let mut out = Vec::new();
     for info in yuyao_store::sessions::list_sessions(&dir) {
-        if !std::path::Path::new(&info.cwd).starts_with(&s.paths.project) {
+        if !std::path::Path::new(&info.cwd).starts_with(&s.paths().project) {
             continue;
         }
         let Ok(text) = std::fs::read_to_string(&info.path) else {
@@ -397,7 +400,7 @@ impl Trigger {
 
 /// `dreaming.stale_days` (default `dream::STALE_DAYS`).
 fn stale_days(s: &Session) -> i64 {
-    s.config
+    s.config()
         .get("dreaming.stale_days")
         .and_then(|v| v.as_integer())
         .filter(|n| *n > 0)
@@ -474,7 +477,7 @@ fn word_summary(s: &Session, facts: &str) -> Result<String, String> {
 
 /// `dreaming.enabled` as configured now (off by default, seed 002 §6.3).
 pub(crate) fn dreaming_enabled(s: &Session) -> bool {
-    s.config
+    s.config()
         .get("dreaming.enabled")
         .and_then(|v| v.as_bool())
         .unwrap_or(false)

@@ -3,6 +3,9 @@
 //! correction such as "don't add comments" or "use bun, not npm" — which the TUI offers to
 //! keep with one keystroke. Seed 000 #5; the fixed prompt set in `tests` measures both.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 /// An explicit request to remember: the text to keep and whether it is for every project.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Remember {

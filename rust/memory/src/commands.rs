@@ -2,8 +2,11 @@
 //! "remember that …" is kept at once (every front); a correction is offered to the person
 //! (TUI, one keystroke) and never saved unattended.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::write::{Found, forget_candidates};
-use crate::session::{CoreError, Session};
+use yuyao_core::{CoreError, Session};
 use yuyao_protocol::{NoticeLevel, Request};
 use yuyao_store::memory::{Kind, Scope};
 
@@ -284,13 +287,13 @@ pub(crate) fn on_submit(s: &Session, text: &str) {
         }
         return;
     }
-    if s.opts.headless {
+    if s.options().headless {
         return;
     }
     let Some(candidate) = super::detect::correction(text) else {
         return;
     };
-    let Some(handler) = &s.handler else {
+    let Some(handler) = s.handler() else {
         return;
     };
     let answer = handler

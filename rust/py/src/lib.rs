@@ -367,7 +367,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // leads: its scope guard is the first gate a change meets and `declare-scope` the first
     // feature tool in a request.
     let trailing: Vec<&'static yuyao_core::Feature> = [
+        &yuyao_planning_workflow::FEATURE,
         &yuyao_code_intel::FEATURE,
+        &yuyao_memory::FEATURE,
         &yuyao_review::FEATURE,
         &yuyao_json_answer::FEATURE,
     ]

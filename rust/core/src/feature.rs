@@ -452,7 +452,7 @@ impl Session {
 
     /// What the features tell the model about a call's result (PostToolUse hooks), one
     /// block, "" for nothing.
-    pub(crate) fn tool_feedback(&self, tool: &str, args: &Value, ok: bool, output: &str) -> String {
+    pub fn tool_feedback(&self, tool: &str, args: &Value, ok: bool, output: &str) -> String {
         hooks(|f| f.tool_feedback)
             .map(|feedback| feedback(self, tool, args, ok, output))
             .filter(|t| !t.is_empty())

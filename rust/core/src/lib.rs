@@ -10,10 +10,8 @@
 mod architect;
 mod ask;
 mod auto_commit;
-pub mod background;
 mod batch_ledger;
 mod busy;
-mod cmd_background;
 mod cmd_files;
 mod cmd_permissions;
 mod cmd_session;
@@ -47,13 +45,12 @@ mod settings;
 mod side_call;
 mod side_question;
 mod state_notes;
-mod subagents;
 use yuyao_words::task_kind;
 mod thinking;
 mod tool_call;
 mod tool_defer;
 mod tool_offer;
-mod tree;
+pub mod tree;
 mod turn;
 mod turn_budget;
 mod user_content;
@@ -79,11 +76,13 @@ pub use session::State;
 pub use session::{CoreError, Session, TurnSummary};
 pub use settings::config_keys_json;
 pub use side_call::SideCallError;
+pub use state_notes::push_note;
+pub use tool_call::CallOutcome;
 pub use tool_call::registry::{CoreRun, Effect, Runner, Spec};
 /// What a feature crate's tools are made of: a spec for a tool the session runs (`core`),
 /// one output from a tool's `Option` (`one`), and which tools write files (`writes_files`).
 pub mod registry {
-    pub use crate::tool_call::registry::{core, one, writes_files};
+    pub use crate::tool_call::registry::{Effect, Runner, Spec, core, one, writes_files};
 }
 pub use words::split_words;
 
@@ -93,17 +92,13 @@ pub use words::split_words;
 static FEATURES: &[&feature::Feature] = &[
     &cmd_session::FEATURE,
     &ask::FEATURE,
-    &subagents::FEATURE,
-    &subagents::team::FEATURE,
     &auto_commit::FEATURE,
     &cmd_sessions::FEATURE,
     &run_app::FEATURE,
     &verify_app::FEATURE,
-    &background::FEATURE,
     &workdirs::FEATURE,
     &cmd_permissions::FEATURE,
     &cmd_files::FEATURE,
     &side_question::FEATURE,
     &queue::FEATURE,
-    &cmd_background::FEATURE,
 ];

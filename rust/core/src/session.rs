@@ -707,6 +707,35 @@ impl Session {
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// The front's side of this session, shared (a sub-agent's or a fork's requests go to
+    /// the same front).
+    pub fn shared_handler(&self) -> Option<Arc<dyn Handler>> {
+        self.handler.clone()
+    }
+
+    /// `token` is what an interrupt of this session cancels now (a goal, a batch, a
+    /// workflow, the user's shell command run by a feature).
+    pub fn set_interrupt_token(&self, token: &CancellationToken) {
+        if let Ok(mut c) = self.cancel.lock() {
+            *c = token.clone();
+        }
+    }
+
+    /// The built-in tools of this session.
+    pub fn builtin_tools(&self) -> &Registry {
+        &self.tools
+    }
+
+    /// When the session was opened.
+    pub fn started(&self) -> std::time::Instant {
+        self.started
+    }
+
+    /// The session's place in its tree of agents (the shared spend and step ledger).
+    pub fn agents(&self) -> &crate::tree::AgentLink {
+        &self.agents
+    }
+
     /// The front's side of this session (events rendered, requests answered), if any.
     pub fn handler(&self) -> Option<&dyn Handler> {
         self.handler.as_deref()

@@ -203,7 +203,7 @@ impl Session {
 }
 
 /// Appends `note` as a user message (and records it in the trace).
-pub(crate) fn push_note(st: &mut crate::session::State, note: String) {
+pub fn push_note(st: &mut crate::session::State, note: String) {
     st.trajectory.record("note", json!({"text": note}));
     st.push(Message::user(note));
 }

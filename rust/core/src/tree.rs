@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Spend and steps of a session tree (the main session and all its sub-agents).
 #[derive(Default)]
-pub(crate) struct Ledger {
+pub struct Ledger {
     state: Mutex<LedgerState>,
 }
 
@@ -38,14 +38,14 @@ impl Ledger {
     }
 
     /// One more (or one fewer) sub-agent running in the tree.
-    pub(crate) fn running(&self, delta: i32) {
+    pub fn running(&self, delta: i32) {
         let mut l = self.lock();
         l.active = (l.active as i32 + delta).max(0) as u32;
     }
 }
 
 /// A session's place in its tree: the main session has depth 0.
-pub(crate) struct AgentLink {
+pub struct AgentLink {
     pub depth: u32,
     pub ledger: Arc<Ledger>,
     /// Set when the sub-agent is stopped (checked before every model call).
@@ -55,20 +55,20 @@ pub(crate) struct AgentLink {
 }
 
 /// What a sub-agent's `Session::open` is given (the open runs on the spawning thread).
-pub(crate) struct Pending {
+pub struct Pending {
     pub depth: u32,
     pub ledger: Arc<Ledger>,
     pub stop: CancellationToken,
 }
 
 thread_local! {
-    pub(crate) static PENDING: RefCell<Option<Pending>> = const { RefCell::new(None) };
+    pub static PENDING: RefCell<Option<Pending>> = const { RefCell::new(None) };
 }
 
 impl AgentLink {
     /// The link of a session being opened: a sub-agent's when one is being spawned on this
     /// thread, else a new tree's root.
-    pub(crate) fn at_open() -> AgentLink {
+    pub fn at_open() -> AgentLink {
         let pending = PENDING.with(|p| p.borrow_mut().take());
         let (depth, ledger, stop) = match pending {
             Some(p) => (p.depth, p.ledger, p.stop),
@@ -82,12 +82,12 @@ impl AgentLink {
         }
     }
 
-    pub(crate) fn is_child(&self) -> bool {
+    pub fn is_child(&self) -> bool {
         self.depth > 0
     }
 
     /// The main session begins a turn: the tree's step count starts again.
-    pub(crate) fn turn_start(&self) {
+    pub fn turn_start(&self) {
         if !self.is_child() {
             self.ledger.lock().steps = 0;
         }
@@ -95,7 +95,7 @@ impl AgentLink {
 
     /// Spend ceiling and spent so far as this session must see them (the whole tree). The
     /// main session publishes its own values; a sub-agent reads them.
-    pub(crate) fn budget(
+    pub fn budget(
         &self,
         own_max: Option<f64>,
         own_cost: f64,
@@ -117,7 +117,7 @@ impl AgentLink {
     /// `budget` and a reservation as one step under the ledger's lock: `decide` sees the
     /// tree's ceiling, spend and share and returns its answer with the amount to hold, so
     /// two sessions deciding at once can never both take the last of the budget.
-    pub(crate) fn reserve_within<T>(
+    pub fn reserve_within<T>(
         &self,
         own: (Option<f64>, f64, Option<u32>),
         decide: impl FnOnce(Option<f64>, f64, u32) -> (T, f64),
@@ -142,7 +142,7 @@ impl AgentLink {
     }
 
     /// The main session's ceiling, step limit and cost, for sub-agents about to start.
-    pub(crate) fn publish(&self, max: Option<f64>, cost: f64, max_steps: Option<u32>) {
+    pub fn publish(&self, max: Option<f64>, cost: f64, max_steps: Option<u32>) {
         if !self.is_child() {
             let mut l = self.ledger.lock();
             l.max_cost = max;
@@ -152,7 +152,7 @@ impl AgentLink {
     }
 
     /// Gives back this session's reservation (its call ended, or never happened).
-    pub(crate) fn release(&self) {
+    pub fn release(&self) {
         let mut mine = self.reserved.lock().unwrap_or_else(|e| e.into_inner());
         if *mine > 0.0 {
             let mut l = self.ledger.lock();
@@ -162,7 +162,7 @@ impl AgentLink {
     }
 
     /// A model call of this session was paid: `cost`, the session's total now `total`.
-    pub(crate) fn after_call(&self, cost: f64, total: f64) {
+    pub fn after_call(&self, cost: f64, total: f64) {
         self.release();
         let mut l = self.ledger.lock();
         l.steps += 1;
@@ -175,7 +175,7 @@ impl AgentLink {
 
     /// What the whole tree has spent: `own` is the calling session's cost (the root's is
     /// current in its own state; a sub-agent reads the root's as last published).
-    pub(crate) fn tree_spent(&self, own: f64) -> f64 {
+    pub fn tree_spent(&self, own: f64) -> f64 {
         let l = self.ledger.lock();
         if self.is_child() {
             l.root_cost + l.children_cost
@@ -185,13 +185,13 @@ impl AgentLink {
     }
 
     /// One more (or one fewer) sub-agent running in the tree.
-    pub(crate) fn active(&self, delta: i32) {
+    pub fn active(&self, delta: i32) {
         self.ledger.running(delta);
     }
 
     /// A sub-agent's cost joined the main session's own (`root_cost` now): the ledger no
     /// longer counts it apart.
-    pub(crate) fn child_merged(&self, cost: f64, root_cost: f64) {
+    pub fn child_merged(&self, cost: f64, root_cost: f64) {
         if !self.is_child() {
             let mut l = self.ledger.lock();
             l.children_cost = (l.children_cost - cost).max(0.0);
@@ -200,7 +200,7 @@ impl AgentLink {
     }
 
     /// Why the tree may not make another call now (its step limit), for any of its sessions.
-    pub(crate) fn steps_exceeded(&self) -> Option<(u32, u32)> {
+    pub fn steps_exceeded(&self) -> Option<(u32, u32)> {
         let l = self.ledger.lock();
         match l.max_steps {
             Some(max) if l.steps >= max => Some((l.steps, max)),
@@ -212,7 +212,7 @@ impl AgentLink {
 impl Session {
     /// Checked before every model call: a stopped sub-agent ends (interrupted), and the step
     /// limit holds for the whole tree.
-    pub(crate) fn tree_gate(&self) -> Option<TurnSummary> {
+    pub fn tree_gate(&self) -> Option<TurnSummary> {
         if self.agents.stop.is_cancelled() {
             return Some(crate::turn::interrupted());
         }
@@ -231,7 +231,7 @@ impl Session {
 
     /// A sub-agent finished: its cost, usage and steps join this session's (the main
     /// session's ledger no longer counts them separately).
-    pub(crate) fn merge_child(&self, cost: f64, steps: u32, usage: &yuyao_protocol::Usage) {
+    pub fn merge_child(&self, cost: f64, steps: u32, usage: &yuyao_protocol::Usage) {
         let mut st = self.lock();
         st.cost_usd += cost;
         st.steps += steps;

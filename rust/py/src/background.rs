@@ -1,9 +1,9 @@
-//! Background sessions and worktrees (`yuyao_core::background`): conversion only.
+//! Background sessions and worktrees (`yuyao_parallel::background`): conversion only.
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::Path;
-use yuyao_core::background::{self, DispatchRequest, bg_agents, worktree};
+use yuyao_parallel::background::{self, DispatchRequest, bg_agents, worktree};
 
 fn failed(e: String) -> PyErr {
     PyRuntimeError::new_err(e)

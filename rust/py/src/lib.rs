@@ -225,18 +225,19 @@ impl PySession {
     fn user_shell(&self, py: Python<'_>, command: &Bound<'_, PyString>) -> PyResult<String> {
         let command = text(command);
         let inner = self.inner.clone();
-        py.detach(move || inner.user_shell(&command)).map_err(to_py)
+        py.detach(move || yuyao_parallel::user_shell(&inner, &command))
+            .map_err(to_py)
     }
 
     /// Ctrl+X Ctrl+K: stops every background sub-agent; says how many.
     fn kill_subagents(&self) -> String {
-        self.inner.kill_subagents()
+        yuyao_parallel::kill_subagents(&self.inner)
     }
 
     /// Ctrl+B: the running bash command becomes a background job (thread-safe). False when
     /// no command is running.
     fn background_running(&self) -> bool {
-        self.inner.background_running()
+        yuyao_parallel::background_running(&self.inner)
     }
 
     fn messages_json(&self) -> PyResult<String> {
@@ -370,10 +371,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         &yuyao_planning_workflow::FEATURE,
         &yuyao_code_intel::FEATURE,
         &yuyao_memory::FEATURE,
-        &yuyao_review::FEATURE,
-        &yuyao_json_answer::FEATURE,
     ]
     .into_iter()
+    .chain(yuyao_parallel::FEATURES.iter().copied())
+    .chain([&yuyao_review::FEATURE, &yuyao_json_answer::FEATURE])
     .chain(yuyao_extensions::FEATURES.iter().copied())
     .collect();
     yuyao_core::register_features(&[&yuyao_listening::FEATURE], &trailing);

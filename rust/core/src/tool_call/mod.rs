@@ -31,7 +31,7 @@ pub struct CallOutcome {
 }
 
 impl Session {
-    pub(crate) fn tool_enabled(&self, name: &str) -> bool {
+    pub fn tool_enabled(&self, name: &str) -> bool {
         // A feature offers its tools only while it is on (memory, a language server, skills).
         if let Some(tools) = crate::feature::tools_of(name)
             && !(tools.names)(self).contains(&name)
@@ -134,7 +134,7 @@ impl Session {
     /// tool record, the features' look at the result (the completion facts) and the
     /// `ToolEnd` event.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn finish_call(
+    pub fn finish_call(
         &self,
         call: &ToolCall,
         out: ToolOutput,
@@ -482,7 +482,7 @@ impl Session {
     /// the batch): the policy (deny and ask rules by name), a skill's pre-approval, the
     /// PreToolUse hooks, the decision record and the approval. Its result then goes through
     /// [`Session::finish_call`] like every other.
-    pub(crate) fn admit_delegated(&self, name: &str, call: &ToolCall) -> Result<(), String> {
+    pub fn admit_delegated(&self, name: &str, call: &ToolCall) -> Result<(), String> {
         let value = yuyao_tools::parse_arguments(&call.arguments)?;
         let action = Action {
             tool: name.to_string(),

@@ -95,7 +95,7 @@ impl PreviewBudget {
 }
 
 /// What a caller decided about one call, carried from admission to its result.
-pub(crate) struct Ticket {
+pub struct Ticket {
     class: Class,
     planning: bool,
     limit: usize,

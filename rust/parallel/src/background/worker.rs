@@ -1,11 +1,14 @@
 //! What the detached process runs: the session (or the shell job) of one background folder.
 
-use crate::Handler;
-use crate::session::Session;
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use yuyao_core::Handler;
+use yuyao_core::Session;
 use yuyao_protocol::{Event, Request, SessionOptions};
 use yuyao_store::bg_agents::{self, Status};
 use yuyao_store::worktree::{self, Worktree};
@@ -157,7 +160,10 @@ fn run_exec(dir: &Path, status: &Status, mut options: SessionOptions) -> Result<
         until: None,
         notify: None,
     };
-    let started = session.ctx.jobs.start(&session.ctx, spec, &cwd);
+    let started = session
+        .tool_context()
+        .jobs
+        .start(session.tool_context(), spec, &cwd);
     let job = match started {
         Ok(id) => id,
         Err(e) => {
@@ -165,7 +171,14 @@ fn run_exec(dir: &Path, status: &Status, mut options: SessionOptions) -> Result<
             return Err(e);
         }
     };
-    let info = |id: &str| session.ctx.jobs.list().into_iter().find(|j| j.id == id);
+    let info = |id: &str| {
+        session
+            .tool_context()
+            .jobs
+            .list()
+            .into_iter()
+            .find(|j| j.id == id)
+    };
     let log = info(&job).map(|j| j.log.display().to_string());
     bg_agents::update(dir, |s| {
         s.state = bg_agents::RUNNING.into();

@@ -5,9 +5,12 @@
 //! applied three-way (a conflict applies nothing and keeps the branch for review). Outside a
 //! git repository, or inside a worktree already, it works in place as before.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::run::Launch;
-use crate::session::Session;
 use std::path::{Path, PathBuf};
+use yuyao_core::Session;
 use yuyao_protocol::{Mode, NoticeLevel};
 use yuyao_store::worktree::{self, Worktree};
 use yuyao_store::worktree_sync::{self, Returned};
@@ -18,10 +21,15 @@ pub(crate) struct Isolation {
     start: String,
 }
 
-impl Session {
+pub(crate) trait IsolatedExt {
+    fn isolate_child(&self, launch: &mut Launch, label: &str) -> Option<Isolation>;
+    fn bring_back(&self, iso: Isolation, what: &str) -> String;
+}
+
+impl IsolatedExt for Session {
     /// Moves a writable sub-agent's launch into a new worktree (`None`: it reads only, or no
     /// worktree can be made here — then it works in place, said in a notice).
-    pub(crate) fn isolate_child(&self, launch: &mut Launch, label: &str) -> Option<Isolation> {
+    fn isolate_child(&self, launch: &mut Launch, label: &str) -> Option<Isolation> {
         if launch.opts.mode == Some(Mode::Plan) {
             return None;
         }
@@ -63,7 +71,7 @@ impl Session {
     }
 
     /// The sub-agent's work back into the checkout: the line its result ends with.
-    pub(crate) fn bring_back(&self, iso: Isolation, what: &str) -> String {
+    fn bring_back(&self, iso: Isolation, what: &str) -> String {
         let line = returned_line(&iso, what);
         self.lock().trajectory.record(
             "subagent_worktree_end",

@@ -3,12 +3,15 @@
 //! joined before the next model call; the front is told at once). Also the registry of
 //! running sub-agents behind `/tasks` and Ctrl+X Ctrl+K.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::defs::AgentDef;
 use super::run::run_child;
-use crate::session::{CoreError, Session, State};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
+use yuyao_core::{CoreError, Session, State};
 use yuyao_protocol::{Event, Message, NoticeLevel, Usage};
 
 const FORK_DEFAULT: &str = "Continue the work of this conversation on your own from here, then report what you did and found.";
@@ -139,11 +142,18 @@ impl super::Family {
     }
 }
 
-impl Session {
+pub(crate) trait ForkExt {
+    fn apply_fork_work(&self);
+    fn inject_fork_reports(&self, st: &mut State);
+    fn subagent_rows(&self) -> Vec<String>;
+    fn stop_subagent(&self, id: &str) -> Option<String>;
+}
+
+impl ForkExt for Session {
     /// Finished writing forks' work back into the checkout, before their reports join the
     /// history (between model calls: no tool of this session runs). Extension files it
     /// brought are marked as the agent's at once, before any hook can read them (DESIGN §8).
-    pub(crate) fn apply_fork_work(&self) {
+    fn apply_fork_work(&self) {
         let taken: Vec<(usize, super::isolated::Isolation)> = {
             let mut reports = self
                 .family()
@@ -181,7 +191,7 @@ impl Session {
 
     /// Joins finished forks' reports to the history (one user message each) and their cost
     /// and steps to this session's.
-    pub(crate) fn inject_fork_reports(&self, st: &mut State) {
+    fn inject_fork_reports(&self, st: &mut State) {
         let reports: Vec<Report> = std::mem::take(
             &mut *self
                 .family()
@@ -193,7 +203,7 @@ impl Session {
             st.cost_usd += r.cost;
             st.steps += r.steps;
             st.usage.add(&r.usage);
-            self.agents.child_merged(r.cost, st.cost_usd);
+            self.agents().child_merged(r.cost, st.cost_usd);
             st.trajectory
                 .record("fork_report", json!({"text": r.text, "cost_usd": r.cost}));
             st.push(Message::user(r.text));
@@ -201,7 +211,7 @@ impl Session {
     }
 
     /// `/tasks` rows for sub-agents (running ones and finished forks).
-    pub(crate) fn subagent_rows(&self) -> Vec<String> {
+    fn subagent_rows(&self) -> Vec<String> {
         self.family()
             .children
             .lock()
@@ -212,7 +222,7 @@ impl Session {
     }
 
     /// `/tasks stop <id>` for a sub-agent: `None` when no sub-agent has that id.
-    pub(crate) fn stop_subagent(&self, id: &str) -> Option<String> {
+    fn stop_subagent(&self, id: &str) -> Option<String> {
         let children = self
             .family()
             .children
@@ -285,8 +295,8 @@ pub(crate) fn fork_cmd(s: &Session, args: &[String]) -> Result<String, CoreError
                "mode": launch.opts.mode, "prompt": prompt}),
     );
     let reports = s.family().reports.clone();
-    let handler = s.handler.clone();
-    let link_ledger = s.agents.ledger.clone();
+    let handler = s.shared_handler();
+    let link_ledger = s.agents().ledger.clone();
     let id = launch.agent_id.clone();
     let thread_running = running.clone();
     let spawned = std::thread::Builder::new()

@@ -1,5 +1,8 @@
 //! `yuyao agents list` and `yuyao agents stop`.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 use yuyao_store::bg_agents::{self, Status};

@@ -18,15 +18,18 @@
 //!       - {name: checker, agent: explore, prompt: "Check hello.txt exists"}
 //! ```
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::fork::Running;
 use super::run::run_child;
-use crate::session::{CoreError, Session};
 use serde::Deserialize;
 use serde_json::json;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::sync::CancellationToken;
+use yuyao_core::{CoreError, Session};
 use yuyao_protocol::{Event, Mode, NoticeLevel};
 
 const DEFAULT_MAX_PARALLEL: usize = 2;
@@ -145,11 +148,15 @@ fn cross_verdict(text: &str) -> (bool, String) {
     (ok, reason)
 }
 
-impl Session {
+pub(crate) trait WorkflowExt {
+    fn workflow_dirs(&self) -> Vec<PathBuf>;
+}
+
+impl WorkflowExt for Session {
     fn workflow_dirs(&self) -> Vec<PathBuf> {
         vec![
-            self.paths.project.join(".yuyao").join("workflows"),
-            self.paths.home.join("workflows"),
+            self.paths().project.join(".yuyao").join("workflows"),
+            self.paths().home.join("workflows"),
         ]
     }
 }
@@ -166,7 +173,7 @@ fn list(s: &Session) -> String {
     let mut out = Vec::new();
     for r in lock(runs()).iter() {
         let r = lock(r);
-        if r.project != s.paths.project {
+        if r.project != s.paths().project {
             continue;
         }
         out.push(format!("{} — {} (stage {})", r.name, r.state, r.stage));
@@ -234,7 +241,7 @@ fn run(s: &Session, name: &str) -> Result<String, CoreError> {
     let total: usize = spec.stages.iter().map(|st| st.agents.len()).sum();
     let view = Arc::new(Mutex::new(RunView {
         name: name.to_string(),
-        project: s.paths.project.clone(),
+        project: s.paths().project.clone(),
         state: "running".into(),
         stage: spec.stages[0].name.clone(),
         agents: spec
@@ -266,11 +273,9 @@ fn run(s: &Session, name: &str) -> Result<String, CoreError> {
         ),
     );
     let token = CancellationToken::new();
-    if let Ok(mut c) = s.cancel.lock() {
-        *c = token.clone();
-    }
+    s.set_interrupt_token(&token);
     let max_parallel = s
-        .config
+        .config()
         .get("agents.max_parallel")
         .and_then(|v| v.as_integer())
         .filter(|n| *n > 0)
@@ -330,9 +335,9 @@ fn run(s: &Session, name: &str) -> Result<String, CoreError> {
                 handles.push(scope.spawn(|| {
                     while let Some((a, l, prompt, running)) = lock(&queue).pop_front() {
                         set(&a.name, "running", "");
-                        s.agents.active(1);
+                        s.agents().active(1);
                         let r = run_child(l, prompt, &running.stop, |x| running.attach(x));
-                        s.agents.active(-1);
+                        s.agents().active(-1);
                         s.merge_child(r.cost, r.steps, &r.usage);
                         running.finish(&r.status, &r.account);
                         set(&a.name, &r.status, &r.account);

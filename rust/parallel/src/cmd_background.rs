@@ -1,9 +1,12 @@
 //! Background work seen from the session: `/tasks` (`/bashes`), the injection of monitor
 //! lines and job ends at the next model call, and the user's `!` shell.
 
-use crate::session::{CoreError, Session, State};
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use yuyao_core::{CoreError, Session, State};
 use yuyao_protocol::Message;
 use yuyao_tools::jobs::format_list;
 
@@ -12,18 +15,24 @@ const SHOW_LINES: usize = 60;
 
 /// Routes job events (monitor lines, job ends) to the session's handler.
 fn attach(s: &Session) {
-    if let Some(h) = s.handler.clone() {
-        s.ctx.jobs.set_listener(move |e| h.event(e));
+    if let Some(h) = s.shared_handler() {
+        s.tool_context().jobs.set_listener(move |e| h.event(e));
     }
 }
 
-impl Session {
+pub(crate) trait CmdBackgroundExt {
+    fn inject_background(&self, st: &mut State);
+    fn background_running(&self) -> bool;
+    fn user_shell(&self, command: &str) -> Result<String, CoreError>;
+}
+
+impl CmdBackgroundExt for Session {
     /// Appends what background jobs reported since the last model call to the history (one
     /// user message per job), so the model notices it at this call.
     fn inject_background(&self, st: &mut State) {
-        for text in self.ctx.jobs.drain_notifications() {
+        for text in self.tool_context().jobs.drain_notifications() {
             // Monitor lines are tool output too: no secret enters the history.
-            let text = crate::permissions::redact(self, &st.policy, &text).into_owned();
+            let text = yuyao_core::redact(self, &st.policy, &text).into_owned();
             st.trajectory.record("background", json!({"text": text}));
             st.history.push(Message::user(text));
         }
@@ -32,35 +41,33 @@ impl Session {
     /// `Ctrl+B`: moves the running foreground bash command (the bash tool's, or a `!`
     /// command's) to the background as a job; the tool call returns at once. Thread-safe.
     /// False when no foreground command is running.
-    pub fn background_running(&self) -> bool {
-        self.ctx.jobs.request_detach()
+    fn background_running(&self) -> bool {
+        self.tool_context().jobs.request_detach()
     }
 
     /// The user's `!command`: runs it in the session cwd (no model call, no approval), returns
     /// the output with its exit status, and records command and output in the conversation
     /// so the model sees them on the next turn. `cd` persists as it does for bash.
-    pub fn user_shell(&self, command: &str) -> Result<String, CoreError> {
+    fn user_shell(&self, command: &str) -> Result<String, CoreError> {
         let command = command.trim();
         if command.is_empty() {
             return Err(CoreError::Usage("!: give a shell command to run".into()));
         }
         let token = CancellationToken::new();
-        if let Ok(mut c) = self.cancel.lock() {
-            *c = token.clone();
-        }
+        self.set_interrupt_token(&token);
         let cwd = self.cwd();
         // The user's own command: their rights, not the model's sandbox.
         let run = yuyao_tools::exec::run_foreground_as(
-            &self.ctx,
+            self.tool_context(),
             command,
-            self.ctx.bash_timeout_ms(),
+            self.tool_context().bash_timeout_ms(),
             &token,
             yuyao_tools::exec::Rights::User,
         )
         .map_err(CoreError::Failed)?;
         // The user sees everything; the copy the model gets is redacted like a tool result.
         let policy = self.lock().policy.clone();
-        let for_model = crate::permissions::redact(self, &policy, &run.text).into_owned();
+        let for_model = yuyao_core::redact(self, &policy, &run.text).into_owned();
         let mut st = self.lock();
         // The user's command may have moved git HEAD: read again before the next call.
         st.git_stale = true;
@@ -77,7 +84,7 @@ impl Session {
 
 /// `/tasks` (`/bashes`): list, show or stop background jobs.
 pub(crate) fn tasks(s: &Session, args: &[String]) -> Result<String, CoreError> {
-    let jobs = &s.ctx.jobs;
+    let jobs = &s.tool_context().jobs;
     let id_arg = |what: &str| -> Result<&str, CoreError> {
         match args {
             [_, id] => Ok(id.as_str()),
@@ -147,17 +154,17 @@ pub(crate) fn tasks(s: &Session, args: &[String]) -> Result<String, CoreError> {
 }
 
 /// The slash commands of this feature (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "cmd_background",
     // Jobs' events reach the front as they happen.
     opened: Some(attach),
     step_inject: Some(|s, st| s.inject_background(st)),
-    commands: &[crate::cmd!(
+    commands: &[yuyao_core::cmd!(
         "tasks",
         ["bashes"],
         "[list | show <id> | stop <id|all>]",
         "background shells, monitors and sub-agents: list, inspect, stop",
         Some(crate::cmd_background::tasks)
     )],
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };

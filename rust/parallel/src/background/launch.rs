@@ -1,5 +1,8 @@
 //! Starting a background session: its folder, its worktree, and the detached process.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

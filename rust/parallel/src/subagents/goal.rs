@@ -4,10 +4,13 @@
 //! whether the condition is met. A limit (steps, cost, `goal.max_rounds`), an error or Esc
 //! stops them; the verdict and its reason are said.
 
-use crate::session::{CoreError, Session};
-use crate::side_call::SideCallError;
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use yuyao_core::SideCallError;
+use yuyao_core::{CoreError, Session};
 use yuyao_model::build_request;
 use yuyao_protocol::{Message, MessageRole, NoticeLevel};
 
@@ -22,9 +25,16 @@ fn stopped(round: u32, status: &str, error: Option<&str>) -> String {
     )
 }
 
-impl Session {
+pub(crate) trait GoalExt {
+    fn max_rounds(&self) -> u32;
+    fn arm_cancel(&self) -> CancellationToken;
+    fn goal_round(&self, round: u32, prompt: &str) -> Result<(), String>;
+    fn judge(&self, condition: &str) -> Result<(bool, String), String>;
+}
+
+impl GoalExt for Session {
     fn max_rounds(&self) -> u32 {
-        self.config
+        self.config()
             .get("goal.max_rounds")
             .and_then(|v| v.as_integer())
             .filter(|n| *n > 0)
@@ -33,11 +43,9 @@ impl Session {
     }
 
     /// A token Esc cancels outside a turn (the judge call, a loop's wait).
-    pub(crate) fn arm_cancel(&self) -> CancellationToken {
+    fn arm_cancel(&self) -> CancellationToken {
         let token = CancellationToken::new();
-        if let Ok(mut c) = self.cancel.lock() {
-            *c = token.clone();
-        }
+        self.set_interrupt_token(&token);
         token
     }
 
@@ -53,14 +61,13 @@ impl Session {
     }
 
     /// The judge: is `condition` met by the conversation so far? `(met, reason)`.
-    pub(crate) fn judge(&self, condition: &str) -> Result<(bool, String), String> {
+    fn judge(&self, condition: &str) -> Result<(bool, String), String> {
         let history = self.messages();
         let start = history.len().saturating_sub(40);
         let start = (start..history.len())
             .find(|&i| history[i].role != MessageRole::Tool)
             .unwrap_or(history.len());
-        let (mut view, _) =
-            crate::context::request_view(&history[start..], self.stub_batch_chars());
+        let (mut view, _) = yuyao_core::request_view(&history[start..], self.stub_batch_chars());
         view.push(Message::user(format!(
             "Condition: {condition}\nIs the condition met now? First line MET or NOT MET; second line the reason."
         )));

@@ -4,8 +4,11 @@
 //! plugin adds, [`load_from`]), plus the built-ins `explore` and `general`. `/agents` lists,
 //! creates, shows, edits and deletes them.
 
-use crate::session::{CoreError, Session};
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use std::path::{Path, PathBuf};
+use yuyao_core::{CoreError, Session};
 use yuyao_protocol::Mode;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -68,7 +71,7 @@ fn valid_name(name: &str) -> bool {
 
 /// Parses one definition file; the name defaults to the file's stem.
 pub(crate) fn parse(text: &str, path: &Path, source: &str) -> Result<AgentDef, String> {
-    let (fm, body) = crate::frontmatter::split(text)?;
+    let (fm, body) = yuyao_extension_files::frontmatter::split(text)?;
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())
@@ -90,9 +93,10 @@ pub(crate) fn parse(text: &str, path: &Path, source: &str) -> Result<AgentDef, S
     let tools = match fm.get("tools") {
         None | Some(serde_json::Value::Null) => None,
         Some(v) => {
-            let (known, unknown): (Vec<String>, Vec<String>) = crate::frontmatter::list(Some(v))
-                .into_iter()
-                .partition(|t| yuyao_protocol::canonical_tool_name(t).is_some());
+            let (known, unknown): (Vec<String>, Vec<String>) =
+                yuyao_extension_files::frontmatter::list(Some(v))
+                    .into_iter()
+                    .partition(|t| yuyao_protocol::canonical_tool_name(t).is_some());
             ignored_tools = unknown;
             Some(known)
         }
@@ -131,7 +135,7 @@ pub(crate) fn load_from(dirs: &[(PathBuf, String)]) -> (Vec<AgentDef>, Vec<Strin
     let mut out = builtins();
     let mut problems = Vec::new();
     for (dir, source) in dirs {
-        let files = crate::frontmatter::sorted_entries(dir)
+        let files = yuyao_extension_files::frontmatter::sorted_entries(dir)
             .into_iter()
             .filter(|p| p.extension().is_some_and(|x| x == "md") && p.is_file());
         for f in files {
@@ -150,10 +154,16 @@ pub(crate) fn load_from(dirs: &[(PathBuf, String)]) -> (Vec<AgentDef>, Vec<Strin
     (out, problems)
 }
 
-impl Session {
+pub(crate) trait DefsExt {
+    fn agent_dirs(&self) -> Vec<(PathBuf, String)>;
+    fn agent_defs(&self) -> (Vec<AgentDef>, Vec<String>);
+    fn agent_def(&self, name: &str) -> Result<AgentDef, String>;
+}
+
+impl DefsExt for Session {
     /// The agent folders of this session, lowest precedence first. A project's folders only
     /// where project extensions may run (`project_extensions_allowed`).
-    pub(crate) fn agent_dirs(&self) -> Vec<(PathBuf, String)> {
+    fn agent_dirs(&self) -> Vec<(PathBuf, String)> {
         let mut dirs = Vec::new();
         if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
             dirs.push((
@@ -161,13 +171,13 @@ impl Session {
                 "user".to_string(),
             ));
         }
-        dirs.push((self.paths.home.join("agents"), "user".to_string()));
+        dirs.push((self.paths().home.join("agents"), "user".to_string()));
         // The active plugins' agents (a project's plugin only where project extensions run).
         for (dir, _, plugin) in self.extension_dirs("agents") {
             dirs.push((dir, format!("plugin {plugin}")));
         }
         if self.project_extensions_allowed() {
-            let p = &self.paths.project;
+            let p = &self.paths().project;
             dirs.push((p.join(".claude/agents"), "project".to_string()));
             dirs.push((p.join(".yuyao/agents"), "project".to_string()));
         }
@@ -175,13 +185,13 @@ impl Session {
     }
 
     /// Every agent this session can start, with the problems of unreadable definitions.
-    pub(crate) fn agent_defs(&self) -> (Vec<AgentDef>, Vec<String>) {
+    fn agent_defs(&self) -> (Vec<AgentDef>, Vec<String>) {
         let (mut defs, mut problems) = load_from(&self.agent_dirs());
         // A project's agent definition acts only as the content the user approved (§8).
         defs.retain(|d| match &d.path {
             Some(p)
                 if d.source == "project"
-                    || (d.source.starts_with("plugin") && p.starts_with(&self.paths.project)) =>
+                    || (d.source.starts_with("plugin") && p.starts_with(&self.paths().project)) =>
             {
                 match self.project_file_held(p) {
                     None => true,
@@ -196,7 +206,7 @@ impl Session {
         (defs, problems)
     }
 
-    pub(crate) fn agent_def(&self, name: &str) -> Result<AgentDef, String> {
+    fn agent_def(&self, name: &str) -> Result<AgentDef, String> {
         let (defs, problems) = self.agent_defs();
         if let Some(d) = defs.into_iter().find(|d| d.name == name) {
             return Ok(d);
@@ -289,7 +299,8 @@ fn apply_flags(d: &mut AgentDef, args: &[String]) -> Result<bool, CoreError> {
             "--description" => d.description = value(i, flag)?,
             "--tools" => {
                 let v = value(i, flag)?;
-                let list = crate::frontmatter::list(Some(&serde_json::Value::String(v)));
+                let list =
+                    yuyao_extension_files::frontmatter::list(Some(&serde_json::Value::String(v)));
                 for t in &list {
                     if yuyao_protocol::canonical_tool_name(t).is_none() {
                         return Err(CoreError::Usage(format!("/agents: unknown tool '{t}'")));
@@ -331,7 +342,7 @@ pub(crate) fn agents_cmd(s: &Session, args: &[String]) -> Result<String, CoreErr
             for p in problems {
                 out.push(format!("problem: {p}"));
             }
-            let p = &s.paths.project;
+            let p = &s.paths().project;
             let has_project_agents =
                 p.join(".yuyao/agents").is_dir() || p.join(".claude/agents").is_dir();
             if has_project_agents && !s.project_extensions_allowed() {
@@ -365,9 +376,9 @@ pub(crate) fn agents_cmd(s: &Session, args: &[String]) -> Result<String, CoreErr
             };
             let user = apply_flags(&mut d, &args[2..])?;
             let dir = if user {
-                s.paths.home.join("agents")
+                s.paths().home.join("agents")
             } else {
-                s.paths.project.join(".yuyao/agents")
+                s.paths().project.join(".yuyao/agents")
             };
             let path = dir.join(format!("{name}.md"));
             if path.exists() {
@@ -377,7 +388,7 @@ pub(crate) fn agents_cmd(s: &Session, args: &[String]) -> Result<String, CoreErr
                 )));
             }
             // The user's command: the new file starts approved (extension_trust.rs).
-            yuyao_store::trust::keep_approval(&s.paths, &path, || {
+            yuyao_store::trust::keep_approval(s.paths(), &path, || {
                 std::fs::create_dir_all(&dir).and_then(|_| std::fs::write(&path, render(&d)))
             })
             .map_err(|e| CoreError::Failed(format!("cannot write {}: {e}", path.display())))?;
@@ -398,7 +409,7 @@ pub(crate) fn agents_cmd(s: &Session, args: &[String]) -> Result<String, CoreErr
                 ));
             }
             apply_flags(&mut d, &args[2..])?;
-            yuyao_store::trust::keep_approval(&s.paths, &path, || {
+            yuyao_store::trust::keep_approval(s.paths(), &path, || {
                 std::fs::write(&path, render(&d))
             })
             .map_err(|e| CoreError::Failed(format!("cannot write {}: {e}", path.display())))?;
@@ -436,7 +447,7 @@ pub(crate) fn mention_note(s: &Session, text: &str) -> Option<String> {
         let name =
             rest.trim_end_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_');
         // A path the user names is a file reference, not an agent.
-        if name.is_empty() || s.ctx.cwd().join(name).exists() {
+        if name.is_empty() || s.tool_context().cwd().join(name).exists() {
             continue;
         }
         if defs.iter().any(|d| d.name == name) && !named.contains(&name.to_string()) {

@@ -9,14 +9,17 @@
 //! (`send`, `list`). The todo tool is built on another branch: this team list is kept here,
 //! with owners, until the two meet.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::batch::{Unit, UnitHooks, merge_all, run_units};
-use crate::session::{Session, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::sync::CancellationToken;
+use yuyao_core::{Session, State};
 use yuyao_protocol::{Message, Role};
 use yuyao_tools::ToolOutput;
 
@@ -66,18 +69,22 @@ fn registry() -> &'static Mutex<Registry> {
 
 /// This session's team and its name in it: the orchestrator lead, or a running teammate.
 fn membership(s: &Session) -> Option<(Shared, String)> {
-    let lead = !s.agents.is_child() && s.lock().policy.role == Role::Orchestrator;
+    let lead = !s.is_sub_agent() && s.lock().policy.role == Role::Orchestrator;
     let mut reg = lock(registry());
     if lead {
-        let name = s.opts.team_name.clone().unwrap_or_else(|| "team".into());
-        let key = format!("{}\u{0}{name}", s.paths.project.display());
+        let name = s
+            .options()
+            .team_name
+            .clone()
+            .unwrap_or_else(|| "team".into());
+        let key = format!("{}\u{0}{name}", s.paths().project.display());
         let team = reg.teams.entry(key).or_default().clone();
         return Some((team, LEAD.into()));
     }
-    if !s.agents.is_child() || reg.members.is_empty() {
+    if !s.is_sub_agent() || reg.members.is_empty() {
         return None;
     }
-    let project = &s.paths.project;
+    let project = &s.paths().project;
     reg.members
         .iter()
         .find(|(root, _, _)| project.starts_with(root))
@@ -326,19 +333,23 @@ pub(crate) fn deliver_mail(s: &Session, st: &mut State) {
     if lock(registry()).teams.is_empty() {
         return;
     }
-    let is_lead = !s.agents.is_child() && st.policy.role == Role::Orchestrator;
+    let is_lead = !s.is_sub_agent() && st.policy.role == Role::Orchestrator;
     let found = if is_lead {
-        let name = s.opts.team_name.clone().unwrap_or_else(|| "team".into());
-        let key = format!("{}\u{0}{name}", s.paths.project.display());
+        let name = s
+            .options()
+            .team_name
+            .clone()
+            .unwrap_or_else(|| "team".into());
+        let key = format!("{}\u{0}{name}", s.paths().project.display());
         lock(registry())
             .teams
             .get(&key)
             .map(|t| (t.clone(), LEAD.to_string()))
-    } else if s.agents.is_child() {
+    } else if s.is_sub_agent() {
         let reg = lock(registry());
         reg.members
             .iter()
-            .find(|(root, _, _)| s.paths.project.starts_with(root))
+            .find(|(root, _, _)| s.paths().project.starts_with(root))
             .map(|(_, n, t)| (t.clone(), n.clone()))
     } else {
         None
@@ -363,13 +374,13 @@ pub(crate) fn deliver_mail(s: &Session, st: &mut State) {
     }
 }
 
-static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
+static TOOLS: yuyao_core::FeatureTools = yuyao_core::FeatureTools {
     // The orchestrator's team tool: a run merges teammates' work (may change the repo).
-    specs: &[crate::tool_call::registry::Spec {
+    specs: &[yuyao_core::registry::Spec {
         name: "team",
-        effect: crate::tool_call::registry::Effect::Runs,
+        effect: yuyao_core::registry::Effect::Runs,
         evidence: true,
-        runner: crate::tool_call::registry::Runner::Core(|s, name, call, token| {
+        runner: yuyao_core::registry::Runner::Core(|s, name, call, token| {
             run_tool(s, name, &call.arguments, token)
                 .unwrap_or_else(|| (yuyao_tools::ToolOutput::err("team: not this tool"), false))
         }),
@@ -381,8 +392,8 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
 };
 
 /// What this feature adds to a session (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "team",
     tools: Some(&TOOLS),
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };

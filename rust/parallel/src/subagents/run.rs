@@ -1,15 +1,18 @@
 //! Opening and running one sub-agent: its options derived from the parent's, its events
 //! forwarded nested, its result and a one-line account of what it did.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::MAX_DEPTH;
 use super::defs::AgentDef;
-use crate::handler::Handler;
-use crate::session::Session;
-use crate::tree::{PENDING, Pending};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
+use yuyao_core::Handler;
+use yuyao_core::Session;
+use yuyao_core::tree::{PENDING, Pending};
 use yuyao_protocol::{Event, Message, Mode, Request, SessionOptions, Usage};
 
 /// Appended to every sub-agent's system prompt.
@@ -20,7 +23,7 @@ const SUBAGENT_NOTE: &str = "\n\n# You are a sub-agent\nAnother agent gave you t
 pub(crate) struct Launch {
     pub opts: SessionOptions,
     pub handler: Option<Arc<dyn Handler>>,
-    pub ledger: Arc<crate::tree::Ledger>,
+    pub ledger: Arc<yuyao_core::tree::Ledger>,
     pub depth: u32,
     pub agent: String,
     pub agent_id: String,
@@ -58,17 +61,27 @@ fn rank(m: Mode) -> u8 {
     }
 }
 
-impl Session {
+pub(crate) trait RunExt {
+    fn child_launch(
+        &self,
+        def: &AgentDef,
+        call_id: &str,
+        background: bool,
+        seed: Vec<Message>,
+    ) -> Result<Launch, String>;
+}
+
+impl RunExt for Session {
     /// The options of a sub-agent of this session running `def` (`background`: a fork,
     /// which nobody attends: asks are refused).
-    pub(crate) fn child_launch(
+    fn child_launch(
         &self,
         def: &AgentDef,
         call_id: &str,
         background: bool,
         seed: Vec<Message>,
     ) -> Result<Launch, String> {
-        let depth = self.agents.depth + 1;
+        let depth = self.agents().depth + 1;
         if depth > MAX_DEPTH {
             return Err(format!(
                 "sub-agents nest at most {MAX_DEPTH} deep; this one would be at depth {depth}"
@@ -76,7 +89,7 @@ impl Session {
         }
         let (parent_mode, role, trusted, trajectory_dir, rules) = {
             let st = self.lock();
-            self.agents
+            self.agents()
                 .publish(st.max_cost_usd, st.cost_usd, st.max_steps);
             (
                 st.policy.mode,
@@ -104,13 +117,13 @@ impl Session {
         } else {
             parent_mode
         };
-        let mut o = self.opts.clone();
+        let mut o = self.options().clone();
         o.cwd = Some(self.cwd());
         o.mode = Some(mode);
         o.role = Some(role);
         // The declared tool set is the sub-agent's tool list: what is not in it is neither
         // offered nor dispatched. A parent's own restriction still applies.
-        let mut tools: Option<Vec<String>> = match (&def.tools, &self.opts.tools) {
+        let mut tools: Option<Vec<String>> = match (&def.tools, &self.options().tools) {
             (Some(d), Some(p)) => Some(
                 d.iter()
                     .filter(|t| {
@@ -128,13 +141,13 @@ impl Session {
         if depth >= MAX_DEPTH {
             // The last level cannot start sub-agents of its own.
             let all = tools.unwrap_or_else(|| {
-                self.tools
+                self.builtin_tools()
                     .names()
                     .into_iter()
                     .chain(["ask-user", "task"])
                     // Every feature's tools (memory's, the task list, …): only `task` goes.
                     .chain(
-                        crate::feature::all()
+                        yuyao_core::features()
                             .filter_map(|f| f.tools)
                             .flat_map(|t| t.specs.iter().map(|spec| spec.name)),
                     )
@@ -158,10 +171,14 @@ impl Session {
         o.max_cost_usd = None;
         // The wall-clock limit is the parent's deadline, not a new one.
         o.max_wall_seconds = self
-            .opts
+            .options()
             .max_wall_seconds
-            .map(|w| (w - self.started.elapsed().as_secs_f64()).max(0.0));
-        let mut append = self.opts.append_system_prompt.clone().unwrap_or_default();
+            .map(|w| (w - self.started().elapsed().as_secs_f64()).max(0.0));
+        let mut append = self
+            .options()
+            .append_system_prompt
+            .clone()
+            .unwrap_or_default();
         if !def.prompt.trim().is_empty() {
             append.push_str(&format!("\n\n# Agent: {}\n{}", def.name, def.prompt.trim()));
         }
@@ -175,9 +192,9 @@ impl Session {
         // Inherited, not the user's gesture: it approves nothing (extension_trust.rs); and
         // the project stays the parent's even where the agent made a nested `.git`.
         o.inherited_trust = true;
-        o.project_dir = Some(self.paths.project.display().to_string());
+        o.project_dir = Some(self.paths().project.display().to_string());
         o.project_extensions = Some(self.project_extensions_allowed());
-        o.headless = self.opts.headless || background;
+        o.headless = self.options().headless || background;
         match trajectory_dir {
             Some(d) => o.trajectory_dir = Some(d),
             None => o.no_trajectory = true,
@@ -185,8 +202,8 @@ impl Session {
         let agent_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
         Ok(Launch {
             opts: o,
-            handler: self.handler.clone(),
-            ledger: self.agents.ledger.clone(),
+            handler: self.shared_handler(),
+            ledger: self.agents().ledger.clone(),
             depth,
             agent: def.name.clone(),
             agent_id,
@@ -389,7 +406,7 @@ pub(crate) fn run_child(
             st.trajectory.path().map(|p| p.display().to_string()),
         )
     };
-    child.agents.release();
+    child.agents().release();
     child.close();
     let account = format!(
         "{steps} model call{} · {} · ${cost:.4}",

@@ -8,16 +8,19 @@
 //! serialized, and a file tool of a running unit that targets a file another running unit
 //! holds (declared, or already edited by it) is refused for that unit ([`claim_gate`]).
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::fork::Running;
 use super::run::{ChildResult, run_child};
-use crate::session::{CoreError, Session};
-use crate::side_call::SideCallError;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::sync::CancellationToken;
+use yuyao_core::SideCallError;
+use yuyao_core::{CoreError, Session};
 use yuyao_model::build_request;
 use yuyao_protocol::{Event, Message, Mode, NoticeLevel, Request};
 use yuyao_store::worktree::{self, Worktree};
@@ -125,7 +128,7 @@ pub(crate) fn claim_gate(s: &Session, action: &yuyao_policy::Action) -> Result<(
         if reg.is_empty() {
             return Ok(());
         }
-        let project = &s.paths.project;
+        let project = &s.paths().project;
         reg.iter()
             .find(|(root, _, _)| project.starts_with(root))
             .cloned()
@@ -167,12 +170,17 @@ pub(crate) struct Outcome {
     error: Option<String>,
 }
 
-impl Session {
+pub(crate) trait BatchExt {
+    fn propose_units(&self, instruction: &str) -> Result<Vec<Unit>, String>;
+    fn approve_units(&self, units: Vec<Unit>) -> Result<Vec<Unit>, String>;
+}
+
+impl BatchExt for Session {
     /// One request through the same builder: the model's list of units for `instruction`.
     fn propose_units(&self, instruction: &str) -> Result<Vec<Unit>, String> {
         let view = vec![Message::user(format!(
             "Instruction: {instruction}\n\nRepository: {}\nSplit it into independent units (JSON only).",
-            self.paths.project.display()
+            self.paths().project.display()
         ))];
         let mut req = build_request(PLAN_SYSTEM, &view, Vec::new(), false, None);
         let (reply, cost) = self
@@ -190,7 +198,7 @@ impl Session {
 
     /// Someone attends: the list is shown; run it, cancel, drop units or paste an edited list.
     fn approve_units(&self, mut units: Vec<Unit>) -> Result<Vec<Unit>, String> {
-        let Some(h) = self.handler.clone().filter(|_| !self.opts.headless) else {
+        let Some(h) = self.shared_handler().filter(|_| !self.options().headless) else {
             return Ok(units);
         };
         for _ in 0..5 {
@@ -278,13 +286,11 @@ pub(crate) fn batch_cmd(s: &Session, args: &[String]) -> Result<String, CoreErro
         Err(e) => return Ok(format!("batch not run: {e}")),
     };
     let token = CancellationToken::new();
-    if let Ok(mut c) = s.cancel.lock() {
-        *c = token.clone();
-    }
+    s.set_interrupt_token(&token);
     let slots = run_units(s, &units, &token, &NoHooks, "batch")?;
     let summary = merge_all(s, &units, &slots, "batch");
     // The model learns what the batch did (a follow-up like "fix the conflict" needs it).
-    crate::state_notes::push_note(&mut s.lock(), format!("[/batch {instruction}]\n{summary}"));
+    yuyao_core::push_note(&mut s.lock(), format!("[/batch {instruction}]\n{summary}"));
     Ok(summary)
 }
 
@@ -350,7 +356,7 @@ pub(crate) fn run_units(
         }
     }
     let max_parallel = s
-        .config
+        .config()
         .get("agents.max_parallel")
         .and_then(|v| v.as_integer())
         .filter(|n| *n > 0)
@@ -429,7 +435,7 @@ pub(crate) fn run_units(
                         NoticeLevel::Info,
                         format!("{what} unit {}/{total} started: {}", i + 1, units[i].title),
                     );
-                    s.agents.active(1);
+                    s.agents().active(1);
                     s.lock().trajectory.record(
                         "subagent_start",
                         json!({"agent_id": l.agent_id, "agent": l.agent, "call_id": l.call_id,
@@ -437,7 +443,7 @@ pub(crate) fn run_units(
                     );
                     let prompt = unit_prompt(&units[i], wt);
                     let r = run_child(l, &prompt, &running[i].stop, |x| running[i].attach(x));
-                    s.agents.active(-1);
+                    s.agents().active(-1);
                     s.merge_child(r.cost, r.steps, &r.usage);
                     running[i].finish(&r.status, &r.account);
                     lock(registry()).retain(|(p, _, _)| *p != root);

@@ -2,15 +2,18 @@
 //! text with a one-line account of what it did. The task calls of one reply run concurrently
 //! (at most `agents.max_parallel` at once, default 2); their results keep the call order.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 use super::fork::Running;
 use super::run::{ChildResult, run_child};
-use crate::session::Session;
-use crate::tool_call::CallOutcome;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
+use yuyao_core::CallOutcome;
+use yuyao_core::Session;
 use yuyao_protocol::{Event, Mode, ToolCall, canonical_tool_name};
 use yuyao_tools::ToolOutput;
 
@@ -26,9 +29,27 @@ struct TaskArgs {
     agent: Option<String>,
 }
 
-impl Session {
+pub(crate) trait TaskExt {
+    fn task_schema(&self) -> Value;
+    fn run_task_calls(
+        &self,
+        calls: &[ToolCall],
+        intent: &str,
+        token: &CancellationToken,
+    ) -> HashMap<String, CallOutcome>;
+    fn task_outcome(
+        &self,
+        call: &ToolCall,
+        ok: bool,
+        ran: bool,
+        writes: bool,
+        text: String,
+    ) -> CallOutcome;
+}
+
+impl TaskExt for Session {
     /// The `task` tool's schema, naming the agents this session can start.
-    pub(crate) fn task_schema(&self) -> Value {
+    fn task_schema(&self) -> Value {
         let agents: Vec<String> = self
             .agent_defs()
             .0
@@ -58,7 +79,7 @@ impl Session {
 
     /// Runs every `task` call of a reply — concurrently, bounded — before the batch's other
     /// calls; returns their outcomes by call id (the loop keeps the call order).
-    pub(crate) fn run_task_calls(
+    fn run_task_calls(
         &self,
         calls: &[ToolCall],
         intent: &str,
@@ -148,7 +169,7 @@ impl Session {
             return out;
         }
         let max_parallel = self
-            .config
+            .config()
             .get("agents.max_parallel")
             .and_then(|v| v.as_integer())
             .filter(|n| *n > 0)
@@ -171,7 +192,7 @@ impl Session {
                     loop {
                         let job = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
                         let Some(job) = job else { break };
-                        self.agents.active(1);
+                        self.agents().active(1);
                         self.lock().trajectory.record(
                             "subagent_start",
                             json!({"agent_id": job.launch.agent_id, "agent": job.launch.agent,
@@ -181,7 +202,7 @@ impl Session {
                         let r = run_child(&job.launch, &job.prompt, &job.running.stop, |s| {
                             job.running.attach(s)
                         });
-                        self.agents.active(-1);
+                        self.agents().active(-1);
                         self.merge_child(r.cost, r.steps, &r.usage);
                         job.running.finish(&r.status, &r.account);
                         done.lock()

@@ -14,13 +14,16 @@
 //! The tree's shared spend and steps are the kernel's (`tree.rs`); this feature opens the
 //! sub-agents, and keeps the children each session started and their reports ([`Family`]).
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 pub(crate) mod batch;
 pub(crate) mod defs;
-mod fork;
-mod goal;
-mod isolated;
-mod run;
-mod task;
+pub(crate) mod fork;
+pub(crate) mod goal;
+pub(crate) mod isolated;
+pub(crate) mod run;
+pub(crate) mod task;
 pub(crate) mod team;
 pub(crate) mod workflow;
 
@@ -28,8 +31,8 @@ pub(crate) use defs::agents_cmd;
 pub(crate) use fork::fork_cmd;
 pub(crate) use goal::{goal_cmd, loop_cmd};
 
-use crate::session::Session;
 use std::sync::{Arc, Mutex};
+use yuyao_core::Session;
 
 /// The sub-agents and forks a session started, and finished forks' reports.
 #[derive(Default)]
@@ -40,8 +43,12 @@ pub(crate) struct Family {
     pub(crate) reports: Arc<Mutex<Vec<fork::Report>>>,
 }
 
-impl Session {
-    pub(crate) fn family(&self) -> &Family {
+pub(crate) trait SubagentsExt {
+    fn family(&self) -> &Family;
+}
+
+impl SubagentsExt for Session {
+    fn family(&self) -> &Family {
         self.part()
     }
 }
@@ -49,19 +56,23 @@ impl Session {
 /// Sub-agents nest at most this deep: a depth-2 sub-agent is not offered the `task` tool.
 pub(crate) const MAX_DEPTH: u32 = 2;
 
-impl Session {
+pub(crate) trait SubagentsExt1 {
+    fn kill_subagents(&self) -> String;
+}
+
+impl SubagentsExt1 for Session {
     /// Ctrl+X Ctrl+K: stops every background sub-agent (forks) of this session.
-    pub fn kill_subagents(&self) -> String {
+    fn kill_subagents(&self) -> String {
         fork::stop_all(self)
     }
 }
 
-static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
-    specs: &[crate::tool_call::registry::Spec {
+static TOOLS: yuyao_core::FeatureTools = yuyao_core::FeatureTools {
+    specs: &[yuyao_core::registry::Spec {
         name: "task",
-        effect: crate::tool_call::registry::Effect::Runs,
+        effect: yuyao_core::registry::Effect::Runs,
         evidence: true,
-        runner: crate::tool_call::registry::Runner::Delegated,
+        runner: yuyao_core::registry::Runner::Delegated,
     }],
     summaries: &[],
     names: |_| vec!["task"],
@@ -76,7 +87,7 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
 };
 
 /// What this feature adds to a session (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "subagents",
     state: Some(|_| Box::<Family>::default()),
     // `@explore` naming an agent hands that work to it (the task tool).
@@ -95,42 +106,42 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
         s.kill_subagents();
     }),
     commands: &[
-        crate::cmd!(
+        yuyao_core::cmd!(
             "agents",
             [],
             "[list | show|create|edit|delete <name> [--tools a,b --mode m …]]",
             "sub-agent definitions (agents/<name>.md)",
             Some(crate::subagents::agents_cmd)
         ),
-        crate::cmd!(
+        yuyao_core::cmd!(
             "goal",
             [],
             "<condition>",
             "keep working until a condition holds",
             Some(crate::subagents::goal_cmd)
         ),
-        crate::cmd!(
+        yuyao_core::cmd!(
             "loop",
             [],
             "<prompt> [--interval s] [--max n] [--until cond]",
             "repeat a prompt",
             Some(crate::subagents::loop_cmd)
         ),
-        crate::cmd!(
+        yuyao_core::cmd!(
             "fork",
             [],
             "[prompt]",
             "a background sub-agent that starts from this conversation",
             Some(crate::subagents::fork_cmd)
         ),
-        crate::cmd!(
+        yuyao_core::cmd!(
             "batch",
             [],
             "<instruction>",
             "split a change across parallel sub-agents",
             Some(crate::subagents::batch::batch_cmd)
         ),
-        crate::cmd!(
+        yuyao_core::cmd!(
             "workflows",
             ["workflow"],
             "[name]",
@@ -139,5 +150,5 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
         ),
     ],
     tools: Some(&TOOLS),
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };

@@ -7,6 +7,9 @@
 //! as every front, with a handler that turns a question into "awaiting input"), `control.rs`
 //! lists and stops them.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 mod control;
 mod launch;
 mod worker;
@@ -22,7 +25,7 @@ pub fn home(home: Option<&str>) -> std::path::PathBuf {
     yuyao_store::Paths::new(home, &cwd).home
 }
 
-use crate::session::{CoreError, Session};
+use yuyao_core::{CoreError, Session};
 
 /// `/background [prompt]` (`/bg`): the conversation continues in a background process (a
 /// fork of the saved session file, so this one is left as it is), and this front leaves.
@@ -35,7 +38,7 @@ pub(crate) fn background_command(s: &Session, args: &[String]) -> Result<String,
                 .into(),
         ));
     }
-    let mut options = s.opts.clone();
+    let mut options = s.options().clone();
     options.cwd = Some(s.cwd());
     options.continue_last = false;
     options.resume = has_history.then(|| s.session_id());
@@ -63,14 +66,14 @@ pub(crate) fn background_command(s: &Session, args: &[String]) -> Result<String,
 }
 
 /// The slash commands of this feature (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "background",
-    commands: &[crate::cmd!(
+    commands: &[yuyao_core::cmd!(
         "background",
         ["bg"],
         "[prompt]",
         "detach the session into the background",
         Some(crate::background::background_command)
     )],
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };

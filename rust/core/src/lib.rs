@@ -8,7 +8,6 @@
 //! ([`Session::dispatch`]), and renders the events its [`Handler`] receives.
 
 mod architect;
-mod ask;
 mod auto_commit;
 mod batch_ledger;
 mod busy;
@@ -91,7 +90,6 @@ pub use words::split_words;
 /// order of their tools in a request and of their commands in `/help`.
 static FEATURES: &[&feature::Feature] = &[
     &cmd_session::FEATURE,
-    &ask::FEATURE,
     &auto_commit::FEATURE,
     &cmd_sessions::FEATURE,
     &run_app::FEATURE,

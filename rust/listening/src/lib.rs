@@ -10,6 +10,7 @@
 #[allow(unused_imports)]
 use crate::session_ext::*;
 
+pub mod ask;
 pub(crate) mod command_edits;
 pub(crate) mod completion;
 pub(crate) mod intent;
@@ -19,8 +20,10 @@ pub(crate) mod verification;
 
 /// The session methods each module adds (a crate outside the core extends `Session` through
 /// traits); every module imports them all.
+#[allow(unused_imports)]
 pub(crate) mod session_ext {
     pub(crate) use crate::ListeningExt;
+    pub(crate) use crate::ask::AskExt;
     pub(crate) use crate::command_edits::CommandEditsExt;
     pub(crate) use crate::completion::CompletionExt;
     pub(crate) use crate::intent::IntentExt;
@@ -190,6 +193,9 @@ static TOOLS: FeatureTools = FeatureTools {
     },
     beside: None,
 };
+
+/// This crate's features, in registration order: listening, then `ask-user`.
+pub static FEATURES: &[&Feature] = &[&FEATURE, &ask::FEATURE];
 
 /// What this feature adds to a session (feature.rs).
 pub static FEATURE: Feature = Feature {

@@ -365,8 +365,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", yuyao_protocol::VERSION)?;
     // The features that live in crates of their own join the core's, one line each
     // (docs/ARCHITECTURE.md, "the kernel and the features registered with it"). Listening
-    // leads: its scope guard is the first gate a change meets and `declare-scope` the first
-    // feature tool in a request.
+    // (with `ask-user`) leads: its scope guard is the first gate a change meets and
+    // `declare-scope` the first feature tool in a request.
     let trailing: Vec<&'static yuyao_core::Feature> = [
         &yuyao_planning_workflow::FEATURE,
         &yuyao_code_intel::FEATURE,
@@ -377,7 +377,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     .chain([&yuyao_review::FEATURE, &yuyao_json_answer::FEATURE])
     .chain(yuyao_extensions::FEATURES.iter().copied())
     .collect();
-    yuyao_core::register_features(&[&yuyao_listening::FEATURE], &trailing);
+    yuyao_core::register_features(yuyao_listening::FEATURES, &trailing);
     // memory-search's shipped model: package data beside this module (yuyao/models/).
     if let Ok(file) = m
         .py()

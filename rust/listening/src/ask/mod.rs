@@ -6,10 +6,13 @@
 //! back without interrupting anyone ([`reuse`]); with no human present the tool answers so
 //! itself; otherwise the front shows the question as a list.
 
+#[allow(unused_imports)]
+use crate::session_ext::*;
+
 pub(crate) mod reuse;
 
-use crate::session::Session;
 use serde_json::{Value, json};
+use yuyao_core::Session;
 use yuyao_protocol::Request;
 use yuyao_tools::ToolOutput;
 use yuyao_tools::args::AskUserParams;
@@ -108,15 +111,24 @@ pub(crate) fn check_options(options: Option<&[String]>) -> Result<Vec<String>, S
     Ok(opts)
 }
 
-impl Session {
+pub(crate) trait AskExt {
+    fn config_flag(&self, key: &str) -> bool;
+    fn ask_user(&self, args: &AskUserParams) -> ToolOutput;
+    fn known_answer(&self, question: &str, options: &[String]) -> Option<reuse::Found>;
+}
+
+impl AskExt for Session {
     fn config_flag(&self, key: &str) -> bool {
-        self.config.get(key).and_then(|v| v.as_bool()) != Some(false)
+        self.config().get(key).and_then(|v| v.as_bool()) != Some(false)
     }
 
     /// The `ask-user` tool call (the hook in `tool_call/mod.rs`).
-    pub(crate) fn ask_user(&self, args: &AskUserParams) -> ToolOutput {
+    fn ask_user(&self, args: &AskUserParams) -> ToolOutput {
         // Headless planning: the absent human's answer (once), then a permanent denial.
-        if let Some(out) = crate::feature::hooks(|f| f.ask_answer).find_map(|answer| answer(self)) {
+        if let Some(out) = yuyao_core::features()
+            .filter_map(|f| f.ask_answer)
+            .find_map(|answer| answer(self))
+        {
             return out;
         }
         let question = args.question.trim().to_string();
@@ -159,8 +171,8 @@ impl Session {
             ));
         }
         // Headless (`-p`, run_agent.sh, agent_api): nobody reads the question.
-        let answer = match &self.handler {
-            Some(h) if !self.opts.headless => h.request(&Request::AskUser {
+        let answer = match self.handler() {
+            Some(h) if !self.options().headless => h.request(&Request::AskUser {
                 question: question.clone(),
                 options: options.clone(),
             }),
@@ -180,7 +192,7 @@ impl Session {
             Some(a) => ToolOutput::ok(format!("The user answered: {}", a.trim())),
             None => {
                 // The completion check lists it as "assumed: …".
-                for assumed in crate::feature::hooks(|f| f.assumed) {
+                for assumed in yuyao_core::features().filter_map(|f| f.assumed) {
                     assumed(self, &question);
                 }
                 ToolOutput::ok(NO_HUMAN)
@@ -196,16 +208,19 @@ impl Session {
                 source: "an earlier answer in this session".into(),
             });
         }
-        for (source, lines) in
-            crate::feature::hooks(|f| f.remembered).flat_map(|remembered| remembered(self))
+        for (source, lines) in yuyao_core::features()
+            .filter_map(|f| f.remembered)
+            .flat_map(|remembered| remembered(self))
         {
             if let Some(a) = reuse::from_lines(&lines, question, options) {
                 return Some(reuse::Found { answer: a, source });
             }
         }
-        if !self.opts.no_memory {
-            let cwd = self.ctx.cwd();
-            for (path, text) in crate::prompt::convention_files(&self.paths.project, &cwd) {
+        if !self.options().no_memory {
+            let cwd = self.tool_context().cwd();
+            for (path, text) in
+                yuyao_extension_files::conventions::convention_files(&self.paths().project, &cwd)
+            {
                 let lines: Vec<String> = text.lines().map(str::to_string).collect();
                 if let Some(a) = reuse::from_lines(&lines, question, options) {
                     return Some(reuse::Found {
@@ -219,8 +234,8 @@ impl Session {
     }
 }
 
-static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
-    specs: &[crate::tool_call::registry::core(
+static TOOLS: yuyao_core::FeatureTools = yuyao_core::FeatureTools {
+    specs: &[yuyao_core::registry::core(
         "ask-user",
         false,
         |s, _, call, _| match yuyao_tools::ToolArgs::parse("ask-user", &call.arguments) {
@@ -248,10 +263,10 @@ static TOOLS: crate::feature::FeatureTools = crate::feature::FeatureTools {
 };
 
 /// What this feature adds to a session (feature.rs).
-pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "ask",
     tools: Some(&TOOLS),
-    ..crate::feature::Feature::NONE
+    ..yuyao_core::Feature::NONE
 };
 
 #[cfg(test)]

@@ -1,9 +1,12 @@
-//! yuyao-extensions: extensions of a session that live outside the core, each a `Feature`
-//! registered with the core's kernel (`yuyao_core::register_features`, by the program that
-//! assembles yuyao): rule files ([`rule_files`]: `.yuyao/rules`, `.cursor/rules`,
-//! `.claude/rules`) and lifecycle hooks ([`hooks`]: `hooks.json` and Claude Code's settings
-//! hooks, run confined through the core's one spawn path). Removing one is deleting its
-//! module and its line in [`FEATURES`].
+//! yuyao-extensions: every kind of extension a session loads, each a `Feature` registered
+//! with the core's kernel (`yuyao_core::register_features`, by the program that assembles
+//! yuyao): skills ([`skills`]), plugins ([`plugins`]), MCP servers ([`mcp_servers`]), the
+//! on/off switches ([`features`]), flows ([`flow`]), custom commands ([`custom_commands`]),
+//! rule files ([`rule_files`]: `.yuyao/rules`, `.cursor/rules`, `.claude/rules`) and
+//! lifecycle hooks ([`hooks`]: `hooks.json` and Claude Code's settings hooks, run confined
+//! through the core's one spawn path). Whether a project's extension may act at all is the
+//! kernel's extension trust (DESIGN §8): a feature asks it, never decides it. Removing a kind
+//! is deleting its module and its line in [`FEATURES`].
 
 pub mod custom_commands;
 pub mod features;

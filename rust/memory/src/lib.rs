@@ -1,4 +1,5 @@
-//! Persistent memory in a session (spec 002 §6): what is loaded into the system prompt at
+//! yuyao-memory — persistent memory in a session (spec 002 §6), a feature registered with
+//! the core's kernel (removing it is deleting this crate and its registration line): what is loaded into the system prompt at
 //! session start, how hand edits reach the model (an appended "memory changed" note, never a
 //! rewrite of the prompt, so the cached prefix stays stable), and the writing surfaces.
 //! The file format and layout live in `yuyao_store::memory`.

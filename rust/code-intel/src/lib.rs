@@ -7,6 +7,7 @@
 
 use yuyao_lsp::client;
 mod format;
+pub mod refs;
 use yuyao_lsp::servers;
 
 use client::Client;

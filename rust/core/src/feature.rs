@@ -168,6 +168,9 @@ pub struct Feature {
     /// A headless task that is this feature's command line (`/flow:<name> …`, `/skill <name>
     /// …`) runs as that command instead of as a prompt.
     pub task_command: Option<fn(&str) -> bool>,
+    /// The user message a typed prompt becomes, with what its words reference attached
+    /// (`@path`, `@SymbolName`); the first feature that gives one decides, else the text.
+    pub prompt_message: Option<fn(&Session, &str) -> Option<yuyao_protocol::Message>>,
     /// With the configuration's hot reload before every call: notes about files the feature
     /// reads that changed since (a memory file edited by hand).
     pub reload_notes: Option<fn(&Session) -> Vec<String>>,
@@ -256,6 +259,7 @@ impl Feature {
         server_failed: None,
         extension_dirs: None,
         task_command: None,
+        prompt_message: None,
         reload_notes: None,
         new_conversation: None,
         remembered: None,

@@ -34,7 +34,6 @@ mod prompt;
 mod prompt_fit;
 mod queue;
 mod recovery;
-mod refs;
 mod repomap;
 
 mod run_app;

@@ -121,10 +121,11 @@ impl Session {
                 // `@path` references are attached to the prompt (the only content that
                 // enters a request without a tool call).
                 let message = if expanded {
-                    Message::user(text)
+                    None
                 } else {
-                    crate::refs::user_message(self, text)
-                };
+                    crate::feature::hooks(|f| f.prompt_message).find_map(|m| m(self, text))
+                }
+                .unwrap_or_else(|| Message::user(text));
                 // A prompt that cannot fit the window is refused before anything is sent
                 // or kept: the session stays usable.
                 if let Err(why) = self.check_prompt_fits(&message) {

@@ -370,6 +370,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let trailing: Vec<&'static yuyao_core::Feature> = [
         &yuyao_planning_workflow::FEATURE,
         &yuyao_code_intel::FEATURE,
+        &yuyao_code_intel::refs::FEATURE,
         &yuyao_memory::FEATURE,
     ]
     .into_iter()

@@ -258,7 +258,7 @@ impl Session {
     }
 
     /// `@Name` that is no path: the definition's lines, or the candidates when ambiguous.
-    pub(crate) fn symbol_block(&self, word: &str) -> Option<String> {
+    pub fn symbol_block(&self, word: &str) -> Option<String> {
         let name = word.trim_start_matches('@');
         if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
             return None;

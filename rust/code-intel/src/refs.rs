@@ -1,14 +1,14 @@
-//! `@path` references (spec §5.4): a file, or a folder recursively, that the user names in a
+//! `@path` and `@SymbolName` references (spec §5.4), a feature of their own (`FEATURE`): a file, or a folder recursively, that the user names in a
 //! prompt is attached to that prompt. This is the only way content enters a request without a
 //! tool call (spec §3.3's exfiltration invariant): prose that merely mentions a file name
 //! attaches nothing, and a folder expansion never collects secrets (`.env`, keys…) — a secret
 //! file is attached only when the user names that very file.
 
-use crate::session::Session;
 use ignore::WalkBuilder;
 use serde_json::json;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use yuyao_core::Session;
 use yuyao_protocol::{Content, Message};
 
 /// Largest text attached for one referenced file.
@@ -22,7 +22,7 @@ const FOLDER_FILES: usize = 200;
 
 /// The `@…` words of `text`: `@path`, or `@"path with spaces"`; trailing punctuation is not
 /// part of the path. An `@` inside a word (an e-mail address) is not a reference.
-pub(crate) fn referenced_words(text: &str) -> Vec<String> {
+pub fn referenced_words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;
@@ -58,13 +58,13 @@ pub(crate) fn referenced_words(text: &str) -> Vec<String> {
 }
 
 /// The user message for `text`, with every existing referenced file or folder attached.
-pub(crate) fn user_message(s: &Session, text: &str) -> Message {
+pub fn user_message(s: &Session, text: &str) -> Message {
     let mut blocks = String::new();
     let mut images: Vec<String> = Vec::new();
     let mut budget = TOTAL_CAP;
     let mut seen: Vec<PathBuf> = Vec::new();
     for word in referenced_words(text) {
-        let path = s.ctx.resolve(&word);
+        let path = s.tool_context().resolve(&word);
         if !path.exists()
             && let Some(block) = s.symbol_block(&word)
         {
@@ -185,10 +185,10 @@ fn attach_file(
     // whole content, streamed when only a part was attached.
     if cut {
         if let Some(h) = yuyao_tools::fs::hash_file(path) {
-            s.ctx.remember_digest(path, h, false);
+            s.tool_context().remember_digest(path, h, false);
         }
     } else {
-        s.ctx.remember(path, &bytes, true);
+        s.tool_context().remember(path, &bytes, true);
     }
     blocks.push_str(&format!("<file path=\"{}\">\n{body}", path.display()));
     if cut {
@@ -243,6 +243,13 @@ fn attach_folder(s: &Session, dir: &Path, shown: &str, blocks: &mut String, budg
         attach_file(s, p, &rel, false, blocks, &mut images, budget);
     }
 }
+
+/// What this feature adds to a session (feature.rs): the message a typed prompt becomes.
+pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
+    name: "references",
+    prompt_message: Some(|s, text| Some(user_message(s, text))),
+    ..yuyao_core::Feature::NONE
+};
 
 #[cfg(test)]
 mod tests {

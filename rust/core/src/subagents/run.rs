@@ -333,7 +333,7 @@ fn open(l: &Launch, stop: &CancellationToken) -> Result<(Session, Arc<ChildHandl
     child.dreamed.store(true, Ordering::SeqCst);
     if !l.seed.is_empty() {
         let mut st = child.lock();
-        st.history = l.seed.clone();
+        st.history.replace(l.seed.clone());
         st.logged = st.history.len();
     }
     handler.live.store(true, Ordering::SeqCst);

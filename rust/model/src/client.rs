@@ -336,7 +336,15 @@ impl ModelClient {
         on_piece: &mut (dyn FnMut(Piece<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<Completion, ModelError> {
-        let body = self.body_bytes(req);
+        // The body is handed over once (no copy); each attempt shares it.
+        let mut post = self
+            .http
+            .post(self.cfg.endpoint())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(self.body_bytes(req));
+        if !self.cfg.api_key.is_empty() {
+            post = post.bearer_auth(&self.cfg.api_key);
+        }
         let mut attempt = 0;
         let (mut text, mut thinking) = (Shown::default(), Shown::default());
         loop {
@@ -359,7 +367,7 @@ impl ModelClient {
                 other @ Piece::Retrying { .. } => on_piece(other),
             };
             let result = tokio::select! {
-                r = self.attempt(&body, req.stream, &mut show, &mut emitted) => r,
+                r = self.attempt(&post, req.stream, &mut show, &mut emitted) => r,
                 _ = cancel.cancelled() => Err(ModelError::Cancelled),
             };
             match result {
@@ -406,20 +414,17 @@ impl ModelClient {
 
     async fn attempt(
         &self,
-        body: &[u8],
+        post: &reqwest::RequestBuilder,
         stream: bool,
         on_piece: &mut (dyn FnMut(Piece<'_>) + Send),
         emitted: &mut bool,
     ) -> Result<Completion, ModelError> {
         let url = self.cfg.endpoint();
-        let mut rb = self
-            .http
-            .post(&url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_vec());
-        if !self.cfg.api_key.is_empty() {
-            rb = rb.bearer_auth(&self.cfg.api_key);
-        }
+        // A body of bytes is shared by the copies, never copied itself.
+        let rb = post.try_clone().ok_or_else(|| ModelError::Protocol {
+            url: url.clone(),
+            message: "the request cannot be sent again".into(),
+        })?;
         let idle = self.cfg.idle_timeout;
         let timeout_err = || ModelError::Timeout {
             url: url.clone(),

@@ -227,14 +227,15 @@ def test_a_file_a_command_leaves_a_writer_for_is_the_agents_though_later_batches
 def test_a_hook_file_the_write_tool_creates_is_the_agents(fake_llm, api, repo, tmp_path):
     """The file tools: a batch that writes is looked at after it, whatever comes next."""
     marker = tmp_path / "pwned"
-    planted = repo / ".yuyao" / "hooks.json"
-    first = call("write", file_path=str(planted), content=hook_file(marker))
+    planted = repo / "plugins" / "p" / "plugin.json"
+    plugin = {"name": "p", "hooks": json.loads(hook_file(marker))["hooks"]}
+    first = call("write", file_path=str(planted), content=json.dumps(plugin))
     server = fake_llm(_reads_until(planted, first))
     s = api(server, trust_project=True, mode="yolo")
     assert s.chat("go") == "done"
     assert planted.exists(), server.tool_results(1)
     s.dispatch("/trust")
-    assert "== .yuyao/hooks.json (written by the agent" in s.dispatch("/trust review")
+    assert "== plugins/p/plugin.json (written by the agent" in s.dispatch("/trust review")
     s.close()
     api(fake_llm([say("hi")]), trust_project=True).chat("hi")
     assert not marker.exists(), "a hook the write tool planted ran after a blanket approval"

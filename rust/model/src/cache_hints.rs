@@ -32,9 +32,8 @@ pub fn mark(messages: &mut [Value]) {
 /// [`mark`] of one message of the body, the `first` and/or the `last` one (for a body
 /// written message by message).
 pub(crate) fn mark_one_of(m: &mut Value, first: bool, last: bool) {
-    if first && m.get("role").and_then(Value::as_str) == Some("system") {
-        mark_one(m);
-    } else if last && !first {
+    let system = m.get("role").and_then(Value::as_str) == Some("system");
+    if (first && system) || (last && !first) {
         mark_one(m);
     }
 }

@@ -840,21 +840,33 @@ impl Config {
         }
     }
 
-    /// The stamp of the file at `path` now, or as first seen in the open hold.
-    fn stamp_of(&self, path: &std::path::Path) -> Option<FileStamp> {
-        let now = || std::fs::metadata(path).ok().map(|m| file_stamp(&m));
+    /// The stamp of the file at `path` now, or as first seen in the open hold, and whether
+    /// the hold saw no such file (an error other than "not found" is never held).
+    fn stamp_of(&self, path: &std::path::Path) -> (Option<FileStamp>, bool) {
+        let now = || match std::fs::metadata(path) {
+            Ok(m) => Ok(file_stamp(&m)),
+            Err(e) => Err(e.kind() == std::io::ErrorKind::NotFound),
+        };
         let Ok(mut h) = self.held.lock() else {
-            return now();
+            return (now().ok(), false);
         };
         if h.depth == 0 {
-            return now();
+            return (now().ok(), false);
         }
         if let Some(seen) = h.stamps.get(path) {
-            return *seen;
+            return (*seen, seen.is_none());
         }
-        let stamp = now();
-        h.stamps.insert(path.to_path_buf(), stamp);
-        stamp
+        match now() {
+            Ok(stamp) => {
+                h.stamps.insert(path.to_path_buf(), Some(stamp));
+                (Some(stamp), false)
+            }
+            Err(true) => {
+                h.stamps.insert(path.to_path_buf(), None);
+                (None, true)
+            }
+            Err(false) => (None, false),
+        }
     }
 
     /// Whether guarded project keys may be honoured (still only with approved content).
@@ -903,8 +915,8 @@ impl Config {
 
     fn read_layer(&self, layer: Layer) -> Result<Table, ConfigError> {
         let path = self.layer_path(layer);
-        let stamp = self.stamp_of(&path);
-        if stamp.is_none() && self.held.lock().is_ok_and(|h| h.depth > 0) {
+        let (stamp, missing) = self.stamp_of(&path);
+        if missing {
             // No such file when the hold looked (a file made since is seen at the recheck).
             return Ok(Table::new());
         }

@@ -182,6 +182,65 @@ def test_a_custom_command_the_model_plants_runs_nothing_until_approved(
     assert marker.exists(), "the approved command did not run its program"
 
 
+def _reads_until(path: Path, first: dict, limit: int = 200):
+    """A model that sends `first`, then reads a file at every step until `path` exists (one
+    more read after that), then answers."""
+    state = {"after": 0}
+
+    def respond(body, i):
+        if not tool_msgs(body):
+            return first
+        if path.exists():
+            state["after"] += 1
+        if state["after"] >= 2 or len(tool_msgs(body)) > limit:
+            return say("done")
+        time.sleep(0.02)
+        return call("read", file_path="calc.py")
+
+    return respond
+
+
+def test_a_file_a_command_leaves_a_writer_for_is_the_agents_though_later_batches_only_read(
+    fake_llm, api, repo, tmp_path
+):
+    """Batches that only read skip the look at the extension files, but not once a command
+    ran: it can leave a process behind (here one that escapes the command's process group)
+    that plants hooks.json while the model only reads. The file is marked as the agent's at
+    the next batch, so the blanket `/trust` leaves it held and its hook never runs."""
+    marker = tmp_path / "pwned"
+    source = tmp_path / "payload.json"
+    source.write_text(hook_file(marker))
+    planted = repo / "hooks.json"
+    writer = f"setsid sh -c 'sleep 0.4; cp {source} hooks.json' </dev/null >/dev/null 2>&1 &"
+    server = fake_llm(_reads_until(planted, call("bash", command=writer)))
+    s = api(server, trust_project=True, mode="yolo")
+    assert s.chat("go") == "done"
+    assert planted.exists(), "the scenario needs the writer to plant the file during the turn"
+    s.dispatch("/trust")  # the blanket gesture: approves what is there, not the agent's
+    review = s.dispatch("/trust review")
+    assert "== hooks.json (written by the agent" in review, review
+    s.close()
+    api(fake_llm([say("hi")]), trust_project=True).chat("hi")
+    assert not marker.exists(), "a hook a command's leftover process planted ran"
+
+
+def test_a_hook_file_the_write_tool_creates_is_the_agents(fake_llm, api, repo, tmp_path):
+    """The file tools: a batch that writes is looked at after it, whatever comes next."""
+    marker = tmp_path / "pwned"
+    planted = repo / "plugins" / "p" / "plugin.json"
+    plugin = {"name": "p", "hooks": json.loads(hook_file(marker))["hooks"]}
+    first = call("write", file_path=str(planted), content=json.dumps(plugin))
+    server = fake_llm(_reads_until(planted, first))
+    s = api(server, trust_project=True, mode="yolo")
+    assert s.chat("go") == "done"
+    assert planted.exists(), server.tool_results(1)
+    s.dispatch("/trust")
+    assert "== plugins/p/plugin.json (written by the agent" in s.dispatch("/trust review")
+    s.close()
+    api(fake_llm([say("hi")]), trust_project=True).chat("hi")
+    assert not marker.exists(), "a hook the write tool planted ran after a blanket approval"
+
+
 def test_a_change_after_approval_is_held_again(fake_llm, api, repo, tmp_path):
     """Approval is of content: the user trusted hooks.json; the model rewrote it to a
     payload. The rewritten file does not run, in this session's sub-agents or the next."""

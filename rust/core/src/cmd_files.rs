@@ -321,7 +321,7 @@ pub(crate) fn rewind(s: &Session, args: &[String]) -> Result<String, CoreError> 
 /// Replaces the messages after (`from`) or before the split point with a model-written
 /// summary, keeping the rest.
 fn summarize(s: &Session, split: usize, from: bool) -> Result<String, CoreError> {
-    let history = s.lock().history.clone();
+    let history = s.lock().history.to_vec();
     let split = split.min(history.len());
     let (part, kind) = if from {
         (&history[split..], "from the checkpoint on")

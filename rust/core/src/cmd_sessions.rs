@@ -172,7 +172,7 @@ pub(crate) fn tree_command(s: &Session, args: &[String]) -> Result<String, CoreE
         let messages = st.log.replay().messages;
         let n = messages.len();
         st.logged = n;
-        st.history = messages;
+        st.history.replace(messages);
         st.reset_prefix();
         return Ok(format!("switched to {target}: {n} messages in context"));
     }
@@ -280,7 +280,7 @@ pub(crate) fn export_command(s: &Session, args: &[String]) -> Result<String, Cor
     let (id, title, messages) = {
         let mut st = s.lock();
         st.sync_log();
-        (st.log.id().to_string(), st.log.title(), st.history.clone())
+        (st.log.id().to_string(), st.log.title(), st.history.to_vec())
     };
     let path = match args.first() {
         Some(p) => {

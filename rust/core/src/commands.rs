@@ -339,7 +339,7 @@ pub(crate) fn set_model(s: &Session, name: &str) -> Result<String, CoreError> {
     );
     if switch {
         st.sync_log();
-        yuyao_store::sessions::reasoning_to_text(&mut st.history);
+        yuyao_store::sessions::reasoning_to_text(st.history.rewrite());
     }
     st.model_override = Some(name.to_string());
     Ok(format!("model: {name} (the conversation is kept)"))

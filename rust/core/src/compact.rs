@@ -61,7 +61,7 @@ impl Session {
         token: &CancellationToken,
         max_tokens: Option<u64>,
     ) -> Result<String, ModelError> {
-        let history = self.lock().history.clone();
+        let history = self.lock().history.to_vec();
         let budget = self.context_window() as f64 * self.compaction_threshold();
         let cut = tail_start(&history, (budget * TAIL_SHARE * 4.0) as usize);
         if cut == 0 || history.is_empty() {
@@ -106,7 +106,7 @@ impl Session {
             let mut next = vec![Message::user(text)];
             next.extend(tail);
             st.logged = next.len();
-            st.history = next;
+            st.history.replace(next);
             st.reset_prefix();
             // What features pin outlives the summary (the approved plan, the task list).
             let pins: Vec<String> = crate::feature::hooks(|f| f.pins)
@@ -120,7 +120,7 @@ impl Session {
                 json!({"replaced": cut, "kept": keep, "summary": summary, "cost_usd": cost}),
             );
         }
-        let history = self.lock().history.clone();
+        let history = self.lock().history.to_vec();
         let after = crate::context::request_tokens(&self.next_request(&history).0);
         let msg = format!(
             "context compacted: {cut} messages summarized, about {before} → {after} tokens"

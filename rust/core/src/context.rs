@@ -3,7 +3,7 @@
 //! and compaction threshold from the configuration, hot reload of hand-edited config files,
 //! and `/context list|detail`.
 
-use crate::session::{CoreError, Session};
+use crate::session::{CoreError, History, HistoryStamp, Session};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use yuyao_model::{ChatRequest, build_request_owned};
 use yuyao_protocol::{Message, MessageRole, NoticeLevel};
@@ -377,6 +377,8 @@ impl Session {
     /// edit, or a write from another process), at the next model or tool call. A setting
     /// given explicitly for this session (a flag) keeps precedence over the files.
     pub(crate) fn reload_config(&self) {
+        // In a turn the files are stat'ed once between two of these (`Config::hold_stats`).
+        self.config.recheck();
         self.reload_config_files();
         // A memory file edited since it was last read reaches the model as a note.
         let notes: Vec<String> = crate::feature::hooks(|f| f.reload_notes)
@@ -578,22 +580,24 @@ fn assemble_request(
 
 /// The session's requests as they grow (`Session::next_request_cached`): the history's messages
 /// up to a checkpoint, viewed (stubs, repo maps) and sanitized and serialized once
-/// (`yuyao_model::Incremental`). Checked at every use against the history itself, so any
-/// rewrite of it (compaction, a stub batch, /undo, a rewind, a resume) starts it over.
+/// (`yuyao_model::Incremental`). The checkpoint is a [`HistoryStamp`]: any rewrite of the
+/// history (compaction, /undo, a rewind, a resume, a clear) gives it a new identity, which
+/// starts the cache over, and so do a stub batch and a change of the repo-map notes; an
+/// unchanged identity means only appends happened, so only the new tail is looked at.
 #[derive(Default)]
 pub struct RequestCache {
-    /// `history[..src.len()]` when it was settled: the checkpoint.
-    src: Vec<Message>,
+    /// The history at the checkpoint: its first `seen.len` messages are settled.
+    seen: Option<HistoryStamp>,
     batch_chars: usize,
     /// The live repo-map notes it was built with (where, text).
     notes: Vec<(usize, String)>,
-    /// The stub mark's replay of `src`.
+    /// The stub mark's replay of the settled messages.
     replay: StubReplay,
     /// The stub mark the settled messages were viewed with.
     mark: usize,
     sanitized: yuyao_model::Incremental,
-    /// The `tool-search` calls of `src`, in order: the deferred schemas they loaded go with
-    /// every request (`tool_defer.rs`).
+    /// The `tool-search` calls of the settled messages, in order: the deferred schemas they
+    /// loaded go with every request (`tool_defer.rs`).
     searches: Vec<yuyao_protocol::ToolCall>,
 }
 
@@ -602,7 +606,7 @@ impl RequestCache {
     /// stream and effort, which the caller sets): equal to `assemble_request`'s.
     fn request(
         &mut self,
-        history: &[Message],
+        history: &History,
         maps: &yuyao_repomap::Maps,
         system: &str,
         batch_chars: usize,
@@ -612,7 +616,6 @@ impl RequestCache {
             .live(history)
             .map(|n| (n.at, n.text.as_str()))
             .collect();
-        let h = self.src.len();
         let valid = self.batch_chars == batch_chars
             && self.notes.len() == notes.len()
             && self
@@ -620,16 +623,17 @@ impl RequestCache {
                 .iter()
                 .zip(&notes)
                 .all(|(a, b)| a.0 == b.0 && a.1 == b.1)
-            && h <= history.len()
-            && history[..h] == self.src[..];
+            && self
+                .seen
+                .is_some_and(|seen| history.appended_since(seen).is_some());
         if !valid {
-            self.start_over(batch_chars, &notes);
+            self.start_over(history, batch_chars, &notes);
         }
         let mut replay = self.replay.clone();
         replay.run(history, history.len(), batch_chars);
-        if replay.mark != self.mark && !self.src.is_empty() {
+        if replay.mark != self.mark && self.seen.is_some_and(|s| s.count() > 0) {
             // A stub batch: the settled view changed.
-            self.start_over(batch_chars, &notes);
+            self.start_over(history, batch_chars, &notes);
             replay = self.replay.clone();
             replay.run(history, history.len(), batch_chars);
         }
@@ -637,7 +641,7 @@ impl RequestCache {
         self.mark = mark;
         // The new checkpoint: the last place where what follows is not a tool result (a
         // result belongs with the call before it), before the last message.
-        let h = self.src.len();
+        let h = self.seen.map_or(0, |s| s.count());
         let at = |i: usize| notes.iter().any(|n| n.0 == i);
         let next = (h + 1..history.len())
             .rev()
@@ -651,7 +655,7 @@ impl RequestCache {
                     .filter(|c| crate::tool_defer::is_search(c))
                     .cloned(),
             );
-            self.src.extend_from_slice(&history[h..next]);
+            self.seen = Some(history.stamp_at(next));
             self.replay.run(history, next, batch_chars);
         }
         let tools = crate::tool_defer::with_loaded_by(
@@ -663,8 +667,9 @@ impl RequestCache {
         self.sanitized.request(system, rest, tools, false, None)
     }
 
-    fn start_over(&mut self, batch_chars: usize, notes: &[(usize, &str)]) {
+    fn start_over(&mut self, history: &History, batch_chars: usize, notes: &[(usize, &str)]) {
         *self = RequestCache {
+            seen: Some(history.stamp_at(0)),
             batch_chars,
             notes: notes.iter().map(|(at, t)| (*at, t.to_string())).collect(),
             ..Default::default()
@@ -997,6 +1002,11 @@ mod tests {
         }
     }
 
+    /// How many messages of the history the cache has settled.
+    fn settled(cache: &RequestCache) -> usize {
+        cache.seen.map_or(0, |s| s.count())
+    }
+
     /// The request built in one pass over the whole history, as `assemble_request` does.
     fn from_scratch(
         history: &[Message],
@@ -1020,7 +1030,7 @@ mod tests {
     /// One random change of the history, as the session makes them: prompts, notes, calls
     /// and their results (big ones get stubbed; some missing, stray, duplicated or with
     /// empty ids), answers, and the rewrites — /undo, a compaction, a rewind — and repo maps.
-    fn change(rng: &mut Rng, h: &mut Vec<Message>, maps: &mut yuyao_repomap::Maps, k: usize) {
+    fn change(rng: &mut Rng, h: &mut History, maps: &mut yuyao_repomap::Maps, k: usize) {
         let big = |rng: &mut Rng| "é\"x\u{1}".repeat(1 + rng.below(900) as usize);
         match rng.below(100) {
             0..=39 => {
@@ -1072,10 +1082,18 @@ mod tests {
             71 if h.len() > 4 => {
                 // A compaction: a summary and the last messages.
                 let tail = h.split_off(h.len() - 3);
-                *h = std::iter::once(Message::user("summary"))
-                    .chain(tail)
-                    .collect();
+                h.replace(
+                    std::iter::once(Message::user("summary"))
+                        .chain(tail)
+                        .collect(),
+                );
                 maps.truncate(0);
+            }
+            76 if !h.is_empty() => {
+                // /clear, then a new prompt.
+                h.clear();
+                maps.truncate(0);
+                h.push(Message::user(format!("task {k}")));
             }
             72..=74 => {
                 let map = format!("[repo map {k}]");
@@ -1089,7 +1107,7 @@ mod tests {
             75 if !h.is_empty() => {
                 // A message rewritten in place (a resumed or edited session).
                 let i = rng.below(h.len() as u64) as usize;
-                h[i] = Message::user(format!("rewritten {k}"));
+                h.rewrite()[i] = Message::user(format!("rewritten {k}"));
             }
             _ => h.push(Message::assistant("")),
         }
@@ -1114,21 +1132,25 @@ mod tests {
         let mut rebuilt_steps = 0;
         for seed in 1..=60u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-            let mut h: Vec<Message> = Vec::new();
+            let mut h = History::default();
             let mut maps = yuyao_repomap::Maps::default();
             let mut cache = RequestCache::default();
             // Small batches, so that old results are stubbed in several batches.
             let mut batch = 3000 + rng.below(3) as usize * 2000;
             for k in 0..150 {
-                change(&mut rng, &mut h, &mut maps, k);
+                // Sometimes several changes between two requests: a rewrite followed by
+                // appends that bring the history back to its length or past it.
+                for _ in 0..if rng.below(4) == 0 { 3 } else { 1 } {
+                    change(&mut rng, &mut h, &mut maps, k);
+                }
                 if rng.below(60) == 0 {
                     batch += 1000; // the window or threshold changed (hot reload)
                 }
                 let system = if rng.below(40) == 0 { "" } else { "sys" };
-                let before = cache.src.len();
+                let before = settled(&cache);
                 let defer: &[serde_json::Value] = if seed % 2 == 0 { &deferred } else { &[] };
                 let got = cache.request(&h, &maps, system, batch, (tools.clone(), defer));
-                if cache.src.len() < before {
+                if settled(&cache) < before {
                     rebuilt_steps += 1;
                 }
                 let want = from_scratch(&h, &maps, system, batch, (&tools, defer));
@@ -1144,7 +1166,7 @@ mod tests {
                 assert_eq!(got.message_count(), want.messages.len());
                 assert_eq!(request_tokens(&got), request_tokens(&want));
                 assert_eq!(got.clone().into_flat().messages, want.messages);
-                assert!(cache.src.len() <= h.len());
+                assert!(settled(&cache) <= h.len());
             }
         }
         assert!(
@@ -1157,15 +1179,17 @@ mod tests {
     /// views, sanitizes and serializes only what it added.
     #[test]
     fn a_growing_history_is_settled_up_to_its_last_step() {
-        let mut h = vec![Message::user("task")];
+        let mut h = History::from(vec![Message::user("task")]);
         let mut cache = RequestCache::default();
         let maps = yuyao_repomap::Maps::default();
         for k in 0..300 {
-            step(&mut h, k, 40);
+            let mut added = Vec::new();
+            step(&mut added, k, 40);
+            h.extend(added);
             h.push(Message::user("[intent] state a reason before each batch"));
             let req = cache.request(&h, &maps, "sys", 16_000, (Vec::new(), &[]));
             assert!(req.messages.len() <= 4, "step {k}: {}", req.messages.len());
-            assert!(h.len() - cache.src.len() <= 1, "step {k}");
+            assert!(h.len() - settled(&cache) <= 1, "step {k}");
             assert_eq!(req.message_count(), h.len() + 1);
         }
     }

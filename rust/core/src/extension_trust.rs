@@ -17,6 +17,7 @@
 use crate::hooks::{self, HookSource};
 use crate::session::Session;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use yuyao_protocol::NoticeLevel;
 use yuyao_store::trust;
 
@@ -162,6 +163,43 @@ impl Session {
         }
     }
 
+    /// A turn starts: its first batch looks at the extension files whatever it calls (what
+    /// ran between turns — a hook, a background job — is the session's doing too).
+    pub(crate) fn extension_watch_turn_start(&self) {
+        self.ext_watch
+            .looked_this_turn
+            .store(false, Ordering::SeqCst);
+    }
+
+    /// Before a tool batch runs: files written since the last look are marked (see
+    /// [`ExtWatch`] for when nothing can have written any).
+    pub(crate) fn note_extension_writes_before_batch(&self) {
+        let w = &self.ext_watch;
+        if !w.looked_this_turn.swap(true, Ordering::SeqCst) || w.writers.load(Ordering::SeqCst) {
+            self.note_agent_extension_writes();
+        }
+    }
+
+    /// After a tool batch of `calls`: the files they may have written are marked at once
+    /// (a kill -9 later keeps the mark).
+    pub(crate) fn note_extension_writes_after_batch(&self, calls: &[yuyao_protocol::ToolCall]) {
+        let w = &self.ext_watch;
+        let mut look = w.writers.load(Ordering::SeqCst);
+        for c in calls {
+            match call_writes(&c.name) {
+                Writes::Never => {}
+                Writes::During => look = true,
+                Writes::After => {
+                    w.writers.store(true, Ordering::SeqCst);
+                    look = true;
+                }
+            }
+        }
+        if look {
+            self.note_agent_extension_writes();
+        }
+    }
+
     /// After a tool batch: extension files that appeared or changed were written by the agent
     /// (or something it started). They are marked at once, so no later blanket trust approves
     /// them unseen, and the user is told.
@@ -198,6 +236,51 @@ impl Session {
                     .join(", ")
             ),
         );
+    }
+}
+
+/// When the look at the extension files after and before each batch
+/// ([`Session::note_agent_extension_writes`], a listing and a digest of every file) can be
+/// skipped. The model writes files only through its tool calls; a call that only reads
+/// (the registry's `Reads` effect: `read`, `grep`, `glob`, …) writes nothing, so a batch of
+/// such calls needs no look — unless something the session started earlier may still be
+/// writing: a command (its background children, `bash … &`, a background job), an MCP
+/// server, a sub-agent. Once such a call ran, every batch looks, as before, for the rest of
+/// the session. The first batch of every turn looks too.
+#[derive(Default)]
+pub struct ExtWatch {
+    /// A call that can leave something running that writes (a command, an MCP tool, a
+    /// sub-agent, a tool the registry does not know) ran in this session.
+    writers: AtomicBool,
+    /// The first batch of the turn looked.
+    looked_this_turn: AtomicBool,
+}
+
+/// What a call of `name` (as the model spelled it) may write, and when.
+#[derive(Debug, PartialEq, Eq)]
+enum Writes {
+    /// Nothing: it only reads the workspace.
+    Never,
+    /// Only while it runs (the file tools, the session's own state).
+    During,
+    /// Also after it returns: a program it started may go on running.
+    After,
+}
+
+fn call_writes(name: &str) -> Writes {
+    use crate::tool_call::registry::{Effect, Runner, spec};
+    // Resolved as the pipeline resolves it (`tool_call/mod.rs`): an MCP tool first.
+    if yuyao_policy::is_mcp_tool(name) {
+        return Writes::After;
+    }
+    let Some(s) = yuyao_protocol::canonical_tool_name(name).and_then(spec) else {
+        return Writes::After;
+    };
+    match (s.effect, s.runner) {
+        (_, Runner::Delegated | Runner::Mcp) => Writes::After,
+        (Effect::Reads, Runner::Builtin) => Writes::Never,
+        (Effect::Writes | Effect::SessionState, _) => Writes::During,
+        _ => Writes::After,
     }
 }
 
@@ -389,6 +472,47 @@ fn collect_commands(v: &serde_json::Value, out: &mut Vec<String>) {
 mod tests {
     use super::*;
     use yuyao_store::Paths;
+
+    /// Only a built-in that reads spares the look after its batch; what writes is looked at
+    /// after it; a command, an MCP tool, a sub-agent or a name the registry does not know
+    /// may leave a writer running, so every later batch looks too.
+    #[test]
+    fn only_reads_spare_the_look_and_a_command_keeps_it_for_good() {
+        for name in [
+            "read",
+            "Read",
+            "grep",
+            "glob",
+            "read-media",
+            "bg-list",
+            "bg-output",
+        ] {
+            assert_eq!(call_writes(name), Writes::Never, "{name}");
+        }
+        for name in [
+            "write",
+            "edit",
+            "multi-edit",
+            "apply-patch",
+            "notebook-edit",
+        ] {
+            assert_eq!(call_writes(name), Writes::During, "{name}");
+        }
+        for name in [
+            "bash",
+            "shell",
+            "monitor",
+            "bg-stop",
+            "task",
+            "web-fetch",
+            "mcp__fs__write_file",
+            "mcp__fs__read",
+            "no-such-tool",
+            "",
+        ] {
+            assert_eq!(call_writes(name), Writes::After, "{name}");
+        }
+    }
 
     fn setup() -> (tempfile::TempDir, Paths) {
         let d = tempfile::tempdir().unwrap();

@@ -96,7 +96,7 @@ impl Session {
             let mut st = self.lock();
             st.sync_log();
             st.logged = messages.len();
-            st.history = messages;
+            st.history.replace(messages);
             st.log = log;
             st.reset_prefix();
         }
@@ -123,7 +123,7 @@ impl Session {
         let text = st.log.rewind_before(entry).map_err(CoreError::Usage)?;
         let messages = st.log.replay().messages;
         st.logged = messages.len();
-        st.history = messages;
+        st.history.replace(messages);
         st.reset_prefix();
         Ok(text)
     }

@@ -434,6 +434,9 @@ impl Session {
     }
 
     pub(crate) async fn run_turn(&self, token: &CancellationToken) -> TurnSummary {
+        self.extension_watch_turn_start();
+        // The config files are stat'ed once per model or tool call (`reload_config`).
+        let _stats = self.config.hold_stats();
         self.reload_config();
         let mut client = match self.client() {
             Ok(c) => c,
@@ -869,7 +872,7 @@ impl Session {
                 .unwrap_or_default();
             // Extension files written since the last look (a background job between turns)
             // are the session's doing too: nothing a session ran writes is taken for the user's.
-            self.note_agent_extension_writes();
+            self.note_extension_writes_before_batch();
             for stated in crate::feature::hooks(|f| f.batch_intent) {
                 stated(self, &intent);
             }
@@ -980,7 +983,7 @@ impl Session {
             }
             self.finish_file_batch();
             // Extension files the batch wrote are marked at once (a kill -9 later keeps it).
-            self.note_agent_extension_writes();
+            self.note_extension_writes_after_batch(&calls);
             if !images.is_empty() {
                 self.lock().push(images_message(images));
             }

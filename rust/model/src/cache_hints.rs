@@ -21,13 +21,20 @@ pub fn wanted(setting: &str, model: &str) -> bool {
 /// Marks the system message and the newest message of a request body's `messages`.
 pub fn mark(messages: &mut [Value]) {
     let n = messages.len();
-    if let Some(first) = messages.first_mut()
-        && first.get("role").and_then(Value::as_str) == Some("system")
-    {
-        mark_one(first);
+    if let Some(first) = messages.first_mut() {
+        mark_one_of(first, true, n == 1);
     }
     if n > 1 {
         mark_one(&mut messages[n - 1]);
+    }
+}
+
+/// [`mark`] of one message of the body, the `first` and/or the `last` one (for a body
+/// written message by message).
+pub(crate) fn mark_one_of(m: &mut Value, first: bool, last: bool) {
+    let system = m.get("role").and_then(Value::as_str) == Some("system");
+    if (first && system) || (last && !first) {
+        mark_one(m);
     }
 }
 

@@ -200,11 +200,14 @@ impl ModelClient {
     /// its messages rather than through a `Value` tree (that tree was a second copy of the
     /// whole conversation at every step), and the settled messages as the bytes they were
     /// serialized to once (`settled.rs`): the bytes are those of serializing
-    /// `{"messages": [every message], ...fields}` in one pass (tested below).
-    /// Cache hints rewrite messages, so a request that carries them goes the `Value` way.
+    /// `{"messages": [every message], ...fields}` in one pass (tested below). Cache hints
+    /// rewrite two messages, and such a body is [`ModelClient::body`]'s `Value` written out:
+    /// see [`ModelClient::hinted_body_bytes`].
     pub fn body_bytes(&self, req: &ChatRequest) -> Vec<u8> {
         if req.cache_hints {
-            return serde_json::to_vec(&self.body(req)).unwrap_or_default();
+            return self
+                .hinted_body_bytes(req)
+                .unwrap_or_else(|| serde_json::to_vec(&self.body(req)).unwrap_or_default());
         }
         let settled = req.settled.as_ref().filter(|s| !s.part.wire().is_empty());
         let (head, tail) = match settled {
@@ -251,6 +254,60 @@ impl ModelClient {
         out
     }
 
+    /// [`ModelClient::body`] with cache hints, serialized, without building the `Value` of
+    /// every message: the fields in the body map's order, the settled messages as their
+    /// `Value` bytes made once (`Settled::valued_wire`), and only the messages around them
+    /// through a `Value` — the two marked ones (the system prompt and the newest message,
+    /// `cache_hints.rs`) are never among the settled ones. `None`: the tree way.
+    pub(crate) fn hinted_body_bytes(&self, req: &ChatRequest) -> Option<Vec<u8>> {
+        let settled = req
+            .settled
+            .as_ref()
+            .filter(|s| !s.part.messages().is_empty())?;
+        let (head, tail) = req.messages.split_at(settled.at.min(req.messages.len()));
+        if head.is_empty() || tail.is_empty() {
+            return None;
+        }
+        let n = req.message_count();
+        let wire = settled.part.valued_wire()?;
+        let mut body = self.fields(req);
+        body.insert("messages".into(), Value::Null);
+        let mut out = Vec::with_capacity(wire.0.len() + 8192);
+        out.push(b'{');
+        for (k, (key, value)) in body.iter().enumerate() {
+            if k > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut out, key).ok()?;
+            out.push(b':');
+            if key != "messages" {
+                serde_json::to_writer(&mut out, value).ok()?;
+                continue;
+            }
+            out.push(b'[');
+            let one = |out: &mut Vec<u8>, m: &Message, i: usize| -> Option<()> {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let mut v = serde_json::to_value(m).ok()?;
+                crate::cache_hints::mark_one_of(&mut v, i == 0, i + 1 == n);
+                serde_json::to_writer(&mut *out, &v).ok()
+            };
+            for (i, m) in head.iter().enumerate() {
+                one(&mut out, m, i)?;
+            }
+            out.push(b',');
+            out.extend_from_slice(&wire.0);
+            let after = n - tail.len();
+            for (i, m) in tail.iter().enumerate() {
+                one(&mut out, m, after + i)?;
+            }
+            out.push(b']');
+        }
+        out.push(b'}');
+        Some(out)
+    }
+
     /// [`ModelClient::body_bytes`] as one `serde_json` pass over a flat request: the bytes the
     /// assembled ones are checked against.
     #[cfg(test)]
@@ -279,7 +336,15 @@ impl ModelClient {
         on_piece: &mut (dyn FnMut(Piece<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<Completion, ModelError> {
-        let body = self.body_bytes(req);
+        // The body is handed over once (no copy); each attempt shares it.
+        let mut post = self
+            .http
+            .post(self.cfg.endpoint())
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(self.body_bytes(req));
+        if !self.cfg.api_key.is_empty() {
+            post = post.bearer_auth(&self.cfg.api_key);
+        }
         let mut attempt = 0;
         let (mut text, mut thinking) = (Shown::default(), Shown::default());
         loop {
@@ -302,7 +367,7 @@ impl ModelClient {
                 other @ Piece::Retrying { .. } => on_piece(other),
             };
             let result = tokio::select! {
-                r = self.attempt(&body, req.stream, &mut show, &mut emitted) => r,
+                r = self.attempt(&post, req.stream, &mut show, &mut emitted) => r,
                 _ = cancel.cancelled() => Err(ModelError::Cancelled),
             };
             match result {
@@ -349,20 +414,17 @@ impl ModelClient {
 
     async fn attempt(
         &self,
-        body: &[u8],
+        post: &reqwest::RequestBuilder,
         stream: bool,
         on_piece: &mut (dyn FnMut(Piece<'_>) + Send),
         emitted: &mut bool,
     ) -> Result<Completion, ModelError> {
         let url = self.cfg.endpoint();
-        let mut rb = self
-            .http
-            .post(&url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_vec());
-        if !self.cfg.api_key.is_empty() {
-            rb = rb.bearer_auth(&self.cfg.api_key);
-        }
+        // A body of bytes is shared by the copies, never copied itself.
+        let rb = post.try_clone().ok_or_else(|| ModelError::Protocol {
+            url: url.clone(),
+            message: "the request cannot be sent again".into(),
+        })?;
         let idle = self.cfg.idle_timeout;
         let timeout_err = || ModelError::Timeout {
             url: url.clone(),
@@ -609,6 +671,8 @@ mod tests {
             req.cache_hints = hints;
             settled.cache_hints = hints;
             assert_eq!(client.body_bytes(&settled), client.one_pass_bytes(&req));
+            // With hints, the settled messages' bytes are reused, not rebuilt as a tree.
+            assert!(!hints || client.hinted_body_bytes(&settled).is_some());
         }
         req.cache_hints = false;
         req.tools.clear();

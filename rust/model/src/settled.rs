@@ -29,11 +29,35 @@ pub fn message_chars(m: &Message) -> usize {
 /// Sanitized messages that every later request of the conversation repeats, with their wire
 /// form: each message's JSON, comma-separated, exactly as `serde_json` writes it inside the
 /// request's `messages` array.
-#[derive(Debug, Default, Clone, PartialEq)]
+#[derive(Debug, Default)]
 pub struct Settled {
     messages: Vec<Message>,
     wire: Vec<u8>,
     chars: usize,
+    /// The wire form of a body with cache hints, which goes through `Value`s (their keys in
+    /// the map's order, not the struct's): `(bytes, messages written)`, made at the first
+    /// such body and extended by the later ones, so a conversation without hints never
+    /// pays for it.
+    valued: std::sync::Mutex<(Vec<u8>, usize)>,
+}
+
+impl Clone for Settled {
+    fn clone(&self) -> Self {
+        Settled {
+            messages: self.messages.clone(),
+            wire: self.wire.clone(),
+            chars: self.chars,
+            valued: std::sync::Mutex::new(
+                self.valued.lock().map(|v| v.clone()).unwrap_or_default(),
+            ),
+        }
+    }
+}
+
+impl PartialEq for Settled {
+    fn eq(&self, other: &Self) -> bool {
+        self.messages == other.messages
+    }
 }
 
 impl Settled {
@@ -49,6 +73,21 @@ impl Settled {
     /// The messages' JSON, comma-separated (no brackets).
     pub(crate) fn wire(&self) -> &[u8] {
         &self.wire
+    }
+
+    /// The messages as `serde_json::to_value` of each would write them, comma-separated;
+    /// `None` if one cannot be (the body then goes the whole-tree way).
+    pub(crate) fn valued_wire(&self) -> Option<std::sync::MutexGuard<'_, (Vec<u8>, usize)>> {
+        let mut v = self.valued.lock().ok()?;
+        while v.1 < self.messages.len() {
+            let value = serde_json::to_value(&self.messages[v.1]).ok()?;
+            if !v.0.is_empty() {
+                v.0.push(b',');
+            }
+            serde_json::to_writer(&mut v.0, &value).ok()?;
+            v.1 += 1;
+        }
+        Some(v)
     }
 
     fn push(&mut self, m: Message) {
@@ -267,6 +306,11 @@ mod tests {
             hinted.0.cache_hints = true;
             hinted.1.cache_hints = true;
             prop_assert_eq!(client.body_bytes(&hinted.0), client.one_pass_bytes(&hinted.1));
+            // Settled messages are written from their kept bytes, not as a tree.
+            prop_assert_eq!(
+                client.hinted_body_bytes(&hinted.0).is_some(),
+                hinted.0.settled.is_some()
+            );
         }
     }
 }

@@ -769,6 +769,30 @@ pub struct Config {
     /// times per step, and a file is parsed again only when its stamp moved (a hand edit or
     /// another process's `config set` is still seen at the next read).
     parsed: std::sync::Mutex<std::collections::HashMap<PathBuf, (FileStamp, Table)>>,
+    /// While a [`Config::hold_stats`] is open: each layer file's stamp as first read since
+    /// the last [`Config::recheck`] (`None`: no such file), so the many reads of a step cost
+    /// one `stat` per file, not one per key. Outside a hold every read stats the files.
+    held: std::sync::Mutex<StatHold>,
+}
+
+#[derive(Default)]
+struct StatHold {
+    depth: usize,
+    stamps: std::collections::HashMap<PathBuf, Option<FileStamp>>,
+}
+
+/// An open [`Config::hold_stats`]: dropped, the files are stat'ed at every read again.
+pub struct StatsHeld<'a>(&'a Config);
+
+impl Drop for StatsHeld<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut h) = self.0.held.lock() {
+            h.depth = h.depth.saturating_sub(1);
+            if h.depth == 0 {
+                h.stamps.clear();
+            }
+        }
+    }
 }
 
 /// What identifies a version of a file without reading it: size, inode, mtime and ctime
@@ -794,6 +818,54 @@ impl Config {
             paths,
             project_programs: Default::default(),
             parsed: Default::default(),
+            held: Default::default(),
+        }
+    }
+
+    /// Until the returned value is dropped, a layer file is stat'ed at its first read after
+    /// each [`Config::recheck`] only (a session holds this over a turn and rechecks at every
+    /// model and tool call, where it applies hand edits: seen then, as before). The
+    /// session's own writes (`set`, `unset`) are seen at once. Holds nest.
+    pub fn hold_stats(&self) -> StatsHeld<'_> {
+        if let Ok(mut h) = self.held.lock() {
+            h.depth += 1;
+        }
+        StatsHeld(self)
+    }
+
+    /// The next read of each layer file stats it again (see [`Config::hold_stats`]).
+    pub fn recheck(&self) {
+        if let Ok(mut h) = self.held.lock() {
+            h.stamps.clear();
+        }
+    }
+
+    /// The stamp of the file at `path` now, or as first seen in the open hold, and whether
+    /// the hold saw no such file (an error other than "not found" is never held).
+    fn stamp_of(&self, path: &std::path::Path) -> (Option<FileStamp>, bool) {
+        let now = || match std::fs::metadata(path) {
+            Ok(m) => Ok(file_stamp(&m)),
+            Err(e) => Err(e.kind() == std::io::ErrorKind::NotFound),
+        };
+        let Ok(mut h) = self.held.lock() else {
+            return (now().ok(), false);
+        };
+        if h.depth == 0 {
+            return (now().ok(), false);
+        }
+        if let Some(seen) = h.stamps.get(path) {
+            return (*seen, seen.is_none());
+        }
+        match now() {
+            Ok(stamp) => {
+                h.stamps.insert(path.to_path_buf(), Some(stamp));
+                (Some(stamp), false)
+            }
+            Err(true) => {
+                h.stamps.insert(path.to_path_buf(), None);
+                (None, true)
+            }
+            Err(false) => (None, false),
         }
     }
 
@@ -843,7 +915,11 @@ impl Config {
 
     fn read_layer(&self, layer: Layer) -> Result<Table, ConfigError> {
         let path = self.layer_path(layer);
-        let stamp = std::fs::metadata(&path).ok().map(|m| file_stamp(&m));
+        let (stamp, missing) = self.stamp_of(&path);
+        if missing {
+            // No such file when the hold looked (a file made since is seen at the recheck).
+            return Ok(Table::new());
+        }
         if let Some(stamp) = stamp
             && let Ok(cache) = self.parsed.lock()
             && let Some((seen, table)) = cache.get(&path)
@@ -1068,11 +1144,15 @@ impl Config {
         let text = toml::to_string(table)
             .map_err(|e| ConfigError::Invalid(format!("cannot encode configuration: {e}")))?;
         let write = || crate::write_atomic(&path, text.as_bytes());
-        match layer {
+        let written = match layer {
             Layer::Project => crate::trust::keep_approval(&self.paths, &path, write),
             Layer::User => write(),
+        };
+        // Our own write is read back at once, in a hold too.
+        if let Ok(mut h) = self.held.lock() {
+            h.stamps.remove(&path);
         }
-        .map_err(|e| ConfigError::Io(format!("cannot write {}: {e}", path.display())))
+        written.map_err(|e| ConfigError::Io(format!("cannot write {}: {e}", path.display())))
     }
 }
 
@@ -1365,6 +1445,46 @@ mod tests {
         assert_eq!(c.get("x.k").map(|v| display(&v)), Some("bbbb".into()));
         std::fs::remove_file(&user).unwrap();
         assert_eq!(c.get("x.k"), None);
+    }
+
+    /// In a hold (a session's turn) a file is stat'ed once per recheck (each model and tool
+    /// call): a hand edit is seen at the next recheck, the session's own write at once, and
+    /// every read after the hold ends sees the file as it is.
+    #[test]
+    fn a_hold_reads_each_file_once_per_recheck_and_sees_its_own_writes() {
+        let (_d, c) = config();
+        let user = c.paths().user_config();
+        std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+        let k = |c: &Config| c.get("x.k").map(|v| display(&v));
+        std::fs::write(&user, "[x]\nk = \"aaaa\"\n").unwrap();
+        {
+            let _outer = c.hold_stats();
+            assert_eq!(k(&c), Some("aaaa".into()));
+            std::fs::write(&user, "[x]\nk = \"bbbb\"\n").unwrap();
+            assert_eq!(k(&c), Some("aaaa".into()), "held until the recheck");
+            c.recheck();
+            assert_eq!(k(&c), Some("bbbb".into()));
+            {
+                let _inner = c.hold_stats();
+                c.set("x.k", "cccc", Some(Layer::User)).unwrap();
+                assert_eq!(k(&c), Some("cccc".into()), "its own write, at once");
+            }
+            // A file that did not exist when the hold looked.
+            let project = c.paths().project_config();
+            std::fs::create_dir_all(project.parent().unwrap()).unwrap();
+            assert_eq!(c.get_in("x.k", Layer::Project), None);
+            std::fs::write(&project, "[x]\nk = \"dddd\"\n").unwrap();
+            assert_eq!(
+                c.get_in("x.k", Layer::Project),
+                None,
+                "held until the recheck"
+            );
+            c.recheck();
+            assert_eq!(k(&c), Some("dddd".into()));
+            std::fs::remove_file(&project).unwrap();
+            std::fs::write(&user, "[x]\nk = \"eeee\"\n").unwrap();
+        }
+        assert_eq!(k(&c), Some("eeee".into()), "no hold: every read looks");
     }
 
     #[test]

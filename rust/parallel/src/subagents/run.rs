@@ -353,7 +353,7 @@ fn open(l: &Launch, stop: &CancellationToken) -> Result<(Session, Arc<ChildHandl
     }
     if !l.seed.is_empty() {
         let mut st = child.lock();
-        st.history = l.seed.clone();
+        st.history.replace(l.seed.clone());
         st.logged = st.history.len();
     }
     handler.live.store(true, Ordering::SeqCst);

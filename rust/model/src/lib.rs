@@ -8,6 +8,7 @@
 pub mod cache_hints;
 mod client;
 mod cost;
+pub mod history;
 mod key;
 mod sanitize;
 mod settled;

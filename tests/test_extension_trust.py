@@ -224,6 +224,31 @@ def test_a_file_a_command_leaves_a_writer_for_is_the_agents_though_later_batches
     assert not marker.exists(), "a hook a command's leftover process planted ran"
 
 
+def test_a_file_planted_after_the_turn_ended_is_held_by_the_blanket_trust(
+    fake_llm, api, repo, tmp_path
+):
+    """A command's leftover process plants hooks.json after the turn ended, when no batch is
+    left to look. The trust gesture looks before it approves: the file is the agent's, held
+    for review, and its hook never runs."""
+    marker = tmp_path / "pwned"
+    source = tmp_path / "payload.json"
+    source.write_text(hook_file(marker))
+    planted = repo / "hooks.json"
+    writer = f"setsid sh -c 'sleep 0.5; cp {source} hooks.json' </dev/null >/dev/null 2>&1 &"
+    server = fake_llm([call("bash", command=writer), say("done")])
+    s = api(server, trust_project=True, mode="yolo")
+    assert s.chat("go") == "done"
+    deadline = time.time() + 10
+    while not planted.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    assert planted.exists(), "the scenario needs the writer to plant the file after the turn"
+    out = s.dispatch("/trust")
+    assert "still held" in out and "hooks.json" in out, out
+    s.close()
+    api(fake_llm([say("hi")]), trust_project=True).chat("hi")
+    assert not marker.exists(), "a hook planted after the turn ran after a blanket approval"
+
+
 def test_a_hook_file_the_write_tool_creates_is_the_agents(fake_llm, api, repo, tmp_path):
     """The file tools: a batch that writes is looked at after it, whatever comes next."""
     marker = tmp_path / "pwned"

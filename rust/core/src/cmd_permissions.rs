@@ -35,6 +35,10 @@ fn rule_and_scope(args: &[String]) -> Result<(String, Option<Scope>), CoreError>
 /// `/trust [status]`: the user trusts this project (persisted in `~/.yuyao/`); the project's
 /// widening settings and allow rules then apply, unless a flag pins them.
 pub(crate) fn trust_cmd(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    // A process the agent started may have written an extension file since the last tool
+    // batch looked (a leftover of a command, after the turn ended): the gesture sees it as
+    // the agent's before it approves or lists anything.
+    s.note_agent_extension_writes();
     let (trusted, ignored) = {
         let st = s.lock();
         (st.trusted, st.ignored_project_settings.clone())

@@ -219,7 +219,7 @@ pub struct Session {
     /// When that look can be skipped (`extension_trust.rs`, [`crate::extension_trust::ExtWatch`]).
     pub(crate) ext_watch: crate::extension_trust::ExtWatch,
     /// Custom-command problems already reported (each is said once).
-    pub(crate) custom_warned: Mutex<std::collections::HashSet<String>>,
+    pub(crate) warned: Mutex<std::collections::HashSet<String>>,
     /// The next prompt is a custom command's expanded text (no `@path` attachments).
     pub(crate) expanded_prompt: std::sync::atomic::AtomicBool,
     /// The endpoint refused `reasoning_effort: "xhigh"`: `--thinking max` sends `high`.
@@ -601,7 +601,7 @@ impl Session {
             snaps: Mutex::new(Default::default()),
             ext_seen: Mutex::new(Vec::new()),
             ext_watch: Default::default(),
-            custom_warned: Mutex::new(Default::default()),
+            warned: Mutex::new(Default::default()),
             expanded_prompt: Default::default(),
             xhigh_refused: Default::default(),
             agents: crate::tree::AgentLink::at_open(),
@@ -694,16 +694,18 @@ impl Session {
         self.handler.is_some()
     }
 
-    /// Says a warning once per session (a custom command or extension that cannot be used is
-    /// said at its first use, not at every one).
-    pub fn warn_once(&self, warning: String) {
-        let fresh = self
-            .custom_warned
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(warning.clone());
-        if fresh {
-            self.notice(NoticeLevel::Warning, warning);
+    /// Says each warning once per session (a custom command or extension that cannot be used
+    /// is said at its first use, not at every one).
+    pub fn warn_once(&self, warnings: impl IntoIterator<Item = String>) {
+        for warning in warnings {
+            let fresh = self
+                .warned
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(warning.clone());
+            if fresh {
+                self.notice(NoticeLevel::Warning, warning);
+            }
         }
     }
 

@@ -142,7 +142,6 @@ static SHELL_REF: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"!\{([^}\n]+)\}
 pub(crate) trait CustomCommandsExt {
     fn custom_commands(&self) -> Vec<CustomCommand>;
     fn load_custom_commands(&self) -> (Vec<CustomCommand>, Vec<String>);
-    fn warn_custom_once(&self, warnings: Vec<String>);
     fn run_custom_command(&self, name: &str, rest: &str) -> Option<Result<String, CoreError>>;
     fn expand_inline(&self, cmd: &CustomCommand, text: &str) -> String;
     fn inline_file(&self, raw: &str) -> String;
@@ -166,17 +165,10 @@ impl CustomCommandsExt for Session {
         load_dirs(roots)
     }
 
-    /// Warns once per session about a custom command that cannot be used.
-    fn warn_custom_once(&self, warnings: Vec<String>) {
-        for w in warnings {
-            self.warn_once(w);
-        }
-    }
-
     /// `/name args` for a custom command, if `name` is one: the expanded prompt runs as a turn.
     fn run_custom_command(&self, name: &str, rest: &str) -> Option<Result<String, CoreError>> {
         let (list, warnings) = self.load_custom_commands();
-        self.warn_custom_once(warnings);
+        self.warn_once(warnings);
         let cmd = list.into_iter().find(|c| c.name == name)?;
         if self.is_busy() {
             return Some(Err(CoreError::Usage(format!(
@@ -323,7 +315,7 @@ impl CustomCommandsExt for Session {
     /// `command_table`, with the file and source).
     fn custom_command_table(&self) -> Value {
         let (list, warnings) = self.load_custom_commands();
-        self.warn_custom_once(warnings);
+        self.warn_once(warnings);
         let mut rows: Vec<Value> = list
             .iter()
             .map(|c| {

@@ -384,12 +384,7 @@ impl PluginsExt1 for Session {
     /// Every plugin on disk (whatever its state), warnings said once.
     fn all_plugins(&self) -> Vec<Plugin> {
         let (list, warnings) = load(&self.paths().home, &self.paths().project);
-        self.warn_ext_once(
-            warnings
-                .into_iter()
-                .map(|w| format!("plugins: {w}"))
-                .collect(),
-        );
+        self.warn_once(warnings.into_iter().map(|w| format!("plugins: {w}")));
         list
     }
 
@@ -466,7 +461,7 @@ impl PluginsExt1 for Session {
                         == Some(digest)
             };
             let (h, w) = p.hooks_if(&approved);
-            self.warn_ext_once(w.into_iter().map(|w| format!("plugins: {w}")).collect());
+            self.warn_once(w.into_iter().map(|w| format!("plugins: {w}")));
             out.extend(h);
         }
         out
@@ -481,11 +476,11 @@ impl PluginsExt1 for Session {
                 && self.project_extensions_allowed()
                 && let Some(why) = self.plugin_off(&p)
             {
-                self.warn_ext_once(vec![format!("plugins: {}: {why}", p.name)]);
+                self.warn_once(vec![format!("plugins: {}: {why}", p.name)]);
                 continue;
             }
             let (servers, w) = p.mcp_servers();
-            self.warn_ext_once(w.into_iter().map(|w| format!("plugins: {w}")).collect());
+            self.warn_once(w.into_iter().map(|w| format!("plugins: {w}")));
             // The TUI's trust prompt names what a project plugin's servers would run.
             if p.source == HookSource::Project
                 && self.options().project_extensions.is_none()

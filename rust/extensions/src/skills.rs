@@ -72,8 +72,6 @@ pub(crate) struct ExtState {
     /// While a skill with `allowed-tools` runs: its name, the entries, and for a project's
     /// skill its SKILL.md, whose content must be approved for the entries to pre-approve.
     active: Mutex<Option<ActiveSkill>>,
-    /// Extension problems already reported (each is said once).
-    warned: Mutex<BTreeSet<String>>,
 }
 
 pub(crate) trait SkillsExt {
@@ -320,7 +318,6 @@ pub(crate) fn schema() -> Value {
 }
 
 pub(crate) trait SkillsExt1 {
-    fn warn_ext_once(&self, warnings: Vec<String>);
     fn skills(&self) -> Vec<Skill>;
     fn find_skill(&self, name: &str) -> Result<Skill, String>;
     fn with_skills_section(&self, system: String) -> String;
@@ -341,19 +338,6 @@ pub(crate) trait SkillsExt1 {
 }
 
 impl SkillsExt1 for Session {
-    /// Says each extension problem once per session.
-    fn warn_ext_once(&self, warnings: Vec<String>) {
-        if warnings.is_empty() {
-            return;
-        }
-        let mut seen = self.ext().warned.lock().unwrap_or_else(|e| e.into_inner());
-        for w in warnings {
-            if seen.insert(w.clone()) {
-                self.notice(NoticeLevel::Warning, w);
-            }
-        }
-    }
-
     /// The skills usable now (feature switch, trust, active plugins), problems said once.
     fn skills(&self) -> Vec<Skill> {
         if !self.feature_enabled("skills") {
@@ -371,12 +355,7 @@ impl SkillsExt1 for Session {
                 .map(|(d, o, name)| (d, o, format!("plugin:{name}"))),
         );
         let (list, warnings) = load_from(&roots);
-        self.warn_ext_once(
-            warnings
-                .into_iter()
-                .map(|w| format!("skills: {w}"))
-                .collect(),
-        );
+        self.warn_once(warnings.into_iter().map(|w| format!("skills: {w}")));
         list
     }
 
@@ -613,7 +592,7 @@ impl SkillsExt1 for Session {
         if let Some(file) = approval
             && let Some(why) = self.project_file_held(&file)
         {
-            self.warn_ext_once(vec![format!(
+            self.warn_once(vec![format!(
                 "skills: the allowed-tools of '{skill}' pre-approve nothing: {why}"
             )]);
             return;

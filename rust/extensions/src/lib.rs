@@ -23,13 +23,13 @@ pub mod skills;
 pub(crate) mod session_ext {
     pub(crate) use crate::custom_commands::CustomCommandsExt;
     pub(crate) use crate::flow::FlowExt;
-    pub(crate) use crate::mcp_servers::McpServersExt;
-    pub(crate) use crate::mcp_servers::McpServersExt1;
-    pub(crate) use crate::plugins::PluginsExt;
-    pub(crate) use crate::plugins::PluginsExt1;
-    pub(crate) use crate::skills::SkillsExt;
-    pub(crate) use crate::skills::SkillsExt1;
-    pub(crate) use crate::skills::SkillsExt2;
+    pub(crate) use crate::mcp_servers::McpState;
+    pub(crate) use crate::mcp_servers::McpSync;
+    pub(crate) use crate::plugins::PluginList;
+    pub(crate) use crate::plugins::PluginServerState;
+    pub(crate) use crate::skills::FlowTable;
+    pub(crate) use crate::skills::SkillState;
+    pub(crate) use crate::skills::SkillUse;
 }
 
 /// The features of this crate, in registration order: the rule files' always-rules join
@@ -48,7 +48,7 @@ pub static FEATURES: &[&yuyao_core::Feature] = &[
 
 /// For the fronts: the names of the MCP servers the session has.
 pub fn mcp_servers(s: &yuyao_core::Session) -> Vec<String> {
-    mcp_servers::McpServersExt::mcp_servers(s)
+    mcp_servers::McpSync::mcp_servers(s)
 }
 
 /// For the fronts: the custom commands found now (rows like `command_table`'s).

@@ -113,7 +113,7 @@ impl McpServers {
     }
 }
 
-pub(crate) trait McpServersExt {
+pub(crate) trait McpSync {
     fn project_extensions_run(&self) -> Result<(), String>;
     fn mcp_sync(&self);
     fn mcp_open_notices(&self);
@@ -126,7 +126,7 @@ pub(crate) trait McpServersExt {
     fn mcp_servers(&self) -> Vec<String>;
 }
 
-impl McpServersExt for Session {
+impl McpSync for Session {
     /// Whether the project's own executables (`.mcp.json` servers) may run: as the front
     /// chose (`-p`/agent_api yes unless told otherwise, run_agent.sh never), else (the TUI)
     /// only in a trusted project.
@@ -559,11 +559,11 @@ fn list(s: &Session) -> Result<String, CoreError> {
     Ok(out.trim_end().to_string())
 }
 
-pub(crate) trait McpServersExt1 {
+pub(crate) trait McpState {
     fn mcp(&self) -> &McpServers;
 }
 
-impl McpServersExt1 for Session {
+impl McpState for Session {
     fn mcp(&self) -> &McpServers {
         self.part()
     }

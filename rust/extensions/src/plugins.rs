@@ -357,17 +357,17 @@ fn save_disabled(home: &Path, name: &str, on: bool) -> std::io::Result<()> {
 #[derive(Default)]
 pub(crate) struct PluginServers(pub BTreeMap<String, (String, HookSource, McpServer)>);
 
-pub(crate) trait PluginsExt {
+pub(crate) trait PluginServerState {
     fn plugin_servers(&self) -> &std::sync::Mutex<PluginServers>;
 }
 
-impl PluginsExt for Session {
+impl PluginServerState for Session {
     fn plugin_servers(&self) -> &std::sync::Mutex<PluginServers> {
         self.part()
     }
 }
 
-pub(crate) trait PluginsExt1 {
+pub(crate) trait PluginList {
     fn all_plugins(&self) -> Vec<Plugin>;
     fn plugin_off(&self, p: &Plugin) -> Option<String>;
     fn active_plugins(&self) -> Vec<Plugin>;
@@ -380,7 +380,7 @@ pub(crate) trait PluginsExt1 {
     fn plugin_lines(&self) -> Vec<String>;
 }
 
-impl PluginsExt1 for Session {
+impl PluginList for Session {
     /// Every plugin on disk (whatever its state), warnings said once.
     fn all_plugins(&self) -> Vec<Plugin> {
         let (list, warnings) = load(&self.paths().home, &self.paths().project);

@@ -74,11 +74,11 @@ pub(crate) struct ExtState {
     active: Mutex<Option<ActiveSkill>>,
 }
 
-pub(crate) trait SkillsExt {
+pub(crate) trait SkillState {
     fn ext(&self) -> &ExtState;
 }
 
-impl SkillsExt for Session {
+impl SkillState for Session {
     /// The session's skill state.
     fn ext(&self) -> &ExtState {
         self.part()
@@ -317,7 +317,7 @@ pub(crate) fn schema() -> Value {
     })
 }
 
-pub(crate) trait SkillsExt1 {
+pub(crate) trait SkillUse {
     fn skills(&self) -> Vec<Skill>;
     fn find_skill(&self, name: &str) -> Result<Skill, String>;
     fn with_skills_section(&self, system: String) -> String;
@@ -337,7 +337,7 @@ pub(crate) trait SkillsExt1 {
     );
 }
 
-impl SkillsExt1 for Session {
+impl SkillUse for Session {
     /// The skills usable now (feature switch, trust, active plugins), problems said once.
     fn skills(&self) -> Vec<Skill> {
         if !self.feature_enabled("skills") {
@@ -684,11 +684,11 @@ pub fn runs_a_skill(task: &str) -> bool {
     }
 }
 
-pub(crate) trait SkillsExt2 {
+pub(crate) trait FlowTable {
     fn flow_table(&self) -> Vec<Value>;
 }
 
-impl SkillsExt2 for Session {
+impl FlowTable for Session {
     /// `/flow:<name>` rows for `/help` and completion (the shape of `custom_command_table`).
     fn flow_table(&self) -> Vec<Value> {
         self.skills()

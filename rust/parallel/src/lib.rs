@@ -15,8 +15,8 @@ pub mod subagents;
 #[allow(unused_imports)]
 pub(crate) mod session_ext {
     pub(crate) use crate::cmd_background::CmdBackgroundExt;
-    pub(crate) use crate::subagents::SubagentsExt;
-    pub(crate) use crate::subagents::SubagentsExt1;
+    pub(crate) use crate::subagents::KillSubagents;
+    pub(crate) use crate::subagents::SubagentFamily;
     pub(crate) use crate::subagents::batch::BatchExt;
     pub(crate) use crate::subagents::batch::UnitHooks;
     pub(crate) use crate::subagents::defs::DefsExt;
@@ -50,5 +50,5 @@ pub fn user_shell(s: &yuyao_core::Session, command: &str) -> Result<String, yuya
 
 /// For the fronts: Ctrl+X Ctrl+K — stops every background sub-agent of this session.
 pub fn kill_subagents(s: &yuyao_core::Session) -> String {
-    subagents::SubagentsExt1::kill_subagents(s)
+    subagents::KillSubagents::kill_subagents(s)
 }

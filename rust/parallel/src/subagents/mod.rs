@@ -43,11 +43,11 @@ pub(crate) struct Family {
     pub(crate) reports: Arc<Mutex<Vec<fork::Report>>>,
 }
 
-pub(crate) trait SubagentsExt {
+pub(crate) trait SubagentFamily {
     fn family(&self) -> &Family;
 }
 
-impl SubagentsExt for Session {
+impl SubagentFamily for Session {
     fn family(&self) -> &Family {
         self.part()
     }
@@ -56,11 +56,11 @@ impl SubagentsExt for Session {
 /// Sub-agents nest at most this deep: a depth-2 sub-agent is not offered the `task` tool.
 pub(crate) const MAX_DEPTH: u32 = 2;
 
-pub(crate) trait SubagentsExt1 {
+pub(crate) trait KillSubagents {
     fn kill_subagents(&self) -> String;
 }
 
-impl SubagentsExt1 for Session {
+impl KillSubagents for Session {
     /// Ctrl+X Ctrl+K: stops every background sub-agent (forks) of this session.
     fn kill_subagents(&self) -> String {
         fork::stop_all(self)

@@ -930,6 +930,9 @@ impl Session {
             close(self);
         }
         self.ctx.jobs.shutdown();
+        // What the session's programs wrote up to here (SessionEnd hooks, background jobs
+        // just stopped) is the agent's: marked before anything outside a session can approve it.
+        self.note_agent_extension_writes();
         // The session's browser, if one was started, goes with it.
         self.ctx.browser.close();
         {

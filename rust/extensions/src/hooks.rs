@@ -463,7 +463,6 @@ fn session_end_hooks(s: &Session) {
         .unwrap_or(false);
     if first {
         run_hooks(s, HookEvent::SessionEnd, None, json!({"reason": "exit"}));
-        s.note_agent_extension_writes();
     }
 }
 

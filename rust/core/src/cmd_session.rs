@@ -8,7 +8,7 @@
 
 use crate::commands::{one_arg, parse, set_mode, set_model, set_role, toggle_arg, usage};
 use crate::session::{CoreError, Session};
-use yuyao_protocol::{Curiosity, Mode, Role, ShowThinking, ThinkingLevel};
+use yuyao_protocol::{Curiosity, MessageRole, Mode, Role, ShowThinking, ThinkingLevel};
 use yuyao_store::Layer;
 
 /// What this feature adds to a session (feature.rs).
@@ -140,7 +140,7 @@ pub(crate) static FEATURE: crate::feature::Feature = crate::feature::Feature {
             [],
             "<list|detail>",
             "context sizes and truncation",
-            Some(crate::context::context_command)
+            Some(context_command)
         ),
         crate::cmd!(
             "gc",
@@ -533,4 +533,162 @@ fn config(s: &Session, args: &[String]) -> Result<String, CoreError> {
             "unknown /config action '{other}': use get, set, unset or list"
         ))),
     }
+}
+
+/// `/context [list|detail]`: what the next request weighs, part by part (seed 000
+/// behaviour 10), and with `detail` what the request view stubbed or capped.
+fn context_command(s: &Session, args: &[String]) -> Result<String, CoreError> {
+    let detail = match args.first().map(String::as_str) {
+        None | Some("list") => false,
+        Some("detail") => true,
+        Some(other) => {
+            return Err(CoreError::Usage(format!(
+                "unknown /context action '{other}': use list or detail"
+            )));
+        }
+    };
+    let history = s.messages();
+    let (req, stubs) = s.next_request(&history);
+    let system_chars = req
+        .messages
+        .first()
+        .map(crate::context::message_chars)
+        .unwrap_or_default();
+    let conventions = crate::prompt::convention_files(&s.paths.project, s.ctx.cwd().as_path());
+    let mut conv_raw = 0usize;
+    let mut conv_injected = 0usize;
+    let mut conv_truncated = Vec::new();
+    if !s.opts.no_memory && s.opts.system_prompt.is_none() {
+        for (path, text) in &conventions {
+            let raw = std::fs::read_to_string(path)
+                .map(|t| t.chars().count())
+                .unwrap_or(0);
+            let injected = text.trim().chars().count();
+            conv_raw += raw;
+            conv_injected += injected;
+            if raw > text.chars().count() {
+                conv_truncated.push(format!(
+                    "{}: {raw} characters on disk, {injected} injected",
+                    path.display()
+                ));
+            }
+        }
+    }
+    // A feature's section of the system prompt (memory's) is shown on its own rows.
+    // A replaced system prompt (--system-prompt) carries none.
+    let replaced = s.opts.system_prompt.is_some();
+    let parts: Vec<crate::feature::ContextPart> = crate::feature::hooks(|f| f.context_part)
+        .map(|part| part(s, replaced))
+        .collect();
+    let memory_in_prompt: usize = parts.iter().map(|p| p.in_prompt).sum();
+    let conv_injected =
+        (conv_injected + memory_in_prompt).min(system_chars) - memory_in_prompt.min(system_chars);
+    let tools_chars: usize = req
+        .tools
+        .iter()
+        .map(|t| t.to_string().chars().count())
+        .sum();
+    let mut hist_chars = 0usize;
+    let mut results_chars = 0usize;
+    for m in req.messages.iter().skip(1) {
+        if m.role == MessageRole::Tool {
+            results_chars += crate::context::message_chars(m);
+        } else {
+            hist_chars += crate::context::message_chars(m);
+        }
+    }
+    let results_raw: usize = history
+        .iter()
+        .filter(|m| m.role == MessageRole::Tool)
+        .map(crate::context::message_chars)
+        .sum();
+    let total = system_chars + tools_chars + hist_chars + results_chars;
+    let window = s.context_window();
+    let threshold = s.compaction_threshold();
+    let row = |name: &str, raw: Option<usize>, injected: usize| {
+        let raw = raw
+            .map(|r| format!("{:>9}", crate::context::tokens(r)))
+            .unwrap_or_else(|| format!("{:>9}", "-"));
+        format!(
+            "  {name:<26} {raw} {:>9} {:>9}\n",
+            crate::context::tokens(injected),
+            injected
+        )
+    };
+    let mut out = format!(
+        "context (tokens estimated at 4 characters each; window {window}, compaction at {:.0}%)\n  {:<26} {:>9} {:>9} {:>9}\n",
+        threshold * 100.0,
+        "part",
+        "raw tok",
+        "sent tok",
+        "sent chr"
+    );
+    let system_own =
+        system_chars - conv_injected - memory_in_prompt.min(system_chars - conv_injected);
+    out.push_str(&row("system prompt", Some(system_own), system_own));
+    out.push_str(&row("AGENTS.md / CLAUDE.md", Some(conv_raw), conv_injected));
+    // What features loaded into the prompt at session start (memory): each file's size on
+    // disk and in the prompt.
+    let mut memory_raw = 0;
+    for part in &parts {
+        memory_raw += part.raw;
+        out.push_str(&row(part.name, Some(part.raw), part.in_prompt));
+        for (label, raw, injected) in &part.rows {
+            out.push_str(&row(label, Some(*raw), *injected));
+        }
+    }
+    out.push_str(&row("tool schemas", Some(tools_chars), tools_chars));
+    out.push_str(&row("history (messages)", Some(hist_chars), hist_chars));
+    out.push_str(&row("tool results", Some(results_raw), results_chars));
+    let raw_total = system_own + conv_raw + memory_raw + tools_chars + hist_chars + results_raw;
+    out.push_str(&row("total", Some(raw_total), total));
+    out.push_str(&format!(
+        "  used {:.1}% of the window",
+        crate::context::tokens(total) as f64 * 100.0 / window.max(1) as f64
+    ));
+    for lines in crate::feature::hooks(|f| f.context_lines) {
+        out.push_str(&lines(s));
+    }
+    out.push_str(&s.repo_map_context());
+    if !detail {
+        return Ok(out);
+    }
+    out.push_str("\n\ndetail:\n");
+    if stubs.is_empty() {
+        out.push_str("  no tool result is stubbed\n");
+    }
+    for st in &stubs {
+        out.push_str(&format!(
+            "  stubbed: {} result {} ({} characters kept on disk, {} sent)\n",
+            st.tool, st.call_id, st.raw_chars, st.stub_chars
+        ));
+    }
+    let capped = history
+        .iter()
+        .filter(|m| m.role == MessageRole::Tool && m.text().contains("[… output truncated:"))
+        .count();
+    out.push_str(&format!(
+        "  tool results capped when added (full output spilled to a file): {capped}\n"
+    ));
+    for t in &conv_truncated {
+        out.push_str(&format!("  truncated: {t}\n"));
+    }
+    for part in &parts {
+        for line in &part.detail {
+            out.push_str(line);
+        }
+    }
+    let budget = (window as f64 * threshold) as u64;
+    if crate::context::tokens(total) > budget {
+        out.push_str(&format!(
+            "  OVER BUDGET: {} tokens > {budget} (compaction runs before the next model call)\n",
+            crate::context::tokens(total)
+        ));
+    } else {
+        out.push_str(&format!(
+            "  within budget: {} of {budget} tokens before compaction\n",
+            crate::context::tokens(total)
+        ));
+    }
+    Ok(out.trim_end().to_string())
 }

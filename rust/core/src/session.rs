@@ -60,7 +60,7 @@ impl Default for TurnSummary {
     }
 }
 
-pub use yuyao_model::history::{History, HistoryStamp};
+pub use yuyao_model::history::History;
 
 /// The mutable state of a session, behind one lock.
 pub struct State {

@@ -4,7 +4,7 @@
 use yuyao_protocol::Message;
 
 /// The conversation of a session (yuyao-core's `State::history`). Between rewrites it only grows
-/// (DESIGN §4: requests are append-only), and the request cache (yuyao-core's `context.rs`) relies on it:
+/// (DESIGN §4: requests are append-only), and the request cache ([`crate::RequestCache`]) relies on it:
 /// [`History::push`] and [`History::extend`] append; every other change — a replacement,
 /// a truncation, an edit of a message in place — goes through a method that gives the
 /// history a new [`History::stamp`] identity, so a cache that saw `(id, len)` knows the

@@ -13,6 +13,8 @@ mod key;
 mod sanitize;
 mod settled;
 mod stream;
+pub mod tool_search;
+pub mod view;
 
 pub use client::{
     COST_HEADER, ChatRequest, Completion, ModelClient, ModelConfig, ModelError, Piece,
@@ -21,6 +23,7 @@ pub use cost::{CatalogEntry, Pricing, catalog_lookup, catalog_source};
 pub use key::{hidden_model_key, hide_model_key};
 pub use sanitize::{NOT_EXECUTED, check_well_formed, sanitize};
 pub use settled::{Incremental, Settled, SettledPart, message_chars};
+pub use view::{RequestCache, Stub, request_view, stub_batch_chars};
 
 use serde_json::Value;
 use yuyao_protocol::Message;

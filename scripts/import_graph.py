@@ -168,12 +168,42 @@ def check_crates(metadata: dict) -> bool:
         dev = sorted(f"{a} -> {b}" for (a, b), k in kinds.items() if k == {"dev"})
         if dev:
             print(f"crates: dev-dependency arrows: {', '.join(dev)}")
+    ok &= check_feature_crates_removable(graph)
     arrows = sum(len(v) for v in graph.values())
     dev_only = sum(1 for k in kinds.values() if k == {"dev"})
     print(
         f"crates: {len(graph)} workspace crates, {arrows} arrows ({dev_only} dev-only),"
         f" {'no cycle' if ok else 'CYCLE'}"
     )
+    return ok
+
+
+FRONT_CRATE = "yuyao-py"
+KERNEL_CRATE = "yuyao-core"
+
+
+def check_feature_crates_removable(graph: dict[str, set[str]]) -> bool:
+    """A feature crate (one the Python extension depends on that itself depends on the core)
+    is removed by deleting it and its one registration line: the extension's sources name it
+    exactly once (`yuyao_x::FEATURES` in the registration), every other call goes through the
+    kernel's `front_call` door."""
+    if FRONT_CRATE not in graph:
+        return True
+    features = sorted(c for c in graph[FRONT_CRATE] if KERNEL_CRATE in graph.get(c, set()))
+    sources = "\n".join(
+        p.read_text(encoding="utf-8") for p in sorted((ROOT / "rust/py/src").rglob("*.rs"))
+    )
+    ok = True
+    for crate in features:
+        ident = crate.replace("-", "_")
+        uses = re.findall(rf"\b{ident}::", sources)
+        if len(uses) != 1:
+            ok = False
+            print(
+                f"crates: {FRONT_CRATE} names feature crate {crate} {len(uses)} times"
+                " (only its registration line may: call it through yuyao_core::front_call)"
+            )
+    print(f"crates: {len(features)} feature crates, each named once by {FRONT_CRATE}" if ok else "")
     return ok
 
 

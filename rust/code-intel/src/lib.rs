@@ -626,6 +626,10 @@ static TOOLS: yuyao_core::FeatureTools = yuyao_core::FeatureTools {
     beside: None,
 };
 
+/// The features of this crate, in registration order: the `lsp` tool and diagnostics,
+/// then `@path`/`@SymbolName` references.
+pub static FEATURES: &[&yuyao_core::Feature] = &[&FEATURE, &refs::FEATURE];
+
 /// What this feature adds to a session (feature.rs).
 pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     name: "lsp",

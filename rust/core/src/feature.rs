@@ -13,6 +13,7 @@ use crate::session::{CoreError, Session, State};
 use crate::tool_call::registry::Spec;
 use serde_json::Value;
 use std::any::Any;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use yuyao_protocol::ToolCall;
 use yuyao_tools::ToolOutput;
@@ -196,6 +197,53 @@ pub struct Feature {
     /// The turn goes on in a new phase under another role (architect's editor): what the
     /// earlier phase was refused no longer counts against it.
     pub new_phase: Option<fn(&mut State)>,
+    /// The session is now shared with a front (the TUI, `agent_api`): work that needs the
+    /// shared session starts here (memory's periodic dreaming).
+    pub shared: Option<fn(&Arc<Session>)>,
+    /// Calls a front makes by name ([`front_call`]).
+    pub front_calls: &'static [FrontCall],
+}
+
+/// A call a front makes by name (the TUI's plan gate and todo list, `yuyao bg …`), so the
+/// fronts name no feature crate: removing a feature's crate and its registration line
+/// leaves them building, and a call to it answers "not available". The argument and the
+/// answer are JSON; `session` is the front's session (`None` for calls made without one,
+/// such as `yuyao bg list`).
+pub struct FrontCall {
+    pub name: &'static str,
+    pub run: fn(session: Option<&Arc<Session>>, args: Value) -> Result<Value, CoreError>,
+}
+
+/// Runs the front call `name` of whichever feature registered it.
+pub fn front_call(
+    session: Option<&Arc<Session>>,
+    name: &str,
+    args: Value,
+) -> Result<Value, CoreError> {
+    let call = all()
+        .flat_map(|f| f.front_calls)
+        .find(|c| c.name == name)
+        .ok_or_else(|| {
+            CoreError::NotAvailable(format!("{name}: that feature is not in this build"))
+        })?;
+    (call.run)(session, args)
+}
+
+/// The session a front call needs (an error for a call made without one).
+pub fn front_session<'a>(
+    session: Option<&'a Arc<Session>>,
+    name: &str,
+) -> Result<&'a Arc<Session>, CoreError> {
+    session.ok_or_else(|| CoreError::Usage(format!("{name}: needs a session")))
+}
+
+impl Session {
+    /// The session is shared with a front now: every feature's [`Feature::shared`] moment.
+    pub fn shared_with_front(self: &Arc<Self>) {
+        for shared in hooks(|f| f.shared) {
+            shared(self);
+        }
+    }
 }
 
 impl Feature {
@@ -270,6 +318,8 @@ impl Feature {
         final_answer: None,
         after_batch: None,
         new_phase: None,
+        shared: None,
+        front_calls: &[],
     };
 }
 
@@ -716,5 +766,21 @@ mod tests {
             n,
             "a command name or alias is registered twice"
         );
+    }
+
+    /// A front's call to a feature this build leaves out is refused as not available (a
+    /// front names no feature crate, so leaving one out still builds), and front call names
+    /// are unique.
+    #[test]
+    fn a_front_call_no_feature_registered_is_not_available() {
+        match front_call(None, "plan.state", Value::Null) {
+            Err(CoreError::NotAvailable(why)) => assert!(why.contains("plan.state"), "{why}"),
+            other => panic!("the core alone has no planning feature: {other:?}"),
+        }
+        let mut names: Vec<&str> = all().flat_map(|f| f.front_calls).map(|c| c.name).collect();
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n, "a front call is registered twice");
     }
 }

@@ -63,8 +63,8 @@ pub use commands::{
 pub use context::{config_snapshot, request_view};
 pub use feature::{
     AnswerFormat, BeforeCompact, BesideOutcomes, CallDone, ContextPart, Feature, FeatureTools,
-    FinalHooks, Opening, ReplyStep, ResearchEnd, ServerTools, Settled, StopGate, TurnHooks,
-    all as features, register as register_features,
+    FinalHooks, FrontCall, Opening, ReplyStep, ResearchEnd, ServerTools, Settled, StopGate,
+    TurnHooks, all as features, front_call, front_session, register as register_features,
 };
 pub use handler::Handler;
 pub use headless::{HeadlessRequest, run_headless};

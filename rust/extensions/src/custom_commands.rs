@@ -383,6 +383,11 @@ pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
             Some(out)
         }
     }),
+    // The fronts' `/help` and completion rows for the custom commands found now.
+    front_calls: &[yuyao_core::FrontCall {
+        name: "commands.custom",
+        run: |s, _| Ok(yuyao_core::front_session(s, "commands.custom")?.custom_command_table()),
+    }],
     ..yuyao_core::Feature::NONE
 };
 

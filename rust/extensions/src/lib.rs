@@ -45,13 +45,3 @@ pub static FEATURES: &[&yuyao_core::Feature] = &[
     &rule_files::FEATURE,
     &hooks::FEATURE,
 ];
-
-/// For the fronts: the names of the MCP servers the session has.
-pub fn mcp_servers(s: &yuyao_core::Session) -> Vec<String> {
-    mcp_servers::McpSync::mcp_servers(s)
-}
-
-/// For the fronts: the custom commands found now (rows like `command_table`'s).
-pub fn custom_command_table(s: &yuyao_core::Session) -> serde_json::Value {
-    custom_commands::CustomCommandsExt::custom_command_table(s)
-}

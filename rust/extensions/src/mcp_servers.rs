@@ -599,5 +599,14 @@ pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
         "manage MCP servers",
         Some(crate::mcp_servers::mcp_cmd)
     )],
+    // The fronts' list of server names (the TUI's `@` completion of resources).
+    front_calls: &[yuyao_core::FrontCall {
+        name: "mcp.servers",
+        run: |s, _| {
+            Ok(yuyao_core::front_session(s, "mcp.servers")?
+                .mcp_servers()
+                .into())
+        },
+    }],
     ..yuyao_core::Feature::NONE
 };

@@ -221,6 +221,9 @@ static FORMAT: AnswerFormat = AnswerFormat {
     suspend,
 };
 
+/// The features of this crate, in registration order (one, `--json-schema`).
+pub static FEATURES: &[&Feature] = &[&FEATURE];
+
 /// What this feature adds to a session: the schema is read and checked at open.
 pub static FEATURE: Feature = Feature {
     name: "json-answer",

@@ -384,10 +384,8 @@ fn context_part(s: &Session, replaced: bool) -> yuyao_core::ContextPart {
     }
 }
 
-/// For the fronts: periodic dreaming between turns starts (once per session).
-pub fn start_maintenance(s: &std::sync::Arc<Session>) {
-    maintain::MaintainExt::start_maintenance(s)
-}
+/// The features of this crate, in registration order (one, memory).
+pub static FEATURES: &[&yuyao_core::Feature] = &[&FEATURE];
 
 /// What this feature adds to a session (feature.rs).
 pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
@@ -395,6 +393,8 @@ pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     state: Some(|o| Box::new(open(o.opts, o.paths, o.config))),
     // The memory service's failure to start is said once, as the fallback to the files.
     server_failed: Some(backend::server_failed),
+    // Periodic dreaming between turns, once the session is shared with a front.
+    shared: Some(maintain::MaintainExt::start_maintenance),
     // A memory file edited since it was last read reaches the model as a note.
     reload_notes: Some(|s| s.memory().refresh()),
     // A new conversation starts from the memory as it reads now.

@@ -166,5 +166,6 @@ pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
         "background shells, monitors and sub-agents: list, inspect, stop",
         Some(crate::cmd_background::tasks)
     )],
+    front_calls: crate::front_calls::SHELL,
     ..yuyao_core::Feature::NONE
 };

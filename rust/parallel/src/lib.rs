@@ -8,6 +8,7 @@
 
 pub mod background;
 pub mod cmd_background;
+mod front_calls;
 pub mod subagents;
 
 /// The session methods the modules add (a crate outside the core extends `Session` through
@@ -35,20 +36,3 @@ pub static FEATURES: &[&yuyao_core::Feature] = &[
     &background::FEATURE,
     &cmd_background::FEATURE,
 ];
-
-/// For the fronts: Ctrl+B — the running foreground command moves to the background as a job
-/// (false when none runs). Thread-safe.
-pub fn background_running(s: &yuyao_core::Session) -> bool {
-    cmd_background::CmdBackgroundExt::background_running(s)
-}
-
-/// For the fronts: the user's `!command`, run in the session's shell and recorded in the
-/// conversation.
-pub fn user_shell(s: &yuyao_core::Session, command: &str) -> Result<String, yuyao_core::CoreError> {
-    cmd_background::CmdBackgroundExt::user_shell(s, command)
-}
-
-/// For the fronts: Ctrl+X Ctrl+K — stops every background sub-agent of this session.
-pub fn kill_subagents(s: &yuyao_core::Session) -> String {
-    subagents::KillSubagents::kill_subagents(s)
-}

@@ -912,20 +912,31 @@ static TURN: yuyao_core::TurnHooks = yuyao_core::TurnHooks {
     },
 };
 
-/// For the fronts (Ctrl+T, agent_api): the current task list as JSON.
-pub fn tasks_json(s: &Session) -> String {
-    TodoExt::tasks_json(s)
-}
+/// The calls the fronts make by name (`yuyao_core::front_call`): the task list (Ctrl+T,
+/// agent_api), the plan waiting for approval or the approved one (the TUI's approval gate),
+/// and a plan the user edited there, validated before it is written. Each answers JSON text.
+static FRONT_CALLS: &[yuyao_core::FrontCall] = &[
+    yuyao_core::FrontCall {
+        name: "plan.tasks",
+        run: |s, _| Ok(TodoExt::tasks_json(&**yuyao_core::front_session(s, "plan.tasks")?).into()),
+    },
+    yuyao_core::FrontCall {
+        name: "plan.state",
+        run: |s, _| {
+            Ok(PlanningExt::plan_json(&**yuyao_core::front_session(s, "plan.state")?).into())
+        },
+    },
+    yuyao_core::FrontCall {
+        name: "plan.revise",
+        run: |s, text| {
+            let s = yuyao_core::front_session(s, "plan.revise")?;
+            PlanningExt::plan_revise(&**s, text.as_str().unwrap_or_default()).map(Value::from)
+        },
+    },
+];
 
-/// For the fronts: the plan waiting for approval, or the approved one, as JSON.
-pub fn plan_json(s: &Session) -> String {
-    PlanningExt::plan_json(s)
-}
-
-/// For the fronts: a plan the user edited, validated before it is written.
-pub fn plan_revise(s: &Session, text: &str) -> Result<String, CoreError> {
-    PlanningExt::plan_revise(s, text)
-}
+/// The features of this crate, in registration order (one, the planning workflow).
+pub static FEATURES: &[&yuyao_core::Feature] = &[&FEATURE];
 
 /// What this feature adds to a session (feature.rs).
 pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
@@ -951,6 +962,7 @@ pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
     }],
     tools: Some(&TOOLS),
     ask_answer: Some(|s| s.plan_headless_ask()),
+    front_calls: FRONT_CALLS,
     ..yuyao_core::Feature::NONE
 };
 

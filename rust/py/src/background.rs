@@ -1,12 +1,21 @@
-//! Background sessions and worktrees (`yuyao_parallel::background`): conversion only.
+//! Background sessions (`yuyao_core::front_call`'s `background.*` calls) and worktrees
+//! (`yuyao_store::worktree`): conversion only. No feature crate is named here, so a build
+//! without background sessions answers "not available".
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use serde_json::{Value, json};
 use std::path::Path;
-use yuyao_parallel::background::{self, DispatchRequest, bg_agents, worktree};
+use yuyao_store::worktree;
 
 fn failed(e: String) -> PyErr {
     PyRuntimeError::new_err(e)
+}
+
+/// A background call (it needs no session of the caller's), the GIL released.
+fn call(py: Python<'_>, name: &'static str, args: Value) -> PyResult<Value> {
+    py.detach(move || yuyao_core::front_call(None, name, args))
+        .map_err(crate::to_py)
 }
 
 fn json(value: &impl serde::Serialize) -> String {
@@ -16,61 +25,50 @@ fn json(value: &impl serde::Serialize) -> String {
 /// Starts a background session (or `exec` job); returns its status JSON at once.
 #[pyfunction]
 fn bg_dispatch(py: Python<'_>, request_json: &str) -> PyResult<String> {
-    let req: DispatchRequest = serde_json::from_str(request_json)
+    let req: Value = serde_json::from_str(request_json)
         .map_err(|e| PyValueError::new_err(format!("invalid background request: {e}")))?;
-    let status = py
-        .detach(move || background::dispatch(req))
-        .map_err(failed)?;
-    Ok(json(&status))
+    Ok(call(py, "background.dispatch", req)?.to_string())
 }
 
 /// The detached process's work: runs the session of `dir`; returns the exit code.
 #[pyfunction]
-fn bg_run(py: Python<'_>, dir: String) -> i32 {
-    py.detach(move || background::run(Path::new(&dir)))
+fn bg_run(py: Python<'_>, dir: String) -> PyResult<i32> {
+    let code = call(py, "background.run", dir.into())?;
+    Ok(code.as_i64().unwrap_or(1) as i32)
 }
 
 #[pyfunction]
 #[pyo3(signature = (home = None))]
-fn bg_list_text(home: Option<String>) -> String {
-    background::list_text(&background::home(home.as_deref()))
+fn bg_list_text(py: Python<'_>, home: Option<String>) -> PyResult<String> {
+    let v = call(py, "background.list", json!({"home": home, "text": true}))?;
+    Ok(v.as_str().unwrap_or_default().to_string())
 }
 
 #[pyfunction]
 #[pyo3(signature = (home = None))]
-fn bg_list_json(home: Option<String>) -> String {
-    background::list_json(&background::home(home.as_deref())).to_string()
+fn bg_list_json(py: Python<'_>, home: Option<String>) -> PyResult<String> {
+    Ok(call(py, "background.list", json!({"home": home}))?.to_string())
 }
 
 /// One session's status (its real state) with its folder and pending question.
 #[pyfunction]
 #[pyo3(signature = (id, home = None))]
-fn bg_status_json(id: &str, home: Option<String>) -> PyResult<String> {
-    let dir = bg_agents::dir(&background::home(home.as_deref()), id).map_err(failed)?;
-    let status = bg_agents::read(&dir).map_err(failed)?;
-    let mut v = serde_json::to_value(&status).expect("serializes");
-    v["state"] = status.effective_state().into();
-    v["dir"] = dir.display().to_string().into();
-    v["pending"] = bg_agents::pending(&dir).unwrap_or_default();
-    Ok(v.to_string())
+fn bg_status_json(py: Python<'_>, id: &str, home: Option<String>) -> PyResult<String> {
+    Ok(call(py, "background.status", json!({"id": id, "home": home}))?.to_string())
 }
 
 #[pyfunction]
 #[pyo3(signature = (id, answer, home = None))]
-fn bg_answer(id: &str, answer: &str, home: Option<String>) -> PyResult<()> {
-    let dir = bg_agents::dir(&background::home(home.as_deref()), id).map_err(failed)?;
-    bg_agents::answer(&dir, answer).map_err(failed)
+fn bg_answer(py: Python<'_>, id: &str, answer: &str, home: Option<String>) -> PyResult<()> {
+    let args = json!({"id": id, "answer": answer, "home": home});
+    call(py, "background.answer", args).map(|_| ())
 }
 
 /// Stops a background session; returns its status JSON afterwards.
 #[pyfunction]
 #[pyo3(signature = (id, home = None))]
 fn bg_stop(py: Python<'_>, id: String, home: Option<String>) -> PyResult<String> {
-    let home = background::home(home.as_deref());
-    let status = py
-        .detach(move || background::stop(&home, &id))
-        .map_err(failed)?;
-    Ok(json(&status))
+    Ok(call(py, "background.stop", json!({"id": id, "home": home}))?.to_string())
 }
 
 /// `--worktree`: creates the worktree for `cwd`'s repository; returns its JSON.
@@ -99,7 +97,8 @@ fn worktree_finish(worktree_json: &str, action: &str) -> PyResult<String> {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    // The worker of a background session is this interpreter running `yuyao.background`.
+    // The worker of a background session is this interpreter running `yuyao.background`
+    // (a build without background sessions has nothing to tell).
     if let Ok(exe) = m
         .py()
         .import("sys")
@@ -107,7 +106,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .and_then(|e| e.extract::<String>())
         && !exe.is_empty()
     {
-        background::set_launcher(vec![exe, "-m".into(), "yuyao.background".into()]);
+        let argv = json!([exe, "-m", "yuyao.background"]);
+        let _ = yuyao_core::front_call(None, "background.launcher", argv);
     }
     m.add_function(wrap_pyfunction!(bg_dispatch, m)?)?;
     m.add_function(wrap_pyfunction!(bg_run, m)?)?;
@@ -117,7 +117,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bg_answer, m)?)?;
     m.add_function(wrap_pyfunction!(bg_stop, m)?)?;
     m.add_function(wrap_pyfunction!(worktree_create, m)?)?;
-    m.add_function(wrap_pyfunction!(worktree_changes, m)?)?;
     m.add_function(wrap_pyfunction!(worktree_finish, m)?)?;
+    m.add_function(wrap_pyfunction!(worktree_changes, m)?)?;
     Ok(())
 }

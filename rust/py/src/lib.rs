@@ -7,6 +7,7 @@ mod background;
 use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
+use serde_json::Value;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use yuyao_core::{CoreError, Handler, HeadlessRequest, Session};
@@ -20,6 +21,20 @@ fn to_py(e: CoreError) -> PyErr {
         CoreError::Usage(m) => PyValueError::new_err(m),
         CoreError::NotAvailable(m) => PyNotImplementedError::new_err(m),
         CoreError::Failed(m) => PyRuntimeError::new_err(m),
+    }
+}
+
+/// A feature's front call on this session (`yuyao_core::front_call`): the fronts name no
+/// feature crate, so a feature left out of the build answers "not available".
+fn call(s: &Arc<Session>, name: &str, args: Value) -> Result<Value, CoreError> {
+    yuyao_core::front_call(Some(s), name, args)
+}
+
+/// A front call's answer as the text the Python side takes (a JSON string's text as is).
+fn text_of(v: Value) -> String {
+    match v {
+        Value::String(s) => s,
+        v => v.to_string(),
     }
 }
 
@@ -193,7 +208,7 @@ impl PySession {
         let inner =
             Session::open(opts, handler.clone().map(|h| h as Arc<dyn Handler>)).map_err(to_py)?;
         let inner = Arc::new(inner);
-        yuyao_memory::start_maintenance(&inner);
+        inner.shared_with_front();
         Ok(PySession { inner, handler })
     }
 
@@ -225,19 +240,24 @@ impl PySession {
     fn user_shell(&self, py: Python<'_>, command: &Bound<'_, PyString>) -> PyResult<String> {
         let command = text(command);
         let inner = self.inner.clone();
-        py.detach(move || yuyao_parallel::user_shell(&inner, &command))
+        py.detach(move || call(&inner, "shell.run", command.into()))
+            .map(text_of)
             .map_err(to_py)
     }
 
     /// Ctrl+X Ctrl+K: stops every background sub-agent; says how many.
-    fn kill_subagents(&self) -> String {
-        yuyao_parallel::kill_subagents(&self.inner)
+    fn kill_subagents(&self) -> PyResult<String> {
+        call(&self.inner, "subagents.kill", Value::Null)
+            .map(text_of)
+            .map_err(to_py)
     }
 
     /// Ctrl+B: the running bash command becomes a background job (thread-safe). False when
     /// no command is running.
-    fn background_running(&self) -> bool {
-        yuyao_parallel::background_running(&self.inner)
+    fn background_running(&self) -> PyResult<bool> {
+        call(&self.inner, "shell.to_background", Value::Null)
+            .map(|v| v.as_bool() == Some(true))
+            .map_err(to_py)
     }
 
     fn messages_json(&self) -> PyResult<String> {
@@ -249,8 +269,12 @@ impl PySession {
         self.inner.config_get(key).to_string()
     }
 
+    /// The MCP servers' names (none when the MCP feature is not in this build).
     fn mcp_servers(&self) -> Vec<String> {
-        yuyao_extensions::mcp_servers(&self.inner)
+        call(&self.inner, "mcp.servers", Value::Null)
+            .ok()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default()
     }
 
     fn status_json(&self) -> String {
@@ -258,15 +282,19 @@ impl PySession {
     }
 
     /// The todo list (Ctrl+T): JSON list of {id, content, status, deps}.
-    fn tasks_json(&self, py: Python<'_>) -> String {
+    fn tasks_json(&self, py: Python<'_>) -> PyResult<String> {
         let inner = self.inner.clone();
-        py.detach(move || yuyao_planning_workflow::tasks_json(&inner))
+        py.detach(move || call(&inner, "plan.tasks", Value::Null))
+            .map(text_of)
+            .map_err(to_py)
     }
 
     /// The planning workflow's state (the TUI's approval gate).
-    fn plan_json(&self, py: Python<'_>) -> String {
+    fn plan_json(&self, py: Python<'_>) -> PyResult<String> {
         let inner = self.inner.clone();
-        py.detach(move || yuyao_planning_workflow::plan_json(&inner))
+        py.detach(move || call(&inner, "plan.state", Value::Null))
+            .map(text_of)
+            .map_err(to_py)
     }
 
     /// Replaces the waiting plan with an edited text, only if it validates (the TUI's
@@ -274,7 +302,8 @@ impl PySession {
     fn plan_revise(&self, py: Python<'_>, text: &Bound<'_, PyString>) -> PyResult<String> {
         let inner = self.inner.clone();
         let text = self::text(text);
-        py.detach(move || yuyao_planning_workflow::plan_revise(&inner, &text))
+        py.detach(move || call(&inner, "plan.revise", text.into()))
+            .map(text_of)
             .map_err(to_py)
     }
 
@@ -327,7 +356,9 @@ impl PySession {
 
     /// The custom commands (commands/*.md) as of now, in the shape of `command_table_json`.
     fn custom_command_table_json(&self) -> String {
-        yuyao_extensions::custom_command_table(&self.inner).to_string()
+        call(&self.inner, "commands.custom", Value::Null)
+            .unwrap_or_else(|_| Value::Array(Vec::new()))
+            .to_string()
     }
 
     /// Every slash command name and alias (for completion).
@@ -368,16 +399,15 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // (with `ask-user`) leads: its scope guard is the first gate a change meets and
     // `declare-scope` the first feature tool in a request.
     let trailing: Vec<&'static yuyao_core::Feature> = [
-        &yuyao_planning_workflow::FEATURE,
-        &yuyao_code_intel::FEATURE,
-        &yuyao_code_intel::refs::FEATURE,
-        &yuyao_memory::FEATURE,
+        yuyao_planning_workflow::FEATURES,
+        yuyao_code_intel::FEATURES,
+        yuyao_memory::FEATURES,
+        yuyao_parallel::FEATURES,
+        yuyao_review::FEATURES,
+        yuyao_json_answer::FEATURES,
+        yuyao_extensions::FEATURES,
     ]
-    .into_iter()
-    .chain(yuyao_parallel::FEATURES.iter().copied())
-    .chain([&yuyao_review::FEATURE, &yuyao_json_answer::FEATURE])
-    .chain(yuyao_extensions::FEATURES.iter().copied())
-    .collect();
+    .concat();
     yuyao_core::register_features(yuyao_listening::FEATURES, &trailing);
     // memory-search's shipped model: package data beside this module (yuyao/models/).
     if let Ok(file) = m

@@ -189,6 +189,9 @@ fn security_review_command(s: &Session, args: &[String]) -> Result<String, CoreE
     Ok(s.turn_answer(answer))
 }
 
+/// The features of this crate, in registration order (one, reviews).
+pub static FEATURES: &[&Feature] = &[&FEATURE];
+
 /// The feature: `/review` and `/security-review` (registered by the program that assembles
 /// yuyao: `yuyao_core::register_features`).
 pub static FEATURE: Feature = Feature {

@@ -75,5 +75,6 @@ pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
         "detach the session into the background",
         Some(crate::background::background_command)
     )],
+    front_calls: crate::front_calls::BACKGROUND,
     ..yuyao_core::Feature::NONE
 };

@@ -150,5 +150,6 @@ pub static FEATURE: yuyao_core::Feature = yuyao_core::Feature {
         ),
     ],
     tools: Some(&TOOLS),
+    front_calls: crate::front_calls::SUBAGENTS,
     ..yuyao_core::Feature::NONE
 };

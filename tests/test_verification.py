@@ -49,11 +49,11 @@ def configure(yuyao_home: Path, **keys) -> None:
     (yuyao_home / "config.toml").write_text("".join(lines))
 
 
-def run_headless(run_agent, env, repo, tmp_path, server, task):
+def run_headless(run_agent, env, repo, tmp_path, server, task, max_steps=12):
     task_file = tmp_path / "task.txt"
     task_file.write_text(task)
     budget_file = tmp_path / "budget.json"
-    budget_file.write_text(json.dumps({"max_steps": 12}))
+    budget_file.write_text(json.dumps({"max_steps": max_steps}))
     out_dir = tmp_path / "out"
     proc = run_agent(
         "--task-file", str(task_file), "--repo-dir", str(repo),
@@ -118,6 +118,22 @@ def test_intent_lines_recorded_per_batch_and_a_missing_one_is_asked_for(
     if remind:
         last = server.messages(3)[-1]
         assert last["role"] == "user" and NO_INTENT_NOTE in last["content"]
+
+
+def test_a_model_that_stays_silent_is_reminded_every_tenth_batch_not_every_step(
+    fake_llm, run_agent, env, repo, tmp_path
+):
+    silent = call("bash", command="true")  # no text, no description
+    stated = calls([("bash", {"command": "true"})], content="Checking once more.")
+    server = fake_llm([silent] * 3 + [stated] + [silent] * 11 + [say("Done.")])
+    _, status, _, log = run_headless(
+        run_agent, env, repo, tmp_path, server, "Probe the shell.", max_steps=30
+    )
+    assert status["exit_status"] == "Submitted", log
+    noted = [i for i in range(len(server.requests)) if NO_INTENT_NOTE in server.user_text(i)]
+    # Request k follows batch k: the first silent batch is reminded, the next silent ones are
+    # not until the tenth after it; a batch with a reason starts the count over.
+    assert noted == [1, 5, 15], noted
 
 
 def test_print_verbose_shows_the_intent_line(fake_llm, yuyao, env):

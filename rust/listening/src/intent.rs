@@ -3,6 +3,7 @@
 //! came with none is shown as such, and the next request carries a short note asking the
 //! model to state one (appended, never a rewrite, and no extra model call).
 
+use crate::Facts;
 #[allow(unused_imports)]
 use crate::session_ext::*;
 
@@ -12,6 +13,11 @@ use yuyao_protocol::{Event, ToolCall, canonical_tool_name};
 use yuyao_tools::ToolArgs;
 
 /// The note appended before the next request when a batch came without a "why".
+/// While the model keeps leaving its batches without a reason, the note asks again only every
+/// this many silent batches: a model that ignored it once gains little from it at every step,
+/// and each note is bytes no prompt cache reuses (it lives for one request).
+pub const REMIND_EVERY: usize = 10;
+
 pub const MISSING_INTENT_NOTE: &str = "[intent] Your last tool batch came without a one-line reason. Before each batch of tool calls, write one short line saying why you are making them (or give each call a `description`).";
 
 /// A batch's "why" and where it came from.
@@ -89,8 +95,11 @@ impl IntentExt for Session {
                    "source": intent.source, "calls": names}),
         );
         // For the next request only (seed 000 #3's reminder costs one request, not the rest
-        // of the session).
-        if !intent.stated && remind {
+        // of the session), at the first silent batch and every REMIND_EVERY-th after it while
+        // the model stays silent; a stated reason starts the count over.
+        let silent = &mut st.facts().silent_batches;
+        *silent = if intent.stated { 0 } else { *silent + 1 };
+        if *silent % REMIND_EVERY == 1 && remind {
             st.view_notes.push(MISSING_INTENT_NOTE.to_string());
         }
     }

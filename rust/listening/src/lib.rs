@@ -52,6 +52,8 @@ pub(crate) struct TurnFacts {
     pub(crate) work_stamp_fresh: bool,
     /// The stamp taken before the command now running, read back after it.
     pub(crate) running_stamp: Option<command_edits::Stamp>,
+    /// Tool batches in a row without a stated reason (`intent.rs`'s reminder).
+    pub(crate) silent_batches: usize,
 }
 
 /// The listening state outside the state lock.

@@ -127,7 +127,7 @@ def test_a_model_that_stays_silent_is_reminded_every_tenth_batch_not_every_step(
     stated = calls([("bash", {"command": "true"})], content="Checking once more.")
     server = fake_llm([silent] * 3 + [stated] + [silent] * 11 + [say("Done.")])
     _, status, _, log = run_headless(
-        run_agent, env, repo, tmp_path, server, "Probe the shell.", max_steps=30
+        run_agent, env, repo, tmp_path, server, "What does calc.py offer?", max_steps=30
     )
     assert status["exit_status"] == "Submitted", log
     noted = [i for i in range(len(server.requests)) if NO_INTENT_NOTE in server.user_text(i)]

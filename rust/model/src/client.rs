@@ -204,21 +204,29 @@ impl ModelClient {
     /// rewrite two messages, and such a body is [`ModelClient::body`]'s `Value` written out:
     /// see [`ModelClient::hinted_body_bytes`].
     pub fn body_bytes(&self, req: &ChatRequest) -> Vec<u8> {
+        self.body_chunks(req).concat()
+    }
+
+    /// [`ModelClient::body_bytes`] in the pieces it is sent as: the settled messages' bytes
+    /// are shared with the conversation's cache, not copied (in a long session they are
+    /// nearly the whole body, and a copy of them at every step was a cost that grew with the
+    /// history), with the bytes before and after them.
+    pub(crate) fn body_chunks(&self, req: &ChatRequest) -> Vec<bytes::Bytes> {
         if req.cache_hints {
-            return self
+            let body = self
                 .hinted_body_bytes(req)
                 .unwrap_or_else(|| serde_json::to_vec(&self.body(req)).unwrap_or_default());
+            return vec![body.into()];
         }
         let settled = req.settled.as_ref().filter(|s| !s.part.wire().is_empty());
         let (head, tail) = match settled {
             Some(s) => req.messages.split_at(s.at.min(req.messages.len())),
             None => (&req.messages[..], &[][..]),
         };
-        let settled = settled.map_or(&[][..], |s| s.part.wire());
         let Ok(rest) = serde_json::to_vec(&self.fields(req)) else {
-            return Vec::new();
+            return vec![bytes::Bytes::new()];
         };
-        let mut out = Vec::with_capacity(settled.len() + rest.len() + 4096);
+        let mut out = Vec::with_capacity(4096);
         out.extend_from_slice(b"{\"messages\":[");
         let mut first = true;
         let mut comma = |out: &mut Vec<u8>| {
@@ -229,17 +237,19 @@ impl ModelClient {
         for m in head {
             comma(&mut out);
             if serde_json::to_writer(&mut out, m).is_err() {
-                return Vec::new();
+                return vec![bytes::Bytes::new()];
             }
         }
-        if !settled.is_empty() {
+        let mut chunks = Vec::with_capacity(3);
+        if let Some(s) = settled {
             comma(&mut out);
-            out.extend_from_slice(settled);
+            chunks.push(bytes::Bytes::from(std::mem::take(&mut out)));
+            chunks.push(bytes::Bytes::from_owner(SettledWire(s.part.clone())));
         }
         for m in tail {
             comma(&mut out);
             if serde_json::to_writer(&mut out, m).is_err() {
-                return Vec::new();
+                return vec![bytes::Bytes::new()];
             }
         }
         out.push(b']');
@@ -251,7 +261,8 @@ impl ModelClient {
             }
             _ => out.push(b'}'),
         }
-        out
+        chunks.push(out.into());
+        chunks
     }
 
     /// [`ModelClient::body`] with cache hints, serialized, without building the `Value` of
@@ -336,15 +347,8 @@ impl ModelClient {
         on_piece: &mut (dyn FnMut(Piece<'_>) + Send),
         cancel: &CancellationToken,
     ) -> Result<Completion, ModelError> {
-        // The body is handed over once (no copy); each attempt shares it.
-        let mut post = self
-            .http
-            .post(self.cfg.endpoint())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(self.body_bytes(req));
-        if !self.cfg.api_key.is_empty() {
-            post = post.bearer_auth(&self.cfg.api_key);
-        }
+        // The body's pieces are made once; each attempt shares them (never copied).
+        let body = self.body_chunks(req);
         let mut attempt = 0;
         let (mut text, mut thinking) = (Shown::default(), Shown::default());
         loop {
@@ -367,7 +371,7 @@ impl ModelClient {
                 other @ Piece::Retrying { .. } => on_piece(other),
             };
             let result = tokio::select! {
-                r = self.attempt(&post, req.stream, &mut show, &mut emitted) => r,
+                r = self.attempt(&body, req.stream, &mut show, &mut emitted) => r,
                 _ = cancel.cancelled() => Err(ModelError::Cancelled),
             };
             match result {
@@ -414,17 +418,33 @@ impl ModelClient {
 
     async fn attempt(
         &self,
-        post: &reqwest::RequestBuilder,
+        body: &[bytes::Bytes],
         stream: bool,
         on_piece: &mut (dyn FnMut(Piece<'_>) + Send),
         emitted: &mut bool,
     ) -> Result<Completion, ModelError> {
         let url = self.cfg.endpoint();
-        // A body of bytes is shared by the copies, never copied itself.
-        let rb = post.try_clone().ok_or_else(|| ModelError::Protocol {
-            url: url.clone(),
-            message: "the request cannot be sent again".into(),
-        })?;
+        let mut rb = self
+            .http
+            .post(url.clone())
+            .header(reqwest::header::CONTENT_TYPE, "application/json");
+        if !self.cfg.api_key.is_empty() {
+            rb = rb.bearer_auth(&self.cfg.api_key);
+        }
+        rb = match body {
+            [one] => rb.body(one.clone()),
+            pieces => {
+                // Sent as one body of a declared length (no chunked encoding, which some
+                // endpoints refuse): the pieces are written one after the other.
+                let len: usize = pieces.iter().map(bytes::Bytes::len).sum();
+                let pieces: Vec<Result<bytes::Bytes, std::convert::Infallible>> =
+                    pieces.iter().cloned().map(Ok).collect();
+                rb.header(reqwest::header::CONTENT_LENGTH, len)
+                    .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+                        pieces,
+                    )))
+            }
+        };
         let idle = self.cfg.idle_timeout;
         let timeout_err = || ModelError::Timeout {
             url: url.clone(),
@@ -616,6 +636,16 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
+/// The settled messages' bytes as a piece of a request body, kept alive by the `Arc` the
+/// conversation's cache shares.
+struct SettledWire(std::sync::Arc<crate::settled::Settled>);
+
+impl AsRef<[u8]> for SettledWire {
+    fn as_ref(&self) -> &[u8] {
+        self.0.wire()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -785,6 +815,86 @@ mod tests {
             )
             .await;
         (r, served.load(std::sync::atomic::Ordering::SeqCst), shown)
+    }
+
+    /// A long conversation's body goes in pieces (the settled messages shared, not copied):
+    /// on the wire it is one body of a declared length, no chunked encoding, the bytes of
+    /// `body_bytes`, and the same again on a retry.
+    #[tokio::test]
+    async fn a_body_in_pieces_goes_with_its_length_and_again_on_a_retry() {
+        use std::io::{Read, Write};
+        let mut conversation = crate::Incremental::default();
+        conversation.settle(vec![Message::user("task"), Message::assistant("a")]);
+        conversation.settle(vec![Message::user("more")]);
+        let req = conversation.request(
+            "sys",
+            vec![Message::assistant("b")],
+            Vec::new(),
+            false,
+            None,
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        let body = full_json("ok");
+        let replies = vec![
+            b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+            json_reply(&body, body.len()),
+        ];
+        std::thread::spawn(move || {
+            for reply in replies {
+                let (mut conn, _) = listener.accept().unwrap();
+                let mut got = Vec::new();
+                let mut buf = vec![0u8; 65536];
+                loop {
+                    let n = conn.read(&mut buf).unwrap_or(0);
+                    got.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&got).to_string();
+                    let done = text.find("\r\n\r\n").is_some_and(|end| {
+                        let len = text[..end]
+                            .lines()
+                            .find_map(|l| {
+                                let l = l.to_ascii_lowercase();
+                                l.strip_prefix("content-length:")
+                                    .map(|v| v.trim().to_string())
+                            })
+                            .and_then(|v| v.parse::<usize>().ok())
+                            .unwrap_or(usize::MAX);
+                        got.len() >= end + 4 + len
+                    });
+                    if done || n == 0 {
+                        break;
+                    }
+                }
+                tx.send(got).unwrap();
+                let _ = conn.write_all(&reply);
+                let _ = conn.shutdown(std::net::Shutdown::Both);
+            }
+        });
+        let mut cfg = ModelConfig::new(&url, "m", "");
+        cfg.max_retries = 1;
+        cfg.max_backoff = Duration::from_millis(10);
+        let client = ModelClient::new(cfg).unwrap();
+        assert!(
+            client.body_chunks(&req).len() > 1,
+            "the settled part is a piece of its own"
+        );
+        let want = client.body_bytes(&req);
+        let r = client
+            .complete(&req, &mut |_| {}, &CancellationToken::new())
+            .await;
+        assert_eq!(r.unwrap().text, "ok");
+        for _ in 0..2 {
+            let got = rx.recv().unwrap();
+            let end = got.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+            let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+            assert!(
+                head.contains(&format!("content-length: {}", want.len())),
+                "{head}"
+            );
+            assert!(!head.contains("transfer-encoding"), "{head}");
+            assert_eq!(&got[end + 4..], &want[..]);
+        }
     }
 
     #[tokio::test]

@@ -51,10 +51,32 @@ impl WordPiece {
         out
     }
 
-    fn word_ids(&self, word: &str, out: &mut Vec<Piece>) {
+    /// The id of a token of the vocabulary (`[CLS]`, `[UNK]`…).
+    pub fn id(&self, token: &str) -> Option<u32> {
+        self.vocab.get(token).copied()
+    }
+
+    /// Token ids as BERT's tokenizer gives them to the encoder: a word with no WordPiece
+    /// split (or over 100 characters) is one `unk` token instead of being left out.
+    pub fn ids_with_unknown(&self, text: &str, unk: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut pieces = Vec::new();
+        for word in basic_words(text) {
+            pieces.clear();
+            if self.word_ids(&word, &mut pieces) {
+                out.extend(pieces.iter().map(|p| p.id));
+            } else {
+                out.push(unk);
+            }
+        }
+        out
+    }
+
+    /// Appends the pieces of `word`; false (nothing appended) when the word is unknown.
+    fn word_ids(&self, word: &str, out: &mut Vec<Piece>) -> bool {
         let chars: Vec<char> = word.chars().collect();
         if chars.len() > 100 {
-            return;
+            return false;
         }
         let mut pieces = Vec::new();
         let mut start = 0;
@@ -78,11 +100,12 @@ impl WordPiece {
                     continuation: start > 0,
                 }),
                 // One piece that matches nothing makes the whole word unknown (as BERT does).
-                None => return,
+                None => return false,
             }
             start = end;
         }
         out.extend(pieces);
+        true
     }
 }
 

@@ -389,6 +389,16 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     {
         yuyao_memsearch::embed::set_package_model_dir(dir.join("models").join("memory-embed"));
     }
+    // memory-search's re-ranking encoder: the optional data package yuyao_memory_encoder.
+    if let Ok(dir) = m
+        .py()
+        .import("yuyao_memory_encoder")
+        .and_then(|p| p.getattr("MODEL_DIR"))
+        .and_then(|d| d.str())
+        .and_then(|d| d.extract::<String>())
+    {
+        yuyao_memsearch::encoder::set_package_encoder_dir(dir.into());
+    }
     m.add_class::<PySession>()?;
     m.add_function(wrap_pyfunction!(run_headless, m)?)?;
     m.add_function(wrap_pyfunction!(hide_model_key, m)?)?;

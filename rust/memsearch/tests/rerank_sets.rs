@@ -9,6 +9,8 @@ use yuyao_memsearch::{MemorySearch, Provider, Ranking, embed, encoder, search};
 
 const KS: [usize; 4] = [10, 15, 20, 30];
 
+const RRF: [f32; 4] = [2.0, 5.0, 20.0, 60.0];
+
 const SETS: [&str; 4] = [
     "memory_paraphrase",
     "memory_heldout",
@@ -52,7 +54,7 @@ fn recall_of_the_rankings_on_the_bench_sets() {
             (0..s.len()).find(|&i| s.text(i) == text).unwrap()
         };
         let all_vecs: Vec<Vec<f32>> = (0..s.len()).map(|i| enc.encode(s.text(i))).collect();
-        let mut hits = vec![(0usize, 0f32); 2 + weights.len() + 2 * KS.len()];
+        let mut hits = vec![(0usize, 0f32); 2 + weights.len() + RRF.len() + 2 * KS.len()];
         let mut in_top = 0;
         let queries = data["queries"].as_array().unwrap();
         for q in queries {
@@ -92,6 +94,20 @@ fn recall_of_the_rankings_on_the_bench_sets() {
             }
             let lift: std::collections::HashMap<usize, f32> =
                 s.lexical_lift(text).into_iter().collect();
+            for c in RRF {
+                let head: Vec<f32> = ranked
+                    .iter()
+                    .take(20)
+                    .map(|&(i, _)| embed::cosine(&qe, &all_vecs[i]))
+                    .collect();
+                let mut order: Vec<usize> = (0..head.len()).collect();
+                order.sort_by(|&a, &b| head[b].total_cmp(&head[a]));
+                let mut fused = vec![0f32; head.len()];
+                for (enc_rank, &pos) in order.iter().enumerate() {
+                    fused[pos] = 1.0 / (c + enc_rank as f32 + 1.0) + 1.0 / (c + pos as f32 + 1.0);
+                }
+                lists.push(search::rerank(ranked.clone(), &fused, 0.0));
+            }
             for k in KS {
                 let head: Vec<f32> = ranked
                     .iter()
@@ -119,6 +135,9 @@ fn recall_of_the_rankings_on_the_bench_sets() {
         let n = queries.len() as f32;
         let mut names = vec!["static hybrid".to_string(), "encoder alone".to_string()];
         names.extend(weights.iter().map(|w| format!("top 20, static weight {w}")));
+        for c in RRF {
+            names.push(format!("top 20, rank fusion c={c}"));
+        }
         for k in KS {
             names.push(format!("top {k} by encoder"));
             names.push(format!("top {k} by encoder + lexical lift"));

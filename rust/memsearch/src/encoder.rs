@@ -227,7 +227,7 @@ impl Encoder {
         let h: Header =
             serde_json::from_slice(header_bytes).map_err(|e| bad(format!("header: {e}")))?;
         if h.heads == 0
-            || h.hidden % h.heads != 0
+            || !h.hidden.is_multiple_of(h.heads)
             || h.hidden == 0
             || h.max_tokens < 2
             || h.layers == 0
@@ -323,6 +323,48 @@ impl Encoder {
         v
     }
 
+    /// The vectors of `texts`, in their order, encoded on up to four threads (one text each
+    /// at a time): a cold query's re-ranked notes are independent forward passes.
+    pub fn encode_many(&self, texts: &[&str]) -> Vec<Vec<f32>> {
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 4)
+            .min(texts.len());
+        if threads <= 1 {
+            return texts.iter().map(|t| self.encode(t)).collect();
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let mut out: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
+        let done: Vec<Vec<(usize, Vec<f32>)>> = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(t) = texts.get(i) else { break };
+                            mine.push((i, self.encode(t)));
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_default())
+                .collect()
+        });
+        for (i, v) in done.into_iter().flatten() {
+            out[i] = Some(v);
+        }
+        // A worker that panicked left its texts out: encode them here (the panic repeats).
+        out.into_iter()
+            .zip(texts)
+            .map(|(v, t)| v.unwrap_or_else(|| self.encode(t)))
+            .collect()
+    }
+
     fn layer(&self, l: &Layer, x: &mut [f32], t: usize) {
         let d = self.hidden;
         let q = linear(&l.query, x, t);
@@ -369,8 +411,26 @@ impl Encoder {
 }
 
 /// `x` (t rows of `w.cols`) times the transposed weight plus the bias: t rows of `w.rows`.
-/// Each int8 weight row is widened to f32 once and used for every token.
+/// Each int8 weight row is widened to f32 once and used for every token. On x86-64 with AVX2
+/// the same loops are compiled a second time for it (8 lanes instead of SSE2's 4) and chosen at
+/// run time: with `dot`'s 32 running sums, an 18-token text took 15.6 ms here instead of 22.7.
 fn linear(l: &Linear, x: &[f32], t: usize) -> Vec<f32> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { linear_avx2(l, x, t) };
+    }
+    linear_portable(l, x, t)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn linear_avx2(l: &Linear, x: &[f32], t: usize) -> Vec<f32> {
+    linear_portable(l, x, t)
+}
+
+#[inline(always)]
+fn linear_portable(l: &Linear, x: &[f32], t: usize) -> Vec<f32> {
     let (rows, cols) = (l.w.rows, l.w.cols);
     let mut y = vec![0f32; t * rows];
     let mut w = vec![0f32; cols];
@@ -386,11 +446,14 @@ fn linear(l: &Linear, x: &[f32], t: usize) -> Vec<f32> {
     y
 }
 
-/// A dot product over eight independent sums, so the compiler can keep them in one vector
-/// register (a single running sum would force the additions into order).
+/// A dot product over `LANES` independent sums, so the compiler keeps them in several vector
+/// registers (a single running sum would force the additions into order, and one register's
+/// worth would wait on each addition's latency).
+#[inline(always)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    const LANES: usize = 32;
+    let mut acc = [0f32; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let tail: f32 = ca
         .remainder()
         .iter()
@@ -398,7 +461,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
         .map(|(x, y)| x * y)
         .sum();
     for (x, y) in ca.zip(cb) {
-        for k in 0..8 {
+        for k in 0..LANES {
             acc[k] += x[k] * y[k];
         }
     }
@@ -550,11 +613,15 @@ mod tests {
     }
 
     #[test]
-    fn dot_handles_lengths_that_are_not_multiples_of_eight() {
-        let a: Vec<f32> = (0..13).map(|i| i as f32).collect();
-        let b: Vec<f32> = (0..13).map(|i| 1.0 + i as f32 * 0.5).collect();
+    fn dot_handles_lengths_that_are_not_multiples_of_its_lanes() {
+        let a: Vec<f32> = (0..45).map(|i| i as f32).collect();
+        let b: Vec<f32> = (0..45).map(|i| 1.0 + i as f32 * 0.5).collect();
         let want: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
-        assert!((dot(&a, &b) - want).abs() < 1e-3);
+        assert!(
+            (dot(&a, &b) - want).abs() < want * 1e-6,
+            "{} against {want}",
+            dot(&a, &b)
+        );
     }
 
     #[test]
@@ -646,8 +713,12 @@ mod tests {
             eprintln!("SKIPPED: the yuyao_memory_encoder package is not installed");
             return;
         };
-        for r in references() {
+        let refs = references();
+        let texts: Vec<&str> = refs.iter().map(|r| r.text.as_str()).collect();
+        let many = enc.encode_many(&texts);
+        for (r, batch) in refs.iter().zip(&many) {
             let v = enc.encode(&r.text);
+            assert_eq!(&v, batch, "{:?}: encoded alone and among others", r.text);
             let c = crate::embed::cosine(&v, &r.vector);
             assert!(c >= 0.99, "{:?}: cosine {c}", r.text);
             for (a, b) in v.iter().zip(&r.vector).take(8) {

@@ -171,23 +171,31 @@ impl MemorySearch {
         query: &str,
         slots: &[usize],
     ) -> Vec<f32> {
-        let q = enc.encode(query);
         let mut guard = searcher.encoded.lock().unwrap_or_else(|e| e.into_inner());
         let cache = guard.get_or_insert_with(|| encoder::VectorCache::load(&self.dir, enc.dims()));
-        let sims = slots
+        let keys: Vec<[u8; 16]> = slots
             .iter()
-            .map(|&i| {
-                let text = searcher.text(i);
-                let key = encoder::cache_key(text);
-                let v = match cache.vectors.get(&key) {
-                    Some(v) => v,
-                    None => {
-                        cache.dirty = true;
-                        cache.vectors.entry(key).or_insert_with(|| enc.encode(text))
-                    }
-                };
-                embed::cosine(&q, v)
-            })
+            .map(|&i| encoder::cache_key(searcher.text(i)))
+            .collect();
+        // The query and the entries not yet encoded, in one batch (encoded in parallel).
+        let mut missing: Vec<&str> = vec![query];
+        let mut missing_keys: Vec<[u8; 16]> = Vec::new();
+        let mut queued = std::collections::HashSet::new();
+        for (&i, key) in slots.iter().zip(&keys) {
+            if !cache.vectors.contains_key(key) && queued.insert(*key) {
+                missing.push(searcher.text(i));
+                missing_keys.push(*key);
+            }
+        }
+        let mut fresh = enc.encode_many(&missing).into_iter();
+        let q = fresh.next().unwrap_or_default();
+        for (key, v) in missing_keys.into_iter().zip(fresh) {
+            cache.vectors.insert(key, v);
+            cache.dirty = true;
+        }
+        let sims = keys
+            .iter()
+            .map(|k| cache.vectors.get(k).map_or(0.0, |v| embed::cosine(&q, v)))
             .collect();
         if cache.dirty {
             let current: std::collections::HashSet<[u8; 16]> = (0..searcher.len())

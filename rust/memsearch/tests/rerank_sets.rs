@@ -1,13 +1,14 @@
 //! The measurement behind `RERANK_STATIC_WEIGHT` and `RERANK_K` (docs/memory.md, "The
 //! re-ranking encoder"): recall@3 and MRR on the four bench sets (benches/memory_*.json) of the
-//! static hybrid, the encoder alone, and the hybrid's top entries re-ordered with several
-//! weights of the static score. Needs the encoder package; run with
+//! static hybrid, the encoder alone, and the hybrid's top K entries re-ordered by the encoder's
+//! cosine alone, plus the lexical lift, plus a weight of the static score, or by rank fusion of
+//! the two orders. Needs the encoder package (`YUYAO_MEMORY_ENCODER_DIR`); run with
 //! `cargo test --release -p yuyao-memsearch --test rerank_sets -- --ignored --nocapture`.
 
 use std::path::Path;
 use yuyao_memsearch::{MemorySearch, Provider, Ranking, embed, encoder, search};
 
-const KS: [usize; 4] = [10, 15, 20, 30];
+const KS: [usize; 4] = [10, 20, 30, 50];
 
 const RRF: [f32; 4] = [2.0, 5.0, 20.0, 60.0];
 
@@ -67,11 +68,6 @@ fn recall_of_the_rankings_on_the_bench_sets() {
                 .and_then(|mut v| v.pop());
             let ranked = s.ranked(text, qv.as_deref(), Ranking::Hybrid);
             let qe = enc.encode(text);
-            let sims: Vec<f32> = ranked
-                .iter()
-                .take(search::RERANK_K)
-                .map(|&(i, _)| embed::cosine(&qe, &all_vecs[i]))
-                .collect();
             if ranked
                 .iter()
                 .take(search::RERANK_K)
@@ -87,7 +83,7 @@ fn recall_of_the_rankings_on_the_bench_sets() {
             for w in weights {
                 let head: Vec<f32> = ranked
                     .iter()
-                    .take(20)
+                    .take(search::RERANK_K)
                     .map(|&(i, _)| embed::cosine(&qe, &all_vecs[i]))
                     .collect();
                 lists.push(search::rerank(ranked.clone(), &head, w));
@@ -97,7 +93,7 @@ fn recall_of_the_rankings_on_the_bench_sets() {
             for c in RRF {
                 let head: Vec<f32> = ranked
                     .iter()
-                    .take(20)
+                    .take(search::RERANK_K)
                     .map(|&(i, _)| embed::cosine(&qe, &all_vecs[i]))
                     .collect();
                 let mut order: Vec<usize> = (0..head.len()).collect();
@@ -134,9 +130,13 @@ fn recall_of_the_rankings_on_the_bench_sets() {
         }
         let n = queries.len() as f32;
         let mut names = vec!["static hybrid".to_string(), "encoder alone".to_string()];
-        names.extend(weights.iter().map(|w| format!("top 20, static weight {w}")));
+        names.extend(
+            weights
+                .iter()
+                .map(|w| format!("top {}, static weight {w}", search::RERANK_K)),
+        );
         for c in RRF {
-            names.push(format!("top 20, rank fusion c={c}"));
+            names.push(format!("top {}, rank fusion c={c}", search::RERANK_K));
         }
         for k in KS {
             names.push(format!("top {k} by encoder"));

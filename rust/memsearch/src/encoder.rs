@@ -156,6 +156,7 @@ impl Blobs<'_> {
     fn bytes(&self, offset: usize, len: usize, name: &str) -> Result<&[u8], String> {
         offset
             .checked_add(len)
+            .filter(|_| len <= self.body.len())
             .and_then(|end| self.body.get(offset..end))
             .ok_or_else(|| format!("tensor {name} runs past the end of the file"))
     }
@@ -178,7 +179,7 @@ impl Blobs<'_> {
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
         let data = self
-            .bytes(e.offset + rows * 4, rows * cols, name)?
+            .bytes(e.offset.saturating_add(rows * 4), rows * cols, name)?
             .iter()
             .map(|&b| b as i8)
             .collect();
@@ -226,11 +227,14 @@ impl Encoder {
             .ok_or_else(|| bad("truncated header".into()))?;
         let h: Header =
             serde_json::from_slice(header_bytes).map_err(|e| bad(format!("header: {e}")))?;
+        // Bounds far above any small sentence encoder keep every size computed below from
+        // overflowing, whatever the header says.
         if h.heads == 0
             || !h.hidden.is_multiple_of(h.heads)
-            || h.hidden == 0
-            || h.max_tokens < 2
-            || h.layers == 0
+            || !(1..=4096).contains(&h.hidden)
+            || !(1..=16384).contains(&h.intermediate)
+            || !(2..=8192).contains(&h.max_tokens)
+            || !(1..=64).contains(&h.layers)
         {
             return Err(bad("inconsistent shape constants".into()));
         }
@@ -239,6 +243,10 @@ impl Encoder {
             entries: h.tensors.iter().map(|t| (t.name.as_str(), t)).collect(),
         };
         let tokenizer = WordPiece::from_vocab(&vocab);
+        if tokenizer.len() != vocab.lines().count() || tokenizer.len() > 1 << 20 {
+            // A token id is its line number: a repeated line would give ids past the table.
+            return Err(bad("vocab.txt repeats a token or is too large".into()));
+        }
         let token = |t: &str| {
             tokenizer
                 .id(t)
@@ -677,6 +685,18 @@ mod tests {
         std::fs::write(d.path().join("encoder.bin"), bin).unwrap();
         let err = Encoder::load(d.path()).err().unwrap();
         assert!(err.contains("runs past the end"), "{err}");
+        std::fs::write(d.path().join("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[UNK]\n").unwrap();
+        let err = Encoder::load(d.path()).err().unwrap();
+        assert!(err.contains("repeats a token"), "{err}");
+        let huge = String::from_utf8(header.to_vec())
+            .unwrap()
+            .replace(r#""hidden":4"#, r#""hidden":1099511627776"#);
+        let mut bin = b"YYME0001".to_vec();
+        bin.extend_from_slice(&(huge.len() as u64).to_le_bytes());
+        bin.extend_from_slice(huge.as_bytes());
+        std::fs::write(d.path().join("encoder.bin"), bin).unwrap();
+        let err = Encoder::load(d.path()).err().unwrap();
+        assert!(err.contains("inconsistent shape constants"), "{err}");
     }
 
     #[derive(serde::Deserialize)]

@@ -593,17 +593,32 @@ mod tests {
     use super::*;
 
     /// The encoder from the data package, when the test environment has it: the test venv
-    /// installs it (scripts/test.sh) and `YUYAO_MEMORY_ENCODER_DIR` or the default venv path
-    /// finds it.
+    /// installs it (scripts/test.sh's venv stage, which CI runs before `cargo test`), found at
+    /// `YUYAO_MEMORY_ENCODER_DIR` or in that venv (`YUYAO_TEST_VENV`, default
+    /// target/test-venv). Where `YUYAO_TEST_VENV` is set (CI sets it) a missing package fails
+    /// the tests instead of skipping them.
     pub(crate) fn installed() -> Option<Encoder> {
-        let dir = encoder_dir().or_else(|| {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-venv/lib");
-            std::fs::read_dir(root).ok()?.flatten().find_map(|py| {
-                let d = py.path().join("site-packages/yuyao_memory_encoder");
-                d.join("encoder.bin").exists().then_some(d)
-            })
-        })?;
-        Some(Encoder::load(&dir).expect("the installed encoder loads"))
+        let venv = std::env::var_os("YUYAO_TEST_VENV").filter(|v| !v.is_empty());
+        let root = venv.clone().map(PathBuf::from).unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-venv")
+        });
+        let found = encoder_dir().or_else(|| {
+            std::fs::read_dir(root.join("lib"))
+                .ok()?
+                .flatten()
+                .find_map(|py| {
+                    let d = py.path().join("site-packages/yuyao_memory_encoder");
+                    d.join("encoder.bin").exists().then_some(d)
+                })
+        });
+        match found {
+            Some(dir) => Some(Encoder::load(&dir).expect("the installed encoder loads")),
+            None if venv.is_some() => panic!(
+                "the yuyao_memory_encoder package is not installed in {} (YUYAO_TEST_VENV)",
+                root.display()
+            ),
+            None => None,
+        }
     }
 
     #[test]
@@ -685,7 +700,11 @@ mod tests {
         std::fs::write(d.path().join("encoder.bin"), bin).unwrap();
         let err = Encoder::load(d.path()).err().unwrap();
         assert!(err.contains("runs past the end"), "{err}");
-        std::fs::write(d.path().join("vocab.txt"), "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[UNK]\n").unwrap();
+        std::fs::write(
+            d.path().join("vocab.txt"),
+            "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[UNK]\n",
+        )
+        .unwrap();
         let err = Encoder::load(d.path()).err().unwrap();
         assert!(err.contains("repeats a token"), "{err}");
         let huge = String::from_utf8(header.to_vec())
@@ -718,7 +737,10 @@ mod tests {
     #[test]
     fn token_ids_match_the_reference_tokenizer() {
         let Some(enc) = installed() else {
-            eprintln!("SKIPPED: the yuyao_memory_encoder package is not installed");
+            eprintln!(
+                "SKIPPED: the yuyao_memory_encoder package is not installed \
+                 (run scripts/test.sh's venv stage, or set YUYAO_MEMORY_ENCODER_DIR)"
+            );
             return;
         };
         for r in references() {
@@ -730,7 +752,10 @@ mod tests {
     #[test]
     fn vectors_match_the_f32_reference() {
         let Some(enc) = installed() else {
-            eprintln!("SKIPPED: the yuyao_memory_encoder package is not installed");
+            eprintln!(
+                "SKIPPED: the yuyao_memory_encoder package is not installed \
+                 (run scripts/test.sh's venv stage, or set YUYAO_MEMORY_ENCODER_DIR)"
+            );
             return;
         };
         let refs = references();

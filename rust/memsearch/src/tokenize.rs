@@ -182,4 +182,18 @@ mod tests {
             .collect();
         assert_eq!(marks, [false, true, false]);
     }
+
+    /// For the encoder an unknown word is one `[UNK]` (BERT's rule), also a word over 100
+    /// characters; known words split as for the static model.
+    #[test]
+    fn the_encoder_ids_mark_unknown_words_instead_of_dropping_them() {
+        let wp = WordPiece::from_vocab("[PAD]\n[UNK]\nplay\n##ing\n##s\nthe\n");
+        assert_eq!(wp.ids_with_unknown("zzz the playing", 1), vec![1, 5, 2, 3]);
+        let wp2 = WordPiece::from_vocab("[UNK]\na\n##a\n");
+        assert_eq!(wp2.ids_with_unknown(&"a".repeat(100), 0).len(), 100);
+        assert_eq!(wp2.ids_with_unknown(&"a".repeat(101), 0), vec![0]);
+        assert!(wp2.ids(&"a".repeat(101)).is_empty());
+        assert_eq!(wp.id("[UNK]"), Some(1));
+        assert_eq!(wp.id("nope"), None);
+    }
 }

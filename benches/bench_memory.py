@@ -1,7 +1,8 @@
 """memory-search benchmarks, through the core's `/memory` commands (what `yuyao memory` runs):
 
-1. recall@3 of the hybrid (the shipped static embeddings lifted by BM25 term coverage) and of
-   each component alone (`/memory search --ranking bm25|embeddings`) on four sets:
+1. recall@3 of the hybrid (the shipped static embeddings lifted by BM25 term coverage, its best
+   20 re-ordered by the all-MiniLM-L6-v2 encoder of the yuyao_memory_encoder package) and of
+   each component alone (`/memory search --ranking bm25|embeddings|encoder`) on four sets:
    benches/memory_paraphrase.json (48 notes, 40 questions worded differently from their
    notes; the set the fusion was tuned on), benches/memory_heldout.json (40 other notes,
    28 paraphrases sharing no word with their note and 12 keyword-exact questions: identifiers,
@@ -11,10 +12,12 @@
    "How memory-search ranks" and never used to choose them) and benches/memory_heldout3.json
    (40 more notes, 28 paraphrases and 12 keyword-exact questions; written before the table
    and ranking changes that followed heldout2 and never used to choose them). Targets on each
-   set: hybrid >= 0.95 and not below either component.
+   set: hybrid >= 0.95 and not below any component (the encoder counts as one).
 2. indexing 10 000 notes (100 daily notes of 100 entries), a full `index --force`: target < 10 s.
 3. one query against that index, warm (the index is held in the process between queries, as
-   in a session): target < 20 ms; the first (cold) query, which loads the index, is reported too.
+   in a session): with the re-ranked notes' encoder vectors cached (the query alone is
+   encoded) target < 50 ms; with new notes to encode, and the first (cold) query, which loads
+   the index and the encoder and encodes the query and 20 notes: target < 1 s.
 
     python benches/bench_memory.py            # needs `maturin develop --release` for real figures
     python benches/bench_memory.py --json     # also write benches/results/memory-<date>.json
@@ -52,7 +55,7 @@ SETS = {
     )
 }
 DATA = SETS["memory_paraphrase"]
-RANKINGS = ("hybrid", "bm25", "embeddings")
+RANKINGS = ("hybrid", "bm25", "embeddings", "encoder")
 
 
 def write_paraphrase_project(project: Path, data: dict = DATA) -> dict[str, tuple[str, int]]:
@@ -101,7 +104,7 @@ def hits(session, query: str) -> list[tuple[str, int]]:
 
 
 def recalls(data: dict = DATA) -> dict[str, float]:
-    """recall@3 of each ranking (hybrid, bm25, embeddings) on a set, in one session."""
+    """recall@3 of each ranking (hybrid, bm25, embeddings, encoder) on a set, in one session."""
     with tempfile.TemporaryDirectory() as d:
         os.environ["YUYAO_HOME"] = str(Path(d) / "home")
         project = Path(d) / "project"
@@ -113,11 +116,17 @@ def recalls(data: dict = DATA) -> dict[str, float]:
             out = {}
             for ranking in RANKINGS:
                 found = 0
-                for q in data["queries"]:
-                    # Quoted as the command line splits words shell-style ("function's").
-                    words = " ".join(shlex.quote(w) for w in q["q"].split())
-                    if where[q["note"]] in hits(s, f"--ranking {ranking} {words}")[:3]:
-                        found += 1
+                try:
+                    for q in data["queries"]:
+                        # Quoted as the command line splits words shell-style ("function's").
+                        words = " ".join(shlex.quote(w) for w in q["q"].split())
+                        if where[q["note"]] in hits(s, f"--ranking {ranking} {words}")[:3]:
+                            found += 1
+                except RuntimeError:
+                    if ranking != "encoder":
+                        raise
+                    out[ranking] = None  # the yuyao_memory_encoder package is not installed
+                    continue
                 out[ranking] = found / len(data["queries"])
             return out
         finally:
@@ -158,19 +167,27 @@ def scale(n_files: int = 100, per_file: int = 100, queries: int = 30) -> dict:
             t0 = time.perf_counter()
             s2.dispatch("/memory search which worker handles the retry queue")
             cold_ms = (time.perf_counter() - t0) * 1000
-            times = []
-            for _ in range(queries):
-                q = " ".join(rng.sample(WORDS, 4))
-                t0 = time.perf_counter()
-                s2.dispatch(f"/memory search {q}")
-                times.append((time.perf_counter() - t0) * 1000)
+            asked = [" ".join(rng.sample(WORDS, 4)) for _ in range(queries)]
+            passes = []
+            # First pass: each query's re-ranked notes are mostly new (encoded, then cached);
+            # second pass, the same queries: their notes' vectors are cached, the query alone
+            # goes through the encoder.
+            for _ in range(2):
+                times = []
+                for q in asked:
+                    t0 = time.perf_counter()
+                    s2.dispatch(f"/memory search {q}")
+                    times.append((time.perf_counter() - t0) * 1000)
+                passes.append(times)
             s2.close()
             return {
                 "notes": n_files * per_file,
                 "index_s": index_s,
                 "query_cold_ms": cold_ms,
-                "query_median_ms": statistics.median(times),
-                "query_max_ms": max(times),
+                "query_median_ms": statistics.median(passes[0]),
+                "query_max_ms": max(passes[0]),
+                "query_cached_median_ms": statistics.median(passes[1]),
+                "query_cached_max_ms": max(passes[1]),
             }
         finally:
             s.close()
@@ -188,21 +205,38 @@ def main() -> int:
     ok = True
     for name, data in SETS.items():
         r = recall[name]
-        met = r["hybrid"] >= 0.95 and r["hybrid"] >= max(r["bm25"], r["embeddings"])
+        components = [r[k] for k in RANKINGS[1:] if r[k] is not None]
+        met = r["hybrid"] >= 0.95 and r["hybrid"] >= max(components)
         ok = ok and met
         print(f"{name}: {len(data['notes'])} notes, {len(data['queries'])} queries, recall@3")
-        print(f"  hybrid (embeddings + bm25 coverage): {r['hybrid']:.3f}  (target >= 0.95)")
+        print(f"  hybrid (encoder re-ranked):          {r['hybrid']:.3f}  (target >= 0.95)")
         print(f"  bm25 only:                           {r['bm25']:.3f}")
-        print(f"  embeddings only:                     {r['embeddings']:.3f}")
+        print(f"  static embeddings only:              {r['embeddings']:.3f}")
+        encoder = "not installed" if r["encoder"] is None else f"{r['encoder']:.3f}"
+        print(f"  encoder only:                        {encoder}")
     if big is not None:
-        ok = ok and big["index_s"] < 10 and big["query_median_ms"] < 20
+        ok = (
+            ok
+            and big["index_s"] < 10
+            and big["query_cached_median_ms"] < 50
+            and big["query_median_ms"] < 1000
+            and big["query_cold_ms"] < 1000
+        )
         print(
             f"index of {big['notes']} notes (index --force): {big['index_s']:.2f} s"
             "  (target < 10 s)"
         )
         print(
-            f"query, warm: median {big['query_median_ms']:.2f} ms, max {big['query_max_ms']:.2f}"
-            f" ms  (target < 20 ms); cold (loads the index): {big['query_cold_ms']:.1f} ms"
+            f"query, warm, re-ranked notes cached: median {big['query_cached_median_ms']:.2f} ms,"
+            f" max {big['query_cached_max_ms']:.2f} ms  (target < 50 ms)"
+        )
+        print(
+            f"query, warm, re-ranked notes new (encoded): median {big['query_median_ms']:.2f} ms,"
+            f" max {big['query_max_ms']:.2f} ms  (target < 1 s)"
+        )
+        print(
+            "query, cold (loads the index and the encoder, encodes the query and 20 notes):"
+            f" {big['query_cold_ms']:.1f} ms  (target < 1 s)"
         )
     load_after = os.getloadavg()
     print(
@@ -226,7 +260,7 @@ def main() -> int:
         )
         out = rec.save(
             record,
-            peer="its own components (BM25 alone, embeddings alone)",
+            peer="its own components (BM25 alone, static embeddings alone, encoder alone)",
             peer_version=None,
             tree=sets,
         )

@@ -170,6 +170,11 @@ mkdir -p "$tmp/deps"
 # install.sh installs one wheel at a time with --no-deps in the order of this file, so the order
 # is a topological one (yuyao last). The same file is a valid `pip install --require-hashes -r`.
 cp "$yuyao_whl" "$tmp/deps/"
+# memory-search's re-ranking encoder: a data-only wheel built apart, once, by
+# scripts/build-memory-encoder-wheel.py; kept (and pinned) as it is.
+shopt -s nullglob
+for w in wheels/yuyao_memory_encoder-*.whl; do cp "$w" "$tmp/deps/"; done
+shopt -u nullglob
 "$PYTHON" - "$tmp/deps" "$tmp/requirements.lock" <<'EOF'
 import hashlib, os, re, sys, zipfile
 

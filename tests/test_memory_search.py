@@ -9,6 +9,7 @@ endpoint received with the gateway provider.
 from __future__ import annotations
 
 import datetime
+import json
 import re
 import sys
 from pathlib import Path
@@ -111,15 +112,14 @@ def test_no_memory_removes_the_tool(fake_llm, yuyao, env, repo):
     assert "memory-search" not in server.tool_names(1)
 
 
-# recall@3 of the hybrid each set must keep: the paraphrase set's target, and on the
-# held-out sets what the IDF-weighted, centred vectors reach (0.875 on the first two, where the
-# plain token means reached 0.775 and 0.850; 0.750 on the third, written after them), so a
-# change that loses a held-out paraphrase shows here.
+# recall@3 of the hybrid each set must keep: with the encoder re-ranking the static hybrid's
+# best 20 (docs/memory.md, "The re-ranking encoder"), 0.950 on each of the four sets (the
+# static ranking alone: 0.975, 0.875, 0.875, 0.750), so a change that loses a paraphrase shows.
 RECALL_FLOOR = {
     "memory_paraphrase": 0.95,
-    "memory_heldout": 0.875,
-    "memory_heldout2": 0.875,
-    "memory_heldout3": 0.75,
+    "memory_heldout": 0.95,
+    "memory_heldout2": 0.95,
+    "memory_heldout3": 0.95,
 }
 FIRST_KEYWORD_QUESTION = {
     "memory_heldout": "E1042",
@@ -139,16 +139,114 @@ def test_recall_of_the_hybrid_is_never_below_its_components(use_env, name):
     finally:
         sys.path.pop(0)
     r = bench_memory.recalls(bench_memory.SETS[name])
-    # The held-out sets were never used for tuning or choosing; the fusion must not lose
-    # anything the embeddings find, and finds every keyword-exact question on top.
+    # The held-out sets were never used for tuning or choosing; the re-ranked hybrid must not
+    # lose anything the encoder or BM25 finds, and finds every keyword-exact question on top.
     assert r["hybrid"] >= RECALL_FLOOR[name], r
-    assert r["hybrid"] >= r["embeddings"], r
+    assert r["hybrid"] >= r["encoder"], r
     assert r["hybrid"] >= r["bm25"], r
+    # The static embeddings alone are above the hybrid on one set by one question
+    # ("address of the pre-production environment": static third, re-ranked fourth;
+    # docs/memory.md); nowhere by more.
+    assert r["hybrid"] >= r["embeddings"] - 1 / len(bench_memory.SETS[name]["queries"]), r
     if name in FIRST_KEYWORD_QUESTION:
         data = bench_memory.SETS[name]
         keyword = {**data, "queries": data["queries"][28:]}
         assert keyword["queries"][0]["q"] == FIRST_KEYWORD_QUESTION[name], "the last 12"
         assert bench_memory.recalls(keyword)["hybrid"] == 1.0
+
+
+def heldout_memory(repo: Path) -> None:
+    """The 40 notes of benches/memory_heldout.json as the project's MEMORY.md."""
+    data = json.loads((ROOT / "benches" / "memory_heldout.json").read_text())
+    notes = "".join(f"- {n['text']}\n" for n in data["notes"])
+    (repo / "MEMORY.md").write_text("# Notes\n\n" + notes)
+
+
+DNS_NOTE = "Cloudflare"
+DNS_QUESTION = ("who", "hosts", "our", "name", "servers")
+
+
+def top3(out: str) -> str:
+    """The text of the first three hits of `yuyao memory search`."""
+    lines = out.splitlines()
+    heads = [i for i, line in enumerate(lines) if re.match(r"^\d+\. ", line)]
+    return "\n".join(lines[i + 1] for i in heads[:3])
+
+
+def test_the_encoder_brings_a_paraphrase_the_static_ranking_misses_into_the_top_three(
+    yuyao, env, repo, tmp_path
+):
+    """ "who hosts our name servers" shares no word with the Cloudflare note: the static
+    ranking has it fourth; the installed encoder (the yuyao_memory_encoder package of the test
+    venv, as install.sh installs it) re-orders the best 20 and puts it in the top three.
+    Without the package (the override pointing at a folder with no encoder) the search still
+    answers, with the static ranking, and the status says so."""
+    heldout_memory(repo)
+    with_encoder = env()
+    status = yuyao("memory", "status", env=with_encoder).stdout
+    assert "reranker: local encoder" in status, status
+    r = yuyao("memory", "search", *DNS_QUESTION, env=with_encoder)
+    assert r.returncode == 0, r.stderr
+    assert DNS_NOTE in top3(r.stdout), r.stdout
+
+    without = env(YUYAO_MEMORY_ENCODER_DIR=str(tmp_path / "no-encoder"))
+    status = yuyao("memory", "status", env=without).stdout
+    assert "reranker: not installed" in status, status
+    assert "no-encoder" in status, "the status says why"
+    r = yuyao("memory", "search", *DNS_QUESTION, env=without)
+    assert r.returncode == 0, r.stderr
+    assert re.match(r"^1\. MEMORY\.md:\d+-\d+ \(score", r.stdout), r.stdout
+    assert DNS_NOTE not in top3(r.stdout), r.stdout
+
+
+def test_the_encoder_ranking_alone_needs_the_package_and_says_so(use_env, tmp_path, monkeypatch):
+    """`/memory search --ranking encoder` (the encoder's cosine over every entry, the bench's
+    "encoder only" column) answers with the package and fails naming what is missing without."""
+    use_env()
+    sys.path.insert(0, str(ROOT / "benches"))
+    try:
+        import bench_memory
+    finally:
+        sys.path.pop(0)
+    project = tmp_path / "project"
+    project.mkdir()
+    heldout_memory(project)
+    s = bench_memory.open_session(project)
+    try:
+        question = " ".join(DNS_QUESTION)
+        assert DNS_NOTE in top3(s.dispatch(f"/memory search --ranking encoder {question}"))
+        monkeypatch.setenv("YUYAO_MEMORY_ENCODER_DIR", str(tmp_path / "no-encoder"))
+        with pytest.raises(Exception, match="encoder.bin"):
+            s.dispatch(f"/memory search --ranking encoder {question}")
+        # The hybrid still answers, with the static ranking.
+        assert "MEMORY.md" in s.dispatch(f"/memory search {question}")
+    finally:
+        s.close()
+
+
+def test_encoder_vectors_are_cached_beside_the_index_for_the_current_notes_only(
+    yuyao, env, repo, yuyao_home
+):
+    """The notes that reached a re-ranking are encoded once: their vectors are kept in
+    encoder-cache.bin beside the index (a record per note: a 16-byte key and 384 f32), a
+    second query over the same notes adds none, and a removed note's vector goes."""
+    heldout_memory(repo)
+    e = env()
+    assert yuyao("memory", "search", *DNS_QUESTION, env=e).returncode == 0
+    status = yuyao("memory", "status", env=e).stdout
+    cache = Path(re.search(r"index path: (.+)", status).group(1)).parent / "encoder-cache.bin"
+    record = 16 + 384 * 4
+    first = cache.stat().st_size
+    assert (first - 12) % record == 0 and (first - 12) // record == 20, first
+    assert yuyao("memory", "search", *DNS_QUESTION, env=e).returncode == 0
+    assert cache.stat().st_size == first
+    # Half the notes gone: a query re-ranks the 20 left, and only current notes are kept.
+    lines = (repo / "MEMORY.md").read_text().splitlines()
+    (repo / "MEMORY.md").write_text("\n".join(lines[:22]) + "\n")
+    assert (
+        yuyao("memory", "search", "where", "do", "crashes", "get", "tracked", env=e).returncode == 0
+    )
+    assert (cache.stat().st_size - 12) // record == 20, cache.stat().st_size
 
 
 # ---------------------------------------------------------------------------------------------

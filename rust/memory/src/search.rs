@@ -172,7 +172,8 @@ pub(crate) fn memory_action(s: &Session, args: &[String]) -> Option<Result<Strin
             .map_err(failed)
             .map(|ms| format!("{}\n{}", super::backend::status_line(s), status(&ms))),
         "search" => {
-            const USAGE: &str = "usage: /memory search [--ranking hybrid|bm25|embeddings] <query>";
+            const USAGE: &str =
+                "usage: /memory search [--ranking hybrid|bm25|embeddings|encoder] <query>";
             // `--ranking` shows one component of the hybrid alone (seed 002 §6.4: the
             // provider trades off search quality; this shows where a hit came from).
             let (ranking, rest) = match rest {
@@ -244,6 +245,11 @@ fn status(ms: &MemorySearch) -> String {
     );
     if let Some(p) = st.problem {
         out.push_str(&format!("\nproblem: {p}"));
+    }
+    // Which ranking answers (docs/memory.md, "The re-ranking encoder").
+    out.push_str(&format!("\nreranker: {}", st.reranker));
+    if let Some(p) = st.reranker_problem {
+        out.push_str(&format!(" ({p})"));
     }
     out
 }

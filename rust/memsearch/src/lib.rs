@@ -6,6 +6,7 @@ pub mod backfill;
 pub mod bm25;
 pub mod dream;
 pub mod embed;
+pub mod encoder;
 pub mod index;
 pub mod recall;
 pub mod search;
@@ -14,7 +15,7 @@ pub mod tokenize;
 
 pub use embed::{Gateway, Provider};
 pub use index::{Index, UpdateReport};
-pub use search::{Hit, Ranking, Searcher};
+pub use search::{Hit, RERANK_K, Ranking, Searcher};
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -40,6 +41,11 @@ pub struct Status {
     pub index_path: PathBuf,
     /// Why the index is not ready, when it is not.
     pub problem: Option<String>,
+    /// `local encoder` when the hybrid's best entries are re-ordered by the encoder,
+    /// `not installed` (with why in `reranker_problem`) when the static ranking answers alone,
+    /// `off` for the providers other than `local`.
+    pub reranker: String,
+    pub reranker_problem: Option<String>,
 }
 
 pub const DEFAULT_K: usize = 5;
@@ -110,9 +116,31 @@ impl MemorySearch {
         self.search_with(query, k, Ranking::Hybrid)
     }
 
-    /// `search` with one of the rankings (the hybrid, or either of its components alone).
+    /// `search` with one of the rankings: the hybrid (with the local model and the encoder
+    /// installed, its best `RERANK_K` re-ordered by the encoder), either of its static
+    /// components alone, or the encoder alone.
     pub fn search_with(&self, query: &str, k: usize, ranking: Ranking) -> Result<Vec<Hit>, String> {
         let searcher = self.searcher()?;
+        let k = k.clamp(1, MAX_K);
+        let encoder = match (ranking, &self.provider) {
+            (Ranking::Hybrid | Ranking::Encoder, Provider::Local) => encoder::local_encoder(),
+            _ => None,
+        };
+        if ranking == Ranking::Encoder {
+            let enc = encoder.ok_or_else(|| {
+                encoder::encoder_problem()
+                    .unwrap_or_else(|| "the re-ranking encoder is not available".into())
+            })?;
+            let all: Vec<usize> = (0..searcher.len()).collect();
+            let sims = self.encoder_similarities(&searcher, &enc, query, &all);
+            let mut ranked: Vec<(usize, f32)> = all.into_iter().zip(sims).collect();
+            ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            return Ok(ranked
+                .into_iter()
+                .take(k)
+                .map(|(i, s)| searcher.hit(i, s))
+                .collect());
+        }
         let qv = if searcher.index.dims == 0 {
             None
         } else {
@@ -120,7 +148,63 @@ impl MemorySearch {
             embed::embed_all(&self.provider, &[query.to_string()], &searcher.index.terms)?
                 .and_then(|mut v| v.pop())
         };
-        Ok(searcher.search_with(query, qv.as_deref(), k.clamp(1, MAX_K), ranking))
+        let mut ranked = searcher.ranked(query, qv.as_deref(), ranking);
+        if let Some(enc) = encoder.filter(|_| ranking == Ranking::Hybrid && !ranked.is_empty()) {
+            let head: Vec<usize> = ranked.iter().take(RERANK_K).map(|&(i, _)| i).collect();
+            let sims = self.encoder_similarities(&searcher, &enc, query, &head);
+            ranked = search::rerank(ranked, &sims, search::RERANK_STATIC_WEIGHT);
+        }
+        Ok(ranked
+            .into_iter()
+            .take(k)
+            .map(|(i, s)| searcher.hit(i, s))
+            .collect())
+    }
+
+    /// The encoder's cosine of each of `slots` to `query`. An entry's vector is encoded once:
+    /// it is kept in the searcher and in `encoder-cache.bin` beside the index, keyed by a hash
+    /// of its text, so a warm query encodes the query alone.
+    fn encoder_similarities(
+        &self,
+        searcher: &Searcher,
+        enc: &encoder::Encoder,
+        query: &str,
+        slots: &[usize],
+    ) -> Vec<f32> {
+        let mut guard = searcher.encoded.lock().unwrap_or_else(|e| e.into_inner());
+        let cache = guard.get_or_insert_with(|| encoder::VectorCache::load(&self.dir, enc.dims()));
+        let keys: Vec<[u8; 16]> = slots
+            .iter()
+            .map(|&i| encoder::cache_key(searcher.text(i)))
+            .collect();
+        // The query and the entries not yet encoded, in one batch (encoded in parallel).
+        let mut missing: Vec<&str> = vec![query];
+        let mut missing_keys: Vec<[u8; 16]> = Vec::new();
+        let mut queued = std::collections::HashSet::new();
+        for (&i, key) in slots.iter().zip(&keys) {
+            if !cache.vectors.contains_key(key) && queued.insert(*key) {
+                missing.push(searcher.text(i));
+                missing_keys.push(*key);
+            }
+        }
+        let mut fresh = enc.encode_many(&missing).into_iter();
+        let q = fresh.next().unwrap_or_default();
+        for (key, v) in missing_keys.into_iter().zip(fresh) {
+            cache.vectors.insert(key, v);
+            cache.dirty = true;
+        }
+        let sims = keys
+            .iter()
+            .map(|k| cache.vectors.get(k).map_or(0.0, |v| embed::cosine(&q, v)))
+            .collect();
+        if cache.dirty {
+            let current: std::collections::HashSet<[u8; 16]> = (0..searcher.len())
+                .map(|i| encoder::cache_key(searcher.text(i)))
+                .collect();
+            // A cache that cannot be written costs only the encoding again next time.
+            let _ = cache.save(&self.dir, &|k| current.contains(k));
+        }
+        sims
     }
 
     /// Counts the hits for dreaming (memory-search tool calls, not the user's own look-ups).
@@ -145,7 +229,17 @@ impl MemorySearch {
             }
             _ => (false, 0),
         };
+        let reranker_problem = match self.provider {
+            Provider::Local => encoder::encoder_problem(),
+            _ => Some("re-ranking applies to memorySearch.provider = local only".into()),
+        };
         Status {
+            reranker: match (&self.provider, &reranker_problem) {
+                (Provider::Local, None) => "local encoder".into(),
+                (Provider::Local, Some(_)) => "not installed".into(),
+                _ => "off".into(),
+            },
+            reranker_problem,
             ready,
             provider: self.provider.name().to_string(),
             files: files.len(),

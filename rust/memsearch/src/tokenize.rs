@@ -51,10 +51,32 @@ impl WordPiece {
         out
     }
 
-    fn word_ids(&self, word: &str, out: &mut Vec<Piece>) {
+    /// The id of a token of the vocabulary (`[CLS]`, `[UNK]`…).
+    pub fn id(&self, token: &str) -> Option<u32> {
+        self.vocab.get(token).copied()
+    }
+
+    /// Token ids as BERT's tokenizer gives them to the encoder: a word with no WordPiece
+    /// split (or over 100 characters) is one `unk` token instead of being left out.
+    pub fn ids_with_unknown(&self, text: &str, unk: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut pieces = Vec::new();
+        for word in basic_words(text) {
+            pieces.clear();
+            if self.word_ids(&word, &mut pieces) {
+                out.extend(pieces.iter().map(|p| p.id));
+            } else {
+                out.push(unk);
+            }
+        }
+        out
+    }
+
+    /// Appends the pieces of `word`; false (nothing appended) when the word is unknown.
+    fn word_ids(&self, word: &str, out: &mut Vec<Piece>) -> bool {
         let chars: Vec<char> = word.chars().collect();
         if chars.len() > 100 {
-            return;
+            return false;
         }
         let mut pieces = Vec::new();
         let mut start = 0;
@@ -78,11 +100,12 @@ impl WordPiece {
                     continuation: start > 0,
                 }),
                 // One piece that matches nothing makes the whole word unknown (as BERT does).
-                None => return,
+                None => return false,
             }
             start = end;
         }
         out.extend(pieces);
+        true
     }
 }
 
@@ -158,5 +181,19 @@ mod tests {
             .map(|p| p.continuation)
             .collect();
         assert_eq!(marks, [false, true, false]);
+    }
+
+    /// For the encoder an unknown word is one `[UNK]` (BERT's rule), also a word over 100
+    /// characters; known words split as for the static model.
+    #[test]
+    fn the_encoder_ids_mark_unknown_words_instead_of_dropping_them() {
+        let wp = WordPiece::from_vocab("[PAD]\n[UNK]\nplay\n##ing\n##s\nthe\n");
+        assert_eq!(wp.ids_with_unknown("zzz the playing", 1), vec![1, 5, 2, 3]);
+        let wp2 = WordPiece::from_vocab("[UNK]\na\n##a\n");
+        assert_eq!(wp2.ids_with_unknown(&"a".repeat(100), 0).len(), 100);
+        assert_eq!(wp2.ids_with_unknown(&"a".repeat(101), 0), vec![0]);
+        assert!(wp2.ids(&"a".repeat(101)).is_empty());
+        assert_eq!(wp.id("[UNK]"), Some(1));
+        assert_eq!(wp.id("nope"), None);
     }
 }

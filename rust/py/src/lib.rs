@@ -419,6 +419,18 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     {
         yuyao_memsearch::embed::set_package_model_dir(dir.join("models").join("memory-embed"));
     }
+    // memory-search's re-ranking encoder: the optional data package yuyao_memory_encoder,
+    // located without importing it (no code of it runs; the core reads its files only).
+    if let Ok(dir) = m
+        .py()
+        .import("importlib.util")
+        .and_then(|u| u.call_method1("find_spec", ("yuyao_memory_encoder",)))
+        .and_then(|spec| spec.getattr("submodule_search_locations"))
+        .and_then(|locations| locations.get_item(0))
+        .and_then(|d| d.extract::<String>())
+    {
+        yuyao_memsearch::encoder::set_package_encoder_dir(dir.into());
+    }
     m.add_class::<PySession>()?;
     m.add_function(wrap_pyfunction!(run_headless, m)?)?;
     m.add_function(wrap_pyfunction!(hide_model_key, m)?)?;

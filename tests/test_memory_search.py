@@ -188,6 +188,13 @@ def test_the_encoder_brings_a_paraphrase_the_static_ranking_misses_into_the_top_
     r = yuyao("memory", "search", *DNS_QUESTION, env=with_encoder)
     assert r.returncode == 0, r.stderr
     assert DNS_NOTE in top3(r.stdout), r.stdout
+    # One component alone, the flag before or after the query (as `/memory search` takes it).
+    r = yuyao("memory", "search", *DNS_QUESTION, "--ranking", "encoder", env=with_encoder)
+    assert r.returncode == 0, r.stderr
+    assert DNS_NOTE in top3(r.stdout), r.stdout
+    r = yuyao("memory", "search", "--ranking", "bm25", *DNS_QUESTION, env=with_encoder)
+    assert r.returncode == 0, r.stderr
+    assert DNS_NOTE not in top3(r.stdout), "no word in common: BM25 alone misses it"
 
     without = env(YUYAO_MEMORY_ENCODER_DIR=str(tmp_path / "no-encoder"))
     status = yuyao("memory", "status", env=without).stdout

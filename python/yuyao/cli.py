@@ -624,7 +624,20 @@ COMMANDS = {
             "Memory index, search, rebuild and replay",
             (
                 Action("status", "Print index readiness and the provider"),
-                Action("search", "Search memory by meaning", (Arg("query", many=True),)),
+                Action(
+                    "search",
+                    "Search memory by meaning",
+                    (Arg("query", many=True),),
+                    flags=(
+                        Flag(
+                            "--ranking",
+                            "Show one component of the ranking alone",
+                            G_GENERAL,
+                            CHOICE,
+                            choices=("hybrid", "bm25", "embeddings", "encoder"),
+                        ),
+                    ),
+                ),
                 Action(
                     "index",
                     "Update the index",

@@ -176,15 +176,21 @@ pub(crate) fn memory_action(s: &Session, args: &[String]) -> Option<Result<Strin
                 "usage: /memory search [--ranking hybrid|bm25|embeddings|encoder] <query>";
             // `--ranking` shows one component of the hybrid alone (seed 002 §6.4: the
             // provider trades off search quality; this shows where a hit came from).
-            let (ranking, rest) = match rest {
-                [flag, value, tail @ ..] if flag == "--ranking" => {
-                    match yuyao_memsearch::Ranking::parse(value) {
-                        Some(r) => (r, tail),
-                        None => return Some(Err(CoreError::Usage(USAGE.into()))),
-                    }
+            // The flag may come anywhere among the words (`yuyao memory search <query>
+            // --ranking bm25` puts it last).
+            let (ranking, rest) = match rest.iter().position(|w| w == "--ranking") {
+                Some(i) => {
+                    let Some(r) = rest
+                        .get(i + 1)
+                        .and_then(|v| yuyao_memsearch::Ranking::parse(v))
+                    else {
+                        return Some(Err(CoreError::Usage(USAGE.into())));
+                    };
+                    let words: Vec<String> =
+                        rest[..i].iter().chain(&rest[i + 2..]).cloned().collect();
+                    (r, words)
                 }
-                [flag] if flag == "--ranking" => return Some(Err(CoreError::Usage(USAGE.into()))),
-                _ => (yuyao_memsearch::Ranking::Hybrid, rest),
+                None => (yuyao_memsearch::Ranking::Hybrid, rest.to_vec()),
             };
             let q = rest.join(" ");
             if q.trim().is_empty() {

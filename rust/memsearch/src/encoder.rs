@@ -617,7 +617,13 @@ mod tests {
                 "the yuyao_memory_encoder package is not installed in {} (YUYAO_TEST_VENV)",
                 root.display()
             ),
-            None => None,
+            None => {
+                eprintln!(
+                    "SKIPPED: the yuyao_memory_encoder package is not installed \
+                     (run scripts/test.sh's venv stage, or set YUYAO_MEMORY_ENCODER_DIR)"
+                );
+                None
+            }
         }
     }
 
@@ -737,10 +743,6 @@ mod tests {
     #[test]
     fn token_ids_match_the_reference_tokenizer() {
         let Some(enc) = installed() else {
-            eprintln!(
-                "SKIPPED: the yuyao_memory_encoder package is not installed \
-                 (run scripts/test.sh's venv stage, or set YUYAO_MEMORY_ENCODER_DIR)"
-            );
             return;
         };
         for r in references() {
@@ -752,10 +754,6 @@ mod tests {
     #[test]
     fn vectors_match_the_f32_reference() {
         let Some(enc) = installed() else {
-            eprintln!(
-                "SKIPPED: the yuyao_memory_encoder package is not installed \
-                 (run scripts/test.sh's venv stage, or set YUYAO_MEMORY_ENCODER_DIR)"
-            );
             return;
         };
         let refs = references();

@@ -18,7 +18,8 @@ use yuyao_tools::ToolArgs;
 /// and each note is bytes no prompt cache reuses (it lives for one request).
 pub const REMIND_EVERY: usize = 10;
 
-pub const MISSING_INTENT_NOTE: &str = "[intent] Your last tool batch came without a one-line reason. Before each batch of tool calls, write one short line saying why you are making them (or give each call a `description`).";
+pub const MISSING_INTENT_NOTE: &str =
+    "[intent] Your last tool batch came without a one-line reason: state one before each batch.";
 
 /// A batch's "why" and where it came from.
 #[derive(Debug, Clone, PartialEq)]

@@ -147,14 +147,14 @@ impl Tool for Bash {
         "bash"
     }
     fn description(&self) -> &'static str {
-        "Run a bash command in the working directory (stdin is /dev/null; `cd` persists). The timeout (default 120000 ms, max 600000) kills the process group. Long output shows head and tail, the whole saved to a file whose path is given. run_in_background (servers, watchers, long builds): get a job id at once; bg-output reads it, bg-stop stops it."
+        "Run a bash command in the working directory (stdin /dev/null; `cd` persists). timeout: ms (default 120000, max 600000), then the process group is killed. Long output: head and tail, the whole in a file named. run_in_background (servers, watchers, long builds) returns a job id for bg-output / bg-stop."
     }
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
                 "command": {"type": "string"},
-                "timeout": {"type": "integer", "description": "ms"},
+                "timeout": {"type": "integer"},
                 "description": {"type": "string", "description": "what it does, briefly"},
                 "run_in_background": {"type": "boolean"}
             },

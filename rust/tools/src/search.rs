@@ -56,14 +56,14 @@ impl Tool for Grep {
         "grep"
     }
     fn description(&self) -> &'static str {
-        "Search file contents with a ripgrep regex. output_mode: files_with_matches (default), content (with line numbers; -A/-B/-C context), count. Filter with glob (e.g. \"*.rs\") or type (e.g. \"py\"). multiline lets patterns span lines. head_limit/offset page through results. Honours .gitignore."
+        "Search file contents (ripgrep regex; path defaults to the working directory; honours .gitignore). output_mode: files_with_matches (default), content (line numbers, -A/-B/-C context) or count. Narrow with glob (\"*.rs\") or type (\"py\"); multiline spans lines; head_limit/offset page."
     }
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "pattern": {"type": "string", "description": "Regular expression (ripgrep syntax)"},
-                "path": {"type": "string", "description": "File or folder to search (default: working directory)"},
+                "pattern": {"type": "string"},
+                "path": {"type": "string"},
                 "glob": {"type": "string"},
                 "type": {"type": "string"},
                 "output_mode": {"type": "string", "enum": ["files_with_matches", "content", "count"]},
@@ -493,14 +493,14 @@ impl Tool for Glob {
         "glob"
     }
     fn description(&self) -> &'static str {
-        "Find files by glob pattern (**, *, ?, [..], {a,b}), newest first, capped at 100 with a truncation line. A pattern without '/' matches file names at any depth (\"*.rs\"); with '/' it matches paths under `path` (\"src/**/*.rs\"). Honours .gitignore; never enters .git; hidden files only when the pattern names them."
+        "Find files by glob (**, *, ?, [..], {a,b}) under path (default: the working directory), newest first, at most 100. Without '/' a pattern matches names at any depth (\"*.rs\"); with '/' paths (\"src/**/*.rs\"). Honours .gitignore; hidden files only when named."
     }
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "pattern": {"type": "string", "description": "e.g. \"**/*.rs\" or \"src/**/test_*.py\""},
-                "path": {"type": "string", "description": "Folder to search under (default: working directory)"}
+                "pattern": {"type": "string"},
+                "path": {"type": "string"}
             },
             "required": ["pattern"]
         })

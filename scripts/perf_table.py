@@ -229,6 +229,14 @@ def requests(data: dict) -> list[tuple]:
             (f"uncacheable request bytes, {w}, {data['steps']} steps, {talk}", num(a / 1024, "KB"),
              f"{num(b / 1024, 'KB')} ({peer_v})", ratio(a / b), goal("≤ 1.0×", a <= b))
         )  # fmt: skip
+        key = "next_session_uncacheable_bytes"
+        if key in y and key in p:
+            a, b = y[key]["min"], p[key]["min"]
+            rows.append(
+                (f"uncacheable request bytes, {w}, {data['steps']} steps, {talk}, a later session",
+                 num(a / 1024, "KB"), f"{num(b / 1024, 'KB')} ({peer_v})", ratio(a / b),
+                 goal("≤ 1.0×", a <= b))
+            )  # fmt: skip
         a, b = y["total_bytes"]["min"], p["total_bytes"]["min"]
         rows.append(
             (f"total request bytes, {w}, {data['steps']} steps, {talk}", num(a / 1024, "KB"),

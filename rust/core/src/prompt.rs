@@ -113,6 +113,9 @@ pub fn level_lines(st: &Stated, headless: bool) -> [(&'static str, String); 4] {
     ]
 }
 
+/// The fixed part of the system prompt: the same for every session with the same settings and
+/// tools (the session's own context follows it, [`context`]), so a provider's cache can serve
+/// it to the next session too (DESIGN §4).
 pub fn build(i: &PromptInputs<'_>) -> String {
     let mut s = match i.replace {
         Some(r) => r.to_string(),
@@ -142,11 +145,21 @@ fn default_body(i: &PromptInputs<'_>) -> String {
     s.push_str(METHOD);
     s.push_str("\n\n# Asking\n");
     s.push_str(&curiosity_line(i.stated.curiosity));
-    s.push_str(&format!(
-        "\n\n# Environment\n- Date: {}\n- Working directory: {}\n",
+    s
+}
+
+/// The session's own context, the system prompt's last part: date, folders, tools, git, the
+/// instruction files and memory ("" with a replaced prompt, which states none of it).
+pub fn context(i: &PromptInputs<'_>) -> String {
+    if i.replace.is_some() {
+        return String::new();
+    }
+    let mut s = format!(
+        "{}- Date: {}\n- Working directory: {}\n",
+        yuyao_model::cache_hints::CONTEXT_HEAD,
         chrono::Local::now().format("%Y-%m-%d"),
         i.stated.cwd.display(),
-    ));
+    );
     if i.project != i.stated.cwd {
         s.push_str(&format!("- Project root: {}\n", i.project.display()));
     }

@@ -72,7 +72,7 @@ impl Session {
         let memory: String = crate::feature::hooks(|f| f.system_section)
             .map(|section| section(self))
             .collect();
-        let system = prompt::build(&PromptInputs {
+        let inputs = PromptInputs {
             stated: &stated,
             headless: self.opts.headless,
             project: &self.paths.project,
@@ -82,10 +82,14 @@ impl Session {
             git_summary: &git,
             tools: &tools,
             memory: &memory,
-        });
+        };
         // Skills: names and descriptions only, fixed with the prompt (later ones as notes).
+        // The session's own context comes last, after everything another session shares.
         let system = crate::feature::hooks(|f| f.system_tail)
-            .fold(system + &more_tools, |system, tail| tail(self, system));
+            .fold(prompt::build(&inputs) + &more_tools, |system, tail| {
+                tail(self, system)
+            })
+            + &prompt::context(&inputs);
         let mut st = self.lock();
         // Notes in the history were written against an earlier prompt: the next note states
         // everything again, so the latest statement is the one in force.

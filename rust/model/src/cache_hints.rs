@@ -1,8 +1,11 @@
 //! Provider prompt-cache hints. Anthropic-family models (through litellm) reuse a cached
 //! prefix only up to an explicit `cache_control` breakpoint: one is set on the system prompt
 //! (fixed for the conversation) and one on the newest message (requests are append-only
-//! between compactions, so the next request starts with everything up to it). Only the wire
-//! copy is marked; the history is untouched.
+//! between compactions, so the next request starts with everything up to it). The system
+//! prompt ends with the session's own context ([`CONTEXT_HEAD`]: date, folders, git,
+//! instruction files, memory); a breakpoint just before it lets another session with the same
+//! settings reuse the tool schemas and the fixed prompt. Only the wire copy is marked; the
+//! history is untouched.
 
 use serde_json::{Value, json};
 
@@ -17,6 +20,10 @@ pub fn wanted(setting: &str, model: &str) -> bool {
         }
     }
 }
+
+/// Where the system prompt's session context starts (the prompt builder writes it; with a
+/// replaced prompt it is absent and the system prompt stays one part).
+pub const CONTEXT_HEAD: &str = "\n\n# Environment\n";
 
 /// Marks the system message and the newest message of a request body's `messages`.
 pub fn mark(messages: &mut [Value]) {
@@ -33,9 +40,29 @@ pub fn mark(messages: &mut [Value]) {
 /// written message by message).
 pub(crate) fn mark_one_of(m: &mut Value, first: bool, last: bool) {
     let system = m.get("role").and_then(Value::as_str) == Some("system");
+    if first && system {
+        split_context(m);
+    }
     if (first && system) || (last && !first) {
         mark_one(m);
     }
+}
+
+/// A system prompt holding [`CONTEXT_HEAD`] becomes two text parts, the fixed one marked as a
+/// breakpoint (the context part gets the usual one from `mark_one`).
+fn split_context(m: &mut Value) {
+    let Some(Value::String(text)) = m.get("content") else {
+        return;
+    };
+    let Some(at) = text.find(CONTEXT_HEAD).filter(|&at| at > 0) else {
+        return;
+    };
+    let (fixed, context) = text.split_at(at);
+    let parts = json!([
+        {"type": "text", "text": fixed, "cache_control": ephemeral()},
+        {"type": "text", "text": context},
+    ]);
+    m["content"] = parts;
 }
 
 fn ephemeral() -> Value {
@@ -73,6 +100,28 @@ fn mark_one(m: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_system_prompt_is_marked_before_its_session_context_too() {
+        let system = format!("fixed part{CONTEXT_HEAD}- Date: today");
+        let mut ms = vec![
+            json!({"role": "system", "content": system}),
+            json!({"role": "user", "content": "hi"}),
+        ];
+        mark(&mut ms);
+        let parts = ms[0]["content"].as_array().unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0]["text"], "fixed part");
+        assert_eq!(parts[0]["cache_control"]["type"], "ephemeral");
+        assert_eq!(parts[1]["text"], format!("{CONTEXT_HEAD}- Date: today"));
+        assert_eq!(parts[1]["cache_control"]["type"], "ephemeral");
+        let joined: String = parts.iter().map(|p| p["text"].as_str().unwrap()).collect();
+        assert_eq!(joined, system, "the text sent is unchanged");
+        // A replaced prompt without the context stays one part.
+        let mut ms = vec![json!({"role": "system", "content": "mine"})];
+        mark(&mut ms);
+        assert_eq!(ms[0]["content"].as_array().unwrap().len(), 1);
+    }
 
     #[test]
     fn auto_follows_the_model_family() {

@@ -25,6 +25,12 @@ After the edits it also prints what the snapshot store holds on disk (`~/.yuyao/
 after the first edit (one pre-image: one compressed copy of the file) and after the last,
 against the file's size and the N raw copies a store without sharing would hold.
 
+The large file is a service log of varied lines (timestamps, levels, modules, request ids,
+timings; seeded, so every run writes the same bytes): it compresses about as a real log does,
+so the store's figures mean what they would on one. (A file of one repeated line compresses
+1,500-fold and hides what a store costs.) The store's goal: after the N edits it holds at most
+1.1× one compressed copy (what it holds after the first) plus the bytes the edits changed.
+
 The large file is written before the session opens and left alone for a moment, as a log or a
 data file usually is (a file changed within the last 50 ms is hashed whole when read: see
 rust/tools/src/freshness.rs). Only ratios are meaningful; nothing here asserts a time.
@@ -37,6 +43,7 @@ import itertools
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import sys
@@ -51,8 +58,32 @@ sys.path.insert(0, str(ROOT / "benches"))
 from _record import Recorder  # noqa: E402
 from fakellm import FAKE_MODEL, FakeLLM, calls, say  # noqa: E402
 
-LINE = "the quick brown fox jumps over the lazy dog 0123456789\n"
+LEVELS = ("INFO",) * 8 + ("DEBUG",) * 4 + ("WARN", "ERROR")
+MODULES = ("http.server", "db.pool", "auth", "scheduler", "cache", "worker.queue", "billing")
+WORDS = (
+    "request handled user session token refresh timeout retry connection pool acquired "
+    "released query rows cache hit miss job started finished failed payload bytes latency "
+    "upstream status"
+).split()
 PAGE_LINES = 2000
+
+
+def log_lines(size: int, seed: int) -> bytes:
+    """About `size` bytes of service-log lines, the same for the same seed."""
+    rnd = random.Random(seed)
+    out, n, ms = [], 0, 0
+    while n < size:
+        ms += rnd.randint(0, 40)
+        stamp = f"{ms // 3_600_000 % 24:02d}:{ms // 60_000 % 60:02d}:{ms // 1000 % 60:02d}"
+        line = (
+            f"2026-12-05T{stamp}.{ms % 1000:03d} {rnd.choice(LEVELS):5} "
+            f"{rnd.choice(MODULES)} [{rnd.randint(1000, 1063)}] "
+            f"{' '.join(rnd.choices(WORDS, k=rnd.randint(3, 9)))} "
+            f"id={rnd.getrandbits(32):08x} ms={rnd.randint(0, 5000)}\n"
+        )
+        out.append(line)
+        n += len(line)
+    return "".join(out).encode()
 
 
 def timed(fn, *args) -> float:
@@ -90,8 +121,9 @@ def main() -> int:
     home, work, peer = tmp / "home", tmp / "work", tmp / "peer"
     for d in (home, work, peer):
         d.mkdir()
-    n_lines = opts.mb * 1024 * 1024 // len(LINE)
-    body = (LINE * (n_lines // 2) + "NEEDLE 0 line\n" + LINE * (n_lines // 2)).encode()
+    half = opts.mb * 1024 * 1024 // 2
+    body = log_lines(half, 1) + b"NEEDLE 0 line\n" + log_lines(half, 2)
+    changed = 0
     big, peer_big = work / "big.txt", peer / "big.txt"
     big.write_bytes(body)
     peer_big.write_bytes(body)
@@ -170,6 +202,7 @@ def main() -> int:
                 assert f"\n{new}\n".encode() in big.read_bytes(), "the edit did not apply"
                 sample(edit_name, ours, timed(atomic_edit, old.encode(), new.encode()))
                 store_sizes.append(store_bytes())
+                changed += len(new) if r else 0
             for r in range(opts.rounds):
                 patch = ["*** Begin Patch"]
                 for i in range(opts.files):
@@ -215,6 +248,8 @@ def main() -> int:
         "after_first_edit_bytes": store_sizes[0],
         "after_last_edit_bytes": store_sizes[-1],
         "edits": len(store_sizes),
+        "changed_bytes": changed,
+        "file": "service log, seeded (benches/bench_files.py log_lines)",
     }
     print(
         f"snapshot store after {len(store_sizes)} edits of the {size_mb:.0f} MB file:"
@@ -233,7 +268,7 @@ def main() -> int:
         {**report, "operations": summary, "snapshot_store": store},
         peer="plain Python (islice page read, atomic edit with backup, file creation, rmtree)",
         peer_version=meta["peer"],
-        tree=f"generated: one {size_mb:.0f} MB file and {opts.files}-file batches in a temp git repository",
+        tree=f"generated: one {size_mb:.0f} MB service log and {opts.files}-file batches in a temp git repository",
     )
     print(f"raw figures: {out}")
     return 0

@@ -599,6 +599,27 @@ def test_redo_is_a_no_op_after_a_new_change(fake_llm, session, repo):
     assert not (repo / "made.txt").exists()
 
 
+def test_redo_sees_an_edit_made_at_once_after_the_undo_but_not_an_ignored_file(
+    fake_llm, session, repo
+):
+    """/redo compares change times with the moment the undo ended (DESIGN: snapshots): an
+    edit of a file the batch never touched, made right after the undo, stops it; a file the
+    ignore rules leave out (a bytecode cache a test run writes) does not."""
+    (repo / ".gitignore").write_text("*.pyc\n")
+    (repo / "notes.md").write_text("mine\n")
+    _, s = run_turn(fake_llm, session, edit_calc_and_create(repo))
+    s.dispatch("/undo")
+    (repo / "calc.cpython-311.pyc").write_bytes(b"cache")
+    out = s.dispatch("/redo")
+    assert "made.txt" in out and (repo / "made.txt").read_text() == "made\n"
+    s.dispatch("/undo")
+    (repo / "notes.md").write_text("mine, edited at once\n")
+    out = s.dispatch("/redo")
+    assert "nothing was redone" in out
+    assert not (repo / "made.txt").exists()
+    assert (repo / "notes.md").read_text() == "mine, edited at once\n"
+
+
 def test_undo_leaves_a_file_the_user_changed_since(fake_llm, session, repo):
     _, s = run_turn(fake_llm, session, edit_calc_and_create(repo))
     (repo / "calc.py").write_text("user rewrote it\n")

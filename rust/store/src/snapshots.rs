@@ -108,7 +108,9 @@ struct Journal {
     checkpoints: Vec<Checkpoint>,
     /// Undone batch ids, most recently undone last: what /redo re-applies.
     redo: Vec<u64>,
-    /// Fingerprint of the project right after the last undo; /redo needs it unchanged.
+    /// What /redo checks the project against (`Snapshots::redo_guard`): a change time,
+    /// `changed-since:<s>.<ns>`, or (a file system without fine timestamps, or a journal
+    /// written before) the hex fingerprint of the project right after the last undo.
     redo_fingerprint: Option<String>,
 }
 
@@ -880,7 +882,7 @@ impl Snapshots {
         }
         j.batches[pos].undone = true;
         j.redo.push(b.id);
-        j.redo_fingerprint = Some(self.fingerprint());
+        j.redo_fingerprint = Some(self.redo_guard());
         self.save(&mut j)?;
         Ok(Some((b, report)))
     }
@@ -919,7 +921,10 @@ impl Snapshots {
                 lost.join(", ")
             ));
         }
-        let fp_same = j.redo_fingerprint.as_deref() == Some(self.fingerprint().as_str());
+        let fp_same = j
+            .redo_fingerprint
+            .as_deref()
+            .is_some_and(|guard| self.unchanged_since(guard));
         if !changed.is_empty() || !fp_same {
             let what = if changed.is_empty() {
                 "files in the project were edited or created after the undo".to_string()
@@ -949,7 +954,7 @@ impl Snapshots {
         j.redo_fingerprint = if j.redo.is_empty() {
             None
         } else {
-            Some(self.fingerprint())
+            Some(self.redo_guard())
         };
         self.save(&mut j)?;
         Ok(Some((b, report)))
@@ -979,7 +984,7 @@ impl Snapshots {
             j.redo.push(b.id);
         }
         if report.batches > 0 {
-            j.redo_fingerprint = Some(self.fingerprint());
+            j.redo_fingerprint = Some(self.redo_guard());
         }
         self.save(&mut j)?;
         Ok(report)
@@ -999,24 +1004,126 @@ impl Snapshots {
         out
     }
 
-    /// A fingerprint of the project's files (paths, sizes, modification times), honouring
-    /// ignore files; `.git` and yuyao's own folders are left out.
-    pub fn fingerprint(&self) -> String {
-        let mut entries: Vec<String> = Vec::new();
-        let walker = ignore::WalkBuilder::new(&self.project)
-            .hidden(false)
+    /// What a later /redo checks the project against, taken once an undo (or a redo or
+    /// rewind that leaves more to redo) has written its last file: a change time where the
+    /// project's file system stamps files to the nanosecond, else the fingerprint of the
+    /// whole project.
+    ///
+    /// The change time makes an undo cost what its batch holds: the fingerprint stats every
+    /// file of the project (half of a 1,000-file undo in a project of a few thousand files,
+    /// most of it in a large tree). The walk moves to /redo, which is rarer.
+    ///
+    /// How the time is taken. The kernel stamps a change time (ctime, which no call can set
+    /// back) from the coarse real-time clock, which lags the real time by up to a tick; since
+    /// Linux 6.13 a file whose ctime was read gets the real time at its next change, and no
+    /// later stamp is earlier than the latest such one. After the undo's last write the real
+    /// time is read; then a marker file beside the journal is read and changed until its
+    /// ctime is after that reading (twice on 6.13 and later; on an older kernel, until the
+    /// coarse clock has passed it: one or two ticks). Every change before has a ctime no later
+    /// than the reading, every change after a ctime at least the marker's
+    /// (`redo_is_guarded_by_the_change_time_of_the_undo`).
+    fn redo_guard(&self) -> String {
+        if fine_timestamps(&self.project)
+            && let Some((s, ns)) = self.change_mark()
+        {
+            return format!("{CHANGED_SINCE}{s}.{ns:09}");
+        }
+        self.fingerprint()
+    }
+
+    /// The marker's change time once it is after the real time read first (see
+    /// [`Snapshots::redo_guard`]); `None` when that takes over 100 ms or the marker cannot
+    /// be written.
+    fn change_mark(&self) -> Option<(i64, i64)> {
+        use std::io::Write as _;
+        use std::os::unix::fs::MetadataExt as _;
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid clock id and out-pointer.
+        if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) } != 0 {
+            return None;
+        }
+        let start = (now.tv_sec, now.tv_nsec);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.journal_path.with_extension("redo-mark"))
+            .ok()?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_millis(100);
+        for attempt in 0.. {
+            // Reading the ctime asks the kernel for the real time at the next change.
+            if f.metadata().ok()?.len() > 4096 {
+                f.set_len(0).ok()?;
+            }
+            f.write_all(b".").ok()?;
+            let m = f.metadata().ok()?;
+            let stamp = (m.ctime(), m.ctime_nsec());
+            if stamp > start {
+                return Some(stamp);
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            if attempt > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(250));
+            }
+        }
+        None
+    }
+
+    /// Whether the project is as the undo left it: no file (the fingerprint's walk: ignore
+    /// files honoured, `.git` and yuyao's folders left out) created or changed at or after
+    /// the guard's change time, or, for a fingerprint guard, the same fingerprint. With a
+    /// change time a file deleted since does not count (seed 002: "if a file was edited or
+    /// created after /undo"); the batch's own files are checked one by one in any case.
+    fn unchanged_since(&self, guard: &str) -> bool {
+        let Some(since) = guard.strip_prefix(CHANGED_SINCE).and_then(parse_tick) else {
+            return guard == self.fingerprint();
+        };
+        let mut folder = StatFolder::default();
+        !self
+            .fingerprint_walker()
+            .build()
+            .filter_map(Result::ok)
+            .take(FINGERPRINT_MAX)
+            .filter(|e| {
+                e.file_type().is_some_and(|t| !t.is_dir())
+                    && !self.skip.iter().any(|s| e.path().starts_with(s))
+            })
+            .any(|e| {
+                folder.stat(e.path()).is_some_and(|st| {
+                    // A whole-second stamp in the guard's second may be a later change on a
+                    // file system that keeps seconds only (ext4 with small inodes).
+                    (st.st_ctime, st.st_ctime_nsec) >= since
+                        || (st.st_ctime == since.0 && st.st_ctime_nsec == 0)
+                })
+            })
+    }
+
+    fn fingerprint_walker(&self) -> ignore::WalkBuilder {
+        let mut w = ignore::WalkBuilder::new(&self.project);
+        w.hidden(false)
             .git_ignore(true)
             .git_exclude(true)
             .require_git(false)
             .filter_entry(|e| {
                 let n = e.file_name().to_str().unwrap_or("");
                 !matches!(n, ".git" | ".trajectory")
-            })
-            .build();
+            });
+        w
+    }
+
+    /// A fingerprint of the project's files (paths, sizes, modification times), honouring
+    /// ignore files; `.git` and yuyao's own folders are left out.
+    pub fn fingerprint(&self) -> String {
+        let mut entries: Vec<String> = Vec::new();
+        let walker = self.fingerprint_walker().build();
         // Each file is stat'ed relative to its folder, opened once while the walk is in it:
         // no lookup of the whole path per file (an /undo of a large batch walks thousands).
         let mut folder = StatFolder::default();
-        for e in walker.filter_map(Result::ok).take(200_000) {
+        for e in walker.filter_map(Result::ok).take(FINGERPRINT_MAX) {
             let p = e.path();
             if e.file_type().is_none_or(|t| t.is_dir())
                 || self.skip.iter().any(|s| p.starts_with(s))
@@ -1037,6 +1144,45 @@ impl Snapshots {
     }
 }
 
+/// How many walked entries the fingerprint and the change-time check cover.
+const FINGERPRINT_MAX: usize = 200_000;
+
+/// The prefix of a redo guard that is a change time (`<seconds>.<nanoseconds>`).
+const CHANGED_SINCE: &str = "changed-since:";
+
+fn parse_tick(s: &str) -> Option<(i64, i64)> {
+    let (sec, ns) = s.split_once('.')?;
+    Some((sec.parse().ok()?, ns.parse().ok()?))
+}
+
+/// Whether the file system holding `path` stamps change times to the nanosecond (the local
+/// Linux file systems that do; on others — FAT, network file systems, FUSE — a ctime may be
+/// rounded down to before the guard, so the fingerprint is used there).
+fn fine_timestamps(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    const FINE: [u32; 8] = [
+        0xEF53,     // ext2/3/4
+        0x58465342, // xfs
+        0x9123683E, // btrfs
+        0x01021994, // tmpfs
+        0x794C7630, // overlayfs
+        0x2FC12FC1, // zfs
+        0xF2F52010, // f2fs
+        0xCA451A4E, // bcachefs
+    ];
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a zeroed statfs is a valid out-parameter.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: NUL-terminated path and out-pointer.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    // f_type is a signed word on some targets: compare its low 32 bits.
+    FINE.contains(&(st.f_type as u32))
+}
+
 /// The folder the fingerprint walk is in, open for `fstatat` on its files.
 #[derive(Default)]
 struct StatFolder(Option<(PathBuf, Option<std::fs::File>)>);
@@ -1045,6 +1191,17 @@ impl StatFolder {
     /// Size and modification time (ns since the epoch, 0 before it) of `path` when it is a
     /// regular file (a link is not followed).
     fn regular_file(&mut self, path: &Path) -> Option<(u64, u128)> {
+        let st = self.stat(path)?;
+        let mtime = if st.st_mtime < 0 {
+            0
+        } else {
+            st.st_mtime as u128 * 1_000_000_000 + st.st_mtime_nsec as u128
+        };
+        Some((st.st_size as u64, mtime))
+    }
+
+    /// The `lstat` of `path` when it is a regular file (a link is not followed).
+    fn stat(&mut self, path: &Path) -> Option<libc::stat> {
         use std::os::fd::AsRawFd as _;
         use std::os::unix::ffi::OsStrExt as _;
         let (dir, name) = (path.parent()?, path.file_name()?);
@@ -1067,12 +1224,7 @@ impl StatFolder {
         {
             return None;
         }
-        let mtime = if st.st_mtime < 0 {
-            0
-        } else {
-            st.st_mtime as u128 * 1_000_000_000 + st.st_mtime_nsec as u128
-        };
-        Some((st.st_size as u64, mtime))
+        Some(st)
     }
 }
 
@@ -1227,6 +1379,68 @@ mod tests {
         assert!(!b.exists());
         // The user's repository gets nothing.
         assert!(!proj.path().join(".git").exists());
+    }
+
+    /// The guard an undo leaves for /redo is a change time on a file system with fine
+    /// timestamps: a file created or edited after the undo stops the redo, an ignored file or
+    /// the deletion of another file does not; a guard written as a fingerprint (an earlier
+    /// journal) is still compared as one.
+    #[test]
+    fn redo_is_guarded_by_the_change_time_of_the_undo() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let root = proj.path();
+        if !fine_timestamps(root) {
+            eprintln!("SKIPPED: the temp folder's file system has no fine timestamps");
+            return;
+        }
+        std::fs::write(root.join(".gitignore"), "*.pyc\n").unwrap();
+        std::fs::write(root.join("other.txt"), "other").unwrap();
+        std::fs::write(root.join("kept.txt"), "kept").unwrap();
+        let s = Snapshots::open(home.path(), root).unwrap();
+        let a = root.join("a.txt");
+        let b = root.join("b.txt");
+        std::fs::write(&b, "b1\n").unwrap();
+        let batch = |s: &Snapshots| {
+            let pre = vec![s.capture(&a).unwrap(), s.capture(&b).unwrap()];
+            std::fs::write(&a, "agent\n").unwrap();
+            std::fs::write(&b, "b2\n").unwrap();
+            // Read back, as a tool does: the next change of b gets a fine stamp.
+            std::fs::metadata(&b).unwrap();
+            s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+            s.undo().unwrap().unwrap();
+            assert!(!a.exists());
+            assert_eq!(std::fs::read_to_string(&b).unwrap(), "b1\n");
+            s.peek(|j| j.redo_fingerprint.clone()).unwrap()
+        };
+        for _ in 0..20 {
+            // What the undo itself wrote never counts as a later change.
+            let guard = batch(&s);
+            assert!(guard.starts_with(CHANGED_SINCE), "{guard}");
+            s.redo().unwrap().unwrap();
+            std::fs::remove_file(&a).unwrap();
+            std::fs::write(&b, "b1\n").unwrap();
+        }
+        batch(&s);
+        // An ignored file and a deleted one: the redo goes ahead.
+        std::fs::write(root.join("cache.pyc"), "x").unwrap();
+        std::fs::remove_file(root.join("other.txt")).unwrap();
+        s.redo().unwrap().unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "agent\n");
+        // An edit of a file the batch did not touch, right after the undo: no redo.
+        std::fs::remove_file(&a).unwrap();
+        std::fs::write(&b, "b1\n").unwrap();
+        batch(&s);
+        std::fs::write(root.join("kept.txt"), "user").unwrap();
+        let err = s.redo().unwrap_err();
+        assert!(err.contains("after the undo"), "{err}");
+        assert!(!a.exists());
+        // A guard from an earlier journal: the fingerprint, compared as before.
+        let mut j = s.load();
+        j.redo_fingerprint = Some(s.fingerprint());
+        s.save(&mut j).unwrap();
+        s.redo().unwrap().unwrap();
+        assert!(a.exists());
     }
 
     /// The agent deletes `src/a.txt`, then replaces `src` with a link to a folder outside:

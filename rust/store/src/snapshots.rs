@@ -1036,7 +1036,7 @@ impl Snapshots {
     /// be written.
     fn change_mark(&self) -> Option<(i64, i64)> {
         use std::io::Write as _;
-        use std::os::unix::fs::MetadataExt as _;
+        use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
         let mut now = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -1046,9 +1046,12 @@ impl Snapshots {
             return None;
         }
         let start = (now.tv_sec, now.tv_nsec);
+        // Never through a link: the marker is yuyao's own file, and an undo must not append
+        // to whatever a planted link names (then the fingerprint is taken instead).
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(self.journal_path.with_extension("redo-mark"))
             .ok()?;
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(100);
@@ -1439,6 +1442,29 @@ mod tests {
         let mut j = s.load();
         j.redo_fingerprint = Some(s.fingerprint());
         s.save(&mut j).unwrap();
+        s.redo().unwrap().unwrap();
+        assert!(a.exists());
+    }
+
+    /// A link planted where the redo marker goes is never written through: the undo takes
+    /// the fingerprint instead, and the linked file keeps its bytes.
+    #[test]
+    fn the_redo_marker_is_never_written_through_a_link() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim.txt");
+        std::fs::write(&victim, "keep").unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        std::os::unix::fs::symlink(&victim, s.journal_path.with_extension("redo-mark")).unwrap();
+        let a = proj.path().join("a.txt");
+        let pre = vec![s.capture(&a).unwrap()];
+        std::fs::write(&a, "agent\n").unwrap();
+        s.record_batch("s", &pre, &|_| None).unwrap().unwrap();
+        s.undo().unwrap().unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        let guard = s.peek(|j| j.redo_fingerprint.clone()).unwrap();
+        assert!(!guard.starts_with(CHANGED_SINCE), "{guard}");
         s.redo().unwrap().unwrap();
         assert!(a.exists());
     }

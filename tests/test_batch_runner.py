@@ -212,6 +212,26 @@ def test_ctrl_c_interrupts_running_tasks_cleanly_and_a_rerun_finishes_only_those
     assert len(fast.requests) == 8  # all four ran again: none had finished
 
 
+def test_ctrl_c_stops_a_batch_started_with_sigint_ignored(fake_llm, env, repo, tmp_path):
+    """A script's `yuyao batch … &`, nohup or a CI runner without job control start the batch
+    with SIGINT ignored (exec keeps an ignored signal); SIGINT must still stop it."""
+    slow = fake_llm(responder(delay=60), usage=USAGE)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [task_line(f"t{i}", repo) for i in range(2)])
+    out = tmp_path / "out"
+    driver = subprocess.Popen(
+        [*yuyao_command(), "batch", str(tasks), "--out-dir", str(out), "--parallel", "2"],
+        env=env(slow, D2A_MODEL_COST=PRICES), cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )  # fmt: skip
+    wait_for(lambda: len(slow.requests) >= 2, 60, "two tasks calling the model")
+    driver.send_signal(signal.SIGINT)
+    _, err = driver.communicate(timeout=30)
+    assert driver.returncode == 1, err
+    assert "interrupted; re-run the same command to resume" in err
+    assert sorted(r["exit_status"] for r in by_id(out).values()) == ["Interrupted"] * 2
+
+
 def test_the_spend_ceiling_holds_across_tasks(fake_llm, env, repo, tmp_path):
     server = fake_llm(responder(), usage=USAGE)
     tasks = write_tasks(tmp_path / "tasks.jsonl", [task_line(f"t{i}", repo) for i in range(6)])

@@ -23,6 +23,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from yuyao.batch import progress as display
+from yuyao.batch.entry import accept_interrupts
 from yuyao.batch.ledger import Ledger, write_atomic
 from yuyao.batch.runner import (
     fallback_result,
@@ -313,6 +314,10 @@ def run(options: Options) -> int:
     batch.progress = display.Progress(len(pending), batch.spent, live=live)
     if skipped:
         batch.progress.note(f"resuming: {skipped} finished tasks skipped, {len(pending)} to run")
+    # Ctrl+C / SIGINT is how a batch is stopped, even when it was started with SIGINT
+    # ignored (a script's `yuyao batch … &`, nohup, a CI runner without job control all
+    # pass the ignore on): the default handler is put back, as each task's run does.
+    accept_interrupts()
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     interrupted = False
     try:

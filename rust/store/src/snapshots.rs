@@ -1086,8 +1086,31 @@ impl Snapshots {
             return guard == self.fingerprint();
         };
         let mut folder = StatFolder::default();
-        !self
-            .fingerprint_walker()
+        !self.project_files().any(|e| {
+            folder.stat(e.path()).is_some_and(|st| {
+                // A whole-second stamp in the guard's second may be a later change on a
+                // file system that keeps seconds only (ext4 with small inodes).
+                (st.st_ctime, st.st_ctime_nsec) >= since
+                    || (st.st_ctime == since.0 && st.st_ctime_nsec == 0)
+            })
+        })
+    }
+
+    /// The files (not folders) a redo guard covers, in walk order: ignore files honoured,
+    /// `.git` and yuyao's own folders left out, within the first [`FINGERPRINT_MAX`] walked
+    /// entries. The
+    /// fingerprint and the change-time check walk the same set, so switching a project
+    /// between the two guards never changes what /redo protects.
+    fn project_files(&self) -> impl Iterator<Item = ignore::DirEntry> + '_ {
+        ignore::WalkBuilder::new(&self.project)
+            .hidden(false)
+            .git_ignore(true)
+            .git_exclude(true)
+            .require_git(false)
+            .filter_entry(|e| {
+                let n = e.file_name().to_str().unwrap_or("");
+                !matches!(n, ".git" | ".trajectory")
+            })
             .build()
             .filter_map(Result::ok)
             .take(FINGERPRINT_MAX)
@@ -1095,44 +1118,17 @@ impl Snapshots {
                 e.file_type().is_some_and(|t| !t.is_dir())
                     && !self.skip.iter().any(|s| e.path().starts_with(s))
             })
-            .any(|e| {
-                folder.stat(e.path()).is_some_and(|st| {
-                    // A whole-second stamp in the guard's second may be a later change on a
-                    // file system that keeps seconds only (ext4 with small inodes).
-                    (st.st_ctime, st.st_ctime_nsec) >= since
-                        || (st.st_ctime == since.0 && st.st_ctime_nsec == 0)
-                })
-            })
-    }
-
-    fn fingerprint_walker(&self) -> ignore::WalkBuilder {
-        let mut w = ignore::WalkBuilder::new(&self.project);
-        w.hidden(false)
-            .git_ignore(true)
-            .git_exclude(true)
-            .require_git(false)
-            .filter_entry(|e| {
-                let n = e.file_name().to_str().unwrap_or("");
-                !matches!(n, ".git" | ".trajectory")
-            });
-        w
     }
 
     /// A fingerprint of the project's files (paths, sizes, modification times), honouring
     /// ignore files; `.git` and yuyao's own folders are left out.
     pub fn fingerprint(&self) -> String {
         let mut entries: Vec<String> = Vec::new();
-        let walker = self.fingerprint_walker().build();
         // Each file is stat'ed relative to its folder, opened once while the walk is in it:
         // no lookup of the whole path per file (an /undo of a large batch walks thousands).
         let mut folder = StatFolder::default();
-        for e in walker.filter_map(Result::ok).take(FINGERPRINT_MAX) {
+        for e in self.project_files() {
             let p = e.path();
-            if e.file_type().is_none_or(|t| t.is_dir())
-                || self.skip.iter().any(|s| p.starts_with(s))
-            {
-                continue;
-            }
             if let Some((len, mtime)) = folder.regular_file(p) {
                 entries.push(format!("{}\0{len}\0{mtime}", p.display()));
             }

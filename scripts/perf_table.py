@@ -200,12 +200,18 @@ def files(data: dict) -> list[tuple]:
     rows = []
     peer_v = data["meta"].get("peer_version")
     goals = {"edit": 1.5, "/undo": 3.0}
-    for name, op in data["operations"].items():
+    ops = data["operations"]
+    # The small edit late in the history against the same edit on a new journal: a journal
+    # entry costs what it holds, not the history (the ratios to the peer, run alike).
+    early = ops.get("small edit, new journal", {}).get("ratio_of_medians")
+    for name, op in ops.items():
         y, p = statistics.median(op["yuyao_s"]) * 1e3, statistics.median(op["peer_s"]) * 1e3
         r = op["ratio_of_medians"]
         limit = next((g for k, g in goals.items() if name.startswith(k)), None)
-        rows.append((name, num(y, "ms"), f"{num(p, 'ms')} ({peer_v})", ratio(r),
-                     goal(f"≤ {limit}×", r <= limit) if limit else "—"))  # fmt: skip
+        verdict = goal(f"≤ {limit}×", r <= limit) if limit else "—"
+        if name.startswith("small edit,") and name.endswith("journaled") and early:
+            verdict = goal(f"≤ 1.25× the new journal's ({early}×)", r <= 1.25 * early)
+        rows.append((name, num(y, "ms"), f"{num(p, 'ms')} ({peer_v})", ratio(r), verdict))
     store = data.get("snapshot_store")
     if store:
         rows.append((f"snapshot store after {store['edits']} one-line edits",

@@ -164,3 +164,52 @@ def test_a_large_file_changed_behind_the_agent_between_two_edits_is_not_edited(f
     out = session.dispatch("/undo")
     assert "left alone" in out, out
     assert big.read_bytes() == now
+
+
+KILLED = """
+import os, signal, sys
+from yuyao.agent_api import create_session
+
+s = create_session(cwd=sys.argv[1], mode="yolo")
+s.chat("first")
+s.chat("second")
+os.kill(os.getpid(), signal.SIGKILL)  # no close: the journal's log is never folded
+"""
+
+
+def test_a_killed_session_loses_no_batch_and_a_closed_one_leaves_one_journal_file(
+    fake_llm, python, env, use_env, repo, yuyao_home
+):
+    """The journal is a base and an append-only log (docs/snapshots.md): each batch is a
+    synced line, so a session killed without closing loses none of them; a session's end
+    folds the log into the one JSON file."""
+    from yuyao.agent_api import create_session
+
+    original = (repo / "calc.py").read_text()
+    server = fake_llm(
+        [
+            call("read", file_path="calc.py"),
+            call("write", file_path="calc.py", content="v1 = 1\n"),
+            say("one"),
+            call("write", file_path="calc.py", content="v2 = 2\n"),
+            say("two"),
+        ]
+    )
+    proc = python(KILLED, str(repo), env=env(server), timeout=120)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    assert (repo / "calc.py").read_text() == "v2 = 2\n"
+    snapshots = yuyao_home / "snapshots"
+    (log,) = snapshots.glob("*.log")
+    assert len(log.read_text().splitlines()) >= 2  # two checkpoints and two batches at least
+
+    use_env(fake_llm([say("ok")]))
+    with create_session(cwd=str(repo), mode="yolo") as s:
+        first = s.dispatch("/undo")
+        assert (repo / "calc.py").read_text() == "v1 = 1\n", first
+        second = s.dispatch("/undo")
+        assert (repo / "calc.py").read_text() == original, second
+    assert log.stat().st_size == 0
+    (journal,) = snapshots.glob("*.json")
+    j = json.loads(journal.read_text())
+    assert [b["undone"] for b in j["batches"]] == [True, True], j
+    assert j["redo"] == [b["id"] for b in reversed(j["batches"])], j

@@ -39,6 +39,17 @@ impl Session {
         Ok(f(g.store.as_ref().expect("opened above")))
     }
 
+    /// At the session's end: the snapshot journal's log is folded into its one file (a
+    /// journal at rest is plain JSON), unless another session is writing it.
+    pub(crate) fn settle_snapshots(&self) {
+        if let Some(store) = self.snaps().store.as_ref()
+            && let Err(e) = store.settle()
+        {
+            // Nothing is lost: the log is read again by the next session.
+            self.notice(NoticeLevel::Warning, format!("snapshot journal: {e}"));
+        }
+    }
+
     /// Hook: before a file tool runs, store the pre-images of the files it will touch.
     /// `paths` are the call's resolved paths, from its one parse (the policy judged them).
     pub(crate) fn before_file_tool(&self, name: &str, paths: &[PathBuf]) {

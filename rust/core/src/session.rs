@@ -930,6 +930,7 @@ impl Session {
             close(self);
         }
         self.ctx.jobs.shutdown();
+        self.settle_snapshots();
         // What the session's programs wrote up to here (SessionEnd hooks, background jobs
         // just stopped) is the agent's: marked before anything outside a session can approve it.
         self.note_agent_extension_writes();

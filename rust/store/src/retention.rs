@@ -536,8 +536,9 @@ fn chunk_refs(root: &Path, refs: &mut HashMap<String, HashSet<String>>) {
     }
 }
 
+/// The journal with its log folded in (`snapshots/journal.rs`).
 fn read_journal(path: &Path) -> Option<serde_json::Value> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    serde_json::to_value(crate::snapshots::journal::read(path)?).ok()
 }
 
 fn entries<'a>(
@@ -637,8 +638,8 @@ fn drop_sessions(path: &Path, victims: &HashSet<String>) -> Result<u64, String> 
         redo.retain(|id| !dropped_batches.contains(id));
     }
     if removed > 0 {
-        let bytes = serde_json::to_vec_pretty(&j).map_err(|e| e.to_string())?;
-        crate::write_atomic(path, &bytes).map_err(|e| e.to_string())?;
+        let j = serde_json::from_value(j).map_err(|e| e.to_string())?;
+        crate::snapshots::journal::rewrite(path, j)?;
     }
     Ok(removed)
 }
@@ -793,7 +794,8 @@ mod tests {
         }
         spill_session(home, "old", 40, 10);
         spill_session(home, "kept", 1, 10);
-        // The journal's times are now; make the old session's old.
+        // The journal's times are now; make the old session's old (in its one file).
+        snaps.settle().unwrap();
         let journal = snaps.git_dir().with_extension("json");
         let text = std::fs::read_to_string(&journal).unwrap();
         let old_time = (chrono::Local::now() - chrono::Duration::days(40))
@@ -921,6 +923,7 @@ mod tests {
         // The session ends long ago: its batch goes, and the bundle with it.
         age(&bundles[0], 40);
         spill_session(home, "old", 40, 10);
+        snaps.settle().unwrap();
         let journal = snaps.git_dir().with_extension("json");
         let mut j: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&journal).unwrap()).unwrap();

@@ -11,8 +11,10 @@
 //! - `<project-id>.git/yuyao-raw/<32 hex>` — large images as plain copies, written by earlier
 //!   versions (journal id `raw:<32 hex>`). They are still read and restored; nothing new is
 //!   stored there, and the retention pass deletes them once no batch refers to them.
-//! - `<project-id>.json` — the journal of batches and checkpoints (`<project-id>.lock` while it
-//!   is being changed).
+//! - `<project-id>.json` and `<project-id>.log` — the journal of batches and checkpoints: a
+//!   base and an append-only log of the changes after it (`snapshots/journal.rs`), so a batch
+//!   or an undo costs what it changed, not the history (`<project-id>.lock` while it is being
+//!   changed).
 //!
 //! A batch stores each file's pre-image once, when a file tool is about to change it. The
 //! post-image is not copied: it is the file itself, recorded by its SHA-256 (`after_sha256`;
@@ -31,6 +33,9 @@ use std::path::{Path, PathBuf};
 use yuyao_protocol::Stamp;
 
 pub(crate) mod cas;
+pub(crate) mod journal;
+
+use journal::{Change, JournalFiles, Loaded};
 
 /// The journal keeps this many batches and checkpoints per project (the oldest go first).
 const KEEP: usize = 2000;
@@ -99,21 +104,6 @@ pub struct Checkpoint {
     pub first_batch: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Journal {
-    project: String,
-    next_batch: u64,
-    next_checkpoint: u64,
-    batches: Vec<Batch>,
-    checkpoints: Vec<Checkpoint>,
-    /// Undone batch ids, most recently undone last: what /redo re-applies.
-    redo: Vec<u64>,
-    /// What /redo checks the project against (`Snapshots::redo_guard`): a change time,
-    /// `changed-since:<s>.<ns>`, or (a file system without fine timestamps, or a journal
-    /// written before) the hex fingerprint of the project right after the last undo.
-    redo_fingerprint: Option<String>,
-}
-
 /// What happened to each file of an undo, redo or rewind.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
@@ -155,9 +145,35 @@ impl Drop for JournalLock {
 /// Takes the lock of the journal at `journal` (a `.lock` file beside it; a stale one, left
 /// by a holder that died, is taken over). Also used by retention.
 pub(crate) fn lock_journal_at(journal: &Path) -> Result<JournalLock, String> {
-    let path = journal.with_extension("lock");
     let start = std::time::Instant::now();
-    let patience = std::time::Duration::from_secs(10);
+    loop {
+        match try_lock(journal) {
+            Ok(lock) => return Ok(lock),
+            Err(Some(e)) => return Err(e),
+            Err(None) if start.elapsed() > LOCK_PATIENCE => {
+                return Err(format!(
+                    "the snapshot journal is locked by another yuyao session ({}); try again",
+                    journal.with_extension("lock").display()
+                ));
+            }
+            Err(None) => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+    }
+}
+
+/// The journal's lock if no one holds it now (a stale lock is taken over).
+fn try_lock_journal_at(journal: &Path) -> Option<JournalLock> {
+    try_lock(journal).ok()
+}
+
+/// How long a lock is waited for, and how old a lock is before it counts as left by a holder
+/// that died.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One attempt at the lock: `Err(None)` while another holder has it, `Err(Some(_))` when the
+/// lock file cannot be made.
+fn try_lock(journal: &Path) -> Result<JournalLock, Option<String>> {
+    let path = journal.with_extension("lock");
     loop {
         match std::fs::OpenOptions::new()
             .write(true)
@@ -171,20 +187,13 @@ pub(crate) fn lock_journal_at(journal: &Path) -> Result<JournalLock, String> {
                     .and_then(|m| m.modified())
                     .ok()
                     .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age > patience);
-                if stale {
-                    let _ = std::fs::remove_file(&path);
-                    continue;
+                    .is_some_and(|age| age > LOCK_PATIENCE);
+                if !stale {
+                    return Err(None);
                 }
-                if start.elapsed() > patience {
-                    return Err(format!(
-                        "the snapshot journal is locked by another yuyao session ({}); try again",
-                        path.display()
-                    ));
-                }
-                std::thread::sleep(std::time::Duration::from_millis(10));
+                let _ = std::fs::remove_file(&path);
             }
-            Err(e) => return Err(format!("cannot lock {}: {e}", path.display())),
+            Err(e) => return Err(Some(format!("cannot lock {}: {e}", path.display()))),
         }
     }
 }
@@ -192,14 +201,12 @@ pub(crate) fn lock_journal_at(journal: &Path) -> Result<JournalLock, String> {
 pub struct Snapshots {
     repo: git2::Repository,
     cas: cas::Cas,
-    journal_path: PathBuf,
     project: PathBuf,
     /// Folders never looked at when fingerprinting the project.
     skip: Vec<PathBuf>,
-    /// The journal as this store last read or wrote it, with its bytes: while the file holds
-    /// exactly those bytes (compared whole, no stamp trusted) it is not parsed again. An /undo
-    /// of a large batch otherwise parses thousands of file entries it has just written.
-    journal_cache: std::cell::RefCell<Option<(Vec<u8>, Journal)>>,
+    /// The journal's base and log, and the journal as last read or written: an /undo of a
+    /// large batch otherwise parses thousands of file entries it has just written.
+    journal: JournalFiles,
 }
 
 /// `<name>-<hash>` for a project folder.
@@ -443,10 +450,9 @@ impl Snapshots {
         Ok(Snapshots {
             cas: cas::Cas::new(repo.path()),
             repo,
-            journal_path: dir.join(format!("{id}.json")),
             project: project.to_path_buf(),
             skip: vec![home.to_path_buf()],
-            journal_cache: Default::default(),
+            journal: JournalFiles::new(dir.join(format!("{id}.json"))),
         })
     }
 
@@ -457,52 +463,41 @@ impl Snapshots {
 
     /// Serializes journal updates between sessions working on the same project.
     fn lock_journal(&self) -> Result<JournalLock, String> {
-        lock_journal_at(&self.journal_path)
+        lock_journal_at(self.journal.base_path())
     }
 
-    /// The journal, to change and [`Snapshots::save`].
-    fn load(&self) -> Journal {
-        self.load_keeping().1
+    /// The journal, to change through [`Snapshots::commit`] (or give back unchanged with
+    /// [`Snapshots::keep`]).
+    fn load(&self) -> Loaded {
+        let mut l = self.journal.take();
+        l.journal.project = self.project.display().to_string();
+        l
     }
 
-    /// The journal and the bytes it was read from (`None`: no journal yet).
-    fn load_keeping(&self) -> (Option<Vec<u8>>, Journal) {
-        let bytes = std::fs::read(&self.journal_path).ok();
-        let cached = self.journal_cache.borrow_mut().take();
-        let mut j = match (&bytes, cached) {
-            (Some(b), Some((seen, j))) if *b == seen => j,
-            (Some(b), _) => serde_json::from_slice(b).unwrap_or_default(),
-            (None, _) => Journal::default(),
-        };
-        j.project = self.project.display().to_string();
-        (bytes, j)
+    fn keep(&self, l: Loaded) {
+        self.journal.keep(l)
     }
 
     /// Runs `f` on the journal as it is now, keeping it for the next reader.
-    fn peek<R>(&self, f: impl FnOnce(&Journal) -> R) -> R {
-        let (bytes, j) = self.load_keeping();
-        let r = f(&j);
-        if let Some(b) = bytes {
-            *self.journal_cache.borrow_mut() = Some((b, j));
-        }
+    fn peek<R>(&self, f: impl FnOnce(&journal::Journal) -> R) -> R {
+        let l = self.load();
+        let r = f(&l.journal);
+        self.keep(l);
         r
     }
 
-    fn save(&self, j: &mut Journal) -> Result<(), String> {
-        if j.batches.len() > KEEP {
-            let cut = j.batches.len() - KEEP;
-            let dropped: Vec<u64> = j.batches.drain(..cut).map(|b| b.id).collect();
-            j.redo.retain(|id| !dropped.contains(id));
-        }
-        if j.checkpoints.len() > KEEP {
-            let cut = j.checkpoints.len() - KEEP;
-            j.checkpoints.drain(..cut);
-        }
-        let bytes = serde_json::to_vec(j).map_err(|e| e.to_string())?;
-        crate::write_atomic(&self.journal_path, &bytes)
-            .map_err(|e| format!("cannot save {}: {e}", self.journal_path.display()))?;
-        *self.journal_cache.borrow_mut() = Some((bytes, std::mem::take(j)));
-        Ok(())
+    /// Records `change` in the journal (the lock held since `l` was loaded).
+    fn commit(&self, l: Loaded, change: Change) -> Result<(), String> {
+        self.journal.commit(l, change)
+    }
+
+    /// Folds the journal's log into its one file, unless another session is changing it
+    /// right now (a session's end: a journal at rest is plain JSON an older version reads).
+    pub fn settle(&self) -> Result<(), String> {
+        let Some(_lock) = try_lock_journal_at(self.journal.base_path()) else {
+            return Ok(());
+        };
+        self.journal.settle()
     }
 
     /// Stores the current bytes of `path` (its pre-image) and returns the object id, `None`
@@ -705,27 +700,28 @@ impl Snapshots {
             return Ok(None);
         }
         let _lock = self.lock_journal()?;
-        let mut j = self.load();
-        let checkpoint = j
+        let l = self.load();
+        let checkpoint = l
+            .journal
             .checkpoints
             .iter()
             .rev()
             .find(|c| c.session == session)
             .map(|c| c.id);
-        j.next_batch = j.next_batch.max(1);
         let batch = Batch {
-            id: j.next_batch,
+            id: l.journal.next_batch.max(1),
             session: session.to_string(),
             checkpoint,
             time: now(),
             files,
             undone: false,
         };
-        j.next_batch += 1;
-        j.batches.push(batch.clone());
-        j.redo.clear();
-        j.redo_fingerprint = None;
-        self.save(&mut j)?;
+        self.commit(
+            l,
+            Change::Batch {
+                batch: batch.clone(),
+            },
+        )?;
         Ok(Some(batch))
     }
 
@@ -737,19 +733,17 @@ impl Snapshots {
         history_len: usize,
     ) -> Result<u64, String> {
         let _lock = self.lock_journal()?;
-        let mut j = self.load();
-        let id = j.next_checkpoint.max(1);
-        j.next_checkpoint = id + 1;
-        j.next_batch = j.next_batch.max(1);
-        j.checkpoints.push(Checkpoint {
+        let l = self.load();
+        let id = l.journal.next_checkpoint.max(1);
+        let checkpoint = Checkpoint {
             id,
             session: session.to_string(),
             time: now(),
             prompt: prompt.chars().take(200).collect(),
             history_len,
-            first_batch: j.next_batch,
-        });
-        self.save(&mut j)?;
+            first_batch: l.journal.next_batch.max(1),
+        };
+        self.commit(l, Change::Checkpoint { checkpoint })?;
         Ok(id)
     }
 
@@ -867,23 +861,27 @@ impl Snapshots {
     /// /undo: reverts the most recent batch that is not undone.
     pub fn undo(&self) -> Result<Option<(Batch, Report)>, String> {
         let _lock = self.lock_journal()?;
-        let mut j = self.load();
-        let Some(pos) = j.batches.iter().rposition(|b| !b.undone) else {
+        let l = self.load();
+        let Some(pos) = l.journal.batches.iter().rposition(|b| !b.undone) else {
+            self.keep(l);
             return Ok(None);
         };
-        let mut b = j.batches[pos].clone();
+        let mut b = l.journal.batches[pos].clone();
         let mut report = Report::default();
         let reverted = self.revert(&mut b, &mut report);
-        // Post-images stored before a failure are kept track of all the same.
-        j.batches[pos].files = b.files.clone();
+        let mut redo = l.journal.redo.clone();
         if let Err(e) = reverted {
-            let _ = self.save(&mut j);
+            // Post-images stored before a failure are kept track of all the same.
+            let guard = l.journal.redo_fingerprint.clone();
+            let _ = self.commit(l, restore(vec![b], redo, guard));
             return Err(e);
         }
-        j.batches[pos].undone = true;
-        j.redo.push(b.id);
-        j.redo_fingerprint = Some(self.redo_guard());
-        self.save(&mut j)?;
+        redo.push(b.id);
+        let done = Batch {
+            undone: true,
+            ..b.clone()
+        };
+        self.commit(l, restore(vec![done], redo, Some(self.redo_guard())))?;
         Ok(Some((b, report)))
     }
 
@@ -891,16 +889,17 @@ impl Snapshots {
     /// undo (then nothing is written and the reason is returned as `Err`).
     pub fn redo(&self) -> Result<Option<(Batch, Report)>, String> {
         let _lock = self.lock_journal()?;
-        let mut j = self.load();
-        let Some(&id) = j.redo.last() else {
+        let l = self.load();
+        let Some(&id) = l.journal.redo.last() else {
+            self.keep(l);
             return Ok(None);
         };
-        let Some(pos) = j.batches.iter().position(|b| b.id == id) else {
-            j.redo.clear();
-            self.save(&mut j)?;
+        let Some(pos) = l.journal.batches.iter().position(|b| b.id == id) else {
+            let guard = l.journal.redo_fingerprint.clone();
+            self.commit(l, restore(Vec::new(), Vec::new(), guard))?;
             return Ok(None);
         };
-        let b = j.batches[pos].clone();
+        let b = l.journal.batches[pos].clone();
         let mut changed: Vec<PathBuf> = Vec::new();
         for f in &b.files {
             if !self.holds(&f.path, f.before.as_deref())? {
@@ -921,7 +920,8 @@ impl Snapshots {
                 lost.join(", ")
             ));
         }
-        let fp_same = j
+        let fp_same = l
+            .journal
             .redo_fingerprint
             .as_deref()
             .is_some_and(|guard| self.unchanged_since(guard));
@@ -949,44 +949,49 @@ impl Snapshots {
         }
         self.flush(&report)?;
         report.batches = 1;
-        j.batches[pos].undone = false;
-        j.redo.pop();
-        j.redo_fingerprint = if j.redo.is_empty() {
-            None
-        } else {
-            Some(self.redo_guard())
+        let mut redo = l.journal.redo.clone();
+        redo.pop();
+        let guard = (!redo.is_empty()).then(|| self.redo_guard());
+        let done = Batch {
+            undone: false,
+            ..b.clone()
         };
-        self.save(&mut j)?;
+        self.commit(l, restore(vec![done], redo, guard))?;
         Ok(Some((b, report)))
     }
 
     /// Reverts every batch made after checkpoint `id` (newest first). Returns the report.
     pub fn rewind_code(&self, id: u64) -> Result<Report, String> {
         let _lock = self.lock_journal()?;
-        let mut j = self.load();
-        let Some(cp) = j.checkpoints.iter().find(|c| c.id == id).cloned() else {
+        let l = self.load();
+        let Some(cp) = l.journal.checkpoints.iter().find(|c| c.id == id).cloned() else {
+            self.keep(l);
             return Err(format!("no checkpoint {id}"));
         };
         let mut report = Report::default();
-        let positions: Vec<usize> = (0..j.batches.len())
-            .rev()
-            .filter(|&i| j.batches[i].id >= cp.first_batch && !j.batches[i].undone)
+        let todo: Vec<Batch> = (l.journal.batches.iter().rev())
+            .filter(|b| b.id >= cp.first_batch && !b.undone)
+            .cloned()
             .collect();
-        for pos in positions {
-            let mut b = j.batches[pos].clone();
+        let mut redo = l.journal.redo.clone();
+        let mut done = Vec::new();
+        for mut b in todo {
             let reverted = self.revert(&mut b, &mut report);
-            j.batches[pos].files = b.files.clone();
             if let Err(e) = reverted {
-                let _ = self.save(&mut j);
+                done.push(b);
+                let guard = l.journal.redo_fingerprint.clone();
+                let _ = self.commit(l, restore(done, redo, guard));
                 return Err(e);
             }
-            j.batches[pos].undone = true;
-            j.redo.push(b.id);
+            b.undone = true;
+            redo.push(b.id);
+            done.push(b);
         }
-        if report.batches > 0 {
-            j.redo_fingerprint = Some(self.redo_guard());
+        if report.batches == 0 {
+            self.keep(l);
+            return Ok(report);
         }
-        self.save(&mut j)?;
+        self.commit(l, restore(done, redo, Some(self.redo_guard())))?;
         Ok(report)
     }
 
@@ -1052,7 +1057,7 @@ impl Snapshots {
             .create(true)
             .append(true)
             .custom_flags(libc::O_NOFOLLOW)
-            .open(self.journal_path.with_extension("redo-mark"))
+            .open(self.journal.base_path().with_extension("redo-mark"))
             .ok()?;
         let deadline = std::time::Instant::now() + std::time::Duration::from_millis(100);
         for attempt in 0.. {
@@ -1140,6 +1145,15 @@ impl Snapshots {
             h.update(b"\n");
         }
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// The journal change of an undo, redo or rewind.
+fn restore(batches: Vec<Batch>, redo: Vec<u64>, redo_fingerprint: Option<String>) -> Change {
+    Change::Restore {
+        batches,
+        redo,
+        redo_fingerprint,
     }
 }
 
@@ -1435,9 +1449,9 @@ mod tests {
         assert!(err.contains("after the undo"), "{err}");
         assert!(!a.exists());
         // A guard from an earlier journal: the fingerprint, compared as before.
-        let mut j = s.load();
-        j.redo_fingerprint = Some(s.fingerprint());
-        s.save(&mut j).unwrap();
+        let l = s.load();
+        let (redo, guard) = (l.journal.redo.clone(), Some(s.fingerprint()));
+        s.commit(l, restore(Vec::new(), redo, guard)).unwrap();
         s.redo().unwrap().unwrap();
         assert!(a.exists());
     }
@@ -1452,7 +1466,8 @@ mod tests {
         let victim = outside.path().join("victim.txt");
         std::fs::write(&victim, "keep").unwrap();
         let s = Snapshots::open(home.path(), proj.path()).unwrap();
-        std::os::unix::fs::symlink(&victim, s.journal_path.with_extension("redo-mark")).unwrap();
+        std::os::unix::fs::symlink(&victim, s.journal.base_path().with_extension("redo-mark"))
+            .unwrap();
         let a = proj.path().join("a.txt");
         let pre = vec![s.capture(&a).unwrap()];
         std::fs::write(&a, "agent\n").unwrap();
@@ -1611,7 +1626,7 @@ mod tests {
                          "undone": false,
                          "files": [{"path": f, "before": before, "after": after}]}]
         });
-        std::fs::write(&s.journal_path, journal.to_string()).unwrap();
+        std::fs::write(s.journal.base_path(), journal.to_string()).unwrap();
         s.undo().unwrap().unwrap();
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "one\n");
         s.redo().unwrap().unwrap();
@@ -1699,7 +1714,7 @@ mod tests {
                                     "after": null,
                                     "after_sha256": hex(&Sha256::digest(b"agent's version"))}]}]
         });
-        std::fs::write(&s.journal_path, journal.to_string()).unwrap();
+        std::fs::write(s.journal.base_path(), journal.to_string()).unwrap();
         let (_, r) = s.undo().unwrap().unwrap();
         assert_eq!(r.restored, vec![f.clone()]);
         assert!(std::fs::read(&f).unwrap() == old);
@@ -1930,8 +1945,9 @@ mod tests {
         assert_eq!(s.fingerprint(), before);
     }
 
-    /// The journal kept in memory is used only while the file holds the very bytes it was
-    /// read from or written as: another session's change is always read.
+    /// The journal kept in memory is used only while its base is the same file, unchanged
+    /// (inode, size, modification and change times), and its log has only grown: another
+    /// session's change is always read.
     #[test]
     fn a_journal_changed_by_another_session_is_read_again() {
         let home = tempfile::tempdir().unwrap();
@@ -1955,10 +1971,11 @@ mod tests {
         s1.add_checkpoint("s1", "q", 0).unwrap();
         assert_eq!(s2.checkpoints().len(), 2);
         // The same length, other bytes (written in place): read again, not taken from memory.
-        let text = std::fs::read_to_string(&s1.journal_path).unwrap();
+        s1.settle().unwrap();
+        let text = std::fs::read_to_string(s1.journal.base_path()).unwrap();
         let edited = text.replace("\"p\"", "\"P\"");
         assert_eq!(edited.len(), text.len());
-        std::fs::write(&s1.journal_path, edited).unwrap();
+        std::fs::write(s1.journal.base_path(), edited).unwrap();
         assert_eq!(s1.checkpoints()[0].prompt, "P");
     }
 }

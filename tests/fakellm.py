@@ -209,7 +209,7 @@ def without_repo_map(text: str) -> str:
 
 # The missing-intent reminder is a one-request note (a view note at the end of one request,
 # never kept in the history): the next request repeats the previous one without it.
-VIEW_NOTE = "[intent] Your last tool batch came without a one-line reason"
+VIEW_NOTE = "[intent] Say why in one line before each tool batch."
 
 
 def durable(messages: list[dict]) -> list[dict]:

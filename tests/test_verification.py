@@ -14,7 +14,7 @@ from fakellm import FAKE_MODEL, call, calls, say
 
 pytestmark = pytest.mark.core
 
-NO_INTENT_NOTE = "Your last tool batch came without a one-line reason"
+NO_INTENT_NOTE = "[intent] Say why in one line before each tool batch."
 # A test the model's edit must satisfy: subtract must really subtract.
 CHECK = (
     "import calc\n"
@@ -120,20 +120,21 @@ def test_intent_lines_recorded_per_batch_and_a_missing_one_is_asked_for(
         assert last["role"] == "user" and NO_INTENT_NOTE in last["content"]
 
 
-def test_a_model_that_stays_silent_is_reminded_every_tenth_batch_not_every_step(
+def test_a_model_that_stays_silent_is_reminded_less_often_the_longer_it_stays_silent(
     fake_llm, run_agent, env, repo, tmp_path
 ):
     silent = call("bash", command="true")  # no text, no description
     stated = calls([("bash", {"command": "true"})], content="Checking once more.")
-    server = fake_llm([silent] * 3 + [stated] + [silent] * 11 + [say("Done.")])
+    server = fake_llm([silent] * 3 + [stated] + [silent] * 32 + [say("Done.")])
     _, status, _, log = run_headless(
-        run_agent, env, repo, tmp_path, server, "What does calc.py offer?", max_steps=30
+        run_agent, env, repo, tmp_path, server, "What does calc.py offer?", max_steps=50
     )
     assert status["exit_status"] == "Submitted", log
     noted = [i for i in range(len(server.requests)) if NO_INTENT_NOTE in server.user_text(i)]
-    # Request k follows batch k: the first silent batch is reminded, the next silent ones are
-    # not until the tenth after it; a batch with a reason starts the count over.
-    assert noted == [1, 5, 15], noted
+    # Request k follows batch k: the first silent batch is reminded, then the 11th and the
+    # 31st silent batch in a row (the gap doubles), not every step; a batch with a reason
+    # starts the count over.
+    assert noted == [1, 5, 15, 35], noted
 
 
 def test_print_verbose_shows_the_intent_line(fake_llm, yuyao, env):
@@ -386,7 +387,7 @@ def effect_intent_remind(fake_llm, live, **_):
     s, _ = live(server)
     _set(s, "intent.remind", "false")
     s.chat("run true")
-    assert "without a one-line reason" not in server.user_text(-1)
+    assert NO_INTENT_NOTE not in server.user_text(-1)
 
 
 def effect_completion_review(fake_llm, live, **_):

@@ -13,13 +13,15 @@ use yuyao_protocol::{Event, ToolCall, canonical_tool_name};
 use yuyao_tools::ToolArgs;
 
 /// The note appended before the next request when a batch came without a "why".
-/// While the model keeps leaving its batches without a reason, the note asks again only every
-/// this many silent batches: a model that ignored it once gains little from it at every step,
-/// and each note is bytes no prompt cache reuses (it lives for one request).
-pub const REMIND_EVERY: usize = 10;
+pub const MISSING_INTENT_NOTE: &str = "[intent] Say why in one line before each tool batch.";
 
-pub const MISSING_INTENT_NOTE: &str =
-    "[intent] Your last tool batch came without a one-line reason: state one before each batch.";
+/// Whether the `silent`-th batch in a row without a reason brings the note back: the first
+/// does, then the 11th, 31st, 71st, 151st… (the gap doubles from 10). A model that ignored the
+/// note gains less from each repeat, and each note is bytes no prompt cache reuses (it lives
+/// for one request): 7 notes in 1,000 silent steps instead of 100 at a fixed gap of ten.
+pub fn reminds_at(silent: usize) -> bool {
+    silent >= 1 && (silent - 1) % 10 == 0 && ((silent - 1) / 10 + 1).is_power_of_two()
+}
 
 /// A batch's "why" and where it came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,11 +98,11 @@ impl IntentExt for Session {
                    "source": intent.source, "calls": names}),
         );
         // For the next request only (seed 000 #3's reminder costs one request, not the rest
-        // of the session), at the first silent batch and every REMIND_EVERY-th after it while
-        // the model stays silent; a stated reason starts the count over.
+        // of the session), at the silent batches `reminds_at` picks while the model stays
+        // silent; a stated reason starts the count over.
         let silent = &mut st.facts().silent_batches;
         *silent = if intent.stated { 0 } else { *silent + 1 };
-        if *silent % REMIND_EVERY == 1 && remind {
+        if reminds_at(*silent) && remind {
             st.view_notes.push(MISSING_INTENT_NOTE.to_string());
         }
     }
@@ -116,6 +118,12 @@ mod tests {
             name: name.into(),
             arguments: args.into(),
         }
+    }
+
+    #[test]
+    fn the_note_comes_back_with_a_doubling_gap() {
+        let at: Vec<usize> = (0..=700).filter(|&n| reminds_at(n)).collect();
+        assert_eq!(at, [1, 11, 31, 71, 151, 311, 631]);
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub const MISSING_INTENT_NOTE: &str = "[intent] Say why in one line before each 
 /// note gains less from each repeat, and each note is bytes no prompt cache reuses (it lives
 /// for one request): 7 notes in 1,000 silent steps instead of 100 at a fixed gap of ten.
 pub fn reminds_at(silent: usize) -> bool {
-    silent >= 1 && (silent - 1) % 10 == 0 && ((silent - 1) / 10 + 1).is_power_of_two()
+    silent >= 1 && (silent - 1).is_multiple_of(10) && ((silent - 1) / 10 + 1).is_power_of_two()
 }
 
 /// A batch's "why" and where it came from.

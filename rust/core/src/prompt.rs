@@ -32,7 +32,6 @@ pub struct PromptInputs<'a> {
     pub append: Option<&'a str>,
     /// `branch <name>, N changed files`, read once for this prompt.
     pub git_summary: &'a str,
-    pub tools: &'a [&'a str],
     /// The memory section, loaded when the session opened ("" without memory).
     pub memory: &'a str,
 }
@@ -148,7 +147,7 @@ fn default_body(i: &PromptInputs<'_>) -> String {
     s
 }
 
-/// The session's own context, the system prompt's last part: date, folders, tools, git, the
+/// The session's own context, the system prompt's last part: date, folders, git, the
 /// instruction files and memory ("" with a replaced prompt, which states none of it).
 pub fn context(i: &PromptInputs<'_>) -> String {
     if i.replace.is_some() {
@@ -163,7 +162,6 @@ pub fn context(i: &PromptInputs<'_>) -> String {
     if i.project != i.stated.cwd {
         s.push_str(&format!("- Project root: {}\n", i.project.display()));
     }
-    s.push_str(&format!("- Tools: {}\n", i.tools.join(", ")));
     if !i.git_summary.is_empty() {
         s.push_str(&format!("- Git: {}\n", i.git_summary));
     }

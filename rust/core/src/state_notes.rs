@@ -68,7 +68,7 @@ impl Session {
         let git = self.read_git_summary("system prompt");
         let head = yuyao_store::hostgit::head(&self.paths.project);
         let stated = self.current_stated(head);
-        let (tools, more_tools) = self.deferred_listing(self.offered_names());
+        let more_tools = self.deferred_listing();
         let memory: String = crate::feature::hooks(|f| f.system_section)
             .map(|section| section(self))
             .collect();
@@ -80,7 +80,6 @@ impl Session {
             replace: self.opts.system_prompt.as_deref(),
             append: self.opts.append_system_prompt.as_deref(),
             git_summary: &git,
-            tools: &tools,
             memory: &memory,
         };
         // Skills: names and descriptions only, fixed with the prompt (later ones as notes).

@@ -39,14 +39,11 @@ impl Session {
         }
     }
 
-    /// For the system prompt, fixed with it: the tool names it lists as available now and
-    /// the "More tools" section ([`tool_search::listing`]).
-    pub(crate) fn deferred_listing(
-        &self,
-        offered: Vec<&'static str>,
-    ) -> (Vec<&'static str>, String) {
+    /// For the system prompt, fixed with it: the "More tools" section
+    /// ([`tool_search::listing`]).
+    pub(crate) fn deferred_listing(&self) -> String {
         let (_, deferred) = self.raw_split();
-        tool_search::listing(offered, &deferred, yuyao_policy::is_mcp_tool)
+        tool_search::listing(&deferred, yuyao_policy::is_mcp_tool)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Which enabled tools a request advertises. Every schema is paid for in the first request of
 //! a conversation (nothing is cached yet) and again whenever the prefix is rebuilt, so a tool
 //! that cannot work in the session's current state is left out of the `tools` array and the
-//! prompt's tool line: web-search without a `search.provider`, web-fetch with the network
+//! prompt's "More tools" list: web-search without a `search.provider`, web-fetch with the network
 //! off, the browser when no Chromium can be found. Each appears as soon as its condition
 //! holds (the list is computed per request); a call to one that is not offered still runs
 //! through the usual path and gets the usual refusal with what would allow it.
@@ -26,13 +26,5 @@ impl Session {
             }
             _ => true,
         }
-    }
-
-    /// The enabled tools the model is told about (see [`Session::tool_offered`]).
-    pub(crate) fn offered_names(&self) -> Vec<&'static str> {
-        self.advertised_names()
-            .into_iter()
-            .filter(|n| self.tool_offered(n))
-            .collect()
     }
 }

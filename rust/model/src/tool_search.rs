@@ -149,21 +149,13 @@ pub fn against_prompt(
     (sent, listed)
 }
 
-/// For the system prompt, fixed with it: the tool names it lists as available now (the
-/// `deferred` ones left out, `tool-search` added) and the "More tools" section.
-pub fn listing(
-    offered: Vec<&'static str>,
-    deferred: &[Value],
-    is_mcp: impl Fn(&str) -> bool,
-) -> (Vec<&'static str>, String) {
+/// For the system prompt, fixed with it: the "More tools" section naming the `deferred`
+/// tools ("" when none is deferred). The tools sent now need no listing: their schemas are
+/// in the request.
+pub fn listing(deferred: &[Value], is_mcp: impl Fn(&str) -> bool) -> String {
     if deferred.is_empty() {
-        return (offered, String::new());
+        return String::new();
     }
-    let mut names: Vec<&'static str> = offered
-        .into_iter()
-        .filter(|n| !deferred.iter().any(|s| name_of(s) == *n))
-        .collect();
-    names.push(NAME);
     let listed: Vec<String> = deferred
         .iter()
         .map(|s| {
@@ -180,8 +172,7 @@ pub fn listing(
             format!("{name} ({what})")
         })
         .collect();
-    let section = format!("{LIST_HEAD}{}.\n", listed.join(", "));
-    (names, section)
+    format!("{LIST_HEAD}{}.\n", listed.join(", "))
 }
 
 /// The tool names a system prompt's "More tools" list gives (`a, b (what for), c.`).

@@ -473,6 +473,64 @@ mod tests {
         assert!(same(&fresh(&s), &s.peek(|j| j.clone())));
     }
 
+    /// Two sessions on one project, a few hundred changes in a seeded random order (batches,
+    /// checkpoints, undos, redos, folds, torn appends): what a session holds when it looks,
+    /// however many changes the other made meanwhile, is what a new reader folds together.
+    #[test]
+    fn two_sessions_and_a_new_reader_always_see_one_journal() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = [
+            Snapshots::open(home.path(), proj.path()).unwrap(),
+            Snapshots::open(home.path(), proj.path()).unwrap(),
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        for step in 0..300 {
+            let who = &s[next(2) as usize];
+            match next(10) {
+                0..=2 => batch(who, proj.path(), &format!("b{step}"), 1 + next(30) as usize),
+                3 => {
+                    who.add_checkpoint("s", &format!("p{step}"), step).unwrap();
+                }
+                4 | 5 => {
+                    let _ = who.undo().unwrap();
+                }
+                6 => {
+                    // Refused when a later batch's files changed since: either way, one journal.
+                    let _ = who.redo();
+                }
+                7 => who.settle().unwrap(),
+                8 => {
+                    let mut f = std::fs::OpenOptions::new()
+                        .append(true)
+                        .create(true)
+                        .open(&who.journal.log)
+                        .unwrap();
+                    f.write_all(br#"{"seq":99999,"change":{"op":"checkpoint""#)
+                        .unwrap();
+                }
+                _ => {
+                    let (checkpoints, batches) = (who.checkpoints(), who.batches());
+                    assert!(batches.windows(2).all(|w| w[0].id < w[1].id));
+                    assert!(checkpoints.windows(2).all(|w| w[0].id < w[1].id));
+                }
+            }
+            // One session looks, the other may lag several changes behind (its cache too).
+            let one = &s[next(2) as usize];
+            assert!(same(&one.peek(|j| j.clone()), &fresh(one)), "step {step}");
+        }
+        for one in &s {
+            assert!(same(&one.peek(|j| j.clone()), &fresh(one)));
+        }
+        assert!(fresh(&s[0]).batches.len() > 50);
+    }
+
     /// A link planted where the log goes is never written through: the change fails with
     /// a message naming the log, and the linked file keeps its bytes.
     #[test]

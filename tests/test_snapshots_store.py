@@ -213,3 +213,63 @@ def test_a_killed_session_loses_no_batch_and_a_closed_one_leaves_one_journal_fil
     j = json.loads(journal.read_text())
     assert [b["undone"] for b in j["batches"]] == [True, True], j
     assert j["redo"] == [b["id"] for b in reversed(j["batches"])], j
+
+
+class Events:
+    """The core's events, kept; every approval request denied."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+
+    def event(self, event_json: str) -> None:
+        self.events.append(json.loads(event_json))
+
+    def request(self, request_json: str) -> str:
+        return "deny"
+
+    def notices(self) -> list[str]:
+        return [e["text"] for e in self.events if e.get("type") == "notice"]
+
+
+def test_an_unreadable_journal_is_kept_aside_and_said_not_overwritten(
+    fake_llm, use_env, repo, yuyao_home
+):
+    """Bad input loses nothing: a snapshot journal that no longer parses (cut in half here)
+    is renamed aside with its bytes at the session's first change, the user is told where,
+    and a new journal works."""
+    from yuyao import _core
+
+    def session(server, events=None):
+        use_env(server)
+        opts = {"cwd": str(repo), "mode": "yolo", "stream": False}
+        return _core.Session(json.dumps(opts), events or Events())
+
+    def write(content: str):
+        return fake_llm(
+            [
+                call("read", file_path="calc.py"),
+                call("write", file_path="calc.py", content=content),
+                say("ok"),
+            ]
+        )
+
+    first = session(write("v1 = 1\n"))
+    first.chat("change it")
+    first.close()  # the journal is folded into its one file
+    (journal,) = (yuyao_home / "snapshots").glob("*.json")
+    damaged = journal.read_bytes()[: journal.stat().st_size // 2]
+    journal.write_bytes(damaged)
+
+    events = Events()
+    second = session(write("v2 = 2\n"), events)
+    try:
+        second.chat("change it again")
+        (aside,) = journal.parent.glob(journal.name + ".damaged-*")
+        assert aside.read_bytes() == damaged
+        said = [n for n in events.notices() if "could not be read" in n]
+        assert len(said) == 1 and str(aside) in said[0], events.notices()
+        # The new journal holds the second batch: /undo puts v1 back.
+        second.dispatch("/undo")
+        assert (repo / "calc.py").read_text() == "v1 = 1\n"
+    finally:
+        second.close()

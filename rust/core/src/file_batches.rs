@@ -164,6 +164,14 @@ impl Session {
                 self.notice(NoticeLevel::Warning, format!("snapshot failed: {e}"))
             }
         }
+        self.journal_notes();
+    }
+
+    /// Tells the user what the snapshot journal reported (an unreadable one moved aside).
+    fn journal_notes(&self) {
+        for note in self.with_store(|s| s.take_notes()).unwrap_or_default() {
+            self.notice(NoticeLevel::Warning, note);
+        }
     }
 
     /// Hook: every user prompt is a checkpoint (kept across sessions).
@@ -176,5 +184,6 @@ impl Session {
                 self.notice(NoticeLevel::Warning, format!("checkpoint not saved: {e}"))
             }
         }
+        self.journal_notes();
     }
 }

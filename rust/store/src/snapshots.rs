@@ -491,6 +491,12 @@ impl Snapshots {
         self.journal.commit(l, change)
     }
 
+    /// What the user should be told about the journal since the last call (an unreadable
+    /// journal moved aside).
+    pub fn take_notes(&self) -> Vec<String> {
+        self.journal.take_notes()
+    }
+
     /// Folds the journal's log into its one file, unless another session is changing it
     /// right now (a session's end: a journal at rest is plain JSON an older version reads).
     pub fn settle(&self) -> Result<(), String> {

@@ -145,6 +145,9 @@ impl FileId {
 pub(crate) struct Loaded {
     pub journal: Journal,
     base: Option<FileId>,
+    /// The base existed but did not parse (read as empty): it is moved aside, its bytes
+    /// kept, before anything is written over it.
+    damaged: bool,
     /// The log's (device, inode) and how many of its bytes are folded in.
     log: Option<(u64, u64)>,
     log_end: u64,
@@ -157,6 +160,8 @@ pub(crate) struct JournalFiles {
     base: PathBuf,
     log: PathBuf,
     cache: RefCell<Option<Loaded>>,
+    /// What the user should be told (a damaged base moved aside), until taken.
+    notes: RefCell<Vec<String>>,
 }
 
 fn open_no_follow(path: &Path, write: bool) -> std::io::Result<std::fs::File> {
@@ -176,7 +181,13 @@ impl JournalFiles {
             log: base.with_extension("log"),
             base,
             cache: RefCell::new(None),
+            notes: RefCell::new(Vec::new()),
         }
+    }
+
+    /// What happened that the user should be told since the last call.
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut self.notes.borrow_mut())
     }
 
     pub fn base_path(&self) -> &Path {
@@ -199,14 +210,17 @@ impl JournalFiles {
                     (Some(_), None) => false,
                 }
         });
-        let mut l = cached.unwrap_or_else(|| Loaded {
-            journal: base_id
+        let mut l = cached.unwrap_or_else(|| {
+            let parsed = base_id
                 .and_then(|_| std::fs::read(&self.base).ok())
-                .and_then(|b| serde_json::from_slice(&b).ok())
-                .unwrap_or_default(),
-            base: base_id,
-            log: None,
-            log_end: 0,
+                .map(|b| serde_json::from_slice::<Journal>(&b));
+            Loaded {
+                damaged: matches!(parsed, Some(Err(_))),
+                journal: parsed.and_then(Result::ok).unwrap_or_default(),
+                base: base_id,
+                log: None,
+                log_end: 0,
+            }
         });
         if let (Some(mut f), Some(m)) = (log, log_meta) {
             l.log = Some((m.dev(), m.ino()));
@@ -228,6 +242,7 @@ impl JournalFiles {
     /// Appends `change` to the log and applies it (the journal's lock held since `l` was
     /// taken); folds the log into the base once it has outgrown it.
     pub fn commit(&self, mut l: Loaded, change: Change) -> Result<(), String> {
+        self.set_aside_damaged(&mut l)?;
         let err = |e: std::io::Error| format!("cannot save {}: {e}", self.log.display());
         let seq = l.journal.seq + 1;
         let mut line = serde_json::to_vec(&Line {
@@ -262,8 +277,41 @@ impl JournalFiles {
         Ok(())
     }
 
+    /// A base that did not parse, still the file that was read, is renamed to
+    /// `<project-id>.json.damaged-<unix seconds>` (the lock held), so nothing written later
+    /// replaces its bytes; the journal starts again from the log.
+    fn set_aside_damaged(&self, l: &mut Loaded) -> Result<(), String> {
+        if !l.damaged {
+            return Ok(());
+        }
+        let now = std::fs::symlink_metadata(&self.base)
+            .ok()
+            .map(|m| FileId::of(&m));
+        if now.is_some() && now == l.base {
+            let secs = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let aside = self.base.with_extension(format!("json.damaged-{secs}"));
+            std::fs::rename(&self.base, &aside).map_err(|e| {
+                format!(
+                    "cannot move the unreadable {} aside: {e}",
+                    self.base.display()
+                )
+            })?;
+            self.notes.borrow_mut().push(format!(
+                "the snapshot journal {} could not be read; it is kept as {} and a new one was started (earlier batches cannot be undone from it)",
+                self.base.display(),
+                aside.display()
+            ));
+            l.base = None;
+        }
+        l.damaged = false;
+        Ok(())
+    }
+
     /// Writes the journal whole as the base and empties the log (the lock held).
     pub fn compact(&self, mut l: Loaded) -> Result<(), String> {
+        self.set_aside_damaged(&mut l)?;
         let bytes = serde_json::to_vec(&l.journal).map_err(|e| e.to_string())?;
         crate::write_atomic(&self.base, &bytes)
             .map_err(|e| format!("cannot save {}: {e}", self.base.display()))?;
@@ -529,6 +577,40 @@ mod tests {
             assert!(same(&one.peek(|j| j.clone()), &fresh(one)));
         }
         assert!(fresh(&s[0]).batches.len() > 50);
+    }
+
+    /// A base that no longer parses (a hand edit gone wrong, a damaged disk) reads as empty,
+    /// but its bytes are never written over: the first change moves it aside and says so.
+    #[test]
+    fn an_unreadable_base_is_moved_aside_not_overwritten() {
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        let s = Snapshots::open(home.path(), proj.path()).unwrap();
+        let base = s.journal.base_path().to_path_buf();
+        std::fs::write(&base, br#"{"batches": [{"id": 1, "session": "#).unwrap();
+        // Reading alone changes nothing.
+        assert!(s.batches().is_empty() && s.checkpoints().is_empty());
+        assert!(s.take_notes().is_empty());
+        s.add_checkpoint("s", "p", 0).unwrap();
+        let notes = s.take_notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        let aside: Vec<PathBuf> = std::fs::read_dir(base.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains(".json.damaged-"))
+            .collect();
+        assert_eq!(aside.len(), 1, "{aside:?}");
+        assert!(notes[0].contains(&*aside[0].to_string_lossy()), "{notes:?}");
+        assert_eq!(
+            std::fs::read(&aside[0]).unwrap(),
+            br#"{"batches": [{"id": 1, "session": "#
+        );
+        // The new journal works, folded or not, and says nothing more.
+        batch(&s, proj.path(), "a", 1);
+        s.settle().unwrap();
+        let j = fresh(&s);
+        assert_eq!((j.batches.len(), j.checkpoints.len()), (1, 1));
+        assert!(s.take_notes().is_empty());
     }
 
     /// A link planted where the log goes is never written through: the change fails with

@@ -161,17 +161,12 @@ pub(crate) fn lock_journal_at(journal: &Path) -> Result<JournalLock, String> {
     }
 }
 
-/// The journal's lock if no one holds it now (a stale lock is taken over).
-fn try_lock_journal_at(journal: &Path) -> Option<JournalLock> {
-    try_lock(journal).ok()
-}
-
 /// How long a lock is waited for, and how old a lock is before it counts as left by a holder
 /// that died.
 const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// One attempt at the lock: `Err(None)` while another holder has it, `Err(Some(_))` when the
-/// lock file cannot be made.
+/// One attempt at the lock (a stale one, left by a holder that died, is taken over):
+/// `Err(None)` while another holder has it, `Err(Some(_))` when the lock file cannot be made.
 fn try_lock(journal: &Path) -> Result<JournalLock, Option<String>> {
     let path = journal.with_extension("lock");
     loop {
@@ -500,7 +495,7 @@ impl Snapshots {
     /// Folds the journal's log into its one file, unless another session is changing it
     /// right now (a session's end: a journal at rest is plain JSON an older version reads).
     pub fn settle(&self) -> Result<(), String> {
-        let Some(_lock) = try_lock_journal_at(self.journal.base_path()) else {
+        let Ok(_lock) = try_lock(self.journal.base_path()) else {
             return Ok(());
         };
         self.journal.settle()

@@ -20,6 +20,7 @@ use std::cell::RefCell;
 use std::io::{Read as _, Seek as _, Write as _};
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
+use yuyao_protocol::Stamp;
 
 /// The log is folded into the base once it is larger than the base and than this.
 const COMPACT_FROM: u64 = 256 * 1024;
@@ -104,6 +105,12 @@ impl Journal {
         self.trim();
     }
 
+    /// Applies a log line: its change, and its number as the last one folded in.
+    fn apply_line(&mut self, line: Line) {
+        self.apply(line.change);
+        self.seq = line.seq;
+    }
+
     /// Keeps the newest [`KEEP`] batches and checkpoints.
     fn trim(&mut self) {
         if self.batches.len() > KEEP {
@@ -118,33 +125,12 @@ impl Journal {
     }
 }
 
-/// Which file a path held when it was read: a base replaced by a rename, or changed in place,
-/// has another identity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl FileId {
-    fn of(m: &std::fs::Metadata) -> FileId {
-        FileId {
-            dev: m.dev(),
-            ino: m.ino(),
-            len: m.len(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
-        }
-    }
-}
-
 /// The journal as read from the base and the log, and where in them it was read.
 pub(crate) struct Loaded {
     pub journal: Journal,
-    base: Option<FileId>,
+    /// The base's stamp when it was read: a base replaced by a rename, or changed in place,
+    /// has another.
+    base: Option<Stamp>,
     /// The base existed but did not parse (read as empty): it is moved aside, its bytes
     /// kept, before anything is written over it.
     damaged: bool,
@@ -194,12 +180,17 @@ impl JournalFiles {
         &self.base
     }
 
-    /// The journal as it is now (the cached state when nothing but the log's tail changed).
-    pub fn take(&self) -> Loaded {
-        let base_id = std::fs::symlink_metadata(&self.base)
+    /// The base's stamp now (`None`: no base, or something other than a file in its place).
+    fn base_stamp(&self) -> Option<Stamp> {
+        std::fs::symlink_metadata(&self.base)
             .ok()
             .filter(|m| m.is_file())
-            .map(|m| FileId::of(&m));
+            .map(|m| Stamp::of(&m))
+    }
+
+    /// The journal as it is now (the cached state when nothing but the log's tail changed).
+    pub fn take(&self) -> Loaded {
+        let base_id = self.base_stamp();
         let log = open_no_follow(&self.log, false).ok();
         let log_meta = log.as_ref().and_then(|f| f.metadata().ok());
         let cached = self.cache.borrow_mut().take().filter(|c| {
@@ -244,32 +235,29 @@ impl JournalFiles {
     pub fn commit(&self, mut l: Loaded, change: Change) -> Result<(), String> {
         self.set_aside_damaged(&mut l)?;
         let err = |e: std::io::Error| format!("cannot save {}: {e}", self.log.display());
-        let seq = l.journal.seq + 1;
-        let mut line = serde_json::to_vec(&Line {
-            seq,
-            change: change.clone(),
-        })
-        .map_err(|e| e.to_string())?;
-        line.push(b'\n');
+        let line = Line {
+            seq: l.journal.seq + 1,
+            change,
+        };
+        let mut bytes = serde_json::to_vec(&line).map_err(|e| e.to_string())?;
+        bytes.push(b'\n');
+        // On an error below `l` is dropped, not kept: the next reader reads the files again.
+        l.journal.apply_line(line);
         let mut f = open_no_follow(&self.log, true).map_err(err)?;
         let m = f.metadata().map_err(err)?;
         let same_log = l.log.is_none_or(|id| id == (m.dev(), m.ino()));
         if !same_log || m.len() < l.log_end {
             // Replaced or cut under the lock (by hand): the state in memory is the truth.
-            l.journal.apply(change);
-            l.journal.seq = seq;
             return self.compact(l);
         }
         // Bytes past what was read are a torn line from a writer that died mid-append.
         f.set_len(l.log_end).map_err(err)?;
         f.seek(std::io::SeekFrom::Start(l.log_end)).map_err(err)?;
-        f.write_all(&line).map_err(err)?;
+        f.write_all(&bytes).map_err(err)?;
         f.sync_data().map_err(err)?;
-        l.journal.apply(change);
-        l.journal.seq = seq;
         l.log = Some((m.dev(), m.ino()));
-        l.log_end += line.len() as u64;
-        let base_len = l.base.map_or(0, |b| b.len);
+        l.log_end += bytes.len() as u64;
+        let base_len = l.base.map_or(0, |b| b.size);
         if l.log_end > base_len.max(COMPACT_FROM) {
             return self.compact(l);
         }
@@ -284,9 +272,7 @@ impl JournalFiles {
         if !l.damaged {
             return Ok(());
         }
-        let now = std::fs::symlink_metadata(&self.base)
-            .ok()
-            .map(|m| FileId::of(&m));
+        let now = self.base_stamp();
         if now.is_some() && now == l.base {
             let secs = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -326,9 +312,7 @@ impl JournalFiles {
             Err(_) => l.log = None,
         }
         l.log_end = 0;
-        l.base = std::fs::symlink_metadata(&self.base)
-            .ok()
-            .map(|m| FileId::of(&m));
+        l.base = self.base_stamp();
         self.keep(l);
         Ok(())
     }
@@ -356,28 +340,29 @@ fn fold(j: &mut Journal, tail: &[u8]) -> u64 {
             continue;
         };
         if line.seq > j.seq {
-            j.apply(line.change);
-            j.seq = line.seq;
+            j.apply_line(line);
         }
     }
     end as u64 + 1
 }
 
 /// The journal at `base` with its log folded in (the retention pass reads it this way).
+/// `None` when there is neither a base nor a log.
 pub(crate) fn read(base: &Path) -> Option<Journal> {
-    let files = JournalFiles::new(base.to_path_buf());
-    if std::fs::symlink_metadata(base).is_err() && std::fs::symlink_metadata(&files.log).is_err() {
-        return None;
-    }
-    Some(files.take().journal)
+    let l = JournalFiles::new(base.to_path_buf()).take();
+    (l.base.is_some() || l.log.is_some()).then_some(l.journal)
 }
 
-/// Replaces the journal at `base` with `j` and empties its log (the lock held).
+/// Replaces the journal at `base` with `j`, read under the lock still held, and empties its
+/// log (nothing to read again).
 pub(crate) fn rewrite(base: &Path, j: Journal) -> Result<(), String> {
-    let files = JournalFiles::new(base.to_path_buf());
-    let mut l = files.take();
-    l.journal = j;
-    files.compact(l)
+    JournalFiles::new(base.to_path_buf()).compact(Loaded {
+        journal: j,
+        base: None,
+        damaged: false,
+        log: None,
+        log_end: 0,
+    })
 }
 
 #[cfg(test)]
@@ -424,16 +409,15 @@ mod tests {
         }
         s.settle().unwrap();
         let base = s.journal.base_path();
-        let meta = |p: &Path| std::fs::metadata(p).map(|m| FileId::of(&m)).ok();
-        let before = meta(base).unwrap();
-        assert!(before.len > 50_000, "{before:?}");
+        let before = Stamp::of_path(base).unwrap();
+        assert!(before.size > 50_000, "{before:?}");
         batch(&s, proj.path(), "one", 1);
         let log_len = std::fs::metadata(&s.journal.log).unwrap().len();
         assert!(log_len < 1_000, "{log_len}");
         s.undo().unwrap().unwrap();
         let log_len = std::fs::metadata(&s.journal.log).unwrap().len();
         assert!(log_len < 2_500, "{log_len}");
-        assert_eq!(meta(base), Some(before));
+        assert_eq!(Stamp::of_path(base), Some(before));
         // What a new reader folds together is what the session holds.
         let live = s.peek(|j| j.clone());
         assert!(same(&fresh(&s), &live));

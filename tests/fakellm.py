@@ -212,6 +212,26 @@ def without_repo_map(text: str) -> str:
 VIEW_NOTE = "[intent] Say why in one line before each tool batch."
 
 
+class Events:
+    """A handler for an in-process core Session (``yuyao._core.Session(options, handler)``):
+    keeps every event, denies every approval request."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+
+    def event(self, event_json: str) -> None:
+        self.events.append(json.loads(event_json))
+
+    def request(self, request_json: str) -> str:
+        return "deny"
+
+    def of(self, kind: str) -> list[dict]:
+        return [e for e in self.events if e.get("type") == kind]
+
+    def notices(self) -> list[str]:
+        return [e["text"] for e in self.of("notice")]
+
+
 def durable(messages: list[dict]) -> list[dict]:
     """A request's messages without its one-request note: the prefix the next request must
     repeat for the prompt cache (DESIGN §4)."""

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from fakellm import FAKE_MODEL, call, say
+from fakellm import FAKE_MODEL, Events, call, say
 
 pytestmark = pytest.mark.core
 pytest.importorskip("mcp.server.mcpserver", reason="the mcp SDK (scripts/test-requirements.txt)")
@@ -268,17 +268,6 @@ def test_a_server_name_that_could_pass_for_another_servers_is_skipped(fake_llm, 
     s.chat("hi")
     assert not [n for n in server.tool_names(0) if n.startswith("mcp__")]
     assert "'time__x'" in s.dispatch("/mcp list") and "skipped" in s.dispatch("/mcp list")
-
-
-class Events:
-    def __init__(self):
-        self.events: list[dict] = []
-
-    def event(self, event_json: str) -> None:
-        self.events.append(json.loads(event_json))
-
-    def request(self, request_json: str) -> str:
-        return "deny"
 
 
 def test_tui_rule_project_servers_wait_for_trust_and_say_what_would_run(fake_llm, use_env, repo):

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakellm import call, say
+from fakellm import Events, call, say
 
 pytestmark = pytest.mark.core
 
@@ -32,20 +32,6 @@ needs_service = pytest.mark.skipif(
     reason="mcp-memory-service is not installed (./scripts/test.sh venv stage; it needs a "
     "Python whose sqlite3 loads extensions)",
 )
-
-
-class Events:
-    def __init__(self):
-        self.events: list[dict] = []
-
-    def event(self, event_json: str) -> None:
-        self.events.append(json.loads(event_json))
-
-    def request(self, request_json: str) -> str:
-        return "deny"
-
-    def notices(self) -> list[str]:
-        return [e["text"] for e in self.events if e.get("type") == "notice"]
 
 
 def open_core(repo: Path, events: Events, **options):

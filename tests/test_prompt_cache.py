@@ -12,20 +12,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from fakellm import call, durable, say
+from fakellm import Events, call, durable, say
 
 pytestmark = pytest.mark.core
-
-
-class Events:
-    def __init__(self):
-        self.events: list[dict] = []
-
-    def event(self, event_json: str) -> None:
-        self.events.append(json.loads(event_json))
-
-    def request(self, request_json: str) -> str:
-        return "deny"
 
 
 @pytest.fixture

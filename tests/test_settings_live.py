@@ -14,7 +14,7 @@ import time
 
 import pytest
 from conftest import git
-from fakellm import call, calls, error, say
+from fakellm import Events, call, calls, error, say
 from test_lsp import effect_lsp_diagnostics_timeout, effect_lsp_enabled
 
 pytestmark = pytest.mark.core
@@ -26,22 +26,6 @@ def known_keys() -> list[dict]:
     from yuyao import _core
 
     return json.loads(_core.config_keys_json())
-
-
-class Events:
-    """A handler for a core Session that keeps every event."""
-
-    def __init__(self):
-        self.events: list[dict] = []
-
-    def event(self, event_json: str) -> None:
-        self.events.append(json.loads(event_json))
-
-    def request(self, request_json: str) -> str:
-        return "deny"
-
-    def of(self, kind: str) -> list[dict]:
-        return [e for e in self.events if e.get("type") == kind]
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fakellm import call, calls, say
+from fakellm import Events, call, calls, say
 
 pytestmark = pytest.mark.core
 
@@ -213,22 +213,6 @@ def test_a_killed_session_loses_no_batch_and_a_closed_one_leaves_one_journal_fil
     j = json.loads(journal.read_text())
     assert [b["undone"] for b in j["batches"]] == [True, True], j
     assert j["redo"] == [b["id"] for b in reversed(j["batches"])], j
-
-
-class Events:
-    """The core's events, kept; every approval request denied."""
-
-    def __init__(self) -> None:
-        self.events: list[dict] = []
-
-    def event(self, event_json: str) -> None:
-        self.events.append(json.loads(event_json))
-
-    def request(self, request_json: str) -> str:
-        return "deny"
-
-    def notices(self) -> list[str]:
-        return [e["text"] for e in self.events if e.get("type") == "notice"]
 
 
 def test_an_unreadable_journal_is_kept_aside_and_said_not_overwritten(
